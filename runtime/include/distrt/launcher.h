@@ -1,0 +1,54 @@
+// In-process launcher: runs N rank programs as N threads on the local
+// communicator, plus helpers to split global inputs into per-rank pieces and
+// to reassemble global outputs from per-rank pieces.
+#ifndef DISTRT_LAUNCHER_H_
+#define DISTRT_LAUNCHER_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distrt/executor.h"
+#include "distrt/program.h"
+
+namespace distrt {
+
+struct LocalRunOptions {
+  int threads_per_rank = 1;  // ExecutorOptions::threads of every rank
+  // Longest a rank waits for a peer in a collective or recv.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+};
+
+// Runs programs[r] as rank r (programs.size() == world size) with
+// inputs[r] (see Executor::Run). Fills (*outputs)[r]. If any rank fails the
+// others are aborted and the returned error is the root cause, prefixed with
+// "rank R: ". `stats`, if given, receives each rank's RunStats.
+Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
+                const std::vector<std::vector<HostTensor>>& inputs,
+                std::vector<std::vector<HostTensor>>* outputs,
+                const LocalRunOptions& options = LocalRunOptions(),
+                std::vector<RunStats>* stats = nullptr);
+
+struct NamedTensor {
+  std::string name;
+  HostTensor tensor;
+};
+
+// For every rank, cuts each program input (matched by Argument.name) out of
+// the global tensor of that name according to Argument.slice.
+Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs,
+                     const std::vector<NamedTensor>& global,
+                     std::vector<std::vector<HostTensor>>* per_rank);
+
+// Rebuilds each global output (by Argument.name, in order of first
+// appearance) from the ranks' pieces placed by Argument.slice. Pieces at the
+// same place (replicas) are taken once. Fails if a part of a global tensor is
+// covered by no rank.
+Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
+                       const std::vector<std::vector<HostTensor>>& per_rank,
+                       std::vector<NamedTensor>* global);
+
+}  // namespace distrt
+
+#endif  // DISTRT_LAUNCHER_H_

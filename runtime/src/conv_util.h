@@ -1,0 +1,79 @@
+// Spatial parameters shared by conv and pooling (NCHW, 1-D..3-D), padded to
+// three spatial dims internally (leading dims of size 1).
+#ifndef DISTRT_SRC_CONV_UTIL_H_
+#define DISTRT_SRC_CONV_UTIL_H_
+
+#include "kernel_util.h"
+
+namespace distrt {
+
+struct Spatial {
+  int rank = 0;                // 1, 2 or 3 (as given)
+  int64_t in[3] = {1, 1, 1};   // input extent
+  int64_t k[3] = {1, 1, 1};    // kernel extent
+  int64_t s[3] = {1, 1, 1};    // stride
+  int64_t d[3] = {1, 1, 1};    // dilation
+  int64_t pb[3] = {0, 0, 0};   // pad begin
+  int64_t pe[3] = {0, 0, 0};   // pad end
+  int64_t out[3] = {1, 1, 1};  // output extent
+  int64_t in_size() const { return in[0] * in[1] * in[2]; }
+  int64_t out_size() const { return out[0] * out[1] * out[2]; }
+  int64_t k_size() const { return k[0] * k[1] * k[2]; }
+};
+
+// Reads strides/pads/dilations (defaults 1/0/1) for `rank` spatial dims with
+// the given input and kernel extents, and computes output extents.
+inline Status ReadSpatial(const AttrReader& attrs, const Shape& x_shape,
+                          const std::vector<int64_t>& kernel, bool ceil_mode, Spatial* sp) {
+  const int r = static_cast<int>(x_shape.size()) - 2;
+  if (r < 1 || r > 3) {
+    return InvalidArgumentError("expected NC + 1..3 spatial dims, got shape ",
+                                ShapeToString(x_shape));
+  }
+  if (static_cast<int>(kernel.size()) != r) {
+    return InvalidArgumentError("kernel has ", kernel.size(), " dims for ", r, " spatial dims");
+  }
+  std::vector<int64_t> strides, pads, dilations;
+  bool has_s, has_p, has_d;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("strides", &strides, &has_s));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("pads", &pads, &has_p));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("dilations", &dilations, &has_d));
+  if (strides.empty()) strides.assign(static_cast<size_t>(r), 1);
+  if (pads.empty()) pads.assign(static_cast<size_t>(2 * r), 0);
+  if (dilations.empty()) dilations.assign(static_cast<size_t>(r), 1);
+  if (static_cast<int>(strides.size()) != r || static_cast<int>(pads.size()) != 2 * r ||
+      static_cast<int>(dilations.size()) != r) {
+    return InvalidArgumentError("strides/pads/dilations have ", strides.size(), "/", pads.size(),
+                                "/", dilations.size(), " entries for ", r, " spatial dims");
+  }
+  sp->rank = r;
+  const int lead = 3 - r;
+  for (int i = 0; i < r; ++i) {
+    const int j = lead + i;
+    sp->in[j] = x_shape[static_cast<size_t>(2 + i)];
+    sp->k[j] = kernel[static_cast<size_t>(i)];
+    sp->s[j] = strides[static_cast<size_t>(i)];
+    sp->d[j] = dilations[static_cast<size_t>(i)];
+    sp->pb[j] = pads[static_cast<size_t>(i)];
+    sp->pe[j] = pads[static_cast<size_t>(i + r)];
+    if (sp->k[j] < 1 || sp->s[j] < 1 || sp->d[j] < 1 || sp->pb[j] < 0 || sp->pe[j] < 0) {
+      return InvalidArgumentError("invalid kernel/stride/dilation/pad in spatial dim ", i);
+    }
+    const int64_t eff = (sp->k[j] - 1) * sp->d[j] + 1;
+    const int64_t num = sp->in[j] + sp->pb[j] + sp->pe[j] - eff;
+    if (num < 0) {
+      return InvalidArgumentError("window of extent ", eff, " does not fit spatial dim ", i,
+                                  " of size ", sp->in[j], " with pads ", sp->pb[j], "+",
+                                  sp->pe[j]);
+    }
+    int64_t o = (ceil_mode ? (num + sp->s[j] - 1) / sp->s[j] : num / sp->s[j]) + 1;
+    // A window that would start in the end padding is dropped (ceil_mode).
+    if (ceil_mode && (o - 1) * sp->s[j] >= sp->in[j] + sp->pb[j]) --o;
+    sp->out[j] = o;
+  }
+  return OkStatus();
+}
+
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_CONV_UTIL_H_

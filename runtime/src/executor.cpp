@@ -1,0 +1,148 @@
+#include "distrt/executor.h"
+
+#include <chrono>
+
+#include "kernel.h"
+#include "thread_pool.h"
+#include "weights.h"
+
+namespace distrt {
+
+struct Executor::Impl {
+  std::unique_ptr<ThreadPool> pool;
+  std::shared_ptr<MemoryTracker> weight_tracker = std::make_shared<MemoryTracker>();
+  std::shared_ptr<MemoryTracker> run_tracker = std::make_shared<MemoryTracker>();
+  std::vector<HostTensor> persistent;       // weights and constants, by value index
+  std::vector<const KernelDef*> kernels;    // per instruction
+  // Values to release after each instruction (last use there, or never used).
+  std::vector<std::vector<int>> release_after;
+};
+
+Executor::~Executor() = default;
+
+Status Executor::Create(std::shared_ptr<const Program> program, Communicator* comm,
+                        const ExecutorOptions& options, std::unique_ptr<Executor>* out) {
+  if (!program) return InvalidArgumentError("Executor::Create: no program");
+  const Program& p = *program;
+  if (comm != nullptr && (comm->rank() != p.rank() || comm->world_size() != p.world_size())) {
+    return InvalidArgumentError(p.source(), ": the program is rank ", p.rank(), " of ",
+                                p.world_size(), " but the communicator is rank ", comm->rank(),
+                                " of ", comm->world_size());
+  }
+  if (comm == nullptr && p.communicates()) {
+    return FailedPreconditionError(p.source(),
+                                   ": the program communicates but no communicator was given");
+  }
+  if (options.threads < 1) {
+    return InvalidArgumentError("ExecutorOptions.threads must be >= 1, got ", options.threads);
+  }
+  std::unique_ptr<Executor> e(new Executor());
+  e->program_ = program;
+  e->comm_ = comm;
+  e->impl_.reset(new Impl());
+  Impl& im = *e->impl_;
+  if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
+  im.persistent.resize(static_cast<size_t>(p.num_values()));
+  Status st = LoadWeightsAndConstants(p, im.weight_tracker, &im.persistent);
+  if (!st.ok()) return st.WithContext(p.source());
+  e->stats_.weight_bytes = im.weight_tracker->current();
+
+  // Liveness: the last instruction reading each value. Program outputs and
+  // persistent values are never released.
+  const int n = p.num_instructions();
+  std::vector<int> last_use(static_cast<size_t>(p.num_values()), -1);
+  std::vector<bool> keep(static_cast<size_t>(p.num_values()), false);
+  for (int v = 0; v < p.num_values(); ++v) keep[v] = im.persistent[v].defined();
+  for (int i = 0; i < p.proto().outputs_size(); ++i) keep[p.OutputValue(i)] = true;
+  im.kernels.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    im.kernels[i] = KernelRegistry::Get().Find(p.proto().instructions(i).op());
+    for (int v : p.InstructionInputs(i)) last_use[v] = i;
+  }
+  im.release_after.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    for (int v : p.InstructionOutputs(i)) {
+      if (last_use[v] < i && !keep[v]) im.release_after[i].push_back(v);  // dead result
+    }
+  }
+  for (int v = 0; v < p.num_values(); ++v) {
+    if (last_use[v] >= 0 && !keep[v]) im.release_after[last_use[v]].push_back(v);
+  }
+  *out = std::move(e);
+  return OkStatus();
+}
+
+Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
+  const Program& p = *program_;
+  Impl& im = *impl_;
+  auto fail = [&](const Status& st) {
+    if (comm_ != nullptr) comm_->Abort(st);
+    return st;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const int nin = p.proto().inputs_size();
+  if (static_cast<int>(inputs.size()) != nin) {
+    return fail(InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ",
+                                     inputs.size()));
+  }
+  std::vector<HostTensor> values = im.persistent;
+  for (int i = 0; i < nin; ++i) {
+    const int v = p.InputValue(i);
+    const TensorType& want = p.value(v).type;
+    if (!inputs[i].defined() || inputs[i].type() != want) {
+      return fail(InvalidArgumentError(p.source(), ": input ", i, " '", p.proto().inputs(i).name(),
+                                       "' must be ", want.ToString(), ", got ",
+                                       inputs[i].defined() ? inputs[i].type().ToString()
+                                                           : std::string("an undefined tensor")));
+    }
+    values[v] = inputs[i];
+  }
+  const int64_t baseline = im.run_tracker->current();
+  im.run_tracker->ResetPeak();
+
+  KernelContext ctx;
+  ctx.pool = im.pool.get();
+  ctx.comm = comm_;
+  ctx.rank = p.rank();
+  ctx.tracker = im.run_tracker;
+  std::vector<HostTensor> results;
+  const int n = p.num_instructions();
+  for (int i = 0; i < n; ++i) {
+    const proto::Instruction& inst = p.proto().instructions(i);
+    const std::vector<int>& in_ids = p.InstructionInputs(i);
+    const std::vector<int>& out_ids = p.InstructionOutputs(i);
+    ctx.inst = &inst;
+    ctx.inputs.clear();
+    for (int v : in_ids) ctx.inputs.push_back(&values[v]);
+    ctx.output_types.clear();
+    for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
+    results.assign(out_ids.size(), HostTensor());
+    ctx.outputs = &results;
+    Status st = im.kernels[i]->run(ctx);
+    if (st.ok()) {
+      for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {
+        if (!results[k].defined()) {
+          st = InternalError("kernel produced no output ", k);
+        } else {
+          st = CheckOutputType(ctx.output_types[k], results[k].type());
+        }
+      }
+    }
+    if (!st.ok()) {
+      return fail(Status(st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ",
+                                           st.message())));
+    }
+    for (size_t k = 0; k < out_ids.size(); ++k) values[out_ids[k]] = std::move(results[k]);
+    for (int v : im.release_after[i]) values[v] = HostTensor();
+  }
+  outputs->clear();
+  for (int i = 0; i < p.proto().outputs_size(); ++i) outputs->push_back(values[p.OutputValue(i)]);
+  values.clear();
+  stats_.peak_live_bytes = im.run_tracker->peak() - baseline;
+  stats_.instructions = n;
+  stats_.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return OkStatus();
+}
+
+}  // namespace distrt

@@ -1,0 +1,128 @@
+// The kernel interface: how the executor calls a kernel and how a kernel
+// reads its attributes. See docs/runtime.md, "Adding a kernel".
+#ifndef DISTRT_SRC_KERNEL_H_
+#define DISTRT_SRC_KERNEL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distrt/communicator.h"
+#include "distrt/proto/rank_program.pb.h"
+#include "distrt/status.h"
+#include "distrt/tensor.h"
+#include "thread_pool.h"
+
+namespace distrt {
+
+// Typed access to an instruction's attributes. Every getter fails with a
+// message naming the attribute when it is present with the wrong kind.
+class AttrReader {
+ public:
+  explicit AttrReader(const proto::Instruction& inst) : inst_(inst) {}
+  bool Has(const std::string& name) const;
+  Status GetInt(const std::string& name, int64_t* out) const;  // required
+  Status GetInt(const std::string& name, int64_t default_value, int64_t* out) const;
+  Status GetInts(const std::string& name, std::vector<int64_t>* out) const;  // required
+  // Optional list: `*present` tells whether it was there.
+  Status GetInts(const std::string& name, std::vector<int64_t>* out, bool* present) const;
+  Status GetFloat(const std::string& name, double* out) const;  // required; ints accepted
+  Status GetFloat(const std::string& name, double default_value, double* out) const;
+  Status GetString(const std::string& name, const std::string& default_value,
+                   std::string* out) const;
+
+ private:
+  const proto::Attribute* Find(const std::string& name) const;
+  const proto::Instruction& inst_;
+};
+
+// Everything a kernel sees for one instruction.
+class KernelContext {
+ public:
+  const proto::Instruction* inst = nullptr;
+  std::vector<const HostTensor*> inputs;
+  std::vector<TensorType> output_types;  // declared by the program
+  std::vector<HostTensor>* outputs = nullptr;
+  ThreadPool* pool = nullptr;            // intra-op threads, may be null
+  Communicator* comm = nullptr;          // null when the program has no collectives
+  int rank = 0;
+  std::shared_ptr<MemoryTracker> tracker;
+
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+  const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
+  AttrReader attrs() const { return AttrReader(*inst); }
+
+  // Allocates output i with its declared type (contents undefined: the kernel
+  // must write every element).
+  Status AllocateOutput(int i, HostTensor** out);
+  // Same, zero-filled.
+  Status AllocateZeroedOutput(int i, HostTensor** out);
+  // Makes output i share `t`'s buffer (reshape, identity). The type must match
+  // the declared one.
+  Status SetOutput(int i, const HostTensor& t);
+  // A counted scratch tensor.
+  Status AllocateTemp(DType dtype, const Shape& shape, HostTensor* out, bool zero = false);
+};
+
+using KernelFn = Status (*)(KernelContext& ctx);
+
+// Load-time check of one instruction from types alone (cheap shape checks).
+struct VerifyContext {
+  const proto::Instruction* inst = nullptr;
+  std::vector<TensorType> inputs;
+  std::vector<TensorType> outputs;
+  int rank = 0;
+  int world_size = 1;
+  AttrReader attrs() const { return AttrReader(*inst); }
+};
+using VerifyFn = Status (*)(const VerifyContext& ctx);
+
+struct KernelDef {
+  std::string name;
+  int min_inputs = 0;
+  int max_inputs = 0;    // -1: variadic
+  int num_outputs = 1;
+  KernelFn run = nullptr;
+  VerifyFn verify = nullptr;  // optional
+  bool communicates = false;  // uses the communicator and Instruction.group
+};
+
+class KernelRegistry {
+ public:
+  // The registry with every built-in kernel.
+  static const KernelRegistry& Get();
+  const KernelDef* Find(const std::string& name) const;
+  std::vector<std::string> Names() const;
+  void Add(KernelDef def);
+
+ private:
+  std::vector<KernelDef> defs_;  // sorted by name after construction
+};
+
+// One registration function per kernel family (kernels_*.cpp).
+void RegisterBinaryKernels(KernelRegistry& r);
+void RegisterUnaryKernels(KernelRegistry& r);
+void RegisterCastKernels(KernelRegistry& r);
+void RegisterReduceKernels(KernelRegistry& r);
+void RegisterNormKernels(KernelRegistry& r);
+void RegisterMatmulKernels(KernelRegistry& r);
+void RegisterShapeKernels(KernelRegistry& r);
+void RegisterIndexKernels(KernelRegistry& r);
+void RegisterConvKernels(KernelRegistry& r);
+void RegisterPoolKernels(KernelRegistry& r);
+void RegisterCommKernels(KernelRegistry& r);
+
+// ---- helpers shared by kernels ------------------------------------------
+
+// numpy broadcast of two shapes.
+Status BroadcastShapes(const Shape& a, const Shape& b, Shape* out);
+// Checks that `actual` equals the declared output type.
+Status CheckOutputType(const TensorType& declared, const TensorType& actual);
+// Normalises an axis in [-rank, rank) to [0, rank).
+Status NormalizeAxis(int64_t axis, int rank, int64_t* out);
+// Row-major strides (in elements) of a shape.
+std::vector<int64_t> Strides(const Shape& shape);
+
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_KERNEL_H_

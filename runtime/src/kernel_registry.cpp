@@ -1,0 +1,209 @@
+// The kernel registry, attribute access and helpers shared by kernels.
+#include <algorithm>
+
+#include "kernel.h"
+
+namespace distrt {
+
+// ---- AttrReader -------------------------------------------------------------
+
+const proto::Attribute* AttrReader::Find(const std::string& name) const {
+  auto it = inst_.attrs().find(name);
+  return it == inst_.attrs().end() ? nullptr : &it->second;
+}
+
+bool AttrReader::Has(const std::string& name) const { return Find(name) != nullptr; }
+
+Status AttrReader::GetInt(const std::string& name, int64_t* out) const {
+  const proto::Attribute* a = Find(name);
+  if (a == nullptr) return InvalidArgumentError("missing int attribute '", name, "'");
+  if (a->value_case() != proto::Attribute::kI) {
+    return InvalidArgumentError("attribute '", name, "' must be an int");
+  }
+  *out = a->i();
+  return OkStatus();
+}
+
+Status AttrReader::GetInt(const std::string& name, int64_t default_value, int64_t* out) const {
+  if (!Has(name)) {
+    *out = default_value;
+    return OkStatus();
+  }
+  return GetInt(name, out);
+}
+
+Status AttrReader::GetInts(const std::string& name, std::vector<int64_t>* out) const {
+  bool present;
+  DISTRT_RETURN_IF_ERROR(GetInts(name, out, &present));
+  if (!present) return InvalidArgumentError("missing ints attribute '", name, "'");
+  return OkStatus();
+}
+
+Status AttrReader::GetInts(const std::string& name, std::vector<int64_t>* out,
+                           bool* present) const {
+  const proto::Attribute* a = Find(name);
+  *present = a != nullptr;
+  out->clear();
+  if (a == nullptr) return OkStatus();
+  if (a->value_case() == proto::Attribute::kInts) {
+    out->assign(a->ints().values().begin(), a->ints().values().end());
+    return OkStatus();
+  }
+  if (a->value_case() == proto::Attribute::kI) {  // a single int is a 1-list
+    out->push_back(a->i());
+    return OkStatus();
+  }
+  if (a->value_case() == proto::Attribute::VALUE_NOT_SET) return OkStatus();  // empty list
+  return InvalidArgumentError("attribute '", name, "' must be a list of ints");
+}
+
+Status AttrReader::GetFloat(const std::string& name, double* out) const {
+  const proto::Attribute* a = Find(name);
+  if (a == nullptr) return InvalidArgumentError("missing float attribute '", name, "'");
+  if (a->value_case() == proto::Attribute::kF) {
+    *out = a->f();
+  } else if (a->value_case() == proto::Attribute::kI) {
+    *out = static_cast<double>(a->i());
+  } else {
+    return InvalidArgumentError("attribute '", name, "' must be a float");
+  }
+  return OkStatus();
+}
+
+Status AttrReader::GetFloat(const std::string& name, double default_value, double* out) const {
+  if (!Has(name)) {
+    *out = default_value;
+    return OkStatus();
+  }
+  return GetFloat(name, out);
+}
+
+Status AttrReader::GetString(const std::string& name, const std::string& default_value,
+                             std::string* out) const {
+  const proto::Attribute* a = Find(name);
+  if (a == nullptr) {
+    *out = default_value;
+    return OkStatus();
+  }
+  if (a->value_case() != proto::Attribute::kS) {
+    return InvalidArgumentError("attribute '", name, "' must be a string");
+  }
+  *out = a->s();
+  return OkStatus();
+}
+
+// ---- KernelContext ------------------------------------------------------------
+
+Status KernelContext::AllocateOutput(int i, HostTensor** out) {
+  auto& slot = (*outputs)[static_cast<size_t>(i)];
+  const TensorType& t = output_types[static_cast<size_t>(i)];
+  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype, t.shape, &slot, tracker, /*zero=*/false));
+  *out = &slot;
+  return OkStatus();
+}
+
+Status KernelContext::AllocateZeroedOutput(int i, HostTensor** out) {
+  auto& slot = (*outputs)[static_cast<size_t>(i)];
+  const TensorType& t = output_types[static_cast<size_t>(i)];
+  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype, t.shape, &slot, tracker, /*zero=*/true));
+  *out = &slot;
+  return OkStatus();
+}
+
+Status KernelContext::SetOutput(int i, const HostTensor& t) {
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(output_types[static_cast<size_t>(i)], t.type()));
+  (*outputs)[static_cast<size_t>(i)] = t;
+  return OkStatus();
+}
+
+Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, HostTensor* out, bool zero) {
+  return HostTensor::Allocate(dtype, shape, out, tracker, zero);
+}
+
+// ---- registry -----------------------------------------------------------------
+
+const KernelRegistry& KernelRegistry::Get() {
+  static const KernelRegistry* const kRegistry = [] {
+    auto* r = new KernelRegistry();
+    RegisterBinaryKernels(*r);
+    RegisterUnaryKernels(*r);
+    RegisterCastKernels(*r);
+    RegisterReduceKernels(*r);
+    RegisterNormKernels(*r);
+    RegisterMatmulKernels(*r);
+    RegisterShapeKernels(*r);
+    RegisterIndexKernels(*r);
+    RegisterConvKernels(*r);
+    RegisterPoolKernels(*r);
+    RegisterCommKernels(*r);
+    std::sort(r->defs_.begin(), r->defs_.end(),
+              [](const KernelDef& a, const KernelDef& b) { return a.name < b.name; });
+    return r;
+  }();
+  return *kRegistry;
+}
+
+void KernelRegistry::Add(KernelDef def) { defs_.push_back(std::move(def)); }
+
+const KernelDef* KernelRegistry::Find(const std::string& name) const {
+  auto it = std::lower_bound(defs_.begin(), defs_.end(), name,
+                             [](const KernelDef& d, const std::string& n) { return d.name < n; });
+  if (it == defs_.end() || it->name != name) return nullptr;
+  return &*it;
+}
+
+std::vector<std::string> KernelRegistry::Names() const {
+  std::vector<std::string> names;
+  for (const auto& d : defs_) names.push_back(d.name);
+  return names;
+}
+
+// ---- helpers ------------------------------------------------------------------
+
+Status BroadcastShapes(const Shape& a, const Shape& b, Shape* out) {
+  size_t r = std::max(a.size(), b.size());
+  Shape s(r);
+  for (size_t i = 0; i < r; ++i) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da == db || db == 1) {
+      s[i] = da;
+    } else if (da == 1) {
+      s[i] = db;
+    } else {
+      return InvalidArgumentError("shapes ", ShapeToString(a), " and ", ShapeToString(b),
+                                  " do not broadcast");
+    }
+  }
+  *out = std::move(s);
+  return OkStatus();
+}
+
+Status CheckOutputType(const TensorType& declared, const TensorType& actual) {
+  if (declared != actual) {
+    return InvalidArgumentError("the result is ", actual.ToString(),
+                                " but the program declares the output as ",
+                                declared.ToString());
+  }
+  return OkStatus();
+}
+
+Status NormalizeAxis(int64_t axis, int rank, int64_t* out) {
+  if (axis < -rank || axis >= rank || (rank == 0 && axis != 0)) {
+    return InvalidArgumentError("axis ", axis, " is out of range for rank ", rank);
+  }
+  *out = axis < 0 ? axis + rank : axis;
+  return OkStatus();
+}
+
+std::vector<int64_t> Strides(const Shape& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+}  // namespace distrt

@@ -1,0 +1,168 @@
+// Internal helpers for kernels: dtype dispatch, broadcasting loops, copies.
+#ifndef DISTRT_SRC_KERNEL_UTIL_H_
+#define DISTRT_SRC_KERNEL_UTIL_H_
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernel.h"
+
+namespace distrt {
+
+// Calls BODY with `using T = <c++ type>` for the listed dtype families; falls
+// through to an Unimplemented error naming the op and dtype.
+#define DISTRT_CASE_(DT, CT, ...) \
+  case DType::DT: {               \
+    using T = CT;                 \
+    __VA_ARGS__;                  \
+    break;                        \
+  }
+// Numeric types with arithmetic: f32 f64 i64 i32 i16 i8 u8.
+#define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...)                                  \
+  switch (dtype) {                                                                   \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
+    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                           \
+    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                          \
+    default:                                                                         \
+      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+  }
+// Numeric plus bool (stored as uint8_t 0/1).
+#define DISTRT_DISPATCH_NUMERIC_BOOL(dtype, opname, ...)                             \
+  switch (dtype) {                                                                   \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
+    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                         \
+    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                           \
+    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                          \
+    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                        \
+    default:                                                                         \
+      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+  }
+// Floating types: f32 f64.
+#define DISTRT_DISPATCH_FLOAT(dtype, opname, ...)                                    \
+  switch (dtype) {                                                                   \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
+    default:                                                                         \
+      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+  }
+
+// Broadcasting: the output shape with every operand's strides (0 where the
+// operand is broadcast), adjacent dims merged when no operand changes its
+// pattern between them. The last merged dim is the inner loop.
+struct BroadcastPlan {
+  std::vector<int64_t> dims;                 // merged output dims (>= 1 entry)
+  std::vector<std::vector<int64_t>> strides; // per operand, per merged dim
+  int64_t inner = 1;                         // dims.back()
+  int64_t rows = 1;                          // product of the other dims
+  int64_t total = 1;
+};
+BroadcastPlan MakeBroadcastPlan(const Shape& out, const std::vector<Shape>& operands);
+
+// Visits rows [row_begin, row_end) of a plan, calling
+// fn(row, offsets[operand]) with the element offset of each operand's row start.
+template <typename Fn>
+void ForEachRow(const BroadcastPlan& p, int64_t row_begin, int64_t row_end, Fn&& fn) {
+  const size_t nd = p.dims.size() - 1;  // outer dims
+  const size_t nops = p.strides.size();
+  std::vector<int64_t> idx(nd, 0), off(nops, 0);
+  int64_t rem = row_begin;
+  for (size_t d = nd; d-- > 0;) {
+    idx[d] = rem % p.dims[d];
+    rem /= p.dims[d];
+  }
+  for (size_t o = 0; o < nops; ++o) {
+    int64_t s = 0;
+    for (size_t d = 0; d < nd; ++d) s += idx[d] * p.strides[o][d];
+    off[o] = s;
+  }
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    fn(r, off.data());
+    for (size_t d = nd; d-- > 0;) {  // odometer increment
+      if (++idx[d] < p.dims[d]) {
+        for (size_t o = 0; o < nops; ++o) off[o] += p.strides[o][d];
+        break;
+      }
+      for (size_t o = 0; o < nops; ++o) off[o] -= (p.dims[d] - 1) * p.strides[o][d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Elements per parallel chunk for cheap elementwise work.
+constexpr int64_t kElementwiseGrain = 1 << 15;
+
+// Copies a window (offsets/sizes) out of a row-major source of shape
+// `src_shape` into a contiguous destination; element size in bytes.
+void CopyWindow(const uint8_t* src, const Shape& src_shape, const Shape& offsets,
+                const Shape& sizes, size_t elem, uint8_t* dst);
+// The inverse: writes a contiguous `sizes` block into a window of dst.
+void PasteWindow(const uint8_t* src, const Shape& sizes, uint8_t* dst, const Shape& dst_shape,
+                 const Shape& offsets, size_t elem);
+
+// Converts n elements between dtypes (numpy-like: float->int truncates,
+// ->bool is x != 0, NaN->int gives the type's minimum).
+Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
+
+// Integer arithmetic that wraps instead of overflowing (numpy semantics).
+template <typename T>
+inline T WrapAdd(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+inline T WrapSub(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+  } else {
+    return a - b;
+  }
+}
+template <typename T>
+inline T WrapMul(T a, T b) {
+  if constexpr (std::is_integral<T>::value) {
+    using U = std::make_unsigned_t<T>;
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    return static_cast<T>(static_cast<W>(static_cast<W>(static_cast<U>(a)) *
+                                         static_cast<W>(static_cast<U>(b))));
+  } else {
+    return a * b;
+  }
+}
+
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_KERNEL_UTIL_H_
+
+namespace distrt {
+// y = x.transpose(perm) for a row-major x of `shape`, by element bytes.
+void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,
+                    size_t elem, uint8_t* y, ThreadPool* pool);
+// Validates a permutation of [0, rank).
+Status CheckPerm(const std::vector<int64_t>& perm, int rank);
+}  // namespace distrt
+
+namespace distrt {
+// Sets OpenBLAS to one thread, once per process (distrt parallelises GEMMs
+// over its own per-rank pool instead; see docs/runtime.md).
+void ConfigureBlasThreads();
+}  // namespace distrt
+
+namespace distrt {
+// C[m x n] = A[m x k] * B[k x n] (row-major, contiguous), single-threaded.
+void GemmRowMajor(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n);
+void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_t k, int64_t n);
+}  // namespace distrt

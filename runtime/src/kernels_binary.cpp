@@ -1,0 +1,351 @@
+// Binary elementwise kernels with numpy broadcasting: arithmetic,
+// comparisons, logic, and the ternary `where`.
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+enum class BinOp {
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod,
+  kEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
+  kAnd, kOr, kXor,
+};
+
+bool IsCompare(BinOp op) { return op >= BinOp::kEqual && op <= BinOp::kGreaterEqual; }
+bool IsLogic(BinOp op) { return op >= BinOp::kAnd; }
+
+// Runs out[i] = f(a[i'], b[i'']) over a broadcast plan; the four stride
+// patterns of the inner dim get their own loops so they vectorise.
+template <typename A, typename B, typename R, typename F>
+void RunBinary(const A* a, const B* b, R* out, const BroadcastPlan& p, ThreadPool* pool, F f) {
+  const int64_t inner = p.inner;
+  const int64_t sa = p.strides[0].back(), sb = p.strides[1].back();
+  auto row = [&](int64_t r, const int64_t* off, int64_t lo, int64_t hi) {
+    const A* pa = a + off[0];
+    const B* pb = b + off[1];
+    R* po = out + r * inner;
+    if (sa == 1 && sb == 1) {
+      for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], pb[i]);
+    } else if (sa == 1) {
+      const B vb = pb[0];
+      for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], vb);
+    } else if (sb == 1) {
+      const A va = pa[0];
+      for (int64_t i = lo; i < hi; ++i) po[i] = f(va, pb[i]);
+    } else {
+      const R v = f(pa[0], pb[0]);
+      for (int64_t i = lo; i < hi; ++i) po[i] = v;
+    }
+  };
+  if (p.rows == 1) {  // one long row: split it
+    int64_t zero[2] = {0, 0};
+    ParallelFor(pool, inner, kElementwiseGrain,
+                [&](int64_t lo, int64_t hi) { row(0, zero, lo, hi); });
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, inner));
+  ParallelFor(pool, p.rows, grain, [&](int64_t r0, int64_t r1) {
+    ForEachRow(p, r0, r1, [&](int64_t r, const int64_t* off) { row(r, off, 0, inner); });
+  });
+}
+
+template <typename T>
+T IntPow(T base, T exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if (base == static_cast<T>(-1)) return (exp % 2 == 0) ? 1 : static_cast<T>(-1);
+    return 0;
+  }
+  T result = 1;
+  while (exp > 0) {
+    if (exp & 1) result = WrapMul(result, base);
+    base = WrapMul(base, base);
+    exp = static_cast<T>(exp >> 1);
+  }
+  return result;
+}
+
+template <typename T>
+T FloatMax(T a, T b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  return a < b ? b : a;
+}
+template <typename T>
+T FloatMin(T a, T b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  return b < a ? b : a;
+}
+
+template <typename T>
+Status CheckNoZero(const HostTensor& t, const char* op) {
+  const T* d = t.data<T>();
+  for (int64_t i = 0, n = t.num_elements(); i < n; ++i) {
+    if (d[i] == 0) return InvalidArgumentError("integer ", op, " by zero");
+  }
+  return OkStatus();
+}
+
+template <typename T>
+Status Arith(BinOp op, int64_t fmod, const HostTensor& A, const HostTensor& B, HostTensor* out,
+             const BroadcastPlan& p, ThreadPool* pool) {
+  const T* a = A.data<T>();
+  const T* b = B.data<T>();
+  T* o = out->data<T>();
+  constexpr bool kInt = std::is_integral<T>::value;
+  switch (op) {
+    case BinOp::kAdd: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapAdd(x, y); }); break;
+    case BinOp::kSub: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapSub(x, y); }); break;
+    case BinOp::kMul: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapMul(x, y); }); break;
+    case BinOp::kDiv:
+      if constexpr (kInt) {
+        DISTRT_RETURN_IF_ERROR(CheckNoZero<T>(B, "division"));
+        RunBinary(a, b, o, p, pool, [](T x, T y) -> T {
+          if constexpr (std::is_signed<T>::value) {
+            if (y == -1) return WrapSub(T(0), x);  // avoids INT_MIN / -1
+          }
+          return static_cast<T>(x / y);
+        });
+      } else {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return x / y; });
+      }
+      break;
+    case BinOp::kPow:
+      if constexpr (kInt) {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return IntPow<T>(x, y); });
+      } else {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
+      }
+      break;
+    case BinOp::kMax:
+      if constexpr (kInt) {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return x < y ? y : x; });
+      } else {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return FloatMax(x, y); });
+      }
+      break;
+    case BinOp::kMin:
+      if constexpr (kInt) {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return y < x ? y : x; });
+      } else {
+        RunBinary(a, b, o, p, pool, [](T x, T y) { return FloatMin(x, y); });
+      }
+      break;
+    case BinOp::kMod:
+      if constexpr (kInt) {
+        DISTRT_RETURN_IF_ERROR(CheckNoZero<T>(B, "modulo"));
+        if (fmod) {  // sign of the dividend (C)
+          RunBinary(a, b, o, p, pool, [](T x, T y) -> T {
+            if constexpr (std::is_signed<T>::value) {
+              if (y == -1) return 0;
+            }
+            return static_cast<T>(x % y);
+          });
+        } else {  // sign of the divisor (Python)
+          RunBinary(a, b, o, p, pool, [](T x, T y) -> T {
+            if constexpr (std::is_signed<T>::value) {
+              if (y == -1) return 0;
+              T r = static_cast<T>(x % y);
+              if (r != 0 && ((r < 0) != (y < 0))) r = static_cast<T>(r + y);
+              return r;
+            } else {
+              return static_cast<T>(x % y);
+            }
+          });
+        }
+      } else {
+        if (fmod) {
+          RunBinary(a, b, o, p, pool, [](T x, T y) { return static_cast<T>(std::fmod(x, y)); });
+        } else {
+          RunBinary(a, b, o, p, pool, [](T x, T y) {
+            T r = static_cast<T>(std::fmod(x, y));
+            if (r != 0 && ((r < 0) != (y < 0))) r += y;
+            return r;
+          });
+        }
+      }
+      break;
+    default: return InternalError("not an arithmetic op");
+  }
+  return OkStatus();
+}
+
+template <typename T>
+Status Compare(BinOp op, const HostTensor& A, const HostTensor& B, HostTensor* out,
+               const BroadcastPlan& p, ThreadPool* pool) {
+  const T* a = A.data<T>();
+  const T* b = B.data<T>();
+  uint8_t* o = out->data<uint8_t>();
+  switch (op) {
+    case BinOp::kEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x == y; }); break;
+    case BinOp::kLess: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x < y; }); break;
+    case BinOp::kLessEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x <= y; }); break;
+    case BinOp::kGreater: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x > y; }); break;
+    case BinOp::kGreaterEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x >= y; }); break;
+    default: return InternalError("not a comparison");
+  }
+  return OkStatus();
+}
+
+struct BinaryInfo {
+  const char* name;
+  BinOp op;
+};
+const BinaryInfo kBinaryOps[] = {
+    {"add", BinOp::kAdd},     {"sub", BinOp::kSub},   {"mul", BinOp::kMul},
+    {"div", BinOp::kDiv},     {"pow", BinOp::kPow},   {"max", BinOp::kMax},
+    {"min", BinOp::kMin},     {"mod", BinOp::kMod},   {"equal", BinOp::kEqual},
+    {"less", BinOp::kLess},   {"less_equal", BinOp::kLessEqual},
+    {"greater", BinOp::kGreater}, {"greater_equal", BinOp::kGreaterEqual},
+    {"and", BinOp::kAnd},     {"or", BinOp::kOr},     {"xor", BinOp::kXor},
+};
+
+BinOp OpOf(const std::string& name) {
+  for (const auto& b : kBinaryOps) {
+    if (name == b.name) return b.op;
+  }
+  return BinOp::kAdd;
+}
+
+// Expected output type of a binary op (also used by the verifier).
+Status BinaryResultType(BinOp op, const std::string& name, const TensorType& a,
+                        const TensorType& b, TensorType* out) {
+  if (op != BinOp::kPow && a.dtype != b.dtype) {
+    return InvalidArgumentError("operands have different dtypes ", DTypeName(a.dtype), " and ",
+                                DTypeName(b.dtype));
+  }
+  if (IsLogic(op) && a.dtype != DType::kBool) {
+    return InvalidArgumentError("'", name, "' needs bool operands, got ", DTypeName(a.dtype));
+  }
+  DISTRT_RETURN_IF_ERROR(BroadcastShapes(a.shape, b.shape, &out->shape));
+  out->dtype = (IsCompare(op) || IsLogic(op)) ? DType::kBool : a.dtype;
+  return OkStatus();
+}
+
+Status VerifyBinary(const VerifyContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(BinaryResultType(OpOf(name), name, ctx.inputs[0], ctx.inputs[1], &t));
+  return CheckOutputType(ctx.outputs[0], t);
+}
+
+Status RunBinaryKernel(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const BinOp op = OpOf(name);
+  const HostTensor& a = ctx.input(0);
+  HostTensor b = ctx.input(1);
+  TensorType rt;
+  DISTRT_RETURN_IF_ERROR(BinaryResultType(op, name, a.type(), b.type(), &rt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], rt));
+  if (op == BinOp::kPow && b.dtype() != a.dtype()) {  // exponent converted to the base's type
+    HostTensor conv;
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(a.dtype(), b.shape(), &conv));
+    DISTRT_RETURN_IF_ERROR(CastBuffer(b.raw(), b.dtype(), conv.raw(), a.dtype(), b.num_elements()));
+    b = conv;
+  }
+  int64_t fmod = 0;
+  if (op == BinOp::kMod) DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("fmod", 0, &fmod));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (out->num_elements() == 0) return OkStatus();
+  BroadcastPlan plan = MakeBroadcastPlan(rt.shape, {a.shape(), b.shape()});
+  if (IsLogic(op)) {
+    const uint8_t* pa = a.data<uint8_t>();
+    const uint8_t* pb = b.data<uint8_t>();
+    uint8_t* po = out->data<uint8_t>();
+    auto norm = [](uint8_t v) -> uint8_t { return v != 0; };
+    switch (op) {
+      case BinOp::kAnd: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) & norm(y); }); break;
+      case BinOp::kOr: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) | norm(y); }); break;
+      default: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) ^ norm(y); }); break;
+    }
+    return OkStatus();
+  }
+  if (IsCompare(op)) {
+    DISTRT_DISPATCH_NUMERIC_BOOL(a.dtype(), name,
+                                 return Compare<T>(op, a, b, out, plan, ctx.pool));
+  }
+  DISTRT_DISPATCH_NUMERIC(a.dtype(), name,
+                          return Arith<T>(op, fmod, a, b, out, plan, ctx.pool));
+  return OkStatus();
+}
+
+// ---- where ---------------------------------------------------------------------
+
+Status WhereResultType(const TensorType& c, const TensorType& a, const TensorType& b,
+                       TensorType* out) {
+  if (c.dtype != DType::kBool) {
+    return InvalidArgumentError("condition must be bool, got ", DTypeName(c.dtype));
+  }
+  if (a.dtype != b.dtype) {
+    return InvalidArgumentError("branches have different dtypes ", DTypeName(a.dtype), " and ",
+                                DTypeName(b.dtype));
+  }
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(BroadcastShapes(c.shape, a.shape, &s));
+  DISTRT_RETURN_IF_ERROR(BroadcastShapes(s, b.shape, &out->shape));
+  out->dtype = a.dtype;
+  return OkStatus();
+}
+
+Status VerifyWhere(const VerifyContext& ctx) {
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(WhereResultType(ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], &t));
+  return CheckOutputType(ctx.outputs[0], t);
+}
+
+template <size_t kBytes>
+void WhereLoop(const uint8_t* c, const uint8_t* a, const uint8_t* b, uint8_t* o,
+               const BroadcastPlan& p, ThreadPool* pool) {
+  const int64_t inner = p.inner;
+  const int64_t sc = p.strides[0].back(), sa = p.strides[1].back(), sb = p.strides[2].back();
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, inner));
+  ParallelFor(pool, p.rows, grain, [&](int64_t r0, int64_t r1) {
+    ForEachRow(p, r0, r1, [&](int64_t r, const int64_t* off) {
+      const uint8_t* pc = c + off[0];
+      const uint8_t* pa = a + off[1] * kBytes;
+      const uint8_t* pb = b + off[2] * kBytes;
+      uint8_t* po = o + r * inner * static_cast<int64_t>(kBytes);
+      for (int64_t i = 0; i < inner; ++i) {
+        const uint8_t* src = pc[i * sc] ? pa + i * sa * kBytes : pb + i * sb * kBytes;
+        std::memcpy(po + i * static_cast<int64_t>(kBytes), src, kBytes);
+      }
+    });
+  });
+}
+
+Status RunWhere(KernelContext& ctx) {
+  const HostTensor &c = ctx.input(0), &a = ctx.input(1), &b = ctx.input(2);
+  TensorType rt;
+  DISTRT_RETURN_IF_ERROR(WhereResultType(c.type(), a.type(), b.type(), &rt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], rt));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (out->num_elements() == 0) return OkStatus();
+  BroadcastPlan plan = MakeBroadcastPlan(rt.shape, {c.shape(), a.shape(), b.shape()});
+  const auto* pc = c.data<uint8_t>();
+  const auto* pa = a.data<uint8_t>();
+  const auto* pb = b.data<uint8_t>();
+  auto* po = out->data<uint8_t>();
+  switch (DTypeSize(a.dtype())) {
+    case 1: WhereLoop<1>(pc, pa, pb, po, plan, ctx.pool); break;
+    case 2: WhereLoop<2>(pc, pa, pb, po, plan, ctx.pool); break;
+    case 4: WhereLoop<4>(pc, pa, pb, po, plan, ctx.pool); break;
+    case 8: WhereLoop<8>(pc, pa, pb, po, plan, ctx.pool); break;
+    default: return UnimplementedError("where: unsupported element size");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterBinaryKernels(KernelRegistry& r) {
+  for (const auto& b : kBinaryOps) r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary});
+  r.Add({"where", 3, 3, 1, RunWhere, VerifyWhere});
+}
+
+}  // namespace distrt

@@ -1,0 +1,137 @@
+// cast: conversion between every pair of dtypes.
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+// Reads element i of a source buffer as "wide" value: double for floats,
+// int64 for integers/bool.
+template <typename S>
+struct Reader {
+  static constexpr bool kFloat = std::is_floating_point<S>::value;
+  static auto Get(const S* p, int64_t i) {
+    if constexpr (kFloat) {
+      return static_cast<double>(p[i]);
+    } else {
+      return static_cast<int64_t>(p[i]);
+    }
+  }
+};
+template <>
+struct Reader<f16_t> {
+  static constexpr bool kFloat = true;
+  static double Get(const f16_t* p, int64_t i) { return HalfToFloat(p[i].bits); }
+};
+template <>
+struct Reader<bf16_t> {
+  static constexpr bool kFloat = true;
+  static double Get(const bf16_t* p, int64_t i) { return BF16ToFloat(p[i].bits); }
+};
+
+template <typename I>
+I FloatToInt(double x) {
+  if constexpr (sizeof(I) >= 4) {
+    // In range: truncate. NaN / out of range: the type's minimum (what x86
+    // conversions, and so numpy, produce).
+    if (x >= static_cast<double>(std::numeric_limits<I>::min()) &&
+        x < -static_cast<double>(std::numeric_limits<I>::min())) {
+      return static_cast<I>(x);
+    }
+    return std::numeric_limits<I>::min();
+  } else {
+    // Narrow types go through int32 and wrap, like numpy.
+    int32_t v = FloatToInt<int32_t>(x);
+    return static_cast<I>(static_cast<uint32_t>(v));
+  }
+}
+
+template <typename D, typename W>
+D Convert(W v, bool dst_bool) {
+  if constexpr (std::is_same<D, uint8_t>::value) {
+    if (dst_bool) return static_cast<D>(v != 0);
+  }
+  if constexpr (std::is_same<D, f16_t>::value) {
+    return f16_t{FloatToHalf(static_cast<float>(v))};
+  } else if constexpr (std::is_same<D, bf16_t>::value) {
+    return bf16_t{FloatToBF16(static_cast<float>(v))};
+  } else if constexpr (std::is_floating_point<D>::value) {
+    return static_cast<D>(v);
+  } else if constexpr (std::is_floating_point<W>::value) {
+    return FloatToInt<D>(v);
+  } else {
+    return static_cast<D>(static_cast<std::make_unsigned_t<D>>(v));  // wraps
+  }
+}
+
+template <typename S, typename D>
+void CastLoop(const void* src, void* dst, int64_t n, bool dst_bool) {
+  const S* s = static_cast<const S*>(src);
+  D* d = static_cast<D*>(dst);
+  if constexpr (std::is_same<S, float>::value && std::is_same<D, float>::value) {
+    std::memcpy(d, s, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = Convert<D>(Reader<S>::Get(s, i), dst_bool);
+  }
+}
+
+#define DISTRT_ALL_TYPES_(dtype, ...)          \
+  switch (dtype) {                             \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)     \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)    \
+    DISTRT_CASE_(kF16, f16_t, __VA_ARGS__)     \
+    DISTRT_CASE_(kBF16, bf16_t, __VA_ARGS__)   \
+    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)   \
+    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)   \
+    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)   \
+    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)     \
+    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)    \
+    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)  \
+    default:                                   \
+      return InvalidArgumentError("cast: invalid dtype ", DTypeName(dtype)); \
+  }
+
+template <typename S>
+Status CastFrom(const void* src, void* dst, DType dst_dtype, int64_t n) {
+  const bool dst_bool = dst_dtype == DType::kBool;
+  DISTRT_ALL_TYPES_(dst_dtype, CastLoop<S, T>(src, dst, n, dst_bool));
+  return OkStatus();
+}
+
+Status RunCast(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  const TensorType& ot = ctx.output_types[0];
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ot, TensorType{ot.dtype, x.shape()}));
+  if (x.dtype() == ot.dtype) return ctx.SetOutput(0, x);
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  return CastBuffer(x.raw(), x.dtype(), out->raw(), ot.dtype, x.num_elements());
+}
+
+Status VerifyCast(const VerifyContext& ctx) {
+  if (ctx.inputs[0].shape != ctx.outputs[0].shape) {
+    return InvalidArgumentError("cast changes the shape from ", ShapeToString(ctx.inputs[0].shape),
+                                " to ", ShapeToString(ctx.outputs[0].shape));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n) {
+  if (src_dtype == dst_dtype) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * DTypeSize(src_dtype));
+    return OkStatus();
+  }
+  if (src_dtype == DType::kBool) {  // normalise to 0/1 through uint8
+    return CastFrom<uint8_t>(src, dst, dst_dtype, n);
+  }
+  DISTRT_ALL_TYPES_(src_dtype, return CastFrom<T>(src, dst, dst_dtype, n));
+  return OkStatus();
+}
+
+void RegisterCastKernels(KernelRegistry& r) { r.Add({"cast", 1, 1, 1, RunCast, VerifyCast}); }
+
+}  // namespace distrt

@@ -1,0 +1,383 @@
+// Communication kernels: map an instruction on a tensor onto the
+// Communicator's contiguous-buffer calls, packing / unpacking pieces when the
+// gathered or scattered dim is not the leading one.
+#include <algorithm>
+#include <set>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+struct GroupInfo {
+  Group group;
+  int me = -1;  // index of this rank in the group
+};
+
+Status ReadGroup(const proto::Instruction& inst, int rank, GroupInfo* g) {
+  g->group.assign(inst.group().ranks().begin(), inst.group().ranks().end());
+  if (g->group.empty()) return InvalidArgumentError("'", inst.op(), "' needs a group");
+  auto it = std::find(g->group.begin(), g->group.end(), rank);
+  if (it == g->group.end()) {
+    return InvalidArgumentError("group ", GroupToString(g->group), " does not contain rank ", rank);
+  }
+  g->me = static_cast<int>(it - g->group.begin());
+  return OkStatus();
+}
+
+Status ReadReduction(const AttrReader& attrs, ReduceOp* op) {
+  std::string name;
+  DISTRT_RETURN_IF_ERROR(attrs.GetString("reduction", "sum", &name));
+  return ParseReduceOp(name, op);
+}
+
+Status ReadSizes(const AttrReader& attrs, const char* name, size_t members,
+                 std::vector<int64_t>* sizes) {
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts(name, sizes));
+  if (sizes->size() != members) {
+    return InvalidArgumentError("'", name, "' has ", sizes->size(), " entries for a group of ",
+                                members);
+  }
+  for (int64_t s : *sizes) {
+    if (s < 0) return InvalidArgumentError("'", name, "' has a negative size");
+  }
+  return OkStatus();
+}
+
+int64_t Sum(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return s;
+}
+
+Status ReadDim(const AttrReader& attrs, const char* name, int rank, int64_t* dim) {
+  int64_t d;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt(name, &d));
+  return NormalizeAxis(d, rank, dim);
+}
+
+// ---- shape rules (shared by verify and run) -------------------------------------
+
+// Computes the output type from the input type, the attributes and the group.
+Status CommOutputType(const proto::Instruction& inst, int rank, const TensorType& x,
+                      TensorType* y) {
+  const std::string& op = inst.op();
+  AttrReader attrs(inst);
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(inst, rank, &g));
+  const size_t n = g.group.size();
+  const int r = static_cast<int>(x.shape.size());
+  *y = x;
+  if (op == "all_reduce") {
+    ReduceOp red;
+    return ReadReduction(attrs, &red);
+  }
+  if (op == "all_gather" || op == "reduce_scatter") {
+    int64_t dim;
+    std::vector<int64_t> sizes;
+    DISTRT_RETURN_IF_ERROR(ReadDim(attrs, "dim", r, &dim));
+    DISTRT_RETURN_IF_ERROR(ReadSizes(attrs, "sizes", n, &sizes));
+    const int64_t have = x.shape[static_cast<size_t>(dim)];
+    if (op == "all_gather") {
+      if (have != sizes[static_cast<size_t>(g.me)]) {
+        return InvalidArgumentError("all_gather: this rank's extent along dim ", dim, " is ", have,
+                                    " but sizes says ", sizes[static_cast<size_t>(g.me)]);
+      }
+      y->shape[static_cast<size_t>(dim)] = Sum(sizes);
+    } else {
+      ReduceOp red;
+      DISTRT_RETURN_IF_ERROR(ReadReduction(attrs, &red));
+      if (have != Sum(sizes)) {
+        return InvalidArgumentError("reduce_scatter: input extent along dim ", dim, " is ", have,
+                                    " but sizes add up to ", Sum(sizes));
+      }
+      y->shape[static_cast<size_t>(dim)] = sizes[static_cast<size_t>(g.me)];
+    }
+    return OkStatus();
+  }
+  if (op == "all_to_all") {
+    int64_t sd, cd;
+    std::vector<int64_t> ss, cs;
+    DISTRT_RETURN_IF_ERROR(ReadDim(attrs, "split_dim", r, &sd));
+    DISTRT_RETURN_IF_ERROR(ReadDim(attrs, "concat_dim", r, &cd));
+    DISTRT_RETURN_IF_ERROR(ReadSizes(attrs, "split_sizes", n, &ss));
+    DISTRT_RETURN_IF_ERROR(ReadSizes(attrs, "concat_sizes", n, &cs));
+    if (x.shape[static_cast<size_t>(sd)] != Sum(ss)) {
+      return InvalidArgumentError("all_to_all: input extent along split_dim ", sd, " is ",
+                                  x.shape[static_cast<size_t>(sd)], " but split_sizes add up to ",
+                                  Sum(ss));
+    }
+    if (sd != cd && x.shape[static_cast<size_t>(cd)] != cs[static_cast<size_t>(g.me)]) {
+      return InvalidArgumentError("all_to_all: input extent along concat_dim ", cd, " is ",
+                                  x.shape[static_cast<size_t>(cd)], " but concat_sizes says ",
+                                  cs[static_cast<size_t>(g.me)]);
+    }
+    y->shape[static_cast<size_t>(sd)] = ss[static_cast<size_t>(g.me)];
+    y->shape[static_cast<size_t>(cd)] = Sum(cs);
+    return OkStatus();
+  }
+  return OkStatus();  // collective_permute: same type
+}
+
+Status ReadPermute(const proto::Instruction& inst, int rank, int* target, int* source) {
+  AttrReader attrs(inst);
+  std::vector<int64_t> sources, targets;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("sources", &sources));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("targets", &targets));
+  if (sources.size() != targets.size()) {
+    return InvalidArgumentError("collective_permute: ", sources.size(), " sources but ",
+                                targets.size(), " targets");
+  }
+  std::set<int64_t> group(inst.group().ranks().begin(), inst.group().ranks().end());
+  std::set<int64_t> seen_s, seen_t;
+  *target = -1;
+  *source = -1;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!group.count(sources[i]) || !group.count(targets[i])) {
+      return InvalidArgumentError("collective_permute pair ", sources[i], " -> ", targets[i],
+                                  " is not inside the group");
+    }
+    if (!seen_s.insert(sources[i]).second || !seen_t.insert(targets[i]).second) {
+      return InvalidArgumentError("collective_permute: rank ", sources[i], " or ", targets[i],
+                                  " appears twice among the sources or targets");
+    }
+    if (sources[i] == rank) *target = static_cast<int>(targets[i]);
+    if (targets[i] == rank) *source = static_cast<int>(sources[i]);
+  }
+  return OkStatus();
+}
+
+Status VerifyCollective(const VerifyContext& ctx) {
+  TensorType y;
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, ctx.inputs[0], &y));
+  if (ctx.inst->op() == "collective_permute") {
+    int t, s;
+    DISTRT_RETURN_IF_ERROR(ReadPermute(*ctx.inst, ctx.rank, &t, &s));
+  }
+  return CheckOutputType(ctx.outputs[0], y);
+}
+
+Status VerifyP2P(const VerifyContext& ctx) {
+  int64_t peer, tag;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("peer", &peer));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
+  if (peer < 0 || peer >= ctx.world_size || peer == ctx.rank) {
+    return InvalidArgumentError("peer ", peer, " is not another rank of the world of ",
+                                ctx.world_size);
+  }
+  return OkStatus();
+}
+
+// ---- run ---------------------------------------------------------------------------
+
+Status NeedComm(const KernelContext& ctx) {
+  if (ctx.comm == nullptr) {
+    return FailedPreconditionError("'", ctx.inst->op(), "' needs a communicator, none was given");
+  }
+  return OkStatus();
+}
+
+// Element offset shape helpers.
+Shape WithDim(Shape s, int64_t dim, int64_t v) {
+  s[static_cast<size_t>(dim)] = v;
+  return s;
+}
+
+bool LeadingOnly(const Shape& s, int64_t dim) {  // all dims before `dim` are 1
+  for (int64_t d = 0; d < dim; ++d) {
+    if (s[static_cast<size_t>(d)] != 1) return false;
+  }
+  return true;
+}
+
+Status RunAllReduce(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  const HostTensor& x = ctx.input(0);
+  TensorType yt;
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  ReduceOp op;
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  return ctx.comm->AllReduce(g.group, x.raw(), y->raw(), x.num_elements(), x.dtype(), op);
+}
+
+Status RunAllGather(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  const HostTensor& x = ctx.input(0);
+  TensorType yt;
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  int64_t dim;
+  std::vector<int64_t> sizes;
+  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
+  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "sizes", g.group.size(), &sizes));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  std::vector<int64_t> counts;
+  for (int64_t s : sizes) counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
+  if (LeadingOnly(x.shape(), dim)) {  // pieces are contiguous in y already
+    return ctx.comm->AllGather(g.group, x.raw(), y->raw(), counts, x.dtype());
+  }
+  HostTensor tmp;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {Sum(counts)}, &tmp));
+  DISTRT_RETURN_IF_ERROR(ctx.comm->AllGather(g.group, x.raw(), tmp.raw(), counts, x.dtype()));
+  const size_t es = DTypeSize(x.dtype());
+  int64_t elem_off = 0, dim_off = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    Shape offsets(static_cast<size_t>(x.rank()), 0);
+    offsets[static_cast<size_t>(dim)] = dim_off;
+    PasteWindow(tmp.data<uint8_t>() + elem_off * es, WithDim(x.shape(), dim, sizes[j]),
+                y->data<uint8_t>(), y->shape(), offsets, es);
+    elem_off += counts[j];
+    dim_off += sizes[j];
+  }
+  return OkStatus();
+}
+
+Status RunReduceScatter(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  const HostTensor& x = ctx.input(0);
+  TensorType yt;
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  int64_t dim;
+  std::vector<int64_t> sizes;
+  ReduceOp op;
+  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
+  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "sizes", g.group.size(), &sizes));
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  std::vector<int64_t> counts;
+  for (int64_t s : sizes) counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
+  if (LeadingOnly(x.shape(), dim)) {
+    return ctx.comm->ReduceScatter(g.group, x.raw(), y->raw(), counts, x.dtype(), op);
+  }
+  HostTensor packed;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
+  const size_t es = DTypeSize(x.dtype());
+  int64_t elem_off = 0, dim_off = 0;
+  for (size_t j = 0; j < sizes.size(); ++j) {
+    Shape offsets(static_cast<size_t>(x.rank()), 0);
+    offsets[static_cast<size_t>(dim)] = dim_off;
+    CopyWindow(x.data<uint8_t>(), x.shape(), offsets, WithDim(x.shape(), dim, sizes[j]), es,
+               packed.data<uint8_t>() + elem_off * es);
+    elem_off += counts[j];
+    dim_off += sizes[j];
+  }
+  return ctx.comm->ReduceScatter(g.group, packed.raw(), y->raw(), counts, x.dtype(), op);
+}
+
+Status RunAllToAll(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  const HostTensor& x = ctx.input(0);
+  TensorType yt;
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  const size_t n = g.group.size();
+  int64_t sd, cd;
+  std::vector<int64_t> ss, cs;
+  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "split_dim", x.rank(), &sd));
+  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "concat_dim", x.rank(), &cd));
+  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "split_sizes", n, &ss));
+  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "concat_sizes", n, &cs));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  const size_t es = DTypeSize(x.dtype());
+  // Send: piece k is x's window [split offset_k, +ss[k]) along split_dim.
+  std::vector<int64_t> send_counts, recv_counts;
+  for (size_t k = 0; k < n; ++k) send_counts.push_back(NumElements(WithDim(x.shape(), sd, ss[k])));
+  for (size_t j = 0; j < n; ++j) recv_counts.push_back(NumElements(WithDim(y->shape(), cd, cs[j])));
+  const void* send = x.raw();
+  HostTensor packed;
+  if (!LeadingOnly(x.shape(), sd)) {
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
+    int64_t elem_off = 0, dim_off = 0;
+    for (size_t k = 0; k < n; ++k) {
+      Shape offsets(static_cast<size_t>(x.rank()), 0);
+      offsets[static_cast<size_t>(sd)] = dim_off;
+      CopyWindow(x.data<uint8_t>(), x.shape(), offsets, WithDim(x.shape(), sd, ss[k]), es,
+                 packed.data<uint8_t>() + elem_off * es);
+      elem_off += send_counts[k];
+      dim_off += ss[k];
+    }
+    send = packed.raw();
+  }
+  if (LeadingOnly(y->shape(), cd)) {
+    return ctx.comm->AllToAll(g.group, send, send_counts, y->raw(), recv_counts, x.dtype());
+  }
+  HostTensor tmp;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {y->num_elements()}, &tmp));
+  DISTRT_RETURN_IF_ERROR(
+      ctx.comm->AllToAll(g.group, send, send_counts, tmp.raw(), recv_counts, x.dtype()));
+  int64_t elem_off = 0, dim_off = 0;
+  for (size_t j = 0; j < n; ++j) {
+    Shape offsets(static_cast<size_t>(y->rank()), 0);
+    offsets[static_cast<size_t>(cd)] = dim_off;
+    PasteWindow(tmp.data<uint8_t>() + elem_off * es, WithDim(y->shape(), cd, cs[j]),
+                y->data<uint8_t>(), y->shape(), offsets, es);
+    elem_off += recv_counts[j];
+    dim_off += cs[j];
+  }
+  return OkStatus();
+}
+
+Status RunPermute(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  int target, source;
+  DISTRT_RETURN_IF_ERROR(ReadPermute(*ctx.inst, ctx.rank, &target, &source));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateZeroedOutput(0, &y));  // zeros if nothing arrives
+  return ctx.comm->CollectivePermute(g.group, x.raw(), target >= 0 ? x.num_elements() : 0, target,
+                                     y->raw(), source >= 0 ? y->num_elements() : 0, source,
+                                     x.dtype());
+}
+
+Status RunSend(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  int64_t peer, tag;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("peer", &peer));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
+  const HostTensor& x = ctx.input(0);
+  return ctx.comm->Send(x.raw(), static_cast<int64_t>(x.byte_size()), static_cast<int>(peer),
+                        static_cast<int>(tag));
+}
+
+Status RunRecv(KernelContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  int64_t peer, tag;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("peer", &peer));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  return ctx.comm->Recv(y->raw(), static_cast<int64_t>(y->byte_size()), static_cast<int>(peer),
+                        static_cast<int>(tag));
+}
+
+}  // namespace
+
+void RegisterCommKernels(KernelRegistry& r) {
+  r.Add({"all_reduce", 1, 1, 1, RunAllReduce, VerifyCollective, true});
+  r.Add({"all_gather", 1, 1, 1, RunAllGather, VerifyCollective, true});
+  r.Add({"reduce_scatter", 1, 1, 1, RunReduceScatter, VerifyCollective, true});
+  r.Add({"all_to_all", 1, 1, 1, RunAllToAll, VerifyCollective, true});
+  r.Add({"collective_permute", 1, 1, 1, RunPermute, VerifyCollective, true});
+  r.Add({"send", 1, 1, 0, RunSend, VerifyP2P, true});
+  r.Add({"recv", 0, 0, 1, RunRecv, VerifyP2P, true});
+}
+
+}  // namespace distrt

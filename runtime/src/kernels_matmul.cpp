@@ -1,0 +1,173 @@
+// matmul with numpy semantics: 1-D promotion, broadcast batch dims. Floats go
+// to OpenBLAS (single-threaded inside; distrt splits the work across its own
+// pool, see docs/runtime.md), integers use a plain loop.
+#include <cblas.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "kernel_util.h"
+
+namespace distrt {
+
+void ConfigureBlasThreads() {
+  static std::once_flag once;
+  std::call_once(once, [] { openblas_set_num_threads(1); });
+}
+
+namespace {
+
+struct MatmulShape {
+  Shape batch;          // broadcast batch dims
+  Shape a_batch, b_batch;
+  int64_t m = 1, k = 1, n = 1;
+  Shape out;
+};
+
+Status MatmulShapes(const Shape& a, const Shape& b, MatmulShape* s) {
+  if (a.empty() || b.empty()) return InvalidArgumentError("matmul operands must have rank >= 1");
+  Shape a2 = a, b2 = b;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a2.insert(a2.begin(), 1);
+  if (b_vec) b2.push_back(1);
+  s->m = a2[a2.size() - 2];
+  s->k = a2.back();
+  s->n = b2.back();
+  if (b2[b2.size() - 2] != s->k) {
+    return InvalidArgumentError("matmul inner dimensions differ: ", ShapeToString(a), " x ",
+                                ShapeToString(b));
+  }
+  s->a_batch.assign(a2.begin(), a2.end() - 2);
+  s->b_batch.assign(b2.begin(), b2.end() - 2);
+  DISTRT_RETURN_IF_ERROR(BroadcastShapes(s->a_batch, s->b_batch, &s->batch));
+  s->out = s->batch;
+  if (!a_vec) s->out.push_back(s->m);
+  if (!b_vec) s->out.push_back(s->n);
+  return OkStatus();
+}
+
+Status VerifyMatmul(const VerifyContext& ctx) {
+  if (ctx.inputs[0].dtype != ctx.inputs[1].dtype) {
+    return InvalidArgumentError("matmul operands have different dtypes");
+  }
+  MatmulShape s;
+  DISTRT_RETURN_IF_ERROR(MatmulShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
+}
+
+// C[m x n] = A[m x k] * B[k x n], row-major, contiguous.
+template <typename T>
+void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    std::fill(c, c + m * n, T(0));
+    return;
+  }
+  if constexpr (std::is_same<T, float>::value) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+                static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
+                static_cast<blasint>(n));
+  } else if constexpr (std::is_same<T, double>::value) {
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
+                static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
+                static_cast<blasint>(n));
+  } else {
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = c + i * n;
+      std::fill(row, row + n, T(0));
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = a[i * k + p];
+        const T* brow = b + p * n;
+        for (int64_t j = 0; j < n; ++j) row[j] = WrapAdd(row[j], WrapMul(av, brow[j]));
+      }
+    }
+  }
+}
+
+template <typename T>
+void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool* pool) {
+  const int64_t m = s.m, k = s.k, n = s.n;
+  const int64_t batches = NumElements(s.batch);
+  const int64_t a_batches = NumElements(s.a_batch);
+  const int64_t b_batches = NumElements(s.b_batch);
+  const int threads = pool ? pool->size() : 1;
+  // Rows per chunk so a chunk is worth a thread (~ 2^20 multiply-adds).
+  const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
+
+  // b shared by every batch and a not broadcast: one tall GEMM.
+  if (b_batches == 1 && a_batches == batches) {
+    const int64_t rows = batches * m;
+    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
+      Gemm(a + r0 * k, b, c + r0 * n, r1 - r0, k, n);
+    });
+    return;
+  }
+  // Offsets of every batch's a and b matrices (broadcast batch dims).
+  std::vector<int64_t> a_off(static_cast<size_t>(batches)), b_off(static_cast<size_t>(batches));
+  {
+    BroadcastPlan plan = MakeBroadcastPlan(s.batch, {s.a_batch, s.b_batch});
+    const int64_t sa = plan.strides[0].back(), sb = plan.strides[1].back();
+    ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
+      for (int64_t i = 0; i < plan.inner; ++i) {
+        a_off[r * plan.inner + i] = (off[0] + i * sa) * m * k;
+        b_off[r * plan.inner + i] = (off[1] + i * sb) * k * n;
+      }
+    });
+  }
+  if (batches >= threads || m < 2 * row_grain) {
+    ParallelFor(threads > 1 ? pool : nullptr, batches, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) Gemm(a + a_off[i], b + b_off[i], c + i * m * n, m, k, n);
+    });
+    return;
+  }
+  for (int64_t i = 0; i < batches; ++i) {  // few big matrices: split rows
+    const T* pa = a + a_off[i];
+    const T* pb = b + b_off[i];
+    T* pc = c + i * m * n;
+    ParallelFor(pool, m, row_grain, [&](int64_t r0, int64_t r1) {
+      Gemm(pa + r0 * k, pb, pc + r0 * n, r1 - r0, k, n);
+    });
+  }
+}
+
+Status RunMatmul(KernelContext& ctx) {
+  const HostTensor &a = ctx.input(0), &b = ctx.input(1);
+  if (a.dtype() != b.dtype()) {
+    return InvalidArgumentError("matmul operands have different dtypes ", DTypeName(a.dtype()),
+                                " and ", DTypeName(b.dtype()));
+  }
+  MatmulShape s;
+  DISTRT_RETURN_IF_ERROR(MatmulShapes(a.shape(), b.shape(), &s));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{a.dtype(), s.out}));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (out->num_elements() == 0) return OkStatus();
+  ConfigureBlasThreads();
+  switch (a.dtype()) {
+    case DType::kF32: BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, ctx.pool); break;
+    case DType::kF64: BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, ctx.pool); break;
+    case DType::kI64: BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, ctx.pool); break;
+    case DType::kI32: BatchedGemm(a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), s, ctx.pool); break;
+    default: return UnimplementedError("matmul does not support dtype ", DTypeName(a.dtype()));
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+void GemmRowMajor(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
+  ConfigureBlasThreads();
+  Gemm(a, b, c, m, k, n);
+}
+void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_t k, int64_t n) {
+  ConfigureBlasThreads();
+  Gemm(a, b, c, m, k, n);
+}
+
+void RegisterMatmulKernels(KernelRegistry& r) {
+  r.Add({"matmul", 2, 2, 1, RunMatmul, VerifyMatmul});
+}
+
+}  // namespace distrt

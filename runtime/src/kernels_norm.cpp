@@ -1,0 +1,248 @@
+// softmax, log_softmax, layer_norm, batch_norm.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+Status VerifySame(const VerifyContext& ctx) {
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+// ---- softmax -------------------------------------------------------------------
+
+template <typename T>
+void SoftmaxRows(bool log, const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
+                 ThreadPool* pool) {
+  if (inner == 1) {  // fast path: contiguous rows
+    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+    ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* px = x + o * n;
+        T* py = y + o * n;
+        T m = -std::numeric_limits<T>::infinity();
+        for (int64_t k = 0; k < n; ++k) m = std::max(m, px[k]);
+        if (std::isinf(m) && m < 0) m = 0;  // all -inf row: avoid inf - inf
+        double sum = 0;
+        for (int64_t k = 0; k < n; ++k) {
+          T e = std::exp(px[k] - m);
+          if (!log) py[k] = e;
+          sum += e;
+        }
+        if (log) {
+          T lse = static_cast<T>(std::log(sum));
+          for (int64_t k = 0; k < n; ++k) py[k] = px[k] - m - lse;
+        } else {
+          T inv = static_cast<T>(1.0 / sum);
+          for (int64_t k = 0; k < n; ++k) py[k] *= inv;
+        }
+      }
+    });
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n * inner));
+  ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+    std::vector<T> m(static_cast<size_t>(inner));
+    std::vector<double> sum(static_cast<size_t>(inner));
+    for (int64_t o = o0; o < o1; ++o) {
+      const T* px = x + o * n * inner;
+      T* py = y + o * n * inner;
+      std::fill(m.begin(), m.end(), -std::numeric_limits<T>::infinity());
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i) m[i] = std::max(m[i], px[k * inner + i]);
+      }
+      for (int64_t i = 0; i < inner; ++i) {
+        if (std::isinf(m[i]) && m[i] < 0) m[i] = 0;
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i) {
+          T e = std::exp(px[k * inner + i] - m[i]);
+          if (!log) py[k * inner + i] = e;
+          sum[i] += e;
+        }
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i) {
+          if (log) {
+            py[k * inner + i] = px[k * inner + i] - m[i] - static_cast<T>(std::log(sum[i]));
+          } else {
+            py[k * inner + i] = static_cast<T>(py[k * inner + i] / sum[i]);
+          }
+        }
+      }
+    }
+  });
+}
+
+Status RunSoftmax(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
+  if (x.rank() == 0) return InvalidArgumentError(name, " of a rank-0 tensor");
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  int64_t outer = 1, n = x.dim(static_cast<int>(axis)), inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (out->num_elements() == 0) return OkStatus();
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name,
+                        SoftmaxRows<T>(name == "log_softmax", x.data<T>(), out->data<T>(), outer,
+                                       n, inner, ctx.pool));
+  return OkStatus();
+}
+
+// ---- layer_norm ----------------------------------------------------------------
+
+// Expands a parameter (scale/bias) that broadcasts to `norm_shape` into a
+// dense vector of NumElements(norm_shape) values.
+template <typename T>
+Status ExpandParam(const HostTensor& p, const Shape& norm_shape, const char* what,
+                   std::vector<T>* out) {
+  Shape b;
+  Status st = BroadcastShapes(p.shape(), norm_shape, &b);
+  if (!st.ok() || b != norm_shape) {
+    return InvalidArgumentError("layer_norm ", what, " of shape ", ShapeToString(p.shape()),
+                                " does not broadcast to the normalised shape ",
+                                ShapeToString(norm_shape));
+  }
+  const int64_t n = NumElements(norm_shape);
+  out->resize(static_cast<size_t>(n));
+  if (p.num_elements() == n) {
+    std::copy(p.data<T>(), p.data<T>() + n, out->begin());
+    return OkStatus();
+  }
+  BroadcastPlan plan = MakeBroadcastPlan(norm_shape, {p.shape()});
+  const T* src = p.data<T>();
+  ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
+    const int64_t s = plan.strides[0].back();
+    for (int64_t i = 0; i < plan.inner; ++i) (*out)[r * plan.inner + i] = src[off[0] + i * s];
+  });
+  return OkStatus();
+}
+
+template <typename T>
+Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
+  const HostTensor& x = ctx.input(0);
+  Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  std::vector<T> scale, bias;
+  DISTRT_RETURN_IF_ERROR(ExpandParam<T>(ctx.input(1), norm_shape, "scale", &scale));
+  const bool has_bias = ctx.num_inputs() > 2;
+  if (has_bias) DISTRT_RETURN_IF_ERROR(ExpandParam<T>(ctx.input(2), norm_shape, "bias", &bias));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t n = NumElements(norm_shape);
+  const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
+  const T* px = x.data<T>();
+  T* py = out->data<T>();
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+  ParallelFor(ctx.pool, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* row = px + r * n;
+      T* dst = py + r * n;
+      double mean = 0;
+      for (int64_t i = 0; i < n; ++i) mean += row[i];
+      mean /= static_cast<double>(n);
+      double var = 0;  // biased (population) variance, like ONNX LayerNormalization
+      for (int64_t i = 0; i < n; ++i) {
+        double d = row[i] - mean;
+        var += d * d;
+      }
+      var /= static_cast<double>(n);
+      const T inv = static_cast<T>(1.0 / std::sqrt(var + eps));
+      const T m = static_cast<T>(mean);
+      if (has_bias) {
+        for (int64_t i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * scale[i] + bias[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * scale[i];
+      }
+    }
+  });
+  return OkStatus();
+}
+
+Status RunLayerNorm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t axis;
+  double eps;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("epsilon", 1e-5, &eps));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype() != x.dtype()) {
+      return InvalidArgumentError("layer_norm input ", i, " is ", DTypeName(ctx.input(i).dtype()),
+                                  " but x is ", DTypeName(x.dtype()));
+    }
+  }
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "layer_norm", return LayerNorm<T>(ctx, axis, eps));
+  return OkStatus();
+}
+
+// ---- batch_norm ----------------------------------------------------------------
+
+template <typename T>
+Status BatchNorm(KernelContext& ctx, double eps) {
+  const HostTensor& x = ctx.input(0);
+  const int64_t c = x.dim(1);
+  for (int i = 1; i < 5; ++i) {
+    const HostTensor& p = ctx.input(i);
+    if (p.num_elements() != c || p.dtype() != x.dtype()) {
+      return InvalidArgumentError("batch_norm input ", i, " is ", p.type().ToString(),
+                                  ", expected ", c, " ", DTypeName(x.dtype()), " values");
+    }
+  }
+  const T *scale = ctx.input(1).data<T>(), *bias = ctx.input(2).data<T>(),
+          *mean = ctx.input(3).data<T>(), *var = ctx.input(4).data<T>();
+  std::vector<T> mul(static_cast<size_t>(c)), add(static_cast<size_t>(c));
+  for (int64_t k = 0; k < c; ++k) {
+    double m = scale[k] / std::sqrt(static_cast<double>(var[k]) + eps);
+    mul[k] = static_cast<T>(m);
+    add[k] = static_cast<T>(bias[k] - mean[k] * m);
+  }
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  int64_t spatial = 1;
+  for (int i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+  const int64_t planes = x.dim(0) * c;
+  const T* px = x.data<T>();
+  T* py = out->data<T>();
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, spatial));
+  ParallelFor(ctx.pool, planes, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t k = p % c;
+      const T m = mul[k], a = add[k];
+      for (int64_t i = 0; i < spatial; ++i) py[p * spatial + i] = px[p * spatial + i] * m + a;
+    }
+  });
+  return OkStatus();
+}
+
+Status RunBatchNorm(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  if (x.rank() < 2) return InvalidArgumentError("batch_norm needs rank >= 2, got ", x.rank());
+  double eps;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("epsilon", 1e-5, &eps));
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "batch_norm", return BatchNorm<T>(ctx, eps));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterNormKernels(KernelRegistry& r) {
+  r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame});
+  r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame});
+  r.Add({"layer_norm", 2, 3, 1, RunLayerNorm, VerifySame});
+  r.Add({"batch_norm", 5, 5, 1, RunBatchNorm, VerifySame});
+}
+
+}  // namespace distrt

@@ -1,0 +1,157 @@
+// max_pool, avg_pool (ONNX MaxPool/AveragePool with ceil_mode, dilations,
+// count_include_pad) and the global pools.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "conv_util.h"
+
+namespace distrt {
+namespace {
+
+Status PoolShape(const AttrReader& attrs, const Shape& x, Spatial* sp, Shape* out) {
+  std::vector<int64_t> kernel;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel", &kernel));
+  int64_t ceil_mode;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("ceil_mode", 0, &ceil_mode));
+  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, ceil_mode != 0, sp));
+  *out = {x[0], x[1]};
+  for (int i = 3 - sp->rank; i < 3; ++i) out->push_back(sp->out[i]);
+  return OkStatus();
+}
+
+Status VerifyPool(const VerifyContext& ctx) {
+  Spatial sp;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(PoolShape(ctx.attrs(), ctx.inputs[0].shape, &sp, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s});
+}
+
+template <typename T>
+void PoolPlane(bool is_max, bool include_pad, const Spatial& s, const T* x, T* y) {
+  for (int64_t od = 0; od < s.out[0]; ++od)
+    for (int64_t oh = 0; oh < s.out[1]; ++oh)
+      for (int64_t ow = 0; ow < s.out[2]; ++ow) {
+        const int64_t o[3] = {od, oh, ow};
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0, padded_count = 0;
+        bool nan = false;
+        for (int64_t kd = 0; kd < s.k[0]; ++kd)
+          for (int64_t kh = 0; kh < s.k[1]; ++kh)
+            for (int64_t kw = 0; kw < s.k[2]; ++kw) {
+              const int64_t kk[3] = {kd, kh, kw};
+              int64_t pos[3];
+              bool inside = true, in_padded = true;
+              for (int j = 0; j < 3; ++j) {
+                pos[j] = o[j] * s.s[j] - s.pb[j] + kk[j] * s.d[j];
+                if (pos[j] < 0 || pos[j] >= s.in[j]) inside = false;
+                if (pos[j] < -s.pb[j] || pos[j] >= s.in[j] + s.pe[j]) in_padded = false;
+              }
+              if (in_padded) ++padded_count;
+              if (!inside) continue;
+              const T v = x[(pos[0] * s.in[1] + pos[1]) * s.in[2] + pos[2]];
+              ++count;
+              if (is_max) {
+                if (std::isnan(static_cast<double>(v))) nan = true;
+                acc = std::max(acc, static_cast<double>(v));
+              } else {
+                acc += v;
+              }
+            }
+        T r;
+        if (is_max) {
+          r = nan ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(acc);
+        } else {
+          const int64_t div = include_pad ? padded_count : count;
+          r = div > 0 ? static_cast<T>(acc / static_cast<double>(div))
+                      : std::numeric_limits<T>::quiet_NaN();
+        }
+        y[(od * s.out[1] + oh) * s.out[2] + ow] = r;
+      }
+}
+
+Status RunPool(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const HostTensor& x = ctx.input(0);
+  Spatial sp;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(PoolShape(ctx.attrs(), x.shape(), &sp, &s));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
+  int64_t include_pad;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("count_include_pad", 0, &include_pad));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const bool is_max = name == "max_pool";
+  const int64_t planes = x.dim(0) * x.dim(1);
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name, {
+    const T* px = x.data<T>();
+    T* py = out->data<T>();
+    ParallelFor(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        PoolPlane<T>(is_max, include_pad != 0, sp, px + p * sp.in_size(), py + p * sp.out_size());
+      }
+    });
+  });
+  return OkStatus();
+}
+
+Status GlobalShape(const Shape& x, Shape* out) {
+  if (x.size() < 3) {
+    return InvalidArgumentError("global pooling needs NC + spatial dims, got ", ShapeToString(x));
+  }
+  *out = x;
+  for (size_t i = 2; i < out->size(); ++i) (*out)[i] = 1;
+  return OkStatus();
+}
+
+Status VerifyGlobal(const VerifyContext& ctx) {
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(GlobalShape(ctx.inputs[0].shape, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s});
+}
+
+Status RunGlobal(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const HostTensor& x = ctx.input(0);
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(GlobalShape(x.shape(), &s));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const bool is_max = name == "global_max_pool";
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t n = planes == 0 ? 0 : x.num_elements() / planes;
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name, {
+    const T* px = x.data<T>();
+    T* py = out->data<T>();
+    ParallelFor(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const T* row = px + p * n;
+        double acc = is_max ? -std::numeric_limits<double>::infinity() : 0.0;
+        bool nan = false;
+        for (int64_t i = 0; i < n; ++i) {
+          if (is_max) {
+            if (std::isnan(static_cast<double>(row[i]))) nan = true;
+            acc = std::max(acc, static_cast<double>(row[i]));
+          } else {
+            acc += row[i];
+          }
+        }
+        py[p] = nan ? std::numeric_limits<T>::quiet_NaN()
+                    : static_cast<T>(is_max ? acc : acc / static_cast<double>(n));
+      }
+    });
+  });
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterPoolKernels(KernelRegistry& r) {
+  r.Add({"max_pool", 1, 1, 1, RunPool, VerifyPool});
+  r.Add({"avg_pool", 1, 1, 1, RunPool, VerifyPool});
+  r.Add({"global_avg_pool", 1, 1, 1, RunGlobal, VerifyGlobal});
+  r.Add({"global_max_pool", 1, 1, 1, RunGlobal, VerifyGlobal});
+}
+
+}  // namespace distrt

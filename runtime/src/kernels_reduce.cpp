@@ -1,0 +1,301 @@
+// Reductions over axes, and argmax / argmin.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+enum class RedOp { kSum, kMean, kMax, kMin, kProd };
+
+RedOp RedOpOf(const std::string& name) {
+  if (name == "reduce_sum") return RedOp::kSum;
+  if (name == "reduce_mean") return RedOp::kMean;
+  if (name == "reduce_max") return RedOp::kMax;
+  if (name == "reduce_min") return RedOp::kMin;
+  return RedOp::kProd;
+}
+
+// Sorted unique axes (empty/absent = all) and the output shape.
+Status ReduceShape(const AttrReader& attrs, const Shape& in, std::vector<int64_t>* axes,
+                   Shape* out) {
+  std::vector<int64_t> raw;
+  bool present;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("axes", &raw, &present));
+  int64_t keepdims;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
+  const int r = static_cast<int>(in.size());
+  axes->clear();
+  if (raw.empty()) {
+    for (int i = 0; i < r; ++i) axes->push_back(i);
+  } else {
+    for (int64_t a : raw) {
+      int64_t n;
+      DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, r, &n));
+      axes->push_back(n);
+    }
+    std::sort(axes->begin(), axes->end());
+    if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) {
+      return InvalidArgumentError("axes list an axis twice");
+    }
+  }
+  out->clear();
+  for (int i = 0; i < r; ++i) {
+    bool red = std::binary_search(axes->begin(), axes->end(), i);
+    if (!red) {
+      out->push_back(in[static_cast<size_t>(i)]);
+    } else if (keepdims) {
+      out->push_back(1);
+    }
+  }
+  return OkStatus();
+}
+
+Status VerifyReduce(const VerifyContext& ctx) {
+  std::vector<int64_t> axes;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(ReduceShape(ctx.attrs(), ctx.inputs[0].shape, &axes, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s});
+}
+
+template <typename T>
+struct Acc {
+  using type = std::conditional_t<std::is_floating_point<T>::value, double, T>;
+};
+
+template <typename T>
+T MaxNan(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? b : a;
+}
+template <typename T>
+T MinNan(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return b < a ? b : a;
+}
+
+// y[o, i] = reduce_r x[o, r, i]
+template <typename T>
+void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner,
+             ThreadPool* pool) {
+  using A = typename Acc<T>::type;
+  const T lowest = std::is_floating_point<T>::value ? -std::numeric_limits<T>::infinity()
+                                                    : std::numeric_limits<T>::lowest();
+  const T highest = std::is_floating_point<T>::value ? std::numeric_limits<T>::infinity()
+                                                     : std::numeric_limits<T>::max();
+  auto finish = [&](A acc) -> T {
+    if (op == RedOp::kMean) {
+      if constexpr (std::is_floating_point<T>::value) {
+        return static_cast<T>(acc / static_cast<A>(R));
+      } else {
+        return R == 0 ? T(0) : static_cast<T>(acc / static_cast<A>(R));
+      }
+    }
+    return static_cast<T>(acc);
+  };
+  auto init = [&]() -> A {
+    switch (op) {
+      case RedOp::kProd: return A(1);
+      case RedOp::kMax: return static_cast<A>(lowest);
+      case RedOp::kMin: return static_cast<A>(highest);
+      default: return A(0);
+    }
+  };
+  auto step = [&](A acc, T v) -> A {
+    switch (op) {
+      case RedOp::kProd: return WrapMul<A>(acc, static_cast<A>(v));
+      case RedOp::kMax: return static_cast<A>(MaxNan<T>(static_cast<T>(acc), v));
+      case RedOp::kMin: return static_cast<A>(MinNan<T>(static_cast<T>(acc), v));
+      default: return WrapAdd<A>(acc, static_cast<A>(v));
+    }
+  };
+  if (inner == 1) {
+    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
+    ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* row = x + o * R;
+        A acc = init();
+        if (op == RedOp::kSum || op == RedOp::kMean) {
+          for (int64_t r = 0; r < R; ++r) acc = WrapAdd<A>(acc, static_cast<A>(row[r]));
+        } else {
+          for (int64_t r = 0; r < R; ++r) acc = step(acc, row[r]);
+        }
+        y[o] = finish(acc);
+      }
+    });
+    return;
+  }
+  // Parallel over (outer x inner-block); accumulate a block of the inner dim.
+  const int64_t block = std::min<int64_t>(inner, 1024);
+  const int64_t nblocks = (inner + block - 1) / block;
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R * block));
+  ParallelFor(pool, outer * nblocks, grain, [&](int64_t t0, int64_t t1) {
+    std::vector<A> acc(static_cast<size_t>(block));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t o = t / nblocks, b0 = (t % nblocks) * block;
+      const int64_t len = std::min(block, inner - b0);
+      std::fill(acc.begin(), acc.begin() + len, init());
+      for (int64_t r = 0; r < R; ++r) {
+        const T* row = x + (o * R + r) * inner + b0;
+        if (op == RedOp::kSum || op == RedOp::kMean) {
+          for (int64_t i = 0; i < len; ++i) acc[i] = WrapAdd<A>(acc[i], static_cast<A>(row[i]));
+        } else {
+          for (int64_t i = 0; i < len; ++i) acc[i] = step(acc[i], row[i]);
+        }
+      }
+      T* out = y + o * inner + b0;
+      for (int64_t i = 0; i < len; ++i) out[i] = finish(acc[i]);
+    }
+  });
+}
+
+Status RunReduce(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const RedOp op = RedOpOf(name);
+  const HostTensor& x = ctx.input(0);
+  std::vector<int64_t> axes;
+  Shape out_shape;
+  DISTRT_RETURN_IF_ERROR(ReduceShape(ctx.attrs(), x.shape(), &axes, &out_shape));
+  DISTRT_RETURN_IF_ERROR(
+      CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), out_shape}));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const Shape& s = x.shape();
+  const int r = x.rank();
+  // Contiguous block of reduced axes -> (outer, R, inner) directly; otherwise
+  // move the reduced axes last first.
+  const HostTensor* src = &x;
+  HostTensor moved;
+  int64_t outer = 1, R = 1, inner = 1;
+  bool contiguous = axes.empty() || axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  if (axes.empty()) {
+    outer = x.num_elements();
+  } else if (contiguous) {
+    for (int i = 0; i < r; ++i) {
+      if (i < axes.front()) outer *= s[i];
+      else if (i <= axes.back()) R *= s[i];
+      else inner *= s[i];
+    }
+  } else {
+    std::vector<int64_t> perm;
+    Shape moved_shape;
+    for (int i = 0; i < r; ++i) {
+      if (!std::binary_search(axes.begin(), axes.end(), i)) {
+        perm.push_back(i);
+        outer *= s[i];
+      }
+    }
+    for (int64_t a : axes) {
+      perm.push_back(a);
+      R *= s[a];
+    }
+    for (int64_t p : perm) moved_shape.push_back(s[p]);
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), moved_shape, &moved));
+    TransposeBytes(x.data<uint8_t>(), s, perm, DTypeSize(x.dtype()), moved.data<uint8_t>(),
+                   ctx.pool);
+    src = &moved;
+  }
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), name,
+                          Reduce3<T>(op, src->data<T>(), out->data<T>(), outer, R, inner, ctx.pool));
+  return OkStatus();
+}
+
+// ---- argmax / argmin ---------------------------------------------------------
+
+Status ArgShape(const AttrReader& attrs, const Shape& in, int64_t* axis, Shape* out) {
+  int64_t a, keepdims;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &a));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, static_cast<int>(in.size()), axis));
+  out->clear();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (static_cast<int64_t>(i) != *axis) {
+      out->push_back(in[i]);
+    } else if (keepdims) {
+      out->push_back(1);
+    }
+  }
+  return OkStatus();
+}
+
+Status VerifyArg(const VerifyContext& ctx) {
+  int64_t axis;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(ArgShape(ctx.attrs(), ctx.inputs[0].shape, &axis, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{DType::kI64, s});
+}
+
+template <typename T>
+void ArgLoop(bool is_max, bool last, const T* x, int64_t* y, int64_t outer, int64_t n,
+             int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* p = x + o * n * inner + i;
+      int64_t best_i = 0;
+      T best = p[0];
+      for (int64_t k = 1; k < n; ++k) {
+        T v = p[k * inner];
+        bool better;
+        if constexpr (std::is_floating_point<T>::value) {
+          if (std::isnan(best)) {
+            better = last && std::isnan(v);
+          } else if (std::isnan(v)) {
+            better = true;  // NaN wins, like numpy
+          } else {
+            better = is_max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+          }
+        } else {
+          better = is_max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
+        }
+        if (better) {
+          best = v;
+          best_i = k;
+        }
+      }
+      y[o * inner + i] = best_i;
+    }
+  }
+}
+
+Status RunArg(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const HostTensor& x = ctx.input(0);
+  int64_t axis;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(ArgShape(ctx.attrs(), x.shape(), &axis, &s));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
+  int64_t last;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("select_last_index", 0, &last));
+  const int64_t n = x.dim(static_cast<int>(axis));
+  if (n == 0) return InvalidArgumentError(name, " over an empty axis");
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const bool is_max = name == "argmax";
+  DISTRT_DISPATCH_NUMERIC_BOOL(x.dtype(), name,
+                               ArgLoop<T>(is_max, last != 0, x.data<T>(), out->data<int64_t>(),
+                                          outer, n, inner));
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterReduceKernels(KernelRegistry& r) {
+  for (const char* n : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
+    r.Add({n, 1, 1, 1, RunReduce, VerifyReduce});
+  }
+  r.Add({"argmax", 1, 1, 1, RunArg, VerifyArg});
+  r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});
+}
+
+}  // namespace distrt

@@ -1,0 +1,229 @@
+// Unary elementwise kernels, gelu, leaky_relu, clip, identity.
+#include <cmath>
+#include <limits>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+template <typename T, typename R = T, typename F>
+void Map(const T* in, R* out, int64_t n, ThreadPool* pool, F f) {
+  ParallelFor(pool, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) out[i] = f(in[i]);
+  });
+}
+
+enum class UnOp {
+  kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kTanh, kSigmoid, kErf, kRelu, kNot,
+  kSin, kCos, kFloor, kCeil, kRound, kSign,
+};
+struct UnaryInfo {
+  const char* name;
+  UnOp op;
+  bool float_only;
+};
+const UnaryInfo kUnaryOps[] = {
+    {"neg", UnOp::kNeg, false},         {"abs", UnOp::kAbs, false},
+    {"exp", UnOp::kExp, true},          {"log", UnOp::kLog, true},
+    {"sqrt", UnOp::kSqrt, true},        {"reciprocal", UnOp::kReciprocal, true},
+    {"tanh", UnOp::kTanh, true},        {"sigmoid", UnOp::kSigmoid, true},
+    {"erf", UnOp::kErf, true},          {"relu", UnOp::kRelu, false},
+    {"not", UnOp::kNot, false},         {"sin", UnOp::kSin, true},
+    {"cos", UnOp::kCos, true},          {"floor", UnOp::kFloor, true},
+    {"ceil", UnOp::kCeil, true},        {"round", UnOp::kRound, true},
+    {"sign", UnOp::kSign, false},
+};
+
+const UnaryInfo* Find(const std::string& name) {
+  for (const auto& u : kUnaryOps) {
+    if (name == u.name) return &u;
+  }
+  return nullptr;
+}
+
+template <typename T>
+T Sigmoid(T x) {
+  if (x >= 0) return T(1) / (T(1) + std::exp(-x));
+  T e = std::exp(x);
+  return e / (T(1) + e);
+}
+
+template <typename T>
+Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
+  switch (op) {
+    case UnOp::kExp: Map(x, y, n, pool, [](T v) { return std::exp(v); }); break;
+    case UnOp::kLog: Map(x, y, n, pool, [](T v) { return std::log(v); }); break;
+    case UnOp::kSqrt: Map(x, y, n, pool, [](T v) { return std::sqrt(v); }); break;
+    case UnOp::kReciprocal: Map(x, y, n, pool, [](T v) { return T(1) / v; }); break;
+    case UnOp::kTanh: Map(x, y, n, pool, [](T v) { return std::tanh(v); }); break;
+    case UnOp::kSigmoid: Map(x, y, n, pool, [](T v) { return Sigmoid(v); }); break;
+    case UnOp::kErf: Map(x, y, n, pool, [](T v) { return std::erf(v); }); break;
+    case UnOp::kSin: Map(x, y, n, pool, [](T v) { return std::sin(v); }); break;
+    case UnOp::kCos: Map(x, y, n, pool, [](T v) { return std::cos(v); }); break;
+    case UnOp::kFloor: Map(x, y, n, pool, [](T v) { return std::floor(v); }); break;
+    case UnOp::kCeil: Map(x, y, n, pool, [](T v) { return std::ceil(v); }); break;
+    // Round half to even (the default rounding mode), as ONNX Round.
+    case UnOp::kRound: Map(x, y, n, pool, [](T v) { return std::nearbyint(v); }); break;
+    default: return InternalError("not a float unary op");
+  }
+  return OkStatus();
+}
+
+template <typename T>
+Status AnyUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
+  switch (op) {
+    case UnOp::kNeg: Map(x, y, n, pool, [](T v) { return WrapSub(T(0), v); }); break;
+    case UnOp::kAbs:
+      Map(x, y, n, pool, [](T v) -> T {
+        if constexpr (std::is_unsigned<T>::value) {
+          return v;
+        } else {
+          return v < 0 ? WrapSub(T(0), v) : v;
+        }
+      });
+      break;
+    case UnOp::kRelu:
+      Map(x, y, n, pool, [](T v) -> T { return v > T(0) ? v : (v != v ? v : T(0)); });
+      break;
+    case UnOp::kSign:
+      Map(x, y, n, pool, [](T v) -> T {
+        if (v > T(0)) return T(1);
+        if (v < T(0)) return static_cast<T>(-1);
+        return v;  // 0 (and NaN stays NaN)
+      });
+      break;
+    default:
+      if constexpr (std::is_floating_point<T>::value) return FloatUnary(op, x, y, n, pool);
+      return InternalError("not an integer unary op");
+  }
+  return OkStatus();
+}
+
+Status CheckSameType(const KernelContext& ctx) {
+  return CheckOutputType(ctx.output_types[0], ctx.input(0).type());
+}
+
+Status VerifySameType(const VerifyContext& ctx) {
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+Status RunUnary(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const UnaryInfo* info = Find(name);
+  if (info == nullptr) return InternalError("unary kernel '", name, "' has no entry");
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
+  if (info->op == UnOp::kNot && x.dtype() != DType::kBool) {
+    return InvalidArgumentError("'not' needs a bool operand, got ", DTypeName(x.dtype()));
+  }
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t n = x.num_elements();
+  if (info->op == UnOp::kNot) {
+    Map(x.data<uint8_t>(), out->data<uint8_t>(), n, ctx.pool,
+        [](uint8_t v) -> uint8_t { return v == 0; });
+    return OkStatus();
+  }
+  if (info->float_only) {
+    DISTRT_DISPATCH_FLOAT(x.dtype(), name,
+                          return FloatUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
+  }
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), name,
+                          return AnyUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
+  return OkStatus();
+}
+
+Status RunIdentity(KernelContext& ctx) { return ctx.SetOutput(0, ctx.input(0)); }
+
+Status RunGelu(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
+  std::string approx;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetString("approximate", "none", &approx));
+  if (approx != "none" && approx != "tanh") {
+    return InvalidArgumentError("gelu: approximate must be 'none' or 'tanh', got '", approx, "'");
+  }
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t n = x.num_elements();
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "gelu", {
+    const T* px = x.data<T>();
+    T* py = out->data<T>();
+    if (approx == "none") {
+      const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
+      Map(px, py, n, ctx.pool,
+          [=](T v) { return T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2)); });
+    } else {
+      const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
+      Map(px, py, n, ctx.pool, [=](T v) {
+        return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+      });
+    }
+  });
+  return OkStatus();
+}
+
+Status RunLeakyRelu(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
+  double alpha;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("alpha", 0.01, &alpha));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "leaky_relu", {
+    const T a = static_cast<T>(alpha);
+    Map(x.data<T>(), out->data<T>(), x.num_elements(), ctx.pool,
+        [=](T v) { return v < T(0) ? v * a : v; });
+  });
+  return OkStatus();
+}
+
+template <typename T>
+T ClampAttr(double v) {
+  if constexpr (std::is_integral<T>::value) {
+    if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) {
+      return std::numeric_limits<T>::lowest();
+    }
+    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    return static_cast<T>(v);
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+Status RunClip(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
+  AttrReader attrs = ctx.attrs();
+  const bool has_min = attrs.Has("min"), has_max = attrs.Has("max");
+  double lo = 0, hi = 0;
+  if (has_min) DISTRT_RETURN_IF_ERROR(attrs.GetFloat("min", &lo));
+  if (has_max) DISTRT_RETURN_IF_ERROR(attrs.GetFloat("max", &hi));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), "clip", {
+    const T tlo = has_min ? ClampAttr<T>(lo) : std::numeric_limits<T>::lowest();
+    const T thi = has_max ? ClampAttr<T>(hi) : std::numeric_limits<T>::max();
+    Map(x.data<T>(), out->data<T>(), x.num_elements(), ctx.pool, [=](T v) {
+      // ONNX Clip: max(min(x, max), min); NaN passes through.
+      T r = v;
+      if (r < tlo) r = tlo;
+      if (r > thi) r = thi;
+      return r;
+    });
+  });
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterUnaryKernels(KernelRegistry& r) {
+  for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType});
+  r.Add({"identity", 1, 1, 1, RunIdentity, VerifySameType});
+  r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType});
+  r.Add({"leaky_relu", 1, 1, 1, RunLeakyRelu, VerifySameType});
+  r.Add({"clip", 1, 1, 1, RunClip, VerifySameType});
+}
+
+}  // namespace distrt

@@ -1,0 +1,170 @@
+#include "distrt/launcher.h"
+
+#include <set>
+#include <thread>
+
+#include "distrt/local_comm.h"
+#include "kernel_util.h"
+
+namespace distrt {
+
+Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
+                const std::vector<std::vector<HostTensor>>& inputs,
+                std::vector<std::vector<HostTensor>>* outputs, const LocalRunOptions& options,
+                std::vector<RunStats>* stats) {
+  const int n = static_cast<int>(programs.size());
+  if (n == 0) return InvalidArgumentError("RunLocal: no programs");
+  if (static_cast<int>(inputs.size()) != n) {
+    return InvalidArgumentError("RunLocal: ", n, " programs but inputs for ", inputs.size(),
+                                " ranks");
+  }
+  for (int r = 0; r < n; ++r) {
+    if (!programs[r]) return InvalidArgumentError("RunLocal: program ", r, " is null");
+    if (programs[r]->rank() != r || programs[r]->world_size() != n) {
+      return InvalidArgumentError("RunLocal: program ", r, " ('", programs[r]->source(),
+                                  "') is rank ", programs[r]->rank(), " of ",
+                                  programs[r]->world_size(), ", expected rank ", r, " of ", n);
+    }
+  }
+  LocalCommOptions copts;
+  copts.timeout = options.timeout;
+  std::shared_ptr<LocalWorld> world;
+  DISTRT_RETURN_IF_ERROR(LocalWorld::Create(n, copts, &world));
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<std::vector<HostTensor>> outs(static_cast<size_t>(n));
+  std::vector<RunStats> st(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Communicator* comm = world->comm(r);
+      ExecutorOptions eo;
+      eo.threads = options.threads_per_rank;
+      std::unique_ptr<Executor> exec;
+      Status s = Executor::Create(programs[r], comm, eo, &exec);
+      if (!s.ok()) {
+        comm->Abort(s);
+      } else {
+        s = exec->Run(inputs[r], &outs[r]);  // aborts the world itself on failure
+        st[r] = exec->stats();
+      }
+      if (s.ok()) world->MarkFinished(r);
+      status[r] = s;
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Root cause: the first rank that failed on its own (not ABORTED because of
+  // another rank); else the first failure.
+  int culprit = -1;
+  for (int r = 0; r < n && culprit < 0; ++r) {
+    if (!status[r].ok() && status[r].code() != StatusCode::kAborted) culprit = r;
+  }
+  for (int r = 0; r < n && culprit < 0; ++r) {
+    if (!status[r].ok()) culprit = r;
+  }
+  if (culprit >= 0) return status[culprit].WithContext(StrCat("rank ", culprit));
+  *outputs = std::move(outs);
+  if (stats) *stats = std::move(st);
+  return OkStatus();
+}
+
+namespace {
+const HostTensor* FindNamed(const std::vector<NamedTensor>& v, const std::string& name) {
+  for (const auto& t : v) {
+    if (t.name == name) return &t.tensor;
+  }
+  return nullptr;
+}
+}  // namespace
+
+Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs,
+                     const std::vector<NamedTensor>& global,
+                     std::vector<std::vector<HostTensor>>* per_rank) {
+  per_rank->assign(programs.size(), {});
+  for (size_t r = 0; r < programs.size(); ++r) {
+    const Program& p = *programs[r];
+    for (int i = 0; i < p.proto().inputs_size(); ++i) {
+      const proto::Argument& a = p.proto().inputs(i);
+      const TensorType& local = p.value(p.InputValue(i)).type;
+      const HostTensor* g = FindNamed(global, a.name());
+      if (g == nullptr) return NotFoundError("no global input named '", a.name(), "'");
+      SliceInfo s;
+      DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), local.shape, &s));
+      if (g->dtype() != local.dtype || g->shape() != s.global_shape) {
+        return InvalidArgumentError("global input '", a.name(), "' is ", g->type().ToString(),
+                                    ", rank ", r, " expects ",
+                                    TensorType{local.dtype, s.global_shape}.ToString());
+      }
+      HostTensor piece;
+      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(local.dtype, local.shape, &piece));
+      CopyWindow(g->data<uint8_t>(), g->shape(), s.offsets, s.sizes, DTypeSize(local.dtype),
+                 piece.data<uint8_t>());
+      (*per_rank)[r].push_back(std::move(piece));
+    }
+  }
+  return OkStatus();
+}
+
+Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
+                       const std::vector<std::vector<HostTensor>>& per_rank,
+                       std::vector<NamedTensor>* global) {
+  if (per_rank.size() != programs.size()) {
+    return InvalidArgumentError("AssembleOutputs: ", programs.size(), " programs but outputs of ",
+                                per_rank.size(), " ranks");
+  }
+  struct Acc {
+    std::string name;
+    HostTensor tensor;
+    std::vector<uint8_t> covered;  // per element
+    std::set<std::vector<int64_t>> placed;  // offsets already written
+  };
+  std::vector<Acc> acc;
+  for (size_t r = 0; r < programs.size(); ++r) {
+    const Program& p = *programs[r];
+    if (static_cast<int>(per_rank[r].size()) != p.proto().outputs_size()) {
+      return InvalidArgumentError("rank ", r, " has ", per_rank[r].size(), " outputs, its program ",
+                                  p.proto().outputs_size());
+    }
+    for (int i = 0; i < p.proto().outputs_size(); ++i) {
+      const proto::Argument& a = p.proto().outputs(i);
+      const HostTensor& piece = per_rank[r][static_cast<size_t>(i)];
+      SliceInfo s;
+      DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), piece.shape(), &s));
+      Acc* slot = nullptr;
+      for (auto& x : acc) {
+        if (x.name == a.name()) slot = &x;
+      }
+      if (slot == nullptr) {
+        acc.push_back(Acc());
+        slot = &acc.back();
+        slot->name = a.name();
+        DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
+        slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
+      }
+      if (slot->tensor.shape() != s.global_shape || slot->tensor.dtype() != piece.dtype()) {
+        return InvalidArgumentError("output '", a.name(), "': rank ", r, " has a piece of ",
+                                    TensorType{piece.dtype(), s.global_shape}.ToString(),
+                                    ", another rank of ", slot->tensor.type().ToString());
+      }
+      std::vector<int64_t> key = s.offsets;
+      key.insert(key.end(), s.sizes.begin(), s.sizes.end());
+      if (!slot->placed.insert(key).second) continue;  // a replica: take one copy
+      PasteWindow(piece.data<uint8_t>(), s.sizes, slot->tensor.data<uint8_t>(), s.global_shape,
+                  s.offsets, DTypeSize(piece.dtype()));
+      std::vector<uint8_t> ones(static_cast<size_t>(piece.num_elements()), 1);
+      PasteWindow(ones.data(), s.sizes, slot->covered.data(), s.global_shape, s.offsets, 1);
+    }
+  }
+  global->clear();
+  for (auto& x : acc) {
+    for (size_t k = 0; k < x.covered.size(); ++k) {
+      if (!x.covered[k]) {
+        return InvalidArgumentError("output '", x.name, "': element ", k,
+                                    " of the global tensor is held by no rank");
+      }
+    }
+    global->push_back({x.name, std::move(x.tensor)});
+  }
+  return OkStatus();
+}
+
+}  // namespace distrt

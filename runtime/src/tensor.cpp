@@ -1,0 +1,172 @@
+#include "distrt/tensor.h"
+
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace distrt {
+
+int64_t NumElements(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return -1;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return -1;
+    n *= d;
+  }
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+std::string TensorType::ToString() const { return DTypeName(dtype) + ShapeToString(shape); }
+
+void MemoryTracker::Add(int64_t bytes) {
+  int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t prev = peak_.load(std::memory_order_relaxed);
+  while (now > prev && !peak_.compare_exchange_weak(prev, now, std::memory_order_relaxed)) {
+  }
+}
+
+Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
+                        std::shared_ptr<Buffer>* out, bool zero) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  // aligned_alloc needs a size that is a multiple of the alignment; always
+  // allocate at least one line so empty tensors still have a valid pointer.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  if (rounded < bytes) return ResourceExhaustedError("allocation of ", bytes, " bytes overflows");
+  void* p = std::aligned_alloc(64, rounded);
+  if (p == nullptr) return ResourceExhaustedError("out of memory allocating ", bytes, " bytes");
+  if (zero) std::memset(p, 0, rounded);
+  b->data_ = static_cast<uint8_t*>(p);
+  b->size_ = bytes;
+  b->tracker_ = std::move(tracker);
+  if (b->tracker_) b->tracker_->Add(static_cast<int64_t>(bytes));
+  *out = std::move(b);
+  return OkStatus();
+}
+
+Buffer::~Buffer() {
+  if (tracker_) tracker_->Remove(static_cast<int64_t>(size_));
+  std::free(data_);
+}
+
+Status HostTensor::Allocate(DType dtype, const Shape& shape, HostTensor* out,
+                            std::shared_ptr<MemoryTracker> tracker, bool zero) {
+  if (DTypeSize(dtype) == 0) {
+    return InvalidArgumentError("cannot allocate a tensor of dtype ", DTypeName(dtype));
+  }
+  int64_t n = NumElements(shape);
+  if (n < 0) return InvalidArgumentError("invalid tensor shape ", ShapeToString(shape));
+  if (static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / DTypeSize(dtype)) {
+    return ResourceExhaustedError("tensor shape ", ShapeToString(shape), " is too large");
+  }
+  HostTensor t;
+  DISTRT_RETURN_IF_ERROR(
+      Buffer::Allocate(static_cast<size_t>(n) * DTypeSize(dtype), std::move(tracker), &t.buffer_,
+                       zero));
+  t.type_.dtype = dtype;
+  t.type_.shape = shape;
+  *out = std::move(t);
+  return OkStatus();
+}
+
+StatusOr<HostTensor> HostTensor::Make(DType dtype, const Shape& shape) {
+  HostTensor t;
+  DISTRT_RETURN_IF_ERROR(Allocate(dtype, shape, &t));
+  return t;
+}
+
+Status HostTensor::FromBytes(DType dtype, const Shape& shape, const void* data, size_t bytes,
+                             HostTensor* out) {
+  HostTensor t;
+  DISTRT_RETURN_IF_ERROR(Allocate(dtype, shape, &t));
+  if (t.byte_size() != bytes) {
+    return InvalidArgumentError("FromBytes: ", t.type().ToString(), " needs ", t.byte_size(),
+                                " bytes, got ", bytes);
+  }
+  if (bytes) std::memcpy(t.raw(), data, bytes);
+  *out = std::move(t);
+  return OkStatus();
+}
+
+Status HostTensor::Reshaped(const Shape& shape, HostTensor* out) const {
+  int64_t n = NumElements(shape);
+  if (n < 0 || n != num_elements()) {
+    return InvalidArgumentError("cannot reshape ", type_.ToString(), " (", num_elements(),
+                                " elements) to ", ShapeToString(shape));
+  }
+  HostTensor t = *this;
+  t.type_.shape = shape;
+  *out = std::move(t);
+  return OkStatus();
+}
+
+HostTensor HostTensor::Clone() const {
+  HostTensor t;
+  if (!defined()) return t;
+  if (!Allocate(type_.dtype, type_.shape, &t).ok()) return HostTensor();
+  if (byte_size()) std::memcpy(t.raw(), raw(), byte_size());
+  return t;
+}
+
+bool HostTensor::Equals(const HostTensor& other) const {
+  if (type_ != other.type_) return false;
+  if (byte_size() == 0) return true;
+  return std::memcmp(raw(), other.raw(), byte_size()) == 0;
+}
+
+namespace {
+template <typename T>
+void PrintElems(std::ostream& os, const void* p, int64_t n) {
+  const T* d = static_cast<const T*>(p);
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) os << ", ";
+    if constexpr (sizeof(T) == 1) {
+      os << static_cast<int>(d[i]);
+    } else {
+      os << d[i];
+    }
+  }
+}
+}  // namespace
+
+std::string HostTensor::DebugString(int max_elements) const {
+  std::ostringstream os;
+  os << type_.ToString();
+  if (!defined()) return os.str() + " <undefined>";
+  int64_t n = num_elements();
+  int64_t shown = n < max_elements ? n : max_elements;
+  os << " {";
+  switch (type_.dtype) {
+    case DType::kF32: PrintElems<float>(os, raw(), shown); break;
+    case DType::kF64: PrintElems<double>(os, raw(), shown); break;
+    case DType::kI64: PrintElems<int64_t>(os, raw(), shown); break;
+    case DType::kI32: PrintElems<int32_t>(os, raw(), shown); break;
+    case DType::kI16: PrintElems<int16_t>(os, raw(), shown); break;
+    case DType::kI8: PrintElems<int8_t>(os, raw(), shown); break;
+    case DType::kU8:
+    case DType::kBool: PrintElems<uint8_t>(os, raw(), shown); break;
+    case DType::kF16:
+    case DType::kBF16: {
+      const uint16_t* d = data<uint16_t>();
+      for (int64_t i = 0; i < shown; ++i) {
+        os << (i ? ", " : "")
+           << (type_.dtype == DType::kF16 ? HalfToFloat(d[i]) : BF16ToFloat(d[i]));
+      }
+      break;
+    }
+    default: break;
+  }
+  if (shown < n) os << ", ...";
+  os << "}";
+  return os.str();
+}
+
+}  // namespace distrt

@@ -1,0 +1,242 @@
+// Program::Create: load-time validation of a rank program.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "distrt/program.h"
+#include "file_util.h"
+#include "kernel.h"
+
+namespace distrt {
+
+class ProgramValidator {
+ public:
+  ProgramValidator(Program* p) : p_(*p), proto_(p->proto_) {}
+
+  Status Run() {
+    if (proto_.world_size() < 1) return Error("world_size ", proto_.world_size(), " must be >= 1");
+    if (proto_.rank() < 0 || proto_.rank() >= proto_.world_size()) {
+      return Error("rank ", proto_.rank(), " is outside [0, ", proto_.world_size(), ")");
+    }
+    DISTRT_RETURN_IF_ERROR(Values());
+    DISTRT_RETURN_IF_ERROR(Weights());
+    DISTRT_RETURN_IF_ERROR(Constants());
+    DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/true));
+    DISTRT_RETURN_IF_ERROR(Instructions());
+    DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/false));
+    return OkStatus();
+  }
+
+ private:
+  template <typename... Args>
+  Status Error(const Args&... args) {
+    return InvalidArgumentError(p_.source_, ": ", args...);
+  }
+
+  Status Values() {
+    p_.values_.reserve(static_cast<size_t>(proto_.values_size()));
+    for (int i = 0; i < proto_.values_size(); ++i) {
+      const proto::Value& v = proto_.values(i);
+      ValueInfo info;
+      info.id = v.id();
+      info.name = v.name();
+      info.type = FromProto(v.type());
+      if (v.id() < 0) return Error("value ", i, " has negative id ", v.id());
+      if (!IsValidDType(static_cast<int>(info.type.dtype))) {
+        return Error("value %", v.id(), " has invalid dtype ", static_cast<int>(info.type.dtype));
+      }
+      if (NumElements(info.type.shape) < 0) {
+        return Error("value %", v.id(), " has invalid shape ", ShapeToString(info.type.shape));
+      }
+      p_.values_.push_back(std::move(info));
+      p_.id_to_index_.emplace_back(v.id(), i);
+    }
+    std::sort(p_.id_to_index_.begin(), p_.id_to_index_.end());
+    for (size_t i = 1; i < p_.id_to_index_.size(); ++i) {
+      if (p_.id_to_index_[i].first == p_.id_to_index_[i - 1].first) {
+        return Error("value id %", p_.id_to_index_[i].first, " is declared twice");
+      }
+    }
+    defined_.assign(p_.values_.size(), false);
+    return OkStatus();
+  }
+
+  // Resolves a value id used by `what`; `define`: it must not be defined yet.
+  Status Ref(int32_t id, const std::string& what, bool define, int* index) {
+    int idx = p_.ValueIndex(id);
+    if (idx < 0) {
+      return Error(what, " refers to value %", id, ", which is not declared (",
+                   proto_.values_size(), " values)");
+    }
+    if (define) {
+      if (defined_[static_cast<size_t>(idx)]) {
+        return Error(what, " defines ", p_.DescribeValue(idx), ", which is already defined");
+      }
+      defined_[static_cast<size_t>(idx)] = true;
+    } else if (!defined_[static_cast<size_t>(idx)]) {
+      return Error(what, " uses ", p_.DescribeValue(idx), " before it is defined");
+    }
+    *index = idx;
+    return OkStatus();
+  }
+
+  Status Weights() {
+    std::map<std::string, uint64_t> sizes;
+    for (int i = 0; i < proto_.weights_size(); ++i) {
+      const proto::Weight& w = proto_.weights(i);
+      const std::string what = StrCat("weight ", i, " '", w.name(), "'");
+      int idx = -1;
+      DISTRT_RETURN_IF_ERROR(Ref(w.value(), what, true, &idx));
+      const TensorType& vt = p_.values_[static_cast<size_t>(idx)].type;
+      DType wd = static_cast<DType>(w.dtype());
+      if (!IsValidDType(static_cast<int>(wd))) {
+        return Error(what, " has invalid dtype ", static_cast<int>(wd));
+      }
+      bool convertible = wd == vt.dtype ||
+                         (vt.dtype == DType::kF32 && (wd == DType::kF16 || wd == DType::kBF16));
+      if (!convertible) {
+        return Error(what, " is stored as ", DTypeName(wd), " but its value is ",
+                     vt.ToString());
+      }
+      SliceInfo s;
+      Status st = ResolveSlice(w.slice(), vt.shape, &s);
+      if (!st.ok()) return Error(what, ": ", st.message());
+      if (w.file().empty()) return Error(what, " has no file");
+      std::string path = JoinPath(p_.base_dir_, w.file());
+      auto it = sizes.find(path);
+      if (it == sizes.end()) {
+        uint64_t size = 0;
+        Status fs = GetFileSize(path, &size);
+        if (!fs.ok()) return Error(what, ": ", fs.message());
+        it = sizes.emplace(path, size).first;
+      }
+      int64_t n = NumElements(s.global_shape);
+      if (n < 0) return Error(what, " has invalid global shape ", ShapeToString(s.global_shape));
+      uint64_t bytes = static_cast<uint64_t>(n) * DTypeSize(wd);
+      if (w.offset() > it->second || bytes > it->second - w.offset()) {
+        return Status(StatusCode::kOutOfRange,
+                      StrCat(p_.source_, ": ", what, " needs bytes [", w.offset(), ", ",
+                             w.offset() + bytes, ") of '", path, "', but the file has ",
+                             it->second, " bytes"));
+      }
+      p_.weight_paths_.push_back(path);
+    }
+    return OkStatus();
+  }
+
+  Status Constants() {
+    for (int i = 0; i < proto_.constants_size(); ++i) {
+      const proto::Constant& c = proto_.constants(i);
+      const std::string what = StrCat("constant ", i);
+      int idx = -1;
+      DISTRT_RETURN_IF_ERROR(Ref(c.value(), what, true, &idx));
+      const TensorType& vt = p_.values_[static_cast<size_t>(idx)].type;
+      TensorType ct = FromProto(c.tensor().type());
+      if (ct != vt) {
+        return Error(what, " has type ", ct.ToString(), " but its value is ", vt.ToString());
+      }
+      size_t want = static_cast<size_t>(NumElements(vt.shape)) * DTypeSize(vt.dtype);
+      if (c.tensor().data().size() != want) {
+        return Error(what, " (", vt.ToString(), ") has ", c.tensor().data().size(),
+                     " data bytes, expected ", want);
+      }
+    }
+    return OkStatus();
+  }
+
+  Status Arguments(bool inputs) {
+    const auto& args = inputs ? proto_.inputs() : proto_.outputs();
+    for (int i = 0; i < args.size(); ++i) {
+      const proto::Argument& a = args.Get(i);
+      const std::string what = StrCat(inputs ? "input " : "output ", i, " '", a.name(), "'");
+      int idx = -1;
+      DISTRT_RETURN_IF_ERROR(Ref(a.value(), what, inputs, &idx));
+      const TensorType& vt = p_.values_[static_cast<size_t>(idx)].type;
+      if (a.dtype() != proto::DTYPE_UNSPECIFIED && static_cast<DType>(a.dtype()) != vt.dtype) {
+        return Error(what, " has dtype ", DTypeName(static_cast<DType>(a.dtype())),
+                     " but its value is ", vt.ToString());
+      }
+      SliceInfo s;
+      Status st = ResolveSlice(a.slice(), vt.shape, &s);
+      if (!st.ok()) return Error(what, ": ", st.message());
+      (inputs ? p_.input_values_ : p_.output_values_).push_back(idx);
+    }
+    return OkStatus();
+  }
+
+  Status Instructions() {
+    const KernelRegistry& reg = KernelRegistry::Get();
+    const int n = proto_.instructions_size();
+    p_.inst_inputs_.resize(static_cast<size_t>(n));
+    p_.inst_outputs_.resize(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const proto::Instruction& inst = proto_.instructions(i);
+      const std::string what = p_.DescribeInstruction(i);
+      const KernelDef* def = reg.Find(inst.op());
+      if (def == nullptr) {
+        return Status(StatusCode::kUnimplemented,
+                      StrCat(p_.source_, ": ", what, ": unknown op '", inst.op(),
+                             "' (not a distrt kernel; see docs/rank-program.md)"));
+      }
+      const int nin = inst.inputs_size();
+      if (nin < def->min_inputs || (def->max_inputs >= 0 && nin > def->max_inputs)) {
+        std::string want = def->max_inputs < 0 ? StrCat("at least ", def->min_inputs)
+                           : def->min_inputs == def->max_inputs
+                               ? StrCat(def->min_inputs)
+                               : StrCat(def->min_inputs, "..", def->max_inputs);
+        return Error(what, " has ", nin, " inputs, expected ", want);
+      }
+      if (inst.outputs_size() != def->num_outputs) {
+        return Error(what, " has ", inst.outputs_size(), " outputs, expected ",
+                     def->num_outputs);
+      }
+      VerifyContext vc;
+      vc.inst = &inst;
+      vc.rank = proto_.rank();
+      vc.world_size = proto_.world_size();
+      for (int k = 0; k < nin; ++k) {
+        int idx = -1;
+        DISTRT_RETURN_IF_ERROR(Ref(inst.inputs(k), StrCat(what, " input ", k), false, &idx));
+        p_.inst_inputs_[static_cast<size_t>(i)].push_back(idx);
+        vc.inputs.push_back(p_.values_[static_cast<size_t>(idx)].type);
+      }
+      for (int k = 0; k < inst.outputs_size(); ++k) {
+        int idx = -1;
+        DISTRT_RETURN_IF_ERROR(Ref(inst.outputs(k), StrCat(what, " output ", k), true, &idx));
+        p_.inst_outputs_[static_cast<size_t>(i)].push_back(idx);
+        vc.outputs.push_back(p_.values_[static_cast<size_t>(idx)].type);
+      }
+      std::set<int> seen;
+      for (int r : inst.group().ranks()) {
+        if (r < 0 || r >= proto_.world_size()) {
+          return Error(what, ": group rank ", r, " is outside [0, ", proto_.world_size(), ")");
+        }
+        if (!seen.insert(r).second) return Error(what, ": group lists rank ", r, " twice");
+      }
+      if (def->communicates) p_.communicates_ = true;
+      if (def->verify) {
+        Status st = def->verify(vc);
+        if (!st.ok()) return Error(what, ": ", st.message());
+      }
+    }
+    return OkStatus();
+  }
+
+  Program& p_;
+  const proto::RankProgram& proto_;
+  std::vector<bool> defined_;
+};
+
+Status Program::Create(proto::RankProgram proto, const std::string& source,
+                       const std::string& base_dir, std::shared_ptr<const Program>* out) {
+  std::shared_ptr<Program> p(new Program());
+  p->proto_ = std::move(proto);
+  p->source_ = source.empty() ? "<memory>" : source;
+  p->base_dir_ = base_dir;
+  ProgramValidator v(p.get());
+  DISTRT_RETURN_IF_ERROR(v.Run());
+  *out = std::move(p);
+  return OkStatus();
+}
+
+}  // namespace distrt
