@@ -1,0 +1,240 @@
+//===- InsertReshards.cpp - dist-insert-reshards ----------------*- C++ -*-===//
+//
+// Each op computes with one choice per mesh axis, read off its result
+// shardings; operands whose sharding does not match what that choice needs get
+// a dist.reshard that says why. Annotations become reshards to the annotated
+// sharding; partial values are reduced before they leave a function.
+//
+//===----------------------------------------------------------------------===//
+#include "dist/Transforms/FactorChoice.h"
+#include "dist/Transforms/Passes.h"
+#include "dist/Transforms/ValueSharding.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace distopt::dist {
+#define GEN_PASS_DEF_DISTINSERTRESHARDS
+#include "dist/Transforms/Passes.h.inc"
+} // namespace distopt::dist
+
+using namespace mlir;
+using namespace distopt::dist;
+
+namespace {
+
+class ReshardInserter {
+public:
+  ReshardInserter(MeshOp mesh)
+      : meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        numAxes(mesh.getNumAxes()),
+        replicated(ShardingAttr::getReplicated(mesh.getContext(), meshRef,
+                                               numAxes)) {}
+
+  LogicalResult run(FunctionOpInterface func);
+
+private:
+  ShardingAttr shardingOf(Value v) { return getValueSharding(v, replicated); }
+  LogicalResult handleOp(Operation *op);
+  LogicalResult handleAnnotate(AnnotateOp op);
+  LogicalResult handleReturn(Operation *ret, FunctionOpInterface func);
+  /// Makes operand `idx` of `user` have `required`, inserting a reshard.
+  void require(Operation *user, unsigned idx, ShardingAttr required,
+               StringRef why);
+  FailureOr<SmallVector<AxisChoice>> choicesOf(Operation *op,
+                                               const OpShardingRule &rule);
+
+  FlatSymbolRefAttr meshRef;
+  int64_t numAxes;
+  ShardingAttr replicated;
+};
+
+} // namespace
+
+void ReshardInserter::require(Operation *user, unsigned idx,
+                              ShardingAttr required, StringRef why) {
+  Value v = user->getOperand(idx);
+  ShardingAttr actual = shardingOf(v);
+  auto norm = [&](ShardingAttr s) {
+    SmallVector<Placement> ps;
+    for (const Placement &p : s.getPlacements())
+      ps.push_back(p.isOpen() ? Placement::replicate() : p);
+    return ShardingAttr::get(s.getContext(), s.getMesh(), ps);
+  };
+  actual = norm(actual);
+  required = norm(required);
+  if (actual == required)
+    return;
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  os << why << ": " << describeOp(user) << " needs operand " << idx << " as "
+     << placementsStr(required) << " but it is " << placementsStr(actual);
+  StringRef cause = getValueCause(v);
+  if (!cause.empty())
+    os << " (" << cause << ")";
+  OpBuilder b(user);
+  auto reshard = ReshardOp::create(b, user->getLoc(), v.getType(), v, actual,
+                                   required, b.getStringAttr(reason),
+                                   TypeAttr());
+  setValueSharding(reshard.getResult(), required);
+  user->setOperand(idx, reshard.getResult());
+}
+
+FailureOr<SmallVector<AxisChoice>>
+ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
+  SmallVector<AxisChoice> choices(numAxes, AxisChoice::none());
+  for (int64_t axis = 0; axis < numAxes; ++axis) {
+    std::optional<AxisChoice> choice;
+    for (auto [ri, res] : llvm::enumerate(op->getResults())) {
+      if (!isa<RankedTensorType>(res.getType()))
+        continue;
+      Placement p = shardingOf(res).getPlacements()[axis];
+      TensorRef ref{true, static_cast<unsigned>(ri)};
+      std::optional<AxisChoice> vote = voteOf(rule, ref, p);
+      if (!vote)
+        return op->emitError("internal: result ")
+               << ri << " placement " << p.str() << " on mesh axis " << axis
+               << " is not one this op can produce";
+      // A partial result can come from a sharded reduction factor or from a
+      // partial operand flowing through: take the one the operands match.
+      if (p.isPartial()) {
+        SmallVector<AxisChoice> options;
+        for (auto [fi, f] : llvm::enumerate(rule.factors))
+          if (f.kind == FactorKind::Reduction && f.reduction == p.reduction)
+            options.push_back(AxisChoice::ofFactor(fi));
+        if (rule.partialFlow != PartialFlow::None)
+          for (unsigned oi = 0; oi < op->getNumOperands(); ++oi)
+            if (rule.linearOperands[oi])
+              options.push_back(AxisChoice::partial(oi));
+        int64_t bestMismatch = -1;
+        for (AxisChoice c : options) {
+          int64_t mismatch = 0;
+          for (unsigned oi = 0; oi < op->getNumOperands(); ++oi) {
+            if (!isa<RankedTensorType>(op->getOperand(oi).getType()))
+              continue;
+            std::optional<Placement> want = project(rule, c, {false, oi});
+            Placement have = shardingOf(op->getOperand(oi)).getPlacements()[axis];
+            if (!want || *want != (have.isOpen() ? Placement::replicate() : have))
+              ++mismatch;
+          }
+          if (bestMismatch < 0 || mismatch < bestMismatch) {
+            bestMismatch = mismatch;
+            vote = c;
+          }
+        }
+      }
+      if (choice && !(*choice == *vote))
+        return op->emitError("internal: results disagree on mesh axis ")
+               << axis;
+      choice = vote;
+    }
+    if (choice)
+      choices[axis] = *choice;
+  }
+  return choices;
+}
+
+LogicalResult ReshardInserter::handleOp(Operation *op) {
+  std::optional<OpShardingRule> rule = getRule(op);
+  if (!rule) {
+    // Ops the sharding passes do not know run on replicated data.
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (isa<RankedTensorType>(op->getOperand(i).getType()))
+        require(op, i, replicated, "op without a sharding rule");
+    return success();
+  }
+  FailureOr<SmallVector<AxisChoice>> choices = choicesOf(op, *rule);
+  if (failed(choices))
+    return failure();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    if (!type)
+      continue;
+    SmallVector<Placement> placements;
+    for (int64_t axis = 0; axis < numAxes; ++axis) {
+      std::optional<Placement> p = project(*rule, (*choices)[axis], {false, i});
+      if (!p)
+        return op->emitError("internal: operand ")
+               << i << " cannot take the op's choice on mesh axis " << axis;
+      placements.push_back(*p);
+    }
+    require(op, i, ShardingAttr::get(op->getContext(), meshRef, placements),
+            "operand layout");
+  }
+  return success();
+}
+
+LogicalResult ReshardInserter::handleAnnotate(AnnotateOp op) {
+  ShardingAttr target = shardingOf(op.getResult());
+  std::string why = op.getSource() ? ("annotation '" + op.getSource()->str() + "'")
+                                   : std::string("annotation");
+  require(op, 0, target, why);
+  op.getResult().replaceAllUsesWith(op.getInput());
+  op.erase();
+  return success();
+}
+
+LogicalResult ReshardInserter::handleReturn(Operation *ret,
+                                            FunctionOpInterface func) {
+  for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
+    if (!isa<RankedTensorType>(ret->getOperand(i).getType()))
+      continue;
+    ShardingAttr wanted;
+    if (i < func.getNumResults())
+      wanted = func.getResultAttrOfType<ShardingAttr>(i, "dist.sharding");
+    if (!wanted) {
+      // Keep shards as they are; reduce partial values.
+      SmallVector<Placement> ps;
+      for (const Placement &p : shardingOf(ret->getOperand(i)).getPlacements())
+        ps.push_back(p.isPartial() || p.isOpen() ? Placement::replicate() : p);
+      wanted = ShardingAttr::get(ret->getContext(), meshRef, ps);
+    }
+    require(ret, i, wanted, "function result");
+    if (i < func.getNumResults())
+      func.setResultAttr(i, "dist.sharding", wanted);
+  }
+  return success();
+}
+
+LogicalResult ReshardInserter::run(FunctionOpInterface func) {
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    LogicalResult r = success();
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      r = handleAnnotate(annotate);
+    else if (op->hasTrait<OpTrait::IsTerminator>() &&
+             op->getParentOp() == func.getOperation())
+      r = handleReturn(op, func);
+    else if (!isa<ReshardOp>(op))
+      r = handleOp(op);
+    if (failed(r))
+      return failure();
+  }
+  return success();
+}
+
+namespace {
+struct InsertReshardsPass
+    : public distopt::dist::impl::DistInsertReshardsBase<InsertReshardsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (module.getOps<MeshOp>().empty())
+      return;
+    FailureOr<MeshOp> mesh = getModuleMesh(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    for (auto func : module.getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      ReshardInserter inserter(*mesh);
+      if (failed(inserter.run(func)))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

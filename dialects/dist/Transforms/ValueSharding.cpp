@@ -1,0 +1,80 @@
+//===- ValueSharding.cpp - read and write the sharding of a value -*- C++ -*-===//
+#include "dist/Transforms/ValueSharding.h"
+
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+ShardingAttr distopt::dist::getValueSharding(Value v, ShardingAttr fallback) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (func && arg.getOwner()->isEntryBlock())
+      if (auto s = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
+                                                       "dist.sharding"))
+        return s;
+    return fallback;
+  }
+  Operation *def = v.getDefiningOp();
+  auto array = def->getAttrOfType<ArrayAttr>("dist.sharding");
+  unsigned idx = cast<OpResult>(v).getResultNumber();
+  if (!array || idx >= array.size())
+    return fallback;
+  if (auto s = dyn_cast<ShardingAttr>(array[idx]))
+    return s;
+  return fallback;
+}
+
+void distopt::dist::setValueSharding(Value v, ShardingAttr sharding) {
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (auto func =
+            dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
+      func.setArgAttr(arg.getArgNumber(), "dist.sharding", sharding);
+    return;
+  }
+  Operation *def = v.getDefiningOp();
+  SmallVector<Attribute> entries;
+  if (auto array = def->getAttrOfType<ArrayAttr>("dist.sharding"))
+    entries.assign(array.begin(), array.end());
+  ShardingAttr replicated = ShardingAttr::getReplicated(
+      sharding.getContext(), sharding.getMesh(), sharding.getPlacements().size());
+  entries.resize(def->getNumResults(), replicated);
+  entries[cast<OpResult>(v).getResultNumber()] = sharding;
+  def->setAttr("dist.sharding", ArrayAttr::get(sharding.getContext(), entries));
+}
+
+StringRef distopt::dist::getValueCause(Value v) {
+  Operation *def = v.getDefiningOp();
+  if (!def)
+    return "";
+  auto array = def->getAttrOfType<ArrayAttr>("dist.cause");
+  unsigned idx = cast<OpResult>(v).getResultNumber();
+  if (!array || idx >= array.size())
+    return "";
+  if (auto s = dyn_cast<StringAttr>(array[idx]))
+    return s.getValue();
+  return "";
+}
+
+std::string distopt::dist::placementsStr(ShardingAttr sharding) {
+  std::string s = "[";
+  bool first = true;
+  for (const Placement &p : sharding.getPlacements()) {
+    s += (first ? "" : ", ") + p.str();
+    first = false;
+  }
+  return s + "]";
+}
+
+std::string distopt::dist::describeOp(Operation *op) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << op->getName();
+  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
+    os << " '" << name.getName().getValue() << "'";
+  else if (auto fused = dyn_cast<FusedLoc>(op->getLoc()); fused && !fused.getLocations().empty())
+    fused.getLocations().front().print(os << " at ");
+  else
+    op->getLoc().print(os << " at ");
+  return s;
+}

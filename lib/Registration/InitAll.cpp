@@ -1,0 +1,54 @@
+//===- InitAll.cpp - register distopt with an MLIR context ------*- C++ -*-===//
+#include "distopt/InitAll.h"
+
+#include "dist/IR/DistDialect.h"
+#include "dist/Transforms/Passes.h"
+#include "nn/IR/NNDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void distopt::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<dist::DistDialect, nn::NNDialect, func::FuncDialect>();
+}
+
+void distopt::buildShardingPipeline(OpPassManager &pm,
+                                    const PipelineOptions &options) {
+  pm.addPass(dist::createDistPropagateSharding());
+  pm.addPass(dist::createDistInsertReshards());
+  pm.addPass(createCSEPass());
+  dist::DistPartitionOptions partition;
+  partition.rank = options.rank;
+  pm.addPass(dist::createDistPartition(partition));
+  dist::DistReshardToCollectivesOptions lower;
+  lower.rank = options.rank;
+  pm.addPass(dist::createDistReshardToCollectives(lower));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+namespace {
+struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
+  Option<int64_t> rank{*this, "rank",
+                       llvm::cl::desc("partition for this rank (default: the "
+                                      "SPMD program of all ranks)"),
+                       llvm::cl::init(-1)};
+};
+} // namespace
+
+void distopt::registerAllPasses() {
+  dist::registerDistPasses();
+  PassPipelineRegistration<PipelineCLOptions>(
+      "dist-pipeline",
+      "The whole sharding flow on annotated IR: propagate, insert reshards, "
+      "partition, lower reshards to collectives, clean up",
+      [](OpPassManager &pm, const PipelineCLOptions &cl) {
+        PipelineOptions options;
+        options.rank = cl.rank;
+        buildShardingPipeline(pm, options);
+      });
+}
