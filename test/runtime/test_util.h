@@ -1,0 +1,68 @@
+// Helpers for distrt tests: run a single kernel, build tensors, temp dirs.
+#ifndef DISTRT_TEST_TEST_UTIL_H_
+#define DISTRT_TEST_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "distrt/distrt.h"
+
+namespace distrt {
+namespace testing {
+
+using Attrs = std::initializer_list<std::pair<const std::string, proto::Attribute>>;
+
+// Runs one instruction `op` on `inputs` with declared output types; returns
+// the kernel's status (validation errors included).
+Status RunOp(const std::string& op, const std::vector<HostTensor>& inputs,
+             const std::vector<TensorType>& out_types, Attrs attrs,
+             std::vector<HostTensor>* outputs);
+// Single-output convenience; fails the test on error.
+HostTensor Run1(const std::string& op, const std::vector<HostTensor>& inputs,
+                const TensorType& out_type, Attrs attrs = {});
+
+template <typename T>
+HostTensor Make(const Shape& shape, const std::vector<T>& values) {
+  auto t = HostTensor::FromVector<T>(shape, values);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? *t : HostTensor();
+}
+inline HostTensor F32(const Shape& shape, const std::vector<float>& v) { return Make<float>(shape, v); }
+inline HostTensor I64(const Shape& shape, const std::vector<int64_t>& v) { return Make<int64_t>(shape, v); }
+inline HostTensor I32(const Shape& shape, const std::vector<int32_t>& v) { return Make<int32_t>(shape, v); }
+inline HostTensor F64(const Shape& shape, const std::vector<double>& v) { return Make<double>(shape, v); }
+HostTensor Bool(const Shape& shape, const std::vector<int>& v);
+// 0, 1, 2, ... as float (scaled).
+HostTensor Iota(const Shape& shape, float scale = 1.0f, float offset = 0.0f);
+
+template <typename T>
+std::vector<T> Vec(const HostTensor& t) {
+  return t.ToVector<T>();
+}
+
+// Expects t to be f32 with `shape` and values within tol (relative + absolute).
+void ExpectF32(const HostTensor& t, const Shape& shape, const std::vector<float>& expected,
+               float tol = 1e-5f);
+
+// A fresh temporary directory, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Writes raw bytes to a file.
+void WriteFile(const std::string& path, const void* data, size_t bytes);
+
+}  // namespace testing
+}  // namespace distrt
+
+#endif  // DISTRT_TEST_TEST_UTIL_H_
