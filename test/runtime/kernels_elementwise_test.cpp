@@ -1,1 +1,313 @@
+// Elementwise kernels: broadcasting, integer semantics, unary math, cast.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "test_util.h"
+
+namespace distrt {
+namespace {
+
+using namespace distrt::testing;  // NOLINT
+
+// Reference broadcasting: value of `t` (shape s) at output index `idx` of `out`.
+float At(const std::vector<float>& v, const Shape& s, const Shape& out, int64_t flat) {
+  std::vector<int64_t> idx(out.size());
+  for (size_t d = out.size(); d-- > 0;) {
+    idx[d] = flat % out[d];
+    flat /= out[d];
+  }
+  int64_t off = 0;
+  size_t lead = out.size() - s.size();
+  for (size_t d = 0; d < s.size(); ++d) {
+    int64_t i = s[d] == 1 ? 0 : idx[d + lead];
+    off = off * s[d] + i;
+  }
+  return v[static_cast<size_t>(off)];
+}
+
+std::vector<float> Seq(int n, float scale, float offset) {
+  std::vector<float> v;
+  for (int i = 0; i < n; ++i) v.push_back(i * scale + offset);
+  return v;
+}
+
+struct BroadcastCase {
+  Shape a, b, out;
+};
+
+TEST(Binary, BroadcastingMatchesReference) {
+  const std::vector<BroadcastCase> cases = {
+      {{2, 3}, {2, 3}, {2, 3}},       {{2, 3}, {3}, {2, 3}},
+      {{2, 1}, {1, 3}, {2, 3}},       {{4, 1, 5}, {3, 1}, {4, 3, 5}},
+      {{}, {2, 2}, {2, 2}},           {{2, 2}, {}, {2, 2}},
+      {{3, 1, 2}, {3, 4, 2}, {3, 4, 2}}, {{1}, {1, 1}, {1, 1}},
+      {{2, 3, 4}, {1, 3, 1}, {2, 3, 4}}, {{5, 1}, {5, 6}, {5, 6}},
+  };
+  for (const auto& c : cases) {
+    std::vector<float> av = Seq(static_cast<int>(NumElements(c.a)), 1.5f, -2.0f);
+    std::vector<float> bv = Seq(static_cast<int>(NumElements(c.b)), -0.5f, 3.0f);
+    HostTensor a = F32(c.a, av), b = F32(c.b, bv);
+    const int64_t n = NumElements(c.out);
+    struct Op {
+      const char* name;
+      float (*f)(float, float);
+    };
+    const Op ops[] = {{"add", [](float x, float y) { return x + y; }},
+                      {"sub", [](float x, float y) { return x - y; }},
+                      {"mul", [](float x, float y) { return x * y; }},
+                      {"div", [](float x, float y) { return x / y; }},
+                      {"max", [](float x, float y) { return x > y ? x : y; }},
+                      {"min", [](float x, float y) { return x < y ? x : y; }}};
+    for (const Op& op : ops) {
+      std::vector<float> want;
+      for (int64_t i = 0; i < n; ++i) want.push_back(op.f(At(av, c.a, c.out, i), At(bv, c.b, c.out, i)));
+      SCOPED_TRACE(StrCat(op.name, " ", ShapeToString(c.a), " ", ShapeToString(c.b)));
+      ExpectF32(Run1(op.name, {a, b}, {DType::kF32, c.out}), c.out, want);
+    }
+  }
+}
+
+TEST(Binary, IncompatibleShapesFail) {
+  std::vector<HostTensor> out;
+  Status st = RunOp("add", {F32({2, 3}, Seq(6, 1, 0)), F32({2}, {1, 2})}, {{DType::kF32, {2, 3}}},
+                    {}, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("do not broadcast"), std::string::npos) << st.message();
+}
+
+TEST(Binary, IntegerDivTruncatesTowardZero) {
+  HostTensor a = I64({6}, {7, -7, 7, -7, std::numeric_limits<int64_t>::min(), 0});
+  HostTensor b = I64({6}, {2, 2, -2, -2, -1, 5});
+  HostTensor y = Run1("div", {a, b}, {DType::kI64, {6}});
+  EXPECT_EQ(Vec<int64_t>(y), (std::vector<int64_t>{3, -3, -3, 3, std::numeric_limits<int64_t>::min(), 0}));
+  HostTensor a32 = I32({2}, {9, -9});
+  EXPECT_EQ(Vec<int32_t>(Run1("div", {a32, I32({}, {4})}, {DType::kI32, {2}})),
+            (std::vector<int32_t>{2, -2}));
+}
+
+TEST(Binary, IntegerDivisionByZeroIsAnError) {
+  std::vector<HostTensor> out;
+  Status st = RunOp("div", {I32({2}, {1, 2}), I32({2}, {1, 0})}, {{DType::kI32, {2}}}, {}, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("division by zero"), std::string::npos);
+  EXPECT_NE(st.message().find("instruction 0 ('div')"), std::string::npos);
+}
+
+TEST(Binary, ModSignFollowsDivisorUnlessFmod) {
+  HostTensor a = I64({4}, {-7, 7, -7, 7}), b = I64({4}, {3, -3, -3, 3});
+  EXPECT_EQ(Vec<int64_t>(Run1("mod", {a, b}, {DType::kI64, {4}})),
+            (std::vector<int64_t>{2, -2, -1, 1}));
+  EXPECT_EQ(Vec<int64_t>(Run1("mod", {a, b}, {DType::kI64, {4}}, {{"fmod", AttrInt(1)}})),
+            (std::vector<int64_t>{-1, 1, -1, 1}));
+  HostTensor fa = F32({3}, {-7.5f, 7.5f, 5.0f}), fb = F32({3}, {2.0f, -2.0f, 2.5f});
+  ExpectF32(Run1("mod", {fa, fb}, {DType::kF32, {3}}, {{"fmod", AttrInt(1)}}), {3},
+            {-1.5f, 1.5f, 0.0f});
+  ExpectF32(Run1("mod", {fa, fb}, {DType::kF32, {3}}), {3}, {0.5f, -0.5f, 0.0f});
+}
+
+TEST(Binary, IntegerArithmeticWraps) {
+  HostTensor a = I32({3}, {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 65536});
+  HostTensor b = I32({3}, {1, 1, 65536});
+  EXPECT_EQ(Vec<int32_t>(Run1("add", {a, b}, {DType::kI32, {3}})),
+            (std::vector<int32_t>{std::numeric_limits<int32_t>::min(),
+                                  std::numeric_limits<int32_t>::min() + 1, 131072}));
+  EXPECT_EQ(Vec<int32_t>(Run1("mul", {a, b}, {DType::kI32, {3}}))[2], 0);  // 2^32 wraps to 0
+  EXPECT_EQ(Vec<int32_t>(Run1("sub", {b, a}, {DType::kI32, {3}}))[1],
+            std::numeric_limits<int32_t>::min() + 1);
+}
+
+TEST(Binary, PowFloatIntAndMixed) {
+  ExpectF32(Run1("pow", {F32({3}, {2, 9, -2}), F32({3}, {3, 0.5f, 2})}, {DType::kF32, {3}}), {3},
+            {8, 3, 4});
+  EXPECT_EQ(Vec<int64_t>(Run1("pow", {I64({4}, {3, -2, 1, 5}), I64({4}, {4, 3, -3, 0})},
+                               {DType::kI64, {4}})),
+            (std::vector<int64_t>{81, -8, 1, 1}));
+  // f32 base, i64 exponent (ONNX Pow allows a different exponent type).
+  ExpectF32(Run1("pow", {F32({2}, {1.5f, -3}), I64({}, {2})}, {DType::kF32, {2}}), {2},
+            {2.25f, 9});
+}
+
+TEST(Binary, MaxMinPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  ExpectF32(Run1("max", {F32({3}, {nan, 1, 2}), F32({3}, {0, nan, 3})}, {DType::kF32, {3}}), {3},
+            {nan, nan, 3});
+  ExpectF32(Run1("min", {F32({3}, {nan, 1, 2}), F32({3}, {0, nan, 3})}, {DType::kF32, {3}}), {3},
+            {nan, nan, 2});
+  EXPECT_EQ(Vec<int64_t>(Run1("max", {I64({2}, {-5, 4}), I64({}, {0})}, {DType::kI64, {2}})),
+            (std::vector<int64_t>{0, 4}));
+}
+
+TEST(Binary, Float64) {
+  HostTensor y = Run1("add", {F64({2}, {0.1, 1e300}), F64({2}, {0.2, 1e300})}, {DType::kF64, {2}});
+  EXPECT_EQ(Vec<double>(y), (std::vector<double>{0.1 + 0.2, 2e300}));
+}
+
+TEST(Compare, ResultsAreBoolWithBroadcast) {
+  HostTensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6}), b = F32({3}, {2, 2, 7});
+  const struct {
+    const char* op;
+    std::vector<uint8_t> want;
+  } cases[] = {{"equal", {0, 1, 0, 0, 0, 0}},        {"less", {1, 0, 1, 0, 0, 1}},
+               {"less_equal", {1, 1, 1, 0, 0, 1}},   {"greater", {0, 0, 0, 1, 1, 0}},
+               {"greater_equal", {0, 1, 0, 1, 1, 0}}};
+  for (const auto& c : cases) {
+    HostTensor y = Run1(c.op, {a, b}, {DType::kBool, {2, 3}});
+    ASSERT_EQ(y.dtype(), DType::kBool) << c.op;
+    EXPECT_EQ(std::vector<uint8_t>(y.data<uint8_t>(), y.data<uint8_t>() + 6), c.want) << c.op;
+  }
+  HostTensor e = Run1("equal", {I64({3}, {1, -1, 5}), I64({1}, {-1})}, {DType::kBool, {3}});
+  EXPECT_EQ(std::vector<uint8_t>(e.data<uint8_t>(), e.data<uint8_t>() + 3),
+            (std::vector<uint8_t>{0, 1, 0}));
+  // NaN compares false.
+  HostTensor n = Run1("less", {F32({1}, {NAN}), F32({1}, {1})}, {DType::kBool, {1}});
+  EXPECT_EQ(n.data<uint8_t>()[0], 0);
+}
+
+TEST(Logic, AndOrXorNot) {
+  HostTensor a = Bool({4}, {0, 0, 1, 1}), b = Bool({4}, {0, 1, 0, 1});
+  auto bytes = [](const HostTensor& t) {
+    return std::vector<uint8_t>(t.data<uint8_t>(), t.data<uint8_t>() + t.num_elements());
+  };
+  EXPECT_EQ(bytes(Run1("and", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 0, 0, 1}));
+  EXPECT_EQ(bytes(Run1("or", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 1, 1, 1}));
+  EXPECT_EQ(bytes(Run1("xor", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 1, 1, 0}));
+  EXPECT_EQ(bytes(Run1("not", {a}, {DType::kBool, {4}})), (std::vector<uint8_t>{1, 1, 0, 0}));
+  std::vector<HostTensor> out;
+  EXPECT_FALSE(RunOp("and", {F32({1}, {1}), F32({1}, {1})}, {{DType::kBool, {1}}}, {}, &out).ok());
+}
+
+TEST(Where, ThreeWayBroadcast) {
+  HostTensor c = Bool({2, 1}, {1, 0});
+  HostTensor a = F32({3}, {1, 2, 3});
+  HostTensor b = F32({2, 3}, {10, 20, 30, 40, 50, 60});
+  ExpectF32(Run1("where", {c, a, b}, {DType::kF32, {2, 3}}), {2, 3}, {1, 2, 3, 40, 50, 60});
+  HostTensor yi = Run1("where", {Bool({3}, {0, 1, 0}), I64({3}, {1, 2, 3}), I64({}, {-1})},
+                       {DType::kI64, {3}});
+  EXPECT_EQ(Vec<int64_t>(yi), (std::vector<int64_t>{-1, 2, -1}));
+}
+
+TEST(Unary, FloatFunctionsMatchLibm) {
+  const std::vector<float> x = {-2.5f, -1.0f, -0.5f, 0.0f, 0.3f, 1.0f, 2.5f, 4.0f};
+  const struct {
+    const char* op;
+    double (*f)(double);
+  } cases[] = {
+      {"neg", [](double v) { return -v; }},
+      {"abs", [](double v) { return std::fabs(v); }},
+      {"exp", [](double v) { return std::exp(v); }},
+      {"tanh", [](double v) { return std::tanh(v); }},
+      {"sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+      {"erf", [](double v) { return std::erf(v); }},
+      {"relu", [](double v) { return v > 0 ? v : 0.0; }},
+      {"sin", [](double v) { return std::sin(v); }},
+      {"cos", [](double v) { return std::cos(v); }},
+      {"floor", [](double v) { return std::floor(v); }},
+      {"ceil", [](double v) { return std::ceil(v); }},
+      {"sign", [](double v) { return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0); }},
+      {"reciprocal", [](double v) { return 1.0 / v; }},
+  };
+  for (const auto& c : cases) {
+    std::vector<float> want;
+    for (float v : x) want.push_back(static_cast<float>(c.f(v)));
+    SCOPED_TRACE(c.op);
+    ExpectF32(Run1(c.op, {F32({8}, x)}, {DType::kF32, {8}}), {8}, want);
+  }
+  const std::vector<float> pos = {0.25f, 1.0f, 2.0f, 100.0f};
+  ExpectF32(Run1("log", {F32({4}, pos)}, {DType::kF32, {4}}), {4},
+            {std::log(0.25f), 0.0f, std::log(2.0f), std::log(100.0f)});
+  ExpectF32(Run1("sqrt", {F32({4}, pos)}, {DType::kF32, {4}}), {4}, {0.5f, 1.0f, std::sqrt(2.0f), 10.0f});
+}
+
+TEST(Unary, RoundHalfToEven) {
+  ExpectF32(Run1("round", {F32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.6f})}, {DType::kF32, {6}}),
+            {6}, {0, 2, 2, -0.0f, -2, 3});
+}
+
+TEST(Unary, IntegerNegAbsReluSign) {
+  HostTensor x = I64({4}, {-3, 0, 5, std::numeric_limits<int64_t>::min()});
+  EXPECT_EQ(Vec<int64_t>(Run1("neg", {x}, {DType::kI64, {4}})),
+            (std::vector<int64_t>{3, 0, -5, std::numeric_limits<int64_t>::min()}));
+  EXPECT_EQ(Vec<int64_t>(Run1("abs", {x}, {DType::kI64, {4}}))[0], 3);
+  EXPECT_EQ(Vec<int64_t>(Run1("relu", {x}, {DType::kI64, {4}})),
+            (std::vector<int64_t>{0, 0, 5, 0}));
+  EXPECT_EQ(Vec<int64_t>(Run1("sign", {x}, {DType::kI64, {4}})),
+            (std::vector<int64_t>{-1, 0, 1, -1}));
+  std::vector<HostTensor> out;
+  Status st = RunOp("exp", {I64({1}, {1})}, {{DType::kI64, {1}}}, {}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("'exp' does not support dtype i64"), std::string::npos);
+}
+
+TEST(Unary, GeluErfAndTanh) {
+  const std::vector<float> x = {-3, -1, -0.1f, 0, 0.5f, 1, 2, 5};
+  std::vector<float> erf_want, tanh_want;
+  for (float v : x) {
+    double d = v;
+    erf_want.push_back(static_cast<float>(0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
+    double k = std::sqrt(2.0 / M_PI);
+    tanh_want.push_back(static_cast<float>(0.5 * d * (1 + std::tanh(k * (d + 0.044715 * d * d * d)))));
+  }
+  ExpectF32(Run1("gelu", {F32({8}, x)}, {DType::kF32, {8}}), {8}, erf_want);
+  ExpectF32(Run1("gelu", {F32({8}, x)}, {DType::kF32, {8}}, {{"approximate", AttrString("tanh")}}),
+            {8}, tanh_want);
+  // The two forms differ measurably at x = 1.
+  EXPECT_GT(std::fabs(erf_want[5] - tanh_want[5]), 1e-5f);
+}
+
+TEST(Unary, LeakyReluAndClip) {
+  HostTensor x = F32({5}, {-10, -1, 0, 1, 10});
+  ExpectF32(Run1("leaky_relu", {x}, {DType::kF32, {5}}, {{"alpha", AttrFloat(0.1)}}), {5},
+            {-1, -0.1f, 0, 1, 10});
+  ExpectF32(Run1("leaky_relu", {x}, {DType::kF32, {5}}), {5}, {-0.1f, -0.01f, 0, 1, 10});
+  ExpectF32(Run1("clip", {x}, {DType::kF32, {5}}, {{"min", AttrFloat(-2)}, {"max", AttrFloat(3)}}),
+            {5}, {-2, -1, 0, 1, 3});
+  ExpectF32(Run1("clip", {x}, {DType::kF32, {5}}, {{"min", AttrFloat(0)}}), {5}, {0, 0, 0, 1, 10});
+  ExpectF32(Run1("clip", {x}, {DType::kF32, {5}}), {5}, {-10, -1, 0, 1, 10});
+  EXPECT_EQ(Vec<int32_t>(Run1("clip", {I32({4}, {-7, 2, 9, 100})}, {DType::kI32, {4}},
+                              {{"min", AttrFloat(0)}, {"max", AttrFloat(9)}})),
+            (std::vector<int32_t>{0, 2, 9, 9}));
+}
+
+TEST(Unary, IdentitySharesBuffer) {
+  HostTensor x = I64({2}, {4, 5});
+  HostTensor y = Run1("identity", {x}, {DType::kI64, {2}});
+  EXPECT_EQ(Vec<int64_t>(y), (std::vector<int64_t>{4, 5}));
+}
+
+TEST(Cast, NumericConversions) {
+  HostTensor f = F32({5}, {-2.7f, -0.5f, 0.0f, 1.9f, 300.0f});
+  EXPECT_EQ(Vec<int32_t>(Run1("cast", {f}, {DType::kI32, {5}})),
+            (std::vector<int32_t>{-2, 0, 0, 1, 300}));
+  EXPECT_EQ(Vec<int64_t>(Run1("cast", {f}, {DType::kI64, {5}})),
+            (std::vector<int64_t>{-2, 0, 0, 1, 300}));
+  HostTensor u8 = Run1("cast", {f}, {DType::kU8, {5}});
+  EXPECT_EQ(u8.data<uint8_t>()[4], 44);  // 300 wraps modulo 256, as numpy
+  HostTensor b = Run1("cast", {f}, {DType::kBool, {5}});
+  EXPECT_EQ(std::vector<uint8_t>(b.data<uint8_t>(), b.data<uint8_t>() + 5),
+            (std::vector<uint8_t>{1, 1, 0, 1, 1}));
+  ExpectF32(Run1("cast", {Bool({3}, {1, 0, 1})}, {DType::kF32, {3}}), {3}, {1, 0, 1});
+  ExpectF32(Run1("cast", {I64({2}, {-5, 1LL << 40})}, {DType::kF32, {2}}), {2},
+            {-5.0f, 1099511627776.0f});
+  HostTensor d = Run1("cast", {F32({1}, {0.1f})}, {DType::kF64, {1}});
+  EXPECT_EQ(Vec<double>(d)[0], static_cast<double>(0.1f));
+  EXPECT_EQ(Vec<int32_t>(Run1("cast", {I64({2}, {(1LL << 32) + 7, -1})}, {DType::kI32, {2}})),
+            (std::vector<int32_t>{7, -1}));
+}
+
+TEST(Cast, HalfPrecision) {
+  HostTensor h = Run1("cast", {F32({3}, {1.0f, -0.5f, 65504.0f})}, {DType::kF16, {3}});
+  ASSERT_EQ(h.dtype(), DType::kF16);
+  EXPECT_EQ(h.data<uint16_t>()[0], 0x3c00);
+  EXPECT_EQ(h.data<uint16_t>()[1], 0xb800);
+  EXPECT_EQ(h.data<uint16_t>()[2], 0x7bff);
+  ExpectF32(Run1("cast", {h}, {DType::kF32, {3}}), {3}, {1.0f, -0.5f, 65504.0f});
+  HostTensor bf = Run1("cast", {I64({1}, {3})}, {DType::kBF16, {1}});
+  EXPECT_EQ(bf.data<uint16_t>()[0], 0x4040);
+  std::vector<HostTensor> out;
+  EXPECT_FALSE(RunOp("cast", {F32({2}, {1, 2})}, {{DType::kI32, {3}}}, {}, &out).ok());
+}
+
+}  // namespace
+}  // namespace distrt

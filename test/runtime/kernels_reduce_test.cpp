@@ -1,1 +1,201 @@
+// Reductions, arg-reductions and normalisations against hand loops.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "test_util.h"
+
+namespace distrt {
+namespace {
+
+using namespace distrt::testing;  // NOLINT
+
+// Reference reduction of a 3-D tensor [2, 3, 4] (values i*0.5-3) over `axes`.
+std::vector<float> RefReduce(const std::string& op, const std::vector<int>& axes) {
+  const int D[3] = {2, 3, 4};
+  bool red[3] = {false, false, false};
+  for (int a : axes) red[a] = true;
+  int od[3];
+  for (int d = 0; d < 3; ++d) od[d] = red[d] ? 1 : D[d];
+  std::vector<double> acc(static_cast<size_t>(od[0] * od[1] * od[2]),
+                          op == "reduce_prod" ? 1.0 : op == "reduce_max" ? -1e30 : op == "reduce_min" ? 1e30 : 0.0);
+  std::vector<int> count(acc.size(), 0);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) {
+        double v = ((i * 3 + j) * 4 + k) * 0.5 - 3;
+        int o = ((red[0] ? 0 : i) * od[1] + (red[1] ? 0 : j)) * od[2] + (red[2] ? 0 : k);
+        if (op == "reduce_prod") acc[o] *= v;
+        else if (op == "reduce_max") acc[o] = std::max(acc[o], v);
+        else if (op == "reduce_min") acc[o] = std::min(acc[o], v);
+        else acc[o] += v;
+        count[o]++;
+      }
+  std::vector<float> out;
+  for (size_t o = 0; o < acc.size(); ++o) {
+    out.push_back(static_cast<float>(op == "reduce_mean" ? acc[o] / count[o] : acc[o]));
+  }
+  return out;
+}
+
+TEST(Reduce, AllOpsAllAxisSets) {
+  HostTensor x = Iota({2, 3, 4}, 0.5f, -3.0f);
+  const std::vector<std::vector<int>> axis_sets = {{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+  for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
+    for (const auto& axes : axis_sets) {
+      Shape keep = {2, 3, 4}, drop;
+      for (int a : axes) keep[a] = 1;
+      for (int d = 0; d < 3; ++d) {
+        if (std::find(axes.begin(), axes.end(), d) == axes.end()) drop.push_back(keep[d]);
+      }
+      std::vector<int64_t> ax(axes.begin(), axes.end());
+      std::vector<float> want = RefReduce(op, axes);
+      SCOPED_TRACE(StrCat(op, " axes ", ShapeToString(ax)));
+      ExpectF32(Run1(op, {x}, {DType::kF32, keep}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(1)}}),
+                keep, want, 1e-4f);
+      ExpectF32(Run1(op, {x}, {DType::kF32, drop}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(0)}}),
+                drop, want, 1e-4f);
+    }
+  }
+}
+
+TEST(Reduce, EmptyAxesReducesEverything) {
+  HostTensor x = Iota({3, 2});
+  ExpectF32(Run1("reduce_sum", {x}, {DType::kF32, {}}, {{"keepdims", AttrInt(0)}}), {}, {15});
+  ExpectF32(Run1("reduce_max", {x}, {DType::kF32, {1, 1}}), {1, 1}, {5});
+}
+
+TEST(Reduce, IntegersAndWrongDeclaredShape) {
+  HostTensor x = I64({2, 3}, {1, -2, 3, 4, 5, 7});
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_sum", {x}, {DType::kI64, {2}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{2, 16}));
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_mean", {x}, {DType::kI64, {2}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{0, 5}));  // 2/3 -> 0, 16/3 -> 5 (truncation)
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_prod", {x}, {DType::kI64, {3}}, {{"axes", AttrInts({0})}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{4, -10, 21}));
+  std::vector<HostTensor> out;
+  Status st = RunOp("reduce_sum", {x}, {{DType::kI64, {3}}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}}, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("declares the output as i64[3]"), std::string::npos) << st.message();
+}
+
+TEST(Reduce, Float64Sum) {
+  HostTensor x = F64({4}, {1e-3, 2e-3, 3e-3, 4e-3});
+  EXPECT_NEAR(Vec<double>(Run1("reduce_sum", {x}, {DType::kF64, {1}}))[0], 1e-2, 1e-15);
+}
+
+TEST(ArgReduce, FirstOccurrenceAndKeepdims) {
+  HostTensor x = F32({2, 4}, {1, 5, 5, 0, 7, -1, 7, -1});
+  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {2, 1}}, {{"axis", AttrInt(1)}})),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(Vec<int64_t>(Run1("argmin", {x}, {DType::kI64, {2}}, {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {4}}, {{"axis", AttrInt(0)}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{1, 0, 1, 0}));
+  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {2}},
+                              {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}, {"select_last_index", AttrInt(1)}})),
+            (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Vec<int64_t>(Run1("argmin", {I32({3}, {4, -9, -9})}, {DType::kI64, {}},
+                              {{"axis", AttrInt(0)}, {"keepdims", AttrInt(0)}})),
+            (std::vector<int64_t>{1}));
+}
+
+std::vector<float> RefSoftmax(const std::vector<float>& x, int outer, int n, int inner, bool log) {
+  std::vector<float> y(x.size());
+  for (int o = 0; o < outer; ++o)
+    for (int i = 0; i < inner; ++i) {
+      double m = -1e30, s = 0;
+      for (int k = 0; k < n; ++k) m = std::max<double>(m, x[(o * n + k) * inner + i]);
+      for (int k = 0; k < n; ++k) s += std::exp(x[(o * n + k) * inner + i] - m);
+      for (int k = 0; k < n; ++k) {
+        double v = x[(o * n + k) * inner + i] - m;
+        y[(o * n + k) * inner + i] = static_cast<float>(log ? v - std::log(s) : std::exp(v) / s);
+      }
+    }
+  return y;
+}
+
+TEST(Softmax, LastAndMiddleAxis) {
+  HostTensor x = Iota({2, 3, 4}, 0.7f, -4.0f);
+  std::vector<float> xv = Vec<float>(x);
+  ExpectF32(Run1("softmax", {x}, {DType::kF32, {2, 3, 4}}, {{"axis", AttrInt(2)}}), {2, 3, 4},
+            RefSoftmax(xv, 6, 4, 1, false));
+  ExpectF32(Run1("softmax", {x}, {DType::kF32, {2, 3, 4}}, {{"axis", AttrInt(1)}}), {2, 3, 4},
+            RefSoftmax(xv, 2, 3, 4, false));
+  ExpectF32(Run1("log_softmax", {x}, {DType::kF32, {2, 3, 4}}, {{"axis", AttrInt(2)}}), {2, 3, 4},
+            RefSoftmax(xv, 6, 4, 1, true));
+  ExpectF32(Run1("log_softmax", {x}, {DType::kF32, {2, 3, 4}}, {{"axis", AttrInt(0)}}), {2, 3, 4},
+            RefSoftmax(xv, 1, 2, 12, true));
+}
+
+TEST(Softmax, LargeValuesAreStable) {
+  ExpectF32(Run1("softmax", {F32({3}, {1000, 1000, -1000})}, {DType::kF32, {3}}, {{"axis", AttrInt(0)}}),
+            {3}, {0.5f, 0.5f, 0.0f});
+}
+
+TEST(LayerNorm, BiasedVarianceWithScaleAndBias) {
+  HostTensor x = F32({2, 4}, {1, 2, 3, 4, -1, 0, 0, 5});
+  HostTensor scale = F32({4}, {1, 2, 0.5f, 1}), bias = F32({4}, {0, 1, 0, -1});
+  std::vector<float> xv = Vec<float>(x), want;
+  for (int r = 0; r < 2; ++r) {
+    double mean = 0, var = 0;
+    for (int i = 0; i < 4; ++i) mean += xv[r * 4 + i];
+    mean /= 4;
+    for (int i = 0; i < 4; ++i) var += (xv[r * 4 + i] - mean) * (xv[r * 4 + i] - mean);
+    var /= 4;  // biased
+    const float s[4] = {1, 2, 0.5f, 1}, b[4] = {0, 1, 0, -1};
+    for (int i = 0; i < 4; ++i) {
+      want.push_back(static_cast<float>((xv[r * 4 + i] - mean) / std::sqrt(var + 1e-5) * s[i] + b[i]));
+    }
+  }
+  ExpectF32(Run1("layer_norm", {x, scale, bias}, {DType::kF32, {2, 4}},
+                 {{"axis", AttrInt(1)}, {"epsilon", AttrFloat(1e-5)}}),
+            {2, 4}, want);
+}
+
+TEST(LayerNorm, OverTwoAxesWithoutBias) {
+  HostTensor x = Iota({2, 2, 3}, 1.0f, 0.0f);
+  HostTensor scale = F32({2, 3}, {1, 1, 1, 2, 2, 2});
+  std::vector<float> want;
+  for (int r = 0; r < 2; ++r) {
+    // each row: 6 consecutive values 6r..6r+5, mean 6r+2.5, biased var 35/12
+    for (int i = 0; i < 6; ++i) {
+      double v = (i - 2.5) / std::sqrt(35.0 / 12 + 0.01);
+      want.push_back(static_cast<float>(v * (i < 3 ? 1 : 2)));
+    }
+  }
+  ExpectF32(Run1("layer_norm", {x, scale}, {DType::kF32, {2, 2, 3}},
+                 {{"axis", AttrInt(1)}, {"epsilon", AttrFloat(0.01)}}),
+            {2, 2, 3}, want);
+  // A scale that broadcasts over the normalised shape.
+  ExpectF32(Run1("layer_norm", {x, F32({3}, {1, 1, 1})}, {DType::kF32, {2, 2, 3}},
+                 {{"axis", AttrInt(1)}, {"epsilon", AttrFloat(0.01)}}),
+            {2, 2, 3},
+            [&] {
+              std::vector<float> w;
+              for (int r = 0; r < 2; ++r)
+                for (int i = 0; i < 6; ++i) w.push_back(static_cast<float>((i - 2.5) / std::sqrt(35.0 / 12 + 0.01)));
+              return w;
+            }());
+}
+
+TEST(BatchNorm, InferenceForm) {
+  HostTensor x = Iota({2, 2, 3});  // N=2, C=2, L=3
+  HostTensor scale = F32({2}, {1, 2}), bias = F32({2}, {0, 1}), mean = F32({2}, {1, 10}),
+             var = F32({2}, {4, 0.25f});
+  std::vector<float> want;
+  const float s[2] = {1, 2}, b[2] = {0, 1}, m[2] = {1, 10}, v[2] = {4, 0.25f};
+  for (int n = 0; n < 2; ++n)
+    for (int c = 0; c < 2; ++c)
+      for (int l = 0; l < 3; ++l) {
+        float xv = static_cast<float>((n * 2 + c) * 3 + l);
+        want.push_back((xv - m[c]) / std::sqrt(v[c] + 1e-5f) * s[c] + b[c]);
+      }
+  ExpectF32(Run1("batch_norm", {x, scale, bias, mean, var}, {DType::kF32, {2, 2, 3}},
+                 {{"epsilon", AttrFloat(1e-5)}}),
+            {2, 2, 3}, want);
+}
+
+}  // namespace
+}  // namespace distrt

@@ -63,6 +63,8 @@ void ExpectF32(const HostTensor& t, const Shape& shape, const std::vector<float>
   for (size_t i = 0; i < expected.size(); ++i) {
     if (std::isnan(expected[i])) {
       EXPECT_TRUE(std::isnan(d[i])) << "element " << i;
+    } else if (std::isinf(expected[i])) {
+      EXPECT_EQ(d[i], expected[i]) << "element " << i;
     } else {
       EXPECT_NEAR(d[i], expected[i], tol * (1.0f + std::fabs(expected[i]))) << "element " << i;
     }
