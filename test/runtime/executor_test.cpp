@@ -1,1 +1,253 @@
+// Executor end to end: a 2-rank Megatron MLP against the single-rank MLP,
+// liveness / peak memory, threading, input checks.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "test_util.h"
+
+namespace distrt {
+namespace {
+
+using namespace distrt::testing;  // NOLINT
+
+#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+    << "'" << (str) << "' lacks '" << (sub) << "'"
+
+// The MLP y = gelu(x W1 + b1) W2 + b2 with weights stored one after another
+// (plus a 16-byte header) in one file, as an exporter would reference them.
+struct Mlp {
+  int64_t batch = 4, hidden = 6, ffn = 10;
+  std::vector<float> w1, b1, w2, b2;
+  uint64_t off_w1 = 0, off_b1 = 0, off_w2 = 0, off_b2 = 0;
+
+  void Write(const std::string& path) {
+    w1.clear(); b1.clear(); w2.clear(); b2.clear();
+    for (int64_t i = 0; i < hidden * ffn; ++i) w1.push_back(std::sin(0.37f * i) * 0.5f);
+    for (int64_t i = 0; i < ffn; ++i) b1.push_back(0.1f * i - 0.4f);
+    for (int64_t i = 0; i < ffn * hidden; ++i) w2.push_back(std::cos(0.23f * i) * 0.4f);
+    for (int64_t i = 0; i < hidden; ++i) b2.push_back(0.05f * i);
+    std::vector<float> all(4, 0.0f);  // header
+    off_w1 = all.size() * 4; all.insert(all.end(), w1.begin(), w1.end());
+    off_b1 = all.size() * 4; all.insert(all.end(), b1.begin(), b1.end());
+    off_w2 = all.size() * 4; all.insert(all.end(), w2.begin(), w2.end());
+    off_b2 = all.size() * 4; all.insert(all.end(), b2.begin(), b2.end());
+    WriteFile(path, all.data(), all.size() * 4);
+  }
+
+  // Rank r of `n` holds columns [c0, c1) of W1 / b1 and rows [c0, c1) of W2.
+  proto::RankProgram Program(int rank, const std::vector<int64_t>& split, const std::string& file) {
+    const int n = static_cast<int>(split.size());
+    int64_t c0 = 0;
+    for (int i = 0; i < rank; ++i) c0 += split[i];
+    const int64_t f = split[rank];
+    ProgramBuilder b(rank, n);
+    int x = b.Input("x", DType::kF32, {batch, hidden});
+    int w1v = b.Weight("fc1.weight", file, off_w1, DType::kF32, DType::kF32, {hidden, ffn}, {0, c0}, {hidden, f});
+    int b1v = b.Weight("fc1.bias", file, off_b1, DType::kF32, DType::kF32, {ffn}, {c0}, {f});
+    int w2v = b.Weight("fc2.weight", file, off_w2, DType::kF32, DType::kF32, {ffn, hidden}, {c0, 0}, {f, hidden});
+    int b2v = b.Weight("fc2.bias", file, off_b2, DType::kF32, DType::kF32, {hidden}, {0}, {hidden});
+    int h = b.Apply("matmul", {x, w1v}, DType::kF32, {batch, f});
+    int hb = b.Apply("add", {h, b1v}, DType::kF32, {batch, f});
+    int g = b.Apply("gelu", {hb}, DType::kF32, {batch, f}, {{"approximate", AttrString("none")}});
+    int p = b.Apply("matmul", {g, w2v}, DType::kF32, {batch, hidden});
+    int s = p;
+    if (n > 1) {
+      std::vector<int> group;
+      for (int i = 0; i < n; ++i) group.push_back(i);
+      s = b.Apply("all_reduce", {p}, DType::kF32, {batch, hidden}, {{"reduction", AttrString("sum")}}, group);
+    }
+    int y = b.Apply("add", {s, b2v}, DType::kF32, {batch, hidden});
+    b.Output("y", y);
+    return b.Build();
+  }
+
+  std::vector<float> Reference(const std::vector<float>& x) const {
+    std::vector<float> y;
+    for (int64_t i = 0; i < batch; ++i) {
+      std::vector<double> g(static_cast<size_t>(ffn));
+      for (int64_t j = 0; j < ffn; ++j) {
+        double a = b1[j];
+        for (int64_t k = 0; k < hidden; ++k) a += x[i * hidden + k] * w1[k * ffn + j];
+        g[j] = 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+      }
+      for (int64_t j = 0; j < hidden; ++j) {
+        double a = b2[j];
+        for (int64_t k = 0; k < ffn; ++k) a += g[k] * w2[k * hidden + j];
+        y.push_back(static_cast<float>(a));
+      }
+    }
+    return y;
+  }
+};
+
+std::vector<std::shared_ptr<const Program>> SaveAndLoad(const TempDir& dir,
+                                                        const std::vector<proto::RankProgram>& ps) {
+  std::vector<std::shared_ptr<const Program>> out;
+  for (size_t r = 0; r < ps.size(); ++r) {
+    const std::string path = dir.File(StrCat("rank-", r, ".pb"));
+    EXPECT_TRUE(SaveProgram(ps[r], path).ok());
+    std::shared_ptr<const Program> p;
+    Status st = LoadProgram(path, &p);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    out.push_back(p);
+  }
+  return out;
+}
+
+void CheckMegatron(const std::vector<int64_t>& split) {
+  TempDir dir;
+  Mlp mlp;
+  mlp.Write(dir.File("model.bin"));
+  HostTensor x = Iota({mlp.batch, mlp.hidden}, 0.13f, -1.5f);
+
+  // Single rank: the whole MLP.
+  auto single = SaveAndLoad(dir, {mlp.Program(0, {mlp.ffn}, "model.bin")});
+  std::vector<std::vector<HostTensor>> ref_out;
+  Status st = RunLocal(single, {{x}}, &ref_out);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectF32(ref_out[0][0], {mlp.batch, mlp.hidden}, mlp.Reference(Vec<float>(x)), 1e-5f);
+
+  // Tensor parallel: column-parallel fc1, row-parallel fc2, all_reduce.
+  TempDir dir2;
+  std::vector<proto::RankProgram> progs;
+  for (size_t r = 0; r < split.size(); ++r) {
+    progs.push_back(mlp.Program(static_cast<int>(r), split, dir.File("model.bin")));
+  }
+  auto tp = SaveAndLoad(dir2, progs);
+  std::vector<std::vector<HostTensor>> in(split.size(), std::vector<HostTensor>{x}), out;
+  std::vector<RunStats> stats;
+  st = RunLocal(tp, in, &out, LocalRunOptions(), &stats);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (size_t r = 0; r < split.size(); ++r) {
+    SCOPED_TRACE(StrCat("rank ", r));
+    ExpectF32(out[r][0], {mlp.batch, mlp.hidden}, Vec<float>(ref_out[0][0]), 1e-5f);
+    // Each rank holds only its slices (+ the replicated fc2 bias).
+    const int64_t want = 4 * (mlp.hidden * split[r] * 2 + split[r] + mlp.hidden);
+    EXPECT_EQ(stats[r].weight_bytes, want);
+  }
+}
+
+TEST(Executor, MegatronMlpTwoRanksMatchesSingleRank) { CheckMegatron({5, 5}); }
+TEST(Executor, MegatronMlpUnevenThreeRanks) { CheckMegatron({4, 3, 3}); }
+
+// A chain x -> exp -> exp -> ... (n times) -> y.
+std::shared_ptr<const Program> Chain(int n, bool keep_all, Shape shape) {
+  ProgramBuilder b;
+  int v = b.Input("x", DType::kF32, shape);
+  for (int i = 0; i < n; ++i) {
+    v = b.Apply(i % 2 ? "neg" : "exp", {v}, DType::kF32, shape);
+    if (keep_all && i + 1 < n) b.Output(StrCat("t", i), v);
+  }
+  b.Output("y", v);
+  std::shared_ptr<const Program> p;
+  EXPECT_TRUE(Program::Create(b.Build(), "chain", ".", &p).ok());
+  return p;
+}
+
+TEST(Executor, LivenessKeepsPeakAtTwoBuffers) {
+  const Shape shape = {64, 256};
+  const int64_t bytes = 64 * 256 * 4;
+  const int n = 24;
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(Chain(n, false, shape), nullptr, {}, &e).ok());
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(e->Run({Iota(shape, 1e-4f)}, &out).ok());
+  EXPECT_LE(e->stats().peak_live_bytes, 2 * bytes);
+  EXPECT_GE(e->stats().peak_live_bytes, bytes);
+  EXPECT_EQ(e->stats().instructions, n);
+
+  // The same chain with every intermediate kept as an output holds them all.
+  std::unique_ptr<Executor> keep;
+  ASSERT_TRUE(Executor::Create(Chain(n, true, shape), nullptr, {}, &keep).ok());
+  ASSERT_TRUE(keep->Run({Iota(shape, 1e-4f)}, &out).ok());
+  EXPECT_EQ(keep->stats().peak_live_bytes, n * bytes);
+  EXPECT_EQ(out.size(), static_cast<size_t>(n));
+}
+
+TEST(Executor, DeadResultsAreFreedAndReshapeAliases) {
+  const Shape shape = {128, 128};
+  const int64_t bytes = 128 * 128 * 4;
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, shape);
+  b.Apply("exp", {x}, DType::kF32, shape);  // never used
+  int r = b.Apply("reshape", {x}, DType::kF32, {128 * 128});  // shares x's buffer
+  int y = b.Apply("neg", {r}, DType::kF32, {128 * 128});
+  b.Output("y", y);
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "", ".", &p).ok());
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(e->Run({Iota(shape)}, &out).ok());
+  EXPECT_EQ(e->stats().peak_live_bytes, bytes);
+  EXPECT_EQ(out[0].data<float>()[5], -5.0f);
+}
+
+TEST(Executor, ThreadedKernelsMatchSingleThreaded) {
+  const int64_t m = 96, k = 200, n = 130;
+  ProgramBuilder b;
+  int a = b.Input("a", DType::kF32, {2, m, k});
+  int w = b.Input("w", DType::kF32, {k, n});
+  int bias = b.Input("bias", DType::kF32, {n});
+  int mm = b.Apply("matmul", {a, w}, DType::kF32, {2, m, n});
+  int add = b.Apply("add", {mm, bias}, DType::kF32, {2, m, n});
+  int sm = b.Apply("softmax", {add}, DType::kF32, {2, m, n}, {{"axis", AttrInt(2)}});
+  int g = b.Apply("gelu", {sm}, DType::kF32, {2, m, n});
+  int red = b.Apply("reduce_sum", {g}, DType::kF32, {2, n}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}});
+  int tr = b.Apply("transpose", {add}, DType::kF32, {n, 2, m}, {{"perm", AttrInts({2, 0, 1})}});
+  b.Output("sm", sm);
+  b.Output("red", red);
+  b.Output("tr", tr);
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "", ".", &p).ok());
+  std::vector<HostTensor> ins = {Iota({2, m, k}, 1e-4f, -1), Iota({k, n}, -2e-4f, 0.5f), Iota({n}, 0.01f)};
+  std::vector<HostTensor> one, four;
+  std::unique_ptr<Executor> e1, e4;
+  ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e1).ok());
+  ExecutorOptions o4;
+  o4.threads = 4;
+  ASSERT_TRUE(Executor::Create(p, nullptr, o4, &e4).ok());
+  ASSERT_TRUE(e1->Run(ins, &one).ok());
+  ASSERT_TRUE(e4->Run(ins, &four).ok());
+  for (size_t i = 0; i < one.size(); ++i) {
+    ExpectF32(four[i], one[i].shape(), Vec<float>(one[i]), 1e-5f);
+  }
+  // Softmax rows sum to one.
+  const float* s = one[0].data<float>();
+  double row = 0;
+  for (int64_t j = 0; j < n; ++j) row += s[j];
+  EXPECT_NEAR(row, 1.0, 1e-5);
+}
+
+TEST(Executor, InputChecks) {
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(Chain(2, false, {3}), nullptr, {}, &e).ok());
+  std::vector<HostTensor> out;
+  Status st = e->Run({}, &out);
+  EXPECT_HAS(st.message(), "expected 1 inputs, got 0");
+  st = e->Run({Iota({4})}, &out);
+  EXPECT_HAS(st.message(), "input 0 'x' must be f32[3], got f32[4]");
+  ExecutorOptions bad;
+  bad.threads = 0;
+  EXPECT_FALSE(Executor::Create(Chain(2, false, {3}), nullptr, bad, &e).ok());
+}
+
+TEST(Executor, CommunicatorRequiredAndMatched) {
+  Mlp mlp;
+  TempDir dir;
+  mlp.Write(dir.File("model.bin"));
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(mlp.Program(1, {5, 5}, "model.bin"), "r1", dir.path(), &p).ok());
+  EXPECT_TRUE(p->communicates());
+  std::unique_ptr<Executor> e;
+  Status st = Executor::Create(p, nullptr, {}, &e);
+  EXPECT_HAS(st.message(), "no communicator");
+  std::shared_ptr<LocalWorld> world;
+  ASSERT_TRUE(LocalWorld::Create(2, {}, &world).ok());
+  st = Executor::Create(p, world->comm(0), {}, &e);
+  EXPECT_HAS(st.message(), "the program is rank 1 of 2 but the communicator is rank 0 of 2");
+}
+
+}  // namespace
+}  // namespace distrt
