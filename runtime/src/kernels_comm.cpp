@@ -368,6 +368,40 @@ Status RunRecv(KernelContext& ctx) {
                         static_cast<int>(tag));
 }
 
+// to_partial: a replicated value becomes a Partial(reduction) one without
+// communication. For sum the group's first member keeps x and the others hold
+// zeros (prod: ones), so reducing over the group gives x back; for
+// max/min/avg every member keeps x.
+Status VerifyToPartial(const VerifyContext& ctx) {
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  ReduceOp op;
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+Status RunToPartial(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  ReduceOp op;
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
+  if (g.me == 0 || (op != ReduceOp::kSum && op != ReduceOp::kProd)) return ctx.SetOutput(0, x);
+  HostTensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateZeroedOutput(0, &y));
+  if (op == ReduceOp::kProd) {
+    double one = 1.0;
+    uint8_t bytes[8] = {0};
+    DISTRT_RETURN_IF_ERROR(CastBuffer(&one, DType::kF64, bytes, x.dtype(), 1));
+    const size_t es = DTypeSize(x.dtype());
+    for (int64_t i = 0; i < y->num_elements(); ++i) {
+      std::memcpy(y->data<uint8_t>() + static_cast<size_t>(i) * es, bytes, es);
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterCommKernels(KernelRegistry& r) {
@@ -376,6 +410,7 @@ void RegisterCommKernels(KernelRegistry& r) {
   r.Add({"reduce_scatter", 1, 1, 1, RunReduceScatter, VerifyCollective, true});
   r.Add({"all_to_all", 1, 1, 1, RunAllToAll, VerifyCollective, true});
   r.Add({"collective_permute", 1, 1, 1, RunPermute, VerifyCollective, true});
+  r.Add({"to_partial", 1, 1, 1, RunToPartial, VerifyToPartial, false});
   r.Add({"send", 1, 1, 0, RunSend, VerifyP2P, true});
   r.Add({"recv", 0, 0, 1, RunRecv, VerifyP2P, true});
 }

@@ -127,6 +127,37 @@ TEST(RunLocal, CollectivePermuteZerosAndSendRecvPipeline) {
   EXPECT_EQ(Vec<int32_t>(out[2][1]), (std::vector<int32_t>{10, 11}));
 }
 
+TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
+  for (const char* red : {"sum", "max", "avg", "prod"}) {
+    std::vector<std::shared_ptr<const Program>> progs;
+    std::vector<std::vector<HostTensor>> ins;
+    for (int r = 0; r < 3; ++r) {
+      ProgramBuilder b(r, 3);
+      int x = b.Input("x", DType::kF32, {3});
+      int p = b.Apply("to_partial", {x}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {2, 0, 1});
+      int y = b.Apply("all_reduce", {p}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {0, 1, 2});
+      b.Output("p", p);
+      b.Output("y", y);
+      progs.push_back(Make(b));
+      ins.push_back({F32({3}, {1.5f, -2, 4})});
+    }
+    std::vector<std::vector<HostTensor>> out;
+    Status st = RunLocal(progs, ins, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    SCOPED_TRACE(red);
+    for (int r = 0; r < 3; ++r) ExpectF32(out[r][1], {3}, {1.5f, -2, 4});
+    // Group [2, 0, 1]: rank 2 is the first member and keeps x for sum/prod.
+    const std::string s = red;
+    const float other = s == "sum" ? 0.0f : 1.0f;
+    const bool keeps_all = s == "max" || s == "avg";
+    ExpectF32(out[2][0], {3}, {1.5f, -2, 4});
+    for (int r = 0; r < 2; ++r) {
+      ExpectF32(out[r][0], {3}, keeps_all ? std::vector<float>{1.5f, -2, 4}
+                                          : std::vector<float>{other, other, other});
+    }
+  }
+}
+
 TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
   std::vector<std::shared_ptr<const Program>> progs;
   std::vector<std::vector<HostTensor>> ins;
