@@ -16,6 +16,8 @@ struct Executor::Impl {
   std::vector<const KernelDef*> kernels;    // per instruction
   // Values to release after each instruction (last use there, or never used).
   std::vector<std::vector<int>> release_after;
+  // Per instruction and input: the value dies there (candidate for in-place).
+  std::vector<std::vector<bool>> dies_at;
 };
 
 Executor::~Executor() = default;
@@ -68,6 +70,12 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   for (int v = 0; v < p.num_values(); ++v) {
     if (last_use[v] >= 0 && !keep[v]) im.release_after[last_use[v]].push_back(v);
   }
+  im.dies_at.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    for (int v : p.InstructionInputs(i)) {
+      im.dies_at[i].push_back(im.kernels[i]->in_place_ok && last_use[v] == i && !keep[v]);
+    }
+  }
   *out = std::move(e);
   return OkStatus();
 }
@@ -113,7 +121,14 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     const std::vector<int>& out_ids = p.InstructionOutputs(i);
     ctx.inst = &inst;
     ctx.inputs.clear();
-    for (int v : in_ids) ctx.inputs.push_back(&values[v]);
+    ctx.donatable.clear();
+    for (size_t k = 0; k < in_ids.size(); ++k) {
+      HostTensor& t = values[in_ids[k]];
+      ctx.inputs.push_back(&t);
+      // Only buffers nobody else holds (not the caller's inputs, not an
+      // alias kept by another value) may be overwritten.
+      ctx.donatable.push_back(im.dies_at[i][k] && t.defined() && t.buffer().use_count() == 1);
+    }
     ctx.output_types.clear();
     for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
     results.assign(out_ids.size(), HostTensor());

@@ -47,13 +47,17 @@ class KernelContext {
   Communicator* comm = nullptr;          // null when the program has no collectives
   int rank = 0;
   std::shared_ptr<MemoryTracker> tracker;
+  // Per input: its buffer dies with this instruction and nothing else holds
+  // it, so AllocateOutput may hand it out again (set by the executor only
+  // for kernels with in_place_ok).
+  std::vector<bool> donatable;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   AttrReader attrs() const { return AttrReader(*inst); }
 
   // Allocates output i with its declared type (contents undefined: the kernel
-  // must write every element).
+  // must write every element). May reuse a donatable input of that type.
   Status AllocateOutput(int i, HostTensor** out);
   // Same, zero-filled.
   Status AllocateZeroedOutput(int i, HostTensor** out);
@@ -85,6 +89,10 @@ struct KernelDef {
   KernelFn run = nullptr;
   VerifyFn verify = nullptr;  // optional
   bool communicates = false;  // uses the communicator and Instruction.group
+  // The kernel writes output element i only after it has read everything
+  // that output element depends on at the same index (elementwise, row-wise
+  // normalisations), so an output may take over a dying input's buffer.
+  bool in_place_ok = false;
 };
 
 class KernelRegistry {

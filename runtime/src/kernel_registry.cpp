@@ -97,6 +97,14 @@ Status AttrReader::GetString(const std::string& name, const std::string& default
 Status KernelContext::AllocateOutput(int i, HostTensor** out) {
   auto& slot = (*outputs)[static_cast<size_t>(i)];
   const TensorType& t = output_types[static_cast<size_t>(i)];
+  for (size_t k = 0; k < donatable.size() && k < inputs.size(); ++k) {
+    if (donatable[k] && inputs[k]->type() == t) {
+      donatable[k] = false;
+      slot = *inputs[k];  // in place: shares the dying input's buffer
+      *out = &slot;
+      return OkStatus();
+    }
+  }
   DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype, t.shape, &slot, tracker, /*zero=*/false));
   *out = &slot;
   return OkStatus();

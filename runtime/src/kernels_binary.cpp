@@ -344,8 +344,8 @@ Status RunWhere(KernelContext& ctx) {
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& r) {
-  for (const auto& b : kBinaryOps) r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary});
-  r.Add({"where", 3, 3, 1, RunWhere, VerifyWhere});
+  for (const auto& b : kBinaryOps) r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true});
+  r.Add({"where", 3, 3, 1, RunWhere, VerifyWhere, false, true});
 }
 
 }  // namespace distrt

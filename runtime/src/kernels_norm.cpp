@@ -239,10 +239,10 @@ Status RunBatchNorm(KernelContext& ctx) {
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& r) {
-  r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame});
-  r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame});
-  r.Add({"layer_norm", 2, 3, 1, RunLayerNorm, VerifySame});
-  r.Add({"batch_norm", 5, 5, 1, RunBatchNorm, VerifySame});
+  r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
+  r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
+  r.Add({"layer_norm", 2, 3, 1, RunLayerNorm, VerifySame, false, true});
+  r.Add({"batch_norm", 5, 5, 1, RunBatchNorm, VerifySame, false, true});
 }
 
 }  // namespace distrt

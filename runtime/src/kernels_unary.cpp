@@ -219,11 +219,11 @@ Status RunClip(KernelContext& ctx) {
 }  // namespace
 
 void RegisterUnaryKernels(KernelRegistry& r) {
-  for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType});
+  for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType, false, true});
   r.Add({"identity", 1, 1, 1, RunIdentity, VerifySameType});
-  r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType});
-  r.Add({"leaky_relu", 1, 1, 1, RunLeakyRelu, VerifySameType});
-  r.Add({"clip", 1, 1, 1, RunClip, VerifySameType});
+  r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true});
+  r.Add({"leaky_relu", 1, 1, 1, RunLeakyRelu, VerifySameType, false, true});
+  r.Add({"clip", 1, 1, 1, RunClip, VerifySameType, false, true});
 }
 
 }  // namespace distrt
