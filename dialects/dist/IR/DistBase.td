@@ -46,12 +46,8 @@ def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
   I32EnumAttrCase<"Min", 2, "min">,
   I32EnumAttrCase<"Avg", 3, "avg">
 ]> {
-  let genSpecializedAttr = 0;
   let cppNamespace = "::distopt::dist";
 }
 
-def Dist_ReductionKindAttr : EnumAttr<Dist_Dialect, Dist_ReductionKind, "reduction"> {
-  let assemblyFormat = "$value";
-}
 
 #endif // DIST_BASE_TD

@@ -211,8 +211,9 @@ SmallVector<int64_t> collectiveAxisIndices(OpT op, MeshOp mesh) {
 //===----------------------------------------------------------------------===//
 
 LogicalResult AnnotateOp::verify() {
-  if (getPriority() < 0)
-    return emitOpError("priority must be non-negative, got ") << getPriority();
+  int64_t priority = getPriorityAttr().getInt();
+  if (priority < 0)
+    return emitOpError("priority must be non-negative, got ") << priority;
   return success();
 }
 
@@ -472,6 +473,14 @@ LogicalResult ToPartialOp::verifySymbolUses(SymbolTableCollection &st) {
   if (failed(mesh))
     return failure();
   return resolveAxes(*this, *mesh, getAxes());
+}
+
+LogicalResult PieceOffsetOp::verifySymbolUses(SymbolTableCollection &st) {
+  auto mesh = lookupMesh(*this, getSharding().getMesh(), st);
+  if (failed(mesh))
+    return failure();
+  return getSharding().verifyFor([&] { return emitOpError(); },
+                                 getDimAttr().getInt() + 1, *mesh);
 }
 
 //===----------------------------------------------------------------------===//

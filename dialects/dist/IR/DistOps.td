@@ -62,8 +62,11 @@ def Dist_AnnotateOp : Dist_Op<"annotate", [Pure, SameOperandsAndResultType,
     records where the constraint came from (a plan line, a preset) so reports
     can explain the collectives it causes.
 
+    The sharding is written without its `#dist.sharding` prefix (the op
+    knows its kind), as Shardy does.
+
     ```mlir
-    %w1 = dist.annotate %w to #dist.sharding<@mesh, [R, S(1)]> priority 0
+    %w1 = dist.annotate %w to <@mesh, [R, S(1)]> priority 0
         source "blocks.*.mlp.fc1: colwise" : tensor<64x256xf32>
     ```
   }];
@@ -93,8 +96,7 @@ def Dist_ReshardOp : Dist_Op<"reshard", [Pure,
     the reshard exists (the annotation, op or conflict that caused it).
 
     ```mlir
-    %1 = dist.reshard %0 from #dist.sharding<@mesh, [P(sum)]>
-        to #dist.sharding<@mesh, [R]> reason "operand 0 of nn.add (blocks.0/attn/Add)"
+    %1 = dist.reshard %0 from <@mesh, [P(sum)]> to <@mesh, [R]> reason "operand 0 of nn.add (blocks.0/attn/Add)"
         : tensor<4x64xf32> -> tensor<4x64xf32>
     ```
   }];
@@ -168,7 +170,7 @@ def Dist_AllReduceOp : Dist_CollectiveOp<"all_reduce", [Pure,
     AnyRankedTensor:$input,
     FlatSymbolRefAttr:$mesh,
     StrArrayAttr:$axes,
-    Dist_ReductionKindAttr:$reduction
+    Dist_ReductionKind:$reduction
   );
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
@@ -194,7 +196,7 @@ def Dist_ReduceScatterOp : Dist_CollectiveOp<"reduce_scatter", [Pure]> {
     FlatSymbolRefAttr:$mesh,
     StrArrayAttr:$axes,
     I64Attr:$scatter_dim,
-    Dist_ReductionKindAttr:$reduction,
+    Dist_ReductionKind:$reduction,
     OptionalAttr<DenseI64ArrayAttr>:$sizes
   );
   let results = (outs AnyRankedTensor:$result);
@@ -309,11 +311,32 @@ def Dist_ToPartialOp : Dist_CollectiveOp<"to_partial", [Pure,
     AnyRankedTensor:$input,
     FlatSymbolRefAttr:$mesh,
     StrArrayAttr:$axes,
-    Dist_ReductionKindAttr:$reduction
+    Dist_ReductionKind:$reduction
   );
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `on` $mesh `axes` $axes $reduction attr-dict `:` type($input)
+  }];
+}
+
+def Dist_PieceOffsetOp : Dist_Op<"piece_offset", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "where this device's piece of a split dimension starts";
+  let description = [{
+    The offset, within dimension `dim` of extent `extent`, of the piece this
+    device holds under `sharding`. Appears in SPMD programs where a local
+    computation depends on the device (an embedding lookup into a split
+    table); partitioning for one rank folds it to a constant.
+
+    ```mlir
+    %off = dist.piece_offset <@mesh, [S(0)]> dim 0 extent 96 : tensor<i64>
+    ```
+  }];
+  let arguments = (ins Dist_ShardingAttr:$sharding, I64Attr:$dim,
+                       I64Attr:$extent);
+  let results = (outs 0DTensorOf<[I32, I64]>:$result);
+  let assemblyFormat = [{
+    $sharding `dim` $dim `extent` $extent attr-dict `:` type($result)
   }];
 }
 

@@ -39,13 +39,21 @@ public:
   LogicalResult run(FunctionOpInterface func);
 
 private:
-  ShardingAttr shardingOf(Value v) { return getValueSharding(v, replicated); }
+  ShardingAttr shardingOf(Value v) {
+    auto it = argShardings.find(v);
+    if (it != argShardings.end())
+      return it->second;
+    return getValueSharding(v, replicated);
+  }
   LogicalResult partitionOp(Operation *op, OpBuilder &b, IRMapping &map);
 
   MeshOp mesh;
   std::optional<SmallVector<int64_t>> coords;
   FlatSymbolRefAttr meshRef;
   ShardingAttr replicated;
+  /// Shardings of the original entry block's arguments, which stop being
+  /// function arguments once the local entry block replaces them.
+  DenseMap<Value, ShardingAttr> argShardings;
 };
 
 } // namespace
@@ -120,6 +128,10 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
   OpBuilder b(ctx);
   PartitionContext types(b, mesh, coords);
 
+  // Argument shardings are read before the new entry block takes over.
+  for (BlockArgument arg : oldEntry.getArguments())
+    argShardings[arg] = getValueSharding(arg, replicated);
+
   // A new entry block with local argument types; the global type and the
   // sharding stay as argument attributes.
   auto *entry = new Block();
@@ -129,7 +141,7 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
   for (BlockArgument arg : oldEntry.getArguments()) {
     Type type = arg.getType();
     if (auto global = dyn_cast<RankedTensorType>(type)) {
-      ShardingAttr s = shardingOf(arg);
+      ShardingAttr s = argShardings[arg];
       func.setArgAttr(arg.getArgNumber(), "dist.sharding", s);
       type = types.localType(global, s);
       if (type != global)

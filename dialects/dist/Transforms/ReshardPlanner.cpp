@@ -145,6 +145,20 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
       }
     }
   }
+  // Time of each step: latency plus bytes over the axis bandwidth; local
+  // steps cost nothing but a tie-breaking trifle.
+  for (ReshardStep &s : steps) {
+    auto bw = [&](int64_t axis) {
+      return problem.relativeBandwidth.empty() ? 1.0
+                                               : problem.relativeBandwidth[axis];
+    };
+    bool local = s.kind == ReshardStep::Kind::LocalSlice ||
+                 s.kind == ReshardStep::Kind::ToPartial;
+    double b = bw(s.axis);
+    if (s.axis2 >= 0)
+      b = std::min(b, bw(s.axis2));
+    s.cost = local ? 1e-6 : problem.latencyBytes + s.bytes / b;
+  }
   for (int64_t a = 0; a < numAxes; ++a) {
     for (int64_t b = a + 1; b < numAxes; ++b) {
       if (problem.meshSizes[a] != problem.meshSizes[b] ||
@@ -153,7 +167,13 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
         continue;
       SmallVector<Placement> next(state);
       std::swap(next[a], next[b]);
-      add(ReshardStep::Kind::Permute, a, next, local).axis2 = b;
+      ReshardStep &s = add(ReshardStep::Kind::Permute, a, next, local);
+      s.axis2 = b;
+      double bw = problem.relativeBandwidth.empty()
+                      ? 1.0
+                      : std::min(problem.relativeBandwidth[a],
+                                 problem.relativeBandwidth[b]);
+      s.cost = problem.latencyBytes + local / bw;
     }
   }
   return steps;
@@ -190,19 +210,19 @@ distopt::dist::planReshard(const ReshardProblem &problem,
   if (from == to)
     return plan;
 
-  // Dijkstra on (bytes, steps); ties break on the order steps are generated,
+  // Dijkstra on (cost, steps); ties break on the order steps are generated,
   // which is deterministic.
   struct Node {
-    double bytes;
+    double cost;
     int64_t steps;
     int64_t id;
     bool operator>(const Node &o) const {
-      return std::tie(bytes, steps, id) > std::tie(o.bytes, o.steps, o.id);
+      return std::tie(cost, steps, id) > std::tie(o.cost, o.steps, o.id);
     }
   };
   struct Visit {
     SmallVector<Placement> state;
-    double bytes;
+    double cost;
     int64_t steps;
     int64_t parent;
     ReshardStep via;
@@ -219,7 +239,7 @@ distopt::dist::planReshard(const ReshardProblem &problem,
     Node n = queue.top();
     queue.pop();
     const Visit &v = visits[n.id];
-    if (n.bytes > v.bytes + eps || n.steps > v.steps)
+    if (n.cost > v.cost + eps || n.steps > v.steps)
       continue;
     Key key = encode(v.state);
     if (best[key] != n.id)
@@ -227,7 +247,9 @@ distopt::dist::planReshard(const ReshardProblem &problem,
     if (key == goal) {
       for (int64_t id = n.id; visits[id].parent >= 0; id = visits[id].parent)
         plan.steps.insert(plan.steps.begin(), visits[id].via);
-      plan.bytes = v.bytes;
+      plan.cost = v.cost;
+      for (const ReshardStep &s : plan.steps)
+        plan.bytes += s.bytes;
       for (size_t i = 0; i < plan.steps.size(); ++i)
         for (size_t j = i + 1; j < plan.steps.size(); ++j)
           if (plan.steps[i].kind == ReshardStep::Kind::AllGather &&
@@ -237,16 +259,16 @@ distopt::dist::planReshard(const ReshardProblem &problem,
       return plan;
     }
     SmallVector<Placement> state = v.state;
-    double bytes = v.bytes;
+    double cost = v.cost;
     int64_t steps = v.steps;
     for (ReshardStep &s : possibleSteps(problem, state)) {
-      double nb = bytes + s.bytes;
+      double nb = cost + s.cost;
       int64_t ns = steps + 1;
       Key k = encode(s.after);
       auto it = best.find(k);
       if (it != best.end()) {
         const Visit &old = visits[it->second];
-        if (old.bytes < nb - eps || (std::abs(old.bytes - nb) <= eps && old.steps <= ns))
+        if (old.cost < nb - eps || (std::abs(old.cost - nb) <= eps && old.steps <= ns))
           continue;
       }
       int64_t id = visits.size();

@@ -36,6 +36,8 @@ struct ReshardStep {
   llvm::SmallVector<Placement> after;
   /// Bytes one device sends in this step.
   double bytes = 0;
+  /// Estimated time of the step, in byte-equivalents (see ReshardProblem).
+  double cost = 0;
 
   std::string str() const;
 };
@@ -43,16 +45,23 @@ struct ReshardStep {
 struct ReshardPlan {
   llvm::SmallVector<ReshardStep> steps;
   double bytes = 0;
+  double cost = 0;
   /// True if the plan gathers a dimension and later slices it again.
   bool gathersThenSlices = false;
 };
 
 /// What a reshard moves: a tensor's global shape, its element size, and the
-/// mesh.
+/// mesh. A step on axis `a` costs `latencyBytes + bytes / relativeBandwidth[a]`
+/// (time measured in bytes at the reference bandwidth): the latency term keeps
+/// plans short, so a plain all-reduce is not traded for three collectives that
+/// move a few bytes less.
 struct ReshardProblem {
   llvm::SmallVector<int64_t> globalShape;
   int64_t elementBytes = 4;
   llvm::SmallVector<int64_t> meshSizes;
+  /// Per axis; empty means every axis has bandwidth 1.
+  llvm::SmallVector<double> relativeBandwidth;
+  double latencyBytes = 1 << 20;
 };
 
 /// The steps allowed from `state`, each with the state it leads to and its

@@ -544,10 +544,6 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
     return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
                                     localResults);
   // Masked lookup into this rank's rows [offset, offset + rows).
-  FailureOr<int64_t> offset =
-      ctx.pieceOffset(getLoc(), globalData, operandShardings[0], axis);
-  if (failed(offset))
-    return failure();
   OpBuilder &b = ctx.builder;
   Location loc = getLoc();
   Value data = localOperands[0], idx = localOperands[1];
@@ -564,7 +560,15 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   Value isNeg = LessOp::create(b, loc, idx, zero);
   Value wrapped = AddOp::create(b, loc, idx, scalar(globalData.getDimSize(axis)));
   idx = WhereOp::create(b, loc, isNeg, wrapped, idx);
-  Value shifted = SubOp::create(b, loc, idx, scalar(*offset));
+  Value offset;
+  if (ctx.coords) {
+    offset = scalar(*ctx.pieceOffset(loc, globalData, operandShardings[0], axis));
+  } else {
+    offset = dist::PieceOffsetOp::create(
+        b, loc, RankedTensorType::get({}, it), operandShardings[0],
+        b.getI64IntegerAttr(axis), b.getI64IntegerAttr(globalData.getDimSize(axis)));
+  }
+  Value shifted = SubOp::create(b, loc, idx, offset);
   Value geLo = GreaterEqualOp::create(b, loc, shifted, zero);
   Value ltHi = LessOp::create(b, loc, shifted, scalar(rows));
   Value inRange = AndOp::create(b, loc, geLo, ltHi);

@@ -1,0 +1,33 @@
+//===- RankProgramExport.h - partitioned IR to rank programs ----*- C++ -*-===//
+//
+// Turns the module one rank runs (after dist-partition{rank=N} and
+// dist-reshard-to-collectives) into distrt's protobuf rank program: values,
+// weight slices, constants, inputs/outputs with their slices, and
+// instructions with concrete communication groups.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_EXPORT_RANKPROGRAMEXPORT_H
+#define DISTOPT_EXPORT_RANKPROGRAMEXPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "distrt/proto/rank_program.pb.h"
+
+namespace distopt {
+
+struct ExportOptions {
+  /// Directory that relative weight files are resolved against (the model's
+  /// directory). Weight paths in the program are made absolute.
+  std::string weightDir;
+  /// Pipeline stage of this rank's program (0 without pipelining).
+  int stage = 0;
+};
+
+/// Exports the function `@main` (or the module's only function) of a module
+/// partitioned for `rank`. Reports errors as diagnostics and fails.
+mlir::FailureOr<distrt::proto::RankProgram>
+exportRankProgram(mlir::ModuleOp module, int64_t rank,
+                  const ExportOptions &options);
+
+} // namespace distopt
+
+#endif // DISTOPT_EXPORT_RANKPROGRAMEXPORT_H

@@ -1,0 +1,63 @@
+//===- Runner.h - compile a model for a mesh, run it, check it --*- C++ -*-===//
+//
+// What dist-run does, as a library: compile a model into one program per
+// rank, make or read inputs, run the programs on a communicator backend,
+// reassemble the outputs, and compare them with a single-device run or with
+// expected outputs.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_RUNNER_RUNNER_H
+#define DISTOPT_RUNNER_RUNNER_H
+
+#include "distopt/Pipeline/Compiler.h"
+
+#include "distrt/launcher.h"
+#include "distrt/program.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace distopt {
+
+using Programs = std::vector<std::shared_ptr<const distrt::Program>>;
+
+/// Compiles `modelPath` into one program per rank of the mesh in `options`
+/// (one program without a mesh). Weights without a file (hand-written .mlir)
+/// get deterministic synthetic values written under `workDir`.
+llvm::Expected<Programs> compilePrograms(mlir::MLIRContext &ctx,
+                                         llvm::StringRef modelPath,
+                                         const CompileOptions &options,
+                                         llvm::StringRef workDir);
+
+/// Model inputs: read from `input_<i>.pb` files (ONNX TensorProto) in `dir`,
+/// or, with an empty `dir`, generated from `seed` (integer inputs that index
+/// a table stay inside it).
+llvm::Expected<std::vector<distrt::NamedTensor>>
+makeInputs(const distrt::Program &program, llvm::StringRef dir, uint64_t seed);
+
+/// Reads an ONNX TensorProto file.
+llvm::Expected<distrt::HostTensor> readTensorProto(llvm::StringRef path);
+
+/// Runs every rank on the in-process backend and reassembles the outputs.
+llvm::Expected<std::vector<distrt::NamedTensor>>
+runLocal(const Programs &programs,
+         const std::vector<distrt::NamedTensor> &inputs, int threadsPerRank);
+
+struct Comparison {
+  bool ok = true;
+  double maxAbs = 0, maxRel = 0;
+  std::string message; // first mismatch or problem
+};
+
+/// Element-wise |a - b| <= atol + rtol * |b| (exact for integers and bools).
+Comparison compareTensors(const distrt::HostTensor &actual,
+                          const distrt::HostTensor &expected, double rtol,
+                          double atol);
+
+} // namespace distopt
+
+#endif // DISTOPT_RUNNER_RUNNER_H

@@ -1,0 +1,567 @@
+//===- RankProgramExport.cpp - partitioned IR to rank programs --*- C++ -*-===//
+#include "distopt/Export/RankProgramExport.h"
+
+#include "distrt/program.h"
+
+#include "dist/IR/DistOps.h"
+#include "dist/IR/Pieces.h"
+#include "nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Path.h"
+
+using namespace mlir;
+using namespace distopt;
+namespace proto = distrt::proto;
+
+namespace {
+
+class Exporter {
+public:
+  Exporter(ModuleOp module, int64_t rank, const ExportOptions &options)
+      : module(module), rank(rank), options(options) {}
+
+  FailureOr<proto::RankProgram> run();
+
+private:
+  FailureOr<int32_t> define(Value v);
+  FailureOr<int32_t> use(Operation *user, Value v);
+  FailureOr<proto::DType> dtypeOf(Location loc, Type t);
+  LogicalResult fillSlice(Location loc, RankedTensorType local,
+                          RankedTensorType global, dist::ShardingAttr sharding,
+                          proto::Slice *out);
+  LogicalResult exportWeight(nn::WeightOp op);
+  LogicalResult exportConstant(nn::ConstantOp op);
+  LogicalResult exportNNOp(Operation *op);
+  LogicalResult exportDistOp(Operation *op);
+  LogicalResult exportReturn(func::FuncOp func, Operation *ret);
+  proto::Instruction *newInstruction(Operation *op, StringRef kernel);
+  /// Members of the group over `axes` containing this rank, in group order,
+  /// and this rank's position in it.
+  SmallVector<int64_t> groupOf(ArrayRef<int64_t> axes, int64_t *position);
+  SmallVector<int64_t> axisIndices(ArrayAttr axes);
+
+  ModuleOp module;
+  int64_t rank;
+  const ExportOptions &options;
+  dist::MeshOp mesh;
+  SmallVector<int64_t> meshSizes, coords;
+  proto::RankProgram prog;
+  DenseMap<Value, int32_t> ids;
+};
+
+} // namespace
+
+FailureOr<proto::DType> Exporter::dtypeOf(Location loc, Type t) {
+  if (t.isF32())
+    return proto::F32;
+  if (t.isF16())
+    return proto::F16;
+  if (t.isBF16())
+    return proto::BF16;
+  if (t.isF64())
+    return proto::F64;
+  if (t.isInteger(64))
+    return proto::I64;
+  if (t.isInteger(32))
+    return proto::I32;
+  if (t.isInteger(16))
+    return proto::I16;
+  if (t.isUnsignedInteger(8))
+    return proto::U8;
+  if (t.isInteger(8))
+    return proto::I8;
+  if (t.isInteger(1))
+    return proto::BOOL;
+  return emitError(loc, "element type ") << t << " has no runtime dtype";
+}
+
+FailureOr<int32_t> Exporter::define(Value v) {
+  auto type = dyn_cast<RankedTensorType>(v.getType());
+  Location loc = v.getLoc();
+  if (!type)
+    return emitError(loc, "only tensors can be exported, got ") << v.getType();
+  if (!type.hasStaticShape())
+    return emitError(loc, "value of type ")
+           << type << " has a dynamic shape; export needs a per-rank program "
+           << "(dist-partition{rank=N})";
+  FailureOr<proto::DType> dt = dtypeOf(loc, type.getElementType());
+  if (failed(dt))
+    return failure();
+  int32_t id = prog.values_size();
+  proto::Value *pv = prog.add_values();
+  pv->set_id(id);
+  pv->mutable_type()->set_dtype(*dt);
+  for (int64_t s : type.getShape())
+    pv->mutable_type()->add_shape(s);
+  if (auto name = dyn_cast<NameLoc>(loc))
+    pv->set_name(name.getName().str());
+  ids[v] = id;
+  return id;
+}
+
+FailureOr<int32_t> Exporter::use(Operation *user, Value v) {
+  auto it = ids.find(v);
+  if (it == ids.end())
+    return user->emitError("uses a value the exporter has not seen");
+  return it->second;
+}
+
+LogicalResult Exporter::fillSlice(Location loc, RankedTensorType local,
+                                  RankedTensorType global,
+                                  dist::ShardingAttr sharding,
+                                  proto::Slice *out) {
+  for (int64_t d = 0; d < global.getRank(); ++d) {
+    out->add_global_shape(global.getDimSize(d));
+    int64_t offset = 0;
+    if (sharding && mesh)
+      offset = dist::localPiece(global.getDimSize(d), d, sharding, meshSizes,
+                                coords)
+                   .offset;
+    out->add_offsets(offset);
+    out->add_sizes(local.getDimSize(d));
+  }
+  if (sharding && sharding.hasPartial())
+    return emitError(loc, "a partial value cannot be a model input, output or "
+                          "weight: ")
+           << sharding;
+  return success();
+}
+
+static dist::ShardingAttr firstSharding(Operation *op) {
+  if (auto array = op->getAttrOfType<ArrayAttr>("dist.sharding"))
+    if (!array.empty())
+      return dyn_cast<dist::ShardingAttr>(array[0]);
+  return {};
+}
+
+static RankedTensorType globalTypeOf(Operation *op, RankedTensorType local) {
+  if (auto attr = op->getAttrOfType<TypeAttr>("dist.global_type"))
+    return cast<RankedTensorType>(attr.getValue());
+  return local;
+}
+
+LogicalResult Exporter::exportWeight(nn::WeightOp op) {
+  FailureOr<int32_t> id = define(op.getResult());
+  if (failed(id))
+    return failure();
+  if (op.getFile().empty())
+    return op.emitError("weight '")
+           << op.getName() << "' has no file to read its bytes from";
+  auto local = op.getResult().getType();
+  proto::Weight *w = prog.add_weights();
+  w->set_value(*id);
+  w->set_name(op.getName().str());
+  SmallString<256> path(op.getFile());
+  if (!llvm::sys::path::is_absolute(path) && !options.weightDir.empty()) {
+    path = options.weightDir;
+    llvm::sys::path::append(path, op.getFile());
+  }
+  w->set_file(path.str().str());
+  w->set_offset(op.getOffset());
+  w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
+  return fillSlice(op.getLoc(), local, globalTypeOf(op, local),
+                   firstSharding(op), w->mutable_slice());
+}
+
+LogicalResult Exporter::exportConstant(nn::ConstantOp op) {
+  FailureOr<int32_t> id = define(op.getResult());
+  if (failed(id))
+    return failure();
+  auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+  if (!dense)
+    return op.emitError("only dense constants can be exported");
+  proto::Constant *c = prog.add_constants();
+  c->set_value(*id);
+  proto::Tensor *t = c->mutable_tensor();
+  *t->mutable_type() = prog.values(*id).type();
+  Type et = dense.getElementType();
+  std::string bytes;
+  int64_t n = dense.getNumElements();
+  if (et.isInteger(1)) {
+    for (bool b : dense.getValues<bool>())
+      bytes.push_back(b ? 1 : 0);
+  } else if (dense.isSplat()) {
+    ArrayRef<char> raw = dense.getRawData();
+    size_t width = et.getIntOrFloatBitWidth() / 8;
+    for (int64_t i = 0; i < n; ++i)
+      bytes.append(raw.data(), width);
+  } else {
+    ArrayRef<char> raw = dense.getRawData();
+    bytes.assign(raw.data(), raw.size());
+  }
+  t->set_data(std::move(bytes));
+  return success();
+}
+
+proto::Instruction *Exporter::newInstruction(Operation *op, StringRef kernel) {
+  proto::Instruction *inst = prog.add_instructions();
+  inst->set_op(kernel.str());
+  std::string loc;
+  llvm::raw_string_ostream os(loc);
+  op->getLoc().print(os);
+  inst->set_location(loc);
+  return inst;
+}
+
+static void setInts(proto::Attribute &a, ArrayRef<int64_t> values) {
+  for (int64_t v : values)
+    a.mutable_ints()->add_values(v);
+}
+
+LogicalResult Exporter::exportNNOp(Operation *op) {
+  proto::Instruction *inst = newInstruction(op, op->getName().stripDialect());
+  for (Value v : op->getOperands()) {
+    FailureOr<int32_t> id = use(op, v);
+    if (failed(id))
+      return failure();
+    inst->add_inputs(*id);
+  }
+  for (Value v : op->getResults()) {
+    FailureOr<int32_t> id = define(v);
+    if (failed(id))
+      return failure();
+    inst->add_outputs(*id);
+  }
+  auto &attrs = *inst->mutable_attrs();
+  for (NamedAttribute na : op->getAttrDictionary()) {
+    StringRef name = na.getName().getValue();
+    if (name.starts_with("dist.") || name.starts_with("nn.") ||
+        name == "operandSegmentSizes")
+      continue;
+    proto::Attribute a;
+    Attribute v = na.getValue();
+    if (auto arr = dyn_cast<DenseI64ArrayAttr>(v))
+      setInts(a, arr.asArrayRef());
+    else if (auto b = dyn_cast<BoolAttr>(v))
+      a.set_i(b.getValue() ? 1 : 0);
+    else if (auto i = dyn_cast<IntegerAttr>(v))
+      a.set_i(i.getInt());
+    else if (auto f = dyn_cast<FloatAttr>(v))
+      a.set_f(f.getValueAsDouble());
+    else if (auto s = dyn_cast<StringAttr>(v))
+      a.set_s(s.getValue().str());
+    else if (isa<UnitAttr>(v))
+      a.set_i(1);
+    else
+      return op->emitError("attribute '") << name << "' cannot be exported";
+    attrs[name.str()] = a;
+  }
+  // Unit attributes are absent when false; the runtime wants them spelled.
+  StringRef kernel = op->getName().stripDialect();
+  auto defaultFlag = [&](const char *flag) {
+    if (!attrs.count(flag))
+      attrs[flag].set_i(0);
+  };
+  if (kernel.starts_with("reduce_") || kernel.starts_with("arg"))
+    defaultFlag("keepdims");
+  if (kernel == "max_pool" || kernel == "avg_pool") {
+    defaultFlag("ceil_mode");
+    defaultFlag("count_include_pad");
+  }
+  return success();
+}
+
+SmallVector<int64_t> Exporter::axisIndices(ArrayAttr axes) {
+  SmallVector<int64_t> out;
+  for (Attribute a : axes)
+    out.push_back(mesh.getAxisIndex(cast<StringAttr>(a).getValue()));
+  return out;
+}
+
+SmallVector<int64_t> Exporter::groupOf(ArrayRef<int64_t> axes,
+                                       int64_t *position) {
+  int64_t n = 1;
+  for (int64_t a : axes)
+    n *= meshSizes[a];
+  SmallVector<int64_t> ranks;
+  *position = 0;
+  for (int64_t a : axes)
+    *position = *position * meshSizes[a] + coords[a];
+  for (int64_t i = 0; i < n; ++i) {
+    SmallVector<int64_t> c(coords);
+    int64_t rem = i;
+    for (int64_t j = axes.size() - 1; j >= 0; --j) {
+      c[axes[j]] = rem % meshSizes[axes[j]];
+      rem /= meshSizes[axes[j]];
+    }
+    ranks.push_back(mesh.getRank(c));
+  }
+  return ranks;
+}
+
+LogicalResult Exporter::exportDistOp(Operation *op) {
+  if (isa<dist::ReshardOp>(op))
+    return op->emitError("reshard not lowered to collectives: run "
+                         "dist-reshard-to-collectives before export");
+  if (isa<dist::AnnotateOp>(op))
+    return op->emitError("annotation left in a partitioned program");
+  if (!mesh)
+    return op->emitError("communication without a mesh");
+
+  auto addGroup = [&](proto::Instruction *inst, ArrayAttr axes,
+                      int64_t *position) {
+    for (int64_t r : groupOf(axisIndices(axes), position))
+      inst->mutable_group()->add_ranks(r);
+  };
+  auto io = [&](proto::Instruction *inst) -> LogicalResult {
+    for (Value v : op->getOperands()) {
+      FailureOr<int32_t> id = use(op, v);
+      if (failed(id))
+        return failure();
+      inst->add_inputs(*id);
+    }
+    for (Value v : op->getResults()) {
+      FailureOr<int32_t> id = define(v);
+      if (failed(id))
+        return failure();
+      inst->add_outputs(*id);
+    }
+    return success();
+  };
+  auto sizesOr = [](std::optional<ArrayRef<int64_t>> sizes, int64_t n,
+                    int64_t each) {
+    SmallVector<int64_t> out;
+    if (sizes)
+      out.assign(sizes->begin(), sizes->end());
+    else
+      out.assign(n, each);
+    return out;
+  };
+  int64_t pos = 0;
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](dist::AllReduceOp o) {
+        auto *inst = newInstruction(op, "all_reduce");
+        addGroup(inst, o.getAxes(), &pos);
+        (*inst->mutable_attrs())["reduction"].set_s(
+            dist::stringifyReductionKind(o.getReduction()).str());
+        return io(inst);
+      })
+      .Case([&](dist::AllGatherOp o) {
+        auto *inst = newInstruction(op, "all_gather");
+        addGroup(inst, o.getAxes(), &pos);
+        int64_t d = o.getGatherDim();
+        auto &attrs = *inst->mutable_attrs();
+        attrs["dim"].set_i(d);
+        setInts(attrs["sizes"], sizesOr(o.getSizes(), inst->group().ranks_size(),
+                                        o.getInput().getType().getDimSize(d)));
+        return io(inst);
+      })
+      .Case([&](dist::ReduceScatterOp o) {
+        auto *inst = newInstruction(op, "reduce_scatter");
+        addGroup(inst, o.getAxes(), &pos);
+        int64_t d = o.getScatterDim();
+        auto &attrs = *inst->mutable_attrs();
+        attrs["dim"].set_i(d);
+        attrs["reduction"].set_s(
+            dist::stringifyReductionKind(o.getReduction()).str());
+        setInts(attrs["sizes"], sizesOr(o.getSizes(), inst->group().ranks_size(),
+                                        o.getResult().getType().getDimSize(d)));
+        return io(inst);
+      })
+      .Case([&](dist::AllToAllOp o) {
+        auto *inst = newInstruction(op, "all_to_all");
+        addGroup(inst, o.getAxes(), &pos);
+        int64_t n = inst->group().ranks_size();
+        auto &attrs = *inst->mutable_attrs();
+        attrs["split_dim"].set_i(o.getSplitDim());
+        attrs["concat_dim"].set_i(o.getConcatDim());
+        setInts(attrs["split_sizes"],
+                sizesOr(o.getSplitSizes(), n,
+                        o.getResult().getType().getDimSize(o.getSplitDim())));
+        setInts(attrs["concat_sizes"],
+                sizesOr(o.getConcatSizes(), n,
+                        o.getInput().getType().getDimSize(o.getConcatDim())));
+        return io(inst);
+      })
+      .Case([&](dist::LocalSliceOp o) {
+        // No communication: a slice at this member's offset.
+        auto *inst = newInstruction(op, "slice");
+        SmallVector<int64_t> group = groupOf(axisIndices(o.getAxes()), &pos);
+        int64_t d = o.getDim();
+        SmallVector<int64_t> sizes =
+            sizesOr(o.getSizes(), group.size(),
+                    o.getResult().getType().getDimSize(d));
+        int64_t start = 0;
+        for (int64_t i = 0; i < pos; ++i)
+          start += sizes[i];
+        auto in = o.getInput().getType();
+        SmallVector<int64_t> starts(in.getRank(), 0), ends(in.getShape()),
+            steps(in.getRank(), 1);
+        starts[d] = start;
+        ends[d] = start + sizes[pos];
+        auto &attrs = *inst->mutable_attrs();
+        setInts(attrs["starts"], starts);
+        setInts(attrs["ends"], ends);
+        setInts(attrs["steps"], steps);
+        return io(inst);
+      })
+      .Case([&](dist::CollectivePermuteOp o) {
+        auto *inst = newInstruction(op, "collective_permute");
+        addGroup(inst, o.getAxes(), &pos);
+        auto &attrs = *inst->mutable_attrs();
+        ArrayRef<int64_t> pairs = o.getPairs();
+        for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
+          attrs["sources"].mutable_ints()->add_values(
+              inst->group().ranks(pairs[i]));
+          attrs["targets"].mutable_ints()->add_values(
+              inst->group().ranks(pairs[i + 1]));
+        }
+        return io(inst);
+      })
+      .Case([&](dist::ToPartialOp o) {
+        auto *inst = newInstruction(op, "to_partial");
+        addGroup(inst, o.getAxes(), &pos);
+        (*inst->mutable_attrs())["reduction"].set_s(
+            dist::stringifyReductionKind(o.getReduction()).str());
+        return io(inst);
+      })
+      .Case([&](dist::SendOp o) {
+        auto *inst = newInstruction(op, "send");
+        SmallVector<int64_t> c(coords);
+        c[mesh.getAxisIndex(o.getAxis())] = o.getPeer();
+        auto &attrs = *inst->mutable_attrs();
+        attrs["peer"].set_i(mesh.getRank(c));
+        attrs["tag"].set_i(o.getTag());
+        return io(inst);
+      })
+      .Case([&](dist::RecvOp o) {
+        auto *inst = newInstruction(op, "recv");
+        SmallVector<int64_t> c(coords);
+        c[mesh.getAxisIndex(o.getAxis())] = o.getPeer();
+        auto &attrs = *inst->mutable_attrs();
+        attrs["peer"].set_i(mesh.getRank(c));
+        attrs["tag"].set_i(o.getTag());
+        return io(inst);
+      })
+      .Case([&](dist::PieceOffsetOp o) -> LogicalResult {
+        // Folded for this rank: a scalar constant.
+        FailureOr<int32_t> id = define(o.getResult());
+        if (failed(id))
+          return failure();
+        int64_t offset =
+            dist::localPiece(o.getExtentAttr().getInt(), o.getDimAttr().getInt(),
+                             o.getSharding(), meshSizes, coords)
+                .offset;
+        proto::Constant *c = prog.add_constants();
+        c->set_value(*id);
+        *c->mutable_tensor()->mutable_type() = prog.values(*id).type();
+        if (o.getResult().getType().getElementType().isInteger(32)) {
+          int32_t v = static_cast<int32_t>(offset);
+          c->mutable_tensor()->set_data(std::string(
+              reinterpret_cast<const char *>(&v), sizeof(v)));
+        } else {
+          c->mutable_tensor()->set_data(std::string(
+              reinterpret_cast<const char *>(&offset), sizeof(offset)));
+        }
+        return success();
+      })
+      .Default([&](Operation *) {
+        return op->emitError("cannot export ") << op->getName();
+      });
+}
+
+LogicalResult Exporter::exportReturn(func::FuncOp func, Operation *ret) {
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    FailureOr<int32_t> id = use(ret, v);
+    if (failed(id))
+      return failure();
+    auto local = cast<RankedTensorType>(v.getType());
+    proto::Argument *out = prog.add_outputs();
+    out->set_value(*id);
+    auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+    out->set_name(name ? name.str() : "output_" + std::to_string(i));
+    out->set_dtype(*dtypeOf(ret->getLoc(), local.getElementType()));
+    RankedTensorType global = local;
+    if (auto g = func.getResultAttrOfType<TypeAttr>(i, "dist.global_type"))
+      global = cast<RankedTensorType>(g.getValue());
+    auto sharding =
+        func.getResultAttrOfType<dist::ShardingAttr>(i, "dist.sharding");
+    if (failed(fillSlice(ret->getLoc(), local, global, sharding,
+                         out->mutable_slice())))
+      return failure();
+  }
+  return success();
+}
+
+FailureOr<proto::RankProgram> Exporter::run() {
+  func::FuncOp func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func) {
+    auto funcs = module.getOps<func::FuncOp>();
+    if (std::distance(funcs.begin(), funcs.end()) != 1)
+      return module.emitError("export needs a function @main or exactly one "
+                              "function");
+    func = *funcs.begin();
+  }
+  auto meshes = module.getOps<dist::MeshOp>();
+  if (!meshes.empty())
+    mesh = *meshes.begin();
+  if (mesh) {
+    meshSizes.assign(mesh.getAxisSizes().begin(), mesh.getAxisSizes().end());
+    if (rank < 0 || rank >= mesh.getNumDevices())
+      return module.emitError("rank ") << rank << " is outside the mesh";
+    coords = mesh.getCoords(rank);
+    prog.set_world_size(mesh.getNumDevices());
+    for (int64_t a = 0; a < mesh.getNumAxes(); ++a) {
+      prog.mutable_mesh()->add_axis_names(mesh.getAxisName(a).str());
+      prog.mutable_mesh()->add_axis_sizes(meshSizes[a]);
+      prog.add_coords(coords[a]);
+    }
+  } else {
+    prog.set_world_size(1);
+  }
+  prog.set_format_version(distrt::kFormatVersion);
+  prog.set_end_mark(distrt::kEndMark);
+  prog.set_producer("distopt 0.1.0");
+  prog.set_rank(rank);
+  prog.set_stage(options.stage);
+
+  Block &entry = func.getBody().front();
+  for (BlockArgument arg : entry.getArguments()) {
+    FailureOr<int32_t> id = define(arg);
+    if (failed(id))
+      return failure();
+    unsigned i = arg.getArgNumber();
+    auto local = cast<RankedTensorType>(arg.getType());
+    proto::Argument *in = prog.add_inputs();
+    in->set_value(*id);
+    auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+    in->set_name(name ? name.str() : "input_" + std::to_string(i));
+    in->set_dtype(*dtypeOf(arg.getLoc(), local.getElementType()));
+    RankedTensorType global = local;
+    if (auto g = func.getArgAttrOfType<TypeAttr>(i, "dist.global_type"))
+      global = cast<RankedTensorType>(g.getValue());
+    if (failed(fillSlice(arg.getLoc(), local, global,
+                         func.getArgAttrOfType<dist::ShardingAttr>(
+                             i, "dist.sharding"),
+                         in->mutable_slice())))
+      return failure();
+  }
+  for (Operation &op : entry) {
+    LogicalResult r = success();
+    if (auto w = dyn_cast<nn::WeightOp>(op))
+      r = exportWeight(w);
+    else if (auto c = dyn_cast<nn::ConstantOp>(op))
+      r = exportConstant(c);
+    else if (isa<nn::NNDialect>(op.getDialect()))
+      r = exportNNOp(&op);
+    else if (isa<dist::DistDialect>(op.getDialect()))
+      r = exportDistOp(&op);
+    else if (isa<func::ReturnOp>(op))
+      r = exportReturn(func, &op);
+    else
+      r = op.emitError("cannot export ") << op.getName();
+    if (failed(r))
+      return failure();
+  }
+  return prog;
+}
+
+FailureOr<proto::RankProgram>
+distopt::exportRankProgram(ModuleOp module, int64_t rank,
+                           const ExportOptions &options) {
+  Exporter exporter(module, rank, options);
+  return exporter.run();
+}

@@ -1,0 +1,148 @@
+//===- AutoTensorParallel.cpp - the `tp` preset -----------------*- C++ -*-===//
+//
+// Finds Megatron's structure without names. In a transformer every
+// projection either reads the (normalised) residual stream — an *entry*: Q, K,
+// V, MLP up/gate, LM head — or produces what is added back to it — an *exit*:
+// attention output, MLP down. Entries become column-parallel; propagation
+// then carries the split through heads and activations and makes the exits
+// row-parallel by itself, leaving one reduction per block at the residual
+// add. Embedding tables become vocabulary-parallel.
+//
+//===----------------------------------------------------------------------===//
+#include "PlanUtils.h"
+#include "distopt/Plan/Plan.h"
+
+#include "nn/IR/NNOps.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::plan;
+
+/// True if `v` is a weight, possibly reshaped or transposed.
+static bool isWeightValue(Value v) {
+  for (int i = 0; i < 8 && v; ++i) {
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      return false;
+    if (isa<nn::WeightOp, nn::ConstantOp>(def))
+      return true;
+    if (!isa<nn::TransposeOp, nn::ReshapeOp, nn::CastOp, dist::AnnotateOp>(def))
+      return false;
+    v = def->getOperand(0);
+  }
+  return false;
+}
+
+static bool isWeightMatmul(Operation *op) {
+  auto mm = dyn_cast_or_null<nn::MatMulOp>(op);
+  return mm && isWeightValue(mm.getRhs()) && !isWeightValue(mm.getLhs());
+}
+
+/// The matmul's output (after its bias) is added to a tensor of its own
+/// shape: it writes into the residual stream.
+static bool feedsResidualAdd(nn::MatMulOp mm) {
+  SmallVector<Value> frontier{mm.getResult()};
+  for (int depth = 0; depth < 6 && !frontier.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : frontier) {
+      for (Operation *user : v.getUsers()) {
+        if (auto add = dyn_cast<nn::AddOp>(user)) {
+          Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
+          if (isWeightValue(other)) {
+            next.push_back(add.getResult()); // bias
+            continue;
+          }
+          if (other.getType() == v.getType())
+            return true;
+        }
+        if (isa<nn::ReshapeOp, nn::TransposeOp, nn::IdentityOp>(user))
+          next.push_back(user->getResult(0));
+      }
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
+/// The matmul's input comes from another projection through element-wise
+/// and layout ops only (an MLP's down projection after its activation).
+static bool followsProjection(nn::MatMulOp mm) {
+  SmallVector<Value> frontier{mm.getLhs()};
+  for (int depth = 0; depth < 10 && !frontier.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : frontier) {
+      Operation *def = v.getDefiningOp();
+      if (!def)
+        continue;
+      if (isWeightMatmul(def))
+        return true;
+      if (def->getNumOperands() == 0 || isWeightValue(v))
+        continue;
+      bool elementwise =
+          def->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+          isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReshapeOp,
+              nn::TransposeOp>(def);
+      if (!elementwise)
+        continue;
+      for (Value operand : def->getOperands())
+        if (!isWeightValue(operand))
+          next.push_back(operand);
+    }
+    frontier = std::move(next);
+  }
+  return false;
+}
+
+LogicalResult distopt::plan::applyAutoTensorParallel(ModuleOp module,
+                                                     StringRef axisName) {
+  func::FuncOp func = mainFunction(module);
+  if (!func)
+    return failure();
+  dist::MeshOp mesh = requireMesh(module, "preset 'tp'");
+  if (!mesh)
+    return failure();
+  int64_t axis = requireAxis(mesh, axisName, "preset 'tp'");
+  if (axis < 0)
+    return failure();
+  int64_t size = mesh.getAxisSizes()[axis];
+
+  int entries = 0, exits = 0, tables = 0;
+  SmallVector<std::pair<Operation *, unsigned>> colwise, vocab;
+  func.walk([&](Operation *op) {
+    if (auto mm = dyn_cast<nn::MatMulOp>(op)) {
+      if (!isWeightMatmul(op))
+        return;
+      if (feedsResidualAdd(mm) || followsProjection(mm)) {
+        ++exits; // row-parallel, by propagation
+        return;
+      }
+      colwise.push_back({op, 1});
+    }
+    if (auto g = dyn_cast<nn::GatherOp>(op))
+      if (isWeightValue(g.getData()) && g.getAxis() == 0)
+        vocab.push_back({op, 0});
+  });
+  for (auto [op, operand] : colwise) {
+    auto type = cast<RankedTensorType>(op->getOperand(operand).getType());
+    int64_t dim = type.getRank() - 1;
+    if (type.getDimSize(dim) % size != 0)
+      op->emitWarning("preset 'tp': output features ")
+          << type.getDimSize(dim) << " do not divide by " << axisName << "="
+          << size << "; the pieces are uneven";
+    annotateOperand(op, operand,
+                    oneAxisSharding(mesh, axis, dist::Placement::shard(dim)),
+                    kPresetPriority, "preset tp: column-parallel");
+    ++entries;
+  }
+  for (auto [op, operand] : vocab) {
+    annotateOperand(op, operand,
+                    oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
+                    kPresetPriority, "preset tp: vocabulary-parallel");
+    ++tables;
+  }
+  if (entries == 0 && tables == 0)
+    module.emitWarning("preset 'tp' found no projections or embedding tables "
+                       "to split");
+  (void)exits;
+  return success();
+}

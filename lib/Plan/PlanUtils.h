@@ -1,0 +1,76 @@
+//===- PlanUtils.h - what plans and presets share ---------------*- C++ -*-===//
+#ifndef DISTOPT_LIB_PLAN_PLANUTILS_H
+#define DISTOPT_LIB_PLAN_PLANUTILS_H
+
+#include "dist/IR/DistOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt::plan {
+
+/// Where a weight is consumed: `op` reads it as operand `operand`, after
+/// passing through layout ops (transpose, reshape, cast).
+struct WeightUse {
+  mlir::Operation *weight; // the nn.weight op
+  mlir::Operation *op;     // the consumer (matmul, gather, conv)
+  unsigned operand;
+};
+
+/// Every compute use of every weight in `func`, in program order.
+std::vector<WeightUse> findWeightUses(mlir::func::FuncOp func);
+
+/// Names a pattern may match for a use: the weight name, the weight name
+/// without its last component (`.weight`/`.bias`), and the consumer's node
+/// path (`/blocks.0/attn/qkv/MatMul` -> `blocks.0.attn.qkv`).
+std::vector<std::string> namesOf(const WeightUse &use);
+
+/// `/a/b/c/MatMul` -> `a.b.c`; empty for unnamed ops.
+std::string nodePath(mlir::Operation *op);
+
+/// The node name of `op` (its NameLoc), or "".
+std::string nodeName(mlir::Operation *op);
+
+/// The dimension of the consumer's operand that a style shards, or a failure
+/// with a message saying why the style does not fit.
+mlir::FailureOr<int64_t> styleDim(const WeightUse &use, llvm::StringRef style,
+                                  std::string &why);
+
+/// A sharding with `placement` on mesh axis `axis` and open elsewhere.
+dist::ShardingAttr oneAxisSharding(dist::MeshOp mesh, int64_t axis,
+                                   dist::Placement placement);
+
+/// Constrains operand `operand` of `user` with `sharding` by inserting a
+/// dist.annotate in front of it.
+void annotateOperand(mlir::Operation *user, unsigned operand,
+                     dist::ShardingAttr sharding, int64_t priority,
+                     llvm::StringRef source);
+
+/// Constrains value `v` for all its users (annotate right after its
+/// definition).
+void annotateValue(mlir::Value v, dist::ShardingAttr sharding,
+                   int64_t priority, llvm::StringRef source);
+
+/// The module's main function (or its only one); null with a diagnostic.
+mlir::func::FuncOp mainFunction(mlir::ModuleOp module);
+
+/// The module's mesh; null with a diagnostic naming `what` needs it.
+dist::MeshOp requireMesh(mlir::ModuleOp module, llvm::StringRef what);
+
+/// Index of mesh axis `name`, or -1 with a diagnostic listing the axes.
+int64_t requireAxis(dist::MeshOp mesh, llvm::StringRef name,
+                    llvm::StringRef what);
+
+/// Up to three names from `candidates` closest to `name` (edit distance).
+std::vector<std::string> closestNames(llvm::StringRef name,
+                                      const std::vector<std::string> &candidates);
+
+/// The tensor-parallel preset: finds the Megatron structure by itself.
+mlir::LogicalResult applyAutoTensorParallel(mlir::ModuleOp module,
+                                            llvm::StringRef axisName);
+
+} // namespace distopt::plan
+
+#endif // DISTOPT_LIB_PLAN_PLANUTILS_H

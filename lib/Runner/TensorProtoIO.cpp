@@ -1,0 +1,90 @@
+//===- TensorProtoIO.cpp - read ONNX TensorProto files ----------*- C++ -*-===//
+#include "distopt/Runner/Runner.h"
+
+#include "onnx/onnx_pb.h"
+
+#include <fstream>
+#include <sstream>
+
+using namespace distopt;
+
+static llvm::Error fail(const std::string &message) {
+  return llvm::createStringError(message);
+}
+
+/// ONNX element type -> runtime dtype.
+static bool toDType(int onnxType, distrt::DType &out) {
+  switch (onnxType) {
+  case onnx::TensorProto::FLOAT: out = distrt::DType::kF32; return true;
+  case onnx::TensorProto::FLOAT16: out = distrt::DType::kF16; return true;
+  case onnx::TensorProto::BFLOAT16: out = distrt::DType::kBF16; return true;
+  case onnx::TensorProto::DOUBLE: out = distrt::DType::kF64; return true;
+  case onnx::TensorProto::INT64: out = distrt::DType::kI64; return true;
+  case onnx::TensorProto::INT32: out = distrt::DType::kI32; return true;
+  case onnx::TensorProto::INT16: out = distrt::DType::kI16; return true;
+  case onnx::TensorProto::INT8: out = distrt::DType::kI8; return true;
+  case onnx::TensorProto::UINT8: out = distrt::DType::kU8; return true;
+  case onnx::TensorProto::BOOL: out = distrt::DType::kBool; return true;
+  default: return false;
+  }
+}
+
+llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path) {
+  std::ifstream in(path.str(), std::ios::binary);
+  if (!in)
+    return fail("cannot open " + path.str());
+  std::stringstream buf;
+  buf << in.rdbuf();
+  onnx::TensorProto t;
+  if (!t.ParseFromString(buf.str()))
+    return fail(path.str() + " is not a valid ONNX TensorProto");
+  distrt::DType dtype;
+  if (!toDType(t.data_type(), dtype))
+    return fail(path.str() + ": unsupported ONNX element type " +
+                std::to_string(t.data_type()));
+  distrt::Shape shape(t.dims().begin(), t.dims().end());
+  distrt::HostTensor out;
+  distrt::Status st = distrt::HostTensor::Allocate(dtype, shape, &out);
+  if (!st.ok())
+    return fail(st.ToString());
+  size_t bytes = out.byte_size();
+  int64_t n = out.num_elements();
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      return fail(path.str() + ": raw_data holds " +
+                  std::to_string(t.raw_data().size()) + " bytes, expected " +
+                  std::to_string(bytes));
+    std::memcpy(out.raw(), t.raw_data().data(), bytes);
+    return out;
+  }
+  auto check = [&](int64_t have) -> llvm::Error {
+    if (have != n)
+      return fail(path.str() + ": holds " + std::to_string(have) +
+                  " values, expected " + std::to_string(n));
+    return llvm::Error::success();
+  };
+  switch (dtype) {
+  case distrt::DType::kF32:
+    if (auto e = check(t.float_data_size())) return std::move(e);
+    std::copy(t.float_data().begin(), t.float_data().end(), out.data<float>());
+    break;
+  case distrt::DType::kF64:
+    if (auto e = check(t.double_data_size())) return std::move(e);
+    std::copy(t.double_data().begin(), t.double_data().end(), out.data<double>());
+    break;
+  case distrt::DType::kI64:
+    if (auto e = check(t.int64_data_size())) return std::move(e);
+    std::copy(t.int64_data().begin(), t.int64_data().end(), out.data<int64_t>());
+    break;
+  default: {
+    // int32_data carries every narrower type, one value per element.
+    if (auto e = check(t.int32_data_size())) return std::move(e);
+    size_t width = distrt::DTypeSize(dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      int32_t v = t.int32_data(i);
+      std::memcpy(static_cast<char *>(out.raw()) + i * width, &v, width);
+    }
+  }
+  }
+  return out;
+}

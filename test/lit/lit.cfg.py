@@ -1,0 +1,22 @@
+# lit configuration for distopt's FileCheck tests.
+import os
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "distopt"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.distopt_obj_root, "test", "lit")
+config.environment["FILECHECK_OPTS"] = "-enable-var-scope --allow-unused-prefixes=false"
+
+llvm_config.use_default_substitutions()
+config.substitutions.append(("%test_data", config.distopt_test_data))
+config.substitutions.append(("%examples", config.distopt_examples))
+config.substitutions.append(("%plugin_dir", config.distopt_plugin_dir))
+
+tool_dirs = [config.distopt_tools_dir, config.llvm_tools_dir]
+tools = ["dist-opt", "dist-run", "FileCheck", "not", "split-file", "count"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+llvm_config.with_environment("PATH", config.distopt_tools_dir, append_path=True)

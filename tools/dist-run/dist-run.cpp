@@ -1,0 +1,233 @@
+//===- dist-run.cpp - run a model on a mesh and check it --------*- C++ -*-===//
+#include "distopt/InitAll.h"
+#include "distopt/Runner/Runner.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace llvm;
+using namespace distopt;
+
+static cl::OptionCategory category("dist-run options");
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string> meshSpec("mesh", cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
+                                     cl::value_desc("name=size,..."), cl::cat(category));
+static cl::list<std::string> plans("plan", cl::desc("plan file or presets (replicate, dp, fsdp, tp, sp); repeatable"),
+                                   cl::value_desc("file|presets"), cl::cat(category));
+static cl::opt<std::string> dimSpec("dim", cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
+                                    cl::value_desc("name=size,..."), cl::cat(category));
+static cl::opt<std::string> backend("backend", cl::desc("communicator: local (threads in this process)"),
+                                    cl::init("local"), cl::cat(category));
+// `--threads` is parsed by hand: libMLIR already registers an option of that
+// name with LLVM's command-line library.
+static int threads = 1;
+
+/// Removes `--threads N` / `--threads=N` from argv; false if malformed.
+static bool takeThreadsOption(int &argc, char **argv) {
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    StringRef value;
+    if (arg == "--threads" || arg == "-threads") {
+      if (i + 1 >= argc)
+        return false;
+      value = argv[++i];
+    } else if (arg.consume_front("--threads=") || arg.consume_front("-threads=")) {
+      value = arg;
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (value.getAsInteger(10, threads) || threads < 1)
+      return false;
+  }
+  argc = out;
+  return true;
+}
+static cl::opt<std::string> inputsDir("inputs", cl::desc("directory with input_<i>.pb (ONNX TensorProto) files; default: random inputs"),
+                                      cl::cat(category));
+static cl::opt<bool> check("check", cl::desc("compare every output with a single-device run; exit 1 on mismatch"),
+                           cl::cat(category));
+static cl::opt<int> bench("bench", cl::desc("time N iterations after one warm-up and print median_ms"),
+                          cl::init(0), cl::cat(category));
+static cl::opt<std::string> onnxTest("onnx-test", cl::desc("run an ONNX backend test case directory (model.onnx, test_data_set_*) and compare with its outputs"),
+                                     cl::value_desc("dir"), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"), cl::init(0),
+                              cl::cat(category));
+static cl::opt<double> relTol("rtol", cl::desc("relative tolerance of --check and --onnx-test"),
+                            cl::init(1e-4), cl::cat(category));
+static cl::opt<double> absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
+                            cl::init(1e-5), cl::cat(category));
+
+static int failWith(const Twine &message) {
+  errs() << "dist-run: error: " << message << "\n";
+  return 1;
+}
+
+static std::string describe(const distrt::HostTensor &t) {
+  return distrt::DTypeName(t.dtype()) + distrt::ShapeToString(t.shape());
+}
+
+/// Runs the ONNX backend test case in `dir` and compares with its outputs.
+static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &options,
+                       StringRef workDir) {
+  SmallString<256> model(onnxTest);
+  sys::path::append(model, "model.onnx");
+  auto programs = compilePrograms(ctx, model, options, workDir);
+  if (!programs)
+    return failWith(toString(programs.takeError()));
+  int sets = 0, outputs = 0;
+  double maxAbs = 0;
+  for (int k = 0;; ++k) {
+    SmallString<256> set(onnxTest);
+    sys::path::append(set, "test_data_set_" + std::to_string(k));
+    if (!sys::fs::is_directory(set))
+      break;
+    auto inputs = makeInputs(*(*programs)[0], set, 0);
+    if (!inputs)
+      return failWith(toString(inputs.takeError()));
+    auto got = runLocal(*programs, *inputs, threads);
+    if (!got)
+      return failWith(set + ": " + toString(got.takeError()));
+    for (size_t i = 0; i < got->size(); ++i) {
+      SmallString<256> path(set);
+      sys::path::append(path, "output_" + std::to_string(i) + ".pb");
+      auto expected = readTensorProto(path);
+      if (!expected)
+        return failWith(toString(expected.takeError()));
+      Comparison c = compareTensors((*got)[i].tensor, *expected, relTol, absTol);
+      maxAbs = std::max(maxAbs, c.maxAbs);
+      if (!c.ok) {
+        outs() << "FAIL " << onnxTest << ": output " << i << " ('"
+               << (*got)[i].name << "') of test_data_set_" << k << ": "
+               << c.message << "\n";
+        return 1;
+      }
+      ++outputs;
+    }
+    ++sets;
+  }
+  if (sets == 0)
+    return failWith(onnxTest + " has no test_data_set_0");
+  outs() << "PASS " << onnxTest << ": " << sets << " data set(s), " << outputs
+         << " output(s), max abs diff " << format("%.3g", maxAbs) << "\n";
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  if (!takeThreadsOption(argc, argv))
+    return failWith("--threads needs a positive number of compute threads per rank");
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dist-run: compile a model for a device mesh, run every rank, and check "
+      "the result against a single-device run\n\n"
+      "  dist-run model.onnx --mesh tp=2 --plan tp --check\n"
+      "  dist-run --onnx-test <case dir>\n\n"
+      "  --threads=<N>  compute threads per rank (default 1)\n");
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+
+  if (backend != "local")
+    return failWith("backend '" + backend +
+                    "' is not available in this build; use --backend local");
+
+  CompileOptions options;
+  options.meshSpec = meshSpec;
+  options.plans.assign(plans.begin(), plans.end());
+  if (!dimSpec.empty()) {
+    auto dims = parseDimSpec(dimSpec);
+    if (!dims)
+      return failWith(toString(dims.takeError()));
+    options.dims = std::move(*dims);
+  }
+
+  SmallString<128> workDir;
+  if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
+    return failWith("cannot create a work directory: " + ec.message());
+
+  if (!onnxTest.empty())
+    return runOnnxTest(ctx, options, workDir);
+  if (modelPath.empty())
+    return failWith("no model given (see --help)");
+
+  auto started = std::chrono::steady_clock::now();
+  auto programs = compilePrograms(ctx, modelPath, options, workDir);
+  if (!programs)
+    return failWith(toString(programs.takeError()));
+  double compileMs = std::chrono::duration<double, std::milli>(
+                         std::chrono::steady_clock::now() - started)
+                         .count();
+  errs() << "dist-run: compiled " << modelPath << " for " << programs->size()
+         << " rank(s) in " << format("%.1f", compileMs) << " ms\n";
+
+  auto inputs = makeInputs(*(*programs)[0], inputsDir, seed);
+  if (!inputs)
+    return failWith(toString(inputs.takeError()));
+  auto outputs = runLocal(*programs, *inputs, threads);
+  if (!outputs)
+    return failWith(toString(outputs.takeError()));
+  for (const distrt::NamedTensor &o : *outputs)
+    outs() << "output '" << o.name << "': " << describe(o.tensor) << " "
+           << o.tensor.DebugString(6) << "\n";
+
+  int status = 0;
+  if (check) {
+    CompileOptions single;
+    single.dims = options.dims;
+    auto reference = compilePrograms(ctx, modelPath, single, workDir);
+    if (!reference)
+      return failWith("single-device reference: " +
+                      toString(reference.takeError()));
+    auto expected = runLocal(*reference, *inputs, threads);
+    if (!expected)
+      return failWith("single-device reference: " +
+                      toString(expected.takeError()));
+    bool allOk = expected->size() == outputs->size();
+    for (size_t i = 0; i < outputs->size() && i < expected->size(); ++i) {
+      Comparison c = compareTensors((*outputs)[i].tensor, (*expected)[i].tensor,
+                                    relTol, absTol);
+      outs() << "check '" << (*outputs)[i].name << "': max abs diff "
+             << format("%.3g", c.maxAbs) << (c.ok ? " ok" : " MISMATCH ")
+             << c.message << "\n";
+      allOk &= c.ok;
+    }
+    outs() << (allOk ? "check passed: " : "check FAILED: ") << outputs->size()
+           << " output(s) on " << programs->size()
+           << " rank(s) vs single device\n";
+    status = allOk ? 0 : 1;
+  }
+
+  if (bench > 0) {
+    std::vector<double> times;
+    for (int i = 0; i < bench; ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto r = runLocal(*programs, *inputs, threads);
+      if (!r)
+        return failWith(toString(r.takeError()));
+      times.push_back(std::chrono::duration<double, std::milli>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count());
+    }
+    std::sort(times.begin(), times.end());
+    outs() << "median_ms: " << format("%.3f", times[times.size() / 2]) << "\n";
+  }
+  sys::fs::remove_directories(workDir);
+  return status;
+}
