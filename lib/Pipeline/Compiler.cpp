@@ -74,7 +74,22 @@ OwningOpRef<ModuleOp> distopt::loadModel(MLIRContext &ctx, StringRef path,
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(path, config);
   if (module && !(*module)->hasAttr("nn.model_path"))
     (*module)->setAttr("nn.model_path", StringAttr::get(&ctx, path));
+  if (module && options.singleDevice)
+    stripDistribution(*module);
   return module;
+}
+
+void distopt::stripDistribution(ModuleOp module) {
+  module.walk([](dist::AnnotateOp op) {
+    op.getResult().replaceAllUsesWith(op.getInput());
+    op.erase();
+  });
+  for (dist::MeshOp mesh : llvm::make_early_inc_range(module.getOps<dist::MeshOp>()))
+    mesh.erase();
+  module.walk([](Operation *op) {
+    op->removeAttr("dist.sharding");
+    op->removeAttr("dist.cause");
+  });
 }
 
 LogicalResult distopt::setMesh(ModuleOp module, StringRef spec) {

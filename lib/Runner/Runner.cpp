@@ -28,8 +28,10 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
   OwningOpRef<ModuleOp> module = loadModel(ctx, modelPath, options);
   if (!module)
     return fail("cannot load " + modelPath);
-  if (failed(setMesh(*module, options.meshSpec)) ||
-      failed(applyPlans(*module, options.plans)) ||
+  if (options.singleDevice)
+    stripDistribution(*module);
+  if ((!options.singleDevice && (failed(setMesh(*module, options.meshSpec)) ||
+                                 failed(applyPlans(*module, options.plans)))) ||
       failed(materializeSyntheticWeights(*module, workDir)))
     return fail("cannot prepare " + modelPath);
   std::string weightDir = weightDirectory(*module, modelPath);

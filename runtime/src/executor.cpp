@@ -133,7 +133,20 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
     results.assign(out_ids.size(), HostTensor());
     ctx.outputs = &results;
-    Status st = im.kernels[i]->run(ctx);
+    // A device's piece can be empty (a dimension split over more devices than
+    // it has elements): compute on nothing, but still take part in
+    // communication.
+    bool empty = !im.kernels[i]->communicates && !out_ids.empty();
+    for (int v : out_ids)
+      empty = empty && NumElements(p.value(v).type.shape) == 0;
+    Status st;
+    if (empty) {
+      for (size_t k = 0; k < out_ids.size() && st.ok(); ++k)
+        st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape,
+                                  &results[k], im.run_tracker);
+    } else {
+      st = im.kernels[i]->run(ctx);
+    }
     if (st.ok()) {
       for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {
         if (!results[k].defined()) {

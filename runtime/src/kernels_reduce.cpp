@@ -115,6 +115,8 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
       default: return WrapAdd<A>(acc, static_cast<A>(v));
     }
   };
+  if (outer == 0 || inner == 0)
+    return;  // an empty result (a device's empty piece)
   if (inner == 1) {
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
     ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {

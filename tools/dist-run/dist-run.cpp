@@ -191,6 +191,7 @@ int main(int argc, char **argv) {
   if (check) {
     CompileOptions single;
     single.dims = options.dims;
+    single.singleDevice = true;
     auto reference = compilePrograms(ctx, modelPath, single, workDir);
     if (!reference)
       return failWith("single-device reference: " +

@@ -28,7 +28,7 @@ class ReshardInserter {
 public:
   ReshardInserter(MeshOp mesh)
       : meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
-        numAxes(mesh.getNumAxes()),
+        numAxes(mesh.getNumAxes()), meshSizes(mesh.getAxisSizes()),
         replicated(ShardingAttr::getReplicated(mesh.getContext(), meshRef,
                                                numAxes)) {}
 
@@ -47,6 +47,7 @@ private:
 
   FlatSymbolRefAttr meshRef;
   int64_t numAxes;
+  SmallVector<int64_t> meshSizes;
   ShardingAttr replicated;
 };
 
@@ -93,9 +94,7 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
       TensorRef ref{true, static_cast<unsigned>(ri)};
       std::optional<AxisChoice> vote = voteOf(rule, ref, p);
       if (!vote)
-        return op->emitError("internal: result ")
-               << ri << " placement " << p.str() << " on mesh axis " << axis
-               << " is not one this op can produce";
+        continue; // the op cannot produce it: the result is resharded after
       // A partial result can come from a sharded reduction factor or from a
       // partial operand flowing through: take the one the operands match.
       if (p.isPartial()) {
@@ -124,13 +123,35 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
           }
         }
       }
-      if (choice && !(*choice == *vote))
-        return op->emitError("internal: results disagree on mesh axis ")
-               << axis;
-      choice = vote;
+      if (!choice && isValidChoice(rule, *vote, meshSizes[axis]))
+        choice = vote;
     }
     if (choice)
       choices[axis] = *choice;
+  }
+  // Several axes splitting one factor must divide it evenly wherever the
+  // factor shares a dimension with others (a reshape's merged dimension);
+  // otherwise the pieces on both sides differ. Drop inner axes until they do.
+  for (int64_t f = 0, e = rule.factors.size(); f < e; ++f) {
+    auto fits = [&]() {
+      int64_t parts = 1;
+      for (int64_t a = 0; a < numAxes; ++a)
+        if (choices[a].kind == AxisChoice::Kind::Factor && choices[a].factor == f)
+          parts *= meshSizes[a];
+      if (rule.factors[f].size % parts == 0)
+        return true;
+      for (ArrayRef<TensorFactors> tensors : {ArrayRef<TensorFactors>(rule.operands),
+                                              ArrayRef<TensorFactors>(rule.results)})
+        for (const TensorFactors &tf : tensors) {
+          int64_t d = OpShardingRule::dimWithMajorFactor(tf, f);
+          if (d >= 0 && tf[d].size() > 1)
+            return false;
+        }
+      return true;
+    };
+    for (int64_t a = numAxes - 1; a >= 0 && !fits(); --a)
+      if (choices[a].kind == AxisChoice::Kind::Factor && choices[a].factor == f)
+        choices[a] = AxisChoice::none();
   }
   return choices;
 }
@@ -161,6 +182,33 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
     }
     require(op, i, ShardingAttr::get(op->getContext(), meshRef, placements),
             "operand layout");
+  }
+  // Results the op cannot produce as wanted (a user asked for a split of a
+  // softmax axis, say) are produced as the op can and resharded after it.
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    Value res = op->getResult(i);
+    if (!isa<RankedTensorType>(res.getType()))
+      continue;
+    SmallVector<Placement> produced;
+    for (int64_t axis = 0; axis < numAxes; ++axis)
+      produced.push_back(
+          project(*rule, (*choices)[axis], {true, i}).value_or(Placement::replicate()));
+    ShardingAttr wanted = shardingOf(res);
+    ShardingAttr made = ShardingAttr::get(op->getContext(), meshRef, produced);
+    if (made == wanted)
+      continue;
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    std::string reason;
+    llvm::raw_string_ostream os(reason);
+    os << "result layout: " << describeOp(op) << " produces result " << i
+       << " as " << placementsStr(made) << " but its users want "
+       << placementsStr(wanted);
+    auto reshard = ReshardOp::create(b, op->getLoc(), res.getType(), res, made,
+                                     wanted, b.getStringAttr(reason), TypeAttr());
+    res.replaceAllUsesExcept(reshard.getResult(), reshard);
+    setValueSharding(reshard.getResult(), wanted);
+    setValueSharding(res, made);
   }
   return success();
 }

@@ -58,6 +58,8 @@ private:
   ValueState &state(Value v);
   bool isSourceValue(Value v);
   bool isPassThrough(Operation *op);
+  /// Whether the producer of `v` can give it placement `p` on `axis`.
+  bool canProduce(Value v, int64_t axis, Placement p);
   void seedAnnotations(FunctionOpInterface func, std::set<int> &priorities);
   SmallVector<Value> step(Operation *op, int round);
   void runPhase(ArrayRef<Operation *> ops, int round, bool passThroughOnly);
@@ -113,6 +115,18 @@ bool Propagator::isPassThrough(Operation *op) {
   return llvm::none_of(r->factors, [](const Factor &f) {
     return f.kind != FactorKind::Parallel;
   });
+}
+
+bool Propagator::canProduce(Value v, int64_t axis, Placement p) {
+  auto res = dyn_cast<OpResult>(v);
+  if (!res)
+    return true;
+  const OpShardingRule *r = rule(res.getOwner());
+  if (!r)
+    return p.isReplicateOrOpen();
+  std::optional<AxisChoice> vote =
+      voteOf(*r, {true, res.getResultNumber()}, p);
+  return vote && isValidChoice(*r, *vote, meshSizes[axis]);
 }
 
 double Propagator::axisCost(const ValueState &vs, int64_t axis, Placement from,
@@ -287,6 +301,9 @@ SmallVector<Value> Propagator::step(Operation *op, int round) {
       // masks them (a free local step) if it needs a partial operand.
       if (p.isPartial() && isSourceValue(t.value))
         p = Placement::replicate();
+      // An operand takes the placement only if its producer can make it.
+      if (!t.ref.isResult && !canProduce(t.value, axis, p))
+        continue;
       s = {p, prio, cause, false};
       changed.push_back(t.value);
     }

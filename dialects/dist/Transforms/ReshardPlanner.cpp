@@ -82,6 +82,21 @@ static bool canSwap(ArrayRef<Placement> state, int64_t a, int64_t b) {
   return true;
 }
 
+/// Every split divides evenly: all devices hold pieces of one shape, so a
+/// device can take over another's piece (a permute keeps shapes).
+static bool evenlySplit(const ReshardProblem &problem,
+                        ArrayRef<Placement> state) {
+  for (int64_t d = 0, e = problem.globalShape.size(); d < e; ++d) {
+    int64_t pieces = 1;
+    for (auto [axis, p] : llvm::enumerate(state))
+      if (p.isShardOf(d))
+        pieces *= problem.meshSizes[axis];
+    if (problem.globalShape[d] % pieces != 0)
+      return false;
+  }
+  return true;
+}
+
 SmallVector<ReshardStep>
 distopt::dist::possibleSteps(const ReshardProblem &problem,
                              ArrayRef<Placement> state) {
@@ -163,7 +178,7 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
     for (int64_t b = a + 1; b < numAxes; ++b) {
       if (problem.meshSizes[a] != problem.meshSizes[b] ||
           problem.meshSizes[a] <= 1 || state[a] == state[b] ||
-          !canSwap(state, a, b))
+          !canSwap(state, a, b) || !evenlySplit(problem, state))
         continue;
       SmallVector<Placement> next(state);
       std::swap(next[a], next[b]);

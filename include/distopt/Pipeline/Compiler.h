@@ -30,6 +30,9 @@ struct CompileOptions {
   std::vector<std::string> plans;
   /// Bindings of symbolic input dimensions ("batch" -> 2).
   llvm::StringMap<int64_t> dims;
+  /// Drop every mesh, annotation and sharding the model carries: compile it
+  /// for one device (the reference a distributed run is checked against).
+  bool singleDevice = false;
 };
 
 /// Parses a mesh spec "name=size,..."; returns an error message on failure.
@@ -42,6 +45,10 @@ llvm::Expected<llvm::StringMap<int64_t>> parseDimSpec(llvm::StringRef spec);
 mlir::OwningOpRef<mlir::ModuleOp> loadModel(mlir::MLIRContext &ctx,
                                             llvm::StringRef path,
                                             const CompileOptions &options);
+
+/// Removes meshes, annotations and sharding attributes: the single-device
+/// program of the same model.
+void stripDistribution(mlir::ModuleOp module);
 
 /// Declares `dist.mesh @mesh` from the spec, or checks that the module's own
 /// mesh agrees with it.
