@@ -26,9 +26,9 @@ LogicalResult WeightOp::verify() {
     return emitOpError("needs the initializer's name");
   if (!getResult().getType().hasStaticShape())
     return emitOpError("weight '") << getName() << "' needs a static shape";
-  if (getOffset() < 0)
+  if (getOffsetAttr().getInt() < 0)
     return emitOpError("weight '") << getName() << "' has a negative offset "
-                                   << getOffset();
+                                   << getOffsetAttr().getInt();
   return success();
 }
 
@@ -176,6 +176,11 @@ LogicalResult ConcatOp::verify() { return success(); }
 
 LogicalResult SliceOp::verify() {
   auto t = getInput().getType();
+  if (static_cast<int64_t>(getStarts().size()) != t.getRank() ||
+      static_cast<int64_t>(getEnds().size()) != t.getRank() ||
+      static_cast<int64_t>(getSteps().size()) != t.getRank())
+    return emitOpError("starts, ends and steps need one entry per dimension (")
+           << t.getRank() << ")";
   for (int64_t d = 0; d < t.getRank(); ++d) {
     int64_t e = t.getDimSize(d);
     int64_t s = getStarts()[d], en = getEnds()[d], st = getSteps()[d];

@@ -1,0 +1,225 @@
+// RUN: dist-opt %s -split-input-file -verify-diagnostics
+
+func.func @no_broadcast(%a: tensor<4x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{operand shapes 4x8 and 3 do not broadcast}}
+  %0 = nn.add %a, %b : tensor<4x8xf32>, tensor<3xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @element_types(%a: tensor<4xf32>, %b: tensor<4xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{operands have different element types 'f32' and 'i64'}}
+  %0 = nn.mul %a, %b : tensor<4xf32>, tensor<4xi64> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @where_condition(%c: tensor<4xf32>, %a: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{condition must be a tensor of i1}}
+  %0 = nn.where %c, %a, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wrong_result_type(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{inferred type(s) 'tensor<4x8xf32>' are incompatible with return type(s) of operation 'tensor<8x4xf32>'}}
+  %0 = nn.add %a, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis_range(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = nn.reduce_sum %a axes [2] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axes_order(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axes must be sorted and unique}}
+  %0 = nn.reduce_sum %a axes [1, 0] : tensor<4x8xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = nn.softmax %a axis 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{perm must be a permutation of 0..1}}
+  %0 = nn.transpose %a perm [1, 1] : tensor<4x8xf32> -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{cannot reshape 32 elements into 'tensor<5x6xf32>'}}
+  %0 = nn.reshape %a : tensor<4x8xf32> -> tensor<5x6xf32>
+  return
+}
+
+// -----
+
+func.func @expand(%a: tensor<3x8xf32>) {
+  // expected-error @+1 {{cannot broadcast 'tensor<3x8xf32>' to 'tensor<4x8xf32>'}}
+  %0 = nn.expand %a : tensor<3x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_extent(%a: tensor<4x8xf32>, %b: tensor<4x7xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{input 1 has extent 7 in dimension 1, expected 8}}
+  %0 = nn.concat %a, %b axis 0 : (tensor<4x8xf32>, tensor<4x7xf32>) -> tensor<8x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_step(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{step of dimension 1 is zero}}
+  %0 = nn.slice %a starts [0, 0] ends [4, 8] steps [1, 0] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @slice_end(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{end 9 of dimension 1 is past extent 8}}
+  %0 = nn.slice %a starts [0, 0] ends [4, 9] steps [1, 1] : tensor<4x8xf32> -> tensor<4x9xf32>
+  return
+}
+
+// -----
+
+func.func @slice_arity(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{starts, ends and steps need one entry per dimension (2)}}
+  %0 = nn.slice %a starts [0] ends [4] steps [1] : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_axis(%a: tensor<4x8xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = nn.gather %a, %i axis 2 : tensor<4x8xf32>, tensor<2xi64> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @gather_indices(%a: tensor<4x8xf32>, %i: tensor<2xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{indices must be i32 or i64, got 'f32'}}
+  %0 = nn.gather %a, %i axis 0 : tensor<4x8xf32>, tensor<2xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @pad_mode(%a: tensor<4xf32>) {
+  // expected-error @+1 {{mode must be constant, reflect or edge, got wrap}}
+  %0 = nn.pad %a pads [1, 1] {mode = "wrap"} : tensor<4xf32> -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @pad_count(%a: tensor<4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{pads needs two entries per dimension}}
+  %0 = nn.pad %a pads [1] : tensor<4xf32> -> tensor<5xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_scale(%a: tensor<2x8xf32>, %g: tensor<7xf32>) {
+  // expected-error @+1 {{scale of type 'tensor<7xf32>' does not broadcast to the normalised dimensions}}
+  %0 = nn.layer_norm %a, %g axis 1 epsilon 1.0e-05 : (tensor<2x8xf32>, tensor<7xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_params(%x: tensor<1x4x2x2xf32>, %p: tensor<3xf32>) {
+  // expected-error @+1 {{per-channel parameters must have shape [4], got 'tensor<3xf32>'}}
+  %0 = nn.batch_norm %x, %p, %p, %p, %p epsilon 1.0e-05 : (tensor<1x4x2x2xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x4x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_inner(%a: tensor<4x8xf32>, %b: tensor<7x2xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{cannot multiply 'tensor<4x8xf32>' by 'tensor<7x2xf32>': inner or batch dimensions do not match}}
+  %0 = nn.matmul %a, %b : tensor<4x8xf32>, tensor<7x2xf32> -> tensor<4x2xf32>
+  return
+}
+
+// -----
+
+func.func @conv_channels(%x: tensor<1x4x8x8xf32>, %w: tensor<8x3x3x3xf32>) {
+  // expected-error @+1 {{input has 4 channels but weight expects 3 x group 1}}
+  %0 = nn.conv %x, %w {strides = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x6x6xf32>
+  return
+}
+
+// -----
+
+func.func @cast_shape(%a: tensor<4xf32>) {
+  // expected-error @+1 {{changes the shape from 'tensor<4xf32>' to 'tensor<5xi64>'}}
+  %0 = nn.cast %a : tensor<4xf32> -> tensor<5xi64>
+  return
+}
+
+// -----
+
+func.func @gelu_mode(%a: tensor<4xf32>) {
+  // expected-error @+1 {{approximate must be "none" or "tanh", got "fast"}}
+  %0 = nn.gelu %a {approximate = "fast"} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_shape() {
+  // expected-error @+1 {{weight 'w' needs a static shape}}
+  %0 = nn.weight "w" : tensor<?x4xf32>
+  return
+}
+
+// -----
+
+func.func @weight_offset() {
+  // expected-error @+1 {{weight 'w' has a negative offset -8}}
+  %0 = nn.weight "w" file "m.onnx" offset -8 : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @range_scalars(%a: tensor<2xi64>) {
+  // expected-error @+1 {{start, limit and delta must be scalars}}
+  %0 = nn.range %a, %a, %a : (tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
+  return
+}

@@ -1,0 +1,167 @@
+// RUN: dist-opt %s | FileCheck %s
+// RUN: dist-opt %s | dist-opt | FileCheck %s
+// Every nn op parses, verifies, infers its type and prints back.
+
+// CHECK-LABEL: func.func @sources
+func.func @sources() -> (tensor<4x8xf32>, tensor<2xi64>) {
+  // CHECK: nn.weight "blocks.0.w" file "model.onnx" offset 128 : tensor<4x8xf32>
+  %w = nn.weight "blocks.0.w" file "model.onnx" offset 128 : tensor<4x8xf32>
+  // CHECK: nn.constant dense<[1, 2]> : tensor<2xi64>
+  %c = nn.constant dense<[1, 2]> : tensor<2xi64>
+  return %w, %c : tensor<4x8xf32>, tensor<2xi64>
+}
+
+// CHECK-LABEL: func.func @elementwise
+func.func @elementwise(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>) {
+  // CHECK: nn.add %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %0 = nn.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.sub {{.*}} -> tensor<4x8xf32>
+  %1 = nn.sub %a, %c : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  // CHECK: nn.mul
+  %2 = nn.mul %c, %b : tensor<4x1xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.div
+  %3 = nn.div %a, %a : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.pow
+  %4 = nn.pow %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.max
+  %5 = nn.max %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.min
+  %6 = nn.min %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.mod {{.*}}fmod = true
+  %7 = nn.mod %a, %b {fmod = true} : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.equal {{.*}} -> tensor<4x8xi1>
+  %8 = nn.equal %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: nn.less
+  %9 = nn.less %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: nn.less_equal
+  %10 = nn.less_equal %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: nn.greater
+  %11 = nn.greater %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: nn.greater_equal
+  %12 = nn.greater_equal %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xi1>
+  // CHECK: nn.and
+  %13 = nn.and %8, %9 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  // CHECK: nn.or
+  %14 = nn.or %8, %9 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  // CHECK: nn.xor
+  %15 = nn.xor %8, %9 : tensor<4x8xi1>, tensor<4x8xi1> -> tensor<4x8xi1>
+  // CHECK: nn.where {{.*}} : tensor<4x8xi1>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %16 = nn.where %8, %a, %b : tensor<4x8xi1>, tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.neg
+  %17 = nn.neg %a : tensor<4x8xf32>
+  // CHECK: nn.abs
+  %18 = nn.abs %a : tensor<4x8xf32>
+  // CHECK: nn.exp
+  %19 = nn.exp %a : tensor<4x8xf32>
+  // CHECK: nn.log
+  %20 = nn.log %a : tensor<4x8xf32>
+  // CHECK: nn.sqrt
+  %21 = nn.sqrt %a : tensor<4x8xf32>
+  // CHECK: nn.reciprocal
+  %22 = nn.reciprocal %a : tensor<4x8xf32>
+  // CHECK: nn.tanh
+  %23 = nn.tanh %a : tensor<4x8xf32>
+  // CHECK: nn.sigmoid
+  %24 = nn.sigmoid %a : tensor<4x8xf32>
+  // CHECK: nn.erf
+  %25 = nn.erf %a : tensor<4x8xf32>
+  // CHECK: nn.relu
+  %26 = nn.relu %a : tensor<4x8xf32>
+  // CHECK: nn.not
+  %27 = nn.not %8 : tensor<4x8xi1>
+  // CHECK: nn.sin
+  %28 = nn.sin %a : tensor<4x8xf32>
+  // CHECK: nn.cos
+  %29 = nn.cos %a : tensor<4x8xf32>
+  // CHECK: nn.floor
+  %30 = nn.floor %a : tensor<4x8xf32>
+  // CHECK: nn.ceil
+  %31 = nn.ceil %a : tensor<4x8xf32>
+  // CHECK: nn.round
+  %32 = nn.round %a : tensor<4x8xf32>
+  // CHECK: nn.sign
+  %33 = nn.sign %a : tensor<4x8xf32>
+  // CHECK: nn.identity
+  %34 = nn.identity %a : tensor<4x8xf32>
+  // CHECK: nn.gelu %{{.*}} {approximate = "tanh"}
+  %35 = nn.gelu %a {approximate = "tanh"} : tensor<4x8xf32>
+  // CHECK: nn.leaky_relu %{{.*}} {alpha = 2.000000e-01 : f64}
+  %36 = nn.leaky_relu %a {alpha = 0.2 : f64} : tensor<4x8xf32>
+  // CHECK: nn.clip %{{.*}} {max = 6.000000e+00 : f64, min = 0.000000e+00 : f64}
+  %37 = nn.clip %a {min = 0.0 : f64, max = 6.0 : f64} : tensor<4x8xf32>
+  // CHECK: nn.cast %{{.*}} : tensor<4x8xf32> -> tensor<4x8xi64>
+  %38 = nn.cast %a : tensor<4x8xf32> -> tensor<4x8xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @reductions
+func.func @reductions(%a: tensor<2x4x8xf32>, %g: tensor<8xf32>) {
+  // CHECK: nn.reduce_sum %{{.*}} axes [1, 2] : tensor<2x4x8xf32> -> tensor<2xf32>
+  %0 = nn.reduce_sum %a axes [1, 2] : tensor<2x4x8xf32> -> tensor<2xf32>
+  // CHECK: nn.reduce_mean %{{.*}} axes [2] keepdims : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  %1 = nn.reduce_mean %a axes [2] keepdims : tensor<2x4x8xf32> -> tensor<2x4x1xf32>
+  // CHECK: nn.reduce_max
+  %2 = nn.reduce_max %a axes [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.reduce_min
+  %3 = nn.reduce_min %a axes [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.reduce_prod
+  %4 = nn.reduce_prod %a axes [0] : tensor<2x4x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.argmax %{{.*}} axis 2 : tensor<2x4x8xf32> -> tensor<2x4xi64>
+  %5 = nn.argmax %a axis 2 : tensor<2x4x8xf32> -> tensor<2x4xi64>
+  // CHECK: nn.argmin %{{.*}} axis 2 keepdims : tensor<2x4x8xf32> -> tensor<2x4x1xi64>
+  %6 = nn.argmin %a axis 2 keepdims : tensor<2x4x8xf32> -> tensor<2x4x1xi64>
+  // CHECK: nn.softmax %{{.*}} axis 2 : tensor<2x4x8xf32>
+  %7 = nn.softmax %a axis 2 : tensor<2x4x8xf32>
+  // CHECK: nn.log_softmax
+  %8 = nn.log_softmax %a axis 1 : tensor<2x4x8xf32>
+  // CHECK: nn.layer_norm %{{.*}}, %{{.*}}, %{{.*}} axis 2 epsilon 1.000000e-05
+  %9 = nn.layer_norm %a, %g, %g axis 2 epsilon 1.0e-05 : (tensor<2x4x8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  // CHECK: nn.layer_norm %{{.*}}, %{{.*}} axis 2 epsilon
+  %10 = nn.layer_norm %a, %g axis 2 epsilon 1.0e-05 : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  return
+}
+
+// CHECK-LABEL: func.func @movement
+func.func @movement(%a: tensor<2x4x8xf32>, %w: tensor<8x16xf32>, %ids: tensor<3xi64>) {
+  // CHECK: nn.matmul {{.*}} : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  %0 = nn.matmul %a, %w : tensor<2x4x8xf32>, tensor<8x16xf32> -> tensor<2x4x16xf32>
+  // CHECK: nn.transpose %{{.*}} perm [0, 2, 1] : tensor<2x4x8xf32> -> tensor<2x8x4xf32>
+  %1 = nn.transpose %a perm [0, 2, 1] : tensor<2x4x8xf32> -> tensor<2x8x4xf32>
+  // CHECK: nn.reshape %{{.*}} : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  %2 = nn.reshape %a : tensor<2x4x8xf32> -> tensor<8x8xf32>
+  // CHECK: nn.expand %{{.*}} : tensor<1x8xf32> -> tensor<4x8xf32>
+  %e = nn.slice %2 starts [0, 0] ends [1, 8] steps [1, 1] : tensor<8x8xf32> -> tensor<1x8xf32>
+  %3 = nn.expand %e : tensor<1x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.concat %{{.*}}, %{{.*}} axis 0 : (tensor<1x8xf32>, tensor<4x8xf32>) -> tensor<5x8xf32>
+  %4 = nn.concat %e, %3 axis 0 : (tensor<1x8xf32>, tensor<4x8xf32>) -> tensor<5x8xf32>
+  // A reversing slice.
+  // CHECK: nn.slice %{{.*}} starts [7, 0] ends [-1, 8] steps [-2, 1] : tensor<8x8xf32> -> tensor<4x8xf32>
+  %5 = nn.slice %2 starts [7, 0] ends [-1, 8] steps [-2, 1] : tensor<8x8xf32> -> tensor<4x8xf32>
+  // CHECK: nn.gather %{{.*}}, %{{.*}} axis 0 : tensor<8x16xf32>, tensor<3xi64> -> tensor<3x16xf32>
+  %6 = nn.gather %w, %ids axis 0 : tensor<8x16xf32>, tensor<3xi64> -> tensor<3x16xf32>
+  // CHECK: nn.pad %{{.*}} pads [1, 0, 2, -1] {mode = "edge"} : tensor<8x16xf32> -> tensor<11x15xf32>
+  %7 = nn.pad %w pads [1, 0, 2, -1] {mode = "edge"} : tensor<8x16xf32> -> tensor<11x15xf32>
+  %s = nn.constant dense<0> : tensor<i64>
+  %l = nn.constant dense<5> : tensor<i64>
+  %d = nn.constant dense<1> : tensor<i64>
+  // CHECK: nn.range {{.*}} -> tensor<5xi64>
+  %8 = nn.range %s, %l, %d : (tensor<i64>, tensor<i64>, tensor<i64>) -> tensor<5xi64>
+  return
+}
+
+// CHECK-LABEL: func.func @vision
+func.func @vision(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<8xf32>, %p: tensor<4xf32>) {
+  // CHECK: nn.conv {{.*}} -> tensor<1x8x5x5xf32>
+  %0 = nn.conv %x, %w, %b {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x9x9xf32>, tensor<8x2x3x3xf32>, tensor<8xf32>) -> tensor<1x8x5x5xf32>
+  // CHECK: nn.batch_norm {{.*}} -> tensor<1x4x9x9xf32>
+  %1 = nn.batch_norm %x, %p, %p, %p, %p epsilon 1.0e-05 : (tensor<1x4x9x9xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<1x4x9x9xf32>
+  // CHECK: nn.max_pool {{.*}} : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
+  %2 = nn.max_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode} : tensor<1x4x9x9xf32> -> tensor<1x4x5x5xf32>
+  // CHECK: nn.avg_pool {{.*}} : tensor<1x4x9x9xf32> -> tensor<1x4x4x4xf32>
+  %3 = nn.avg_pool %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<1x4x9x9xf32> -> tensor<1x4x4x4xf32>
+  // CHECK: nn.global_avg_pool {{.*}} -> tensor<1x4x1x1xf32>
+  %4 = nn.global_avg_pool %x : tensor<1x4x9x9xf32> -> tensor<1x4x1x1xf32>
+  // CHECK: nn.global_max_pool {{.*}} -> tensor<1x4x1x1xf32>
+  %5 = nn.global_max_pool %x : tensor<1x4x9x9xf32> -> tensor<1x4x1x1xf32>
+  return
+}

@@ -1,0 +1,83 @@
+// RUN: dist-opt %s -dist-test-sharding-rules -verify-diagnostics -split-input-file
+// The factor rule of each op, printed as einsum-like factor lists: letters are
+// factors, a dimension lists its factors major first, `_` is a dimension in no
+// factor.
+
+func.func @matmul(%a: tensor<4x16xf32>, %b: tensor<16x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, k], [k, j]) -> ([i, j]) {i=4, j=8, k=16} reduction={k} partial=one(0, 1)}}
+  %0 = nn.matmul %a, %b : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @batched_broadcast_matmul(%a: tensor<2x4x16xf32>, %b: tensor<16x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, l], [l, k]) -> ([i, j, k]) {i=2, j=4, k=8, l=16} reduction={l} partial=one(0, 1)}}
+  %0 = nn.matmul %a, %b : tensor<2x4x16xf32>, tensor<16x8xf32> -> tensor<2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_add(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j], [j]) -> ([i, j]) {i=4, j=8} partial=all(0, 1)}}
+  %0 = nn.add %a, %b : tensor<4x8xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  // A dimension of extent 1 that broadcasts takes no factor.
+  // expected-remark @+1 {{sharding rule: ([i, j], [i, _]) -> ([i, j]) {i=4, j=8} partial=one(0, 1)}}
+  %1 = nn.mul %a, %c : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=4, j=8}}}
+  %2 = nn.relu %a : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @heads(%x: tensor<2x16x64xf32>) {
+  // 64 = 4 x 16: the merged dimension is made of the head factor (major)
+  // and the head-size factor.
+  // expected-remark @+1 {{sharding rule: ([i, j, kl]) -> ([i, j, k, l]) {i=2, j=16, k=4, l=16} partial=all(0)}}
+  %0 = nn.reshape %x : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @unrefinable_reshape(%x: tensor<6x4xf32>) {
+  // 6x4 -> 4x6 shares no factors: every dimension is whole.
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([k, l]) {i=6, j=4, k=4, l=6} whole={i, j, k, l} partial=all(0)}}
+  %0 = nn.reshape %x : tensor<6x4xf32> -> tensor<4x6xf32>
+  return
+}
+
+// -----
+
+func.func @normalisation(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, j]) {i=2, j=8} whole={j}}}
+  %0 = nn.softmax %x axis 1 : tensor<2x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j], [j]) -> ([i, j]) {i=2, j=8} whole={j}}}
+  %1 = nn.layer_norm %x, %g axis 1 epsilon 1.0e-05 : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i]) {i=2, j=8} reduction={j} partial=all(0)}}
+  %2 = nn.reduce_sum %x axes [1] : tensor<2x8xf32> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @data_movement(%x: tensor<2x3x4xf32>, %a: tensor<4x8xf32>, %b: tensor<4x2xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k]) -> ([k, i, j]) {i=2, j=3, k=4} partial=all(0)}}
+  %0 = nn.transpose %x perm [2, 0, 1] : tensor<2x3x4xf32> -> tensor<4x2x3xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8, k=4} whole={j, k} partial=all(0)}}
+  %1 = nn.slice %a starts [0, 2] ends [4, 6] steps [1, 1] : tensor<4x8xf32> -> tensor<4x4xf32>
+  // expected-remark @+1 {{sharding rule: ([i, k], [i, l]) -> ([i, j]) {i=4, j=10, k=8, l=2} whole={j, k, l} partial=all(0, 1)}}
+  %2 = nn.concat %a, %b axis 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @embedding(%table: tensor<96x64xf32>, %ids: tensor<2x16xi64>) {
+  // Splitting the table's rows gives partial (masked) lookups.
+  // expected-remark @+1 {{sharding rule: ([i, j], [k, l]) -> ([k, l, j]) {i=96, j=64, k=2, l=16} reduction={i} partial=one(0)}}
+  %0 = nn.gather %table, %ids axis 0 : tensor<96x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+  return
+}
