@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/InitAll.h"
 #include "distopt/Pipeline/Compiler.h"
+#include "distopt/Report/Report.h"
 
 #include "dist/IR/DistOps.h"
 
@@ -40,6 +41,21 @@ static cl::opt<int64_t> emitRank(
     cl::desc("print the program rank N runs (shapes and offsets concrete) "
              "instead of the SPMD program"),
     cl::init(-1), cl::value_desc("N"), cl::cat(category));
+
+enum class ReportFormat { None, Text, Json };
+static cl::opt<ReportFormat> reportFormat(
+    "report", cl::desc("print what the partitioned model communicates and "
+                       "costs instead of its IR (the IR still goes to -o)"),
+    cl::ValueOptional, cl::init(ReportFormat::None),
+    cl::values(clEnumValN(ReportFormat::Text, "", "text (default)"),
+               clEnumValN(ReportFormat::Text, "text", "text"),
+               clEnumValN(ReportFormat::Json, "json", "JSON")),
+    cl::cat(category));
+static cl::opt<std::string> costModelPath(
+    "cost-model",
+    cl::desc("link and device parameters for --report (YAML); default: "
+             "NVLink-class links inside a node of 8, InfiniBand-class across"),
+    cl::value_desc("file"), cl::cat(category));
 
 /// True if the command line names a pass or pass pipeline to run.
 static bool hasPassFlags(int argc, char **argv) {
@@ -98,7 +114,20 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     return 0;
   }
 
-  mlir::OwningOpRef<mlir::ModuleOp> result;
+  CostModel costModel;
+  if (!costModelPath.empty()) {
+    auto parsed = parseCostModel(costModelPath);
+    if (!parsed) {
+      errs() << "dist-opt: error: " << toString(parsed.takeError()) << "\n";
+      return 1;
+    }
+    costModel = std::move(*parsed);
+  }
+
+  auto cloneOf = [](mlir::ModuleOp m) {
+    return mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(m->clone()));
+  };
+  mlir::OwningOpRef<mlir::ModuleOp> result, rank0;
   if (!module->getOps<distopt::dist::MeshOp>().empty()) {
     if (emitRank >= numDevices(*module)) {
       errs() << "dist-opt: error: --dist-emit-rank=" << emitRank
@@ -110,8 +139,24 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     result = partitionForRank(*module, emitRank);
     if (!result)
       return 1;
+    if (reportFormat != ReportFormat::None) {
+      rank0 = emitRank == 0 ? cloneOf(*result) : partitionForRank(*module, 0);
+      if (!rank0)
+        return 1;
+    }
   } else {
-    result = std::move(module);
+    result = cloneOf(*module);
+    rank0 = cloneOf(*module);
+  }
+
+  if (reportFormat != ReportFormat::None) {
+    Report report = buildReport(*module, {*rank0}, costModel);
+    if (reportFormat == ReportFormat::Json)
+      printReportJson(report, outs());
+    else
+      printReportText(report, outs());
+    if (output == "-")
+      return 0; // the report takes stdout; -o still receives the IR
   }
   result->print(out->os());
   out->os() << "\n";
@@ -119,7 +164,31 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   return 0;
 }
 
+/// libLLVM registers its code generators' options too; --help should show
+/// mlir-opt's general options, the passes and distopt's own.
+static void hideBackendOptions() {
+  static const StringRef keep[] = {
+      "allow-unregistered-dialect", "dump-pass-pipeline", "emit-bytecode",
+      "emit-bytecode-version", "elide-resource-data-from-bytecode",
+      "irdl-file", "list-passes", "load-dialect-plugin", "load-pass-plugin",
+      "log-actions-to", "no-implicit-module", "o", "output-split-marker",
+      "pass-pipeline", "profile-actions-to", "run-reproducer", "show-dialects",
+      "split-input-file", "verify-diagnostics", "verify-each",
+      "verify-roundtrip", "help", "help-list", "version", "color"};
+  for (auto &entry : cl::getRegisteredOptions()) {
+    cl::Option *opt = entry.second;
+    StringRef name = entry.first;
+    bool general = llvm::all_of(opt->Categories, [](cl::OptionCategory *c) {
+      return c == &cl::getGeneralCategory();
+    });
+    if (!general || name.starts_with("mlir-") || llvm::is_contained(keep, name))
+      continue;
+    opt->setHiddenFlag(cl::ReallyHidden);
+  }
+}
+
 int main(int argc, char **argv) {
+  hideBackendOptions();
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   registerAllPasses();

@@ -66,15 +66,32 @@ std::string distopt::dist::placementsStr(ShardingAttr sharding) {
   return s + "]";
 }
 
+/// A location as a reader wants it: an ONNX node name, or file:line:col with
+/// the file's directory dropped.
+static void printShortLoc(Location loc, raw_ostream &os) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    os << "'" << name.getName().getValue() << "'";
+    return;
+  }
+  if (auto file = dyn_cast<FileLineColLoc>(loc)) {
+    StringRef path = file.getFilename().getValue();
+    os << path.substr(path.find_last_of('/') + 1) << ":" << file.getLine()
+       << ":" << file.getColumn();
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty()) {
+    for (Location l : fused.getLocations())
+      if (isa<NameLoc>(l))
+        return printShortLoc(l, os);
+    return printShortLoc(fused.getLocations().front(), os);
+  }
+  loc.print(os);
+}
+
 std::string distopt::dist::describeOp(Operation *op) {
   std::string s;
   llvm::raw_string_ostream os(s);
-  os << op->getName();
-  if (auto name = dyn_cast<NameLoc>(op->getLoc()))
-    os << " '" << name.getName().getValue() << "'";
-  else if (auto fused = dyn_cast<FusedLoc>(op->getLoc()); fused && !fused.getLocations().empty())
-    fused.getLocations().front().print(os << " at ");
-  else
-    op->getLoc().print(os << " at ");
+  os << op->getName() << " at ";
+  printShortLoc(op->getLoc(), os);
   return s;
 }

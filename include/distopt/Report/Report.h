@@ -1,0 +1,85 @@
+//===- Report.h - what a partitioned model communicates and costs -*- C++ -*-===//
+//
+// For a compiled model: every collective (kind, mesh axes, bytes, how many
+// times, why it exists), parameter bytes per rank, an activation-memory
+// estimate, and an estimated step time from a cost model (communication:
+// latency + bytes / bandwidth per mesh axis; compute: a roofline).
+// See docs/report.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_REPORT_REPORT_H
+#define DISTOPT_REPORT_REPORT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt {
+
+/// Link and device parameters of the cost model.
+struct CostModel {
+  struct Link {
+    double bandwidthGBps = 0; // per direction, per device
+    double latencyUs = 0;
+  };
+  /// Per mesh axis (by name); axes not listed use the defaults below.
+  llvm::StringMap<Link> axes;
+  /// Inner axes whose devices share a node (NVLink-class) ...
+  Link intraNode{150.0, 5.0};
+  /// ... and outer axes that cross nodes (InfiniBand-class).
+  Link interNode{25.0, 10.0};
+  /// Devices per node: inner axes are intra-node while their product fits.
+  int64_t devicesPerNode = 8;
+  double peakTflops = 300.0;     // dense matmul throughput per device
+  double memoryGBps = 2000.0;    // device memory bandwidth
+
+  Link linkFor(llvm::StringRef axis, int64_t axisIndex,
+               llvm::ArrayRef<int64_t> meshSizes) const;
+};
+
+/// Reads a cost-model file (YAML or JSON):
+///   devices_per_node: 8
+///   device: {tflops: 300, memory_gbps: 2000}
+///   axes: {tp: {bandwidth_gbps: 150, latency_us: 5}, dp: {...}}
+llvm::Expected<CostModel> parseCostModel(llvm::StringRef path);
+
+struct CollectiveEntry {
+  std::string kind;
+  std::vector<std::string> axes;
+  int64_t bytes = 0;       // bytes one rank sends (ring algorithms)
+  int64_t tensorBytes = 0; // size of the local tensor it works on
+  int64_t count = 0;
+  std::string reason;
+  double timeUs = 0;       // per occurrence, from the cost model
+};
+
+struct Report {
+  int64_t ranks = 1;
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshSizes;
+  std::vector<CollectiveEntry> collectives;
+  std::vector<int64_t> parameterBytesPerRank;
+  int64_t parameterBytesTotal = 0; // all parameters, unsharded
+  int64_t activationBytesPeak = 0; // rank 0, values live at once
+  int64_t activationBytesTotal = 0; // rank 0, every intermediate value
+  double flopsPerRank = 0;
+  double communicationUs = 0;
+  double computeUs = 0;
+};
+
+/// Builds the report from the global sharded module (after
+/// dist-insert-reshards) and one partitioned module per rank (index = rank).
+Report buildReport(mlir::ModuleOp sharded,
+                   llvm::ArrayRef<mlir::ModuleOp> partitioned,
+                   const CostModel &model);
+
+void printReportText(const Report &report, llvm::raw_ostream &os);
+void printReportJson(const Report &report, llvm::raw_ostream &os);
+
+} // namespace distopt
+
+#endif // DISTOPT_REPORT_REPORT_H

@@ -1,0 +1,407 @@
+//===- Report.cpp - what a partitioned model communicates and costs -*- C++ -*-===//
+#include "distopt/Report/Report.h"
+
+#include "dist/IR/DistOps.h"
+#include "dist/IR/Pieces.h"
+#include "nn/IR/NNOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/YAMLParser.h"
+
+#include <map>
+#include <regex>
+
+using namespace mlir;
+using namespace distopt;
+
+CostModel::Link CostModel::linkFor(StringRef axis, int64_t axisIndex,
+                                   ArrayRef<int64_t> meshSizes) const {
+  auto it = axes.find(axis);
+  if (it != axes.end())
+    return it->second;
+  // Inner axes stay within a node while their product fits in one.
+  int64_t inner = 1;
+  for (int64_t a = meshSizes.size() - 1; a >= axisIndex; --a)
+    inner *= meshSizes[a];
+  return inner <= devicesPerNode ? intraNode : interNode;
+}
+
+static int64_t bytesOf(Type type) {
+  auto t = dyn_cast<RankedTensorType>(type);
+  if (!t || !t.hasStaticShape())
+    return 0;
+  Type et = t.getElementType();
+  int64_t width = et.isIntOrFloat() ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8) : 4;
+  return t.getNumElements() * width;
+}
+
+/// Node names differ per layer only by their indices: `blocks.3` and
+/// `blocks.7` are the same collective repeated.
+static std::string normalizeReason(StringRef reason) {
+  static const std::regex layerIndex("([./_])[0-9]+");
+  return std::regex_replace(reason.str(), layerIndex, "$1*");
+}
+
+static double flopsOf(Operation *op) {
+  if (auto mm = dyn_cast<nn::MatMulOp>(op)) {
+    auto a = mm.getLhs().getType();
+    auto c = mm.getResult().getType();
+    if (!a.hasStaticShape() || !c.hasStaticShape())
+      return 0;
+    return 2.0 * c.getNumElements() * a.getShape().back();
+  }
+  if (auto conv = dyn_cast<nn::ConvOp>(op)) {
+    auto w = conv.getWeight().getType();
+    auto y = conv.getResult().getType();
+    if (!w.hasStaticShape() || !y.hasStaticShape())
+      return 0;
+    return 2.0 * y.getNumElements() * (w.getNumElements() / w.getDimSize(0));
+  }
+  double n = 0;
+  for (Value r : op->getResults())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType()); t && t.hasStaticShape())
+      n += t.getNumElements();
+  return n;
+}
+
+Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
+                            const CostModel &model) {
+  Report report;
+  dist::MeshOp mesh;
+  if (!sharded.getOps<dist::MeshOp>().empty())
+    mesh = *sharded.getOps<dist::MeshOp>().begin();
+  SmallVector<int64_t> meshSizes;
+  if (mesh) {
+    meshSizes.assign(mesh.getAxisSizes().begin(), mesh.getAxisSizes().end());
+    for (int64_t a = 0; a < mesh.getNumAxes(); ++a)
+      report.meshAxes.push_back(mesh.getAxisName(a).str());
+    report.ranks = mesh.getNumDevices();
+  }
+  report.meshSizes.assign(meshSizes.begin(), meshSizes.end());
+
+  // Parameters: each weight's own sharding decides what every rank stores.
+  report.parameterBytesPerRank.assign(report.ranks, 0);
+  sharded.walk([&](nn::WeightOp w) {
+    auto type = w.getResult().getType();
+    int64_t total = bytesOf(type);
+    report.parameterBytesTotal += total;
+    dist::ShardingAttr s;
+    if (auto arr = w->getAttrOfType<ArrayAttr>("dist.sharding"); arr && !arr.empty())
+      s = dyn_cast<dist::ShardingAttr>(arr[0]);
+    for (int64_t r = 0; r < report.ranks; ++r) {
+      if (!s || !mesh) {
+        report.parameterBytesPerRank[r] += total;
+        continue;
+      }
+      SmallVector<int64_t> coords = mesh.getCoords(r);
+      SmallVector<int64_t> shape = dist::localShape(
+          type.getShape(), s, meshSizes, ArrayRef<int64_t>(coords));
+      report.parameterBytesPerRank[r] +=
+          bytesOf(type.clone(shape));
+    }
+  });
+
+  if (partitioned.empty())
+    return report;
+  ModuleOp rank0 = partitioned.front();
+
+  // Collectives of rank 0, grouped by what they are and why.
+  std::map<std::tuple<std::string, std::string, int64_t, std::string>, size_t> index;
+  rank0.walk([&](Operation *op) {
+    if (!isa<dist::DistDialect>(op->getDialect()))
+      return;
+    std::string kind = op->getName().stripDialect().str();
+    if (kind == "mesh" || kind == "local_slice" || kind == "to_partial" ||
+        kind == "piece_offset" || kind == "annotate" || kind == "reshard")
+      return;
+    std::vector<std::string> axes;
+    if (auto arr = op->getAttrOfType<ArrayAttr>("axes"))
+      for (Attribute a : arr)
+        axes.push_back(cast<StringAttr>(a).str());
+    if (auto axis = op->getAttrOfType<StringAttr>("axis"))
+      axes.push_back(axis.str());
+    int64_t k = 1;
+    for (const std::string &a : axes)
+      k *= mesh ? mesh.getAxisSizes()[mesh.getAxisIndex(a)] : 1;
+    int64_t in = op->getNumOperands() ? bytesOf(op->getOperand(0).getType()) : 0;
+    int64_t out = op->getNumResults() ? bytesOf(op->getResult(0).getType()) : 0;
+    double sent = 0;
+    if (kind == "all_reduce")
+      sent = 2.0 * in * (k - 1) / k;
+    else if (kind == "all_gather")
+      sent = 1.0 * out * (k - 1) / k;
+    else if (kind == "reduce_scatter" || kind == "all_to_all")
+      sent = 1.0 * in * (k - 1) / k;
+    else if (kind == "collective_permute" || kind == "send")
+      sent = in;
+    else if (kind == "recv")
+      sent = 0;
+    std::string reason;
+    if (auto r = op->getAttrOfType<StringAttr>("dist.reason"))
+      reason = r.str();
+    std::string joined;
+    for (const std::string &a : axes)
+      joined += a + ",";
+    auto key = std::make_tuple(kind, joined, static_cast<int64_t>(sent),
+                               normalizeReason(reason));
+    auto it = index.find(key);
+    if (it == index.end()) {
+      CollectiveEntry e;
+      e.kind = kind;
+      e.axes = axes;
+      e.bytes = static_cast<int64_t>(sent);
+      e.tensorBytes = std::max(in, out);
+      e.reason = reason;
+      // Time: the slowest link of the axes involved.
+      double bw = 1e30, lat = 0;
+      for (const std::string &a : axes) {
+        int64_t idx = mesh ? mesh.getAxisIndex(a) : 0;
+        CostModel::Link l = model.linkFor(a, idx, meshSizes);
+        bw = std::min(bw, l.bandwidthGBps);
+        lat = std::max(lat, l.latencyUs);
+      }
+      e.timeUs = lat + (bw > 0 && bw < 1e30 ? sent / (bw * 1e3) : 0);
+      index[key] = report.collectives.size();
+      report.collectives.push_back(e);
+    }
+    report.collectives[index[key]].count++;
+  });
+  for (const CollectiveEntry &e : report.collectives)
+    report.communicationUs += e.timeUs * e.count;
+
+  // Activations and compute of rank 0: a liveness walk over the program.
+  for (auto func : rank0.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    DenseMap<Value, Operation *> lastUse;
+    func.walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        lastUse[v] = op;
+    });
+    int64_t live = 0, peak = 0;
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation() || isa<nn::WeightOp, nn::ConstantOp>(op))
+        return;
+      if (isa<nn::NNDialect>(op->getDialect())) {
+        double flops = flopsOf(op);
+        int64_t bytes = 0;
+        for (Value v : op->getOperands())
+          bytes += bytesOf(v.getType());
+        for (Value v : op->getResults())
+          bytes += bytesOf(v.getType());
+        report.flopsPerRank += flops;
+        bool isMatmul = isa<nn::MatMulOp, nn::ConvOp>(op);
+        double computeUs = isMatmul ? flops / (model.peakTflops * 1e6) : 0;
+        double memoryUs = bytes / (model.memoryGBps * 1e3);
+        report.computeUs += std::max(computeUs, memoryUs);
+      }
+      for (Value r : op->getResults()) {
+        int64_t b = bytesOf(r.getType());
+        report.activationBytesTotal += b;
+        live += b;
+      }
+      peak = std::max(peak, live);
+      for (Value v : op->getOperands())
+        if (lastUse.lookup(v) == op && v.getDefiningOp() &&
+            !isa<nn::WeightOp, nn::ConstantOp>(v.getDefiningOp()))
+          live -= bytesOf(v.getType());
+    });
+    report.activationBytesPeak = std::max(report.activationBytesPeak, peak);
+  }
+  return report;
+}
+
+static std::string humanBytes(double b) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::format(u ? "%.2f %s" : "%.0f %s", b, units[u]);
+  return s;
+}
+
+void distopt::printReportText(const Report &r, raw_ostream &os) {
+  os << "== distopt report: " << r.ranks << " rank(s)";
+  if (!r.meshAxes.empty()) {
+    os << " on mesh ";
+    for (size_t a = 0; a < r.meshAxes.size(); ++a)
+      os << (a ? "," : "") << r.meshAxes[a] << "=" << r.meshSizes[a];
+  }
+  os << "\n\ncollectives (rank 0; bytes = sent per rank, ring algorithms):\n";
+  if (r.collectives.empty())
+    os << "  none\n";
+  for (const CollectiveEntry &e : r.collectives) {
+    std::string axes;
+    for (const std::string &a : e.axes)
+      axes += (axes.empty() ? "" : ",") + a;
+    os << llvm::format("  %-18s %-8s x%-4lld %12s/each  %8.1f us/each\n",
+                       e.kind.c_str(), axes.c_str(), (long long)e.count,
+                       humanBytes(e.bytes).c_str(), e.timeUs);
+    if (!e.reason.empty())
+      os << "      why: " << e.reason << "\n";
+  }
+  int64_t maxParams = 0;
+  for (int64_t b : r.parameterBytesPerRank)
+    maxParams = std::max(maxParams, b);
+  os << "\nmemory:\n"
+     << "  parameters: " << humanBytes(r.parameterBytesTotal) << " in all, "
+     << humanBytes(maxParams) << " on the busiest rank\n"
+     << "  activations (rank 0): peak " << humanBytes(r.activationBytesPeak)
+     << " live, " << humanBytes(r.activationBytesTotal) << " produced\n";
+  os << "\nestimate (rank 0, one step):\n"
+     << llvm::format("  compute        %10.1f us (%.3g GFLOP)\n", r.computeUs,
+                     r.flopsPerRank / 1e9)
+     << llvm::format("  communication  %10.1f us\n", r.communicationUs)
+     << llvm::format("  step           %10.1f us (no overlap)\n",
+                     r.computeUs + r.communicationUs);
+}
+
+void distopt::printReportJson(const Report &r, raw_ostream &os) {
+  llvm::json::Array collectives;
+  for (const CollectiveEntry &e : r.collectives) {
+    llvm::json::Array axes;
+    for (const std::string &a : e.axes)
+      axes.push_back(a);
+    collectives.push_back(llvm::json::Object{
+        {"kind", e.kind},
+        {"mesh_axes", std::move(axes)},
+        {"bytes", e.bytes},
+        {"tensor_bytes", e.tensorBytes},
+        {"count", e.count},
+        {"reason", e.reason},
+        {"time_us", e.timeUs}});
+  }
+  llvm::json::Array perRank;
+  for (int64_t b : r.parameterBytesPerRank)
+    perRank.push_back(b);
+  llvm::json::Array meshAxes;
+  for (size_t a = 0; a < r.meshAxes.size(); ++a)
+    meshAxes.push_back(llvm::json::Object{{"name", r.meshAxes[a]},
+                                          {"size", r.meshSizes[a]}});
+  llvm::json::Object root{
+      {"ranks", r.ranks},
+      {"mesh", std::move(meshAxes)},
+      {"collectives", std::move(collectives)},
+      {"memory",
+       llvm::json::Object{{"per_rank_parameter_bytes", std::move(perRank)},
+                          {"parameter_bytes_total", r.parameterBytesTotal},
+                          {"activation_bytes_peak", r.activationBytesPeak},
+                          {"activation_bytes_total", r.activationBytesTotal}}},
+      {"estimate",
+       llvm::json::Object{{"compute_us", r.computeUs},
+                          {"communication_us", r.communicationUs},
+                          {"step_us", r.computeUs + r.communicationUs},
+                          {"flops_per_rank", r.flopsPerRank}}}};
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+}
+
+llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer)
+    return llvm::createStringError("cannot read cost model " + path.str() +
+                                   ": " + buffer.getError().message());
+  llvm::SourceMgr sm;
+  llvm::yaml::Stream stream((*buffer)->getMemBufferRef(), sm);
+  auto doc = stream.begin();
+  auto *root = doc != stream.end()
+                   ? dyn_cast_or_null<llvm::yaml::MappingNode>(doc->getRoot())
+                   : nullptr;
+  if (!root)
+    return llvm::createStringError(path.str() + ": expected a mapping");
+  CostModel model;
+  auto number = [&](llvm::yaml::Node *n, StringRef what) -> llvm::Expected<double> {
+    auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(n);
+    SmallString<32> storage;
+    double v;
+    if (!s || s->getValue(storage).getAsDouble(v) || v < 0)
+      return llvm::createStringError(path.str() + ": " + what.str() +
+                                     " must be a non-negative number");
+    return v;
+  };
+  auto key = [](llvm::yaml::KeyValueNode &kv) {
+    SmallString<32> storage;
+    auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
+    return s ? s->getValue(storage).str() : std::string();
+  };
+  for (auto &kv : *root) {
+    std::string k = key(kv);
+    if (k == "devices_per_node") {
+      auto v = number(kv.getValue(), k);
+      if (!v)
+        return v.takeError();
+      model.devicesPerNode = static_cast<int64_t>(*v);
+    } else if (k == "device") {
+      auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
+      if (!m)
+        return llvm::createStringError(path.str() + ": device must be a mapping");
+      for (auto &f : *m) {
+        std::string fk = key(f);
+        auto v = number(f.getValue(), "device." + fk);
+        if (!v)
+          return v.takeError();
+        if (fk == "tflops")
+          model.peakTflops = *v;
+        else if (fk == "memory_gbps")
+          model.memoryGBps = *v;
+        else
+          return llvm::createStringError(path.str() + ": unknown key device." +
+                                         fk + "; expected tflops, memory_gbps");
+      }
+    } else if (k == "axes" || k == "intra_node" || k == "inter_node") {
+      auto parseLink = [&](llvm::yaml::Node *n, StringRef what)
+          -> llvm::Expected<CostModel::Link> {
+        auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
+        if (!m)
+          return llvm::createStringError(path.str() + ": " + what.str() +
+                                         " must be a mapping");
+        CostModel::Link l;
+        for (auto &f : *m) {
+          std::string fk = key(f);
+          auto v = number(f.getValue(), what.str() + "." + fk);
+          if (!v)
+            return v.takeError();
+          if (fk == "bandwidth_gbps")
+            l.bandwidthGBps = *v;
+          else if (fk == "latency_us")
+            l.latencyUs = *v;
+          else
+            return llvm::createStringError(
+                path.str() + ": unknown key " + what.str() + "." + fk +
+                "; expected bandwidth_gbps, latency_us");
+        }
+        return l;
+      };
+      if (k != "axes") {
+        auto l = parseLink(kv.getValue(), k);
+        if (!l)
+          return l.takeError();
+        (k == "intra_node" ? model.intraNode : model.interNode) = *l;
+        continue;
+      }
+      auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
+      if (!m)
+        return llvm::createStringError(path.str() + ": axes must map axis names to links");
+      for (auto &axis : *m) {
+        auto l = parseLink(axis.getValue(), "axes." + key(axis));
+        if (!l)
+          return l.takeError();
+        model.axes[key(axis)] = *l;
+      }
+    } else {
+      return llvm::createStringError(
+          path.str() + ": unknown key '" + k +
+          "'; expected devices_per_node, device, axes, intra_node, inter_node");
+    }
+  }
+  if (stream.failed())
+    return llvm::createStringError(path.str() + ": malformed YAML");
+  return model;
+}
