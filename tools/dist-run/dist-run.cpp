@@ -1,5 +1,6 @@
 //===- dist-run.cpp - run a model on a mesh and check it --------*- C++ -*-===//
 #include "distopt/InitAll.h"
+#include "distopt/Import/OnnxImporter.h"
 #include "distopt/Runner/Runner.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -78,14 +79,34 @@ static std::string describe(const distrt::HostTensor &t) {
   return distrt::DTypeName(t.dtype()) + distrt::ShapeToString(t.shape());
 }
 
-/// Runs the ONNX backend test case in `dir` and compares with its outputs.
-static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &options,
+/// Binds the model's symbolic input dimensions from the shapes of a data
+/// set's inputs (dimensions given with --dim win).
+static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
+                                         const CompileOptions &base) {
+  CompileOptions options = base;
+  auto symbols = inputDimensionSymbols(model);
+  if (!symbols)
+    return symbols.takeError();
+  for (size_t i = 0; i < symbols->size(); ++i) {
+    SmallString<256> path(set);
+    sys::path::append(path, "input_" + std::to_string(i) + ".pb");
+    auto t = readTensorProto(path);
+    if (!t)
+      return t.takeError();
+    const std::vector<std::string> &dims = (*symbols)[i];
+    for (size_t d = 0; d < dims.size() && d < t->shape().size(); ++d)
+      if (!dims[d].empty() && !options.dims.count(dims[d]))
+        options.dims[dims[d]] = t->shape()[d];
+  }
+  return options;
+}
+
+/// Runs the ONNX backend test case in `onnxTest` and compares with its
+/// outputs; each data set compiles with its own dimension bindings.
+static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
                        StringRef workDir) {
   SmallString<256> model(onnxTest);
   sys::path::append(model, "model.onnx");
-  auto programs = compilePrograms(ctx, model, options, workDir);
-  if (!programs)
-    return failWith(toString(programs.takeError()));
   int sets = 0, outputs = 0;
   double maxAbs = 0;
   for (int k = 0;; ++k) {
@@ -93,15 +114,29 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &options,
     sys::path::append(set, "test_data_set_" + std::to_string(k));
     if (!sys::fs::is_directory(set))
       break;
+    auto options = bindDims(model, set, base);
+    if (!options)
+      return failWith(toString(options.takeError()));
+    auto programs = compilePrograms(ctx, model, *options, workDir);
+    if (!programs)
+      return failWith(toString(programs.takeError()));
     auto inputs = makeInputs(*(*programs)[0], set, 0);
     if (!inputs)
       return failWith(toString(inputs.takeError()));
     auto got = runLocal(*programs, *inputs, threads);
     if (!got)
       return failWith(set + ": " + toString(got.takeError()));
-    for (size_t i = 0; i < got->size(); ++i) {
+    for (size_t i = 0;; ++i) {
       SmallString<256> path(set);
       sys::path::append(path, "output_" + std::to_string(i) + ".pb");
+      if (!sys::fs::exists(path)) {
+        if (i != got->size())
+          return failWith(set + " has " + Twine(i) + " expected outputs but the "
+                          "model produced " + Twine(got->size()));
+        break;
+      }
+      if (i >= got->size())
+        return failWith(set + " expects more outputs than the model produced");
       auto expected = readTensorProto(path);
       if (!expected)
         return failWith(toString(expected.takeError()));
