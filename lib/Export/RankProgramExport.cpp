@@ -162,8 +162,18 @@ LogicalResult Exporter::exportWeight(nn::WeightOp op) {
   w->set_file(path.str().str());
   w->set_offset(op.getOffset());
   w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
-  return fillSlice(op.getLoc(), local, globalTypeOf(op, local),
-                   firstSharding(op), w->mutable_slice());
+  if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
+                       firstSharding(op), w->mutable_slice())))
+    return failure();
+  // A window of a larger stored tensor: offsets are within the stored one.
+  if (auto stored = op.getStoredShape()) {
+    proto::Slice *s = w->mutable_slice();
+    for (int64_t d = 0; d < s->offsets_size(); ++d) {
+      s->set_global_shape(d, (*stored)[d]);
+      s->set_offsets(d, s->offsets(d) + (*op.getWindowOffsets())[d]);
+    }
+  }
+  return success();
 }
 
 LogicalResult Exporter::exportConstant(nn::ConstantOp op) {

@@ -287,7 +287,8 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
     tensor.known = readKnown(data, type);
   tensor.value = nn::WeightOp::create(b, loc, type, b.getStringAttr(t.name()),
                                       b.getStringAttr(file),
-                                      b.getI64IntegerAttr(offset));
+                                      b.getI64IntegerAttr(offset),
+                                      DenseI64ArrayAttr(), DenseI64ArrayAttr());
   values[t.name()] = tensor;
   return success();
 }

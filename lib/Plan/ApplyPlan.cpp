@@ -148,7 +148,7 @@ static LogicalResult applySequenceParallel(ModuleOp module, func::FuncOp func,
     annotateValue(v,
                   oneAxisSharding(mesh, axis,
                                   dist::Placement::shard(type.getRank() - 2)),
-                  kStylePriority, "sequence_parallel");
+                  kSequencePriority, "sequence_parallel");
     ++count;
   }
   if (count == 0)
@@ -271,6 +271,9 @@ LogicalResult distopt::applyPlanSpec(ModuleOp module, const PlanSpec &spec) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
+  // Fused projections split afterwards become one projection per part, so
+  // each part can be split over devices on its own.
+  splitFusedProjections(func);
   for (const std::string &preset : spec.presets)
     if (failed(applyPreset(module, func, preset)))
       return failure();

@@ -78,6 +78,9 @@ std::vector<std::string> distopt::plan::namesOf(const WeightUse &use) {
   std::string path = nodePath(use.op);
   if (!path.empty())
     names.push_back(path);
+  std::string node = nodeName(use.op);
+  if (!node.empty())
+    names.push_back(node);
   return names;
 }
 

@@ -67,6 +67,11 @@ int64_t requireAxis(dist::MeshOp mesh, llvm::StringRef name,
 std::vector<std::string> closestNames(llvm::StringRef name,
                                       const std::vector<std::string> &candidates);
 
+/// Rewrites a projection whose result is only ever sliced along its last
+/// dimension (a fused QKV) into one projection per slice, each reading a
+/// window of the stored weight. Computes the same values.
+void splitFusedProjections(mlir::func::FuncOp func);
+
 /// The tensor-parallel preset: finds the Megatron structure by itself.
 mlir::LogicalResult applyAutoTensorParallel(mlir::ModuleOp module,
                                             llvm::StringRef axisName);

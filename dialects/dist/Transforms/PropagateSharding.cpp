@@ -61,8 +61,9 @@ private:
   /// Whether the producer of `v` can give it placement `p` on `axis`.
   bool canProduce(Value v, int64_t axis, Placement p);
   void seedAnnotations(FunctionOpInterface func, std::set<int> &priorities);
-  SmallVector<Value> step(Operation *op, int round);
-  void runPhase(ArrayRef<Operation *> ops, int round, bool passThroughOnly);
+  SmallVector<Value> step(Operation *op, int round, bool allowPartialFlow);
+  void runPhase(ArrayRef<Operation *> ops, int round, bool passThroughOnly,
+                bool allowPartialFlow);
   double axisCost(const ValueState &vs, int64_t axis, Placement from,
                   Placement to);
   const OpShardingRule *rule(Operation *op);
@@ -178,7 +179,8 @@ void Propagator::seedAnnotations(FunctionOpInterface func,
   });
 }
 
-SmallVector<Value> Propagator::step(Operation *op, int round) {
+SmallVector<Value> Propagator::step(Operation *op, int round,
+                                     bool allowPartialFlow) {
   SmallVector<Value> changed;
   const OpShardingRule *r = rule(op);
   if (!r || r->operands.size() != op->getNumOperands() ||
@@ -228,6 +230,8 @@ SmallVector<Value> Propagator::step(Operation *op, int round) {
     // open linear operand that is not a weight.
     std::set<AxisChoice> resolved;
     for (AxisChoice c : candidates) {
+      if (c.kind == AxisChoice::Kind::PartialFlow && !allowPartialFlow)
+        continue;
       if (c.kind == AxisChoice::Kind::PartialFlow && c.partialOperand < 0 &&
           r->partialFlow == PartialFlow::OneLinear) {
         int64_t pick = -1;
@@ -267,7 +271,10 @@ SmallVector<Value> Propagator::step(Operation *op, int round) {
         }
         if (!visible(s) || *proj == s.placement)
           continue;
-        score[s.priority] += axisCost(vs, axis, s.placement, *proj);
+        // A partial value is a by-product, not something asked for: it
+        // weighs least when choices conflict (only its bytes count).
+        int strength = s.placement.isPartial() ? INT_MAX : s.priority;
+        score[strength] += axisCost(vs, axis, s.placement, *proj);
       }
       if (!representable)
         continue;
@@ -312,7 +319,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round) {
 }
 
 void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
-                          bool passThroughOnly) {
+                          bool passThroughOnly, bool allowPartialFlow) {
   std::deque<Operation *> work;
   DenseSet<Operation *> queued;
   auto eligible = [&](Operation *op) {
@@ -325,7 +332,7 @@ void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
     Operation *op = work.front();
     work.pop_front();
     queued.erase(op);
-    for (Value v : step(op, round)) {
+    for (Value v : step(op, round, allowPartialFlow)) {
       auto push = [&](Operation *o) {
         if (o && eligible(o) && queued.insert(o).second)
           work.push_back(o);
@@ -345,10 +352,17 @@ LogicalResult Propagator::run(FunctionOpInterface func) {
     if (op != func.getOperation())
       ops.push_back(op);
   });
+  // Keeping a sum partial through a linear op is an optimisation, not a
+  // constraint: it is only considered once every annotation has spoken, so
+  // a weaker annotation (sequence parallelism) still shapes the values a
+  // partial sum flows into.
   for (int round : priorities) {
-    runPhase(ops, round, /*passThroughOnly=*/true);
-    runPhase(ops, round, /*passThroughOnly=*/false);
+    runPhase(ops, round, /*passThroughOnly=*/true, /*allowPartialFlow=*/false);
+    runPhase(ops, round, /*passThroughOnly=*/false, /*allowPartialFlow=*/false);
   }
+  if (!priorities.empty())
+    runPhase(ops, *priorities.rbegin(), /*passThroughOnly=*/false,
+             /*allowPartialFlow=*/true);
   return success();
 }
 

@@ -29,6 +29,24 @@ LogicalResult WeightOp::verify() {
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("weight '") << getName() << "' has a negative offset "
                                    << getOffsetAttr().getInt();
+  if (getStoredShape().has_value() != getWindowOffsets().has_value())
+    return emitOpError("weight '") << getName()
+                                   << "' needs both stored_shape and "
+                                      "window_offsets, or neither";
+  if (getStoredShape()) {
+    ArrayRef<int64_t> stored = *getStoredShape(), at = *getWindowOffsets();
+    ArrayRef<int64_t> shape = getResult().getType().getShape();
+    if (stored.size() != shape.size() || at.size() != shape.size())
+      return emitOpError("weight '") << getName()
+                                     << "': stored_shape and window_offsets "
+                                        "need one entry per dimension";
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (at[d] < 0 || at[d] + shape[d] > stored[d])
+        return emitOpError("weight '")
+               << getName() << "': window [" << at[d] << ", "
+               << at[d] + shape[d] << ") of dimension " << d
+               << " is outside the stored extent " << stored[d];
+  }
   return success();
 }
 

@@ -35,13 +35,22 @@ def NN_WeightOp : NN_Op<"weight"> {
     the result's element type. `name` is the initializer name that plans
     match against. After partitioning, each rank reads only its own slice.
 
+    A weight may be a window of a larger stored tensor (`stored_shape`,
+    `window_offsets`): one of Q, K and V cut out of a fused QKV matrix, say.
+    The result type is the window's shape.
+
     ```mlir
     %w = nn.weight "blocks.0.mlp.fc1.weight" file "model.onnx" offset 4096
         : tensor<64x256xf32>
+    %q = nn.weight "qkv" file "model.onnx" offset 0
+        {stored_shape = array<i64: 64, 192>, window_offsets = array<i64: 0, 64>}
+        : tensor<64x64xf32>
     ```
   }];
   let arguments = (ins StrAttr:$name, DefaultValuedStrAttr<StrAttr, "">:$file,
-                       DefaultValuedAttr<I64Attr, "0">:$offset);
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       OptionalAttr<DenseI64ArrayAttr>:$stored_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$window_offsets);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $name (`file` $file^)? (`offset` $offset^)? attr-dict `:` type($result)

@@ -100,8 +100,23 @@ LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx,
         ctx.builder, getLoc(), local, DenseElementsAttr::get(local, picked)));
     return success();
   }
-  return emitOpError("a sharded non-splat constant needs the rank to slice; "
-                     "partition for one rank (dist-partition{rank=N})");
+  // The SPMD program: the whole constant, then each device keeps its piece.
+  Value v = ConstantOp::create(ctx.builder, getLoc(), global, getValue());
+  auto meshRef = FlatSymbolRefAttr::get(ctx.mesh.getSymNameAttr());
+  SmallVector<dist::Placement> done(sharding.getPlacements().size(),
+                                    dist::Placement::replicate());
+  for (auto [axis, p] : llvm::enumerate(sharding.getPlacements())) {
+    if (!p.isShard())
+      continue;
+    done[axis] = p;
+    auto partial = ShardingAttr::get(getContext(), meshRef, done);
+    v = dist::LocalSliceOp::create(
+        ctx.builder, getLoc(), ctx.localType(global, partial), v, meshRef,
+        ctx.builder.getStrArrayAttr({ctx.mesh.getAxisName(axis)}),
+        ctx.builder.getI64IntegerAttr(p.dim), DenseI64ArrayAttr());
+  }
+  localResults.push_back(v);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

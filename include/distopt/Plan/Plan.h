@@ -21,10 +21,11 @@ namespace distopt {
 
 /// Priorities of the constraints plans create (0 is the strongest).
 enum PlanPriority : int64_t {
-  kExplicitPriority = 0,  // placements written in the plan
-  kStylePriority = 1,     // tensor-parallel styles, sequence and data parallel
-  kPresetPriority = 2,    // automatic tensor parallelism
-  kShardedStatePriority = 3, // sharded parameters (FSDP), gathered where used
+  kExplicitPriority = 0,     // placements written in the plan
+  kStylePriority = 1,        // tensor-parallel styles, data-parallel inputs
+  kPresetPriority = 2,       // automatic tensor parallelism
+  kSequencePriority = 3,     // sequence parallelism: yields to tensor splits
+  kShardedStatePriority = 4, // sharded parameters (FSDP), gathered where used
 };
 
 struct StyleRule {
