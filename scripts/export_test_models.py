@@ -396,6 +396,16 @@ MODEL_DEFS = {
         make_inputs=lambda b, s, k: [token_ids(102 + 17 * k, b, s)],
         shape=(2, 16), dyn_shape=(3, 11),
     ),
+    # Four blocks and a batch of 8, for pipelines of up to 4 stages and 8
+    # microbatches.
+    "gpt4": dict(
+        ctor=lambda: GPT(layers=4), seed=5,
+        inputs=["input_ids"], outputs=["logits"],
+        dyn_axes={"input_ids": {0: "batch", 1: "seq"},
+                  "logits": {0: "batch", 1: "seq"}},
+        make_inputs=lambda b, s, k: [token_ids(105 + 17 * k, b, s)],
+        shape=(8, 16), dyn_shape=(4, 16),
+    ),
     "bert": dict(
         ctor=Bert, seed=3,
         inputs=["input_ids", "attention_mask"],
@@ -427,6 +437,7 @@ CASES = [
     ("gpt_op17_dyn", "gpt", 17, True, False),
     ("gpt_op13_dyn", "gpt", 13, True, False),
     ("gpt_op17_extdata", "gpt", 17, False, True),
+    ("gpt4_op17_dyn", "gpt4", 17, True, False),
     ("bert_op17", "bert", 17, False, False),
     ("bert_op13", "bert", 13, False, False),
     ("bert_op17_dyn", "bert", 17, True, False),

@@ -527,6 +527,19 @@ FailureOr<proto::RankProgram> Exporter::run() {
   prog.set_producer("distopt 0.1.0");
   prog.set_rank(rank);
   prog.set_stage(options.stage);
+  if (!options.schedule.empty()) {
+    proto::PipelineSchedule *sched = prog.mutable_schedule();
+    sched->set_microbatches(options.microbatches);
+    sched->set_kind(options.scheduleKind);
+    sched->set_stage(options.stage);
+    sched->set_num_stages(options.numStages);
+    for (auto [mb, forward] : options.schedule) {
+      proto::ScheduleAction *a = sched->add_actions();
+      a->set_microbatch(mb);
+      a->set_phase(forward ? proto::ScheduleAction::FORWARD
+                           : proto::ScheduleAction::BACKWARD);
+    }
+  }
 
   Block &entry = func.getBody().front();
   for (BlockArgument arg : entry.getArguments()) {

@@ -1,5 +1,6 @@
 //===- ApplyPlan.cpp - plans and presets become annotations ----*- C++ -*-===//
 #include "PlanUtils.h"
+#include "distopt/Plan/PipelineConfig.h"
 #include "distopt/Plan/Plan.h"
 
 #include "nn/IR/NNOps.h"
@@ -289,11 +290,23 @@ LogicalResult distopt::applyPlanSpec(ModuleOp module, const PlanSpec &spec) {
     return failure();
   if (spec.pipeline) {
     dist::MeshOp mesh = requireMesh(module, "pipeline");
-    if (!mesh || requireAxis(mesh, spec.pipeline->axis, "pipeline") < 0)
+    if (!mesh)
       return failure();
-    return module.emitError()
-           << spec.path << ": the pipeline section is valid, but pipeline "
-           << "parallelism is not supported by this version of distopt";
+    int64_t axis = requireAxis(mesh, spec.pipeline->axis, "pipeline");
+    if (axis < 0)
+      return failure();
+    int64_t size = mesh.getAxisSizes()[axis];
+    if (spec.pipeline->stages && spec.pipeline->stages != size)
+      return module.emitError()
+             << spec.path << ": pipeline.stages is " << spec.pipeline->stages
+             << " but mesh axis '" << spec.pipeline->axis << "' has " << size
+             << " positions; one stage runs on each";
+    PipelineConfig config;
+    config.axis = spec.pipeline->axis;
+    config.split = spec.pipeline->split;
+    config.microbatches = spec.pipeline->microbatches;
+    config.schedule = spec.pipeline->schedule;
+    setPipelineConfig(module, config);
   }
   return success();
 }
@@ -314,4 +327,23 @@ LogicalResult distopt::applyPlan(ModuleOp module, StringRef plan) {
   for (StringRef p : parts)
     spec.presets.push_back(p.trim().str());
   return applyPlanSpec(module, spec);
+}
+
+int64_t distopt::plannedMicrobatches(const std::vector<std::string> &plans) {
+  for (const std::string &plan : plans) {
+    bool isFile = StringRef(plan).ends_with(".yaml") ||
+                  StringRef(plan).ends_with(".yml") ||
+                  StringRef(plan).ends_with(".json") ||
+                  llvm::sys::fs::exists(plan);
+    if (!isFile)
+      continue;
+    auto spec = parsePlanFile(plan);
+    if (!spec) {
+      llvm::consumeError(spec.takeError()); // reported when the plan is applied
+      continue;
+    }
+    if (spec->pipeline)
+      return spec->pipeline->microbatches;
+  }
+  return 1;
 }

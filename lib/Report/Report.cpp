@@ -69,7 +69,8 @@ static double flopsOf(Operation *op) {
 }
 
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
-                            const CostModel &model) {
+                            const CostModel &model,
+                            std::function<bool(Operation *, int64_t)> stores) {
   Report report;
   dist::MeshOp mesh;
   if (!sharded.getOps<dist::MeshOp>().empty())
@@ -93,6 +94,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     if (auto arr = w->getAttrOfType<ArrayAttr>("dist.sharding"); arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
     for (int64_t r = 0; r < report.ranks; ++r) {
+      if (stores && !stores(w, r))
+        continue;
       if (!s || !mesh) {
         report.parameterBytesPerRank[r] += total;
         continue;
@@ -256,6 +259,17 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
      << humanBytes(maxParams) << " on the busiest rank\n"
      << "  activations (rank 0): peak " << humanBytes(r.activationBytesPeak)
      << " live, " << humanBytes(r.activationBytesTotal) << " produced\n";
+  if (r.pipeline) {
+    const PipelineReport &p = *r.pipeline;
+    os << "\npipeline: " << p.stages << " stages, " << p.microbatches
+       << " microbatch(es), " << p.schedule << " schedule\n";
+    for (int64_t s = 0; s < p.stages; ++s)
+      os << llvm::format("  stage %lld: %-24s %10.1f us/microbatch  %s parameters\n",
+                         (long long)s, p.layersPerStage[s].c_str(), p.stageUs[s],
+                         humanBytes(p.stageParameterBytes[s]).c_str());
+    os << llvm::format("  predicted: %.1f us for all microbatches, bubble %.1f%%\n",
+                       p.makespanUs, 100.0 * p.bubbleFraction);
+  }
   os << "\nestimate (rank 0, one step):\n"
      << llvm::format("  compute        %10.1f us (%.3g GFLOP)\n", r.computeUs,
                      r.flopsPerRank / 1e9)
@@ -300,6 +314,20 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
                           {"communication_us", r.communicationUs},
                           {"step_us", r.computeUs + r.communicationUs},
                           {"flops_per_rank", r.flopsPerRank}}}};
+  if (r.pipeline) {
+    const PipelineReport &p = *r.pipeline;
+    llvm::json::Array stages;
+    for (int64_t s = 0; s < p.stages; ++s)
+      stages.push_back(llvm::json::Object{
+          {"layers", p.layersPerStage[s]},
+          {"time_us_per_microbatch", p.stageUs[s]},
+          {"parameter_bytes", p.stageParameterBytes[s]}});
+    root["pipeline"] = llvm::json::Object{{"stages", std::move(stages)},
+                                          {"microbatches", p.microbatches},
+                                          {"schedule", p.schedule},
+                                          {"makespan_us", p.makespanUs},
+                                          {"bubble_fraction", p.bubbleFraction}};
+  }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
 

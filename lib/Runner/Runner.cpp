@@ -1,16 +1,20 @@
 //===- Runner.cpp - compile a model for a mesh, run it, check it -*- C++ -*-===//
 #include "distopt/Runner/Runner.h"
 #include "distopt/Export/RankProgramExport.h"
+#include "distopt/Pipeline/Stages.h"
 #include "distopt/Pipeline/SyntheticWeights.h"
 
 #include "nn/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <map>
 #include <random>
+#include <set>
 
 using namespace mlir;
 using namespace distopt;
@@ -42,11 +46,48 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
   Programs programs;
   ExportOptions exportOptions;
   exportOptions.weightDir = weightDir;
+
+  // Pipelining: cut the sharded model into stages; each rank runs the stage
+  // of its coordinate on the pipeline axis.
+  std::optional<PipelineConfig> pipeline = getPipelineConfig(*module);
+  std::optional<StageAssignment> stages;
+  std::vector<OwningOpRef<ModuleOp>> stageModules;
+  std::vector<std::vector<ScheduleAction>> schedule;
+  int64_t ppAxis = -1;
+  dist::MeshOp mesh;
+  if (pipeline) {
+    mesh = *module->getOps<dist::MeshOp>().begin();
+    ppAxis = mesh.getAxisIndex(pipeline->axis);
+    int64_t numStages = mesh.getAxisSizes()[ppAxis];
+    FailureOr<StageAssignment> assigned =
+        assignStages(*module, *pipeline, numStages);
+    if (failed(assigned))
+      return fail("cannot cut " + modelPath + " into pipeline stages");
+    stages = std::move(*assigned);
+    stageModules.resize(numStages);
+    schedule = buildSchedule(pipeline->schedule, numStages,
+                             pipeline->microbatches, /*withBackward=*/false);
+    exportOptions.microbatches = pipeline->microbatches;
+    exportOptions.numStages = numStages;
+    exportOptions.scheduleKind = pipeline->schedule;
+  }
+
   for (int64_t rank = 0; rank < n; ++rank) {
     OwningOpRef<ModuleOp> local;
     ModuleOp toExport = *module;
     if (distributed) {
-      local = partitionForRank(*module, rank);
+      ModuleOp source = *module;
+      if (pipeline) {
+        int64_t stage = mesh.getCoords(rank)[ppAxis];
+        if (!stageModules[stage])
+          stageModules[stage] = extractStage(*module, *stages, *pipeline, stage);
+        source = *stageModules[stage];
+        exportOptions.stage = stage;
+        exportOptions.schedule.clear();
+        for (const ScheduleAction &a : schedule[stage])
+          exportOptions.schedule.push_back({a.microbatch, a.forward});
+      }
+      local = partitionForRank(source, rank);
       if (!local)
         return fail("cannot partition " + modelPath + " for rank " +
                     llvm::Twine(rank));
@@ -64,10 +105,11 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
       return fail("rank " + llvm::Twine(rank) + ": " + st.ToString());
     programs.push_back(std::move(program));
   }
+  if (auto err = checkPointToPoint(programs))
+    return std::move(err);
   return programs;
 }
 
-Expected<distrt::HostTensor> distopt::readTensorProto(StringRef path);
 
 /// Upper bound for an integer input: the size of the table it indexes.
 static int64_t indexBound(const distrt::Program &program, int inputIndex) {
@@ -107,22 +149,50 @@ static int64_t indexBound(const distrt::Program &program, int inputIndex) {
 }
 
 Expected<std::vector<distrt::NamedTensor>>
-distopt::makeInputs(const distrt::Program &program, StringRef dir,
-                    uint64_t seed) {
+distopt::makeInputs(const Programs &programs, StringRef dir, uint64_t seed) {
   std::vector<distrt::NamedTensor> inputs;
-  const auto &proto = program.proto();
   std::mt19937_64 rng(seed);
-  for (int i = 0; i < proto.inputs_size(); ++i) {
-    const auto &arg = proto.inputs(i);
+  // Every input any rank takes (pipeline stages take different ones), in
+  // order of first appearance.
+  std::vector<std::pair<const distrt::Program *, int>> args;
+  llvm::StringSet<> seen;
+  for (const auto &p : programs)
+    for (int i = 0; i < p->proto().inputs_size(); ++i)
+      if (seen.insert(p->proto().inputs(i).name()).second)
+        args.push_back({p.get(), i});
+  for (auto [index, entry] : llvm::enumerate(args)) {
+    const distrt::Program &program = *entry.first;
+    int i = entry.second;
+    const auto &arg = program.proto().inputs(i);
     distrt::NamedTensor named;
     named.name = arg.name();
     if (!dir.empty()) {
-      SmallString<256> path(dir);
-      llvm::sys::path::append(path, "input_" + std::to_string(i) + ".pb");
-      auto t = readTensorProto(path);
-      if (!t)
-        return t.takeError();
-      named.tensor = std::move(*t);
+      // ONNX test data names its tensors; match by name, else by position.
+      std::optional<distrt::HostTensor> found;
+      for (int k = 0;; ++k) {
+        SmallString<256> path(dir);
+        llvm::sys::path::append(path, "input_" + std::to_string(k) + ".pb");
+        if (!llvm::sys::fs::exists(path))
+          break;
+        std::string fileName;
+        auto t = readTensorProto(path, &fileName);
+        if (!t)
+          return t.takeError();
+        if (fileName == arg.name() ||
+            (fileName.empty() && k == static_cast<int>(index))) {
+          found = std::move(*t);
+          break;
+        }
+      }
+      if (!found) {
+        SmallString<256> path(dir);
+        llvm::sys::path::append(path, "input_" + std::to_string(index) + ".pb");
+        auto t = readTensorProto(path);
+        if (!t)
+          return t.takeError();
+        found = std::move(*t);
+      }
+      named.tensor = std::move(*found);
       inputs.push_back(std::move(named));
       continue;
     }
@@ -154,9 +224,8 @@ distopt::makeInputs(const distrt::Program &program, StringRef dir,
       for (int64_t k = 0; k < n; ++k)
         t.data<uint8_t>()[k] = rng() & 1;
     } else {
-      return fail("cannot generate inputs of dtype " +
-                  distrt::DTypeName(dtype) + " for '" + arg.name() +
-                  "'; pass --inputs");
+      return fail("cannot generate inputs of dtype " + distrt::DTypeName(dtype) +
+                  " for '" + arg.name() + "'; pass --inputs");
     }
     named.tensor = std::move(t);
     inputs.push_back(std::move(named));
@@ -250,4 +319,146 @@ Comparison distopt::compareTensors(const distrt::HostTensor &actual,
     }
   }
   return c;
+}
+
+int64_t distopt::microbatchesOf(const Programs &programs) {
+  for (const auto &p : programs)
+    if (p->proto().has_schedule() && p->proto().schedule().microbatches() > 0)
+      return p->proto().schedule().microbatches();
+  return 1;
+}
+
+llvm::Error distopt::checkPointToPoint(const Programs &programs) {
+  // (from, to) -> the tags and byte sizes in program order.
+  std::map<std::pair<int, int>, std::vector<std::pair<int64_t, int64_t>>> sent,
+      received;
+  for (const auto &p : programs) {
+    const auto &proto = p->proto();
+    for (const auto &inst : proto.instructions()) {
+      bool send = inst.op() == "send", recv = inst.op() == "recv";
+      if (!send && !recv)
+        continue;
+      int64_t peer = inst.attrs().count("peer") ? inst.attrs().at("peer").i() : -1;
+      int64_t tag = inst.attrs().count("tag") ? inst.attrs().at("tag").i() : 0;
+      int32_t value = send ? inst.inputs(0) : inst.outputs(0);
+      const distrt::TensorType &type = p->value(p->ValueIndex(value)).type;
+      int64_t bytes = distrt::NumElements(type.shape) * distrt::DTypeSize(type.dtype);
+      if (send)
+        sent[{proto.rank(), static_cast<int>(peer)}].push_back({tag, bytes});
+      else
+        received[{static_cast<int>(peer), proto.rank()}].push_back({tag, bytes});
+    }
+  }
+  std::set<std::pair<int, int>> pairs;
+  for (auto &e : sent)
+    pairs.insert(e.first);
+  for (auto &e : received)
+    pairs.insert(e.first);
+  for (auto [from, to] : pairs) {
+    const auto &s = sent[{from, to}];
+    const auto &r = received[{from, to}];
+    for (size_t i = 0; i < std::max(s.size(), r.size()); ++i) {
+      if (i >= s.size())
+        return fail("rank " + llvm::Twine(to) + " receives message " + llvm::Twine(i) +
+                    " (tag " + llvm::Twine(r[i].first) + ") from rank " +
+                    llvm::Twine(from) + ", which never sends it");
+      if (i >= r.size())
+        return fail("rank " + llvm::Twine(from) + " sends message " + llvm::Twine(i) +
+                    " (tag " + llvm::Twine(s[i].first) + ") to rank " +
+                    llvm::Twine(to) + ", which never receives it");
+      if (s[i] != r[i])
+        return fail("rank " + llvm::Twine(from) + " sends tag " +
+                    llvm::Twine(s[i].first) + " (" + llvm::Twine(s[i].second) +
+                    " bytes) as message " + llvm::Twine(i) + " to rank " +
+                    llvm::Twine(to) + ", which expects tag " +
+                    llvm::Twine(r[i].first) + " (" + llvm::Twine(r[i].second) +
+                    " bytes) there");
+    }
+  }
+  return llvm::Error::success();
+}
+
+Expected<std::vector<std::vector<distrt::NamedTensor>>>
+distopt::runLocalMicrobatches(
+    const Programs &programs,
+    const std::vector<std::vector<distrt::NamedTensor>> &inputs,
+    int threadsPerRank) {
+  int64_t m = inputs.size();
+  std::vector<std::vector<std::vector<distrt::HostTensor>>> perRank(
+      programs.size(), std::vector<std::vector<distrt::HostTensor>>(m));
+  for (int64_t mb = 0; mb < m; ++mb) {
+    std::vector<std::vector<distrt::HostTensor>> scattered;
+    distrt::Status st = distrt::ScatterInputs(programs, inputs[mb], &scattered);
+    if (!st.ok())
+      return fail("microbatch " + llvm::Twine(mb) + ": " + st.ToString());
+    for (size_t r = 0; r < programs.size(); ++r)
+      perRank[r][mb] = std::move(scattered[r]);
+  }
+  distrt::LocalRunOptions options;
+  options.threads_per_rank = threadsPerRank;
+  std::vector<std::vector<std::vector<distrt::HostTensor>>> outputs;
+  distrt::Status st =
+      distrt::RunLocalSchedule(programs, perRank, &outputs, options);
+  if (!st.ok())
+    return fail(st.ToString());
+  std::vector<std::vector<distrt::NamedTensor>> global(m);
+  for (int64_t mb = 0; mb < m; ++mb) {
+    std::vector<std::vector<distrt::HostTensor>> pieces(programs.size());
+    for (size_t r = 0; r < programs.size(); ++r)
+      pieces[r] = std::move(outputs[r][mb]);
+    st = distrt::AssembleOutputs(programs, pieces, &global[mb]);
+    if (!st.ok())
+      return fail("microbatch " + llvm::Twine(mb) + ": " + st.ToString());
+  }
+  return global;
+}
+
+Expected<std::vector<std::vector<distrt::NamedTensor>>>
+distopt::splitBatch(const std::vector<distrt::NamedTensor> &tensors,
+                    int64_t parts) {
+  std::vector<std::vector<distrt::NamedTensor>> out(parts);
+  for (const distrt::NamedTensor &t : tensors) {
+    if (t.tensor.rank() == 0 || t.tensor.dim(0) % parts != 0)
+      return fail("input '" + t.name + "' has " +
+                  llvm::Twine(t.tensor.rank() ? t.tensor.dim(0) : 0) +
+                  " rows, which do not split into " + llvm::Twine(parts) +
+                  " microbatches");
+    distrt::Shape shape = t.tensor.shape();
+    shape[0] /= parts;
+    size_t bytes = t.tensor.byte_size() / parts;
+    for (int64_t i = 0; i < parts; ++i) {
+      distrt::HostTensor piece;
+      distrt::Status st = distrt::HostTensor::FromBytes(
+          t.tensor.dtype(), shape,
+          static_cast<const uint8_t *>(t.tensor.raw()) + i * bytes, bytes, &piece);
+      if (!st.ok())
+        return fail(st.ToString());
+      out[i].push_back({t.name, std::move(piece)});
+    }
+  }
+  return out;
+}
+
+Expected<std::vector<distrt::NamedTensor>>
+distopt::concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts) {
+  std::vector<distrt::NamedTensor> out;
+  if (parts.empty())
+    return out;
+  for (size_t i = 0; i < parts[0].size(); ++i) {
+    const distrt::HostTensor &first = parts[0][i].tensor;
+    distrt::Shape shape = first.shape();
+    if (shape.empty())
+      return fail("output '" + parts[0][i].name + "' is a scalar per microbatch");
+    shape[0] *= parts.size();
+    distrt::HostTensor whole;
+    distrt::Status st = distrt::HostTensor::Allocate(first.dtype(), shape, &whole);
+    if (!st.ok())
+      return fail(st.ToString());
+    size_t bytes = first.byte_size();
+    for (size_t p = 0; p < parts.size(); ++p)
+      std::memcpy(static_cast<uint8_t *>(whole.raw()) + p * bytes,
+                  parts[p][i].tensor.raw(), bytes);
+    out.push_back({parts[0][i].name, std::move(whole)});
+  }
+  return out;
 }

@@ -29,7 +29,8 @@ static bool toDType(int onnxType, distrt::DType &out) {
   }
 }
 
-llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path) {
+llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path,
+                                                            std::string *name) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail("cannot open " + path.str());
@@ -38,6 +39,8 @@ llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path
   onnx::TensorProto t;
   if (!t.ParseFromString(buf.str()))
     return fail(path.str() + " is not a valid ONNX TensorProto");
+  if (name)
+    *name = t.name();
   distrt::DType dtype;
   if (!toDType(t.data_type(), dtype))
     return fail(path.str() + ": unsupported ONNX element type " +

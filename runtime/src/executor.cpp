@@ -112,6 +112,7 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   ctx.pool = im.pool.get();
   ctx.comm = comm_;
   ctx.rank = p.rank();
+  ctx.tag_offset = tag_offset_;
   ctx.tracker = im.run_tracker;
   std::vector<HostTensor> results;
   const int n = p.num_instructions();
@@ -170,6 +171,57 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   stats_.instructions = n;
   stats_.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return OkStatus();
+}
+
+}  // namespace distrt
+
+namespace distrt {
+
+// Send/recv tags of microbatch m are tag + m * kMicrobatchTagStride.
+constexpr int64_t kMicrobatchTagStride = int64_t{1} << 20;
+
+int Executor::microbatches() const {
+  const proto::RankProgram& p = program_->proto();
+  return p.has_schedule() && p.schedule().microbatches() > 0 ? p.schedule().microbatches()
+                                                              : 1;
+}
+
+Status Executor::RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
+                             std::vector<std::vector<HostTensor>>* outputs) {
+  const proto::RankProgram& p = program_->proto();
+  const int m = microbatches();
+  if (static_cast<int>(inputs.size()) != m) {
+    Status st = InvalidArgumentError(program_->source(), ": the schedule runs ", m,
+                                     " microbatches but inputs for ", inputs.size(),
+                                     " were given");
+    if (comm_ != nullptr) comm_->Abort(st);
+    return st;
+  }
+  outputs->assign(static_cast<size_t>(m), {});
+  if (!p.has_schedule()) {
+    tag_offset_ = 0;
+    return Run(inputs[0], &(*outputs)[0]);
+  }
+  for (const proto::ScheduleAction& a : p.schedule().actions()) {
+    if (a.phase() != proto::ScheduleAction::FORWARD) {
+      Status st = UnimplementedError(program_->source(),
+                                     ": the schedule has a backward action; distrt runs "
+                                     "forward (inference) schedules only");
+      if (comm_ != nullptr) comm_->Abort(st);
+      return st;
+    }
+    if (a.microbatch() < 0 || a.microbatch() >= m) {
+      Status st = InvalidArgumentError(program_->source(), ": schedule action for microbatch ",
+                                       a.microbatch(), " of ", m);
+      if (comm_ != nullptr) comm_->Abort(st);
+      return st;
+    }
+    tag_offset_ = a.microbatch() * kMicrobatchTagStride;
+    DISTRT_RETURN_IF_ERROR(Run(inputs[static_cast<size_t>(a.microbatch())],
+                               &(*outputs)[static_cast<size_t>(a.microbatch())]));
+  }
+  tag_offset_ = 0;
   return OkStatus();
 }
 

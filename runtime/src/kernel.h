@@ -46,6 +46,9 @@ class KernelContext {
   ThreadPool* pool = nullptr;            // intra-op threads, may be null
   Communicator* comm = nullptr;          // null when the program has no collectives
   int rank = 0;
+  // Added to send/recv tags: keeps the messages of different pipeline
+  // microbatches apart.
+  int64_t tag_offset = 0;
   std::shared_ptr<MemoryTracker> tracker;
   // Per input: its buffer dies with this instruction and nothing else holds
   // it, so AllocateOutput may hand it out again (set by the executor only

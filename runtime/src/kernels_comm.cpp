@@ -354,7 +354,7 @@ Status RunSend(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
   const HostTensor& x = ctx.input(0);
   return ctx.comm->Send(x.raw(), static_cast<int64_t>(x.byte_size()), static_cast<int>(peer),
-                        static_cast<int>(tag));
+                        static_cast<int>(tag + ctx.tag_offset));
 }
 
 Status RunRecv(KernelContext& ctx) {
@@ -365,7 +365,7 @@ Status RunRecv(KernelContext& ctx) {
   HostTensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
   return ctx.comm->Recv(y->raw(), static_cast<int64_t>(y->byte_size()), static_cast<int>(peer),
-                        static_cast<int>(tag));
+                        static_cast<int>(tag + ctx.tag_offset));
 }
 
 // to_partial: a replicated value becomes a Partial(reduction) one without

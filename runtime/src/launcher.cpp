@@ -1,6 +1,7 @@
 #include "distrt/launcher.h"
 
 #include <set>
+#include <functional>
 #include <thread>
 
 #include "distrt/local_comm.h"
@@ -8,16 +9,15 @@
 
 namespace distrt {
 
-Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
-                const std::vector<std::vector<HostTensor>>& inputs,
-                std::vector<std::vector<HostTensor>>* outputs, const LocalRunOptions& options,
-                std::vector<RunStats>* stats) {
+namespace {
+
+// Starts one thread per rank with its executor and the in-process
+// communicator, runs `body` on each, and returns the root-cause failure.
+Status RunRanksLocal(const std::vector<std::shared_ptr<const Program>>& programs,
+                     const LocalRunOptions& options, std::vector<RunStats>* stats,
+                     const std::function<Status(Executor&, int)>& body) {
   const int n = static_cast<int>(programs.size());
   if (n == 0) return InvalidArgumentError("RunLocal: no programs");
-  if (static_cast<int>(inputs.size()) != n) {
-    return InvalidArgumentError("RunLocal: ", n, " programs but inputs for ", inputs.size(),
-                                " ranks");
-  }
   for (int r = 0; r < n; ++r) {
     if (!programs[r]) return InvalidArgumentError("RunLocal: program ", r, " is null");
     if (programs[r]->rank() != r || programs[r]->world_size() != n) {
@@ -31,7 +31,6 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
   std::shared_ptr<LocalWorld> world;
   DISTRT_RETURN_IF_ERROR(LocalWorld::Create(n, copts, &world));
   std::vector<Status> status(static_cast<size_t>(n));
-  std::vector<std::vector<HostTensor>> outs(static_cast<size_t>(n));
   std::vector<RunStats> st(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
@@ -44,7 +43,7 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
       if (!s.ok()) {
         comm->Abort(s);
       } else {
-        s = exec->Run(inputs[r], &outs[r]);  // aborts the world itself on failure
+        s = body(*exec, r);  // the executor aborts the world itself on failure
         st[r] = exec->stats();
       }
       if (s.ok()) world->MarkFinished(r);
@@ -62,8 +61,41 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
     if (!status[r].ok()) culprit = r;
   }
   if (culprit >= 0) return status[culprit].WithContext(StrCat("rank ", culprit));
-  *outputs = std::move(outs);
   if (stats) *stats = std::move(st);
+  return OkStatus();
+}
+
+}  // namespace
+
+Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
+                const std::vector<std::vector<HostTensor>>& inputs,
+                std::vector<std::vector<HostTensor>>* outputs, const LocalRunOptions& options,
+                std::vector<RunStats>* stats) {
+  if (inputs.size() != programs.size()) {
+    return InvalidArgumentError("RunLocal: ", programs.size(), " programs but inputs for ",
+                                inputs.size(), " ranks");
+  }
+  std::vector<std::vector<HostTensor>> outs(programs.size());
+  DISTRT_RETURN_IF_ERROR(RunRanksLocal(programs, options, stats, [&](Executor& e, int r) {
+    return e.Run(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
+  }));
+  *outputs = std::move(outs);
+  return OkStatus();
+}
+
+Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& programs,
+                        const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
+                        std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                        const LocalRunOptions& options, std::vector<RunStats>* stats) {
+  if (inputs.size() != programs.size()) {
+    return InvalidArgumentError("RunLocalSchedule: ", programs.size(),
+                                " programs but inputs for ", inputs.size(), " ranks");
+  }
+  std::vector<std::vector<std::vector<HostTensor>>> outs(programs.size());
+  DISTRT_RETURN_IF_ERROR(RunRanksLocal(programs, options, stats, [&](Executor& e, int r) {
+    return e.RunSchedule(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
+  }));
+  *outputs = std::move(outs);
   return OkStatus();
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/InitAll.h"
 #include "distopt/Pipeline/Compiler.h"
+#include "distopt/Pipeline/Stages.h"
 #include "distopt/Report/Report.h"
 
 #include "dist/IR/DistOps.h"
@@ -55,6 +56,11 @@ static cl::opt<std::string> costModelPath(
     "cost-model",
     cl::desc("link and device parameters for --report (YAML); default: "
              "NVLink-class links inside a node of 8, InfiniBand-class across"),
+    cl::value_desc("file"), cl::cat(category));
+
+static cl::opt<std::string> pipelineSvg(
+    "pipeline-svg",
+    cl::desc("write the pipeline schedule's predicted timeline as an SVG"),
     cl::value_desc("file"), cl::cat(category));
 
 /// True if the command line names a pass or pass pipeline to run.
@@ -114,6 +120,7 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     return 0;
   }
 
+  std::optional<PipelineReport> pipelineReport;
   CostModel costModel;
   if (!costModelPath.empty()) {
     auto parsed = parseCostModel(costModelPath);
@@ -127,8 +134,15 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   auto cloneOf = [](mlir::ModuleOp m) {
     return mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(m->clone()));
   };
+  // One module per pipeline stage (just the model without a pipeline).
+  std::optional<PipelineConfig> pipeline = getPipelineConfig(*module);
+  std::optional<StageAssignment> stages;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules;
+  int64_t ppAxis = -1;
   mlir::OwningOpRef<mlir::ModuleOp> result, rank0;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stagePrograms;
   if (!module->getOps<distopt::dist::MeshOp>().empty()) {
+    auto mesh = *module->getOps<distopt::dist::MeshOp>().begin();
     if (emitRank >= numDevices(*module)) {
       errs() << "dist-opt: error: --dist-emit-rank=" << emitRank
              << " but the mesh has " << numDevices(*module) << " devices\n";
@@ -136,21 +150,116 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     }
     if (failed(shardModule(*module)))
       return 1;
-    result = partitionForRank(*module, emitRank);
-    if (!result)
-      return 1;
-    if (reportFormat != ReportFormat::None) {
-      rank0 = emitRank == 0 ? cloneOf(*result) : partitionForRank(*module, 0);
+    auto stageModuleFor = [&](int64_t rank) -> mlir::ModuleOp {
+      if (!pipeline)
+        return *module;
+      int64_t s = rank >= 0 ? mesh.getCoords(rank)[ppAxis] : 0;
+      if (!stageModules[s])
+        stageModules[s] = extractStage(*module, *stages, *pipeline, s);
+      return *stageModules[s];
+    };
+    if (pipeline) {
+      ppAxis = mesh.getAxisIndex(pipeline->axis);
+      auto assigned =
+          assignStages(*module, *pipeline, mesh.getAxisSizes()[ppAxis]);
+      if (failed(assigned))
+        return 1;
+      stages = std::move(*assigned);
+      stageModules.resize(stages->numStages);
+    }
+    if (pipeline && emitRank < 0) {
+      // The SPMD program of every stage, one after another.
+      for (int64_t s = 0; s < stages->numStages; ++s) {
+        if (!stageModules[s])
+          stageModules[s] = extractStage(*module, *stages, *pipeline, s);
+        auto program = partitionForRank(*stageModules[s], -1);
+        if (!program)
+          return 1;
+        stagePrograms.push_back(std::move(program));
+      }
+    } else {
+      result = partitionForRank(stageModuleFor(emitRank), emitRank);
+      if (!result)
+        return 1;
+    }
+    if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
+      rank0 = emitRank == 0 && result ? cloneOf(*result)
+                                      : partitionForRank(stageModuleFor(0), 0);
       if (!rank0)
         return 1;
     }
+    if (pipeline && (reportFormat != ReportFormat::None || !pipelineSvg.empty())) {
+      // Per stage: one representative rank's estimate for one microbatch.
+      PipelineReport pr;
+      pr.stages = stages->numStages;
+      pr.microbatches = pipeline->microbatches;
+      pr.schedule = pipeline->schedule;
+      pr.stageParameterBytes = stages->stageParameterBytes;
+      for (int64_t s = 0; s < pr.stages; ++s) {
+        SmallVector<int64_t> coords(mesh.getAxisSizes().size(), 0);
+        coords[ppAxis] = s;
+        int64_t rank = mesh.getRank(coords);
+        auto program = partitionForRank(stageModuleFor(rank), rank);
+        if (!program)
+          return 1;
+        Report one = buildReport(*module, {*program}, costModel);
+        pr.stageUs.push_back(one.computeUs + one.communicationUs);
+        std::string first, last;
+        for (size_t l = 0; l < stages->layers.size(); ++l)
+          if (stages->stageOfLayer[l] == s) {
+            if (first.empty())
+              first = stages->layers[l];
+            last = stages->layers[l];
+          }
+        pr.layersPerStage.push_back(first == last ? first : first + " .. " + last);
+      }
+      auto schedule = buildSchedule(pipeline->schedule, pr.stages,
+                                    pr.microbatches, /*withBackward=*/false);
+      std::vector<double> none(pr.stages, 0.0);
+      ScheduleTimeline tl = simulateSchedule(schedule, pr.stageUs, none, 0.0);
+      pr.makespanUs = tl.makespan;
+      pr.bubbleFraction = tl.bubbleFraction;
+      pipelineReport = pr;
+      if (!pipelineSvg.empty()) {
+        std::string err;
+        auto svg = mlir::openOutputFile(pipelineSvg, &err);
+        if (!svg) {
+          errs() << "dist-opt: error: " << err << "\n";
+          return 1;
+        }
+        writeTimelineSvg(tl, pr.stages, pr.microbatches,
+                         (pipeline->schedule + " schedule, " +
+                          std::to_string(pr.stages) + " stages, " +
+                          std::to_string(pr.microbatches) + " microbatches")
+                             .c_str(),
+                         svg->os());
+        svg->keep();
+      }
+    }
   } else {
+    if (!pipelineSvg.empty()) {
+      errs() << "dist-opt: error: --pipeline-svg needs a plan with a pipeline "
+                "section and a mesh\n";
+      return 1;
+    }
     result = cloneOf(*module);
     rank0 = cloneOf(*module);
   }
 
   if (reportFormat != ReportFormat::None) {
-    Report report = buildReport(*module, {*rank0}, costModel);
+    std::function<bool(mlir::Operation *, int64_t)> stores;
+    if (stages) {
+      auto mesh = *module->getOps<distopt::dist::MeshOp>().begin();
+      stores = [&, mesh](mlir::Operation *w, int64_t rank) mutable {
+        int64_t s = mesh.getCoords(rank)[ppAxis];
+        for (mlir::Operation *user : w->getUsers())
+          if (stages->stageOf.lookup(user) == s)
+            return true;
+        return false;
+      };
+    }
+    Report report = buildReport(*module, {*rank0}, costModel, stores);
+    report.pipeline = pipelineReport;
     if (reportFormat == ReportFormat::Json)
       printReportJson(report, outs());
     else
@@ -158,8 +267,15 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     if (output == "-")
       return 0; // the report takes stdout; -o still receives the IR
   }
-  result->print(out->os());
-  out->os() << "\n";
+  if (result) {
+    result->print(out->os());
+    out->os() << "\n";
+  }
+  for (auto [s, program] : llvm::enumerate(stagePrograms)) {
+    out->os() << "// ----- pipeline stage " << s << "\n";
+    program->print(out->os());
+    out->os() << "\n";
+  }
   out->keep();
   return 0;
 }

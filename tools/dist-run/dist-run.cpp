@@ -1,6 +1,7 @@
 //===- dist-run.cpp - run a model on a mesh and check it --------*- C++ -*-===//
 #include "distopt/InitAll.h"
 #include "distopt/Import/OnnxImporter.h"
+#include "distopt/Plan/Plan.h"
 #include "distopt/Runner/Runner.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -79,10 +80,26 @@ static std::string describe(const distrt::HostTensor &t) {
   return distrt::DTypeName(t.dtype()) + distrt::ShapeToString(t.shape());
 }
 
+/// Runs one set of global inputs per microbatch (a single set without a
+/// pipeline) and returns each microbatch's outputs.
+static Expected<std::vector<std::vector<distrt::NamedTensor>>>
+runAll(const Programs &programs,
+       const std::vector<std::vector<distrt::NamedTensor>> &inputs) {
+  if (microbatchesOf(programs) == 1 && inputs.size() == 1) {
+    auto out = runLocal(programs, inputs[0], threads);
+    if (!out)
+      return out.takeError();
+    return std::vector<std::vector<distrt::NamedTensor>>{std::move(*out)};
+  }
+  return runLocalMicrobatches(programs, inputs, threads);
+}
+
 /// Binds the model's symbolic input dimensions from the shapes of a data
-/// set's inputs (dimensions given with --dim win).
+/// set's inputs (dimensions given with --dim win). With m microbatches the
+/// batch dimension (input 0, dimension 0) is bound to batch / m.
 static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
-                                         const CompileOptions &base) {
+                                         const CompileOptions &base,
+                                         int64_t microbatches) {
   CompileOptions options = base;
   auto symbols = inputDimensionSymbols(model);
   if (!symbols)
@@ -94,10 +111,24 @@ static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
     if (!t)
       return t.takeError();
     const std::vector<std::string> &dims = (*symbols)[i];
-    for (size_t d = 0; d < dims.size() && d < t->shape().size(); ++d)
-      if (!dims[d].empty() && !options.dims.count(dims[d]))
-        options.dims[dims[d]] = t->shape()[d];
+    for (size_t d = 0; d < dims.size() && d < t->shape().size(); ++d) {
+      if (dims[d].empty() || options.dims.count(dims[d]))
+        continue;
+      int64_t extent = t->shape()[d];
+      if (i == 0 && d == 0 && microbatches > 1) {
+        if (extent % microbatches != 0)
+          return createStringError("a batch of " + std::to_string(extent) +
+                                   " does not split into " +
+                                   std::to_string(microbatches) + " microbatches");
+        extent /= microbatches;
+      }
+      options.dims[dims[d]] = extent;
+    }
   }
+  if (microbatches > 1 && (symbols->empty() || (*symbols)[0].empty() ||
+                           (*symbols)[0][0].empty()))
+    return createStringError("microbatching needs a model exported with a "
+                             "dynamic batch axis (input 0, dimension 0)");
   return options;
 }
 
@@ -107,6 +138,7 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
                        StringRef workDir) {
   SmallString<256> model(onnxTest);
   sys::path::append(model, "model.onnx");
+  int64_t microbatches = plannedMicrobatches(base.plans);
   int sets = 0, outputs = 0;
   double maxAbs = 0;
   for (int k = 0;; ++k) {
@@ -114,18 +146,28 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
     sys::path::append(set, "test_data_set_" + std::to_string(k));
     if (!sys::fs::is_directory(set))
       break;
-    auto options = bindDims(model, set, base);
+    auto options = bindDims(model, set, base, microbatches);
     if (!options)
       return failWith(toString(options.takeError()));
     auto programs = compilePrograms(ctx, model, *options, workDir);
     if (!programs)
       return failWith(toString(programs.takeError()));
-    auto inputs = makeInputs(*(*programs)[0], set, 0);
+    auto inputs = makeInputs(*programs, set, 0);
     if (!inputs)
       return failWith(toString(inputs.takeError()));
-    auto got = runLocal(*programs, *inputs, threads);
+    std::vector<std::vector<distrt::NamedTensor>> perMicrobatch{*inputs};
+    if (microbatches > 1) {
+      auto split = splitBatch(*inputs, microbatches);
+      if (!split)
+        return failWith(toString(split.takeError()));
+      perMicrobatch = std::move(*split);
+    }
+    auto ran = runAll(*programs, perMicrobatch);
+    if (!ran)
+      return failWith(set + ": " + toString(ran.takeError()));
+    auto got = concatBatch(*ran);
     if (!got)
-      return failWith(set + ": " + toString(got.takeError()));
+      return failWith(toString(got.takeError()));
     for (size_t i = 0;; ++i) {
       SmallString<256> path(set);
       sys::path::append(path, "output_" + std::to_string(i) + ".pb");
@@ -212,15 +254,37 @@ int main(int argc, char **argv) {
   errs() << "dist-run: compiled " << modelPath << " for " << programs->size()
          << " rank(s) in " << format("%.1f", compileMs) << " ms\n";
 
-  auto inputs = makeInputs(*(*programs)[0], inputsDir, seed);
-  if (!inputs)
-    return failWith(toString(inputs.takeError()));
-  auto outputs = runLocal(*programs, *inputs, threads);
+  // One set of inputs per microbatch of the pipeline schedule.
+  int64_t microbatches = microbatchesOf(*programs);
+  std::vector<std::vector<distrt::NamedTensor>> inputs;
+  if (!inputsDir.empty()) {
+    auto all = makeInputs(*programs, inputsDir, seed);
+    if (!all)
+      return failWith(toString(all.takeError()));
+    inputs.push_back(std::move(*all));
+    if (microbatches > 1) {
+      auto split = splitBatch(inputs[0], microbatches);
+      if (!split)
+        return failWith(toString(split.takeError()));
+      inputs = std::move(*split);
+    }
+  } else {
+    for (int64_t mb = 0; mb < microbatches; ++mb) {
+      auto one = makeInputs(*programs, "", seed + mb);
+      if (!one)
+        return failWith(toString(one.takeError()));
+      inputs.push_back(std::move(*one));
+    }
+  }
+  auto outputs = runAll(*programs, inputs);
   if (!outputs)
     return failWith(toString(outputs.takeError()));
-  for (const distrt::NamedTensor &o : *outputs)
-    outs() << "output '" << o.name << "': " << describe(o.tensor) << " "
-           << o.tensor.DebugString(6) << "\n";
+  for (size_t mb = 0; mb < outputs->size(); ++mb)
+    for (const distrt::NamedTensor &o : (*outputs)[mb])
+      outs() << "output '" << o.name << "'"
+             << (microbatches > 1 ? " microbatch " + std::to_string(mb) : "")
+             << ": " << describe(o.tensor) << " " << o.tensor.DebugString(6)
+             << "\n";
 
   int status = 0;
   if (check) {
@@ -231,20 +295,27 @@ int main(int argc, char **argv) {
     if (!reference)
       return failWith("single-device reference: " +
                       toString(reference.takeError()));
-    auto expected = runLocal(*reference, *inputs, threads);
-    if (!expected)
-      return failWith("single-device reference: " +
-                      toString(expected.takeError()));
-    bool allOk = expected->size() == outputs->size();
-    for (size_t i = 0; i < outputs->size() && i < expected->size(); ++i) {
-      Comparison c = compareTensors((*outputs)[i].tensor, (*expected)[i].tensor,
-                                    relTol, absTol);
-      outs() << "check '" << (*outputs)[i].name << "': max abs diff "
-             << format("%.3g", c.maxAbs) << (c.ok ? " ok" : " MISMATCH ")
-             << c.message << "\n";
-      allOk &= c.ok;
+    bool allOk = true;
+    size_t checked = 0;
+    for (size_t mb = 0; mb < inputs.size(); ++mb) {
+      auto expected = runLocal(*reference, inputs[mb], threads);
+      if (!expected)
+        return failWith("single-device reference: " +
+                        toString(expected.takeError()));
+      const auto &got = (*outputs)[mb];
+      allOk &= expected->size() == got.size();
+      for (size_t i = 0; i < got.size() && i < expected->size(); ++i) {
+        Comparison c = compareTensors(got[i].tensor, (*expected)[i].tensor,
+                                      relTol, absTol);
+        outs() << "check '" << got[i].name << "'"
+               << (microbatches > 1 ? " microbatch " + std::to_string(mb) : "")
+               << ": max abs diff " << format("%.3g", c.maxAbs)
+               << (c.ok ? " ok" : " MISMATCH ") << c.message << "\n";
+        allOk &= c.ok;
+        ++checked;
+      }
     }
-    outs() << (allOk ? "check passed: " : "check FAILED: ") << outputs->size()
+    outs() << (allOk ? "check passed: " : "check FAILED: ") << checked
            << " output(s) on " << programs->size()
            << " rank(s) vs single device\n";
     status = allOk ? 0 : 1;
@@ -254,7 +325,7 @@ int main(int argc, char **argv) {
     std::vector<double> times;
     for (int i = 0; i < bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      auto r = runLocal(*programs, *inputs, threads);
+      auto r = runAll(*programs, inputs);
       if (!r)
         return failWith(toString(r.takeError()));
       times.push_back(std::chrono::duration<double, std::milli>(

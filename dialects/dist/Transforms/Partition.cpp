@@ -75,6 +75,22 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
     return success();
   }
 
+  if (auto recv = dyn_cast<RecvOp>(op)) {
+    // A value from another pipeline stage: this device's piece of it.
+    auto global = recv.getResult().getType();
+    auto local = RecvOp::create(b, op->getLoc(),
+                                ctx.localType(global, shardingOf(recv.getResult())),
+                                recv.getMeshAttr(), recv.getAxisAttr(),
+                                recv.getPeerAttr(), recv.getTagAttr());
+    local->setAttrs(op->getDiscardableAttrDictionary());
+    map.map(recv.getResult(), local.getResult());
+    return success();
+  }
+  if (isa<SendOp>(op)) {
+    b.clone(*op, map);
+    return success();
+  }
+
   SmallVector<ShardingAttr> operandShardings, resultShardings;
   for (Value v : op->getOperands())
     operandShardings.push_back(shardingOf(v));

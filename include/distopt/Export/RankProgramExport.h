@@ -20,6 +20,12 @@ struct ExportOptions {
   std::string weightDir;
   /// Pipeline stage of this rank's program (0 without pipelining).
   int stage = 0;
+  /// The stage's schedule: (microbatch, forward?) in order. Empty without
+  /// pipelining.
+  std::vector<std::pair<int64_t, bool>> schedule;
+  int64_t microbatches = 1;
+  int64_t numStages = 1;
+  std::string scheduleKind;
 };
 
 /// Exports the function `@main` (or the module's only function) of a module

@@ -71,6 +71,10 @@ mlir::LogicalResult applyPlan(mlir::ModuleOp module, llvm::StringRef plan);
 /// Applies a parsed plan.
 mlir::LogicalResult applyPlanSpec(mlir::ModuleOp module, const PlanSpec &spec);
 
+/// Microbatches the plans' pipeline section asks for (1 without one); read
+/// before import, since the model is compiled at the microbatch size.
+int64_t plannedMicrobatches(const std::vector<std::string> &plans);
+
 /// Names of the presets, for --help.
 llvm::ArrayRef<llvm::StringRef> presetNames();
 

@@ -15,6 +15,8 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +59,17 @@ struct CollectiveEntry {
   double timeUs = 0;       // per occurrence, from the cost model
 };
 
+struct PipelineReport {
+  int64_t stages = 1;
+  int64_t microbatches = 1;
+  std::string schedule;
+  std::vector<std::string> layersPerStage; // "blocks.0 .. blocks.1"
+  std::vector<double> stageUs;             // one microbatch, forward
+  std::vector<int64_t> stageParameterBytes;
+  double makespanUs = 0;
+  double bubbleFraction = 0;
+};
+
 struct Report {
   int64_t ranks = 1;
   std::vector<std::string> meshAxes;
@@ -69,13 +82,17 @@ struct Report {
   double flopsPerRank = 0;
   double communicationUs = 0;
   double computeUs = 0;
+  std::optional<PipelineReport> pipeline;
 };
 
 /// Builds the report from the global sharded module (after
 /// dist-insert-reshards) and one partitioned module per rank (index = rank).
-Report buildReport(mlir::ModuleOp sharded,
-                   llvm::ArrayRef<mlir::ModuleOp> partitioned,
-                   const CostModel &model);
+/// `stores(weight, rank)`, when given, says whether a rank keeps a weight
+/// (pipeline stages keep only their own); by default every rank does.
+Report buildReport(
+    mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
+    const CostModel &model,
+    std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
 
 void printReportText(const Report &report, llvm::raw_ostream &os);
 void printReportJson(const Report &report, llvm::raw_ostream &os);

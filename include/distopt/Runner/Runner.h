@@ -33,14 +33,40 @@ llvm::Expected<Programs> compilePrograms(mlir::MLIRContext &ctx,
                                          const CompileOptions &options,
                                          llvm::StringRef workDir);
 
-/// Model inputs: read from `input_<i>.pb` files (ONNX TensorProto) in `dir`,
-/// or, with an empty `dir`, generated from `seed` (integer inputs that index
-/// a table stay inside it).
+/// Model inputs (every input any rank's program takes): read from
+/// `input_<i>.pb` files (ONNX TensorProto) in `dir`, in the order of the
+/// programs' inputs, or, with an empty `dir`, generated from `seed` (integer
+/// inputs that index a table stay inside it).
 llvm::Expected<std::vector<distrt::NamedTensor>>
-makeInputs(const distrt::Program &program, llvm::StringRef dir, uint64_t seed);
+makeInputs(const Programs &programs, llvm::StringRef dir, uint64_t seed);
 
-/// Reads an ONNX TensorProto file.
-llvm::Expected<distrt::HostTensor> readTensorProto(llvm::StringRef path);
+/// Microbatches the programs' pipeline schedule runs (1 without one).
+int64_t microbatchesOf(const Programs &programs);
+
+/// Checks, before anything runs, that every send has its receive: for each
+/// pair of ranks the tags (and sizes) sent, in program order, equal those
+/// received. A mismatch would deadlock or mix messages.
+llvm::Error checkPointToPoint(const Programs &programs);
+
+/// Runs a pipelined model: `inputs[m]` are microbatch m's global inputs; the
+/// result holds each microbatch's global outputs.
+llvm::Expected<std::vector<std::vector<distrt::NamedTensor>>>
+runLocalMicrobatches(const Programs &programs,
+                     const std::vector<std::vector<distrt::NamedTensor>> &inputs,
+                     int threadsPerRank);
+
+/// Splits every tensor along dimension 0 into `parts` equal pieces.
+llvm::Expected<std::vector<std::vector<distrt::NamedTensor>>>
+splitBatch(const std::vector<distrt::NamedTensor> &tensors, int64_t parts);
+
+/// Joins microbatches' tensors along dimension 0.
+llvm::Expected<std::vector<distrt::NamedTensor>>
+concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts);
+
+/// Reads an ONNX TensorProto file; `name` (if given) receives the tensor's
+/// name field.
+llvm::Expected<distrt::HostTensor> readTensorProto(llvm::StringRef path,
+                                                   std::string *name = nullptr);
 
 /// Runs every rank on the in-process backend and reassembles the outputs.
 llvm::Expected<std::vector<distrt::NamedTensor>>

@@ -42,6 +42,17 @@ class Executor {
   // aborted so peers stop waiting, and the error names the instruction.
   Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
 
+  // A pipeline stage: runs the program once per FORWARD action of its
+  // schedule, in schedule order, on that microbatch's inputs, with the
+  // microbatch's send/recv tags (see PipelineSchedule in the proto).
+  // `inputs[m]` and `(*outputs)[m]` belong to microbatch m. A program without
+  // a schedule runs once, as microbatch 0.
+  Status RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
+                     std::vector<std::vector<HostTensor>>* outputs);
+
+  // Microbatches this program's schedule runs (1 without a schedule).
+  int microbatches() const;
+
   const Program& program() const { return *program_; }
   const RunStats& stats() const { return stats_; }
 
@@ -52,6 +63,7 @@ class Executor {
   Communicator* comm_ = nullptr;
   std::unique_ptr<Impl> impl_;
   RunStats stats_;
+  int64_t tag_offset_ = 0;
 };
 
 }  // namespace distrt

@@ -30,6 +30,14 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
                 const LocalRunOptions& options = LocalRunOptions(),
                 std::vector<RunStats>* stats = nullptr);
 
+// Pipeline stages: every rank runs its schedule (Executor::RunSchedule);
+// inputs[rank][microbatch] are that rank's inputs for the microbatch.
+Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& programs,
+                        const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
+                        std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                        const LocalRunOptions& options = LocalRunOptions(),
+                        std::vector<RunStats>* stats = nullptr);
+
 struct NamedTensor {
   std::string name;
   HostTensor tensor;

@@ -320,7 +320,7 @@ TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
     auto reference = compilePrograms(*ctx, path, single, dir);
     ASSERT_TRUE(static_cast<bool>(reference))
         << llvm::toString(reference.takeError()) << "\n" << diagnostics;
-    auto inputs = makeInputs(*(*reference)[0], "", seed);
+    auto inputs = makeInputs(*reference, "", seed);
     ASSERT_TRUE(static_cast<bool>(inputs)) << llvm::toString(inputs.takeError());
     auto expected = runLocal(*reference, *inputs, 1);
     ASSERT_TRUE(static_cast<bool>(expected)) << llvm::toString(expected.takeError());

@@ -1,0 +1,82 @@
+//===- ScheduleTest.cpp - pipeline schedules and their timelines -*- C++ -*-===//
+#include "distopt/Pipeline/Stages.h"
+
+#include <gtest/gtest.h>
+
+using namespace distopt;
+
+namespace {
+
+std::string render(const std::vector<ScheduleAction> &actions) {
+  std::string s;
+  for (const ScheduleAction &a : actions)
+    s += (a.forward ? "F" : "B") + std::to_string(a.microbatch) + " ";
+  return s;
+}
+
+TEST(ScheduleTest, ForwardOnlySchedulesRunMicrobatchesInOrder) {
+  for (const char *kind : {"gpipe", "1f1b"}) {
+    auto s = buildSchedule(kind, 3, 4, /*withBackward=*/false);
+    ASSERT_EQ(s.size(), 3u);
+    for (const auto &stage : s)
+      EXPECT_EQ(render(stage), "F0 F1 F2 F3 ") << kind;
+  }
+}
+
+TEST(ScheduleTest, GPipeFillsThenDrains) {
+  auto s = buildSchedule("gpipe", 2, 3, /*withBackward=*/true);
+  EXPECT_EQ(render(s[0]), "F0 F1 F2 B2 B1 B0 ");
+  EXPECT_EQ(render(s[1]), "F0 F1 F2 B2 B1 B0 ");
+}
+
+TEST(ScheduleTest, OneForwardOneBackwardAfterWarmup) {
+  // 4 stages, 6 microbatches: stage s warms up with 3 - s forwards.
+  auto s = buildSchedule("1f1b", 4, 6, /*withBackward=*/true);
+  EXPECT_EQ(render(s[0]), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5 ");
+  EXPECT_EQ(render(s[3]), "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 ");
+  // At most (stages - stage) microbatches in flight on stage s.
+  for (int64_t stage = 0; stage < 4; ++stage) {
+    int64_t inFlight = 0, most = 0;
+    for (const ScheduleAction &a : s[stage]) {
+      inFlight += a.forward ? 1 : -1;
+      most = std::max(most, inFlight);
+    }
+    EXPECT_LE(most, 4 - stage);
+  }
+}
+
+TEST(ScheduleTest, EqualStagesGiveTheTextbookBubble) {
+  // S stages, m microbatches, equal forward times: idle share (S-1)/(m+S-1).
+  for (int64_t S : {2, 4})
+    for (int64_t m : {1, 2, 4, 8}) {
+      auto s = buildSchedule("gpipe", S, m, false);
+      std::vector<double> f(S, 1.0), b(S, 0.0);
+      ScheduleTimeline tl = simulateSchedule(s, f, b, 0.0);
+      EXPECT_DOUBLE_EQ(tl.makespan, double(m + S - 1));
+      EXPECT_NEAR(tl.bubbleFraction, double(S - 1) / double(m + S - 1), 1e-12)
+          << S << " stages, " << m << " microbatches";
+    }
+}
+
+TEST(ScheduleTest, SlowStageSetsThePace) {
+  auto s = buildSchedule("1f1b", 2, 4, false);
+  std::vector<double> f{1.0, 3.0}, b{0.0, 0.0};
+  ScheduleTimeline tl = simulateSchedule(s, f, b, 0.5);
+  // Stage 1 starts after stage 0's first microbatch and the transfer, then
+  // runs back to back: 1 + 0.5 + 4 * 3.
+  EXPECT_DOUBLE_EQ(tl.makespan, 13.5);
+}
+
+TEST(ScheduleTest, TimelineSvgNamesEverySlot) {
+  auto s = buildSchedule("gpipe", 2, 2, false);
+  std::vector<double> f{1.0, 1.0}, b{0.0, 0.0};
+  ScheduleTimeline tl = simulateSchedule(s, f, b, 0.0);
+  std::string svg;
+  llvm::raw_string_ostream os(svg);
+  writeTimelineSvg(tl, 2, 2, "test", os);
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("stage 1, microbatch 1 forward"), std::string::npos);
+  EXPECT_NE(svg.find("bubble 33.3%"), std::string::npos);
+}
+
+} // namespace
