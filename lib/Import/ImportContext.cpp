@@ -4,16 +4,38 @@
 #include "nn/IR/NNOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
+
+//===----------------------------------------------------------------------===//
+// Known values
+//===----------------------------------------------------------------------===//
 
 int64_t Known::numElements() const {
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
   return n;
+}
+
+int64_t Known::intAt(int64_t i) const {
+  if (!isFloat)
+    return ints[i];
+  double v = floats[i];
+  if (std::isnan(v))
+    return 0;
+  if (v >= 9.2233720368547758e18)
+    return INT64_MAX;
+  if (v <= -9.2233720368547758e18)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
 }
 
 Known Known::ofInts(std::vector<int64_t> shape, std::vector<int64_t> values) {
@@ -31,6 +53,10 @@ Known Known::ofFloats(std::vector<int64_t> shape, std::vector<double> values) {
   return k;
 }
 
+//===----------------------------------------------------------------------===//
+// Element types and tensor data
+//===----------------------------------------------------------------------===//
+
 Type distopt::onnximport::elementTypeOf(MLIRContext *ctx, int t) {
   Builder b(ctx);
   switch (t) {
@@ -42,10 +68,235 @@ Type distopt::onnximport::elementTypeOf(MLIRContext *ctx, int t) {
   case onnx::TensorProto::INT32: return b.getI32Type();
   case onnx::TensorProto::INT16: return b.getI16Type();
   case onnx::TensorProto::INT8: return b.getI8Type();
-  case onnx::TensorProto::UINT8: return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case onnx::TensorProto::UINT8:
+    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
   case onnx::TensorProto::BOOL: return b.getI1Type();
   default: return {};
   }
+}
+
+std::string distopt::onnximport::dataTypeName(int t) {
+  if (onnx::TensorProto::DataType_IsValid(t))
+    return onnx::TensorProto::DataType_Name(
+        static_cast<onnx::TensorProto::DataType>(t));
+  return "type " + std::to_string(t);
+}
+
+int64_t distopt::onnximport::storageBytes(Type et) {
+  if (et.isInteger(1))
+    return 1;
+  return (et.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+int64_t distopt::onnximport::checkedNumElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      return -1;
+    int64_t r;
+    if (llvm::MulOverflow(n, d, r))
+      return -1;
+    n = r;
+  }
+  return n;
+}
+
+DenseElementsAttr distopt::onnximport::denseFromRaw(RankedTensorType type,
+                                                    ArrayRef<char> bytes) {
+  Type et = type.getElementType();
+  int64_t n = type.getNumElements();
+  if (n == 0)
+    return DenseElementsAttr::get(type, ArrayRef<Attribute>());
+  if (et.isInteger(1)) {
+    bool first = bytes[0] != 0, splat = true;
+    for (char c : bytes)
+      splat &= (c != 0) == first;
+    if (splat)
+      return DenseElementsAttr::get(type, first);
+    SmallVector<bool> bits;
+    bits.reserve(n);
+    for (char c : bytes)
+      bits.push_back(c != 0);
+    return DenseElementsAttr::get(type, bits);
+  }
+  int64_t width = storageBytes(et);
+  bool splat = true;
+  for (int64_t i = 1; i < n && splat; ++i)
+    splat = std::memcmp(bytes.data(), bytes.data() + i * width, width) == 0;
+  if (splat)
+    return DenseElementsAttr::getFromRawBuffer(type, bytes.take_front(width));
+  return DenseElementsAttr::getFromRawBuffer(type, bytes);
+}
+
+template <typename T>
+static T load(const char *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+std::optional<Known> distopt::onnximport::knownFromRaw(RankedTensorType type,
+                                                       ArrayRef<char> bytes) {
+  Type et = type.getElementType();
+  int64_t n = type.getNumElements();
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  if (static_cast<int64_t>(bytes.size()) != n * storageBytes(et))
+    return std::nullopt;
+  const char *p = bytes.data();
+  if (auto it = dyn_cast<IntegerType>(et)) {
+    std::vector<int64_t> v(n);
+    for (int64_t i = 0; i < n; ++i) {
+      switch (it.getWidth()) {
+      case 1: v[i] = p[i] != 0; break;
+      case 8:
+        v[i] = it.isUnsigned() ? int64_t(load<uint8_t>(p + i))
+                               : int64_t(load<int8_t>(p + i));
+        break;
+      case 16: v[i] = load<int16_t>(p + 2 * i); break;
+      case 32: v[i] = load<int32_t>(p + 4 * i); break;
+      case 64: v[i] = load<int64_t>(p + 8 * i); break;
+      default: return std::nullopt;
+      }
+    }
+    return Known::ofInts(shape, std::move(v));
+  }
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    std::vector<double> v(n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (et.isF32()) {
+        v[i] = load<float>(p + 4 * i);
+      } else if (et.isF64()) {
+        v[i] = load<double>(p + 8 * i);
+      } else if (et.isF16() || et.isBF16()) {
+        APFloat f(ft.getFloatSemantics(), APInt(16, load<uint16_t>(p + 2 * i)));
+        v[i] = f.convertToDouble();
+      } else {
+        return std::nullopt;
+      }
+    }
+    return Known::ofFloats(shape, std::move(v));
+  }
+  return std::nullopt;
+}
+
+std::optional<Known> distopt::onnximport::knownFromDense(DenseElementsAttr dense) {
+  auto type = cast<RankedTensorType>(dense.getType());
+  Type et = type.getElementType();
+  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
+  if (auto it = dyn_cast<IntegerType>(et)) {
+    std::vector<int64_t> v;
+    v.reserve(type.getNumElements());
+    for (APInt i : dense.getValues<APInt>())
+      v.push_back(it.getWidth() == 1 || it.isUnsigned()
+                      ? static_cast<int64_t>(i.getZExtValue())
+                      : i.getSExtValue());
+    return Known::ofInts(shape, std::move(v));
+  }
+  if (isa<FloatType>(et)) {
+    std::vector<double> v;
+    v.reserve(type.getNumElements());
+    for (APFloat f : dense.getValues<APFloat>())
+      v.push_back(f.convertToDouble());
+    return Known::ofFloats(shape, std::move(v));
+  }
+  return std::nullopt;
+}
+
+/// Appends `v` to `raw` in the storage format of `et`.
+static void appendElement(std::vector<char> &raw, Type et, double f, int64_t i,
+                          bool isFloat) {
+  auto put = [&](auto v) {
+    const char *p = reinterpret_cast<const char *>(&v);
+    raw.insert(raw.end(), p, p + sizeof(v));
+  };
+  if (auto ft = dyn_cast<FloatType>(et)) {
+    double d = isFloat ? f : double(i);
+    if (et.isF32()) {
+      put(static_cast<float>(d));
+    } else if (et.isF64()) {
+      put(d);
+    } else {
+      bool lost;
+      APFloat a(d);
+      a.convert(ft.getFloatSemantics(), APFloat::rmNearestTiesToEven, &lost);
+      put(static_cast<uint16_t>(a.bitcastToAPInt().getZExtValue()));
+    }
+    return;
+  }
+  int64_t v = isFloat ? static_cast<int64_t>(f) : i;
+  switch (et.getIntOrFloatBitWidth()) {
+  case 1: put(static_cast<char>(v != 0)); break;
+  case 8: put(static_cast<uint8_t>(v)); break;
+  case 16: put(static_cast<uint16_t>(v)); break;
+  case 32: put(static_cast<uint32_t>(v)); break;
+  default: put(v); break;
+  }
+}
+
+DenseElementsAttr
+distopt::onnximport::denseFromTensorProto(const onnx::TensorProto &t,
+                                          RankedTensorType type,
+                                          std::string &error) {
+  Type et = type.getElementType();
+  int64_t n = type.getNumElements();
+  int64_t width = storageBytes(et);
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    error = "its data is external, which is not supported here";
+    return {};
+  }
+  if (t.has_raw_data()) {
+    if (static_cast<int64_t>(t.raw_data().size()) != n * width) {
+      error = "it holds " + std::to_string(t.raw_data().size()) +
+              " bytes of raw data but its shape and type need " +
+              std::to_string(n * width);
+      return {};
+    }
+    return denseFromRaw(type, ArrayRef<char>(t.raw_data().data(),
+                                             t.raw_data().size()));
+  }
+  std::vector<char> raw;
+  raw.reserve(n * width);
+  auto count = [&](int64_t have, const char *field) -> bool {
+    if (have == n)
+      return true;
+    error = "it holds " + std::to_string(have) + " values in " + field +
+            " but its shape needs " + std::to_string(n);
+    return false;
+  };
+  if (et.isF32()) {
+    if (!count(t.float_data_size(), "float_data"))
+      return {};
+    for (float f : t.float_data())
+      appendElement(raw, et, f, 0, true);
+  } else if (et.isF64()) {
+    if (!count(t.double_data_size(), "double_data"))
+      return {};
+    for (double d : t.double_data())
+      appendElement(raw, et, d, 0, true);
+  } else if (et.isInteger(64)) {
+    if (!count(t.int64_data_size(), "int64_data"))
+      return {};
+    for (int64_t i : t.int64_data())
+      appendElement(raw, et, 0, i, false);
+  } else if (et.isF16() || et.isBF16()) {
+    // int32_data holds the 16-bit patterns.
+    if (!count(t.int32_data_size(), "int32_data"))
+      return {};
+    for (int32_t bits : t.int32_data()) {
+      uint16_t v = static_cast<uint16_t>(bits);
+      const char *p = reinterpret_cast<const char *>(&v);
+      raw.insert(raw.end(), p, p + 2);
+    }
+  } else if (isa<IntegerType>(et)) {
+    if (!count(t.int32_data_size(), "int32_data"))
+      return {};
+    for (int32_t i : t.int32_data())
+      appendElement(raw, et, 0, i, false);
+  } else {
+    error = "its element type is not supported";
+    return {};
+  }
+  return denseFromRaw(type, raw);
 }
 
 std::optional<std::vector<int64_t>>
@@ -62,10 +313,14 @@ distopt::onnximport::broadcast(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
   return out;
 }
 
+//===----------------------------------------------------------------------===//
+// ImportContext
+//===----------------------------------------------------------------------===//
+
 InFlightDiagnostic ImportContext::error() {
   InFlightDiagnostic d = emitError(loc);
-  d << "node '" << node.name() << "' (" << node.op_type() << ", opset "
-    << opset << "): ";
+  d << "node '" << name << "' (" << node.op_type() << ", opset " << opset
+    << "): ";
   return d;
 }
 
@@ -75,59 +330,16 @@ FailureOr<Tensor *> ImportContext::input(unsigned i) {
   auto it = values.find(node.input(i));
   if (it == values.end())
     return error() << "input " << i << " '" << node.input(i)
-                   << "' is not produced by any earlier node, input or "
+                   << "' is not produced by any earlier node, graph input or "
                       "initializer";
   return &it->second;
 }
 
-const Known *ImportContext::known(unsigned i) {
-  if (!hasInput(i))
-    return nullptr;
-  auto it = values.find(node.input(i));
-  if (it == values.end() || !it->second.known)
-    return nullptr;
-  return &*it->second.known;
-}
-
-FailureOr<std::vector<int64_t>> ImportContext::knownInts(unsigned i,
-                                                         StringRef what) {
-  FailureOr<Tensor *> t = input(i);
-  if (failed(t))
-    return failure();
-  if (!(*t)->known)
-    return error() << what << " (input " << i << " '" << node.input(i)
-                   << "') must be known when importing: it is computed from "
-                      "values only known at run time";
-  std::vector<int64_t> out;
-  for (int64_t k = 0, e = (*t)->known->numElements(); k < e; ++k)
-    out.push_back((*t)->known->intAt(k));
-  return out;
-}
-
 RankedTensorType ImportContext::type(unsigned i) {
+  if (!hasInput(i))
+    return {};
   auto it = values.find(node.input(i));
   return it == values.end() ? RankedTensorType() : it->second.type;
-}
-
-Value ImportContext::materialize(const Known &k, Type et) {
-  auto type = RankedTensorType::get(k.shape, et);
-  SmallVector<Attribute> elements;
-  for (int64_t i = 0, e = k.numElements(); i < e; ++i) {
-    if (isa<FloatType>(et))
-      elements.push_back(FloatAttr::get(et, k.at(i)));
-    else if (et.isInteger(1))
-      elements.push_back(b.getBoolAttr(k.intAt(i) != 0));
-    else
-      elements.push_back(IntegerAttr::get(et, k.intAt(i)));
-  }
-  return nn::ConstantOp::create(b, loc, type,
-                                DenseElementsAttr::get(type, elements));
-}
-
-Value ImportContext::scalar(double v, Type et) {
-  Known k = isa<FloatType>(et) ? Known::ofFloats({}, {v})
-                               : Known::ofInts({}, {static_cast<int64_t>(v)});
-  return materialize(k, et);
 }
 
 FailureOr<Value> ImportContext::value(unsigned i) {
@@ -139,39 +351,100 @@ FailureOr<Value> ImportContext::value(unsigned i) {
   return (*t)->value;
 }
 
-const onnx::AttributeProto *ImportContext::attr(StringRef name) const {
+const Known *ImportContext::known(unsigned i) {
+  if (!hasInput(i))
+    return nullptr;
+  auto it = values.find(node.input(i));
+  if (it == values.end())
+    return nullptr;
+  Tensor &t = it->second;
+  if (t.known)
+    return &*t.known;
+  // Small integer initializers often feed shape arithmetic: read them. Float
+  // weights stay references so that no weight is folded into the IR.
+  if (!t.bytes.empty() && isa<IntegerType>(t.type.getElementType()) &&
+      t.type.getNumElements() <= kMaxWeightKnownElements) {
+    t.known = knownFromRaw(t.type, t.bytes);
+    if (t.known)
+      return &*t.known;
+  }
+  return nullptr;
+}
+
+FailureOr<const Known *> ImportContext::requireKnown(unsigned i,
+                                                     StringRef what) {
+  FailureOr<Tensor *> t = input(i);
+  if (failed(t))
+    return failure();
+  if (const Known *k = known(i))
+    return k;
+  if ((*t)->type.getNumElements() <= kMaxFoldElements) {
+    // A small initializer or constant the op needs at import (a pad value,
+    // say): read it without making it foldable.
+    std::optional<Known> fromConstant;
+    if (auto c = dyn_cast_if_present<nn::ConstantOp>(
+            (*t)->value ? (*t)->value.getDefiningOp() : nullptr))
+      if (auto dense = dyn_cast<DenseElementsAttr>(c.getValue()))
+        fromConstant = knownFromDense(dense);
+    if (fromConstant) {
+      scratch.push_back(std::make_unique<Known>(std::move(*fromConstant)));
+      return static_cast<const Known *>(scratch.back().get());
+    }
+    if ((*t)->isWeight && !(*t)->bytes.empty())
+      if (std::optional<Known> k = knownFromRaw((*t)->type, (*t)->bytes)) {
+        scratch.push_back(std::make_unique<Known>(std::move(*k)));
+        return static_cast<const Known *>(scratch.back().get());
+      }
+  }
+  return error() << what << " (input " << i << " '" << node.input(i)
+                 << "') must be known when importing, but it is computed "
+                    "from values only known at run time";
+}
+
+FailureOr<std::vector<int64_t>> ImportContext::knownInts(unsigned i,
+                                                         StringRef what) {
+  FailureOr<const Known *> k = requireKnown(i, what);
+  if (failed(k))
+    return failure();
+  if ((*k)->isFloat)
+    return error() << what << " (input " << i << " '" << node.input(i)
+                   << "') must have an integer type, not "
+                   << type(i).getElementType();
+  return (*k)->ints;
+}
+
+const onnx::AttributeProto *ImportContext::attr(StringRef attrName) const {
   for (const onnx::AttributeProto &a : node.attribute())
-    if (a.name() == name)
+    if (a.name() == attrName)
       return &a;
   return nullptr;
 }
 
-bool ImportContext::hasAttr(StringRef name) const { return attr(name); }
-
-int64_t ImportContext::attrInt(StringRef name, int64_t dflt) const {
-  const onnx::AttributeProto *a = attr(name);
+int64_t ImportContext::attrInt(StringRef attrName, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(attrName);
   return a ? a->i() : dflt;
 }
 
-double ImportContext::attrFloat(StringRef name, double dflt) const {
-  const onnx::AttributeProto *a = attr(name);
+double ImportContext::attrFloat(StringRef attrName, double dflt) const {
+  const onnx::AttributeProto *a = attr(attrName);
   return a ? a->f() : dflt;
 }
 
-std::string ImportContext::attrString(StringRef name, StringRef dflt) const {
-  const onnx::AttributeProto *a = attr(name);
+std::string ImportContext::attrString(StringRef attrName,
+                                      StringRef dflt) const {
+  const onnx::AttributeProto *a = attr(attrName);
   return a ? a->s() : dflt.str();
 }
 
-std::vector<int64_t> ImportContext::attrInts(StringRef name) const {
-  const onnx::AttributeProto *a = attr(name);
+std::vector<int64_t> ImportContext::attrInts(StringRef attrName) const {
+  const onnx::AttributeProto *a = attr(attrName);
   if (!a)
     return {};
   return std::vector<int64_t>(a->ints().begin(), a->ints().end());
 }
 
 void ImportContext::setOutput(unsigned i, Value v) {
-  if (i >= static_cast<unsigned>(node.output_size()) || node.output(i).empty())
+  if (!wantsOutput(i))
     return;
   Tensor t;
   t.value = v;
@@ -180,12 +453,36 @@ void ImportContext::setOutput(unsigned i, Value v) {
 }
 
 void ImportContext::setKnownOutput(unsigned i, Known k, Type et) {
-  if (i >= static_cast<unsigned>(node.output_size()) || node.output(i).empty())
+  if (!wantsOutput(i))
     return;
   Tensor t;
   t.type = RankedTensorType::get(k.shape, et);
   t.known = std::move(k);
   values[node.output(i)] = t;
+}
+
+Value ImportContext::materialize(const Known &k, Type et) {
+  auto type = RankedTensorType::get(k.shape, et);
+  std::vector<char> raw;
+  int64_t n = k.numElements();
+  raw.reserve(n * storageBytes(et));
+  for (int64_t i = 0; i < n; ++i)
+    appendElement(raw, et, k.isFloat ? k.floats[i] : 0,
+                  k.isFloat ? 0 : k.ints[i], k.isFloat);
+  return nn::ConstantOp::create(b, loc, type, denseFromRaw(type, raw));
+}
+
+Value ImportContext::scalar(double v, Type et) {
+  Known k = isa<FloatType>(et) ? Known::ofFloats({}, {v})
+                               : Known::ofInts({}, {static_cast<int64_t>(v)});
+  return materialize(k, et);
+}
+
+FailureOr<Value> ImportContext::reshape(Value x, ArrayRef<int64_t> shape) {
+  auto t = cast<RankedTensorType>(x.getType());
+  if (t.getShape() == shape)
+    return x;
+  return createTyped<nn::ReshapeOp>(t.clone(shape), x);
 }
 
 FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank,
@@ -194,4 +491,26 @@ FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank,
   if (n < 0 || n >= rank)
     return error() << what << " " << a << " is out of range for rank " << rank;
   return n;
+}
+
+FailureOr<Value> ImportContext::verified(Operation *op) {
+  std::string message;
+  LogicalResult ok = failure();
+  {
+    ScopedDiagnosticHandler capture(b.getContext(), [&](Diagnostic &d) {
+      if (message.empty())
+        message = d.str();
+      return success();
+    });
+    ok = mlir::verify(op, /*verifyRecursively=*/false);
+  }
+  if (failed(ok))
+    return discard(op, message);
+  return op->getResult(0);
+}
+
+FailureOr<Value> ImportContext::discard(Operation *op, StringRef message) {
+  std::string opName = op->getName().getStringRef().str();
+  op->erase();
+  return error() << "cannot be expressed as " << opName << ": " << message;
 }

@@ -1,21 +1,35 @@
 //===- ImportContext.h - what an ONNX op handler works with -----*- C++ -*-===//
+//
+// Shared by the importer's parts: known (import-time) values, the tensors of
+// the graph being imported, the per-node context handlers receive, the op
+// table and the tensor-data helpers.
+//
+//===----------------------------------------------------------------------===//
 #ifndef DISTOPT_LIB_IMPORT_IMPORTCONTEXT_H
 #define DISTOPT_LIB_IMPORT_IMPORTCONTEXT_H
 
 #include "onnx/onnx_pb.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace distopt::onnximport {
 
-/// A small tensor whose values are known during import: shapes, axes, the
-/// results of shape arithmetic. Integers and floats are kept apart.
+//===----------------------------------------------------------------------===//
+// Known values
+//===----------------------------------------------------------------------===//
+
+/// A small tensor whose values are known during import: shapes, axes,
+/// constants and the results of shape arithmetic. Integer (and bool) values
+/// are kept exactly as int64, floating-point ones as double.
 struct Known {
   std::vector<int64_t> shape;
   bool isFloat = false;
@@ -24,37 +38,78 @@ struct Known {
 
   int64_t numElements() const;
   double at(int64_t i) const { return isFloat ? floats[i] : double(ints[i]); }
-  int64_t intAt(int64_t i) const {
-    return isFloat ? static_cast<int64_t>(floats[i]) : ints[i];
-  }
+  int64_t intAt(int64_t i) const;
   static Known ofInts(std::vector<int64_t> shape, std::vector<int64_t> values);
   static Known ofFloats(std::vector<int64_t> shape, std::vector<double> values);
 };
 
-/// A value of the ONNX graph: an SSA value, or a known constant that becomes
-/// an nn.constant only if real computation needs it.
+/// Largest tensor evaluated at import (elements); bigger results stay ops.
+constexpr int64_t kMaxFoldElements = 1 << 16;
+/// Largest integer initializer whose values are read for shape arithmetic.
+constexpr int64_t kMaxWeightKnownElements = 4096;
+
+/// A value of the ONNX graph: an SSA value, a known value that becomes an
+/// nn.constant only when real computation needs it, or both.
 struct Tensor {
   mlir::Value value;
   mlir::RankedTensorType type;
   std::optional<Known> known;
+  /// An initializer's stored bytes (in a mapped file), read on demand.
+  llvm::ArrayRef<char> bytes;
+  bool isWeight = false;
 };
 
-/// Largest known tensor folded at import; bigger constants stay ops.
-constexpr int64_t kMaxFoldElements = 1 << 16;
+//===----------------------------------------------------------------------===//
+// Element types and tensor data
+//===----------------------------------------------------------------------===//
+
+/// ONNX element type -> MLIR type, or null if unsupported.
+mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
+/// The ONNX name of an element type ("FLOAT", "STRING", ...).
+std::string dataTypeName(int onnxType);
+/// Bytes per element in ONNX's raw (little-endian) encoding.
+int64_t storageBytes(mlir::Type elementType);
+/// Product of `shape`, or -1 if it overflows or a dimension is negative.
+int64_t checkedNumElements(llvm::ArrayRef<int64_t> shape);
+
+/// Decodes little-endian raw bytes (exactly numElements * storageBytes).
+mlir::DenseElementsAttr denseFromRaw(mlir::RankedTensorType type,
+                                     llvm::ArrayRef<char> bytes);
+/// Known values of raw bytes; nullopt for unsupported element types.
+std::optional<Known> knownFromRaw(mlir::RankedTensorType type,
+                                  llvm::ArrayRef<char> bytes);
+/// Known values of a dense attribute.
+std::optional<Known> knownFromDense(mlir::DenseElementsAttr dense);
+/// Decodes a TensorProto held in the model (inline raw_data or typed
+/// fields). On failure returns null and sets `error`.
+mlir::DenseElementsAttr denseFromTensorProto(const onnx::TensorProto &t,
+                                             mlir::RankedTensorType type,
+                                             std::string &error);
+
+/// Numpy broadcasting of shapes; nullopt if they do not broadcast.
+std::optional<std::vector<int64_t>> broadcast(llvm::ArrayRef<int64_t> a,
+                                              llvm::ArrayRef<int64_t> b);
+
+//===----------------------------------------------------------------------===//
+// The per-node context
+//===----------------------------------------------------------------------===//
 
 class ImportContext {
 public:
   ImportContext(mlir::OpBuilder &builder, llvm::StringMap<Tensor> &values,
-                const onnx::NodeProto &node, int64_t opset, mlir::Location loc)
-      : b(builder), values(values), node(node), opset(opset), loc(loc) {}
+                const onnx::NodeProto &node, llvm::StringRef displayName,
+                int64_t opset, mlir::Location loc)
+      : b(builder), values(values), node(node), name(displayName.str()),
+        opset(opset), loc(loc) {}
 
   mlir::OpBuilder &b;
   llvm::StringMap<Tensor> &values;
   const onnx::NodeProto &node;
+  std::string name; // the node name, or a made-up one if it has none
   int64_t opset;
   mlir::Location loc;
 
-  /// "node 'name' (OpType, opset N): " prefixed error at the node.
+  /// An error at the node, prefixed "node 'name' (OpType, opset N): ".
   mlir::InFlightDiagnostic error();
 
   // Inputs. An empty name is an omitted optional input.
@@ -64,18 +119,24 @@ public:
   }
   /// The input's tensor; fails with a diagnostic when missing.
   mlir::FailureOr<Tensor *> input(unsigned i);
-  /// The input as an SSA value (materializing a known constant).
+  /// The input as an SSA value (materializing a known value).
   mlir::FailureOr<mlir::Value> value(unsigned i);
-  /// The input's known values, if known.
-  const Known *known(unsigned i);
-  /// The input's known values as integers; fails with a diagnostic that says
-  /// what the values are for when they are not known at import.
-  mlir::FailureOr<std::vector<int64_t>> knownInts(unsigned i, llvm::StringRef what);
+  /// The input's type (null if the input is absent).
   mlir::RankedTensorType type(unsigned i);
+  /// The input's known values for folding: constants, shape values and
+  /// small integer initializers. Null if not known.
+  const Known *known(unsigned i);
+  /// The input's values, which the op needs at import (a target shape, axes,
+  /// a pad value...); small initializers of any type are read. Fails with a
+  /// diagnostic saying what the values are for.
+  mlir::FailureOr<const Known *> requireKnown(unsigned i, llvm::StringRef what);
+  /// As requireKnown, as integers (the input must have an integer type).
+  mlir::FailureOr<std::vector<int64_t>> knownInts(unsigned i,
+                                                  llvm::StringRef what);
 
-  // Attributes.
-  bool hasAttr(llvm::StringRef name) const;
+  // Attributes (types were checked against the op table).
   const onnx::AttributeProto *attr(llvm::StringRef name) const;
+  bool hasAttr(llvm::StringRef name) const { return attr(name); }
   int64_t attrInt(llvm::StringRef name, int64_t dflt) const;
   double attrFloat(llvm::StringRef name, double dflt) const;
   std::string attrString(llvm::StringRef name, llvm::StringRef dflt) const;
@@ -83,36 +144,92 @@ public:
 
   // Outputs.
   unsigned numOutputs() const { return node.output_size(); }
+  bool wantsOutput(unsigned i) const {
+    return i < numOutputs() && !node.output(i).empty();
+  }
   void setOutput(unsigned i, mlir::Value v);
   void setKnownOutput(unsigned i, Known k, mlir::Type elementType);
 
-  /// An nn.constant holding `k` with element type `elementType`.
+  /// An nn.constant holding `k` (a splat when all values are equal).
   mlir::Value materialize(const Known &k, mlir::Type elementType);
-  /// A scalar constant.
+  /// A rank-0 constant.
   mlir::Value scalar(double v, mlir::Type elementType);
 
-  /// Normalises a possibly negative axis; fails with a diagnostic.
+  /// Creates an nn op whose result type is inferred; a diagnostic at the node
+  /// (and failure) instead of a crash when the operands do not fit.
+  template <typename OpT, typename... Args>
+  mlir::FailureOr<mlir::Value> create(Args &&...args) {
+    auto op = OpT::create(b, loc, mlir::Type(b.getNoneType()),
+                          std::forward<Args>(args)...);
+    llvm::SmallVector<mlir::Type, 1> types;
+    std::string message;
+    mlir::LogicalResult inferred = mlir::failure();
+    {
+      mlir::ScopedDiagnosticHandler capture(
+          b.getContext(), [&](mlir::Diagnostic &d) {
+            if (message.empty())
+              message = d.str();
+            return mlir::success();
+          });
+      inferred = OpT::inferReturnTypes(
+          b.getContext(), loc, op->getOperands(), op->getRawDictionaryAttrs(),
+          op->getPropertiesStorage(), op->getRegions(), types);
+    }
+    if (mlir::failed(inferred) || types.size() != 1)
+      return discard(op, message);
+    op->getResult(0).setType(types[0]);
+    return verified(op);
+  }
+  /// Creates an nn op with the given result type, verified.
+  template <typename OpT, typename... Args>
+  mlir::FailureOr<mlir::Value> createTyped(mlir::Type result, Args &&...args) {
+    auto op = OpT::create(b, loc, result, std::forward<Args>(args)...);
+    return verified(op);
+  }
+
+  /// nn.reshape to `shape` (no op if the shape is unchanged).
+  mlir::FailureOr<mlir::Value> reshape(mlir::Value x,
+                                       llvm::ArrayRef<int64_t> shape);
+  /// Normalises a possibly negative axis into [0, rank); fails with a
+  /// diagnostic naming `what`.
   mlir::FailureOr<int64_t> axis(int64_t a, int64_t rank, llvm::StringRef what);
+
+private:
+  /// Values read for requireKnown that must not become foldable.
+  std::vector<std::unique_ptr<Known>> scratch;
+
+  mlir::FailureOr<mlir::Value> verified(mlir::Operation *op);
+  mlir::FailureOr<mlir::Value> discard(mlir::Operation *op,
+                                       llvm::StringRef message);
 };
+
+//===----------------------------------------------------------------------===//
+// The op table
+//===----------------------------------------------------------------------===//
 
 using Handler = mlir::LogicalResult (*)(ImportContext &);
 
-/// Handler registries, one file per family.
-void addElementwiseHandlers(llvm::StringMap<Handler> &table);
-void addTensorHandlers(llvm::StringMap<Handler> &table);
-void addNetworkHandlers(llvm::StringMap<Handler> &table);
+/// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp).
+#define DISTOPT_IMPORT_HANDLER(name) mlir::LogicalResult name(ImportContext &ctx);
+#include "Handlers.def"
 
-/// Evaluates a node whose inputs are all known (shape arithmetic). Returns
-/// success if it folded, failure if the op or its inputs are not foldable
-/// (the caller then emits ops); diagnostics only for real errors.
+/// Checks the node against the op table (the op exists in the model's opset,
+/// input and output counts, attribute names and types) and returns its
+/// handler; emits a diagnostic and returns null otherwise.
+Handler lookupHandler(ImportContext &ctx);
+
+/// Newest default-domain opset the table describes.
+constexpr int64_t kNewestOpset = 21;
+/// Oldest default-domain opset supported.
+constexpr int64_t kOldestOpset = 7;
+
+/// Prints the op table as markdown (ops, opset versions, attributes).
+void printOpTable(llvm::raw_ostream &os);
+
+/// Evaluates a node whose inputs are all known (shape arithmetic) when its
+/// result is small. nullopt if it does not fold (the handler then emits ops);
+/// failure with a diagnostic on a real error.
 std::optional<mlir::LogicalResult> tryFold(ImportContext &ctx);
-
-/// ONNX element type -> MLIR type, or null.
-mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
-
-/// Numpy broadcasting of shapes; nullopt if they do not broadcast.
-std::optional<std::vector<int64_t>> broadcast(llvm::ArrayRef<int64_t> a,
-                                              llvm::ArrayRef<int64_t> b);
 
 } // namespace distopt::onnximport
 

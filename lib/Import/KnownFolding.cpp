@@ -1,12 +1,20 @@
 //===- KnownFolding.cpp - evaluate shape arithmetic at import ---*- C++ -*-===//
 //
 // Exported graphs compute shapes at run time (Shape -> Gather -> Unsqueeze ->
-// Concat -> Reshape, Range over a sequence length, ...). With static shapes
-// all of it is known at import; this evaluates such nodes on small known
-// tensors so that only real computation becomes nn ops.
+// Concat -> Reshape, Range over a sequence length, masks from Equal/Where on
+// shape values, ...). With static shapes all of that is known at import. This
+// file evaluates element-wise ops on known values (tryFold) and provides the
+// data-movement helpers the shape-op handlers use on known inputs, so that
+// only real computation becomes nn ops.
+//
+// Integers are computed exactly (int64, wrapped to the element type's
+// width); floating-point values in double, rounded to the element type after
+// every op.
 //
 //===----------------------------------------------------------------------===//
-#include "ImportContext.h"
+#include "KnownFolding.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 #include <functional>
@@ -16,133 +24,441 @@ using namespace distopt::onnximport;
 
 namespace {
 
-std::vector<int64_t> strides(ArrayRef<int64_t> shape) {
+std::vector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
     s[i] = s[i + 1] * shape[i + 1];
   return s;
 }
 
-/// Element `flat` of `out` (shape `outShape`) read from `in` broadcast to it.
+/// Index into `inShape` (broadcast to `outShape`) of output element `flat`.
 int64_t broadcastIndex(int64_t flat, ArrayRef<int64_t> outShape,
                        ArrayRef<int64_t> inShape) {
-  std::vector<int64_t> os = strides(outShape), is = strides(inShape);
-  int64_t lead = outShape.size() - inShape.size(), idx = 0;
-  for (size_t d = 0; d < outShape.size(); ++d) {
-    int64_t coord = (flat / os[d]) % outShape[d];
-    if (static_cast<int64_t>(d) >= lead && inShape[d - lead] != 1)
-      idx += coord * is[d - lead];
+  int64_t lead = outShape.size() - inShape.size(), idx = 0, inStride = 1;
+  for (int64_t d = static_cast<int64_t>(outShape.size()) - 1; d >= lead; --d) {
+    int64_t coord = flat % outShape[d];
+    flat /= outShape[d];
+    int64_t extent = inShape[d - lead];
+    if (extent != 1)
+      idx += coord * inStride;
+    inStride *= extent;
   }
   return idx;
 }
 
-Known withValues(const std::vector<int64_t> &shape, bool isFloat,
-                 const std::function<double(int64_t)> &f) {
-  Known k;
-  k.shape = shape;
-  k.isFloat = isFloat;
-  int64_t n = k.numElements();
-  for (int64_t i = 0; i < n; ++i) {
-    if (isFloat)
-      k.floats.push_back(f(i));
-    else
-      k.ints.push_back(static_cast<int64_t>(f(i)));
+/// A tensor of `shape` whose element i is element `src(i)` of `k`.
+Known pick(const Known &k, std::vector<int64_t> shape,
+           const std::function<int64_t(int64_t)> &src) {
+  Known out;
+  out.shape = std::move(shape);
+  out.isFloat = k.isFloat;
+  int64_t n = out.numElements();
+  if (k.isFloat) {
+    out.floats.reserve(n);
+    for (int64_t i = 0; i < n; ++i)
+      out.floats.push_back(k.floats[src(i)]);
+  } else {
+    out.ints.reserve(n);
+    for (int64_t i = 0; i < n; ++i)
+      out.ints.push_back(k.ints[src(i)]);
   }
-  return k;
+  return out;
 }
 
-std::optional<Known> binary(const Known &a, const Known &b, bool resultFloat,
-                            const std::function<double(double, double)> &f) {
+int64_t wrapInt(int64_t v, Type et) {
+  auto it = dyn_cast<IntegerType>(et);
+  if (!it || it.getWidth() >= 64)
+    return v;
+  unsigned w = it.getWidth();
+  if (w == 1)
+    return v != 0;
+  uint64_t mask = (uint64_t(1) << w) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (!it.isUnsigned() && (u >> (w - 1)))
+    u |= ~mask;
+  return static_cast<int64_t>(u);
+}
+
+double roundFloat(double v, Type et) {
+  if (et.isF32())
+    return static_cast<double>(static_cast<float>(v));
+  if (et.isF16() || et.isBF16()) {
+    bool lost;
+    APFloat a(v);
+    a.convert(cast<FloatType>(et).getFloatSemantics(),
+              APFloat::rmNearestTiesToEven, &lost);
+    return a.convertToDouble();
+  }
+  return v;
+}
+
+/// Float -> integer as the runtime casts: truncation; NaN and out-of-range
+/// values go to the minimum of int64.
+int64_t truncToInt(double v) {
+  if (std::isnan(v) || v >= 9.2233720368547758e18 || v < -9.2233720368547758e18)
+    return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+int64_t intPow(int64_t base, int64_t exp) {
+  if (exp < 0)
+    return base == 1 ? 1 : base == -1 ? (exp % 2 ? -1 : 1) : 0;
+  uint64_t result = 1, b = static_cast<uint64_t>(base);
+  while (exp) {
+    if (exp & 1)
+      result *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return static_cast<int64_t>(result);
+}
+
+enum class Bin { Add, Sub, Mul, Div, Pow, Mod, FMod, Max, Min, Eq, Lt, Le, Gt,
+                 Ge, And, Or, Xor, None };
+
+Bin binOf(StringRef op, bool fmod) {
+  return llvm::StringSwitch<Bin>(op)
+      .Cases({"Add", "Sum", "Mean"}, Bin::Add)
+      .Case("Sub", Bin::Sub)
+      .Case("Mul", Bin::Mul)
+      .Case("Div", Bin::Div)
+      .Case("Pow", Bin::Pow)
+      .Case("Mod", fmod ? Bin::FMod : Bin::Mod)
+      .Case("Max", Bin::Max)
+      .Case("Min", Bin::Min)
+      .Case("Equal", Bin::Eq)
+      .Case("Less", Bin::Lt)
+      .Case("LessOrEqual", Bin::Le)
+      .Case("Greater", Bin::Gt)
+      .Case("GreaterOrEqual", Bin::Ge)
+      .Case("And", Bin::And)
+      .Case("Or", Bin::Or)
+      .Case("Xor", Bin::Xor)
+      .Default(Bin::None);
+}
+
+bool isCompare(Bin b) {
+  return b == Bin::Eq || b == Bin::Lt || b == Bin::Le || b == Bin::Gt ||
+         b == Bin::Ge || b == Bin::And || b == Bin::Or || b == Bin::Xor;
+}
+
+/// One integer op; nullopt where the result is left to run time (division
+/// by zero).
+std::optional<int64_t> intOp(Bin op, int64_t a, int64_t b) {
+  auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
+  switch (op) {
+  case Bin::Add: return static_cast<int64_t>(u(a) + u(b));
+  case Bin::Sub: return static_cast<int64_t>(u(a) - u(b));
+  case Bin::Mul: return static_cast<int64_t>(u(a) * u(b));
+  case Bin::Div:
+    if (b == 0 || (a == INT64_MIN && b == -1))
+      return std::nullopt;
+    return a / b;
+  case Bin::Mod:
+  case Bin::FMod: {
+    if (b == 0 || (a == INT64_MIN && b == -1))
+      return std::nullopt;
+    int64_t r = a % b;
+    if (op == Bin::Mod && r != 0 && ((r < 0) != (b < 0)))
+      r += b;
+    return r;
+  }
+  case Bin::Pow: return intPow(a, b);
+  case Bin::Max: return std::max(a, b);
+  case Bin::Min: return std::min(a, b);
+  case Bin::Eq: return a == b;
+  case Bin::Lt: return a < b;
+  case Bin::Le: return a <= b;
+  case Bin::Gt: return a > b;
+  case Bin::Ge: return a >= b;
+  case Bin::And: return (a != 0) && (b != 0);
+  case Bin::Or: return (a != 0) || (b != 0);
+  case Bin::Xor: return (a != 0) != (b != 0);
+  case Bin::None: break;
+  }
+  return std::nullopt;
+}
+
+double floatOp(Bin op, double a, double b) {
+  switch (op) {
+  case Bin::Add: return a + b;
+  case Bin::Sub: return a - b;
+  case Bin::Mul: return a * b;
+  case Bin::Div: return a / b;
+  case Bin::Pow: return std::pow(a, b);
+  case Bin::Mod: {
+    double r = std::fmod(a, b);
+    if (r != 0 && ((r < 0) != (b < 0)))
+      r += b;
+    return r;
+  }
+  case Bin::FMod: return std::fmod(a, b);
+  case Bin::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  case Bin::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  case Bin::Eq: return a == b;
+  case Bin::Lt: return a < b;
+  case Bin::Le: return a <= b;
+  case Bin::Gt: return a > b;
+  case Bin::Ge: return a >= b;
+  case Bin::And: return (a != 0) && (b != 0);
+  case Bin::Or: return (a != 0) || (b != 0);
+  case Bin::Xor: return (a != 0) != (b != 0);
+  case Bin::None: break;
+  }
+  return 0;
+}
+
+/// Element-wise `a op b` with broadcasting; nullopt if it is not folded.
+std::optional<Known> binary(Bin op, const Known &a, const Known &b,
+                            Type resultType) {
   auto shape = broadcast(a.shape, b.shape);
   if (!shape)
     return std::nullopt;
-  return withValues(*shape, resultFloat, [&](int64_t i) {
-    return f(a.at(broadcastIndex(i, *shape, a.shape)),
-             b.at(broadcastIndex(i, *shape, b.shape)));
+  int64_t n = checkedNumElements(*shape);
+  if (n < 0 || n > kMaxFoldElements)
+    return std::nullopt;
+  Known out;
+  out.shape = *shape;
+  out.isFloat = isa<FloatType>(resultType);
+  bool exact = !a.isFloat && !b.isFloat;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t ia = broadcastIndex(i, *shape, a.shape);
+    int64_t ib = broadcastIndex(i, *shape, b.shape);
+    if (exact) {
+      std::optional<int64_t> r = intOp(op, a.ints[ia], b.ints[ib]);
+      if (!r)
+        return std::nullopt;
+      if (out.isFloat)
+        out.floats.push_back(*r);
+      else
+        out.ints.push_back(wrapInt(*r, resultType));
+    } else {
+      double r = floatOp(op, a.at(ia), b.at(ib));
+      if (out.isFloat)
+        out.floats.push_back(roundFloat(r, resultType));
+      else
+        out.ints.push_back(wrapInt(truncToInt(r), resultType));
+    }
+  }
+  return out;
+}
+
+std::optional<double> unaryFloat(StringRef op, double x) {
+  return llvm::StringSwitch<std::optional<double>>(op)
+      .Case("Neg", -x)
+      .Case("Abs", std::fabs(x))
+      .Case("Sign", x > 0 ? 1.0 : x < 0 ? -1.0 : x)
+      .Case("Floor", std::floor(x))
+      .Case("Ceil", std::ceil(x))
+      .Case("Round", std::nearbyint(x))
+      .Case("Sqrt", std::sqrt(x))
+      .Case("Reciprocal", 1.0 / x)
+      .Case("Exp", std::exp(x))
+      .Case("Log", std::log(x))
+      .Case("Sin", std::sin(x))
+      .Case("Cos", std::cos(x))
+      .Case("Tanh", std::tanh(x))
+      .Case("Sigmoid", 1.0 / (1.0 + std::exp(-x)))
+      .Case("Erf", std::erf(x))
+      .Case("Relu", x > 0 ? x : 0.0)
+      .Case("Not", x == 0 ? 1.0 : 0.0)
+      .Default(std::nullopt);
+}
+
+std::optional<int64_t> unaryInt(StringRef op, int64_t x) {
+  return llvm::StringSwitch<std::optional<int64_t>>(op)
+      .Case("Neg", static_cast<int64_t>(-static_cast<uint64_t>(x)))
+      .Case("Abs", x < 0 ? static_cast<int64_t>(-static_cast<uint64_t>(x)) : x)
+      .Case("Sign", x > 0 ? 1 : x < 0 ? -1 : 0)
+      .Cases({"Floor", "Ceil", "Round"}, x)
+      .Case("Relu", x > 0 ? x : 0)
+      .Case("Not", x == 0)
+      .Default(std::nullopt);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Data movement on known values
+//===----------------------------------------------------------------------===//
+
+Known distopt::onnximport::knownReshape(const Known &k,
+                                        std::vector<int64_t> shape) {
+  Known out = k;
+  out.shape = std::move(shape);
+  return out;
+}
+
+Known distopt::onnximport::knownTranspose(const Known &k,
+                                          ArrayRef<int64_t> perm) {
+  std::vector<int64_t> shape, in = stridesOf(k.shape);
+  for (int64_t p : perm)
+    shape.push_back(k.shape[p]);
+  std::vector<int64_t> os = stridesOf(shape);
+  return pick(k, shape, [&](int64_t i) {
+    int64_t src = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      src += ((i / os[d]) % shape[d]) * in[perm[d]];
+    return src;
   });
 }
 
-/// Elements of `k` gathered along `axis` at `indices`.
-Known gather(const Known &k, const Known &indices, int64_t axis) {
+Known distopt::onnximport::knownSlice(const Known &k, ArrayRef<int64_t> starts,
+                                      ArrayRef<int64_t> steps,
+                                      ArrayRef<int64_t> shape) {
+  std::vector<int64_t> is = stridesOf(k.shape), os = stridesOf(shape);
+  return pick(k, std::vector<int64_t>(shape.begin(), shape.end()),
+              [&](int64_t i) {
+                int64_t src = 0;
+                for (size_t d = 0; d < shape.size(); ++d)
+                  src += (starts[d] + ((i / os[d]) % shape[d]) * steps[d]) * is[d];
+                return src;
+              });
+}
+
+Known distopt::onnximport::knownGather(const Known &k, const Known &indices,
+                                       int64_t axis) {
   std::vector<int64_t> shape(k.shape.begin(), k.shape.begin() + axis);
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), k.shape.begin() + axis + 1, k.shape.end());
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d)
-    outer *= k.shape[d];
+  int64_t inner = 1;
   for (size_t d = axis + 1; d < k.shape.size(); ++d)
     inner *= k.shape[d];
   int64_t extent = k.shape[axis], n = indices.numElements();
+  return pick(k, shape, [&](int64_t i) {
+    int64_t in = i % inner, rest = i / inner;
+    int64_t j = rest % n, o = rest / n;
+    int64_t idx = indices.intAt(j);
+    if (idx < 0)
+      idx += extent;
+    return (o * extent + idx) * inner + in;
+  });
+}
+
+Known distopt::onnximport::knownConcat(ArrayRef<const Known *> parts,
+                                       int64_t axis) {
+  std::vector<int64_t> shape = parts[0]->shape;
+  shape[axis] = 0;
+  for (const Known *k : parts)
+    shape[axis] += k->shape[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d)
+    outer *= shape[d];
+  for (size_t d = axis + 1; d < shape.size(); ++d)
+    inner *= shape[d];
   Known out;
   out.shape = shape;
-  out.isFloat = k.isFloat;
+  out.isFloat = parts[0]->isFloat;
   for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < n; ++j) {
-      int64_t idx = indices.intAt(j);
-      if (idx < 0)
-        idx += extent;
-      for (int64_t i = 0; i < inner; ++i) {
-        int64_t src = (o * extent + idx) * inner + i;
-        if (k.isFloat)
-          out.floats.push_back(k.floats[src]);
+    for (const Known *k : parts) {
+      int64_t chunk = k->shape[axis] * inner;
+      for (int64_t i = 0; i < chunk; ++i) {
+        if (out.isFloat)
+          out.floats.push_back(k->at(o * chunk + i));
         else
-          out.ints.push_back(k.ints[src]);
+          out.ints.push_back(k->intAt(o * chunk + i));
       }
     }
   return out;
 }
 
-bool isFloatType(Type t) { return isa<FloatType>(t); }
-
-/// Clamps ONNX slice bounds for one dimension; returns (start, end).
-std::pair<int64_t, int64_t> clampSlice(int64_t start, int64_t end,
-                                       int64_t step, int64_t extent) {
-  if (start < 0)
-    start += extent;
-  if (end < 0)
-    end += extent;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, extent);
-    end = std::clamp<int64_t>(end, 0, extent);
-  } else {
-    start = std::clamp<int64_t>(start, 0, extent - 1);
-    end = std::clamp<int64_t>(end, -1, extent - 1);
-  }
-  return {start, end};
+Known distopt::onnximport::knownBroadcast(const Known &k,
+                                          ArrayRef<int64_t> shape) {
+  return pick(k, std::vector<int64_t>(shape.begin(), shape.end()),
+              [&](int64_t i) { return broadcastIndex(i, shape, k.shape); });
 }
 
-} // namespace
+std::optional<Known> distopt::onnximport::knownReduce(const Known &k,
+                                                      ArrayRef<int64_t> axes,
+                                                      bool keepdims,
+                                                      StringRef op,
+                                                      Type et) {
+  std::vector<int64_t> outShape, keptShape;
+  for (size_t d = 0; d < k.shape.size(); ++d) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+    keptShape.push_back(reduced ? 1 : k.shape[d]);
+    if (!reduced || keepdims)
+      outShape.push_back(reduced ? 1 : k.shape[d]);
+  }
+  int64_t n = checkedNumElements(keptShape);
+  std::vector<int64_t> os = stridesOf(keptShape), is = stridesOf(k.shape);
+  bool fl = isa<FloatType>(et);
+  Bin bin = llvm::StringSwitch<Bin>(op)
+                .Cases({"ReduceSum", "ReduceMean"}, Bin::Add)
+                .Case("ReduceProd", Bin::Mul)
+                .Case("ReduceMax", Bin::Max)
+                .Case("ReduceMin", Bin::Min)
+                .Default(Bin::None);
+  if (bin == Bin::None)
+    return std::nullopt;
+  std::vector<std::optional<int64_t>> iacc(n);
+  std::vector<std::optional<double>> facc(n);
+  std::vector<int64_t> counts(n, 0);
+  for (int64_t i = 0, e = k.numElements(); i < e; ++i) {
+    int64_t o = 0;
+    for (size_t d = 0; d < k.shape.size(); ++d)
+      if (keptShape[d] != 1 || k.shape[d] == 1)
+        o += ((i / is[d]) % k.shape[d]) * os[d];
+    ++counts[o];
+    if (fl) {
+      facc[o] = facc[o] ? floatOp(bin, *facc[o], k.at(i)) : k.at(i);
+    } else {
+      std::optional<int64_t> r =
+          iacc[o] ? intOp(bin, *iacc[o], k.intAt(i)) : k.intAt(i);
+      iacc[o] = r;
+    }
+  }
+  Known out;
+  out.shape = outShape;
+  out.isFloat = fl;
+  for (int64_t o = 0; o < n; ++o) {
+    if (fl) {
+      double v = facc[o] ? *facc[o]
+                 : bin == Bin::Mul ? 1.0
+                 : bin == Bin::Max ? -INFINITY
+                 : bin == Bin::Min ? INFINITY
+                                   : 0.0;
+      if (op == "ReduceMean")
+        v = counts[o] ? v / counts[o] : NAN;
+      out.floats.push_back(roundFloat(v, et));
+    } else {
+      int64_t v = iacc[o] ? *iacc[o]
+                  : bin == Bin::Mul ? 1
+                  : bin == Bin::Max ? INT64_MIN
+                  : bin == Bin::Min ? INT64_MAX
+                                    : 0;
+      if (op == "ReduceMean" && counts[o])
+        v /= counts[o];
+      out.ints.push_back(wrapInt(v, et));
+    }
+  }
+  return out;
+}
+
+Known distopt::onnximport::knownCast(const Known &k, Type to) {
+  Known out;
+  out.shape = k.shape;
+  out.isFloat = isa<FloatType>(to);
+  int64_t n = k.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    if (to.isInteger(1)) {
+      out.ints.push_back(k.at(i) != 0);
+    } else if (out.isFloat) {
+      out.floats.push_back(roundFloat(k.at(i), to));
+    } else {
+      int64_t v = k.isFloat ? truncToInt(k.floats[i]) : k.ints[i];
+      out.ints.push_back(wrapInt(v, to));
+    }
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// tryFold: element-wise ops on known inputs
+//===----------------------------------------------------------------------===//
 
 std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
-  // Shape and Size need only the static type.
-  if (op == "Shape" || op == "Size") {
-    RankedTensorType t = ctx.type(0);
-    if (!t)
-      return std::nullopt;
-    std::vector<int64_t> dims(t.getShape().begin(), t.getShape().end());
-    if (op == "Size") {
-      int64_t n = 1;
-      for (int64_t d : dims)
-        n *= d;
-      ctx.setKnownOutput(0, Known::ofInts({}, {n}), ctx.b.getI64Type());
-      return success();
-    }
-    int64_t rank = dims.size();
-    int64_t start = ctx.attrInt("start", 0), end = ctx.attrInt("end", rank);
-    if (start < 0)
-      start += rank;
-    if (end < 0)
-      end += rank;
-    start = std::clamp<int64_t>(start, 0, rank);
-    end = std::clamp<int64_t>(end, start, rank);
-    std::vector<int64_t> part(dims.begin() + start, dims.begin() + end);
-    int64_t n = part.size();
-    ctx.setKnownOutput(0, Known::ofInts({n}, part), ctx.b.getI64Type());
-    return success();
-  }
-
-  // Everything else folds only when every input is known and small.
   std::vector<const Known *> in;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     if (!ctx.hasInput(i)) {
@@ -150,330 +466,119 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
       continue;
     }
     const Known *k = ctx.known(i);
-    if (!k || k->numElements() > kMaxFoldElements)
+    if (!k)
       return std::nullopt;
     in.push_back(k);
   }
   if (in.empty() || !in[0])
     return std::nullopt;
   Type et = ctx.type(0).getElementType();
-  bool fl = isFloatType(et);
   Type i1 = ctx.b.getI1Type();
-  auto done = [&](Known k, Type t) -> std::optional<LogicalResult> {
-    k.isFloat = isFloatType(t);
-    if (k.isFloat && k.floats.empty() && !k.ints.empty())
-      k.floats.assign(k.ints.begin(), k.ints.end());
-    ctx.setKnownOutput(0, std::move(k), t);
+
+  auto done = [&](std::optional<Known> k, Type t) -> std::optional<LogicalResult> {
+    if (!k)
+      return std::nullopt;
+    ctx.setKnownOutput(0, std::move(*k), t);
     return success();
   };
 
-  static const llvm::StringMap<std::function<double(double, double)>> arith = {
-      {"Add", [](double a, double b) { return a + b; }},
-      {"Sub", [](double a, double b) { return a - b; }},
-      {"Mul", [](double a, double b) { return a * b; }},
-      {"Max", [](double a, double b) { return std::max(a, b); }},
-      {"Min", [](double a, double b) { return std::min(a, b); }},
-      {"Pow", [](double a, double b) { return std::pow(a, b); }}};
-  static const llvm::StringMap<std::function<double(double, double)>> compare = {
-      {"Equal", [](double a, double b) { return double(a == b); }},
-      {"Less", [](double a, double b) { return double(a < b); }},
-      {"LessOrEqual", [](double a, double b) { return double(a <= b); }},
-      {"Greater", [](double a, double b) { return double(a > b); }},
-      {"GreaterOrEqual", [](double a, double b) { return double(a >= b); }},
-      {"And", [](double a, double b) { return double(a != 0 && b != 0); }},
-      {"Or", [](double a, double b) { return double(a != 0 || b != 0); }},
-      {"Xor", [](double a, double b) { return double((a != 0) != (b != 0)); }}};
+  Bin bin = binOf(op, ctx.attrInt("fmod", 0) != 0);
+  if (bin != Bin::None && in.size() >= 2) {
+    for (const Known *k : in)
+      if (!k)
+        return std::nullopt;
+    if (op != "Pow")
+      for (unsigned i = 1; i < in.size(); ++i)
+        if (ctx.type(i).getElementType() != et)
+          return std::nullopt; // the handler reports the mismatch
+    Type rt = isCompare(bin) ? i1 : et;
+    std::optional<Known> acc = *in[0];
+    for (unsigned i = 1; i < in.size() && acc; ++i)
+      acc = binary(bin, *acc, *in[i], rt);
+    if (acc && op == "Mean") {
+      Known n = Known::ofInts({}, {static_cast<int64_t>(in.size())});
+      acc = binary(Bin::Div, *acc, n, rt);
+    }
+    return done(acc, rt);
+  }
+  if (in.size() == 1 && (op == "Max" || op == "Min" || op == "Sum" ||
+                         op == "Mean" || op == "Identity"))
+    return done(*in[0], et);
 
-  if (auto it = arith.find(op); it != arith.end() && in.size() == 2 && in[1]) {
-    auto r = binary(*in[0], *in[1], fl, it->second);
-    return r ? done(*r, et) : std::optional<LogicalResult>();
-  }
-  if (op == "Div" && in.size() == 2 && in[1]) {
-    for (int64_t i = 0; !fl && i < in[1]->numElements(); ++i)
-      if (in[1]->intAt(i) == 0)
-        return std::nullopt; // leave division by zero to run time
-    auto r = binary(*in[0], *in[1], fl, [fl](double a, double b) {
-      return fl ? a / b : std::trunc(a / b);
-    });
-    return r ? done(*r, et) : std::optional<LogicalResult>();
-  }
-  if (auto it = compare.find(op); it != compare.end() && in.size() == 2 && in[1]) {
-    auto r = binary(*in[0], *in[1], false, it->second);
-    return r ? done(*r, i1) : std::optional<LogicalResult>();
-  }
-  if (op == "Not")
-    return done(withValues(in[0]->shape, false,
-                           [&](int64_t i) { return double(in[0]->at(i) == 0); }),
-                i1);
-  if (op == "Neg" || op == "Identity" || op == "Abs" || op == "Floor" ||
-      op == "Ceil" || op == "Sqrt" || op == "Reciprocal" || op == "Relu") {
-    auto f = [&](double x) -> double {
-      if (op == "Neg") return -x;
-      if (op == "Abs") return std::fabs(x);
-      if (op == "Floor") return std::floor(x);
-      if (op == "Ceil") return std::ceil(x);
-      if (op == "Sqrt") return std::sqrt(x);
-      if (op == "Reciprocal") return 1.0 / x;
-      if (op == "Relu") return std::max(0.0, x);
-      return x;
-    };
-    if (!fl && (op == "Sqrt" || op == "Reciprocal"))
-      return std::nullopt;
-    return done(withValues(in[0]->shape, fl, [&](int64_t i) { return f(in[0]->at(i)); }),
-                et);
-  }
   if (op == "Cast") {
     Type to = elementTypeOf(ctx.b.getContext(), ctx.attrInt("to", 0));
     if (!to)
       return std::nullopt;
-    bool toFloat = isFloatType(to);
-    return done(withValues(in[0]->shape, toFloat, [&](int64_t i) {
-                  double v = in[0]->at(i);
-                  if (to.isInteger(1))
-                    return double(v != 0);
-                  return toFloat ? v : std::trunc(v);
-                }),
-                to);
+    return done(knownCast(*in[0], to), to);
   }
+
   if (op == "Where" && in.size() == 3 && in[1] && in[2]) {
+    if (ctx.type(1).getElementType() != ctx.type(2).getElementType() ||
+        !ctx.type(0).getElementType().isInteger(1))
+      return std::nullopt;
     auto s1 = broadcast(in[0]->shape, in[1]->shape);
     auto shape = s1 ? broadcast(*s1, in[2]->shape) : std::nullopt;
     if (!shape)
       return std::nullopt;
-    Type t = ctx.type(1).getElementType();
-    return done(withValues(*shape, isFloatType(t), [&](int64_t i) {
-                  bool c = in[0]->at(broadcastIndex(i, *shape, in[0]->shape)) != 0;
-                  const Known &src = c ? *in[1] : *in[2];
-                  return src.at(broadcastIndex(i, *shape, src.shape));
-                }),
-                t);
-  }
-  if (op == "Gather" && in.size() == 2 && in[1]) {
-    int64_t rank = in[0]->shape.size();
-    FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), rank, "axis");
-    if (failed(axis))
-      return failure();
-    for (int64_t j = 0; j < in[1]->numElements(); ++j) {
-      int64_t idx = in[1]->intAt(j), extent = in[0]->shape[*axis];
-      if (idx < -extent || idx >= extent)
-        return ctx.error() << "index " << idx << " is out of range for extent "
-                           << extent;
+    int64_t n = checkedNumElements(*shape);
+    if (n < 0 || n > kMaxFoldElements)
+      return std::nullopt;
+    Known out;
+    out.shape = *shape;
+    out.isFloat = in[1]->isFloat;
+    for (int64_t i = 0; i < n; ++i) {
+      bool c = in[0]->intAt(broadcastIndex(i, *shape, in[0]->shape)) != 0;
+      const Known &src = c ? *in[1] : *in[2];
+      int64_t j = broadcastIndex(i, *shape, src.shape);
+      if (out.isFloat)
+        out.floats.push_back(src.floats[j]);
+      else
+        out.ints.push_back(src.ints[j]);
     }
-    return done(gather(*in[0], *in[1], *axis), et);
+    return done(out, ctx.type(1).getElementType());
   }
-  if (op == "Unsqueeze" || op == "Squeeze") {
-    std::vector<int64_t> axes = ctx.opset >= 13 && in.size() > 1 && in[1]
-                                    ? std::vector<int64_t>(in[1]->ints.begin(),
-                                                           in[1]->ints.end())
-                                    : ctx.attrInts("axes");
-    std::vector<int64_t> shape = in[0]->shape;
-    if (op == "Unsqueeze") {
-      int64_t rank = shape.size() + axes.size();
-      for (int64_t &a : axes)
-        a = a < 0 ? a + rank : a;
-      std::sort(axes.begin(), axes.end());
-      for (int64_t a : axes) {
-        if (a < 0 || a > static_cast<int64_t>(shape.size()))
+
+  if (in.size() == 1 || (op == "LeakyRelu")) {
+    const Known &x = *in[0];
+    Known out;
+    out.shape = x.shape;
+    out.isFloat = x.isFloat;
+    Type rt = op == "Not" ? i1 : et;
+    int64_t n = x.numElements();
+    if (x.isFloat) {
+      double alpha = ctx.attrFloat("alpha", 0.01);
+      for (int64_t i = 0; i < n; ++i) {
+        std::optional<double> r =
+            op == "LeakyRelu"
+                ? std::optional<double>(x.floats[i] >= 0 ? x.floats[i]
+                                                         : alpha * x.floats[i])
+                : unaryFloat(op, x.floats[i]);
+        if (!r)
           return std::nullopt;
-        shape.insert(shape.begin() + a, 1);
+        out.floats.push_back(roundFloat(*r, rt));
       }
     } else {
-      int64_t rank = shape.size();
-      std::vector<int64_t> kept;
-      for (int64_t d = 0; d < rank; ++d) {
-        bool drop = axes.empty() ? shape[d] == 1
-                                 : llvm::is_contained(axes, d) ||
-                                       llvm::is_contained(axes, d - rank);
-        if (!drop)
-          kept.push_back(shape[d]);
-      }
-      shape = kept;
-    }
-    Known k = *in[0];
-    k.shape = shape;
-    return done(k, et);
-  }
-  if (op == "Reshape" && in.size() == 2 && in[1]) {
-    std::vector<int64_t> shape;
-    int64_t inferred = -1, known = 1;
-    for (int64_t i = 0; i < in[1]->numElements(); ++i) {
-      int64_t d = in[1]->intAt(i);
-      if (d == 0 && !ctx.attrInt("allowzero", 0))
-        d = i < static_cast<int64_t>(in[0]->shape.size()) ? in[0]->shape[i] : 0;
-      if (d == -1)
-        inferred = i;
-      else
-        known *= d;
-      shape.push_back(d);
-    }
-    if (inferred >= 0)
-      shape[inferred] = known ? in[0]->numElements() / known : 0;
-    Known k = *in[0];
-    k.shape = shape;
-    if (k.numElements() != in[0]->numElements())
-      return std::nullopt;
-    return done(k, et);
-  }
-  if (op == "Concat") {
-    int64_t rank = in[0]->shape.size();
-    FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), rank, "axis");
-    if (failed(axis))
-      return failure();
-    std::vector<int64_t> shape = in[0]->shape;
-    shape[*axis] = 0;
-    for (const Known *k : in) {
-      if (!k || k->shape.size() != static_cast<size_t>(rank))
-        return std::nullopt;
-      shape[*axis] += k->shape[*axis];
-    }
-    int64_t outer = 1, inner = 1;
-    for (int64_t d = 0; d < *axis; ++d)
-      outer *= shape[d];
-    for (int64_t d = *axis + 1; d < rank; ++d)
-      inner *= shape[d];
-    Known out;
-    out.shape = shape;
-    out.isFloat = fl;
-    for (int64_t o = 0; o < outer; ++o)
-      for (const Known *k : in) {
-        int64_t chunk = k->shape[*axis] * inner;
-        for (int64_t i = 0; i < chunk; ++i) {
-          if (fl)
-            out.floats.push_back(k->at(o * chunk + i));
-          else
-            out.ints.push_back(k->intAt(o * chunk + i));
-        }
-      }
-    return done(out, et);
-  }
-  if (op == "Slice" && ctx.opset >= 10 && in.size() >= 3 && in[1] && in[2]) {
-    int64_t rank = in[0]->shape.size();
-    std::vector<int64_t> starts(in[1]->ints), ends(in[2]->ints), axes, steps;
-    if (in.size() > 3 && in[3])
-      axes = in[3]->ints;
-    if (in.size() > 4 && in[4])
-      steps = in[4]->ints;
-    if (axes.empty())
-      for (size_t i = 0; i < starts.size(); ++i)
-        axes.push_back(i);
-    if (steps.empty())
-      steps.assign(starts.size(), 1);
-    std::vector<int64_t> lo(rank, 0), hi(in[0]->shape), st(rank, 1);
-    for (size_t i = 0; i < axes.size(); ++i) {
-      int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-      if (a < 0 || a >= rank || steps[i] == 0)
-        return std::nullopt;
-      auto [s, e] = clampSlice(starts[i], ends[i], steps[i], in[0]->shape[a]);
-      lo[a] = s;
-      hi[a] = e;
-      st[a] = steps[i];
-    }
-    std::vector<int64_t> shape;
-    for (int64_t d = 0; d < rank; ++d)
-      shape.push_back(st[d] > 0 ? std::max<int64_t>(0, (hi[d] - lo[d] + st[d] - 1) / st[d])
-                                : std::max<int64_t>(0, (lo[d] - hi[d] - st[d] - 1) / -st[d]));
-    std::vector<int64_t> is = strides(in[0]->shape), os = strides(shape);
-    Known out;
-    out.shape = shape;
-    out.isFloat = fl;
-    int64_t n = out.numElements();
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t src = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        src += (lo[d] + ((i / os[d]) % shape[d]) * st[d]) * is[d];
-      if (fl)
-        out.floats.push_back(in[0]->at(src));
-      else
-        out.ints.push_back(in[0]->intAt(src));
-    }
-    return done(out, et);
-  }
-  if (op == "Range" && in.size() == 3 && in[1] && in[2]) {
-    double start = in[0]->at(0), limit = in[1]->at(0), delta = in[2]->at(0);
-    if (delta == 0)
-      return ctx.error() << "delta is zero";
-    int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
-    return done(withValues({n}, fl, [&](int64_t i) { return start + i * delta; }), et);
-  }
-  if (op == "ConstantOfShape") {
-    std::vector<int64_t> shape(in[0]->ints.begin(), in[0]->ints.end());
-    int64_t n = 1;
-    for (int64_t d : shape)
-      n *= d;
-    if (n > kMaxFoldElements)
-      return std::nullopt;
-    double v = 0;
-    Type t = ctx.b.getF32Type();
-    if (const onnx::AttributeProto *a = ctx.attr("value")) {
-      const onnx::TensorProto &tp = a->t();
-      t = elementTypeOf(ctx.b.getContext(), tp.data_type());
-      if (!t)
-        return std::nullopt;
-      if (tp.float_data_size())
-        v = tp.float_data(0);
-      else if (tp.int64_data_size())
-        v = tp.int64_data(0);
-      else if (tp.int32_data_size())
-        v = tp.int32_data(0);
-      else if (tp.double_data_size())
-        v = tp.double_data(0);
-      else if (!tp.raw_data().empty()) {
-        const std::string &raw = tp.raw_data();
-        if (t.isF32() && raw.size() >= 4) {
-          float f;
-          std::memcpy(&f, raw.data(), 4);
-          v = f;
-        } else if (t.isInteger(64) && raw.size() >= 8) {
-          int64_t x;
-          std::memcpy(&x, raw.data(), 8);
-          v = x;
-        } else if (t.isInteger(32) && raw.size() >= 4) {
-          int32_t x;
-          std::memcpy(&x, raw.data(), 4);
-          v = x;
-        } else if ((t.isInteger(1) || t.isInteger(8)) && !raw.empty()) {
-          v = static_cast<uint8_t>(raw[0]);
-        } else {
+      for (int64_t i = 0; i < n; ++i) {
+        std::optional<int64_t> r = unaryInt(op, x.ints[i]);
+        if (!r)
           return std::nullopt;
-        }
+        out.ints.push_back(wrapInt(*r, rt));
       }
     }
-    return done(withValues(shape, isFloatType(t), [&](int64_t) { return v; }), t);
-  }
-  if (op == "Expand" && in.size() == 2 && in[1]) {
-    std::vector<int64_t> target(in[1]->ints.begin(), in[1]->ints.end());
-    auto shape = broadcast(in[0]->shape, target);
-    if (!shape)
-      return std::nullopt;
-    int64_t n = 1;
-    for (int64_t d : *shape)
-      n *= d;
-    if (n > kMaxFoldElements)
-      return std::nullopt;
-    return done(withValues(*shape, fl, [&](int64_t i) {
-                  return in[0]->at(broadcastIndex(i, *shape, in[0]->shape));
-                }),
-                et);
-  }
-  if ((op == "ReduceProd" || op == "ReduceSum" || op == "ReduceMax" ||
-       op == "ReduceMin") &&
-      in[0]->shape.size() == 1 && ctx.attrInts("axes").size() <= 1 &&
-      (in.size() < 2 || !in[1])) {
-    // The common shape case: reducing a 1-D shape vector to a scalar.
-    double acc = op == "ReduceProd" ? 1 : op == "ReduceSum" ? 0
-                 : op == "ReduceMax"  ? -INFINITY
-                                      : INFINITY;
-    for (int64_t i = 0; i < in[0]->numElements(); ++i) {
-      double v = in[0]->at(i);
-      acc = op == "ReduceProd" ? acc * v
-            : op == "ReduceSum" ? acc + v
-            : op == "ReduceMax" ? std::max(acc, v)
-                                : std::min(acc, v);
-    }
-    std::vector<int64_t> shape;
-    if (ctx.attrInt("keepdims", 1))
-      shape.push_back(1);
-    return done(withValues(shape, fl, [&](int64_t) { return acc; }), et);
+    return done(out, rt);
   }
   return std::nullopt;
+}
+
+bool distopt::onnximport::isElementwiseFoldable(StringRef op) {
+  return llvm::StringSwitch<bool>(op)
+      .Cases({"Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum",
+              "Mean", "Equal", "Less", "LessOrEqual", "Greater",
+              "GreaterOrEqual", "And", "Or", "Xor"},
+             true)
+      .Cases({"Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sqrt",
+              "Reciprocal", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid",
+              "Erf", "Relu", "Not", "LeakyRelu", "Cast", "Where"},
+             true)
+      .Default(false);
 }

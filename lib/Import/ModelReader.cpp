@@ -1,8 +1,10 @@
 //===- ModelReader.cpp - parse an ONNX file without copying weights -*- C++ -*-===//
-#include "ModelReader.h"
+#include "distopt/Import/ModelReader.h"
 
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/wire_format_lite.h"
+
+#include <climits>
 
 using namespace distopt::onnximport;
 using google::protobuf::io::CodedInputStream;
@@ -10,63 +12,71 @@ using WFL = google::protobuf::internal::WireFormatLite;
 
 namespace {
 
-constexpr int kModelGraph = 7;         // ModelProto.graph
-constexpr int kGraphInitializer = 5;   // GraphProto.initializer
-constexpr int kTensorRawData = 9;      // TensorProto.raw_data
+constexpr int kModelGraph = 7;       // ModelProto.graph
+constexpr int kGraphInitializer = 5; // GraphProto.initializer
+constexpr int kTensorRawData = 9;    // TensorProto.raw_data
 
+/// Walks the wire format of a whole model held in memory.
 class Walker {
 public:
-  Walker(const uint8_t *base, size_t size, std::string path)
-      : base(base), size(size), path(std::move(path)) {}
+  Walker(const uint8_t *base, size_t size, std::string name)
+      : base(base), size(size), name(std::move(name)) {}
 
-  llvm::Expected<LoadedModel> run() {
-    LoadedModel out;
+  llvm::Error run(LoadedModel &out) {
     std::string modelRest, graphRest;
     std::vector<onnx::TensorProto> initializers;
     bool sawGraph = false;
-    if (auto err = fields(0, size, [&](int field, int wire, size_t start,
-                                       size_t payload, size_t end) -> llvm::Error {
-          if (field == kModelGraph && wire == WFL::WIRETYPE_LENGTH_DELIMITED) {
-            sawGraph = true;
-            return graph(payload, end, graphRest, initializers, out.rawData);
-          }
-          modelRest.append(reinterpret_cast<const char *>(base + start), end - start);
-          return llvm::Error::success();
-        }))
-      return std::move(err);
-    if (!sawGraph)
-      return fail(0, "the model has no graph");
+    if (llvm::Error err = fields(
+            0, size,
+            [&](int field, int wire, size_t start, size_t payload,
+                size_t end) -> llvm::Error {
+              if (field == kModelGraph &&
+                  wire == WFL::WIRETYPE_LENGTH_DELIMITED) {
+                sawGraph = true;
+                return graph(payload, end, graphRest, initializers,
+                             out.rawData);
+              }
+              append(modelRest, start, end);
+              return llvm::Error::success();
+            }))
+      return err;
     if (!out.model.ParseFromString(modelRest))
       return fail(0, "malformed ModelProto fields");
+    if (!sawGraph)
+      return llvm::createStringError(name + ": the model has no graph");
     onnx::GraphProto *g = out.model.mutable_graph();
     if (!g->ParseFromString(graphRest))
       return fail(0, "malformed GraphProto fields");
     for (onnx::TensorProto &t : initializers)
       g->add_initializer()->Swap(&t);
-    return out;
+    return llvm::Error::success();
   }
 
 private:
   llvm::Error fail(size_t at, const llvm::Twine &what) {
-    return llvm::createStringError(path + ": not a valid ONNX model (" + what +
+    return llvm::createStringError(name + ": not a valid ONNX model (" + what +
                                    " at byte " + llvm::Twine(at) +
                                    "); the file may be truncated or corrupt");
   }
 
+  void append(std::string &to, size_t start, size_t end) {
+    to.append(reinterpret_cast<const char *>(base + start), end - start);
+  }
+
   /// Calls `fn(field, wiretype, start, payloadStart, end)` for every field in
-  /// [begin, end); for length-delimited fields the payload is its content.
+  /// [begin, end); for length-delimited fields the payload is the content
+  /// after the length, otherwise it starts after the tag.
   template <typename Fn>
   llvm::Error fields(size_t begin, size_t end, Fn fn) {
     CodedInputStream in(base + begin, static_cast<int>(end - begin));
-    in.SetTotalBytesLimit(INT32_MAX);
+    in.SetTotalBytesLimit(INT_MAX);
     while (true) {
       size_t start = begin + in.CurrentPosition();
-      uint32_t tag = in.ReadTag();
-      if (tag == 0) {
-        if (start != end)
-          return fail(start, "an invalid field tag");
+      if (start == end)
         return llvm::Error::success();
-      }
+      uint32_t tag = in.ReadTag();
+      if (tag == 0)
+        return fail(start, "an invalid field tag");
       int field = WFL::GetTagFieldNumber(tag);
       int wire = WFL::GetTagWireType(tag);
       size_t payload = begin + in.CurrentPosition();
@@ -75,15 +85,15 @@ private:
         if (!in.ReadVarint32(&len))
           return fail(payload, "a truncated length");
         payload = begin + in.CurrentPosition();
-        if (payload + len > end)
+        if (len > end - payload)
           return fail(payload, "a field running past the end of its message");
         if (!in.Skip(static_cast<int>(len)))
           return fail(payload, "a truncated field");
       } else if (!WFL::SkipField(&in, tag)) {
-        return fail(start, "a truncated field");
+        return fail(start, "a truncated or invalid field");
       }
       size_t stop = begin + in.CurrentPosition();
-      if (auto err = fn(field, wire, start, payload, stop))
+      if (llvm::Error err = fn(field, wire, start, payload, stop))
         return err;
     }
   }
@@ -94,21 +104,23 @@ private:
     return fields(begin, end, [&](int field, int wire, size_t start,
                                   size_t payload, size_t stop) -> llvm::Error {
       if (field != kGraphInitializer || wire != WFL::WIRETYPE_LENGTH_DELIMITED) {
-        rest.append(reinterpret_cast<const char *>(base + start), stop - start);
+        append(rest, start, stop);
         return llvm::Error::success();
       }
       // An initializer: every field but raw_data, whose place is recorded.
       std::string tensorBytes;
       RawDataRef ref;
-      if (auto err = fields(payload, stop, [&](int f, int w, size_t s,
-                                               size_t p, size_t e) -> llvm::Error {
-            if (f == kTensorRawData && w == WFL::WIRETYPE_LENGTH_DELIMITED) {
-              ref = {true, p, e - p};
-              return llvm::Error::success();
-            }
-            tensorBytes.append(reinterpret_cast<const char *>(base + s), e - s);
-            return llvm::Error::success();
-          }))
+      if (llvm::Error err = fields(
+              payload, stop,
+              [&](int f, int w, size_t s, size_t p, size_t e) -> llvm::Error {
+                if (f == kTensorRawData &&
+                    w == WFL::WIRETYPE_LENGTH_DELIMITED) {
+                  ref = {true, p, e - p};
+                  return llvm::Error::success();
+                }
+                append(tensorBytes, s, e);
+                return llvm::Error::success();
+              }))
         return err;
       onnx::TensorProto t;
       if (!t.ParseFromString(tensorBytes))
@@ -121,10 +133,33 @@ private:
 
   const uint8_t *base;
   size_t size;
-  std::string path;
+  std::string name;
 };
 
 } // namespace
+
+llvm::ArrayRef<char> LoadedModel::rawBytes(size_t i) const {
+  if (i >= rawData.size() || !rawData[i].present || !file)
+    return {};
+  return llvm::ArrayRef<char>(file->getBufferStart() + rawData[i].offset,
+                              rawData[i].length);
+}
+
+llvm::Expected<LoadedModel>
+distopt::onnximport::readModelFromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
+                                         llvm::StringRef name) {
+  if (buffer->getBufferSize() > static_cast<size_t>(INT_MAX))
+    return llvm::createStringError(
+        name.str() + " is larger than 2 GiB; ONNX keeps weights that large in "
+                     "external data files");
+  LoadedModel out;
+  Walker walker(reinterpret_cast<const uint8_t *>(buffer->getBufferStart()),
+                buffer->getBufferSize(), name.str());
+  if (llvm::Error err = walker.run(out))
+    return std::move(err);
+  out.file = std::move(buffer);
+  return std::move(out);
+}
 
 llvm::Expected<LoadedModel> distopt::onnximport::readModel(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
@@ -132,15 +167,5 @@ llvm::Expected<LoadedModel> distopt::onnximport::readModel(llvm::StringRef path)
   if (!buffer)
     return llvm::createStringError("cannot read " + path.str() + ": " +
                                    buffer.getError().message());
-  if ((*buffer)->getBufferSize() > static_cast<size_t>(INT32_MAX))
-    return llvm::createStringError(
-        path.str() + " is larger than 2 GiB; ONNX keeps weights that large in "
-                     "external data files");
-  Walker walker(reinterpret_cast<const uint8_t *>((*buffer)->getBufferStart()),
-                (*buffer)->getBufferSize(), path.str());
-  auto model = walker.run();
-  if (!model)
-    return model.takeError();
-  model->file = std::move(*buffer);
-  return model;
+  return readModelFromBuffer(std::move(*buffer), path);
 }

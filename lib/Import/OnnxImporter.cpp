@@ -1,8 +1,17 @@
 //===- OnnxImporter.cpp - ONNX models into the nn dialect -------*- C++ -*-===//
+//
+// The driver: reads the model without copying weights (ModelReader), binds
+// symbolic input dimensions, turns initializers into nn.weight references
+// (or nn.constant for typed data), then imports the nodes in order through
+// the op table, folding shape arithmetic on known values, and finally
+// returns the graph outputs and drops what nothing uses.
+//
+//===----------------------------------------------------------------------===//
 #include "distopt/Import/OnnxImporter.h"
+#include "distopt/Import/ModelReader.h"
 
 #include "ImportContext.h"
-#include "ModelReader.h"
+#include "KnownFolding.h"
 
 #include "dist/IR/DistDialect.h"
 #include "nn/IR/NNOps.h"
@@ -10,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -19,23 +29,6 @@ using namespace distopt;
 using namespace distopt::onnximport;
 
 namespace {
-
-const llvm::StringMap<Handler> &handlerTable() {
-  static const llvm::StringMap<Handler> table = [] {
-    llvm::StringMap<Handler> t;
-    addElementwiseHandlers(t);
-    addTensorHandlers(t);
-    addNetworkHandlers(t);
-    return t;
-  }();
-  return table;
-}
-
-/// Ops whose results are entirely computed at import (shape arithmetic on
-/// known values) need no handler.
-bool foldOnly(StringRef op) {
-  return op == "Shape" || op == "Size" || op == "Constant";
-}
 
 class Importer {
 public:
@@ -50,11 +43,13 @@ private:
   FailureOr<RankedTensorType> valueInfoType(const onnx::ValueInfoProto &info,
                                             StringRef what);
   LogicalResult importInitializer(const onnx::TensorProto &t,
-                                  const RawDataRef &raw);
-  LogicalResult importConstantNode(ImportContext &ictx);
-  FailureOr<DenseElementsAttr> typedData(const onnx::TensorProto &t,
-                                         RankedTensorType type);
-  std::optional<Known> readKnown(const uint8_t *data, RankedTensorType type);
+                                  ArrayRef<char> raw, bool hasRaw);
+  FailureOr<ArrayRef<char>> externalData(const onnx::TensorProto &t,
+                                         int64_t bytes, std::string &file,
+                                         uint64_t &offset);
+  LogicalResult importNode(const onnx::NodeProto &node, int index);
+  LogicalResult checkOutputType(const onnx::ValueInfoProto &info,
+                                RankedTensorType computed);
 
   MLIRContext &ctx;
   std::string path;
@@ -62,9 +57,11 @@ private:
   OpBuilder b;
   Location fileLoc;
   int64_t opset = 0;
-  onnximport::LoadedModel model;
+  LoadedModel model;
   llvm::StringMap<Tensor> values;
-  std::vector<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
+  /// Which node (index) produces each value, for "used before defined".
+  llvm::StringMap<int> producer;
+  llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
 };
 
 } // namespace
@@ -72,306 +69,258 @@ private:
 FailureOr<RankedTensorType>
 Importer::valueInfoType(const onnx::ValueInfoProto &info, StringRef what) {
   if (!info.type().has_tensor_type())
-    return error() << what << " '" << info.name() << "' is not a tensor";
+    return error() << what << " '" << info.name()
+                   << "' is not a tensor (sequences, maps and optionals are "
+                      "not supported)";
   const auto &tt = info.type().tensor_type();
   Type et = elementTypeOf(&ctx, tt.elem_type());
   if (!et)
-    return error() << what << " '" << info.name()
-                   << "' has unsupported element type " << tt.elem_type();
+    return error() << what << " '" << info.name() << "' has element type "
+                   << dataTypeName(tt.elem_type())
+                   << ", which is not supported";
   if (!tt.has_shape())
-    return error() << what << " '" << info.name() << "' has no shape";
+    return error() << what << " '" << info.name()
+                   << "' has no shape; distopt needs the rank and a size (or "
+                      "a named symbol) for every dimension";
   SmallVector<int64_t> shape;
   for (auto [i, dim] : llvm::enumerate(tt.shape().dim())) {
-    if (dim.has_dim_value() && dim.dim_value() >= 0) {
+    if (dim.has_dim_value()) {
+      if (dim.dim_value() < 0)
+        return error() << what << " '" << info.name() << "' dimension " << i
+                       << " has negative size " << dim.dim_value();
       shape.push_back(dim.dim_value());
       continue;
     }
-    if (dim.has_dim_param()) {
+    if (dim.has_dim_param() && !dim.dim_param().empty()) {
       auto it = options.dims.find(dim.dim_param());
       if (it == options.dims.end())
         return error() << what << " '" << info.name() << "' dimension " << i
                        << " is the symbol '" << dim.dim_param()
                        << "'; bind it with --dim " << dim.dim_param() << "=N";
+      if (it->second < 0)
+        return error() << "symbol '" << dim.dim_param()
+                       << "' is bound to a negative size";
       shape.push_back(it->second);
       continue;
     }
     return error() << what << " '" << info.name() << "' dimension " << i
-                   << " has no size; this model needs shapes on its inputs";
+                   << " has neither a size nor a symbol; distopt needs "
+                      "static shapes on graph inputs";
   }
+  if (checkedNumElements(shape) < 0)
+    return error() << what << " '" << info.name() << "' is too large";
   return RankedTensorType::get(shape, et);
 }
 
-std::optional<Known> Importer::readKnown(const uint8_t *data,
-                                         RankedTensorType type) {
-  Type et = type.getElementType();
-  int64_t n = type.getNumElements();
-  std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
-  if (et.isInteger(64) || et.isInteger(32)) {
-    std::vector<int64_t> v;
-    for (int64_t i = 0; i < n; ++i) {
-      if (et.isInteger(64)) {
-        int64_t x;
-        std::memcpy(&x, data + 8 * i, 8);
-        v.push_back(x);
-      } else {
-        int32_t x;
-        std::memcpy(&x, data + 4 * i, 4);
-        v.push_back(x);
-      }
+/// Checks an external-data location and maps the file; returns the tensor's
+/// bytes.
+FailureOr<ArrayRef<char>> Importer::externalData(const onnx::TensorProto &t,
+                                                 int64_t bytes,
+                                                 std::string &file,
+                                                 uint64_t &offset) {
+  std::string location;
+  std::optional<uint64_t> length;
+  offset = 0;
+  for (const auto &kv : t.external_data()) {
+    StringRef value = kv.value();
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      if (value.getAsInteger(10, offset))
+        return error() << "initializer '" << t.name()
+                       << "' has an invalid external data offset '" << value
+                       << "'";
+    } else if (kv.key() == "length") {
+      uint64_t n;
+      if (value.getAsInteger(10, n))
+        return error() << "initializer '" << t.name()
+                       << "' has an invalid external data length '" << value
+                       << "'";
+      length = n;
     }
-    return Known::ofInts(shape, v);
   }
-  if (et.isF32() || et.isF64()) {
-    std::vector<double> v;
-    for (int64_t i = 0; i < n; ++i) {
-      if (et.isF32()) {
-        float x;
-        std::memcpy(&x, data + 4 * i, 4);
-        v.push_back(x);
-      } else {
-        double x;
-        std::memcpy(&x, data + 8 * i, 8);
-        v.push_back(x);
-      }
-    }
-    return Known::ofFloats(shape, v);
+  if (location.empty())
+    return error() << "initializer '" << t.name()
+                   << "' has external data but names no location";
+  // The data must stay inside the model's directory: a relative path without
+  // '..' components.
+  SmallVector<StringRef> parts;
+  StringRef(location).split(parts, '/');
+  SmallVector<StringRef> pieces;
+  for (StringRef p : parts)
+    p.split(pieces, '\\');
+  bool escapes = location.front() == '/' || location.front() == '\\' ||
+                 llvm::sys::path::is_absolute(location) ||
+                 (location.size() > 1 && location[1] == ':') ||
+                 llvm::is_contained(pieces, "..");
+  if (escapes)
+    return error() << "initializer '" << t.name() << "' points at '"
+                   << location
+                   << "', outside the model's directory; external data must "
+                      "be a relative path inside it (no '..', not absolute)";
+  if (length && *length != static_cast<uint64_t>(bytes))
+    return error() << "initializer '" << t.name() << "' has external length "
+                   << *length << " but its shape and type need " << bytes
+                   << " bytes";
+  SmallString<256> full(llvm::sys::path::parent_path(path));
+  llvm::sys::path::append(full, location);
+  auto &buffer = externalFiles[location];
+  if (!buffer) {
+    if (!llvm::sys::fs::is_regular_file(full))
+      return error() << "initializer '" << t.name()
+                     << "': external data file '" << location
+                     << "' is missing (looked for " << full << ")";
+    auto mapped = llvm::MemoryBuffer::getFile(full, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!mapped)
+      return error() << "initializer '" << t.name()
+                     << "': cannot read external data file '" << location
+                     << "': " << mapped.getError().message();
+    buffer = std::move(*mapped);
   }
-  return std::nullopt;
-}
-
-FailureOr<DenseElementsAttr> Importer::typedData(const onnx::TensorProto &t,
-                                                 RankedTensorType type) {
-  Type et = type.getElementType();
-  int64_t n = type.getNumElements();
-  SmallVector<Attribute> elements;
-  auto need = [&](int64_t have) -> LogicalResult {
-    if (have != n)
-      return error() << "tensor '" << t.name() << "' holds " << have
-                     << " values but its shape needs " << n;
-    return success();
-  };
-  if (et.isF32()) {
-    if (failed(need(t.float_data_size())))
-      return failure();
-    for (float f : t.float_data())
-      elements.push_back(b.getF32FloatAttr(f));
-  } else if (et.isF64()) {
-    if (failed(need(t.double_data_size())))
-      return failure();
-    for (double d : t.double_data())
-      elements.push_back(b.getF64FloatAttr(d));
-  } else if (et.isInteger(64)) {
-    if (failed(need(t.int64_data_size())))
-      return failure();
-    for (int64_t i : t.int64_data())
-      elements.push_back(b.getI64IntegerAttr(i));
-  } else if (et.isInteger(1)) {
-    if (failed(need(t.int32_data_size())))
-      return failure();
-    for (int32_t i : t.int32_data())
-      elements.push_back(b.getBoolAttr(i != 0));
-  } else if (isa<IntegerType>(et)) {
-    if (failed(need(t.int32_data_size())))
-      return failure();
-    for (int32_t i : t.int32_data())
-      elements.push_back(IntegerAttr::get(et, i));
-  } else if (et.isF16() || et.isBF16()) {
-    if (failed(need(t.int32_data_size())))
-      return failure();
-    for (int32_t bits : t.int32_data())
-      elements.push_back(FloatAttr::get(
-          et, APFloat(cast<FloatType>(et).getFloatSemantics(),
-                      APInt(16, static_cast<uint16_t>(bits)))));
-  } else {
-    return error() << "tensor '" << t.name() << "' has an unsupported type";
-  }
-  return DenseElementsAttr::get(type, elements);
-}
-
-static int64_t elementBytes(Type et) {
-  return et.isInteger(1) ? 1 : (et.getIntOrFloatBitWidth() + 7) / 8;
+  uint64_t size = buffer->getBufferSize();
+  if (offset > size || static_cast<uint64_t>(bytes) > size - offset)
+    return error() << "initializer '" << t.name() << "' needs bytes ["
+                   << offset << ", " << offset + bytes << ") of '" << location
+                   << "', which has " << size << " bytes";
+  file = location;
+  return ArrayRef<char>(buffer->getBufferStart() + offset, bytes);
 }
 
 LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
-                                          const RawDataRef &raw) {
+                                          ArrayRef<char> raw, bool hasRaw) {
+  if (t.name().empty())
+    return error() << "an initializer has no name";
+  if (values.count(t.name()))
+    return error() << "initializer '" << t.name() << "' is defined twice";
   Type et = elementTypeOf(&ctx, t.data_type());
   if (!et)
-    return error() << "initializer '" << t.name()
-                   << "' has unsupported element type " << t.data_type();
+    return error() << "initializer '" << t.name() << "' has element type "
+                   << dataTypeName(t.data_type())
+                   << ", which is not supported";
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
-  for (int64_t d : shape)
-    if (d < 0)
-      return error() << "initializer '" << t.name() << "' has a negative dimension";
+  int64_t n = checkedNumElements(shape);
+  if (n < 0)
+    return error() << "initializer '" << t.name()
+                   << "' has a negative or too large dimension";
   auto type = RankedTensorType::get(shape, et);
-  int64_t bytes = type.getNumElements() * elementBytes(et);
+  int64_t bytes = n * storageBytes(et);
   Location loc = NameLoc::get(b.getStringAttr(t.name()), fileLoc);
   Tensor tensor;
   tensor.type = type;
+  tensor.isWeight = true;
 
   std::string file;
   uint64_t offset = 0;
-  const uint8_t *data = nullptr;
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    int64_t length = -1;
-    for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::stoull(kv.value());
-      else if (kv.key() == "length")
-        length = std::stoll(kv.value());
-    }
-    if (location.empty())
+    if (hasRaw)
       return error() << "initializer '" << t.name()
-                     << "' is external but names no location";
-    // The data must stay inside the model's directory.
-    SmallString<128> normal(location);
-    llvm::sys::path::remove_dots(normal, /*remove_dot_dot=*/false);
-    bool escapes = llvm::sys::path::is_absolute(location) ||
-                   llvm::any_of(llvm::make_range(llvm::sys::path::begin(normal),
-                                                 llvm::sys::path::end(normal)),
-                                [](StringRef c) { return c == ".."; });
-    if (escapes)
-      return error() << "initializer '" << t.name() << "' points at '"
-                     << location
-                     << "', outside the model's directory; external data must "
-                        "be a relative path inside it";
-    if (length >= 0 && length != bytes)
-      return error() << "initializer '" << t.name() << "' has length " << length
-                     << " but its shape and type need " << bytes << " bytes";
-    SmallString<256> full(llvm::sys::path::parent_path(path));
-    llvm::sys::path::append(full, location);
-    uint64_t size;
-    if (llvm::sys::fs::file_size(full, size))
-      return error() << "initializer '" << t.name()
-                     << "': external data file '" << location << "' is missing";
-    if (offset + bytes > size)
-      return error() << "initializer '" << t.name() << "' needs bytes "
-                     << offset << ".." << offset + bytes << " of '" << location
-                     << "' which has " << size;
-    file = location;
-    if (et.isIntOrIndex() && type.getNumElements() <= 64) {
-      auto buf = llvm::MemoryBuffer::getFileSlice(full, bytes, offset);
-      if (buf) {
-        tensor.known = readKnown(
-            reinterpret_cast<const uint8_t *>((*buf)->getBufferStart()), type);
-      }
-    }
-  } else if (raw.present) {
-    if (static_cast<int64_t>(raw.length) != bytes)
-      return error() << "initializer '" << t.name() << "' has " << raw.length
+                     << "' has both raw data and external data";
+    FailureOr<ArrayRef<char>> data = externalData(t, bytes, file, offset);
+    if (failed(data))
+      return failure();
+    tensor.bytes = *data;
+  } else if (hasRaw) {
+    if (static_cast<int64_t>(raw.size()) != bytes)
+      return error() << "initializer '" << t.name() << "' has " << raw.size()
                      << " bytes of raw data but its shape and type need "
                      << bytes;
     file = llvm::sys::path::filename(path).str();
-    offset = raw.offset;
-    data = reinterpret_cast<const uint8_t *>(model.file->getBufferStart()) +
-           raw.offset;
+    offset = raw.data() - model.file->getBufferStart();
+    tensor.bytes = raw;
   } else {
-    FailureOr<DenseElementsAttr> dense = typedData(t, type);
-    if (failed(dense))
-      return failure();
-    tensor.value = nn::ConstantOp::create(b, loc, type, *dense);
-    if (isa<IntegerType>(et) && type.getNumElements() <= kMaxFoldElements) {
-      std::vector<int64_t> v;
-      for (APInt i : dense->getValues<APInt>())
-        v.push_back(et.isInteger(1) ? i.getZExtValue() : i.getSExtValue());
-      tensor.known = Known::ofInts(std::vector<int64_t>(shape.begin(), shape.end()), v);
-    }
-    values[t.name()] = tensor;
+    // Typed fields (float_data, int64_data, ...): a constant in the IR.
+    std::string err;
+    DenseElementsAttr dense = denseFromTensorProto(t, type, err);
+    if (!dense)
+      return error() << "initializer '" << t.name() << "': " << err;
+    tensor.value = nn::ConstantOp::create(b, loc, type, dense);
+    if (isa<IntegerType>(et) && n <= kMaxWeightKnownElements)
+      tensor.known = knownFromDense(dense);
+    values[t.name()] = std::move(tensor);
     return success();
   }
-  // Small integer tensors often feed shape arithmetic: know their values.
-  if (data && isa<IntegerType>(et) && !et.isInteger(1) &&
-      type.getNumElements() <= 64)
-    tensor.known = readKnown(data, type);
-  tensor.value = nn::WeightOp::create(b, loc, type, b.getStringAttr(t.name()),
-                                      b.getStringAttr(file),
-                                      b.getI64IntegerAttr(offset),
-                                      DenseI64ArrayAttr(), DenseI64ArrayAttr());
-  values[t.name()] = tensor;
+  tensor.value = nn::WeightOp::create(
+      b, loc, type, b.getStringAttr(t.name()), b.getStringAttr(file),
+      b.getI64IntegerAttr(static_cast<int64_t>(offset)), DenseI64ArrayAttr(),
+      DenseI64ArrayAttr());
+  values[t.name()] = std::move(tensor);
   return success();
 }
 
-LogicalResult Importer::importConstantNode(ImportContext &ictx) {
-  const onnx::NodeProto &node = ictx.node;
-  if (node.attribute_size() != 1)
-    return ictx.error() << "expects exactly one value attribute";
-  const onnx::AttributeProto &a = node.attribute(0);
-  StringRef name = a.name();
-  if (name == "value") {
-    const onnx::TensorProto &t = a.t();
-    Type et = elementTypeOf(&ctx, t.data_type());
-    if (!et)
-      return ictx.error() << "unsupported constant element type " << t.data_type();
-    SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
-    auto type = RankedTensorType::get(shape, et);
-    if (t.data_location() == onnx::TensorProto::EXTERNAL)
-      return ictx.error() << "external data in a Constant node is not supported";
-    if (t.has_raw_data()) {
-      int64_t bytes = type.getNumElements() * elementBytes(et);
-      if (static_cast<int64_t>(t.raw_data().size()) != bytes)
-        return ictx.error() << "raw data holds " << t.raw_data().size()
-                            << " bytes, the shape needs " << bytes;
-      auto dense = DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
-      if (et.isInteger(1)) {
-        SmallVector<bool> bits;
-        for (char c : t.raw_data())
-          bits.push_back(c != 0);
-        dense = DenseElementsAttr::get(type, bits);
-      }
-      Tensor tensor;
-      tensor.type = type;
-      if (type.getNumElements() <= kMaxFoldElements)
-        tensor.known = readKnown(reinterpret_cast<const uint8_t *>(t.raw_data().data()), type);
-      tensor.value = nn::ConstantOp::create(b, ictx.loc, type, dense);
-      values[node.output(0)] = tensor;
-      return success();
-    }
-    FailureOr<DenseElementsAttr> dense = typedData(t, type);
-    if (failed(dense))
-      return failure();
-    Tensor tensor;
-    tensor.type = type;
-    tensor.value = nn::ConstantOp::create(b, ictx.loc, type, *dense);
-    if (type.getNumElements() <= kMaxFoldElements) {
-      if (isa<IntegerType>(et)) {
-        std::vector<int64_t> v;
-        for (APInt i : dense->getValues<APInt>())
-          v.push_back(et.isInteger(1) ? i.getZExtValue() : i.getSExtValue());
-        tensor.known = Known::ofInts(std::vector<int64_t>(shape.begin(), shape.end()), v);
-      } else if (et.isF32() || et.isF64()) {
-        std::vector<double> v;
-        for (APFloat f : dense->getValues<APFloat>())
-          v.push_back(f.convertToDouble());
-        tensor.known = Known::ofFloats(std::vector<int64_t>(shape.begin(), shape.end()), v);
-      }
-    }
-    values[node.output(0)] = tensor;
-    return success();
+LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
+  std::string display = node.name().empty()
+                            ? node.op_type() + "#" + std::to_string(index)
+                            : node.name();
+  Location loc = NameLoc::get(b.getStringAttr(display), fileLoc);
+  ImportContext ictx(b, values, node, display, opset, loc);
+  if (!node.domain().empty() && node.domain() != "ai.onnx")
+    return ictx.error() << "operator domain '" << node.domain()
+                        << "' is not supported (only the default ONNX domain)";
+  Handler handler = lookupHandler(ictx);
+  if (!handler)
+    return failure();
+  for (unsigned i = 0; i < ictx.numInputs(); ++i) {
+    if (!ictx.hasInput(i) || values.count(node.input(i)))
+      continue;
+    auto it = producer.find(node.input(i));
+    if (it != producer.end() && it->second > index)
+      return ictx.error() << "input " << i << " '" << node.input(i)
+                          << "' is produced by a later node; the graph's "
+                             "nodes are not in topological order";
+    return ictx.error() << "input " << i << " '" << node.input(i)
+                        << "' is not produced by any earlier node, graph "
+                           "input or initializer";
   }
-  if (name == "value_int") {
-    ictx.setKnownOutput(0, Known::ofInts({}, {a.i()}), b.getI64Type());
+  for (unsigned o = 0; o < ictx.numOutputs(); ++o)
+    if (ictx.wantsOutput(o) && values.count(node.output(o)))
+      return ictx.error() << "output " << o << " '" << node.output(o)
+                          << "' is already defined";
+  LogicalResult r = failure();
+  std::optional<LogicalResult> folded;
+  if (isElementwiseFoldable(node.op_type()))
+    folded = tryFold(ictx);
+  r = folded ? *folded : handler(ictx);
+  if (failed(r))
+    return failure();
+  for (unsigned o = 0; o < ictx.numOutputs(); ++o)
+    if (ictx.wantsOutput(o) && !values.count(node.output(o)))
+      return ictx.error() << "output " << o << " '" << node.output(o)
+                          << "' is not supported";
+  return success();
+}
+
+LogicalResult Importer::checkOutputType(const onnx::ValueInfoProto &info,
+                                        RankedTensorType computed) {
+  if (!info.type().has_tensor_type())
     return success();
+  const auto &tt = info.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::UNDEFINED) {
+    Type et = elementTypeOf(&ctx, tt.elem_type());
+    if (et != computed.getElementType())
+      return error() << "graph output '" << info.name() << "' is declared "
+                     << dataTypeName(tt.elem_type()) << " but computes "
+                     << computed.getElementType();
   }
-  if (name == "value_ints") {
-    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
-    int64_t n = v.size();
-    ictx.setKnownOutput(0, Known::ofInts({n}, v), b.getI64Type());
+  if (!tt.has_shape())
     return success();
+  bool mismatch = tt.shape().dim_size() != computed.getRank();
+  for (int i = 0; !mismatch && i < tt.shape().dim_size(); ++i) {
+    const auto &dim = tt.shape().dim(i);
+    std::optional<int64_t> want;
+    if (dim.has_dim_value())
+      want = dim.dim_value();
+    else if (dim.has_dim_param())
+      if (auto it = options.dims.find(dim.dim_param());
+          it != options.dims.end())
+        want = it->second;
+    mismatch = want && *want != computed.getDimSize(i);
   }
-  if (name == "value_float") {
-    ictx.setKnownOutput(0, Known::ofFloats({}, {a.f()}), b.getF32Type());
-    return success();
-  }
-  if (name == "value_floats") {
-    std::vector<double> v(a.floats().begin(), a.floats().end());
-    int64_t n = v.size();
-    ictx.setKnownOutput(0, Known::ofFloats({n}, v), b.getF32Type());
-    return success();
-  }
-  return ictx.error() << "constant attribute '" << name << "' is not supported";
+  if (mismatch)
+    return error() << "graph output '" << info.name()
+                   << "' has a declared shape that differs from the computed "
+                   << computed;
+  return success();
 }
 
 OwningOpRef<ModuleOp> Importer::run() {
@@ -382,32 +331,54 @@ OwningOpRef<ModuleOp> Importer::run() {
     return nullptr;
   }
   model = std::move(*loaded);
+  bool sawDefault = false;
   for (const auto &imp : model.model.opset_import())
-    if (imp.domain().empty() || imp.domain() == "ai.onnx")
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") {
       opset = imp.version();
-  if (opset == 0) {
+      sawDefault = true;
+    }
+  if (!sawDefault) {
     error() << "the model imports no version of the default ONNX opset";
     return nullptr;
   }
-  if (opset < 7) {
-    error() << "opset " << opset << " is older than 7, the oldest supported";
+  if (opset < kOldestOpset || opset > kNewestOpset) {
+    error() << "default-domain opset " << opset
+            << " is not supported (supported: " << kOldestOpset << " to "
+            << kNewestOpset << ")";
+    return nullptr;
+  }
+  const onnx::GraphProto &graph = model.model.graph();
+  if (graph.sparse_initializer_size()) {
+    error() << "sparse initializers ('"
+            << graph.sparse_initializer(0).values().name()
+            << "') are not supported";
     return nullptr;
   }
 
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   (*module)->setAttr("nn.model_path", b.getStringAttr(path));
   (*module)->setAttr("nn.opset", b.getI64IntegerAttr(opset));
-  const onnx::GraphProto &graph = model.model.graph();
 
   llvm::StringSet<> initializerNames;
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    for (const std::string &out : node.output())
+      if (!out.empty())
+        producer.try_emplace(out, static_cast<int>(i));
 
+  // Graph inputs that are not initializers become the arguments.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  llvm::StringSet<> seenInputs;
   for (const onnx::ValueInfoProto &in : graph.input()) {
     if (initializerNames.contains(in.name()))
       continue;
+    if (in.name().empty() || !seenInputs.insert(in.name()).second) {
+      error() << "graph input '" << in.name()
+              << "' is unnamed or given twice";
+      return nullptr;
+    }
     FailureOr<RankedTensorType> t = valueInfoType(in, "input");
     if (failed(t))
       return nullptr;
@@ -428,54 +399,18 @@ OwningOpRef<ModuleOp> Importer::run() {
   }
 
   for (int i = 0; i < graph.initializer_size(); ++i)
-    if (failed(importInitializer(graph.initializer(i), model.rawData[i])))
+    if (failed(importInitializer(graph.initializer(i), model.rawBytes(i),
+                                 model.rawData[i].present)))
       return nullptr;
 
-  const llvm::StringMap<Handler> &table = handlerTable();
-  for (const onnx::NodeProto &node : graph.node()) {
-    std::string name = node.name().empty() ? node.op_type() : node.name();
-    Location loc = NameLoc::get(b.getStringAttr(name), fileLoc);
-    ImportContext ictx(b, values, node, opset, loc);
-    if (!node.domain().empty() && node.domain() != "ai.onnx") {
-      ictx.error() << "operator domain '" << node.domain()
-                   << "' is not supported (only the default ONNX domain)";
+  for (int i = 0; i < graph.node_size(); ++i)
+    if (failed(importNode(graph.node(i), i)))
       return nullptr;
-    }
-    for (unsigned i = 0; i < ictx.numInputs(); ++i)
-      if (ictx.hasInput(i) && !values.count(node.input(i))) {
-        ictx.error() << "input " << i << " '" << node.input(i)
-                     << "' is not produced by any earlier node, input or "
-                        "initializer";
-        return nullptr;
-      }
-    LogicalResult r = success();
-    if (node.op_type() == "Constant") {
-      r = importConstantNode(ictx);
-    } else if (std::optional<LogicalResult> folded = tryFold(ictx)) {
-      r = *folded;
-    } else {
-      auto it = table.find(node.op_type());
-      if (it == table.end()) {
-        ictx.error() << "operator '" << node.op_type()
-                     << "' is not supported by the importer";
-        return nullptr;
-      }
-      if (foldOnly(node.op_type())) {
-        ictx.error() << "could not evaluate this node at import";
-        return nullptr;
-      }
-      r = it->second(ictx);
-    }
-    if (failed(r))
-      return nullptr;
-    for (int o = 0; o < node.output_size(); ++o)
-      if (!node.output(o).empty() && !values.count(node.output(o))) {
-        ictx.error() << "output " << o << " '" << node.output(o)
-                     << "' is not supported";
-        return nullptr;
-      }
+
+  if (graph.output_size() == 0) {
+    error() << "the graph has no outputs";
+    return nullptr;
   }
-
   SmallVector<Value> results;
   for (const onnx::ValueInfoProto &out : graph.output()) {
     auto it = values.find(out.name());
@@ -484,8 +419,12 @@ OwningOpRef<ModuleOp> Importer::run() {
       return nullptr;
     }
     Tensor &t = it->second;
+    if (failed(checkOutputType(out, t.type)))
+      return nullptr;
     if (!t.value) {
-      ImportContext ictx(b, values, graph.node(0), opset, fileLoc);
+      onnx::NodeProto none;
+      Location loc = NameLoc::get(b.getStringAttr(out.name()), fileLoc);
+      ImportContext ictx(b, values, none, out.name(), opset, loc);
       t.value = ictx.materialize(*t.known, t.type.getElementType());
     }
     results.push_back(t.value);
@@ -498,9 +437,10 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, "nn.name", b.getStringAttr(out.name()));
 
-  // Unused weights and constants only cost parsing time; drop them.
+  // Drop what nothing uses: unused weights and constants, dead branches
+  // such as a Dropout mask or shape computations already evaluated.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
-    if (isa<nn::WeightOp, nn::ConstantOp>(op) && op.use_empty())
+    if (isOpTriviallyDead(&op))
       op.erase();
   if (failed(verify(*module)))
     return nullptr;

@@ -3,6 +3,8 @@
 
 #include "nn/IR/NNOps.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
@@ -10,128 +12,245 @@ using namespace distopt::onnximport;
 namespace {
 
 template <typename OpT>
-LogicalResult binaryOp(ImportContext &ctx) {
-  if (ctx.opset < 7 && ctx.hasAttr("broadcast"))
-    return ctx.error() << "the opset < 7 'broadcast' attribute is not supported";
-  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
-  if (failed(a) || failed(b))
-    return failure();
-  auto ta = cast<RankedTensorType>(a->getType());
-  auto tb = cast<RankedTensorType>(b->getType());
-  if (!broadcast(ta.getShape(), tb.getShape()))
-    return ctx.error() << "operand shapes " << ta << " and " << tb
-                       << " do not broadcast";
-  if (ta.getElementType() != tb.getElementType())
-    return ctx.error() << "operands have different element types "
-                       << ta.getElementType() << " and " << tb.getElementType();
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *a, *b));
+FailureOr<Value> makeBinary(ImportContext &ctx, Value a, Value b) {
+  return ctx.create<OpT>(a, b);
+}
+
+using BinaryBuilder = FailureOr<Value> (*)(ImportContext &, Value, Value);
+
+BinaryBuilder binaryBuilder(StringRef op) {
+  return llvm::StringSwitch<BinaryBuilder>(op)
+      .Cases({"Add", "Sum", "Mean"}, makeBinary<nn::AddOp>)
+      .Case("Sub", makeBinary<nn::SubOp>)
+      .Case("Mul", makeBinary<nn::MulOp>)
+      .Case("Div", makeBinary<nn::DivOp>)
+      .Case("Max", makeBinary<nn::MaxOp>)
+      .Case("Min", makeBinary<nn::MinOp>)
+      .Case("Equal", makeBinary<nn::EqualOp>)
+      .Case("Less", makeBinary<nn::LessOp>)
+      .Case("LessOrEqual", makeBinary<nn::LessEqualOp>)
+      .Case("Greater", makeBinary<nn::GreaterOp>)
+      .Case("GreaterOrEqual", makeBinary<nn::GreaterEqualOp>)
+      .Case("And", makeBinary<nn::AndOp>)
+      .Case("Or", makeBinary<nn::OrOp>)
+      .Case("Xor", makeBinary<nn::XorOp>)
+      .Default(nullptr);
+}
+
+/// Checks that two operands have one element type (ONNX's T for both).
+LogicalResult sameElementType(ImportContext &ctx, Value a, Value b,
+                              unsigned i = 1) {
+  Type ea = cast<RankedTensorType>(a.getType()).getElementType();
+  Type eb = cast<RankedTensorType>(b.getType()).getElementType();
+  if (ea != eb)
+    return ctx.error() << "input " << i << " has element type " << eb
+                       << " but input 0 has " << ea;
   return success();
 }
 
-LogicalResult powOp(ImportContext &ctx) {
-  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
-  if (failed(a) || failed(b))
+bool isBool(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType().isInteger(1);
+}
+
+template <typename OpT>
+FailureOr<Value> makeUnary(ImportContext &ctx, Value x) {
+  return ctx.create<OpT>(x);
+}
+
+using UnaryBuilder = FailureOr<Value> (*)(ImportContext &, Value);
+
+UnaryBuilder unaryBuilder(StringRef op) {
+  return llvm::StringSwitch<UnaryBuilder>(op)
+      .Case("Neg", makeUnary<nn::NegOp>)
+      .Case("Abs", makeUnary<nn::AbsOp>)
+      .Case("Exp", makeUnary<nn::ExpOp>)
+      .Case("Log", makeUnary<nn::LogOp>)
+      .Case("Sqrt", makeUnary<nn::SqrtOp>)
+      .Case("Reciprocal", makeUnary<nn::ReciprocalOp>)
+      .Case("Tanh", makeUnary<nn::TanhOp>)
+      .Case("Sigmoid", makeUnary<nn::SigmoidOp>)
+      .Case("Erf", makeUnary<nn::ErfOp>)
+      .Case("Relu", makeUnary<nn::ReluOp>)
+      .Case("Not", makeUnary<nn::NotOp>)
+      .Case("Sin", makeUnary<nn::SinOp>)
+      .Case("Cos", makeUnary<nn::CosOp>)
+      .Case("Floor", makeUnary<nn::FloorOp>)
+      .Case("Ceil", makeUnary<nn::CeilOp>)
+      .Case("Round", makeUnary<nn::RoundOp>)
+      .Case("Sign", makeUnary<nn::SignOp>)
+      .Default(nullptr);
+}
+
+/// Ops defined on floating-point tensors only.
+bool floatOnly(StringRef op) {
+  return llvm::is_contained({"Exp", "Log", "Sqrt", "Reciprocal", "Tanh",
+                             "Sigmoid", "Erf", "Sin", "Cos", "Floor", "Ceil",
+                             "Round", "Gelu", "LeakyRelu", "Softplus",
+                             "HardSigmoid", "Elu"},
+                            op);
+}
+
+FailureOr<Value> floatInput(ImportContext &ctx, unsigned i) {
+  FailureOr<Value> x = ctx.value(i);
+  if (failed(x))
     return failure();
-  auto ta = cast<RankedTensorType>(a->getType());
-  auto tb = cast<RankedTensorType>(b->getType());
-  if (!broadcast(ta.getShape(), tb.getShape()))
-    return ctx.error() << "operand shapes do not broadcast";
-  Value exp = *b;
-  if (tb.getElementType() != ta.getElementType())
-    exp = nn::CastOp::create(ctx.b, ctx.loc, tb.clone(ta.getElementType()), exp);
-  ctx.setOutput(0, nn::PowOp::create(ctx.b, ctx.loc, *a, exp));
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return ctx.error() << "needs a floating-point input, got "
+                       << x->getType();
+  return x;
+}
+
+} // namespace
+
+LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
+  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
+  if (failed(a) || failed(b) || failed(sameElementType(ctx, *a, *b)))
+    return failure();
+  bool logic = op == "And" || op == "Or" || op == "Xor";
+  if (logic && !isBool(*a))
+    return ctx.error() << "needs bool operands, got " << a->getType();
+  FailureOr<Value> r = binaryBuilder(op)(ctx, *a, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult modOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::powOp(ImportContext &ctx) {
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
   if (failed(a) || failed(b))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::PowOp>(*a, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+LogicalResult distopt::onnximport::modOp(ImportContext &ctx) {
+  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
+  if (failed(a) || failed(b) || failed(sameElementType(ctx, *a, *b)))
     return failure();
   bool fmod = ctx.attrInt("fmod", 0) != 0;
-  if (!fmod && isa<FloatType>(cast<RankedTensorType>(a->getType()).getElementType()))
+  if (!fmod &&
+      isa<FloatType>(cast<RankedTensorType>(a->getType()).getElementType()))
     return ctx.error() << "fmod=0 on floating-point operands is not allowed "
                           "by ONNX";
-  ctx.setOutput(0, nn::ModOp::create(ctx.b, ctx.loc, *a, *b, ctx.b.getBoolAttr(fmod)));
+  FailureOr<Value> r = ctx.create<nn::ModOp>(*a, *b, ctx.b.getBoolAttr(fmod));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-/// Max, Min, Sum, Mean: variadic, reduced pairwise.
-template <typename OpT>
-LogicalResult variadicOp(ImportContext &ctx) {
+/// Max, Min, Sum, Mean: a chain of binary ops (Mean then divides).
+LogicalResult distopt::onnximport::variadicOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
   FailureOr<Value> acc = ctx.value(0);
   if (failed(acc))
     return failure();
   for (unsigned i = 1; i < ctx.numInputs(); ++i) {
     FailureOr<Value> v = ctx.value(i);
-    if (failed(v))
+    if (failed(v) || failed(sameElementType(ctx, *acc, *v, i)))
       return failure();
-    auto ta = cast<RankedTensorType>(acc->getType());
-    auto tb = cast<RankedTensorType>(v->getType());
-    if (!broadcast(ta.getShape(), tb.getShape()))
-      return ctx.error() << "input " << i << " does not broadcast";
-    *acc = OpT::create(ctx.b, ctx.loc, *acc, *v);
+    acc = binaryBuilder(op)(ctx, *acc, *v);
+    if (failed(acc))
+      return failure();
+  }
+  if (op == "Mean" && ctx.numInputs() > 1) {
+    Type et = cast<RankedTensorType>(acc->getType()).getElementType();
+    acc = ctx.create<nn::DivOp>(*acc, ctx.scalar(ctx.numInputs(), et));
+    if (failed(acc))
+      return failure();
   }
   ctx.setOutput(0, *acc);
   return success();
 }
 
-LogicalResult meanOp(ImportContext &ctx) {
-  if (failed(variadicOp<nn::AddOp>(ctx)))
-    return failure();
-  Value sum = ctx.values[ctx.node.output(0)].value;
-  auto t = cast<RankedTensorType>(sum.getType());
-  Value n = ctx.scalar(ctx.numInputs(), t.getElementType());
-  ctx.setOutput(0, nn::DivOp::create(ctx.b, ctx.loc, sum, n));
-  return success();
-}
-
-template <typename OpT>
-LogicalResult unaryOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+LogicalResult distopt::onnximport::unaryOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
+  FailureOr<Value> x = floatOnly(op) ? floatInput(ctx, 0) : ctx.value(0);
   if (failed(x))
     return failure();
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x));
+  if (op == "Not" && !isBool(*x))
+    return ctx.error() << "needs a bool input, got " << x->getType();
+  FailureOr<Value> r = unaryBuilder(op)(ctx, *x);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult geluOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+/// Identity passes its input through, known values included.
+LogicalResult distopt::onnximport::identityOp(ImportContext &ctx) {
+  FailureOr<Tensor *> t = ctx.input(0);
+  if (failed(t))
+    return failure();
+  Tensor copy = **t;
+  copy.isWeight = false;
+  copy.bytes = {};
+  if (!copy.value && !copy.known)
+    return ctx.error() << "input has no value";
+  ctx.values[ctx.node.output(0)] = copy;
+  return success();
+}
+
+LogicalResult distopt::onnximport::geluOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
   if (failed(x))
     return failure();
   std::string approx = ctx.attrString("approximate", "none");
   if (approx != "none" && approx != "tanh")
-    return ctx.error() << "approximate must be none or tanh, got " << approx;
-  ctx.setOutput(0, nn::GeluOp::create(ctx.b, ctx.loc, *x,
-                                      ctx.b.getStringAttr(approx)));
+    return ctx.error() << "approximate must be \"none\" or \"tanh\", got \""
+                       << approx << "\"";
+  FailureOr<Value> r =
+      ctx.create<nn::GeluOp>(*x, ctx.b.getStringAttr(approx));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult leakyReluOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+LogicalResult distopt::onnximport::leakyReluOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
   if (failed(x))
     return failure();
-  ctx.setOutput(0, nn::LeakyReluOp::create(
-                       ctx.b, ctx.loc, *x,
-                       ctx.b.getF64FloatAttr(ctx.attrFloat("alpha", 0.01))));
+  FailureOr<Value> r = ctx.create<nn::LeakyReluOp>(
+      *x, ctx.b.getF64FloatAttr(ctx.attrFloat("alpha", 0.01)));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult clipOp(ImportContext &ctx) {
+/// Clip: bounds are attributes before opset 11 and optional inputs from 11.
+/// Known bounds become attributes; others max/min ops.
+LogicalResult distopt::onnximport::clipOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   FloatAttr lo, hi;
+  Value result = *x;
   if (ctx.opset < 11) {
     if (ctx.hasAttr("min"))
       lo = ctx.b.getF64FloatAttr(ctx.attrFloat("min", 0));
     if (ctx.hasAttr("max"))
       hi = ctx.b.getF64FloatAttr(ctx.attrFloat("max", 0));
   } else {
-    Value result = *x;
-    // Bounds are inputs: known ones become attributes, others max/min ops.
     for (unsigned i : {1u, 2u}) {
       if (!ctx.hasInput(i))
         continue;
+      RankedTensorType bt = ctx.type(i);
+      if (!bt)
+        return ctx.error() << "input " << i << " is not defined";
+      if (bt.getNumElements() != 1)
+        return ctx.error() << (i == 1 ? "min" : "max")
+                           << " must be a scalar, got " << bt;
+      Type xt = cast<RankedTensorType>(x->getType()).getElementType();
+      if (bt.getElementType() != xt)
+        return ctx.error() << "input " << i << " has element type "
+                           << bt.getElementType() << " but input 0 has " << xt;
       if (const Known *k = ctx.known(i)) {
         (i == 1 ? lo : hi) = ctx.b.getF64FloatAttr(k->at(0));
         continue;
@@ -139,155 +258,151 @@ LogicalResult clipOp(ImportContext &ctx) {
       FailureOr<Value> bound = ctx.value(i);
       if (failed(bound))
         return failure();
-      result = i == 1 ? Value(nn::MaxOp::create(ctx.b, ctx.loc, result, *bound))
-                      : Value(nn::MinOp::create(ctx.b, ctx.loc, result, *bound));
+      FailureOr<Value> r = i == 1 ? ctx.create<nn::MaxOp>(result, *bound)
+                                  : ctx.create<nn::MinOp>(result, *bound);
+      if (failed(r))
+        return failure();
+      result = *r;
     }
-    if (result != *x && !lo && !hi) {
-      ctx.setOutput(0, result);
-      return success();
-    }
-    *x = result;
   }
-  ctx.setOutput(0, nn::ClipOp::create(ctx.b, ctx.loc, *x, lo, hi));
+  if (!lo && !hi) {
+    ctx.setOutput(0, result);
+    return success();
+  }
+  FailureOr<Value> r = ctx.create<nn::ClipOp>(result, lo, hi);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult castOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::castOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   int64_t to = ctx.attrInt("to", 0);
   Type et = elementTypeOf(ctx.b.getContext(), to);
   if (!et)
-    return ctx.error() << "casting to ONNX element type " << to
+    return ctx.error() << "casting to " << dataTypeName(to)
                        << " is not supported";
   auto t = cast<RankedTensorType>(x->getType());
   if (t.getElementType() == et) {
     ctx.setOutput(0, *x);
     return success();
   }
-  ctx.setOutput(0, nn::CastOp::create(ctx.b, ctx.loc, t.clone(et), *x));
+  FailureOr<Value> r = ctx.createTyped<nn::CastOp>(t.clone(et), *x);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult whereOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::whereOp(ImportContext &ctx) {
   FailureOr<Value> c = ctx.value(0), a = ctx.value(1), b = ctx.value(2);
   if (failed(c) || failed(a) || failed(b))
     return failure();
-  ctx.setOutput(0, nn::WhereOp::create(ctx.b, ctx.loc, *c, *a, *b));
+  if (!isBool(*c))
+    return ctx.error() << "the condition must be bool, got " << c->getType();
+  if (failed(sameElementType(ctx, *a, *b, 2)))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::WhereOp>(*c, *a, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult dropoutOp(ImportContext &ctx) {
-  // Inference: the identity; the mask, if requested, is all true.
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
+/// Inference: the identity; the mask, if requested, is all true (all ones
+/// of the input's type before opset 10).
+LogicalResult distopt::onnximport::dropoutOp(ImportContext &ctx) {
   if (ctx.opset >= 12 && ctx.hasInput(2)) {
-    const Known *training = ctx.known(2);
-    if (!training || training->at(0) != 0)
-      return ctx.error() << "training-mode dropout is not supported; "
-                            "distopt compiles inference graphs";
+    FailureOr<const Known *> training =
+        ctx.requireKnown(2, "training_mode");
+    if (failed(training))
+      return failure();
+    if ((*training)->numElements() != 1 || (*training)->at(0) != 0)
+      return ctx.error() << "training-mode dropout is not supported; distopt "
+                            "compiles inference graphs";
   }
-  ctx.setOutput(0, *x);
-  if (ctx.numOutputs() > 1 && !ctx.node.output(1).empty()) {
-    auto t = cast<RankedTensorType>(x->getType());
-    Known k = Known::ofInts(std::vector<int64_t>(t.getShape().begin(), t.getShape().end()),
-                            std::vector<int64_t>(t.getNumElements(), 1));
-    if (t.getNumElements() > kMaxFoldElements)
-      return ctx.error() << "the dropout mask output is too large to materialise";
-    ctx.setKnownOutput(1, k, ctx.b.getI1Type());
-  }
-  return success();
-}
-
-/// Softplus / HardSigmoid / Elu written with nn ops.
-LogicalResult softplusOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
+  if (failed(identityOp(ctx)))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  Value e = nn::ExpOp::create(ctx.b, ctx.loc, *x);
-  Value one = ctx.scalar(1.0, t.getElementType());
-  Value s = nn::AddOp::create(ctx.b, ctx.loc, e, one);
-  ctx.setOutput(0, nn::LogOp::create(ctx.b, ctx.loc, s));
+  if (ctx.wantsOutput(1)) {
+    RankedTensorType t = ctx.type(0);
+    Type et = ctx.opset >= 10 ? ctx.b.getI1Type() : t.getElementType();
+    auto type = t.clone(et);
+    Attribute one = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, 1.0))
+                                       : Attribute(IntegerAttr::get(et, 1));
+    if (et.isInteger(1))
+      one = ctx.b.getBoolAttr(true);
+    ctx.setOutput(1, nn::ConstantOp::create(ctx.b, ctx.loc, type,
+                                            DenseElementsAttr::get(type, one)));
+  }
   return success();
 }
 
-LogicalResult hardSigmoidOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+/// Softplus = log(exp(x) + 1).
+LogicalResult distopt::onnximport::softplusOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
   if (failed(x))
     return failure();
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  Value a = ctx.scalar(ctx.attrFloat("alpha", 0.2), et);
-  Value b = ctx.scalar(ctx.attrFloat("beta", 0.5), et);
-  Value y = nn::AddOp::create(ctx.b, ctx.loc, nn::MulOp::create(ctx.b, ctx.loc, *x, a), b);
-  ctx.setOutput(0, nn::ClipOp::create(ctx.b, ctx.loc, y, ctx.b.getF64FloatAttr(0.0),
-                                      ctx.b.getF64FloatAttr(1.0)));
+  FailureOr<Value> e = ctx.create<nn::ExpOp>(*x);
+  if (failed(e))
+    return failure();
+  FailureOr<Value> s = ctx.create<nn::AddOp>(*e, ctx.scalar(1.0, et));
+  if (failed(s))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::LogOp>(*s);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult eluOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+/// HardSigmoid = clip(alpha * x + beta, 0, 1).
+LogicalResult distopt::onnximport::hardSigmoidOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
   if (failed(x))
     return failure();
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  Value zero = ctx.scalar(0.0, et), one = ctx.scalar(1.0, et);
-  Value alpha = ctx.scalar(ctx.attrFloat("alpha", 1.0), et);
-  Value neg = nn::MulOp::create(
-      ctx.b, ctx.loc, alpha,
-      nn::SubOp::create(ctx.b, ctx.loc, nn::ExpOp::create(ctx.b, ctx.loc, *x), one));
-  Value pos = nn::GreaterOp::create(ctx.b, ctx.loc, *x, zero);
-  ctx.setOutput(0, nn::WhereOp::create(ctx.b, ctx.loc, pos, *x, neg));
+  FailureOr<Value> m = ctx.create<nn::MulOp>(
+      *x, ctx.scalar(ctx.attrFloat("alpha", 0.2), et));
+  if (failed(m))
+    return failure();
+  FailureOr<Value> y =
+      ctx.create<nn::AddOp>(*m, ctx.scalar(ctx.attrFloat("beta", 0.5), et));
+  if (failed(y))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::ClipOp>(
+      *y, ctx.b.getF64FloatAttr(0.0), ctx.b.getF64FloatAttr(1.0));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-} // namespace
-
-void distopt::onnximport::addElementwiseHandlers(llvm::StringMap<Handler> &t) {
-  t["Add"] = binaryOp<nn::AddOp>;
-  t["Sub"] = binaryOp<nn::SubOp>;
-  t["Mul"] = binaryOp<nn::MulOp>;
-  t["Div"] = binaryOp<nn::DivOp>;
-  t["Pow"] = powOp;
-  t["Mod"] = modOp;
-  t["Equal"] = binaryOp<nn::EqualOp>;
-  t["Less"] = binaryOp<nn::LessOp>;
-  t["LessOrEqual"] = binaryOp<nn::LessEqualOp>;
-  t["Greater"] = binaryOp<nn::GreaterOp>;
-  t["GreaterOrEqual"] = binaryOp<nn::GreaterEqualOp>;
-  t["And"] = binaryOp<nn::AndOp>;
-  t["Or"] = binaryOp<nn::OrOp>;
-  t["Xor"] = binaryOp<nn::XorOp>;
-  t["Max"] = variadicOp<nn::MaxOp>;
-  t["Min"] = variadicOp<nn::MinOp>;
-  t["Sum"] = variadicOp<nn::AddOp>;
-  t["Mean"] = meanOp;
-  t["Neg"] = unaryOp<nn::NegOp>;
-  t["Abs"] = unaryOp<nn::AbsOp>;
-  t["Exp"] = unaryOp<nn::ExpOp>;
-  t["Log"] = unaryOp<nn::LogOp>;
-  t["Sqrt"] = unaryOp<nn::SqrtOp>;
-  t["Reciprocal"] = unaryOp<nn::ReciprocalOp>;
-  t["Tanh"] = unaryOp<nn::TanhOp>;
-  t["Sigmoid"] = unaryOp<nn::SigmoidOp>;
-  t["Erf"] = unaryOp<nn::ErfOp>;
-  t["Relu"] = unaryOp<nn::ReluOp>;
-  t["Not"] = unaryOp<nn::NotOp>;
-  t["Sin"] = unaryOp<nn::SinOp>;
-  t["Cos"] = unaryOp<nn::CosOp>;
-  t["Floor"] = unaryOp<nn::FloorOp>;
-  t["Ceil"] = unaryOp<nn::CeilOp>;
-  t["Round"] = unaryOp<nn::RoundOp>;
-  t["Sign"] = unaryOp<nn::SignOp>;
-  t["Identity"] = unaryOp<nn::IdentityOp>;
-  t["Gelu"] = geluOp;
-  t["LeakyRelu"] = leakyReluOp;
-  t["Clip"] = clipOp;
-  t["Cast"] = castOp;
-  t["Where"] = whereOp;
-  t["Dropout"] = dropoutOp;
-  t["Softplus"] = softplusOp;
-  t["HardSigmoid"] = hardSigmoidOp;
-  t["Elu"] = eluOp;
+/// Elu = x > 0 ? x : alpha * (exp(x) - 1).
+LogicalResult distopt::onnximport::eluOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
+  if (failed(x))
+    return failure();
+  Type et = cast<RankedTensorType>(x->getType()).getElementType();
+  FailureOr<Value> e = ctx.create<nn::ExpOp>(*x);
+  if (failed(e))
+    return failure();
+  FailureOr<Value> em1 = ctx.create<nn::SubOp>(*e, ctx.scalar(1.0, et));
+  if (failed(em1))
+    return failure();
+  FailureOr<Value> neg = ctx.create<nn::MulOp>(
+      ctx.scalar(ctx.attrFloat("alpha", 1.0), et), *em1);
+  if (failed(neg))
+    return failure();
+  FailureOr<Value> pos = ctx.create<nn::GreaterOp>(*x, ctx.scalar(0.0, et));
+  if (failed(pos))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::WhereOp>(*pos, *x, *neg);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
 }

@@ -1,114 +1,137 @@
 //===- OpsNetwork.cpp - ONNX linear algebra, normalisation, pooling -*- C++ -*-===//
 #include "ImportContext.h"
+#include "KnownFolding.h"
 
 #include "nn/IR/NNOps.h"
-#include "nn/IR/ShapeUtils.h"
+
+#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
 
-namespace {
-
-Value reshapeTo(ImportContext &ctx, Value x, ArrayRef<int64_t> shape) {
-  auto t = cast<RankedTensorType>(x.getType());
-  if (t.getShape() == shape)
-    return x;
-  return nn::ReshapeOp::create(ctx.b, ctx.loc, t.clone(shape), x);
+LogicalResult distopt::onnximport::matmulOp(ImportContext &ctx) {
+  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
+  if (failed(a) || failed(b))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::MatMulOp>(*a, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
 }
 
-Value transpose2d(ImportContext &ctx, Value x) {
-  return nn::TransposeOp::create(ctx.b, ctx.loc, x,
-                                 ctx.b.getDenseI64ArrayAttr({1, 0}));
-}
-
-LogicalResult matmulOp(ImportContext &ctx) {
+/// Gemm: alpha * op(A) @ op(B) + beta * C, op transposing on request.
+LogicalResult distopt::onnximport::gemmOp(ImportContext &ctx) {
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
   if (failed(a) || failed(b))
     return failure();
   auto ta = cast<RankedTensorType>(a->getType());
   auto tb = cast<RankedTensorType>(b->getType());
-  if (failed(nn::matmulShape(ta.getShape(), tb.getShape())))
-    return ctx.error() << "cannot multiply " << ta << " by " << tb;
-  if (ta.getElementType() != tb.getElementType())
-    return ctx.error() << "operands have different element types";
-  ctx.setOutput(0, nn::MatMulOp::create(ctx.b, ctx.loc, *a, *b));
-  return success();
-}
-
-/// Gemm: alpha * op(A) @ op(B) + beta * C, with op transposing on request.
-LogicalResult gemmOp(ImportContext &ctx) {
-  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
-  if (failed(a) || failed(b))
+  if (ta.getRank() != 2 || tb.getRank() != 2)
+    return ctx.error() << "needs 2-D A and B, got " << ta << " and " << tb;
+  auto transposed = [&](Value x) {
+    return ctx.create<nn::TransposeOp>(x, ctx.b.getDenseI64ArrayAttr({1, 0}));
+  };
+  FailureOr<Value> A = ctx.attrInt("transA", 0) ? transposed(*a) : *a;
+  FailureOr<Value> B = ctx.attrInt("transB", 0) ? transposed(*b) : *b;
+  if (failed(A) || failed(B))
     return failure();
-  if (cast<RankedTensorType>(a->getType()).getRank() != 2 ||
-      cast<RankedTensorType>(b->getType()).getRank() != 2)
-    return ctx.error() << "Gemm needs 2-D operands";
-  Value A = ctx.attrInt("transA", 0) ? transpose2d(ctx, *a) : *a;
-  Value B = ctx.attrInt("transB", 0) ? transpose2d(ctx, *b) : *b;
-  auto ta = cast<RankedTensorType>(A.getType());
-  auto tb = cast<RankedTensorType>(B.getType());
-  if (ta.getDimSize(1) != tb.getDimSize(0))
-    return ctx.error() << "cannot multiply " << ta << " by " << tb;
-  Type et = ta.getElementType();
-  Value y = nn::MatMulOp::create(ctx.b, ctx.loc, A, B);
+  FailureOr<Value> y = ctx.create<nn::MatMulOp>(*A, *B);
+  if (failed(y))
+    return failure();
+  auto ty = cast<RankedTensorType>(y->getType());
+  Type et = ty.getElementType();
   double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
-  if (alpha != 1.0)
-    y = nn::MulOp::create(ctx.b, ctx.loc, y, ctx.scalar(alpha, et));
+  if (alpha != 1.0) {
+    y = ctx.create<nn::MulOp>(*y, ctx.scalar(alpha, et));
+    if (failed(y))
+      return failure();
+  }
   if (ctx.hasInput(2) && beta != 0.0) {
     FailureOr<Value> c = ctx.value(2);
     if (failed(c))
       return failure();
-    Value C = *c;
-    auto tc = cast<RankedTensorType>(C.getType());
-    if (!broadcast(tc.getShape(), cast<RankedTensorType>(y.getType()).getShape()))
-      return ctx.error() << "C of type " << tc << " does not broadcast to the product";
-    if (beta != 1.0)
-      C = nn::MulOp::create(ctx.b, ctx.loc, C, ctx.scalar(beta, et));
-    y = nn::AddOp::create(ctx.b, ctx.loc, y, C);
+    auto tc = cast<RankedTensorType>(c->getType());
+    auto shape = broadcast(tc.getShape(), ty.getShape());
+    if (!shape || ArrayRef<int64_t>(*shape) != ty.getShape())
+      return ctx.error() << "C of type " << tc
+                         << " does not broadcast to the product " << ty;
+    if (beta != 1.0) {
+      c = ctx.create<nn::MulOp>(*c, ctx.scalar(beta, et));
+      if (failed(c))
+        return failure();
+    }
+    y = ctx.create<nn::AddOp>(*y, *c);
+    if (failed(y))
+      return failure();
   }
-  ctx.setOutput(0, y);
+  ctx.setOutput(0, *y);
   return success();
 }
 
-template <typename OpT>
-LogicalResult softmaxOp(ImportContext &ctx) {
+/// Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
+/// `axis` (default 1) and normalised over the whole second part.
+LogicalResult distopt::onnximport::softmaxOp(ImportContext &ctx) {
+  bool log = ctx.node.op_type() == "LogSoftmax";
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return ctx.error() << "needs a floating-point input, got " << t;
+  if (t.getRank() == 0)
+    return ctx.error() << "needs an input of rank 1 or more";
   int64_t dflt = ctx.opset >= 13 ? -1 : 1;
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", dflt), t.getRank(), "axis");
+  int64_t rank = t.getRank();
+  int64_t a = ctx.attrInt("axis", dflt);
+  // Before 13, axis may equal the rank when coercing (an empty second part).
+  FailureOr<int64_t> axis = ctx.axis(a, rank, "axis");
   if (failed(axis))
     return failure();
-  if (ctx.opset >= 13 || *axis == t.getRank() - 1) {
-    ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x, ctx.b.getI64IntegerAttr(*axis)));
+  auto make = [&](Value v, int64_t ax) -> FailureOr<Value> {
+    IntegerAttr attr = ctx.b.getI64IntegerAttr(ax);
+    return log ? ctx.create<nn::LogSoftmaxOp>(v, attr)
+               : ctx.create<nn::SoftmaxOp>(v, attr);
+  };
+  if (ctx.opset >= 13 || *axis == rank - 1) {
+    FailureOr<Value> r = make(*x, *axis);
+    if (failed(r))
+      return failure();
+    ctx.setOutput(0, *r);
     return success();
   }
-  // Before opset 13 the input is flattened to 2-D at `axis`.
-  int64_t a = 1, b = 1;
-  for (int64_t d = 0; d < t.getRank(); ++d)
-    (d < *axis ? a : b) *= t.getDimSize(d);
-  Value flat = reshapeTo(ctx, *x, {a, b});
-  Value s = OpT::create(ctx.b, ctx.loc, flat, ctx.b.getI64IntegerAttr(1));
-  ctx.setOutput(0, reshapeTo(ctx, s, t.getShape()));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d)
+    (d < *axis ? outer : inner) *= t.getDimSize(d);
+  FailureOr<Value> flat = ctx.reshape(*x, {outer, inner});
+  if (failed(flat))
+    return failure();
+  FailureOr<Value> s = make(*flat, 1);
+  if (failed(s))
+    return failure();
+  FailureOr<Value> r = ctx.reshape(*s, t.getShape());
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult layerNormOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0), scale = ctx.value(1);
   if (failed(x) || failed(scale))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
   if (failed(axis))
     return failure();
-  for (unsigned i = 1; i < ctx.numOutputs(); ++i)
-    if (!ctx.node.output(i).empty())
-      return ctx.error() << "the Mean and InvStdDev outputs (training) are not "
-                            "supported";
+  if (ctx.wantsOutput(1) || ctx.wantsOutput(2))
+    return ctx.error() << "the Mean and InvStdDev outputs (for training) are "
+                          "not supported";
   if (ctx.attrInt("stash_type", 1) != 1)
-    return ctx.error() << "stash_type other than float is not supported";
+    return ctx.error() << "stash_type " << ctx.attrInt("stash_type", 1)
+                       << " is not supported (only 1, float)";
   Value bias;
   if (ctx.hasInput(2)) {
     FailureOr<Value> b = ctx.value(2);
@@ -116,27 +139,65 @@ LogicalResult layerNormOp(ImportContext &ctx) {
       return failure();
     bias = *b;
   }
-  ctx.setOutput(0, nn::LayerNormOp::create(
-                       ctx.b, ctx.loc, *x, *scale, bias,
-                       ctx.b.getI64IntegerAttr(*axis),
-                       ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5))));
+  FailureOr<Value> r = ctx.create<nn::LayerNormOp>(
+      *x, *scale, bias, ctx.b.getI64IntegerAttr(*axis),
+      ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5)));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-/// Reductions: axes moved from attribute to input at opset 13 (ReduceSum) or
-/// 18 (the others).
-template <typename OpT>
-LogicalResult reduceOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
+LogicalResult distopt::onnximport::batchNormOp(ImportContext &ctx) {
+  if (ctx.attrInt("training_mode", 0))
+    return ctx.error() << "training-mode batch normalisation is not supported";
+  if (ctx.numOutputs() > 1)
+    for (unsigned i = 1; i < ctx.numOutputs(); ++i)
+      if (ctx.wantsOutput(i))
+        return ctx.error() << "the running statistics outputs (for training) "
+                              "are not supported";
+  if (ctx.attrInt("spatial", 1) != 1)
+    return ctx.error() << "spatial=0 (statistics per element) is not supported";
+  SmallVector<Value> in;
+  for (unsigned i = 0; i < 5; ++i) {
+    FailureOr<Value> v = ctx.value(i);
+    if (failed(v))
+      return failure();
+    in.push_back(*v);
+  }
+  FailureOr<Value> r = ctx.create<nn::BatchNormOp>(
+      in[0], in[1], in[2], in[3], in[4],
+      ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5)));
+  if (failed(r))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  bool isSum = ctx.node.op_type() == "ReduceSum";
-  int64_t inputFrom = isSum ? 13 : 18;
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+namespace {
+
+template <typename OpT>
+FailureOr<Value> makeReduce(ImportContext &ctx, Value x, ArrayRef<int64_t> axes,
+                            bool keep) {
+  return ctx.create<OpT>(x, ctx.b.getDenseI64ArrayAttr(axes),
+                         keep ? ctx.b.getUnitAttr() : UnitAttr());
+}
+
+using ReduceBuilder = FailureOr<Value> (*)(ImportContext &, Value,
+                                           ArrayRef<int64_t>, bool);
+
+} // namespace
+
+/// Reductions: `axes` moved from attribute to input at opset 13 (ReduceSum)
+/// or 18 (the others).
+LogicalResult distopt::onnximport::reduceOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
+  RankedTensorType t = ctx.type(0);
+  int64_t inputFrom = op == "ReduceSum" ? 13 : 18;
   std::vector<int64_t> axes;
   if (ctx.opset >= inputFrom) {
     if (ctx.hasInput(1)) {
-      auto k = ctx.knownInts(1, "axes");
+      FailureOr<std::vector<int64_t>> k = ctx.knownInts(1, "axes");
       if (failed(k))
         return failure();
       axes = *k;
@@ -144,9 +205,13 @@ LogicalResult reduceOp(ImportContext &ctx) {
   } else {
     axes = ctx.attrInts("axes");
   }
+  bool keep = ctx.attrInt("keepdims", 1) != 0;
   if (axes.empty()) {
     if (ctx.attrInt("noop_with_empty_axes", 0)) {
-      ctx.setOutput(0, *x);
+      FailureOr<Tensor *> in = ctx.input(0);
+      if (failed(in))
+        return failure();
+      ctx.values[ctx.node.output(0)] = **in;
       return success();
     }
     for (int64_t d = 0; d < t.getRank(); ++d)
@@ -158,30 +223,80 @@ LogicalResult reduceOp(ImportContext &ctx) {
       return failure();
     a = *n;
   }
-  std::sort(axes.begin(), axes.end());
+  llvm::sort(axes);
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  bool keep = ctx.attrInt("keepdims", 1) != 0;
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x, ctx.b.getDenseI64ArrayAttr(axes),
-                               keep ? ctx.b.getUnitAttr() : UnitAttr()));
+  if (const Known *k = ctx.known(0))
+    if (t.getNumElements() <= kMaxFoldElements)
+      if (std::optional<Known> r =
+              knownReduce(*k, axes, keep, op, t.getElementType())) {
+        ctx.setKnownOutput(0, std::move(*r), t.getElementType());
+        return success();
+      }
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  ReduceBuilder make = llvm::StringSwitch<ReduceBuilder>(op)
+                           .Case("ReduceSum", makeReduce<nn::ReduceSumOp>)
+                           .Case("ReduceMean", makeReduce<nn::ReduceMeanOp>)
+                           .Case("ReduceMax", makeReduce<nn::ReduceMaxOp>)
+                           .Case("ReduceMin", makeReduce<nn::ReduceMinOp>)
+                           .Case("ReduceProd", makeReduce<nn::ReduceProdOp>)
+                           .Default(nullptr);
+  FailureOr<Value> r = make(ctx, *x, axes, keep);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-template <typename OpT>
-LogicalResult argReduceOp(ImportContext &ctx) {
+/// ArgMax/ArgMin; select_last_index=1 takes the first extreme of the input
+/// reversed along the axis and maps the index back.
+LogicalResult distopt::onnximport::argReduceOp(ImportContext &ctx) {
+  bool isMax = ctx.node.op_type() == "ArgMax";
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
   if (failed(axis))
     return failure();
-  if (ctx.attrInt("select_last_index", 0))
-    return ctx.error() << "select_last_index=1 is not supported";
+  int64_t extent = t.getDimSize(*axis);
+  if (extent == 0)
+    return ctx.error() << "cannot take the index of an extreme over an empty "
+                          "dimension";
   bool keep = ctx.attrInt("keepdims", 1) != 0;
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x, ctx.b.getI64IntegerAttr(*axis),
-                               keep ? ctx.b.getUnitAttr() : UnitAttr()));
+  bool last = ctx.attrInt("select_last_index", 0) != 0;
+  Value in = *x;
+  if (last) {
+    SmallVector<int64_t> lo(t.getRank(), 0), hi(t.getShape()),
+        st(t.getRank(), 1);
+    lo[*axis] = extent - 1;
+    hi[*axis] = -1;
+    st[*axis] = -1;
+    FailureOr<Value> rev = ctx.create<nn::SliceOp>(
+        in, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
+        ctx.b.getDenseI64ArrayAttr(st));
+    if (failed(rev))
+      return failure();
+    in = *rev;
+  }
+  IntegerAttr axisAttr = ctx.b.getI64IntegerAttr(*axis);
+  UnitAttr keepAttr = keep ? ctx.b.getUnitAttr() : UnitAttr();
+  FailureOr<Value> r = isMax ? ctx.create<nn::ArgMaxOp>(in, axisAttr, keepAttr)
+                             : ctx.create<nn::ArgMinOp>(in, axisAttr, keepAttr);
+  if (failed(r))
+    return failure();
+  if (last) {
+    r = ctx.create<nn::SubOp>(ctx.scalar(extent - 1, ctx.b.getI64Type()), *r);
+    if (failed(r))
+      return failure();
+  }
+  ctx.setOutput(0, *r);
   return success();
 }
+
+namespace {
 
 /// Window attributes shared by Conv and pooling, with auto_pad resolved.
 struct Window {
@@ -195,7 +310,7 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
   w.kernel.assign(kernel.begin(), kernel.end());
   auto get = [&](StringRef name, int64_t n, int64_t dflt) {
     std::vector<int64_t> v = ctx.attrInts(name);
-    if (v.empty())
+    if (!ctx.hasAttr(name))
       v.assign(n, dflt);
     return SmallVector<int64_t>(v.begin(), v.end());
   };
@@ -206,8 +321,16 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
       static_cast<int64_t>(w.strides.size()) != spatial ||
       static_cast<int64_t>(w.dilations.size()) != spatial ||
       static_cast<int64_t>(w.pads.size()) != 2 * spatial)
-    return ctx.error() << "kernel/strides/dilations need " << spatial
-                       << " entries and pads " << 2 * spatial;
+    return ctx.error() << "kernel_shape, strides and dilations need " << spatial
+                       << " entries and pads " << 2 * spatial
+                       << " for an input of rank " << x.getRank();
+  for (int64_t i = 0; i < spatial; ++i)
+    if (w.kernel[i] <= 0 || w.strides[i] <= 0 || w.dilations[i] <= 0)
+      return ctx.error() << "kernel_shape, strides and dilations must be "
+                            "positive";
+  for (int64_t p : w.pads)
+    if (p < 0)
+      return ctx.error() << "pads must not be negative";
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
   if (autoPad == "VALID") {
     std::fill(w.pads.begin(), w.pads.end(), 0);
@@ -227,16 +350,23 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
   return w;
 }
 
-LogicalResult convOp(ImportContext &ctx) {
+} // namespace
+
+LogicalResult distopt::onnximport::convOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0), w = ctx.value(1);
   if (failed(x) || failed(w))
     return failure();
   auto tx = cast<RankedTensorType>(x->getType());
   auto tw = cast<RankedTensorType>(w->getType());
   if (tx.getRank() < 3 || tw.getRank() != tx.getRank())
-    return ctx.error() << "Conv needs input [N, C, spatial...] and a weight of "
-                          "the same rank";
-  FailureOr<Window> win = windowOf(ctx, tx, tw.getShape().drop_front(2));
+    return ctx.error() << "needs input [N, C, spatial...] and a weight of the "
+                          "same rank, got "
+                       << tx << " and " << tw;
+  ArrayRef<int64_t> kernel = tw.getShape().drop_front(2);
+  if (ctx.hasAttr("kernel_shape") &&
+      ArrayRef<int64_t>(ctx.attrInts("kernel_shape")) != kernel)
+    return ctx.error() << "kernel_shape does not match the weight " << tw;
+  FailureOr<Window> win = windowOf(ctx, tx, kernel);
   if (failed(win))
     return failure();
   Value bias;
@@ -251,88 +381,58 @@ LogicalResult convOp(ImportContext &ctx) {
       tw.getDimSize(0) % group != 0)
     return ctx.error() << "channels do not match: input " << tx << ", weight "
                        << tw << ", group " << group;
-  ctx.setOutput(0, nn::ConvOp::create(ctx.b, ctx.loc, *x, *w, bias,
-                                      ctx.b.getDenseI64ArrayAttr(win->strides),
-                                      ctx.b.getDenseI64ArrayAttr(win->pads),
-                                      ctx.b.getDenseI64ArrayAttr(win->dilations),
-                                      ctx.b.getI64IntegerAttr(group)));
+  FailureOr<Value> r = ctx.create<nn::ConvOp>(
+      *x, *w, bias, ctx.b.getDenseI64ArrayAttr(win->strides),
+      ctx.b.getDenseI64ArrayAttr(win->pads),
+      ctx.b.getDenseI64ArrayAttr(win->dilations),
+      ctx.b.getI64IntegerAttr(group));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-template <typename OpT>
-LogicalResult poolOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
+  bool isMax = ctx.node.op_type() == "MaxPool";
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   auto tx = cast<RankedTensorType>(x->getType());
   if (tx.getRank() < 3)
-    return ctx.error() << "pooling needs input [N, C, spatial...]";
-  if (ctx.numOutputs() > 1 && !ctx.node.output(1).empty())
+    return ctx.error() << "needs input [N, C, spatial...], got " << tx;
+  if (ctx.wantsOutput(1))
     return ctx.error() << "the Indices output of MaxPool is not supported";
-  if (ctx.attrInt("storage_order", 0))
-    return ctx.error() << "storage_order=1 is not supported";
-  std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
-  FailureOr<Window> win = windowOf(ctx, tx, kernel);
+  FailureOr<Window> win = windowOf(ctx, tx, ctx.attrInts("kernel_shape"));
   if (failed(win))
     return failure();
-  bool ceil = ctx.attrInt("ceil_mode", 0) != 0;
-  bool countPad = ctx.attrInt("count_include_pad", 0) != 0;
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x,
-                               ctx.b.getDenseI64ArrayAttr(win->kernel),
-                               ctx.b.getDenseI64ArrayAttr(win->strides),
-                               ctx.b.getDenseI64ArrayAttr(win->pads),
-                               ctx.b.getDenseI64ArrayAttr(win->dilations),
-                               ceil ? ctx.b.getUnitAttr() : UnitAttr(),
-                               countPad ? ctx.b.getUnitAttr() : UnitAttr()));
+  UnitAttr ceil = ctx.attrInt("ceil_mode", 0) ? ctx.b.getUnitAttr() : UnitAttr();
+  UnitAttr countPad =
+      ctx.attrInt("count_include_pad", 0) ? ctx.b.getUnitAttr() : UnitAttr();
+  auto k = ctx.b.getDenseI64ArrayAttr(win->kernel);
+  auto s = ctx.b.getDenseI64ArrayAttr(win->strides);
+  auto p = ctx.b.getDenseI64ArrayAttr(win->pads);
+  auto d = ctx.b.getDenseI64ArrayAttr(win->dilations);
+  FailureOr<Value> r =
+      isMax ? ctx.create<nn::MaxPoolOp>(*x, k, s, p, d, ceil, UnitAttr())
+            : ctx.create<nn::AvgPoolOp>(*x, k, s, p, d, ceil, countPad);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-template <typename OpT>
-LogicalResult globalPoolOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::globalPoolOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
   if (cast<RankedTensorType>(x->getType()).getRank() < 3)
-    return ctx.error() << "pooling needs input [N, C, spatial...]";
-  ctx.setOutput(0, OpT::create(ctx.b, ctx.loc, *x));
+    return ctx.error() << "needs input [N, C, spatial...], got "
+                       << x->getType();
+  FailureOr<Value> r = ctx.node.op_type() == "GlobalMaxPool"
+                           ? ctx.create<nn::GlobalMaxPoolOp>(*x)
+                           : ctx.create<nn::GlobalAvgPoolOp>(*x);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
-}
-
-LogicalResult batchNormOp(ImportContext &ctx) {
-  SmallVector<Value> in;
-  for (unsigned i = 0; i < 5; ++i) {
-    FailureOr<Value> v = ctx.value(i);
-    if (failed(v))
-      return failure();
-    in.push_back(*v);
-  }
-  if (ctx.attrInt("training_mode", 0))
-    return ctx.error() << "training-mode batch normalisation is not supported";
-  ctx.setOutput(0, nn::BatchNormOp::create(
-                       ctx.b, ctx.loc, in[0], in[1], in[2], in[3], in[4],
-                       ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5))));
-  return success();
-}
-
-} // namespace
-
-void distopt::onnximport::addNetworkHandlers(llvm::StringMap<Handler> &t) {
-  t["MatMul"] = matmulOp;
-  t["Gemm"] = gemmOp;
-  t["Softmax"] = softmaxOp<nn::SoftmaxOp>;
-  t["LogSoftmax"] = softmaxOp<nn::LogSoftmaxOp>;
-  t["LayerNormalization"] = layerNormOp;
-  t["ReduceSum"] = reduceOp<nn::ReduceSumOp>;
-  t["ReduceMean"] = reduceOp<nn::ReduceMeanOp>;
-  t["ReduceMax"] = reduceOp<nn::ReduceMaxOp>;
-  t["ReduceMin"] = reduceOp<nn::ReduceMinOp>;
-  t["ReduceProd"] = reduceOp<nn::ReduceProdOp>;
-  t["ArgMax"] = argReduceOp<nn::ArgMaxOp>;
-  t["ArgMin"] = argReduceOp<nn::ArgMinOp>;
-  t["Conv"] = convOp;
-  t["MaxPool"] = poolOp<nn::MaxPoolOp>;
-  t["AveragePool"] = poolOp<nn::AvgPoolOp>;
-  t["GlobalAveragePool"] = globalPoolOp<nn::GlobalAvgPoolOp>;
-  t["GlobalMaxPool"] = globalPoolOp<nn::GlobalMaxPoolOp>;
-  t["BatchNormalization"] = batchNormOp;
 }

@@ -1,9 +1,19 @@
-//===- OpsTensor.cpp - ONNX data-movement and constant ops ------*- C++ -*-===//
+//===- OpsTensor.cpp - ONNX constants, shapes and data movement -*- C++ -*-===//
+//
+// These ops evaluate at import when their data input is known and small
+// (shape arithmetic), and otherwise become nn data-movement ops.
+//
+//===----------------------------------------------------------------------===//
 #include "ImportContext.h"
+#include "KnownFolding.h"
 
 #include "nn/IR/NNOps.h"
+#include "nn/IR/ShapeUtils.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+#include <cmath>
 
 using namespace mlir;
 using namespace distopt;
@@ -11,57 +21,385 @@ using namespace distopt::onnximport;
 
 namespace {
 
-Value reshapeTo(ImportContext &ctx, Value x, ArrayRef<int64_t> shape) {
-  auto t = cast<RankedTensorType>(x.getType());
-  if (t.getShape() == shape)
-    return x;
-  return nn::ReshapeOp::create(ctx.b, ctx.loc, t.clone(shape), x);
+std::string listString(ArrayRef<int64_t> v) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleaveComma(v, os);
+  return s;
 }
 
-LogicalResult transposeOp(ImportContext &ctx) {
+std::vector<int64_t> shapeOf(RankedTensorType t) {
+  return std::vector<int64_t>(t.getShape().begin(), t.getShape().end());
+}
+
+/// The known value of input 0 if the op's result (of `resultElements`
+/// elements) should be computed at import.
+const Known *foldable(ImportContext &ctx, int64_t resultElements) {
+  if (resultElements < 0 || resultElements > kMaxFoldElements)
+    return nullptr;
+  return ctx.known(0);
+}
+
+/// Output 0 = input 0 with a new shape (same elements).
+LogicalResult setReshaped(ImportContext &ctx, ArrayRef<int64_t> shape) {
+  std::vector<int64_t> s(shape.begin(), shape.end());
+  if (const Known *k = foldable(ctx, checkedNumElements(s))) {
+    ctx.setKnownOutput(0, knownReshape(*k, s), ctx.type(0).getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  int64_t rank = cast<RankedTensorType>(x->getType()).getRank();
+  FailureOr<Value> r = ctx.reshape(*x, shape);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// A type for a tensor defined by an attribute; diagnostics name `what`.
+FailureOr<RankedTensorType> tensorProtoType(ImportContext &ctx,
+                                            const onnx::TensorProto &t,
+                                            StringRef what) {
+  Type et = elementTypeOf(ctx.b.getContext(), t.data_type());
+  if (!et)
+    return ctx.error() << what << " has element type "
+                       << dataTypeName(t.data_type())
+                       << ", which is not supported";
+  std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
+  if (checkedNumElements(shape) < 0)
+    return ctx.error() << what << " has an invalid shape";
+  return RankedTensorType::get(shape, et);
+}
+
+/// Records a constant: known (lazily materialized) when small, else an
+/// nn.constant.
+void setConstant(ImportContext &ctx, DenseElementsAttr dense) {
+  auto type = cast<RankedTensorType>(dense.getType());
+  if (type.getNumElements() <= kMaxFoldElements)
+    if (std::optional<Known> k = knownFromDense(dense)) {
+      ctx.setKnownOutput(0, std::move(*k), type.getElementType());
+      return;
+    }
+  ctx.setOutput(0, nn::ConstantOp::create(ctx.b, ctx.loc, type, dense));
+}
+
+LogicalResult sparseConstant(ImportContext &ctx,
+                             const onnx::SparseTensorProto &sp) {
+  std::vector<int64_t> dims(sp.dims().begin(), sp.dims().end());
+  int64_t n = checkedNumElements(dims);
+  if (n < 0)
+    return ctx.error() << "sparse_value has an invalid shape";
+  if (n > kMaxFoldElements)
+    return ctx.error() << "sparse_value has " << n
+                       << " elements; sparse constants larger than "
+                       << kMaxFoldElements << " are not supported";
+  FailureOr<RankedTensorType> vt =
+      tensorProtoType(ctx, sp.values(), "sparse_value's values");
+  if (failed(vt))
+    return failure();
+  std::string err;
+  DenseElementsAttr values = denseFromTensorProto(sp.values(), *vt, err);
+  if (!values)
+    return ctx.error() << "sparse_value's values: " << err;
+  auto it = RankedTensorType::get(
+      std::vector<int64_t>(sp.indices().dims().begin(), sp.indices().dims().end()),
+      ctx.b.getI64Type());
+  if (sp.indices().data_type() != onnx::TensorProto::INT64 ||
+      checkedNumElements(it.getShape()) < 0)
+    return ctx.error() << "sparse_value's indices must be an int64 tensor";
+  DenseElementsAttr indices = denseFromTensorProto(sp.indices(), it, err);
+  if (!indices)
+    return ctx.error() << "sparse_value's indices: " << err;
+  std::optional<Known> v = knownFromDense(values), idx = knownFromDense(indices);
+  if (!v || !idx)
+    return ctx.error() << "sparse_value cannot be decoded";
+  int64_t nnz = v->numElements(), rank = dims.size();
+  bool linear = idx->shape.size() == 1;
+  if (vt->getRank() != 1 ||
+      (linear ? idx->shape[0] != nnz
+              : idx->shape.size() != 2 || idx->shape[0] != nnz ||
+                    idx->shape[1] != rank))
+    return ctx.error() << "sparse_value's values and indices do not match "
+                          "its shape";
+  Known out;
+  out.shape = dims;
+  out.isFloat = v->isFloat;
+  if (out.isFloat)
+    out.floats.assign(n, 0.0);
+  else
+    out.ints.assign(n, 0);
+  std::vector<int64_t> strides(rank, 1);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * dims[d + 1];
+  for (int64_t j = 0; j < nnz; ++j) {
+    int64_t flat = 0;
+    if (linear) {
+      flat = idx->ints[j];
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        int64_t c = idx->ints[j * rank + d];
+        if (c < 0 || c >= dims[d])
+          return ctx.error() << "sparse_value index out of range";
+        flat += c * strides[d];
+      }
+    }
+    if (flat < 0 || flat >= n)
+      return ctx.error() << "sparse_value index out of range";
+    if (out.isFloat)
+      out.floats[flat] = v->floats[j];
+    else
+      out.ints[flat] = v->ints[j];
+  }
+  ctx.setKnownOutput(0, std::move(out), vt->getElementType());
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Constants and shapes
+//===----------------------------------------------------------------------===//
+
+LogicalResult distopt::onnximport::constantOp(ImportContext &ctx) {
+  const onnx::NodeProto &node = ctx.node;
+  if (node.attribute_size() != 1)
+    return ctx.error() << "needs exactly one value attribute, has "
+                       << node.attribute_size();
+  const onnx::AttributeProto &a = node.attribute(0);
+  StringRef which = a.name();
+  if (which == "value") {
+    FailureOr<RankedTensorType> type = tensorProtoType(ctx, a.t(), "the value");
+    if (failed(type))
+      return failure();
+    if (a.t().data_location() == onnx::TensorProto::EXTERNAL)
+      return ctx.error() << "a Constant with external data is not supported";
+    std::string err;
+    DenseElementsAttr dense = denseFromTensorProto(a.t(), *type, err);
+    if (!dense)
+      return ctx.error() << "the value: " << err;
+    setConstant(ctx, dense);
+    return success();
+  }
+  if (which == "sparse_value")
+    return sparseConstant(ctx, a.sparse_tensor());
+  Type i64 = ctx.b.getI64Type(), f32 = ctx.b.getF32Type();
+  if (which == "value_int") {
+    ctx.setKnownOutput(0, Known::ofInts({}, {a.i()}), i64);
+    return success();
+  }
+  if (which == "value_ints") {
+    std::vector<int64_t> v(a.ints().begin(), a.ints().end());
+    int64_t n = v.size();
+    ctx.setKnownOutput(0, Known::ofInts({n}, std::move(v)), i64);
+    return success();
+  }
+  if (which == "value_float") {
+    ctx.setKnownOutput(0, Known::ofFloats({}, {a.f()}), f32);
+    return success();
+  }
+  if (which == "value_floats") {
+    std::vector<double> v(a.floats().begin(), a.floats().end());
+    int64_t n = v.size();
+    ctx.setKnownOutput(0, Known::ofFloats({n}, std::move(v)), f32);
+    return success();
+  }
+  return ctx.error() << "string constants (" << which
+                     << ") are not supported";
+}
+
+LogicalResult distopt::onnximport::constantOfShapeOp(ImportContext &ctx) {
+  FailureOr<std::vector<int64_t>> shape = ctx.knownInts(0, "the shape");
+  if (failed(shape))
+    return failure();
+  int64_t n = checkedNumElements(*shape);
+  if (n < 0)
+    return ctx.error() << "the shape has a negative or too large dimension";
+  Type et = ctx.b.getF32Type();
+  Attribute value = FloatAttr::get(et, 0.0);
+  if (const onnx::AttributeProto *a = ctx.attr("value")) {
+    FailureOr<RankedTensorType> vt = tensorProtoType(ctx, a->t(), "the value");
+    if (failed(vt))
+      return failure();
+    if (vt->getNumElements() != 1)
+      return ctx.error() << "the value must hold one element, not "
+                         << vt->getNumElements();
+    std::string err;
+    DenseElementsAttr dense = denseFromTensorProto(a->t(), *vt, err);
+    if (!dense)
+      return ctx.error() << "the value: " << err;
+    et = vt->getElementType();
+    value = dense.getSplatValue<Attribute>();
+  }
+  auto type = RankedTensorType::get(*shape, et);
+  setConstant(ctx, DenseElementsAttr::get(type, value));
+  return success();
+}
+
+LogicalResult distopt::onnximport::shapeOp(ImportContext &ctx) {
+  FailureOr<Tensor *> t = ctx.input(0);
+  if (failed(t))
+    return failure();
+  std::vector<int64_t> dims = shapeOf((*t)->type);
+  int64_t rank = dims.size();
+  int64_t start = ctx.attrInt("start", 0), end = ctx.attrInt("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> part(dims.begin() + start, dims.begin() + end);
+  int64_t n = part.size();
+  ctx.setKnownOutput(0, Known::ofInts({n}, std::move(part)), ctx.b.getI64Type());
+  return success();
+}
+
+LogicalResult distopt::onnximport::sizeOp(ImportContext &ctx) {
+  FailureOr<Tensor *> t = ctx.input(0);
+  if (failed(t))
+    return failure();
+  ctx.setKnownOutput(0, Known::ofInts({}, {(*t)->type.getNumElements()}),
+                     ctx.b.getI64Type());
+  return success();
+}
+
+LogicalResult distopt::onnximport::rangeOp(ImportContext &ctx) {
+  const Known *k[3];
+  for (unsigned i = 0; i < 3; ++i) {
+    FailureOr<const Known *> v =
+        ctx.requireKnown(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
+    if (failed(v))
+      return failure();
+    if ((*v)->numElements() != 1)
+      return ctx.error() << "input " << i << " must be a scalar";
+    if (ctx.type(i).getElementType() != ctx.type(0).getElementType())
+      return ctx.error() << "start, limit and delta must have one type";
+    k[i] = *v;
+  }
+  Type et = ctx.type(0).getElementType();
+  int64_t n;
+  if (!k[0]->isFloat) {
+    __int128 start = k[0]->ints[0], limit = k[1]->ints[0], delta = k[2]->ints[0];
+    if (delta == 0)
+      return ctx.error() << "delta is zero";
+    __int128 diff = limit - start;
+    __int128 count = (diff > 0) == (delta > 0) && diff != 0
+                         ? ((diff < 0 ? -diff : diff) +
+                            (delta < 0 ? -delta : delta) - 1) /
+                               (delta < 0 ? -delta : delta)
+                         : 0;
+    n = count > INT32_MAX ? -1 : static_cast<int64_t>(count);
+  } else {
+    double start = k[0]->floats[0], limit = k[1]->floats[0],
+           delta = k[2]->floats[0];
+    if (delta == 0 || std::isnan(delta) || std::isnan(start) || std::isnan(limit))
+      return ctx.error() << "delta is zero or a bound is NaN";
+    double count = std::max(0.0, std::ceil((limit - start) / delta));
+    n = count > INT32_MAX ? -1 : static_cast<int64_t>(count);
+  }
+  if (n < 0)
+    return ctx.error() << "the range is too long";
+  if (n > kMaxFoldElements) {
+    // Too long to hold in the IR: an nn.range with its (known) length.
+    Value in[3];
+    for (unsigned i = 0; i < 3; ++i) {
+      FailureOr<Value> v = ctx.value(i);
+      if (failed(v))
+        return failure();
+      FailureOr<Value> s = ctx.reshape(*v, {});
+      if (failed(s))
+        return failure();
+      in[i] = *s;
+    }
+    FailureOr<Value> r = ctx.createTyped<nn::RangeOp>(
+        RankedTensorType::get({n}, et), in[0], in[1], in[2]);
+    if (failed(r))
+      return failure();
+    ctx.setOutput(0, *r);
+    return success();
+  }
+  Known out;
+  out.shape = {n};
+  out.isFloat = k[0]->isFloat;
+  for (int64_t i = 0; i < n; ++i) {
+    if (out.isFloat) {
+      double v = k[0]->floats[0] + double(i) * k[2]->floats[0];
+      out.floats.push_back(et.isF32() ? double(float(v)) : v);
+    } else {
+      out.ints.push_back(static_cast<int64_t>(
+          static_cast<uint64_t>(k[0]->ints[0]) +
+          static_cast<uint64_t>(i) * static_cast<uint64_t>(k[2]->ints[0])));
+    }
+  }
+  ctx.setKnownOutput(0, std::move(out), et);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult distopt::onnximport::transposeOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  int64_t rank = t.getRank();
   std::vector<int64_t> perm = ctx.attrInts("perm");
-  if (perm.empty())
+  if (!ctx.hasAttr("perm"))
     for (int64_t i = rank - 1; i >= 0; --i)
       perm.push_back(i);
   if (static_cast<int64_t>(perm.size()) != rank)
-    return ctx.error() << "perm has " << perm.size() << " entries for rank " << rank;
-  std::vector<bool> seen(rank, false);
+    return ctx.error() << "perm has " << perm.size() << " entries for rank "
+                       << rank;
+  llvm::SmallBitVector seen(rank);
   for (int64_t &p : perm) {
     if (p < 0)
       p += rank;
     if (p < 0 || p >= rank || seen[p])
       return ctx.error() << "perm is not a permutation of 0.." << rank - 1;
-    seen[p] = true;
+    seen.set(p);
   }
-  ctx.setOutput(0, nn::TransposeOp::create(ctx.b, ctx.loc, *x,
-                                           ctx.b.getDenseI64ArrayAttr(perm)));
-  return success();
-}
-
-LogicalResult reshapeOp(ImportContext &ctx) {
+  if (const Known *k = foldable(ctx, t.getNumElements())) {
+    ctx.setKnownOutput(0, knownTranspose(*k, perm), t.getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  std::vector<int64_t> target;
-  if (ctx.opset < 5) {
-    target = ctx.attrInts("shape");
-  } else {
-    auto k = ctx.knownInts(1, "the target shape");
-    if (failed(k))
-      return failure();
-    target = *k;
+  bool identity = true;
+  for (int64_t i = 0; i < rank; ++i)
+    identity &= perm[i] == i;
+  if (identity) {
+    ctx.setOutput(0, *x);
+    return success();
   }
+  FailureOr<Value> r =
+      ctx.create<nn::TransposeOp>(*x, ctx.b.getDenseI64ArrayAttr(perm));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+LogicalResult distopt::onnximport::reshapeOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> k = ctx.knownInts(1, "the target shape");
+  if (failed(k))
+    return failure();
+  std::vector<int64_t> target = *k;
+  if (ctx.type(1).getRank() != 1)
+    return ctx.error() << "the target shape must be 1-D";
   bool allowZero = ctx.attrInt("allowzero", 0) != 0;
+  if (allowZero && llvm::is_contained(target, 0) &&
+      llvm::is_contained(target, -1))
+    return ctx.error() << "with allowzero=1 the target shape cannot hold both "
+                          "0 and -1";
   int64_t inferred = -1, product = 1;
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == 0 && !allowZero) {
       if (i >= static_cast<size_t>(t.getRank()))
-        return ctx.error() << "shape entry " << i << " is 0 (copy) but the input has rank "
+        return ctx.error() << "target entry " << i
+                           << " is 0 (copy the input's dimension) but the "
+                              "input has rank "
                            << t.getRank();
       target[i] = t.getDimSize(i);
     }
@@ -72,156 +410,224 @@ LogicalResult reshapeOp(ImportContext &ctx) {
       continue;
     }
     if (target[i] < 0)
-      return ctx.error() << "shape entry " << i << " is " << target[i];
-    product *= target[i];
+      return ctx.error() << "target entry " << i << " is " << target[i];
+    if (llvm::MulOverflow(product, target[i], product))
+      return ctx.error() << "the target shape is too large";
   }
   if (inferred >= 0) {
     if (product == 0 || t.getNumElements() % product != 0)
       return ctx.error() << "cannot infer the -1 entry: " << t.getNumElements()
-                         << " elements do not divide by " << product;
+                         << " elements do not divide into " << product;
     target[inferred] = t.getNumElements() / product;
     product *= target[inferred];
   }
   if (product != t.getNumElements())
-    return ctx.error() << "cannot reshape " << t << " (" << t.getNumElements()
-                       << " elements) to " << product << " elements";
-  ctx.setOutput(0, reshapeTo(ctx, *x, target));
-  return success();
+    return ctx.error() << "cannot reshape " << t << " ("
+                       << t.getNumElements() << " elements) to "
+                       << product << " elements";
+  return setReshaped(ctx, target);
 }
 
-LogicalResult flattenOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  int64_t axis = ctx.attrInt("axis", 1);
+LogicalResult distopt::onnximport::flattenOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  int64_t rank = t.getRank(), axis = ctx.attrInt("axis", 1);
   if (axis < 0)
-    axis += t.getRank();
-  if (axis < 0 || axis > t.getRank())
-    return ctx.error() << "axis " << ctx.attrInt("axis", 1) << " is out of range";
+    axis += rank;
+  if (axis < 0 || axis > rank)
+    return ctx.error() << "axis " << ctx.attrInt("axis", 1)
+                       << " is out of range for rank " << rank;
   int64_t a = 1, b = 1;
-  for (int64_t d = 0; d < t.getRank(); ++d)
+  for (int64_t d = 0; d < rank; ++d)
     (d < axis ? a : b) *= t.getDimSize(d);
-  ctx.setOutput(0, reshapeTo(ctx, *x, {a, b}));
-  return success();
+  return setReshaped(ctx, {a, b});
 }
 
-FailureOr<std::vector<int64_t>> axesOf(ImportContext &ctx, int64_t inputOpset) {
-  if (ctx.opset >= inputOpset) {
-    if (!ctx.hasInput(1))
-      return std::vector<int64_t>();
-    return ctx.knownInts(1, "axes");
-  }
-  return ctx.attrInts("axes");
+/// Axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13.
+static FailureOr<std::vector<int64_t>> squeezeAxes(ImportContext &ctx) {
+  if (ctx.opset < 13)
+    return ctx.attrInts("axes");
+  if (!ctx.hasInput(1))
+    return std::vector<int64_t>();
+  return ctx.knownInts(1, "axes");
 }
 
-LogicalResult squeezeOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  auto axes = axesOf(ctx, 13);
+LogicalResult distopt::onnximport::squeezeOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> axes = squeezeAxes(ctx);
   if (failed(axes))
     return failure();
-  std::vector<int64_t> shape;
-  for (int64_t &a : *axes) {
+  llvm::SmallBitVector drop(t.getRank());
+  for (int64_t a : *axes) {
     FailureOr<int64_t> n = ctx.axis(a, t.getRank(), "axis");
     if (failed(n))
       return failure();
     if (t.getDimSize(*n) != 1)
-      return ctx.error() << "cannot squeeze dimension " << *n << " of extent "
-                         << t.getDimSize(*n);
-    a = *n;
+      return ctx.error() << "cannot squeeze dimension " << *n
+                         << " of extent " << t.getDimSize(*n);
+    drop.set(*n);
   }
+  std::vector<int64_t> shape;
   for (int64_t d = 0; d < t.getRank(); ++d) {
-    bool drop = axes->empty() ? t.getDimSize(d) == 1 : llvm::is_contained(*axes, d);
-    if (!drop)
+    bool gone = axes->empty() ? t.getDimSize(d) == 1 : drop[d];
+    if (!gone)
       shape.push_back(t.getDimSize(d));
   }
-  ctx.setOutput(0, reshapeTo(ctx, *x, shape));
-  return success();
+  return setReshaped(ctx, shape);
 }
 
-LogicalResult unsqueezeOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  auto axes = axesOf(ctx, 13);
+LogicalResult distopt::onnximport::unsqueezeOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> axes = squeezeAxes(ctx);
   if (failed(axes))
     return failure();
   int64_t rank = t.getRank() + axes->size();
-  for (int64_t &a : *axes) {
+  llvm::SmallBitVector added(rank);
+  for (int64_t a : *axes) {
     FailureOr<int64_t> n = ctx.axis(a, rank, "axis");
     if (failed(n))
       return failure();
-    a = *n;
+    if (added[*n])
+      return ctx.error() << "axis " << a << " is given twice";
+    added.set(*n);
   }
-  std::sort(axes->begin(), axes->end());
-  std::vector<int64_t> shape(t.getShape().begin(), t.getShape().end());
-  for (int64_t a : *axes)
-    shape.insert(shape.begin() + a, 1);
-  ctx.setOutput(0, reshapeTo(ctx, *x, shape));
-  return success();
+  std::vector<int64_t> shape;
+  for (int64_t d = 0, src = 0; d < rank; ++d)
+    shape.push_back(added[d] ? 1 : t.getDimSize(src++));
+  return setReshaped(ctx, shape);
 }
 
-LogicalResult concatOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::concatOp(ImportContext &ctx) {
+  RankedTensorType t0 = ctx.type(0);
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t0.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  std::vector<const Known *> parts;
+  int64_t total = 0;
+  for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    RankedTensorType ti = ctx.type(i);
+    if (!ti)
+      return ctx.error() << "input " << i << " is missing";
+    if (ti.getElementType() != t0.getElementType() ||
+        ti.getRank() != t0.getRank())
+      return ctx.error() << "input " << i << " of type " << ti
+                         << " does not concatenate with " << t0;
+    for (int64_t d = 0; d < t0.getRank(); ++d)
+      if (d != *axis && ti.getDimSize(d) != t0.getDimSize(d))
+        return ctx.error() << "input " << i << " of type " << ti
+                           << " does not concatenate with " << t0
+                           << " along axis " << *axis;
+    total += ti.getNumElements();
+    parts.push_back(ctx.known(i));
+  }
+  if (total <= kMaxFoldElements && llvm::all_of(parts, [](const Known *k) {
+        return k != nullptr;
+      })) {
+    ctx.setKnownOutput(0, knownConcat(parts, *axis), t0.getElementType());
+    return success();
+  }
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
+    // Empty pieces add nothing.
+    if (ctx.type(i).getNumElements() == 0 && ctx.numInputs() > 1)
+      continue;
     FailureOr<Value> v = ctx.value(i);
     if (failed(v))
       return failure();
     inputs.push_back(*v);
   }
-  auto t = cast<RankedTensorType>(inputs[0].getType());
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
-  if (failed(axis))
+  if (inputs.empty()) {
+    FailureOr<Value> v = ctx.value(0);
+    if (failed(v))
+      return failure();
+    inputs.push_back(*v);
+  }
+  if (inputs.size() == 1) {
+    ctx.setOutput(0, inputs[0]);
+    return success();
+  }
+  FailureOr<Value> r =
+      ctx.create<nn::ConcatOp>(ValueRange(inputs), ctx.b.getI64IntegerAttr(*axis));
+  if (failed(r))
     return failure();
-  ctx.setOutput(0, nn::ConcatOp::create(ctx.b, ctx.loc, inputs,
-                                        ctx.b.getI64IntegerAttr(*axis)));
+  ctx.setOutput(0, *r);
   return success();
 }
 
-Value sliceRange(ImportContext &ctx, Value x, int64_t axis, int64_t start,
-                 int64_t end) {
-  auto t = cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> starts(t.getRank(), 0), ends(t.getShape()),
-      steps(t.getRank(), 1);
-  starts[axis] = start;
-  ends[axis] = end;
-  return nn::SliceOp::create(ctx.b, ctx.loc, x, ctx.b.getDenseI64ArrayAttr(starts),
-                             ctx.b.getDenseI64ArrayAttr(ends),
-                             ctx.b.getDenseI64ArrayAttr(steps));
-}
-
-LogicalResult splitOp(ImportContext &ctx) {
+/// Slice of `t` taking [start, start + size) along `axis`: as a known value
+/// or an nn.slice.
+static LogicalResult setAxisSlice(ImportContext &ctx, unsigned out,
+                                  int64_t axis, int64_t start, int64_t size) {
+  RankedTensorType t = ctx.type(0);
+  int64_t rank = t.getRank();
+  std::vector<int64_t> lo(rank, 0), st(rank, 1), shape = shapeOf(t);
+  lo[axis] = start;
+  shape[axis] = size;
+  if (const Known *k = foldable(ctx, checkedNumElements(shape))) {
+    ctx.setKnownOutput(out, knownSlice(*k, lo, st, shape), t.getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
+  if (size == t.getDimSize(axis)) {
+    ctx.setOutput(out, *x);
+    return success();
+  }
+  SmallVector<int64_t> hi(t.getShape());
+  hi[axis] = start + size;
+  if (size == 0)
+    lo[axis] = hi[axis] = 0;
+  FailureOr<Value> r = ctx.create<nn::SliceOp>(
+      *x, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
+      ctx.b.getDenseI64ArrayAttr(st));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(out, *r);
+  return success();
+}
+
+LogicalResult distopt::onnximport::splitOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
   if (failed(axis))
     return failure();
-  int64_t extent = t.getDimSize(*axis);
+  int64_t extent = t.getDimSize(*axis), n = ctx.numOutputs();
   std::vector<int64_t> sizes;
   if (ctx.opset >= 13 && ctx.hasInput(1)) {
-    auto k = ctx.knownInts(1, "the split sizes");
+    FailureOr<std::vector<int64_t>> k = ctx.knownInts(1, "the split sizes");
     if (failed(k))
       return failure();
     sizes = *k;
+    if (ctx.hasAttr("num_outputs"))
+      return ctx.error() << "takes either split sizes or num_outputs, not both";
   } else if (ctx.opset < 13) {
     sizes = ctx.attrInts("split");
   }
-  int64_t n = ctx.numOutputs();
   if (sizes.empty()) {
-    int64_t parts = ctx.attrInt("num_outputs", n);
-    int64_t chunk = (extent + parts - 1) / parts;
-    for (int64_t i = 0; i < parts; ++i)
-      sizes.push_back(std::min(chunk, extent - i * chunk));
+    if (ctx.hasAttr("num_outputs")) {
+      // Opset 18: equal parts of ceil(extent / num_outputs), the last smaller.
+      int64_t parts = ctx.attrInt("num_outputs", n);
+      if (parts != n || parts <= 0)
+        return ctx.error() << "num_outputs is " << parts << " but the node has "
+                           << n << " outputs";
+      int64_t chunk = (extent + parts - 1) / parts;
+      for (int64_t i = 0; i < parts; ++i)
+        sizes.push_back(std::max<int64_t>(0, std::min(chunk, extent - i * chunk)));
+    } else {
+      if (extent % n != 0)
+        return ctx.error() << "dimension " << *axis << " of extent " << extent
+                           << " does not split into " << n << " equal parts";
+      sizes.assign(n, extent / n);
+    }
   }
   int64_t total = 0;
-  for (int64_t s : sizes)
+  for (int64_t s : sizes) {
+    if (s < 0)
+      return ctx.error() << "split size " << s << " is negative";
     total += s;
+  }
   if (total != extent || static_cast<int64_t>(sizes.size()) != n)
     return ctx.error() << "split sizes add up to " << total << " in "
                        << sizes.size() << " parts, but dimension " << *axis
@@ -229,17 +635,16 @@ LogicalResult splitOp(ImportContext &ctx) {
                        << " outputs";
   int64_t start = 0;
   for (int64_t i = 0; i < n; ++i) {
-    ctx.setOutput(i, sliceRange(ctx, *x, *axis, start, start + sizes[i]));
+    if (ctx.wantsOutput(i) &&
+        failed(setAxisSlice(ctx, i, *axis, start, sizes[i])))
+      return failure();
     start += sizes[i];
   }
   return success();
 }
 
-LogicalResult sliceOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  auto t = cast<RankedTensorType>(x->getType());
+LogicalResult distopt::onnximport::sliceOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
   int64_t rank = t.getRank();
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset < 10) {
@@ -247,19 +652,22 @@ LogicalResult sliceOp(ImportContext &ctx) {
     ends = ctx.attrInts("ends");
     axes = ctx.attrInts("axes");
   } else {
-    auto s = ctx.knownInts(1, "starts"), e = ctx.knownInts(2, "ends");
-    if (failed(s) || failed(e))
+    FailureOr<std::vector<int64_t>> s = ctx.knownInts(1, "starts");
+    if (failed(s))
+      return failure();
+    FailureOr<std::vector<int64_t>> e = ctx.knownInts(2, "ends");
+    if (failed(e))
       return failure();
     starts = *s;
     ends = *e;
     if (ctx.hasInput(3)) {
-      auto a = ctx.knownInts(3, "axes");
+      FailureOr<std::vector<int64_t>> a = ctx.knownInts(3, "axes");
       if (failed(a))
         return failure();
       axes = *a;
     }
     if (ctx.hasInput(4)) {
-      auto st = ctx.knownInts(4, "steps");
+      FailureOr<std::vector<int64_t>> st = ctx.knownInts(4, "steps");
       if (failed(st))
         return failure();
       steps = *st;
@@ -272,104 +680,192 @@ LogicalResult sliceOp(ImportContext &ctx) {
     steps.assign(starts.size(), 1);
   if (starts.size() != ends.size() || starts.size() != axes.size() ||
       steps.size() != starts.size())
-    return ctx.error() << "starts, ends, axes and steps differ in length";
-  SmallVector<int64_t> lo(rank, 0), hi(t.getShape()), st(rank, 1);
+    return ctx.error() << "starts, ends, axes and steps differ in length ("
+                       << starts.size() << ", " << ends.size() << ", "
+                       << axes.size() << ", " << steps.size() << ")";
+  std::vector<int64_t> lo(rank, 0), hi = shapeOf(t), st(rank, 1);
+  llvm::SmallBitVector seen(rank);
   for (size_t i = 0; i < axes.size(); ++i) {
     FailureOr<int64_t> a = ctx.axis(axes[i], rank, "axis");
     if (failed(a))
       return failure();
+    if (seen[*a])
+      return ctx.error() << "axis " << *a << " is sliced twice";
+    seen.set(*a);
     if (steps[i] == 0)
-      return ctx.error() << "step of axis " << *a << " is zero";
+      return ctx.error() << "the step of axis " << *a << " is zero";
+    // ONNX: negative bounds count from the end; then starts clamp to
+    // [0, extent] and ends to [0, extent] for positive steps, to
+    // [0, extent - 1] and [-1, extent - 1] for negative ones.
     int64_t extent = t.getDimSize(*a), s = starts[i], e = ends[i];
     if (s < 0)
-      s += extent;
+      s = s < -extent ? -1 : s + extent;
     if (e < 0)
-      e += extent;
+      e = e < -extent ? -1 : e + extent;
     if (steps[i] > 0) {
       s = std::clamp<int64_t>(s, 0, extent);
       e = std::clamp<int64_t>(e, 0, extent);
     } else {
-      s = std::clamp<int64_t>(s, 0, extent - 1);
-      e = std::clamp<int64_t>(e, -1, extent - 1);
+      s = std::clamp<int64_t>(s, 0, std::max<int64_t>(extent - 1, 0));
+      e = std::clamp<int64_t>(e, -1, std::max<int64_t>(extent - 1, -1));
     }
     lo[*a] = s;
     hi[*a] = e;
     st[*a] = steps[i];
   }
-  // A start at the end of a dimension with nothing to take: an empty slice.
-  for (int64_t d = 0; d < rank; ++d)
-    if (st[d] > 0 && lo[d] >= hi[d]) {
+  std::vector<int64_t> shape;
+  bool whole = true;
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t n = t.getDimSize(d) == 0 ? 0 : nn::sliceExtent(lo[d], hi[d], st[d]);
+    if (n == 0) {
+      // Nothing to take: a canonical empty slice.
       lo[d] = 0;
       hi[d] = 0;
     }
-  ctx.setOutput(0, nn::SliceOp::create(ctx.b, ctx.loc, *x,
-                                       ctx.b.getDenseI64ArrayAttr(lo),
-                                       ctx.b.getDenseI64ArrayAttr(hi),
-                                       ctx.b.getDenseI64ArrayAttr(st)));
-  return success();
-}
-
-LogicalResult gatherOp(ImportContext &ctx) {
-  FailureOr<Value> data = ctx.value(0), idx = ctx.value(1);
-  if (failed(data) || failed(idx))
-    return failure();
-  auto t = cast<RankedTensorType>(data->getType());
-  FailureOr<int64_t> axis = ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
-  if (failed(axis))
-    return failure();
-  ctx.setOutput(0, nn::GatherOp::create(ctx.b, ctx.loc, *data, *idx,
-                                        ctx.b.getI64IntegerAttr(*axis)));
-  return success();
-}
-
-LogicalResult expandOp(ImportContext &ctx) {
+    shape.push_back(n);
+    whole &= n == t.getDimSize(d) && st[d] == 1;
+  }
+  if (const Known *k = foldable(ctx, checkedNumElements(shape))) {
+    ctx.setKnownOutput(0, knownSlice(*k, lo, st, shape), t.getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  auto target = ctx.knownInts(1, "the target shape");
-  if (failed(target))
-    return failure();
-  auto t = cast<RankedTensorType>(x->getType());
-  auto shape = broadcast(t.getShape(), *target);
-  if (!shape)
-    return ctx.error() << "cannot expand " << t << " to the given shape";
-  if (ArrayRef<int64_t>(*shape) == t.getShape()) {
+  if (whole) {
     ctx.setOutput(0, *x);
     return success();
   }
-  ctx.setOutput(0, nn::ExpandOp::create(ctx.b, ctx.loc, t.clone(*shape), *x));
+  FailureOr<Value> r = ctx.create<nn::SliceOp>(
+      *x, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
+      ctx.b.getDenseI64ArrayAttr(st));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
 }
 
-LogicalResult tileOp(ImportContext &ctx) {
+LogicalResult distopt::onnximport::gatherOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0), it = ctx.type(1);
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  if (!it.getElementType().isInteger(32) && !it.getElementType().isInteger(64))
+    return ctx.error() << "indices must be int32 or int64, got "
+                       << it.getElementType();
+  int64_t extent = t.getDimSize(*axis);
+  const Known *indices = ctx.known(1);
+  if (indices)
+    for (int64_t j = 0; j < indices->numElements(); ++j) {
+      int64_t idx = indices->intAt(j);
+      if (idx < -extent || idx >= extent)
+        return ctx.error() << "index " << idx << " is out of range for extent "
+                           << extent << " of dimension " << *axis;
+    }
+  int64_t outElements =
+      t.getNumElements() / std::max<int64_t>(extent, 1) * it.getNumElements();
+  if (indices && extent > 0)
+    if (const Known *k = foldable(ctx, outElements)) {
+      ctx.setKnownOutput(0, knownGather(*k, *indices, *axis), t.getElementType());
+      return success();
+    }
+  FailureOr<Value> data = ctx.value(0), idx = ctx.value(1);
+  if (failed(data) || failed(idx))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::GatherOp>(*data, *idx,
+                                                ctx.b.getI64IntegerAttr(*axis));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// Shared by Expand and Tile: output `out` = input 0 broadcast to `shape`.
+static LogicalResult setBroadcast(ImportContext &ctx, ArrayRef<int64_t> shape,
+                                  Value x) {
+  auto t = cast<RankedTensorType>(x.getType());
+  if (t.getShape() == shape) {
+    ctx.setOutput(0, x);
+    return success();
+  }
+  FailureOr<Value> r = ctx.createTyped<nn::ExpandOp>(t.clone(shape), x);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+LogicalResult distopt::onnximport::expandOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> target = ctx.knownInts(1, "the target shape");
+  if (failed(target))
+    return failure();
+  for (int64_t d : *target)
+    if (d < 0)
+      return ctx.error() << "the target shape has a negative entry " << d;
+  auto shape = broadcast(t.getShape(), *target);
+  if (!shape || checkedNumElements(*shape) < 0)
+    return ctx.error() << "cannot expand " << t << " to shape ["
+                       << listString(*target) << "]";
+  if (const Known *k = foldable(ctx, checkedNumElements(*shape))) {
+    ctx.setKnownOutput(0, knownBroadcast(*k, *shape), t.getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  auto reps = ctx.knownInts(1, "repeats");
+  return setBroadcast(ctx, *shape, *x);
+}
+
+/// Tile: [d0, d1] -> reshape [1, d0, 1, d1] -> expand [r0, d0, r1, d1] ->
+/// reshape [r0*d0, r1*d1].
+LogicalResult distopt::onnximport::tileOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> reps = ctx.knownInts(1, "repeats");
   if (failed(reps))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
   if (static_cast<int64_t>(reps->size()) != t.getRank())
-    return ctx.error() << "repeats has " << reps->size() << " entries for rank "
-                       << t.getRank();
-  // [d0, d1] -> [1, d0, 1, d1] -> [r0, d0, r1, d1] -> [r0*d0, r1*d1].
-  SmallVector<int64_t> split, expanded, out;
+    return ctx.error() << "repeats has " << reps->size()
+                       << " entries for rank " << t.getRank();
+  std::vector<int64_t> split, expanded, out;
   for (int64_t d = 0; d < t.getRank(); ++d) {
-    split.append({1, t.getDimSize(d)});
-    expanded.append({(*reps)[d], t.getDimSize(d)});
+    if ((*reps)[d] < 0)
+      return ctx.error() << "repeats has a negative entry " << (*reps)[d];
+    split.insert(split.end(), {1, t.getDimSize(d)});
+    expanded.insert(expanded.end(), {(*reps)[d], t.getDimSize(d)});
     out.push_back((*reps)[d] * t.getDimSize(d));
   }
-  Value v = reshapeTo(ctx, *x, split);
-  v = nn::ExpandOp::create(ctx.b, ctx.loc, t.clone(expanded), v);
-  ctx.setOutput(0, reshapeTo(ctx, v, out));
-  return success();
-}
-
-LogicalResult padOp(ImportContext &ctx) {
+  int64_t n = checkedNumElements(expanded);
+  if (n < 0)
+    return ctx.error() << "the result is too large";
+  if (const Known *k = foldable(ctx, n)) {
+    Known e = knownBroadcast(knownReshape(*k, split), expanded);
+    ctx.setKnownOutput(0, knownReshape(e, out), t.getElementType());
+    return success();
+  }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  auto t = cast<RankedTensorType>(x->getType());
+  if (llvm::all_of(*reps, [](int64_t r) { return r == 1; })) {
+    ctx.setOutput(0, *x);
+    return success();
+  }
+  FailureOr<Value> v = ctx.reshape(*x, split);
+  if (failed(v))
+    return failure();
+  FailureOr<Value> e = ctx.createTyped<nn::ExpandOp>(t.clone(expanded), *v);
+  if (failed(e))
+    return failure();
+  FailureOr<Value> r = ctx.reshape(*e, out);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
   int64_t rank = t.getRank();
   std::vector<int64_t> pads;
   double value = 0;
@@ -377,23 +873,28 @@ LogicalResult padOp(ImportContext &ctx) {
     pads = ctx.attrInts("pads");
     value = ctx.attrFloat("value", 0);
   } else {
-    auto p = ctx.knownInts(1, "pads");
+    FailureOr<std::vector<int64_t>> p = ctx.knownInts(1, "pads");
     if (failed(p))
       return failure();
     pads = *p;
     if (ctx.hasInput(2)) {
-      const Known *k = ctx.known(2);
-      if (!k)
-        return ctx.error() << "the pad value must be known when importing";
-      value = k->numElements() ? k->at(0) : 0;
+      FailureOr<const Known *> k = ctx.requireKnown(2, "the pad value");
+      if (failed(k))
+        return failure();
+      if ((*k)->numElements() > 1)
+        return ctx.error() << "the pad value must be a scalar";
+      value = (*k)->numElements() ? (*k)->at(0) : 0;
     }
     if (ctx.hasInput(3)) {
-      // Pads for some axes only (opset 18): spread them over all dims.
-      auto axes = ctx.knownInts(3, "axes");
+      // Opset 18: pads for the listed axes only.
+      FailureOr<std::vector<int64_t>> axes = ctx.knownInts(3, "axes");
       if (failed(axes))
         return failure();
-      std::vector<int64_t> full(2 * rank, 0);
       int64_t n = axes->size();
+      if (static_cast<int64_t>(pads.size()) != 2 * n)
+        return ctx.error() << "pads has " << pads.size() << " entries for "
+                           << n << " axes";
+      std::vector<int64_t> full(2 * rank, 0);
       for (int64_t i = 0; i < n; ++i) {
         FailureOr<int64_t> a = ctx.axis((*axes)[i], rank, "axis");
         if (failed(a))
@@ -410,67 +911,27 @@ LogicalResult padOp(ImportContext &ctx) {
   std::string mode = ctx.attrString("mode", "constant");
   if (mode != "constant" && mode != "reflect" && mode != "edge")
     return ctx.error() << "pad mode '" << mode << "' is not supported";
-  ctx.setOutput(0, nn::PadOp::create(ctx.b, ctx.loc, *x,
-                                     ctx.b.getDenseI64ArrayAttr(pads),
-                                     ctx.b.getStringAttr(mode),
-                                     ctx.b.getF64FloatAttr(value)));
-  return success();
-}
-
-LogicalResult rangeOp(ImportContext &ctx) {
-  // Folded when its inputs are known; otherwise the length is unknown.
-  return ctx.error() << "Range needs start, limit and delta known when "
-                        "importing (bind symbolic dimensions with --dim)";
-}
-
-LogicalResult constantOfShapeOp(ImportContext &ctx) {
-  auto shape = ctx.knownInts(0, "the shape");
-  if (failed(shape))
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
     return failure();
-  Type et = ctx.b.getF32Type();
-  Attribute v = FloatAttr::get(et, 0.0);
-  if (const onnx::AttributeProto *a = ctx.attr("value")) {
-    et = elementTypeOf(ctx.b.getContext(), a->t().data_type());
-    if (!et)
-      return ctx.error() << "unsupported value type";
-    const onnx::TensorProto &tp = a->t();
-    double x = tp.float_data_size() ? tp.float_data(0)
-               : tp.int64_data_size() ? tp.int64_data(0)
-               : tp.int32_data_size() ? tp.int32_data(0)
-                                      : 0;
-    if (!tp.raw_data().empty() && et.isF32()) {
-      float f;
-      std::memcpy(&f, tp.raw_data().data(), 4);
-      x = f;
-    } else if (!tp.raw_data().empty() && et.isInteger(64)) {
-      int64_t i;
-      std::memcpy(&i, tp.raw_data().data(), 8);
-      x = i;
-    }
-    v = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, x))
-                           : Attribute(IntegerAttr::get(et, static_cast<int64_t>(x)));
+  if (llvm::all_of(pads, [](int64_t p) { return p == 0; })) {
+    ctx.setOutput(0, *x);
+    return success();
   }
-  auto type = RankedTensorType::get(*shape, et);
-  ctx.setOutput(0, nn::ConstantOp::create(ctx.b, ctx.loc, type,
-                                          DenseElementsAttr::get(type, v)));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (t.getDimSize(d) + pads[d] + pads[d + rank] < 0)
+      return ctx.error() << "pads make dimension " << d << " negative";
+    if (mode == "reflect" && (pads[d] >= t.getDimSize(d) ||
+                              pads[d + rank] >= t.getDimSize(d)))
+      return ctx.error() << "reflect padding of dimension " << d
+                         << " must be smaller than its extent "
+                         << t.getDimSize(d);
+  }
+  FailureOr<Value> r = ctx.create<nn::PadOp>(
+      *x, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
+      ctx.b.getF64FloatAttr(value));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
   return success();
-}
-
-} // namespace
-
-void distopt::onnximport::addTensorHandlers(llvm::StringMap<Handler> &t) {
-  t["Transpose"] = transposeOp;
-  t["Reshape"] = reshapeOp;
-  t["Flatten"] = flattenOp;
-  t["Squeeze"] = squeezeOp;
-  t["Unsqueeze"] = unsqueezeOp;
-  t["Concat"] = concatOp;
-  t["Split"] = splitOp;
-  t["Slice"] = sliceOp;
-  t["Gather"] = gatherOp;
-  t["Expand"] = expandOp;
-  t["Tile"] = tileOp;
-  t["Pad"] = padOp;
-  t["Range"] = rangeOp;
-  t["ConstantOfShape"] = constantOfShapeOp;
 }

@@ -1,13 +1,18 @@
 //===- OnnxImporter.h - ONNX models into the nn dialect ---------*- C++ -*-===//
 //
 // Reads an ONNX ModelProto and builds `func.func @main` in the nn dialect:
-// graph inputs become arguments (named by `nn.name`), outputs results, every
-// node op(s) located at its node name, initializers `nn.weight` references to
-// their bytes in the model file or its external-data files. Shapes are
-// static: symbolic dimensions are bound from ImportOptions::dims, and shape
-// arithmetic (Shape, Gather, Concat, ... on shapes) is evaluated at import.
-// Errors are diagnostics naming the node, its op type and opset.
-// See docs/import.md.
+// graph inputs (not initializers) become arguments and graph outputs results,
+// both named by `nn.name` attributes; every node becomes nn op(s) located at
+// NameLoc(node name) around the file's location; initializers become
+// `nn.weight` references to their bytes (in the model file or its external
+// data files), never copies. Shapes are static: symbolic dimensions are bound
+// from ImportOptions::dims, and shape arithmetic (Shape, Gather, Concat, ...
+// on shapes) is evaluated at import. The module records the model path in
+// `nn.model_path` and the opset in `nn.opset`.
+//
+// Errors are diagnostics through the context's engine (naming the node, its
+// op type and opset, or the tensor, or the file); the import then returns
+// null. See docs/import.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_IMPORT_ONNXIMPORTER_H
@@ -17,6 +22,7 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <string>
 #include <vector>
@@ -28,16 +34,20 @@ struct ImportOptions {
   llvm::StringMap<int64_t> dims;
 };
 
+/// Imports the model at `path`; null (with diagnostics emitted) on error.
+mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
+                                                  llvm::StringRef path,
+                                                  const ImportOptions &options);
+
 /// The symbolic dimension names of each graph input (one entry per dimension,
 /// empty where the dimension is a number), so a tool can bind them from the
 /// shapes of actual inputs.
 llvm::Expected<std::vector<std::vector<std::string>>>
 inputDimensionSymbols(llvm::StringRef path);
 
-/// Imports the model at `path`; null (with diagnostics emitted) on error.
-mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
-                                                  llvm::StringRef path,
-                                                  const ImportOptions &options);
+/// Prints the ONNX ops the importer supports, with their opset versions and
+/// attributes, as a markdown table.
+void printSupportedOnnxOps(llvm::raw_ostream &os);
 
 } // namespace distopt
 

@@ -1,0 +1,403 @@
+//===- OpTable.cpp - the ONNX ops the importer knows, by opset --*- C++ -*-===//
+//
+// One entry per ONNX op type: the opset versions in which the op (or its
+// signature) changed, its input/output counts per version, and its
+// attributes with the opset range in which each exists. A node is checked
+// against the entry for the model's default-domain opset before its handler
+// runs, so handlers see only well-formed nodes; anything else is an error
+// naming the node, op type and opset.
+//
+//===----------------------------------------------------------------------===//
+#include "ImportContext.h"
+#include "distopt/Import/OnnxImporter.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <climits>
+
+using namespace mlir;
+using namespace distopt::onnximport;
+
+namespace {
+
+using AP = onnx::AttributeProto;
+constexpr int kMany = INT_MAX;
+
+/// An attribute valid for opsets [from, until).
+struct AttrSpec {
+  const char *name;
+  AP::AttributeType type;
+  int from = 1;
+  int until = INT_MAX;
+  bool required = false;
+};
+
+/// Input/output counts from opset `from` on.
+struct Arity {
+  int from;
+  int minIn, maxIn;
+  int minOut = 1, maxOut = 1;
+};
+
+struct OpSpec {
+  const char *type;
+  Handler handler;
+  /// Opsets in which the op changed; the first is where it appeared (or the
+  /// oldest version the importer supports).
+  std::vector<int> versions;
+  std::vector<Arity> arity;
+  std::vector<AttrSpec> attrs;
+  const char *notes = "";
+};
+
+AttrSpec req(AttrSpec a) {
+  a.required = true;
+  return a;
+}
+
+const std::vector<OpSpec> &opSpecs() {
+  static const std::vector<OpSpec> specs = [] {
+    std::vector<OpSpec> s;
+    auto binary = [&](const char *type, std::vector<int> versions,
+                      Handler h = binaryOp) {
+      s.push_back({type, h, versions, {{1, 2, 2}}, {}});
+    };
+    auto unary = [&](const char *type, std::vector<int> versions,
+                     std::vector<AttrSpec> attrs = {}, Handler h = unaryOp) {
+      s.push_back({type, h, versions, {{1, 1, 1}}, attrs});
+    };
+    // Element-wise arithmetic, comparison and logic (numpy broadcasting;
+    // the pre-7 `broadcast`/`axis` forms are older than supported).
+    binary("Add", {7, 13, 14});
+    binary("Sub", {7, 13, 14});
+    binary("Mul", {7, 13, 14});
+    binary("Div", {7, 13, 14});
+    binary("Pow", {7, 12, 13, 15}, powOp);
+    s.push_back({"Mod", modOp, {10, 13}, {{1, 2, 2}},
+                 {{"fmod", AP::INT}}, "fmod=0 needs integer operands"});
+    binary("Equal", {7, 11, 13, 19});
+    binary("Less", {7, 9, 13});
+    binary("Greater", {7, 9, 13});
+    binary("LessOrEqual", {12, 16});
+    binary("GreaterOrEqual", {12, 16});
+    binary("And", {7});
+    binary("Or", {7});
+    binary("Xor", {7});
+    for (const char *v : {"Max", "Min", "Sum"})
+      s.push_back({v, variadicOp, {6, 8, 12, 13}, {{1, 1, kMany}}, {},
+                   "variadic: a chain of binary ops"});
+    s.back().versions = {6, 8, 13}; // Sum
+    s.push_back({"Mean", variadicOp, {6, 8, 13}, {{1, 1, kMany}}, {},
+                 "sum chain divided by the input count"});
+    // Element-wise unary.
+    unary("Neg", {6, 13});
+    unary("Abs", {6, 13});
+    unary("Exp", {6, 13});
+    unary("Log", {6, 13});
+    unary("Sqrt", {6, 13});
+    unary("Reciprocal", {6, 13});
+    unary("Tanh", {6, 13});
+    unary("Sigmoid", {6, 13});
+    unary("Relu", {6, 13, 14});
+    unary("Floor", {6, 13});
+    unary("Ceil", {6, 13});
+    unary("Erf", {9, 13});
+    unary("Sign", {9, 13});
+    unary("Sin", {7});
+    unary("Cos", {7});
+    unary("Round", {11});
+    unary("Not", {1});
+    unary("Identity", {1, 13, 14, 16, 19, 21}, {}, identityOp);
+    unary("Gelu", {20}, {{"approximate", AP::STRING}}, geluOp);
+    unary("LeakyRelu", {6, 16}, {{"alpha", AP::FLOAT}}, leakyReluOp);
+    unary("Softplus", {1}, {}, softplusOp);
+    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
+          hardSigmoidOp);
+    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, eluOp);
+    s.push_back({"Clip", clipOp, {6, 11, 12, 13}, {{1, 1, 1}, {11, 1, 3}},
+                 {{"min", AP::FLOAT, 1, 11}, {"max", AP::FLOAT, 1, 11}},
+                 "bounds: attributes before 11, inputs from 11"});
+    s.push_back({"Cast", castOp, {6, 9, 13, 19, 21}, {{1, 1, 1}},
+                 {req({"to", AP::INT}), {"saturate", AP::INT, 19}}});
+    s.push_back({"Where", whereOp, {9, 16}, {{1, 3, 3}}, {}});
+    s.push_back({"Dropout", dropoutOp, {7, 10, 12, 13},
+                 {{1, 1, 1, 1, 2}, {12, 1, 3, 1, 2}},
+                 {{"ratio", AP::FLOAT, 1, 12}, {"seed", AP::INT, 12}},
+                 "inference: identity, mask all true"});
+
+    // Constants and shapes.
+    s.push_back({"Constant", constantOp, {1, 9, 11, 12, 13, 19, 21},
+                 {{1, 0, 0}},
+                 {{"value", AP::TENSOR},
+                  {"sparse_value", AP::SPARSE_TENSOR, 11},
+                  {"value_float", AP::FLOAT, 12},
+                  {"value_floats", AP::FLOATS, 12},
+                  {"value_int", AP::INT, 12},
+                  {"value_ints", AP::INTS, 12},
+                  {"value_string", AP::STRING, 12},
+                  {"value_strings", AP::STRINGS, 12}},
+                 "all value forms but strings"});
+    s.push_back({"ConstantOfShape", constantOfShapeOp, {9, 20, 21}, {{1, 1, 1}},
+                 {{"value", AP::TENSOR}}});
+    s.push_back({"Shape", shapeOp, {1, 13, 15, 19, 21}, {{1, 1, 1}},
+                 {{"start", AP::INT, 15}, {"end", AP::INT, 15}},
+                 "evaluated at import"});
+    s.push_back({"Size", sizeOp, {1, 13, 19, 21}, {{1, 1, 1}}, {},
+                 "evaluated at import"});
+    s.push_back({"Range", rangeOp, {11}, {{1, 3, 3}}, {},
+                 "inputs must be known at import"});
+
+    // Data movement.
+    s.push_back({"Transpose", transposeOp, {1, 13, 21}, {{1, 1, 1}},
+                 {{"perm", AP::INTS}}});
+    s.push_back({"Reshape", reshapeOp, {5, 13, 14, 19, 21}, {{1, 2, 2}},
+                 {{"allowzero", AP::INT, 14}},
+                 "shape must be known at import"});
+    s.push_back({"Flatten", flattenOp, {1, 9, 11, 13, 21}, {{1, 1, 1}},
+                 {{"axis", AP::INT}}});
+    s.push_back({"Squeeze", squeezeOp, {1, 11, 13, 21}, {{1, 1, 1}, {13, 1, 2}},
+                 {{"axes", AP::INTS, 1, 13}}, "axes: attribute before 13"});
+    s.push_back({"Unsqueeze", unsqueezeOp, {1, 11, 13, 21},
+                 {{1, 1, 1}, {13, 2, 2}},
+                 {{"axes", AP::INTS, 1, 13, /*required=*/true}},
+                 "axes: attribute before 13"});
+    s.push_back({"Concat", concatOp, {4, 11, 13}, {{1, 1, kMany}},
+                 {req({"axis", AP::INT})}});
+    s.push_back({"Split", splitOp, {2, 11, 13, 18},
+                 {{1, 1, 1, 1, kMany}, {13, 1, 2, 1, kMany}},
+                 {{"axis", AP::INT},
+                  {"split", AP::INTS, 1, 13},
+                  {"num_outputs", AP::INT, 18}},
+                 "split: attribute before 13; num_outputs from 18"});
+    s.push_back({"Slice", sliceOp, {1, 10, 11, 13}, {{1, 1, 1}, {10, 3, 5}},
+                 {req({"starts", AP::INTS, 1, 10}), req({"ends", AP::INTS, 1, 10}),
+                  {"axes", AP::INTS, 1, 10}},
+                 "attributes before 10; bounds clamped, negative steps"});
+    s.push_back({"Gather", gatherOp, {1, 11, 13}, {{1, 2, 2}},
+                 {{"axis", AP::INT}}});
+    s.push_back({"Expand", expandOp, {8, 13}, {{1, 2, 2}}, {}});
+    s.push_back({"Tile", tileOp, {6, 13}, {{1, 2, 2}}, {},
+                 "reshape + expand + reshape"});
+    s.push_back({"Pad", padOp, {2, 11, 13, 18, 19, 21},
+                 {{1, 1, 1}, {11, 2, 3}, {18, 2, 4}},
+                 {{"mode", AP::STRING},
+                  {"pads", AP::INTS, 1, 11, true},
+                  {"value", AP::FLOAT, 1, 11}},
+                 "constant, reflect, edge"});
+
+    // Linear algebra, normalisation, reductions.
+    s.push_back({"MatMul", matmulOp, {1, 9, 13}, {{1, 2, 2}}, {}});
+    s.push_back({"Gemm", gemmOp, {7, 9, 11, 13}, {{1, 3, 3}, {11, 2, 3}},
+                 {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT},
+                  {"transA", AP::INT}, {"transB", AP::INT}},
+                 "transpose/matmul/mul/add"});
+    for (const char *v : {"Softmax", "LogSoftmax"})
+      s.push_back({v, softmaxOp, {1, 11, 13}, {{1, 1, 1}},
+                   {{"axis", AP::INT}},
+                   "before 13: flattened to 2-D at axis"});
+    s.push_back({"LayerNormalization", layerNormOp, {17}, {{1, 2, 3, 1, 3}},
+                 {{"axis", AP::INT}, {"epsilon", AP::FLOAT},
+                  {"stash_type", AP::INT}},
+                 "Mean/InvStdDev outputs unsupported"});
+    s.push_back({"BatchNormalization", batchNormOp, {7, 9, 14, 15},
+                 {{1, 5, 5, 1, 5}},
+                 {{"epsilon", AP::FLOAT}, {"momentum", AP::FLOAT},
+                  {"spatial", AP::INT, 7, 9}, {"training_mode", AP::INT, 14}},
+                 "inference form only"});
+    s.push_back({"ReduceSum", reduceOp, {1, 11, 13}, {{1, 1, 1}, {13, 1, 2}},
+                 {{"axes", AP::INTS, 1, 13}, {"keepdims", AP::INT},
+                  {"noop_with_empty_axes", AP::INT, 13}},
+                 "axes: attribute before 13"});
+    for (const char *v : {"ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin"})
+      s.push_back({v, reduceOp, {1, 11, 13, 18}, {{1, 1, 1}, {18, 1, 2}},
+                   {{"axes", AP::INTS, 1, 18}, {"keepdims", AP::INT},
+                    {"noop_with_empty_axes", AP::INT, 18}},
+                   "axes: attribute before 18"});
+    for (OpSpec &o : s)
+      if (StringRef(o.type) == "ReduceMax" || StringRef(o.type) == "ReduceMin")
+        o.versions = {1, 11, 12, 13, 18, 20};
+    for (const char *v : {"ArgMax", "ArgMin"})
+      s.push_back({v, argReduceOp, {1, 11, 12, 13}, {{1, 1, 1}},
+                   {{"axis", AP::INT}, {"keepdims", AP::INT},
+                    {"select_last_index", AP::INT, 12}},
+                   "select_last_index via a reversed slice"});
+
+    // Convolution and pooling.
+    s.push_back({"Conv", convOp, {1, 11}, {{1, 2, 3}},
+                 {{"auto_pad", AP::STRING}, {"dilations", AP::INTS},
+                  {"group", AP::INT}, {"kernel_shape", AP::INTS},
+                  {"pads", AP::INTS}, {"strides", AP::INTS}}});
+    s.push_back({"MaxPool", poolOp, {1, 8, 10, 11, 12}, {{1, 1, 1, 1, 2}},
+                 {{"auto_pad", AP::STRING}, {"ceil_mode", AP::INT, 10},
+                  {"dilations", AP::INTS, 10},
+                  req({"kernel_shape", AP::INTS}), {"pads", AP::INTS},
+                  {"storage_order", AP::INT, 8}, {"strides", AP::INTS}},
+                 "Indices output unsupported"});
+    s.push_back({"AveragePool", poolOp, {1, 7, 10, 11, 19}, {{1, 1, 1}},
+                 {{"auto_pad", AP::STRING}, {"ceil_mode", AP::INT, 10},
+                  {"count_include_pad", AP::INT, 7},
+                  {"dilations", AP::INTS, 19},
+                  req({"kernel_shape", AP::INTS}), {"pads", AP::INTS},
+                  {"strides", AP::INTS}}});
+    s.push_back({"GlobalAveragePool", globalPoolOp, {1}, {{1, 1, 1}}, {}});
+    s.push_back({"GlobalMaxPool", globalPoolOp, {1}, {{1, 1, 1}}, {}});
+    return s;
+  }();
+  return specs;
+}
+
+const llvm::StringMap<const OpSpec *> &specIndex() {
+  static const llvm::StringMap<const OpSpec *> index = [] {
+    llvm::StringMap<const OpSpec *> m;
+    for (const OpSpec &o : opSpecs())
+      m[o.type] = &o;
+    return m;
+  }();
+  return index;
+}
+
+const char *typeName(AP::AttributeType t) {
+  switch (t) {
+  case AP::FLOAT: return "float";
+  case AP::INT: return "int";
+  case AP::STRING: return "string";
+  case AP::TENSOR: return "tensor";
+  case AP::GRAPH: return "graph";
+  case AP::SPARSE_TENSOR: return "sparse tensor";
+  case AP::FLOATS: return "floats";
+  case AP::INTS: return "ints";
+  case AP::STRINGS: return "strings";
+  case AP::TENSORS: return "tensors";
+  case AP::GRAPHS: return "graphs";
+  default: return "unknown";
+  }
+}
+
+/// The attribute's type; for old models that leave `type` unset, guessed
+/// from the field that holds a value.
+AP::AttributeType attrType(const AP &a) {
+  if (a.type() != AP::UNDEFINED)
+    return a.type();
+  if (a.has_f()) return AP::FLOAT;
+  if (a.has_i()) return AP::INT;
+  if (a.has_s()) return AP::STRING;
+  if (a.has_t()) return AP::TENSOR;
+  if (a.has_g()) return AP::GRAPH;
+  if (a.has_sparse_tensor()) return AP::SPARSE_TENSOR;
+  if (a.floats_size()) return AP::FLOATS;
+  if (a.ints_size()) return AP::INTS;
+  if (a.strings_size()) return AP::STRINGS;
+  return AP::UNDEFINED;
+}
+
+std::string count(int lo, int hi) {
+  if (lo == hi)
+    return std::to_string(lo);
+  if (hi == kMany)
+    return "at least " + std::to_string(lo);
+  return std::to_string(lo) + " to " + std::to_string(hi);
+}
+
+} // namespace
+
+Handler distopt::onnximport::lookupHandler(ImportContext &ctx) {
+  const onnx::NodeProto &node = ctx.node;
+  auto it = specIndex().find(node.op_type());
+  if (it == specIndex().end()) {
+    ctx.error() << "operator '" << node.op_type()
+                << "' is not supported by the importer";
+    return nullptr;
+  }
+  const OpSpec &spec = *it->second;
+  if (ctx.opset < spec.versions.front()) {
+    ctx.error() << "operator '" << node.op_type() << "' needs opset "
+                << spec.versions.front() << " or newer";
+    return nullptr;
+  }
+  const Arity *arity = nullptr;
+  for (const Arity &a : spec.arity)
+    if (a.from <= ctx.opset)
+      arity = &a;
+  int in = node.input_size();
+  // Trailing omitted optional inputs do not count.
+  while (in > 0 && node.input(in - 1).empty())
+    --in;
+  int out = node.output_size();
+  if (in < arity->minIn || in > arity->maxIn) {
+    ctx.error() << "has " << in << " inputs; this opset takes "
+                << count(arity->minIn, arity->maxIn);
+    return nullptr;
+  }
+  if (out < arity->minOut || out > arity->maxOut) {
+    ctx.error() << "has " << out << " outputs; this opset gives "
+                << count(arity->minOut, arity->maxOut);
+    return nullptr;
+  }
+  llvm::StringMap<bool> seen;
+  for (const AP &a : node.attribute()) {
+    const AttrSpec *match = nullptr;
+    for (const AttrSpec &s : spec.attrs)
+      if (a.name() == s.name && s.from <= ctx.opset && ctx.opset < s.until)
+        match = &s;
+    if (!match) {
+      ctx.error() << "attribute '" << a.name()
+                  << "' is not supported for this op in this opset";
+      return nullptr;
+    }
+    if (!a.ref_attr_name().empty()) {
+      ctx.error() << "attribute '" << a.name()
+                  << "' refers to a function attribute, which is not supported";
+      return nullptr;
+    }
+    if (attrType(a) != match->type) {
+      ctx.error() << "attribute '" << a.name() << "' must be of type "
+                  << typeName(match->type) << ", not "
+                  << typeName(attrType(a));
+      return nullptr;
+    }
+    if (seen[a.name()]) {
+      ctx.error() << "attribute '" << a.name() << "' is given twice";
+      return nullptr;
+    }
+    seen[a.name()] = true;
+  }
+  for (const AttrSpec &s : spec.attrs)
+    if (s.required && s.from <= ctx.opset && ctx.opset < s.until &&
+        !seen.count(s.name)) {
+      ctx.error() << "required attribute '" << s.name << "' is missing";
+      return nullptr;
+    }
+  return spec.handler;
+}
+
+void distopt::onnximport::printOpTable(llvm::raw_ostream &os) {
+  std::vector<const OpSpec *> sorted;
+  for (const OpSpec &o : opSpecs())
+    sorted.push_back(&o);
+  llvm::sort(sorted, [](const OpSpec *a, const OpSpec *b) {
+    return StringRef(a->type) < StringRef(b->type);
+  });
+  os << "| op | versions | attributes | notes |\n| --- | --- | --- | --- |\n";
+  for (const OpSpec *o : sorted) {
+    os << "| " << o->type << " | ";
+    llvm::interleave(o->versions, os, ", ");
+    os << " | ";
+    bool first = true;
+    for (const AttrSpec &a : o->attrs) {
+      os << (first ? "" : ", ") << a.name;
+      first = false;
+      if (a.from > o->versions.front() && a.until != INT_MAX)
+        os << " (" << a.from << "–" << a.until - 1 << ")";
+      else if (a.from > o->versions.front())
+        os << " (" << a.from << "+)";
+      else if (a.until != INT_MAX)
+        os << " (<" << a.until << ")";
+    }
+    os << " | " << o->notes << " |\n";
+  }
+}
+
+void distopt::printSupportedOnnxOps(llvm::raw_ostream &os) {
+  onnximport::printOpTable(os);
+}
