@@ -1,11 +1,17 @@
 //===- InitAll.cpp - register distopt with an MLIR context ------*- C++ -*-===//
 #include "distopt/InitAll.h"
 
+#include "dist/ExternalModels/ExternalModels.h"
 #include "dist/IR/DistDialect.h"
 #include "dist/Transforms/Passes.h"
 #include "nn/IR/NNDialect.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -14,6 +20,10 @@ using namespace mlir;
 
 void distopt::registerAllDialects(DialectRegistry &registry) {
   registry.insert<dist::DistDialect, nn::NNDialect, func::FuncDialect>();
+  // Upstream dialects the sharding passes understand through external models.
+  registry.insert<linalg::LinalgDialect, tosa::TosaDialect, arith::ArithDialect,
+                  math::MathDialect, tensor::TensorDialect>();
+  dist::registerExternalModels(registry);
 }
 
 void distopt::buildShardingPipeline(OpPassManager &pm,
