@@ -482,6 +482,12 @@ FailureOr<Value> ImportContext::reshape(Value x, ArrayRef<int64_t> shape) {
   auto t = cast<RankedTensorType>(x.getType());
   if (t.getShape() == shape)
     return x;
+  // A reshape of a reshape is one reshape (of the first one's input).
+  if (auto inner = x.getDefiningOp<nn::ReshapeOp>()) {
+    x = inner.getInput();
+    if (cast<RankedTensorType>(x.getType()).getShape() == shape)
+      return x;
+  }
   return createTyped<nn::ReshapeOp>(t.clone(shape), x);
 }
 
