@@ -17,6 +17,6 @@ config.substitutions.append(("%examples", config.distopt_examples))
 config.substitutions.append(("%plugin_dir", config.distopt_plugin_dir))
 
 tool_dirs = [config.distopt_tools_dir, config.llvm_tools_dir]
-tools = ["dist-opt", "dist-run", "onnx-import-test", "FileCheck", "not", "split-file", "count"]
+tools = ["dist-opt", "dist-run", "onnx-import-test", "mlir-opt", "FileCheck", "not", "split-file", "count"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.distopt_tools_dir, append_path=True)
