@@ -194,6 +194,18 @@ def more_models(rng):
                [x23], [f32("drop", [2, 3]), f32("mask", [2, 3])], opset=7),
          "dropout_opset7.onnx")
 
+    # HardSwish, PRelu and Trilu (opset 14); a Trilu of a known value folds.
+    save(model([node("HardSwish", ["x"], ["hard_swish"]),
+                node("PRelu", ["x", "slope"], ["prelu"]),
+                node("Trilu", ["x", "k"], ["lower"], upper=0),
+                node("ConstantOfShape", ["shape33"], ["ones"],
+                     value=helper.make_tensor("v", TensorProto.INT64, [1], [1])),
+                node("Trilu", ["ones"], ["triu"])],
+               [x23], [f32("hard_swish", [2, 3]), f32("prelu", [2, 3]),
+                       f32("lower", [2, 3]), i64("triu", [3, 3])],
+               [floats("slope", [0.1, 0.2, 0.3]), ints("k", 1), ints("shape33", [3, 3])],
+               opset=14), "activations_opset14.onnx")
+
     # --- softmax: coerced to 2-D before 13, one axis from 13 ---------------
     x234 = f32("x", [2, 3, 4])
     save(model([node("Softmax", ["x"], ["sm"], axis=1),

@@ -115,6 +115,11 @@ const std::vector<OpSpec> &opSpecs() {
     unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
           hardSigmoidOp);
     unary("Elu", {6}, {{"alpha", AP::FLOAT}}, eluOp);
+    unary("HardSwish", {14}, {}, hardSwishOp);
+    s.push_back({"PRelu", preluOp, {7, 9, 16}, {{1, 2, 2}}, {},
+                 "x < 0 ? slope * x : x"});
+    s.push_back({"Trilu", triluOp, {14}, {{1, 1, 2}}, {{"upper", AP::INT}},
+                 "a where with a constant mask; k must be known"});
     s.push_back({"Clip", clipOp, {6, 11, 12, 13}, {{1, 1, 1}, {11, 1, 3}},
                  {{"min", AP::FLOAT, 1, 11}, {"max", AP::FLOAT, 1, 11}},
                  "bounds: attributes before 11, inputs from 11"});
@@ -324,6 +329,11 @@ Handler distopt::onnximport::lookupHandler(ImportContext &ctx) {
   while (in > 0 && node.input(in - 1).empty())
     --in;
   int out = node.output_size();
+  for (int i = 0; i < std::min(in, arity->minIn); ++i)
+    if (node.input(i).empty()) {
+      ctx.error() << "input " << i << " is required but omitted";
+      return nullptr;
+    }
   if (in < arity->minIn || in > arity->maxIn) {
     ctx.error() << "has " << in << " inputs; this opset takes "
                 << count(arity->minIn, arity->maxIn);

@@ -86,7 +86,7 @@ bool floatOnly(StringRef op) {
   return llvm::is_contained({"Exp", "Log", "Sqrt", "Reciprocal", "Tanh",
                              "Sigmoid", "Erf", "Sin", "Cos", "Floor", "Ceil",
                              "Round", "Gelu", "LeakyRelu", "Softplus",
-                             "HardSigmoid", "Elu"},
+                             "HardSigmoid", "Elu", "HardSwish", "PRelu"},
                             op);
 }
 
@@ -188,10 +188,6 @@ LogicalResult distopt::onnximport::identityOp(ImportContext &ctx) {
   if (failed(t))
     return failure();
   Tensor copy = **t;
-  copy.isWeight = false;
-  copy.bytes = {};
-  if (!copy.value && !copy.known)
-    return ctx.error() << "input has no value";
   ctx.values[ctx.node.output(0)] = copy;
   return success();
 }
@@ -401,6 +397,56 @@ LogicalResult distopt::onnximport::eluOp(ImportContext &ctx) {
   if (failed(pos))
     return failure();
   FailureOr<Value> r = ctx.create<nn::WhereOp>(*pos, *x, *neg);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// HardSwish = x * clip(x / 6 + 1 / 2, 0, 1).
+LogicalResult distopt::onnximport::hardSwishOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
+  if (failed(x))
+    return failure();
+  Type et = cast<RankedTensorType>(x->getType()).getElementType();
+  FailureOr<Value> m = ctx.create<nn::MulOp>(*x, ctx.scalar(1.0 / 6.0, et));
+  if (failed(m))
+    return failure();
+  FailureOr<Value> y = ctx.create<nn::AddOp>(*m, ctx.scalar(0.5, et));
+  if (failed(y))
+    return failure();
+  FailureOr<Value> c = ctx.create<nn::ClipOp>(*y, ctx.b.getF64FloatAttr(0.0),
+                                              ctx.b.getF64FloatAttr(1.0));
+  if (failed(c))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::MulOp>(*x, *c);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// PRelu = x < 0 ? slope * x : x (slope broadcasts to x).
+LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
+  if (failed(x))
+    return failure();
+  FailureOr<Value> slope = ctx.value(1);
+  if (failed(slope) || failed(sameElementType(ctx, *x, *slope)))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType());
+  auto ts = cast<RankedTensorType>(slope->getType());
+  auto shape = broadcast(tx.getShape(), ts.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != tx.getShape())
+    return ctx.error() << "slope " << ts << " does not broadcast to " << tx;
+  FailureOr<Value> neg =
+      ctx.create<nn::LessOp>(*x, ctx.scalar(0.0, tx.getElementType()));
+  if (failed(neg))
+    return failure();
+  FailureOr<Value> scaled = ctx.create<nn::MulOp>(*x, *slope);
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::WhereOp>(*neg, *scaled, *x);
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);

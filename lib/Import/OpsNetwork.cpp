@@ -3,6 +3,7 @@
 #include "KnownFolding.h"
 
 #include "nn/IR/NNOps.h"
+#include "nn/IR/ShapeUtils.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -332,6 +333,16 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
     if (p < 0)
       return ctx.error() << "pads must not be negative";
   std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  auto checkExtents = [&]() -> LogicalResult {
+    for (int64_t i = 0; i < spatial; ++i)
+      if (nn::windowExtent(x.getDimSize(i + 2), w.kernel[i], w.strides[i],
+                           w.pads[i], w.pads[i + spatial], w.dilations[i],
+                           ctx.attrInt("ceil_mode", 0) != 0) < 1)
+        return ctx.error() << "the window of spatial dimension " << i
+                           << " does not fit the padded input "
+                           << x.getDimSize(i + 2);
+    return success();
+  };
   if (autoPad == "VALID") {
     std::fill(w.pads.begin(), w.pads.end(), 0);
   } else if (autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER") {
@@ -347,6 +358,8 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
   } else if (autoPad != "NOTSET") {
     return ctx.error() << "auto_pad '" << autoPad << "' is not supported";
   }
+  if (failed(checkExtents()))
+    return failure();
   return w;
 }
 

@@ -694,6 +694,10 @@ LogicalResult distopt::onnximport::sliceOp(ImportContext &ctx) {
     seen.set(*a);
     if (steps[i] == 0)
       return ctx.error() << "the step of axis " << *a << " is zero";
+    // A step longer than the dimension takes one element at most: clamp it
+    // so that extent arithmetic cannot overflow.
+    int64_t limit = t.getDimSize(*a) + 1;
+    steps[i] = std::clamp<int64_t>(steps[i], -limit, limit);
     // ONNX: negative bounds count from the end; then starts clamp to
     // [0, extent] and ends to [0, extent] for positive steps, to
     // [0, extent - 1] and [-1, extent - 1] for negative ones.
@@ -919,8 +923,10 @@ LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
     return success();
   }
   for (int64_t d = 0; d < rank; ++d) {
-    if (t.getDimSize(d) + pads[d] + pads[d + rank] < 0)
-      return ctx.error() << "pads make dimension " << d << " negative";
+    __int128 extent = __int128(t.getDimSize(d)) + pads[d] + pads[d + rank];
+    if (extent < 0 || extent > INT32_MAX)
+      return ctx.error() << "pads make dimension " << d
+                         << (extent < 0 ? " negative" : " too large");
     if (mode == "reflect" && (pads[d] >= t.getDimSize(d) ||
                               pads[d + rank] >= t.getDimSize(d)))
       return ctx.error() << "reflect padding of dimension " << d
@@ -930,6 +936,59 @@ LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
   FailureOr<Value> r = ctx.create<nn::PadOp>(
       *x, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
       ctx.b.getF64FloatAttr(value));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// Trilu: the upper (or lower) triangle of the last two dimensions, the rest
+/// zero: a where with a constant mask (folded when the input is known).
+LogicalResult distopt::onnximport::triluOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  if (t.getRank() < 2)
+    return ctx.error() << "needs an input of rank 2 or more, got " << t;
+  int64_t k = 0;
+  if (ctx.hasInput(1)) {
+    FailureOr<std::vector<int64_t>> kv = ctx.knownInts(1, "k");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return ctx.error() << "k must be a scalar";
+    k = (*kv)[0];
+  }
+  bool upper = ctx.attrInt("upper", 1) != 0;
+  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  if (checkedNumElements({rows, cols}) > (int64_t(1) << 26))
+    return ctx.error() << "the mask of " << rows << "x" << cols
+                       << " is too large to hold in the IR";
+  std::vector<int64_t> mask;
+  mask.reserve(rows * cols);
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      __int128 diff = __int128(j) - i;
+      mask.push_back(upper ? diff >= k : diff <= k);
+    }
+  Known maskK = Known::ofInts({rows, cols}, mask);
+  if (const Known *x = foldable(ctx, t.getNumElements())) {
+    Known out = *x;
+    int64_t plane = rows * cols;
+    for (int64_t i = 0, e = out.numElements(); i < e; ++i)
+      if (plane && !mask[i % plane]) {
+        if (out.isFloat)
+          out.floats[i] = 0;
+        else
+          out.ints[i] = 0;
+      }
+    ctx.setKnownOutput(0, std::move(out), t.getElementType());
+    return success();
+  }
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  Value m = ctx.materialize(maskK, ctx.b.getI1Type());
+  FailureOr<Value> r =
+      ctx.create<nn::WhereOp>(m, *x, ctx.scalar(0.0, t.getElementType()));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
