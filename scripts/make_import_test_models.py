@@ -194,6 +194,13 @@ def more_models(rng):
                [x23], [f32("drop", [2, 3]), f32("mask", [2, 3])], opset=7),
          "dropout_opset7.onnx")
 
+    # Opset 6: binary ops broadcast only with `broadcast`, aligned at `axis`.
+    save(model([node("Add", ["x", "b"], ["add"], broadcast=1, axis=1),
+                node("Mul", ["add", "add"], ["mul"]),
+                node("Sub", ["mul", "s"], ["sub"], broadcast=1)],
+               [f32("x", [2, 3, 4]), f32("b", [3]), f32("s", [3, 4])],
+               [f32("sub", [2, 3, 4])], opset=6), "broadcast_opset6.onnx")
+
     # HardSwish, PRelu and Trilu (opset 14); a Trilu of a known value folds.
     save(model([node("HardSwish", ["x"], ["hard_swish"]),
                 node("PRelu", ["x", "slope"], ["prelu"]),
@@ -234,6 +241,16 @@ def more_models(rng):
                          [x234], [f32("mean", [2, 3, 1]), f32("min", [2, 3]),
                                   f32("noop", [2, 3, 4])],
                          [ints("axes", [-1])], opset=18), "reduce_opset18.onnx")
+
+    # Reductions that decompose around reduce_sum.
+    save(model([node("ReduceL1", ["x"], ["l1"], axes=[2]),
+                node("ReduceL2", ["x"], ["l2"], axes=[2], keepdims=0),
+                node("ReduceSumSquare", ["x"], ["sumsq"], axes=[1]),
+                node("ReduceLogSum", ["x"], ["logsum"], axes=[2]),
+                node("ReduceLogSumExp", ["x"], ["logsumexp"], axes=[2], keepdims=0)],
+               [x234], [f32("l1", [2, 3, 1]), f32("l2", [2, 3]), f32("sumsq", [2, 1, 4]),
+                        f32("logsum", [2, 3, 1]), f32("logsumexp", [2, 3])], opset=13),
+         "reduce_more_opset13.onnx")
 
     # --- squeeze / unsqueeze: axes attribute -> input at 13 ----------------
     x1314 = f32("x", [1, 3, 1, 4])
@@ -425,6 +442,17 @@ def more_models(rng):
                 floats("ln.bias", rng.standard_normal(8)),
                 floats("onnx::MatMul_7", rng.standard_normal((8, 12)))], opset=17),
          "layernorm_opset17.onnx")
+
+    # LayerNormalization's statistics outputs; CastLike; ThresholdedRelu.
+    save(model([node("LayerNormalization", ["x", "g"], ["y", "mean", "invstd"], axis=1,
+                     epsilon=1e-3),
+                node("CastLike", ["mean", "like"], ["mean_f16"]),
+                node("ThresholdedRelu", ["y"], ["thresholded"], alpha=0.5)],
+               [f32("x", [2, 4, 8]), vi("like", TensorProto.FLOAT16, [1])],
+               [f32("y", [2, 4, 8]), f32("mean", [2, 1, 1]), f32("invstd", [2, 1, 1]),
+                vi("mean_f16", TensorProto.FLOAT16, [2, 1, 1]),
+                f32("thresholded", [2, 4, 8])],
+               [floats("g", np.ones((4, 8)))], opset=17), "layernorm_stats_opset17.onnx")
 
     save(model([node("ArgMax", ["x"], ["argmax"], axis=1, keepdims=0),
                 node("ArgMin", ["x"], ["argmin"], axis=-1, select_last_index=1)],

@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace distopt::onnximport {
@@ -203,6 +204,61 @@ private:
                                        llvm::StringRef message);
 };
 
+/// Builds a chain of nn ops for a decomposition without checking every
+/// step: after the first failure (its diagnostic already emitted at the
+/// node) every further call returns a null Value, so a handler checks once
+/// at the end with `failed()`.
+class OpChain {
+public:
+  explicit OpChain(ImportContext &ctx) : ctx(ctx) {}
+
+  /// ctx.create<OpT>(args...), or null after a failure or on a null operand.
+  template <typename OpT, typename... Args>
+  mlir::Value make(Args &&...args) {
+    if (bad || (isNull(args) || ...))
+      return fail();
+    mlir::FailureOr<mlir::Value> r = ctx.create<OpT>(std::forward<Args>(args)...);
+    return mlir::failed(r) ? fail() : *r;
+  }
+  /// ctx.createTyped<OpT>(type, args...).
+  template <typename OpT, typename... Args>
+  mlir::Value typed(mlir::Type type, Args &&...args) {
+    if (bad || (isNull(args) || ...))
+      return fail();
+    mlir::FailureOr<mlir::Value> r =
+        ctx.createTyped<OpT>(type, std::forward<Args>(args)...);
+    return mlir::failed(r) ? fail() : *r;
+  }
+  mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
+    if (bad || !x)
+      return fail();
+    mlir::FailureOr<mlir::Value> r = ctx.reshape(x, shape);
+    return mlir::failed(r) ? fail() : *r;
+  }
+  /// A rank-0 constant of `x`'s element type.
+  mlir::Value scalarLike(double v, mlir::Value x) {
+    if (bad || !x)
+      return fail();
+    return ctx.scalar(
+        v, llvm::cast<mlir::RankedTensorType>(x.getType()).getElementType());
+  }
+  bool failed() const { return bad; }
+
+private:
+  template <typename T> static bool isNull(const T &v) {
+    if constexpr (std::is_convertible_v<T, mlir::Value>)
+      return !mlir::Value(v);
+    else
+      return false;
+  }
+  mlir::Value fail() {
+    bad = true;
+    return {};
+  }
+  ImportContext &ctx;
+  bool bad = false;
+};
+
 //===----------------------------------------------------------------------===//
 // The op table
 //===----------------------------------------------------------------------===//
@@ -221,7 +277,7 @@ Handler lookupHandler(ImportContext &ctx);
 /// Newest default-domain opset the table describes.
 constexpr int64_t kNewestOpset = 21;
 /// Oldest default-domain opset supported.
-constexpr int64_t kOldestOpset = 7;
+constexpr int64_t kOldestOpset = 6;
 
 /// Prints the op table as markdown (ops, opset versions, attributes).
 void printOpTable(llvm::raw_ostream &os);

@@ -483,6 +483,12 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
   };
 
   Bin bin = binOf(op, ctx.attrInt("fmod", 0) != 0);
+  // The pre-7 forms (explicit broadcast, else equal shapes) are left to the
+  // handler unless the shapes are equal.
+  if (bin != Bin::None && ctx.opset < 7)
+    for (const Known *k : in)
+      if (!k || k->shape != in[0]->shape)
+        return std::nullopt;
   if (bin != Bin::None && in.size() >= 2) {
     for (const Known *k : in)
       if (!k)
@@ -505,8 +511,10 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
                          op == "Mean" || op == "Identity"))
     return done(*in[0], et);
 
-  if (op == "Cast") {
-    Type to = elementTypeOf(ctx.b.getContext(), ctx.attrInt("to", 0));
+  if (op == "Cast" || op == "CastLike") {
+    Type to = op == "CastLike"
+                  ? ctx.type(1).getElementType()
+                  : elementTypeOf(ctx.b.getContext(), ctx.attrInt("to", 0));
     if (!to)
       return std::nullopt;
     return done(knownCast(*in[0], to), to);
@@ -578,7 +586,7 @@ bool distopt::onnximport::isElementwiseFoldable(StringRef op) {
              true)
       .Cases({"Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sqrt",
               "Reciprocal", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid",
-              "Erf", "Relu", "Not", "LeakyRelu", "Cast", "Where"},
+              "Erf", "Relu", "Not", "LeakyRelu", "Cast", "CastLike", "Where"},
              true)
       .Default(false);
 }

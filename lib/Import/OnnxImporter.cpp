@@ -47,6 +47,8 @@ private:
   FailureOr<ArrayRef<char>> externalData(const onnx::TensorProto &t,
                                          int64_t bytes, std::string &file,
                                          uint64_t &offset);
+  LogicalResult importConstantInput(const onnx::ValueInfoProto &info,
+                                    const InputValues &given);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info,
                                 RankedTensorType computed);
@@ -110,6 +112,96 @@ Importer::valueInfoType(const onnx::ValueInfoProto &info, StringRef what) {
   if (checkedNumElements(shape) < 0)
     return error() << what << " '" << info.name() << "' is too large";
   return RankedTensorType::get(shape, et);
+}
+
+/// A graph input with values given in the options: a known value (not an
+/// argument), checked against the input's declared type.
+LogicalResult Importer::importConstantInput(const onnx::ValueInfoProto &info,
+                                            const InputValues &given) {
+  auto fail = [&]() {
+    return error() << "constant input '" << info.name() << "' ";
+  };
+  if (!info.type().has_tensor_type())
+    return fail() << "is not a tensor";
+  const auto &tt = info.type().tensor_type();
+  Type et = elementTypeOf(&ctx, tt.elem_type());
+  if (!et)
+    return fail() << "has element type " << dataTypeName(tt.elem_type())
+                  << ", which is not supported";
+  std::vector<int64_t> shape;
+  if (given.shape) {
+    shape = *given.shape;
+  } else {
+    FailureOr<RankedTensorType> declared = valueInfoType(info, "input");
+    if (failed(declared))
+      return failure();
+    shape.assign(declared->getShape().begin(), declared->getShape().end());
+  }
+  // Where the graph declares a size, the given shape must agree.
+  if (tt.has_shape()) {
+    bool agrees = tt.shape().dim_size() == static_cast<int>(shape.size());
+    for (int i = 0; agrees && i < tt.shape().dim_size(); ++i) {
+      const auto &dim = tt.shape().dim(i);
+      if (dim.has_dim_value())
+        agrees = dim.dim_value() == shape[i];
+      else if (dim.has_dim_param())
+        if (auto it = options.dims.find(dim.dim_param());
+            it != options.dims.end())
+          agrees = it->second == shape[i];
+    }
+    if (!agrees) {
+      std::string declared;
+      llvm::raw_string_ostream os(declared);
+      os << "[";
+      llvm::interleaveComma(tt.shape().dim(), os, [&](const auto &d) {
+        if (d.has_dim_value())
+          os << d.dim_value();
+        else
+          os << (d.dim_param().empty() ? "?" : d.dim_param());
+      });
+      os << "]";
+      std::string got;
+      llvm::raw_string_ostream gs(got);
+      gs << "[";
+      llvm::interleaveComma(shape, gs);
+      gs << "]";
+      return fail() << "has shape " << got << " but the graph declares "
+                    << declared;
+    }
+  }
+  int64_t n = checkedNumElements(shape);
+  if (n < 0)
+    return fail() << "has a negative or too large dimension";
+  if (n > kMaxFoldElements)
+    return fail() << "has " << n << " elements; at most " << kMaxFoldElements
+                  << " can be fixed at import";
+  bool isFloatType = isa<FloatType>(et);
+  if (given.isFloat && !isFloatType)
+    return fail() << "has element type " << et
+                  << " but floating-point values were given";
+  int64_t have = given.isFloat ? given.floats.size() : given.ints.size();
+  if (have != n)
+    return fail() << "has " << have << " values but its shape needs " << n;
+  Tensor t;
+  t.type = RankedTensorType::get(shape, et);
+  if (isFloatType) {
+    std::vector<double> v = given.isFloat
+                                ? given.floats
+                                : std::vector<double>(given.ints.begin(),
+                                                      given.ints.end());
+    if (et.isF32())
+      for (double &x : v)
+        x = static_cast<float>(x);
+    t.known = Known::ofFloats(shape, std::move(v));
+  } else {
+    std::vector<int64_t> v = given.ints;
+    if (et.isInteger(1))
+      for (int64_t &x : v)
+        x = x != 0;
+    t.known = Known::ofInts(shape, std::move(v));
+  }
+  values[info.name()] = std::move(t);
+  return success();
 }
 
 /// Checks an external-data location and maps the file; returns the tensor's
@@ -367,7 +459,8 @@ OwningOpRef<ModuleOp> Importer::run() {
       if (!out.empty())
         producer.try_emplace(out, static_cast<int>(i));
 
-  // Graph inputs that are not initializers become the arguments.
+  // Graph inputs that are not initializers become the arguments, except
+  // those whose values the options give (known constants).
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
   llvm::StringSet<> seenInputs;
@@ -379,12 +472,26 @@ OwningOpRef<ModuleOp> Importer::run() {
               << "' is unnamed or given twice";
       return nullptr;
     }
+    auto given = options.constantInputs.find(in.name());
+    if (given != options.constantInputs.end()) {
+      if (failed(importConstantInput(in, given->second)))
+        return nullptr;
+      continue;
+    }
     FailureOr<RankedTensorType> t = valueInfoType(in, "input");
     if (failed(t))
       return nullptr;
     argTypes.push_back(*t);
     argNames.push_back(in.name());
   }
+  for (const auto &entry : options.constantInputs)
+    if (!seenInputs.contains(entry.getKey())) {
+      error() << "constant input '" << entry.getKey() << "' "
+              << (initializerNames.contains(entry.getKey())
+                      ? "is an initializer, not a graph input"
+                      : "names no graph input");
+      return nullptr;
+    }
   b.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(b, fileLoc, "main",
                                    b.getFunctionType(argTypes, {}));
@@ -472,5 +579,21 @@ distopt::inputDimensionSymbols(StringRef path) {
       dims.push_back(d.has_dim_param() ? d.dim_param() : "");
     out.push_back(std::move(dims));
   }
+  return out;
+}
+
+llvm::Expected<std::vector<std::string>>
+distopt::graphInputNames(StringRef path) {
+  auto loaded = readModel(path);
+  if (!loaded)
+    return loaded.takeError();
+  const onnx::GraphProto &graph = loaded->model.graph();
+  llvm::StringSet<> initializers;
+  for (const auto &t : graph.initializer())
+    initializers.insert(t.name());
+  std::vector<std::string> out;
+  for (const onnx::ValueInfoProto &in : graph.input())
+    if (!initializers.contains(in.name()))
+      out.push_back(in.name());
   return out;
 }

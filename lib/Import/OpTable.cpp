@@ -59,31 +59,33 @@ AttrSpec req(AttrSpec a) {
 const std::vector<OpSpec> &opSpecs() {
   static const std::vector<OpSpec> specs = [] {
     std::vector<OpSpec> s;
+    // Before opset 7 binary ops broadcast only on request (`broadcast`,
+    // `axis`: the second operand aligned at `axis` of the first).
     auto binary = [&](const char *type, std::vector<int> versions,
                       Handler h = binaryOp) {
-      s.push_back({type, h, versions, {{1, 2, 2}}, {}});
+      s.push_back({type, h, versions, {{1, 2, 2}},
+                   {{"broadcast", AP::INT, 1, 7}, {"axis", AP::INT, 1, 7}}});
     };
     auto unary = [&](const char *type, std::vector<int> versions,
                      std::vector<AttrSpec> attrs = {}, Handler h = unaryOp) {
       s.push_back({type, h, versions, {{1, 1, 1}}, attrs});
     };
-    // Element-wise arithmetic, comparison and logic (numpy broadcasting;
-    // the pre-7 `broadcast`/`axis` forms are older than supported).
-    binary("Add", {7, 13, 14});
-    binary("Sub", {7, 13, 14});
-    binary("Mul", {7, 13, 14});
-    binary("Div", {7, 13, 14});
-    binary("Pow", {7, 12, 13, 15}, powOp);
+    // Element-wise arithmetic, comparison and logic (numpy broadcasting).
+    binary("Add", {6, 7, 13, 14});
+    binary("Sub", {6, 7, 13, 14});
+    binary("Mul", {6, 7, 13, 14});
+    binary("Div", {6, 7, 13, 14});
+    binary("Pow", {1, 7, 12, 13, 15}, powOp);
     s.push_back({"Mod", modOp, {10, 13}, {{1, 2, 2}},
                  {{"fmod", AP::INT}}, "fmod=0 needs integer operands"});
-    binary("Equal", {7, 11, 13, 19});
-    binary("Less", {7, 9, 13});
-    binary("Greater", {7, 9, 13});
+    binary("Equal", {1, 7, 11, 13, 19});
+    binary("Less", {1, 7, 9, 13});
+    binary("Greater", {1, 7, 9, 13});
     binary("LessOrEqual", {12, 16});
     binary("GreaterOrEqual", {12, 16});
-    binary("And", {7});
-    binary("Or", {7});
-    binary("Xor", {7});
+    binary("And", {1, 7});
+    binary("Or", {1, 7});
+    binary("Xor", {1, 7});
     for (const char *v : {"Max", "Min", "Sum"})
       s.push_back({v, variadicOp, {6, 8, 12, 13}, {{1, 1, kMany}}, {},
                    "variadic: a chain of binary ops"});
@@ -116,7 +118,20 @@ const std::vector<OpSpec> &opSpecs() {
           hardSigmoidOp);
     unary("Elu", {6}, {{"alpha", AP::FLOAT}}, eluOp);
     unary("HardSwish", {14}, {}, hardSwishOp);
-    s.push_back({"PRelu", preluOp, {7, 9, 16}, {{1, 2, 2}}, {},
+    // Short chains of nn ops (mathOp in OpsElementwise.cpp).
+    unary("Tan", {7}, {}, mathOp);
+    for (const char *v : {"Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
+      unary(v, {9}, {}, mathOp);
+    unary("Softsign", {1}, {}, mathOp);
+    unary("Mish", {18}, {}, mathOp);
+    unary("Selu", {6}, {{"alpha", AP::FLOAT}, {"gamma", AP::FLOAT}}, mathOp);
+    unary("Celu", {12}, {{"alpha", AP::FLOAT}}, mathOp);
+    unary("Shrink", {9}, {{"bias", AP::FLOAT}, {"lambd", AP::FLOAT}}, mathOp);
+    unary("IsNaN", {9, 13, 20}, {}, mathOp);
+    unary("IsInf", {10, 20},
+          {{"detect_negative", AP::INT}, {"detect_positive", AP::INT}}, mathOp);
+    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, thresholdedReluOp);
+    s.push_back({"PRelu", preluOp, {6, 7, 9, 16}, {{1, 2, 2}}, {},
                  "x < 0 ? slope * x : x"});
     s.push_back({"Trilu", triluOp, {14}, {{1, 1, 2}}, {{"upper", AP::INT}},
                  "a where with a constant mask; k must be known"});
@@ -125,10 +140,13 @@ const std::vector<OpSpec> &opSpecs() {
                  "bounds: attributes before 11, inputs from 11"});
     s.push_back({"Cast", castOp, {6, 9, 13, 19, 21}, {{1, 1, 1}},
                  {req({"to", AP::INT}), {"saturate", AP::INT, 19}}});
+    s.push_back({"CastLike", castOp, {15, 19, 21}, {{1, 2, 2}},
+                 {{"saturate", AP::INT, 19}}, "a Cast to input 1's type"});
     s.push_back({"Where", whereOp, {9, 16}, {{1, 3, 3}}, {}});
-    s.push_back({"Dropout", dropoutOp, {7, 10, 12, 13},
+    s.push_back({"Dropout", dropoutOp, {6, 7, 10, 12, 13},
                  {{1, 1, 1, 1, 2}, {12, 1, 3, 1, 2}},
-                 {{"ratio", AP::FLOAT, 1, 12}, {"seed", AP::INT, 12}},
+                 {{"ratio", AP::FLOAT, 1, 12}, {"is_test", AP::INT, 1, 7},
+                  {"seed", AP::INT, 12}},
                  "inference: identity, mask all true"});
 
     // Constants and shapes.
@@ -193,8 +211,9 @@ const std::vector<OpSpec> &opSpecs() {
 
     // Linear algebra, normalisation, reductions.
     s.push_back({"MatMul", matmulOp, {1, 9, 13}, {{1, 2, 2}}, {}});
-    s.push_back({"Gemm", gemmOp, {7, 9, 11, 13}, {{1, 3, 3}, {11, 2, 3}},
+    s.push_back({"Gemm", gemmOp, {6, 7, 9, 11, 13}, {{1, 3, 3}, {11, 2, 3}},
                  {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT},
+                  {"broadcast", AP::INT, 1, 7},
                   {"transA", AP::INT}, {"transB", AP::INT}},
                  "transpose/matmul/mul/add"});
     for (const char *v : {"Softmax", "LogSoftmax"})
@@ -204,11 +223,12 @@ const std::vector<OpSpec> &opSpecs() {
     s.push_back({"LayerNormalization", layerNormOp, {17}, {{1, 2, 3, 1, 3}},
                  {{"axis", AP::INT}, {"epsilon", AP::FLOAT},
                   {"stash_type", AP::INT}},
-                 "Mean/InvStdDev outputs unsupported"});
-    s.push_back({"BatchNormalization", batchNormOp, {7, 9, 14, 15},
+                 "Mean/InvStdDev outputs from reductions"});
+    s.push_back({"BatchNormalization", batchNormOp, {6, 7, 9, 14, 15},
                  {{1, 5, 5, 1, 5}},
                  {{"epsilon", AP::FLOAT}, {"momentum", AP::FLOAT},
-                  {"spatial", AP::INT, 7, 9}, {"training_mode", AP::INT, 14}},
+                  {"is_test", AP::INT, 1, 7}, {"spatial", AP::INT, 1, 9},
+                  {"training_mode", AP::INT, 14}},
                  "inference form only"});
     s.push_back({"ReduceSum", reduceOp, {1, 11, 13}, {{1, 1, 1}, {13, 1, 2}},
                  {{"axes", AP::INTS, 1, 13}, {"keepdims", AP::INT},
@@ -219,6 +239,13 @@ const std::vector<OpSpec> &opSpecs() {
                    {{"axes", AP::INTS, 1, 18}, {"keepdims", AP::INT},
                     {"noop_with_empty_axes", AP::INT, 18}},
                    "axes: attribute before 18"});
+    for (const char *v : {"ReduceL1", "ReduceL2", "ReduceLogSum",
+                          "ReduceLogSumExp", "ReduceSumSquare"})
+      s.push_back({v, reduceOp, {1, 11, 13, 18}, {{1, 1, 1}, {18, 1, 2}},
+                   {{"axes", AP::INTS, 1, 18}, {"keepdims", AP::INT},
+                    {"noop_with_empty_axes", AP::INT, 18}},
+                   "decomposed into abs/mul/exp/log/sqrt and reduce_sum "
+                   "(LogSumExp subtracts the max)"});
     for (OpSpec &o : s)
       if (StringRef(o.type) == "ReduceMax" || StringRef(o.type) == "ReduceMin")
         o.versions = {1, 11, 12, 13, 18, 20};

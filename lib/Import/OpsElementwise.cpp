@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
@@ -86,7 +88,8 @@ bool floatOnly(StringRef op) {
   return llvm::is_contained({"Exp", "Log", "Sqrt", "Reciprocal", "Tanh",
                              "Sigmoid", "Erf", "Sin", "Cos", "Floor", "Ceil",
                              "Round", "Gelu", "LeakyRelu", "Softplus",
-                             "HardSigmoid", "Elu", "HardSwish", "PRelu"},
+                             "HardSigmoid", "Elu", "HardSwish", "PRelu",
+                             "ThresholdedRelu"},
                             op);
 }
 
@@ -100,12 +103,49 @@ FailureOr<Value> floatInput(ImportContext &ctx, unsigned i) {
   return x;
 }
 
+/// Before opset 7: without `broadcast` the shapes must be equal; with it,
+/// the second operand's dimensions line up with the first's from `axis`
+/// (default: the trailing ones). Reshapes `b` so numpy broadcasting applies.
+LogicalResult legacyBroadcast(ImportContext &ctx, Value a, Value &b) {
+  if (ctx.opset >= 7)
+    return success();
+  auto ta = cast<RankedTensorType>(a.getType());
+  auto tb = cast<RankedTensorType>(b.getType());
+  if (!ctx.attrInt("broadcast", 0)) {
+    if (ta.getShape() != tb.getShape())
+      return ctx.error() << "operands " << ta << " and " << tb
+                         << " differ in shape and broadcast is not set";
+    return success();
+  }
+  int64_t ra = ta.getRank(), rb = tb.getRank();
+  int64_t axis = ctx.attrInt("axis", ra - rb);
+  if (axis < 0)
+    axis += ra;
+  if (rb > ra || axis < 0 || axis + rb > ra)
+    return ctx.error() << "cannot broadcast " << tb << " into " << ta
+                       << " at axis " << ctx.attrInt("axis", ra - rb);
+  std::vector<int64_t> shape(ra, 1);
+  for (int64_t d = 0; d < rb; ++d) {
+    int64_t e = tb.getDimSize(d);
+    if (e != 1 && e != ta.getDimSize(axis + d))
+      return ctx.error() << "cannot broadcast " << tb << " into " << ta
+                         << " at axis " << axis;
+    shape[axis + d] = e;
+  }
+  FailureOr<Value> r = ctx.reshape(b, shape);
+  if (failed(r))
+    return failure();
+  b = *r;
+  return success();
+}
+
 } // namespace
 
 LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
-  if (failed(a) || failed(b) || failed(sameElementType(ctx, *a, *b)))
+  if (failed(a) || failed(b) || failed(sameElementType(ctx, *a, *b)) ||
+      failed(legacyBroadcast(ctx, *a, *b)))
     return failure();
   bool logic = op == "And" || op == "Or" || op == "Xor";
   if (logic && !isBool(*a))
@@ -119,7 +159,7 @@ LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
 
 LogicalResult distopt::onnximport::powOp(ImportContext &ctx) {
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
-  if (failed(a) || failed(b))
+  if (failed(a) || failed(b) || failed(legacyBroadcast(ctx, *a, *b)))
     return failure();
   FailureOr<Value> r = ctx.create<nn::PowOp>(*a, *b);
   if (failed(r))
@@ -272,15 +312,21 @@ LogicalResult distopt::onnximport::clipOp(ImportContext &ctx) {
   return success();
 }
 
+/// Cast, and CastLike (to the element type of input 1).
 LogicalResult distopt::onnximport::castOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
-  int64_t to = ctx.attrInt("to", 0);
-  Type et = elementTypeOf(ctx.b.getContext(), to);
-  if (!et)
-    return ctx.error() << "casting to " << dataTypeName(to)
-                       << " is not supported";
+  Type et;
+  if (ctx.node.op_type() == "CastLike") {
+    et = ctx.type(1).getElementType();
+  } else {
+    int64_t to = ctx.attrInt("to", 0);
+    et = elementTypeOf(ctx.b.getContext(), to);
+    if (!et)
+      return ctx.error() << "casting to " << dataTypeName(to)
+                         << " is not supported";
+  }
   auto t = cast<RankedTensorType>(x->getType());
   if (t.getElementType() == et) {
     ctx.setOutput(0, *x);
@@ -450,5 +496,102 @@ LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
+  return success();
+}
+
+/// ThresholdedRelu = x > alpha ? x : 0.
+LogicalResult distopt::onnximport::thresholdedReluOp(ImportContext &ctx) {
+  FailureOr<Value> x = floatInput(ctx, 0);
+  if (failed(x))
+    return failure();
+  Type et = cast<RankedTensorType>(x->getType()).getElementType();
+  FailureOr<Value> above = ctx.create<nn::GreaterOp>(
+      *x, ctx.scalar(ctx.attrFloat("alpha", 1.0), et));
+  if (failed(above))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::WhereOp>(*above, *x, ctx.scalar(0.0, et));
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
+/// Element-wise functions that are short chains of nn ops:
+///   Tan = sin / cos, Sinh/Cosh = (exp(x) -/+ exp(-x)) / 2,
+///   Asinh = log(x + sqrt(x^2 + 1)), Acosh = log(x + sqrt(x^2 - 1)),
+///   Atanh = log((1 + x) / (1 - x)) / 2, Softsign = x / (1 + |x|),
+///   Mish = x * tanh(softplus(x)),
+///   Selu = gamma * (x > 0 ? x : alpha * (exp(x) - 1)),
+///   Celu = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)),
+///   Shrink = x < -lambd ? x + bias : x > lambd ? x - bias : 0,
+///   IsNaN = !(x == x), IsInf = x == +inf || x == -inf (as enabled).
+LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
+  FailureOr<Value> in = op == "Shrink" ? ctx.value(0) : floatInput(ctx, 0);
+  if (failed(in))
+    return failure();
+  Value x = *in;
+  OpChain c(ctx);
+  auto k = [&](double v) { return c.scalarLike(v, x); };
+  auto exp = [&](Value v) { return c.make<nn::ExpOp>(v); };
+  Value r;
+  if (op == "Tan") {
+    r = c.make<nn::DivOp>(c.make<nn::SinOp>(x), c.make<nn::CosOp>(x));
+  } else if (op == "Sinh" || op == "Cosh") {
+    Value e = exp(x), en = exp(c.make<nn::NegOp>(x));
+    Value s = op == "Sinh" ? c.make<nn::SubOp>(e, en) : c.make<nn::AddOp>(e, en);
+    r = c.make<nn::MulOp>(s, k(0.5));
+  } else if (op == "Asinh" || op == "Acosh") {
+    Value sq = c.make<nn::MulOp>(x, x);
+    Value inner = op == "Asinh" ? c.make<nn::AddOp>(sq, k(1))
+                                : c.make<nn::SubOp>(sq, k(1));
+    r = c.make<nn::LogOp>(c.make<nn::AddOp>(x, c.make<nn::SqrtOp>(inner)));
+  } else if (op == "Atanh") {
+    Value q = c.make<nn::DivOp>(c.make<nn::AddOp>(k(1), x),
+                                c.make<nn::SubOp>(k(1), x));
+    r = c.make<nn::MulOp>(c.make<nn::LogOp>(q), k(0.5));
+  } else if (op == "Softsign") {
+    r = c.make<nn::DivOp>(x, c.make<nn::AddOp>(k(1), c.make<nn::AbsOp>(x)));
+  } else if (op == "Mish") {
+    Value sp = c.make<nn::LogOp>(c.make<nn::AddOp>(exp(x), k(1)));
+    r = c.make<nn::MulOp>(x, c.make<nn::TanhOp>(sp));
+  } else if (op == "Selu") {
+    double alpha = ctx.attrFloat("alpha", 1.67326319217681884765625);
+    double gamma = ctx.attrFloat("gamma", 1.05070102214813232421875);
+    Value neg = c.make<nn::MulOp>(k(alpha), c.make<nn::SubOp>(exp(x), k(1)));
+    Value sel = c.make<nn::WhereOp>(c.make<nn::GreaterOp>(x, k(0)), x, neg);
+    r = c.make<nn::MulOp>(sel, k(gamma));
+  } else if (op == "Celu") {
+    double alpha = ctx.attrFloat("alpha", 1.0);
+    if (alpha == 0)
+      return ctx.error() << "alpha must not be zero";
+    Value e = c.make<nn::SubOp>(exp(c.make<nn::DivOp>(x, k(alpha))), k(1));
+    r = c.make<nn::AddOp>(c.make<nn::MaxOp>(x, k(0)),
+                          c.make<nn::MinOp>(c.make<nn::MulOp>(e, k(alpha)), k(0)));
+  } else if (op == "Shrink") {
+    double bias = ctx.attrFloat("bias", 0.0), lambd = ctx.attrFloat("lambd", 0.5);
+    Value low = c.make<nn::LessOp>(x, k(-lambd));
+    Value high = c.make<nn::GreaterOp>(x, k(lambd));
+    Value inner = c.make<nn::WhereOp>(high, c.make<nn::SubOp>(x, k(bias)), k(0));
+    r = c.make<nn::WhereOp>(low, c.make<nn::AddOp>(x, k(bias)), inner);
+  } else if (op == "IsNaN") {
+    r = c.make<nn::NotOp>(c.make<nn::EqualOp>(x, x));
+  } else if (op == "IsInf") {
+    bool pos = ctx.attrInt("detect_positive", 1) != 0;
+    bool neg = ctx.attrInt("detect_negative", 1) != 0;
+    Value p = c.make<nn::EqualOp>(x, k(INFINITY));
+    Value n = c.make<nn::EqualOp>(x, k(-INFINITY));
+    if (pos && neg)
+      r = c.make<nn::OrOp>(p, n);
+    else if (pos || neg)
+      r = pos ? p : n;
+    else // nothing to detect: all false (no float exceeds +inf)
+      r = c.make<nn::GreaterOp>(x, k(INFINITY));
+  } else {
+    return ctx.error() << "has no decomposition";
+  }
+  if (c.failed())
+    return failure();
+  ctx.setOutput(0, r);
   return success();
 }

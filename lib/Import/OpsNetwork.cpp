@@ -127,9 +127,6 @@ LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
       ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
   if (failed(axis))
     return failure();
-  if (ctx.wantsOutput(1) || ctx.wantsOutput(2))
-    return ctx.error() << "the Mean and InvStdDev outputs (for training) are "
-                          "not supported";
   if (ctx.attrInt("stash_type", 1) != 1)
     return ctx.error() << "stash_type " << ctx.attrInt("stash_type", 1)
                        << " is not supported (only 1, float)";
@@ -140,12 +137,56 @@ LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
       return failure();
     bias = *b;
   }
+  double epsilon = ctx.attrFloat("epsilon", 1e-5);
   FailureOr<Value> r = ctx.create<nn::LayerNormOp>(
       *x, *scale, bias, ctx.b.getI64IntegerAttr(*axis),
-      ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5)));
+      ctx.b.getF64FloatAttr(epsilon));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
+  if (!ctx.wantsOutput(1) && !ctx.wantsOutput(2))
+    return success();
+  // The statistics (for training graphs), in float32 (stash_type 1):
+  // mean and 1 / sqrt(biased variance + epsilon) over axis.., kept dims.
+  Value xs = *x;
+  Type f32 = ctx.b.getF32Type();
+  if (t.getElementType() != f32) {
+    FailureOr<Value> c = ctx.createTyped<nn::CastOp>(t.clone(f32), xs);
+    if (failed(c))
+      return failure();
+    xs = *c;
+  }
+  SmallVector<int64_t> axes;
+  for (int64_t d = *axis; d < t.getRank(); ++d)
+    axes.push_back(d);
+  auto axesAttr = ctx.b.getDenseI64ArrayAttr(axes);
+  FailureOr<Value> mean =
+      ctx.create<nn::ReduceMeanOp>(xs, axesAttr, ctx.b.getUnitAttr());
+  if (failed(mean))
+    return failure();
+  ctx.setOutput(1, *mean);
+  if (!ctx.wantsOutput(2))
+    return success();
+  FailureOr<Value> d = ctx.create<nn::SubOp>(xs, *mean);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> d2 = ctx.create<nn::MulOp>(*d, *d);
+  if (failed(d2))
+    return failure();
+  FailureOr<Value> var =
+      ctx.create<nn::ReduceMeanOp>(*d2, axesAttr, ctx.b.getUnitAttr());
+  if (failed(var))
+    return failure();
+  FailureOr<Value> ve = ctx.create<nn::AddOp>(*var, ctx.scalar(epsilon, f32));
+  if (failed(ve))
+    return failure();
+  FailureOr<Value> sd = ctx.create<nn::SqrtOp>(*ve);
+  if (failed(sd))
+    return failure();
+  FailureOr<Value> inv = ctx.create<nn::ReciprocalOp>(*sd);
+  if (failed(inv))
+    return failure();
+  ctx.setOutput(2, *inv);
   return success();
 }
 
@@ -190,7 +231,8 @@ using ReduceBuilder = FailureOr<Value> (*)(ImportContext &, Value,
 } // namespace
 
 /// Reductions: `axes` moved from attribute to input at opset 13 (ReduceSum)
-/// or 18 (the others).
+/// or 18 (the others). ReduceL1/L2/LogSum/LogSumExp/SumSquare decompose into
+/// element-wise ops around reduce_sum.
 LogicalResult distopt::onnximport::reduceOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
   RankedTensorType t = ctx.type(0);
@@ -207,8 +249,15 @@ LogicalResult distopt::onnximport::reduceOp(ImportContext &ctx) {
     axes = ctx.attrInts("axes");
   }
   bool keep = ctx.attrInt("keepdims", 1) != 0;
+  bool composite = op == "ReduceL1" || op == "ReduceL2" ||
+                   op == "ReduceLogSum" || op == "ReduceLogSumExp" ||
+                   op == "ReduceSumSquare";
   if (axes.empty()) {
     if (ctx.attrInt("noop_with_empty_axes", 0)) {
+      if (composite)
+        return ctx.error() << "noop_with_empty_axes with no axes is not "
+                              "supported for "
+                           << op;
       FailureOr<Tensor *> in = ctx.input(0);
       if (failed(in))
         return failure();
@@ -226,24 +275,58 @@ LogicalResult distopt::onnximport::reduceOp(ImportContext &ctx) {
   }
   llvm::sort(axes);
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
-  if (const Known *k = ctx.known(0))
-    if (t.getNumElements() <= kMaxFoldElements)
-      if (std::optional<Known> r =
-              knownReduce(*k, axes, keep, op, t.getElementType())) {
-        ctx.setKnownOutput(0, std::move(*r), t.getElementType());
-        return success();
-      }
+  if (!composite)
+    if (const Known *k = ctx.known(0))
+      if (t.getNumElements() <= kMaxFoldElements)
+        if (std::optional<Known> r =
+                knownReduce(*k, axes, keep, op, t.getElementType())) {
+          ctx.setKnownOutput(0, std::move(*r), t.getElementType());
+          return success();
+        }
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
+  bool isFloat = isa<FloatType>(t.getElementType());
+  if (composite && !isFloat && op != "ReduceL1" && op != "ReduceSumSquare")
+    return ctx.error() << op << " needs a floating-point input, got " << t;
   ReduceBuilder make = llvm::StringSwitch<ReduceBuilder>(op)
-                           .Case("ReduceSum", makeReduce<nn::ReduceSumOp>)
                            .Case("ReduceMean", makeReduce<nn::ReduceMeanOp>)
                            .Case("ReduceMax", makeReduce<nn::ReduceMaxOp>)
                            .Case("ReduceMin", makeReduce<nn::ReduceMinOp>)
                            .Case("ReduceProd", makeReduce<nn::ReduceProdOp>)
-                           .Default(nullptr);
-  FailureOr<Value> r = make(ctx, *x, axes, keep);
+                           .Default(makeReduce<nn::ReduceSumOp>);
+  FailureOr<Value> in = *x;
+  FailureOr<Value> maxKept;
+  if (op == "ReduceL1") {
+    in = ctx.create<nn::AbsOp>(*x);
+  } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
+    in = ctx.create<nn::MulOp>(*x, *x);
+  } else if (op == "ReduceLogSumExp") {
+    // log(sum(exp(x - m))) + m with m the maximum, for stability.
+    maxKept = makeReduce<nn::ReduceMaxOp>(ctx, *x, axes, /*keep=*/true);
+    if (failed(maxKept))
+      return failure();
+    FailureOr<Value> shifted = ctx.create<nn::SubOp>(*x, *maxKept);
+    if (failed(shifted))
+      return failure();
+    in = ctx.create<nn::ExpOp>(*shifted);
+  }
+  if (failed(in))
+    return failure();
+  FailureOr<Value> r = make(ctx, *in, axes, keep);
+  if (failed(r))
+    return failure();
+  if (op == "ReduceL2")
+    r = ctx.create<nn::SqrtOp>(*r);
+  else if (op == "ReduceLogSum" || op == "ReduceLogSumExp")
+    r = ctx.create<nn::LogOp>(*r);
+  if (succeeded(r) && op == "ReduceLogSumExp") {
+    auto rt = cast<RankedTensorType>(r->getType());
+    FailureOr<Value> m = ctx.reshape(*maxKept, rt.getShape());
+    if (failed(m))
+      return failure();
+    r = ctx.create<nn::AddOp>(*r, *m);
+  }
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);

@@ -59,8 +59,8 @@ TEST(ImporterErrors, OpNewerThanTheModelsOpset) {
 }
 
 TEST(ImporterErrors, UnsupportedOpsets) {
-  EXPECT_ERROR(importModel(unaryModel("Relu", 6).model),
-               "default-domain opset 6 is not supported (supported: 7 to 21)");
+  EXPECT_ERROR(importModel(unaryModel("Relu", 5).model),
+               "default-domain opset 5 is not supported (supported: 6 to 21)");
   EXPECT_ERROR(importModel(unaryModel("Relu", 22).model),
                "default-domain opset 22 is not supported");
   TestModel m = unaryModel("Relu");

@@ -4,6 +4,7 @@
 // prints the nn-dialect module, or the importer's diagnostics.
 //
 //   onnx-import-test model.onnx [--dim batch=2,seq=16] [--debug-info]
+//                    [--const-input shape=2,3 --const-input k:=1 ...]
 //   onnx-import-test --list-ops      (the op table, as markdown)
 //
 //===----------------------------------------------------------------------===//
@@ -12,6 +13,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -26,6 +28,10 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
 static cl::opt<std::string>
     dimSpec("dim", cl::desc("Sizes of symbolic dimensions, e.g. batch=2,seq=16"),
             cl::init(""));
+static cl::list<std::string> constInputs(
+    "const-input",
+    cl::desc("Fix a graph input at import: name=v,v,... (the declared shape) "
+             "or name:DxD=v,... (name:=v for a scalar); repeatable"));
 static cl::opt<bool> debugInfo("debug-info",
                                cl::desc("Print locations (node names)"),
                                cl::init(false));
@@ -59,6 +65,45 @@ int main(int argc, char **argv) {
       return 2;
     }
     options.dims[name.trim()] = n;
+  }
+
+  for (llvm::StringRef spec : constInputs) {
+    auto [lhs, rhs] = spec.split('=');
+    auto [name, shapeText] = lhs.split(':');
+    distopt::InputValues v;
+    if (lhs.contains(':')) {
+      v.shape.emplace();
+      llvm::SmallVector<llvm::StringRef> dims;
+      shapeText.split(dims, 'x', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef d : dims) {
+        int64_t n;
+        if (d.getAsInteger(10, n)) {
+          llvm::errs() << "error: bad shape in --const-input '" << spec << "'\n";
+          return 2;
+        }
+        v.shape->push_back(n);
+      }
+    }
+    llvm::SmallVector<llvm::StringRef> items;
+    rhs.split(items, ',', -1, /*KeepEmpty=*/false);
+    v.isFloat = llvm::any_of(items, [](llvm::StringRef x) {
+      return x.contains_insensitive('.') || x.contains_insensitive("e") ||
+             x.contains_insensitive("inf") || x.contains_insensitive("nan");
+    });
+    for (llvm::StringRef x : items) {
+      int64_t i;
+      double f;
+      if (v.isFloat ? x.trim().getAsDouble(f) : x.trim().getAsInteger(10, i)) {
+        llvm::errs() << "error: bad value '" << x << "' in --const-input '"
+                     << spec << "'\n";
+        return 2;
+      }
+      if (v.isFloat)
+        v.floats.push_back(f);
+      else
+        v.ints.push_back(i);
+    }
+    options.constantInputs[name] = std::move(v);
   }
 
   mlir::MLIRContext context;
