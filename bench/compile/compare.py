@@ -13,9 +13,12 @@ as "timeout" and one that exceeds --mem-gb as "out of memory" (the other
 reps of that cell are skipped). Both outputs are checked to contain one
 all-reduce per row-split layer, so a fast wrong answer does not count.
 
-Columns: compute ops (matmul + relu), seconds, upstream/distopt ratio,
-microseconds per op, and the scaling exponent k between consecutive sizes
-(time ~ ops^k: 1 is linear, 2 quadratic).
+Columns: compute ops (matmul + relu); whole-run seconds and the
+upstream/distopt ratio; the same for the passes alone (MLIR's --mlir-timing
+total minus parsing and printing; it includes the verification after each
+pass); microseconds per op (whole run); and the scaling exponent k of the
+whole run between consecutive sizes (time ~ ops^k: 1 is linear, 2
+quadratic).
 """
 import argparse
 import math
@@ -49,29 +52,44 @@ def run_once(cmd, timeout, mem_gb):
 
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL,
+        proc = subprocess.run(cmd + ["--mlir-timing"], stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, timeout=timeout,
                               preexec_fn=limit)
     except subprocess.TimeoutExpired:
-        return None, "timeout"
+        return None, None, "timeout"
     elapsed = time.perf_counter() - start
+    err = proc.stderr.decode(errors="replace")
     if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace")
         if proc.returncode < 0 or "bad_alloc" in err or "memory" in err.lower():
-            return None, "out of memory"
+            return None, None, "out of memory"
         sys.stderr.write(err[-2000:])
-        return None, "failed"
-    return elapsed, None
+        return None, None, "failed"
+    return elapsed, passes_seconds(err), None
+
+
+def passes_seconds(report):
+    """Total minus Parser and Output rows of an --mlir-timing report."""
+    rows = {}
+    for line in report.splitlines():
+        m = re.match(r"\s*([0-9.]+) \(\s*[0-9.]+%\)\s+(\S.*)$", line)
+        if m:
+            rows.setdefault(m.group(2).strip(), float(m.group(1)))
+    if "Total" not in rows:
+        return None
+    return rows["Total"] - rows.get("Parser", 0) - rows.get("Output", 0)
 
 
 def best_of(cmd, reps, timeout, mem_gb):
-    best = None
+    best, best_passes = None, None
     for _ in range(reps):
-        t, problem = run_once(cmd, timeout, mem_gb)
+        t, passes, problem = run_once(cmd, timeout, mem_gb)
         if problem:
-            return None, problem
-        best = t if best is None else min(best, t)
-    return best, None
+            return None, None, problem
+        if best is None or t < best:
+            best = t
+        if passes is not None and (best_passes is None or passes < best_passes):
+            best_passes = passes
+    return best, best_passes, None
 
 
 def count_all_reduces(path, dialect):
@@ -114,9 +132,10 @@ def main():
     for variant in a.variants.split(","):
         title, gen_flags = VARIANTS[variant]
         print("\n### %s (%s)\n" % (variant, title))
-        print("| ops | upstream s | distopt s | ratio | upstream us/op "
+        print("| ops | upstream s | distopt s | ratio | upstream passes s "
+              "| distopt passes s | passes ratio | upstream us/op "
               "| distopt us/op | upstream k | distopt k |")
-        print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        print("| ---: " * 11 + "|")
         prev_up = prev_di = None
         for n in sizes:
             layers = max(2, n // 2)
@@ -132,20 +151,25 @@ def main():
                       "-o", outs["upstream"]]
             di_cmd = [a.dist_opt, files["distopt"]] + DISTOPT_PASSES + [
                 "-o", outs["distopt"]]
-            up, up_problem = best_of(up_cmd, a.reps, a.timeout, a.mem_gb)
-            di, di_problem = best_of(di_cmd, a.reps, a.timeout, a.mem_gb)
+            up, up_passes, up_problem = best_of(up_cmd, a.reps, a.timeout, a.mem_gb)
+            di, di_passes, di_problem = best_of(di_cmd, a.reps, a.timeout, a.mem_gb)
             want = layers // 2
             if up is not None and count_all_reduces(outs["upstream"], "shard") != want:
                 up, up_problem = None, "wrong output"
             if di is not None and count_all_reduces(outs["distopt"], "dist") != want:
                 di, di_problem = None, "wrong output"
             ratio = "%.2f" % (up / di) if up and di else "-"
+            passes_ratio = ("%.2f" % (up_passes / di_passes)
+                            if up_passes and di_passes else "-")
+            fmt_passes = lambda t: "%.2f" % t if t is not None else "-"
             per_up = "%.1f" % (up / n * 1e6) if up else "-"
             per_di = "%.1f" % (di / n * 1e6) if di else "-"
             k_up = exponent(prev_up, (n, up)) if prev_up else "-"
             k_di = exponent(prev_di, (n, di)) if prev_di else "-"
-            print("| %d | %s | %s | %s | %s | %s | %s | %s |" % (
+            print("| %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 n, fmt_time(up, up_problem), fmt_time(di, di_problem), ratio,
+                fmt_passes(up_passes if up else None),
+                fmt_passes(di_passes if di else None), passes_ratio,
                 per_up, per_di, k_up, k_di), flush=True)
             prev_up, prev_di = (n, up), (n, di)
             for path in list(files.values()) + list(outs.values()):

@@ -114,6 +114,7 @@ public:
   /// `zeroInits[i]`: init `i` holds zeros, so its block argument is zero.
   PayloadAnalysis(linalg::LinalgOp op, ArrayRef<bool> zeroInits) {
     Block *block = op.getBlock();
+    int64_t numInputs = op.getNumDpsInputs();
     for (OpOperand &operand : op->getOpOperands()) {
       unsigned n = operand.getOperandNumber();
       if (n >= block->getNumArguments())
@@ -123,9 +124,7 @@ public:
         values[arg] = Linearity::of(Linearity::Constant);
         continue;
       }
-      int64_t init = op.isDpsInit(&operand)
-                         ? n - op.getNumDpsInputs()
-                         : -1;
+      int64_t init = static_cast<int64_t>(n) - numInputs;
       if (init >= 0 && zeroInits[init])
         values[arg] = Linearity::of(Linearity::Zero);
       else
@@ -176,7 +175,7 @@ private:
       values[r] = result;
   }
 
-  DenseMap<Value, Linearity> values;
+  llvm::SmallDenseMap<Value, Linearity, 8> values;
 };
 
 //===----------------------------------------------------------------------===//
@@ -241,13 +240,14 @@ static bool isZeroInit(Value init) {
 // The rule
 //===----------------------------------------------------------------------===//
 
-static SmallVector<int64_t> loopSizes(linalg::LinalgOp op) {
+static SmallVector<int64_t> loopSizes(linalg::LinalgOp op,
+                                      ArrayRef<AffineMap> maps) {
   SmallVector<int64_t> sizes(op.getNumLoops(), ShapedType::kDynamic);
   for (OpOperand &operand : op->getOpOperands()) {
     auto type = dyn_cast<ShapedType>(operand.get().getType());
     if (!type || !type.hasRank())
       continue;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
+    AffineMap map = maps[operand.getOperandNumber()];
     for (auto [d, expr] : llvm::enumerate(map.getResults())) {
       auto dim = dyn_cast<AffineDimExpr>(expr);
       if (!dim || type.isDynamicDim(d))
@@ -262,14 +262,16 @@ static OpShardingRule linalgRule(linalg::LinalgOp op) {
   if (!op.hasPureTensorSemantics())
     return OpShardingRule::allWhole(op); // buffers are not distributed
 
+  // Named ops build their maps on request: read them once.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
   unsigned numLoops = op.getNumLoops();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  SmallVector<int64_t> sizes = loopSizes(op);
+  SmallVector<int64_t> sizes = loopSizes(op, maps);
   SmallVector<bool> whole(numLoops, false);
 
   // Loops used other than as a bare index of a dimension.
   for (OpOperand &operand : op->getOpOperands()) {
-    AffineMap map = op.getMatchingIndexingMap(&operand);
+    AffineMap map = maps[operand.getOperandNumber()];
     SmallVector<unsigned> bare;
     for (AffineExpr expr : map.getResults()) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr)) {
@@ -297,12 +299,15 @@ static OpShardingRule linalgRule(linalg::LinalgOp op) {
   });
   std::optional<ReductionKind> reduction;
   bool splittable = hasReduction;
-  SmallVector<bool> zeroInits;
+  SmallVector<OpOperand *> inits;
   for (OpOperand &init : op.getDpsInitsMutable())
-    zeroInits.push_back(isZeroInit(init.get()));
+    inits.push_back(&init);
+  SmallVector<bool> zeroInits;
+  for (OpOperand *init : inits)
+    zeroInits.push_back(isZeroInit(init->get()));
   if (hasReduction) {
-    for (auto [i, init] : llvm::enumerate(op.getDpsInitsMutable())) {
-      std::optional<ReductionKind> kind = combinerOf(op, init);
+    for (auto [i, init] : llvm::enumerate(inits)) {
+      std::optional<ReductionKind> kind = combinerOf(op, *init);
       if (!kind || (reduction && *kind != *reduction) ||
           (*kind == ReductionKind::Sum && !zeroInits[i])) {
         splittable = false;
@@ -313,8 +318,8 @@ static OpShardingRule linalgRule(linalg::LinalgOp op) {
     if (!reduction)
       splittable = false;
     // A reduction loop that indexes an init cannot be split either.
-    for (OpOperand &init : op.getDpsInitsMutable())
-      for (AffineExpr expr : op.getMatchingIndexingMap(&init).getResults())
+    for (OpOperand *init : inits)
+      for (AffineExpr expr : maps[init->getOperandNumber()].getResults())
         expr.walk([&](AffineExpr e) {
           if (auto dim = dyn_cast<AffineDimExpr>(e))
             if (iterators[dim.getPosition()] == utils::IteratorType::reduction)
@@ -338,7 +343,7 @@ static OpShardingRule linalgRule(linalg::LinalgOp op) {
       continue;
     }
     TensorFactors tf;
-    AffineMap map = op.getMatchingIndexingMap(&operand);
+    AffineMap map = maps[operand.getOperandNumber()];
     for (auto [d, expr] : llvm::enumerate(map.getResults())) {
       if (auto dim = dyn_cast<AffineDimExpr>(expr))
         tf.push_back({static_cast<int64_t>(dim.getPosition())});
@@ -350,8 +355,8 @@ static OpShardingRule linalgRule(linalg::LinalgOp op) {
     rule.operands.push_back(std::move(tf));
   }
   // Result i is init i's tensor.
-  for (OpOperand &init : op.getDpsInitsMutable())
-    rule.results.push_back(rule.operands[init.getOperandNumber()]);
+  for (OpOperand *init : inits)
+    rule.results.push_back(rule.operands[init->getOperandNumber()]);
 
   // Partial flow: every yielded value must be linear in the same operands.
   PayloadAnalysis payload(op, zeroInits);
