@@ -201,6 +201,14 @@ def more_models(rng):
                [f32("x", [2, 3, 4]), f32("b", [3]), f32("s", [3, 4])],
                [f32("sub", [2, 3, 4])], opset=6), "broadcast_opset6.onnx")
 
+    # Opset 6: InstanceNormalization; PRelu with one slope per channel.
+    save(model([node("InstanceNormalization", ["x", "scale", "bias"], ["inorm"],
+                     epsilon=1e-3),
+                node("PRelu", ["inorm", "slope"], ["prelu"])],
+               [f32("x", [2, 3, 4])], [f32("prelu", [2, 3, 4])],
+               [floats("scale", [1.0, 2.0, 3.0]), floats("bias", [0.1, 0.2, 0.3]),
+                floats("slope", [0.25, 0.5, 0.75])], opset=6), "norm_opset6.onnx")
+
     # HardSwish, PRelu and Trilu (opset 14); a Trilu of a known value folds.
     save(model([node("HardSwish", ["x"], ["hard_swish"]),
                 node("PRelu", ["x", "slope"], ["prelu"]),

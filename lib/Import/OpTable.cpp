@@ -230,6 +230,9 @@ const std::vector<OpSpec> &opSpecs() {
                   {"is_test", AP::INT, 1, 7}, {"spatial", AP::INT, 1, 9},
                   {"training_mode", AP::INT, 14}},
                  "inference form only"});
+    s.push_back({"InstanceNormalization", instanceNormOp, {1, 6}, {{1, 3, 3}},
+                 {{"epsilon", AP::FLOAT}},
+                 "reduce_mean over the spatial dimensions, then scale/bias"});
     s.push_back({"ReduceSum", reduceOp, {1, 11, 13}, {{1, 1, 1}, {13, 1, 2}},
                  {{"axes", AP::INTS, 1, 13}, {"keepdims", AP::INT},
                   {"noop_with_empty_axes", AP::INT, 13}},

@@ -482,6 +482,17 @@ LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
     return failure();
   auto tx = cast<RankedTensorType>(x->getType());
   auto ts = cast<RankedTensorType>(slope->getType());
+  if (ctx.opset < 7 && ts.getRank() == 1 && ts.getNumElements() > 1 &&
+      tx.getRank() >= 2 && ts.getDimSize(0) == tx.getDimSize(1)) {
+    // PRelu-6: a slope per channel (dimension 1).
+    std::vector<int64_t> perChannel(tx.getRank() - 1, 1);
+    perChannel[0] = ts.getDimSize(0);
+    FailureOr<Value> r = ctx.reshape(*slope, perChannel);
+    if (failed(r))
+      return failure();
+    slope = r;
+    ts = cast<RankedTensorType>(slope->getType());
+  }
   auto shape = broadcast(tx.getShape(), ts.getShape());
   if (!shape || ArrayRef<int64_t>(*shape) != tx.getShape())
     return ctx.error() << "slope " << ts << " does not broadcast to " << tx;

@@ -216,6 +216,69 @@ LogicalResult distopt::onnximport::batchNormOp(ImportContext &ctx) {
   return success();
 }
 
+/// InstanceNormalization: per (sample, channel) over the spatial
+/// dimensions, (x - mean) / sqrt(var + epsilon) * scale + bias.
+LogicalResult distopt::onnximport::instanceNormOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0), scale = ctx.value(1), bias = ctx.value(2);
+  if (failed(x) || failed(scale) || failed(bias))
+    return failure();
+  auto t = cast<RankedTensorType>(x->getType());
+  if (t.getRank() < 3 || !isa<FloatType>(t.getElementType()))
+    return ctx.error() << "needs a floating-point input [N, C, spatial...], "
+                          "got "
+                       << t;
+  int64_t channels = t.getDimSize(1);
+  std::vector<int64_t> perChannel(t.getRank() - 1, 1);
+  perChannel[0] = channels;
+  for (Value p : {*scale, *bias}) {
+    auto pt = cast<RankedTensorType>(p.getType());
+    if (pt.getRank() != 1 || pt.getDimSize(0) != channels ||
+        pt.getElementType() != t.getElementType())
+      return ctx.error() << "scale and bias must be [" << channels
+                         << "] of the input's element type, got " << pt;
+  }
+  SmallVector<int64_t> axes;
+  for (int64_t d = 2; d < t.getRank(); ++d)
+    axes.push_back(d);
+  auto axesAttr = ctx.b.getDenseI64ArrayAttr(axes);
+  FailureOr<Value> mean =
+      ctx.create<nn::ReduceMeanOp>(*x, axesAttr, ctx.b.getUnitAttr());
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> d = ctx.create<nn::SubOp>(*x, *mean);
+  if (failed(d))
+    return failure();
+  FailureOr<Value> d2 = ctx.create<nn::MulOp>(*d, *d);
+  if (failed(d2))
+    return failure();
+  FailureOr<Value> var =
+      ctx.create<nn::ReduceMeanOp>(*d2, axesAttr, ctx.b.getUnitAttr());
+  if (failed(var))
+    return failure();
+  FailureOr<Value> ve = ctx.create<nn::AddOp>(
+      *var, ctx.scalar(ctx.attrFloat("epsilon", 1e-5), t.getElementType()));
+  if (failed(ve))
+    return failure();
+  FailureOr<Value> sd = ctx.create<nn::SqrtOp>(*ve);
+  if (failed(sd))
+    return failure();
+  FailureOr<Value> norm = ctx.create<nn::DivOp>(*d, *sd);
+  if (failed(norm))
+    return failure();
+  FailureOr<Value> s = ctx.reshape(*scale, perChannel);
+  FailureOr<Value> b = ctx.reshape(*bias, perChannel);
+  if (failed(s) || failed(b))
+    return failure();
+  FailureOr<Value> scaled = ctx.create<nn::MulOp>(*norm, *s);
+  if (failed(scaled))
+    return failure();
+  FailureOr<Value> r = ctx.create<nn::AddOp>(*scaled, *b);
+  if (failed(r))
+    return failure();
+  ctx.setOutput(0, *r);
+  return success();
+}
+
 namespace {
 
 template <typename OpT>
