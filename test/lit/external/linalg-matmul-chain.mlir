@@ -86,3 +86,32 @@ func.func @accumulate(%x: tensor<4x16xf32>, %w: tensor<16x16xf32>, %bias: tensor
   %y = linalg.matmul ins(%x, %wa : tensor<4x16xf32>, tensor<16x16xf32>) outs(%bias : tensor<4x16xf32>) -> tensor<4x16xf32>
   return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// linalg.fill into tensor.empty as the init: both take the local shape of
+// the result. The fill value here is an argument, not a known zero, so the
+// second product cannot split its contraction: its row-split weight is
+// gathered and no all-reduce follows.
+dist.mesh @mesh [tp = 2]
+// CHECK-LABEL: func.func @fill_init
+// CHECK: %[[E1:.*]] = tensor.empty() {{.*}}: tensor<4x8xf32>
+// CHECK: %[[F1:.*]] = linalg.fill {{.*}}ins(%{{.*}} : f32) outs(%[[E1]] : tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[H:.*]] = linalg.matmul {{.*}}outs(%[[F1]] : tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK: %[[E2:.*]] = tensor.empty() {{.*}}: tensor<4x8xf32>
+// CHECK: %[[F2:.*]] = linalg.fill {{.*}}outs(%[[E2]] : tensor<4x8xf32>) -> tensor<4x8xf32>
+// CHECK-DAG: %[[A:.*]] = dist.all_gather %[[H]] on @mesh axes ["tp"] dim 1 {{.*}}: tensor<4x8xf32> -> tensor<4x16xf32>
+// CHECK-DAG: %[[G:.*]] = dist.all_gather %{{.*}} on @mesh axes ["tp"] dim 0 {{.*}}: tensor<8x8xf32> -> tensor<16x8xf32>
+// CHECK: linalg.matmul {{.*}}ins(%[[A]], %[[G]] : tensor<4x16xf32>, tensor<16x8xf32>) outs(%[[F2]] : tensor<4x8xf32>)
+// CHECK-NOT: dist.all_reduce
+func.func @fill_init(%x: tensor<4x8xf32>, %w1: tensor<8x16xf32>, %w2: tensor<16x8xf32>, %v: f32) -> tensor<4x8xf32> {
+  %w1a = dist.annotate %w1 to <@mesh, [S(1)]> : tensor<8x16xf32>
+  %w2a = dist.annotate %w2 to <@mesh, [S(0)]> : tensor<16x8xf32>
+  %e1 = tensor.empty() : tensor<4x16xf32>
+  %f1 = linalg.fill ins(%v : f32) outs(%e1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %h = linalg.matmul ins(%x, %w1a : tensor<4x8xf32>, tensor<8x16xf32>) outs(%f1 : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %e2 = tensor.empty() : tensor<4x8xf32>
+  %f2 = linalg.fill ins(%v : f32) outs(%e2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %y = linalg.matmul ins(%h, %w2a : tensor<4x16xf32>, tensor<16x8xf32>) outs(%f2 : tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
