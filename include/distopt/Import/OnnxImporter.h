@@ -24,14 +24,33 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace distopt {
 
+/// The values of a graph input given at import time.
+struct InputValues {
+  /// The tensor's shape; absent: the graph input's declared shape.
+  std::optional<std::vector<int64_t>> shape;
+  /// Row-major values: `ints` for integer and bool inputs, `floats` for
+  /// floating-point ones (integer values are accepted there too).
+  bool isFloat = false;
+  std::vector<int64_t> ints;
+  std::vector<double> floats;
+};
+
 struct ImportOptions {
   /// Values of symbolic input dimensions (`dim_param`), e.g. batch -> 2.
   llvm::StringMap<int64_t> dims;
+  /// Graph inputs whose values are fixed at import: each is imported as a
+  /// known constant (usable where the importer needs values: a Reshape
+  /// shape, Slice bounds, axes, pads...) and is not an argument of @main.
+  /// A test-harness specialisation (`dist-run --onnx-test` binds the small
+  /// integer inputs of ONNX backend tests); real models keep such operands
+  /// as initializers or constants. See docs/import.md.
+  llvm::StringMap<InputValues> constantInputs;
 };
 
 /// Imports the model at `path`; null (with diagnostics emitted) on error.
@@ -44,6 +63,10 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
 /// shapes of actual inputs.
 llvm::Expected<std::vector<std::vector<std::string>>>
 inputDimensionSymbols(llvm::StringRef path);
+
+/// The names of the model's graph inputs that are not initializers, in
+/// order (the order of ONNX test data's input_<i>.pb files).
+llvm::Expected<std::vector<std::string>> graphInputNames(llvm::StringRef path);
 
 /// Prints the ONNX ops the importer supports, with their opset versions and
 /// attributes, as a markdown table.
