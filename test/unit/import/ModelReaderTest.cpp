@@ -77,14 +77,14 @@ void expectOffsetsMatch(const std::string &path) {
 
 } // namespace
 
-TEST(ModelReader, OffsetsMatchGeneratedParseOnExportedModels) {
+TEST(ImportModelReader, OffsetsMatchGeneratedParseOnExportedModels) {
   for (const char *m : {"models/mlp_op13/model.onnx", "models/gpt_op17/model.onnx",
                         "models/bert_op13_dyn/model.onnx",
                         "models/llama_op17/model.onnx", "onnx/gemm.onnx"})
     expectOffsetsMatch(testData(m));
 }
 
-TEST(ModelReader, OffsetsOfMixedInitializers) {
+TEST(ImportModelReader, OffsetsOfMixedInitializers) {
   TestModel m;
   m.input("x", onnx::TensorProto::FLOAT, {int64_t(2), int64_t(3)});
   m.rawFloats("a", {3}, {1, 2, 3});
@@ -109,7 +109,7 @@ TEST(ModelReader, OffsetsOfMixedInitializers) {
   EXPECT_EQ(loaded->rawData[3].length, 0u);
 }
 
-TEST(ModelReader, ClearErrors) {
+TEST(ImportModelReader, ClearErrors) {
   auto fromBytes = [](const std::string &bytes) {
     return readModelFromBuffer(
         llvm::MemoryBuffer::getMemBufferCopy(bytes, "test.onnx"), "test.onnx");
@@ -135,7 +135,7 @@ TEST(ModelReader, ClearErrors) {
 }
 
 // Truncating a real model anywhere gives an error, never a crash or a model.
-TEST(Robustness, TruncatedModelsAreErrors) {
+TEST(ImportRobustness, TruncatedModelsAreErrors) {
   std::string bytes = fileBytes(testData("models/gpt_op17/model.onnx"));
   ASSERT_GT(bytes.size(), 10000u);
   std::vector<size_t> cuts = {0, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233};
@@ -153,7 +153,7 @@ TEST(Robustness, TruncatedModelsAreErrors) {
 }
 
 // Random byte corruption: an error or a valid module, never a crash.
-TEST(Robustness, CorruptedModelsDoNotCrash) {
+TEST(ImportRobustness, CorruptedModelsDoNotCrash) {
   std::string bytes = fileBytes(testData("models/mlp_op17/model.onnx"));
   ASSERT_FALSE(bytes.empty());
   std::mt19937 rng(1234);

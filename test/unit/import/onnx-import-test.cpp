@@ -15,6 +15,7 @@
 #include "mlir/IR/OperationSupport.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
@@ -114,9 +115,9 @@ int main(int argc, char **argv) {
       distopt::importOnnxModel(context, inputPath, options);
   auto stop = std::chrono::steady_clock::now();
   if (timing)
-    llvm::errs() << "import took "
-                 << std::chrono::duration<double, std::milli>(stop - start).count()
-                 << " ms\n";
+    llvm::errs() << llvm::format(
+        "import took %.2f ms\n",
+        std::chrono::duration<double, std::milli>(stop - start).count());
   if (!module)
     return 1;
   mlir::OpPrintingFlags flags;
