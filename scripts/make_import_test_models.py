@@ -209,6 +209,17 @@ def more_models(rng):
                [floats("scale", [1.0, 2.0, 3.0]), floats("bias", [0.1, 0.2, 0.3]),
                 floats("slope", [0.25, 0.5, 0.75])], opset=6), "norm_opset6.onnx")
 
+    # Element-wise functions that are short chains of nn ops (opset 20 for
+    # IsNaN/IsInf/Mish forms; unchecked).
+    maths = ["Tan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Softsign", "Mish",
+             "Selu", "Celu", "Shrink"]
+    nodes = [node(op, ["x"], [op.lower()]) for op in maths]
+    nodes += [node("IsNaN", ["x"], ["isnan"]),
+              node("IsInf", ["x"], ["isinf"], detect_negative=0)]
+    outs = [f32(op.lower(), [2, 3]) for op in maths]
+    outs += [boolean("isnan", [2, 3]), boolean("isinf", [2, 3])]
+    save_unchecked(model(nodes, [x23], outs, opset=20), "math_opset20.onnx")
+
     # HardSwish, PRelu and Trilu (opset 14); a Trilu of a known value folds.
     save(model([node("HardSwish", ["x"], ["hard_swish"]),
                 node("PRelu", ["x", "slope"], ["prelu"]),
