@@ -122,14 +122,25 @@ void importtest::setString(onnx::NodeProto &n, const std::string &name,
   addAttr(n, name, onnx::AttributeProto::STRING)->set_s(v);
 }
 
+namespace {
+/// A directory for this process's files, removed at exit.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    llvm::SmallString<128> p;
+    if (!llvm::sys::fs::createUniqueDirectory("distopt-import-tests", p))
+      path = std::string(p);
+  }
+  ~TempDir() {
+    if (!path.empty())
+      llvm::sys::fs::remove_directories(path);
+  }
+};
+} // namespace
+
 std::string importtest::tempDir() {
-  static std::string dir = [] {
-    llvm::SmallString<128> path;
-    if (llvm::sys::fs::createUniqueDirectory("distopt-import-tests", path))
-      return std::string("/tmp");
-    return std::string(path);
-  }();
-  return dir;
+  static TempDir dir;
+  return dir.path;
 }
 
 std::string importtest::writeFile(const std::string &name,
