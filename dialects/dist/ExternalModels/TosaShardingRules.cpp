@@ -25,6 +25,13 @@ static bool hasFloatElements(Value v) {
   return isa<FloatType>(getElementTypeOrSelf(v.getType()));
 }
 
+/// tosa allows unranked tensors; such ops keep everything replicated.
+static bool allRanked(Operation *op) {
+  auto ranked = [](Type t) { return isa<RankedTensorType>(t); };
+  return llvm::all_of(op->getOperandTypes(), ranked) &&
+         llvm::all_of(op->getResultTypes(), ranked);
+}
+
 namespace {
 
 template <typename OpTy>
@@ -61,6 +68,8 @@ struct MatMulRuleModel
                                                     tosa::MatMulOp> {
   OpShardingRule getShardingRule(Operation *op) const {
     auto mm = cast<tosa::MatMulOp>(op);
+    if (!allRanked(op))
+      return OpShardingRule::allWhole(op);
     auto a = cast<RankedTensorType>(mm.getA().getType());
     auto b = cast<RankedTensorType>(mm.getB().getType());
     auto c = cast<RankedTensorType>(mm.getOutput().getType());
@@ -91,6 +100,8 @@ struct ReduceRuleModel
                                                     OpTy> {
   OpShardingRule getShardingRule(Operation *op) const {
     auto reduce = cast<OpTy>(op);
+    if (!allRanked(op))
+      return OpShardingRule::allWhole(op);
     int64_t axis = reduce.getAxis();
     FactorKind kind = FactorKind::Whole;
     ReductionKind reduction = ReductionKind::Sum;
@@ -128,6 +139,8 @@ struct TransposeRuleModel
                                                     tosa::TransposeOp> {
   OpShardingRule getShardingRule(Operation *op) const {
     auto transpose = cast<tosa::TransposeOp>(op);
+    if (!allRanked(op))
+      return OpShardingRule::allWhole(op);
     auto in = cast<RankedTensorType>(transpose.getInput1().getType());
     OpShardingRule rule;
     TensorFactors tin, tout;
