@@ -108,30 +108,36 @@ const HostTensor* FindNamed(const std::vector<NamedTensor>& v, const std::string
 }
 }  // namespace
 
+Status SliceInputs(const Program& p, const std::vector<NamedTensor>& global,
+                   std::vector<HostTensor>* mine) {
+  mine->clear();
+  for (int i = 0; i < p.proto().inputs_size(); ++i) {
+    const proto::Argument& a = p.proto().inputs(i);
+    const TensorType& local = p.value(p.InputValue(i)).type;
+    const HostTensor* g = FindNamed(global, a.name());
+    if (g == nullptr) return NotFoundError("no global input named '", a.name(), "'");
+    SliceInfo s;
+    DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), local.shape, &s));
+    if (g->dtype() != local.dtype || g->shape() != s.global_shape) {
+      return InvalidArgumentError("global input '", a.name(), "' is ", g->type().ToString(),
+                                  ", rank ", p.rank(), " expects ",
+                                  TensorType{local.dtype, s.global_shape}.ToString());
+    }
+    HostTensor piece;
+    DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(local.dtype, local.shape, &piece));
+    CopyWindow(g->data<uint8_t>(), g->shape(), s.offsets, s.sizes, DTypeSize(local.dtype),
+               piece.data<uint8_t>());
+    mine->push_back(std::move(piece));
+  }
+  return OkStatus();
+}
+
 Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs,
                      const std::vector<NamedTensor>& global,
                      std::vector<std::vector<HostTensor>>* per_rank) {
   per_rank->assign(programs.size(), {});
   for (size_t r = 0; r < programs.size(); ++r) {
-    const Program& p = *programs[r];
-    for (int i = 0; i < p.proto().inputs_size(); ++i) {
-      const proto::Argument& a = p.proto().inputs(i);
-      const TensorType& local = p.value(p.InputValue(i)).type;
-      const HostTensor* g = FindNamed(global, a.name());
-      if (g == nullptr) return NotFoundError("no global input named '", a.name(), "'");
-      SliceInfo s;
-      DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), local.shape, &s));
-      if (g->dtype() != local.dtype || g->shape() != s.global_shape) {
-        return InvalidArgumentError("global input '", a.name(), "' is ", g->type().ToString(),
-                                    ", rank ", r, " expects ",
-                                    TensorType{local.dtype, s.global_shape}.ToString());
-      }
-      HostTensor piece;
-      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(local.dtype, local.shape, &piece));
-      CopyWindow(g->data<uint8_t>(), g->shape(), s.offsets, s.sizes, DTypeSize(local.dtype),
-                 piece.data<uint8_t>());
-      (*per_rank)[r].push_back(std::move(piece));
-    }
+    DISTRT_RETURN_IF_ERROR(SliceInputs(*programs[r], global, &(*per_rank)[r]));
   }
   return OkStatus();
 }
@@ -143,13 +149,7 @@ Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& progra
     return InvalidArgumentError("AssembleOutputs: ", programs.size(), " programs but outputs of ",
                                 per_rank.size(), " ranks");
   }
-  struct Acc {
-    std::string name;
-    HostTensor tensor;
-    std::vector<uint8_t> covered;  // per element
-    std::set<std::vector<int64_t>> placed;  // offsets already written
-  };
-  std::vector<Acc> acc;
+  std::vector<OutputPiece> pieces;
   for (size_t r = 0; r < programs.size(); ++r) {
     const Program& p = *programs[r];
     if (static_cast<int>(per_rank[r].size()) != p.proto().outputs_size()) {
@@ -157,34 +157,50 @@ Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& progra
                                   p.proto().outputs_size());
     }
     for (int i = 0; i < p.proto().outputs_size(); ++i) {
-      const proto::Argument& a = p.proto().outputs(i);
-      const HostTensor& piece = per_rank[r][static_cast<size_t>(i)];
-      SliceInfo s;
-      DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), piece.shape(), &s));
-      Acc* slot = nullptr;
-      for (auto& x : acc) {
-        if (x.name == a.name()) slot = &x;
-      }
-      if (slot == nullptr) {
-        acc.push_back(Acc());
-        slot = &acc.back();
-        slot->name = a.name();
-        DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
-        slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
-      }
-      if (slot->tensor.shape() != s.global_shape || slot->tensor.dtype() != piece.dtype()) {
-        return InvalidArgumentError("output '", a.name(), "': rank ", r, " has a piece of ",
-                                    TensorType{piece.dtype(), s.global_shape}.ToString(),
-                                    ", another rank of ", slot->tensor.type().ToString());
-      }
-      std::vector<int64_t> key = s.offsets;
-      key.insert(key.end(), s.sizes.begin(), s.sizes.end());
-      if (!slot->placed.insert(key).second) continue;  // a replica: take one copy
-      PasteWindow(piece.data<uint8_t>(), s.sizes, slot->tensor.data<uint8_t>(), s.global_shape,
-                  s.offsets, DTypeSize(piece.dtype()));
-      std::vector<uint8_t> ones(static_cast<size_t>(piece.num_elements()), 1);
-      PasteWindow(ones.data(), s.sizes, slot->covered.data(), s.global_shape, s.offsets, 1);
+      pieces.push_back({static_cast<int>(r), p.proto().outputs(i), per_rank[r][static_cast<size_t>(i)]});
     }
+  }
+  return AssembleOutputPieces(pieces, global);
+}
+
+Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
+                            std::vector<NamedTensor>* global) {
+  struct Acc {
+    std::string name;
+    HostTensor tensor;
+    std::vector<uint8_t> covered;  // per element
+    std::set<std::vector<int64_t>> placed;  // offsets already written
+  };
+  std::vector<Acc> acc;
+  for (const OutputPiece& op : pieces) {
+    const int r = op.rank;
+    const proto::Argument& a = op.argument;
+    const HostTensor& piece = op.tensor;
+    SliceInfo s;
+    DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), piece.shape(), &s));
+    Acc* slot = nullptr;
+    for (auto& x : acc) {
+      if (x.name == a.name()) slot = &x;
+    }
+    if (slot == nullptr) {
+      acc.push_back(Acc());
+      slot = &acc.back();
+      slot->name = a.name();
+      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
+      slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
+    }
+    if (slot->tensor.shape() != s.global_shape || slot->tensor.dtype() != piece.dtype()) {
+      return InvalidArgumentError("output '", a.name(), "': rank ", r, " has a piece of ",
+                                  TensorType{piece.dtype(), s.global_shape}.ToString(),
+                                  ", another rank of ", slot->tensor.type().ToString());
+    }
+    std::vector<int64_t> key = s.offsets;
+    key.insert(key.end(), s.sizes.begin(), s.sizes.end());
+    if (!slot->placed.insert(key).second) continue;  // a replica: take one copy
+    PasteWindow(piece.data<uint8_t>(), s.sizes, slot->tensor.data<uint8_t>(), s.global_shape,
+                s.offsets, DTypeSize(piece.dtype()));
+    std::vector<uint8_t> ones(static_cast<size_t>(piece.num_elements()), 1);
+    PasteWindow(ones.data(), s.sizes, slot->covered.data(), s.global_shape, s.offsets, 1);
   }
   global->clear();
   for (auto& x : acc) {

@@ -49,6 +49,11 @@ Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs
                      const std::vector<NamedTensor>& global,
                      std::vector<std::vector<HostTensor>>* per_rank);
 
+// One rank's share of ScatterInputs: cuts `program`'s inputs out of the global
+// tensors. For launchers where each process knows only its own program (MPI).
+Status SliceInputs(const Program& program, const std::vector<NamedTensor>& global,
+                   std::vector<HostTensor>* mine);
+
 // Rebuilds each global output (by Argument.name, in order of first
 // appearance) from the ranks' pieces placed by Argument.slice. Pieces at the
 // same place (replicas) are taken once. Fails if a part of a global tensor is
@@ -56,6 +61,19 @@ Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs
 Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
                        const std::vector<std::vector<HostTensor>>& per_rank,
                        std::vector<NamedTensor>* global);
+
+// One output tensor of one rank with the Argument (name, slice) its program
+// declares for it.
+struct OutputPiece {
+  int rank = 0;
+  proto::Argument argument;
+  HostTensor tensor;
+};
+// What AssembleOutputs does after pairing outputs with their Arguments:
+// global tensors in order of first appearance, replicas taken once, every
+// global element covered.
+Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
+                            std::vector<NamedTensor>* global);
 
 }  // namespace distrt
 
