@@ -155,13 +155,26 @@ class LocalComm : public Communicator {
       const int64_t begin = me * base + std::min<int64_t>(me, extra);
       const int64_t len = base + (me < extra ? 1 : 0);
       if (len == 0) return OkStatus();
-      std::vector<uint8_t> acc(static_cast<size_t>(len) * es);
-      std::memcpy(acc.data(), posts[0].send + begin * es, acc.size());
-      for (int j = 1; j < n; ++j) {
-        DISTRT_RETURN_IF_ERROR(ReduceInto(acc.data(), posts[j].send + begin * es, len, dtype, op));
+      const size_t bytes = static_cast<size_t>(len) * es;
+      // Reduce straight into this member's own output chunk (no scratch
+      // buffer: a fresh multi-MB allocation per call costs page faults),
+      // unless it works in place, where the chunk is still an input.
+      uint8_t* mine = posts[me].recv + begin * es;
+      std::vector<uint8_t> scratch;
+      uint8_t* acc = mine;
+      if (posts[me].recv == posts[me].send) {
+        scratch.resize(bytes);
+        acc = scratch.data();
       }
-      DISTRT_RETURN_IF_ERROR(FinishReduce(acc.data(), len, dtype, op, n));
-      for (int j = 0; j < n; ++j) std::memcpy(posts[j].recv + begin * es, acc.data(), acc.size());
+      std::memcpy(acc, posts[0].send + begin * es, bytes);
+      for (int j = 1; j < n; ++j) {
+        DISTRT_RETURN_IF_ERROR(ReduceInto(acc, posts[j].send + begin * es, len, dtype, op));
+      }
+      DISTRT_RETURN_IF_ERROR(FinishReduce(acc, len, dtype, op, n));
+      if (acc != mine) std::memcpy(mine, acc, bytes);
+      for (int j = 0; j < n; ++j) {
+        if (j != me) std::memcpy(posts[j].recv + begin * es, mine, bytes);
+      }
       return OkStatus();
     });
   }
@@ -202,14 +215,14 @@ class LocalComm : public Communicator {
       for (int j = 0; j < me; ++j) begin += counts[j];
       const int64_t len = counts[me];
       if (len == 0) return OkStatus();
-      std::vector<uint8_t> acc(static_cast<size_t>(len) * es);
-      std::memcpy(acc.data(), posts[0].send + begin * es, acc.size());
+      // Reduce straight into this member's output (it never aliases a send
+      // buffer for reduce_scatter).
+      uint8_t* acc = posts[me].recv;
+      std::memcpy(acc, posts[0].send + begin * es, static_cast<size_t>(len) * es);
       for (int j = 1; j < n; ++j) {
-        DISTRT_RETURN_IF_ERROR(ReduceInto(acc.data(), posts[j].send + begin * es, len, dtype, op));
+        DISTRT_RETURN_IF_ERROR(ReduceInto(acc, posts[j].send + begin * es, len, dtype, op));
       }
-      DISTRT_RETURN_IF_ERROR(FinishReduce(acc.data(), len, dtype, op, n));
-      std::memcpy(posts[me].recv, acc.data(), acc.size());
-      return OkStatus();
+      return FinishReduce(acc, len, dtype, op, n);
     });
   }
 
