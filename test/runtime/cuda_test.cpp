@@ -1,0 +1,328 @@
+// The CUDA path: device kernels and cuBLAS matmul against the CPU executor,
+// the host fallback, the nccl communicator (2-rank all-reduce, a 2-rank
+// Megatron MLP on CudaExecutor, and the collective conformance suite through
+// the host-staging adapter). Tests that need a GPU skip with "skipped: no
+// CUDA device" here; the no-device tests check that every entry point fails
+// cleanly on such a machine.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "comm_harness.h"
+#include "distrt/cuda.h"
+#include "test_util.h"
+
+namespace distrt {
+namespace testing {
+namespace {
+
+#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+    << "'" << (str) << "' lacks '" << (sub) << "'"
+
+#define NEED_DEVICES(k)                                                                \
+  do {                                                                                 \
+    std::string why_;                                                                  \
+    const int have_ = CudaDeviceCount(&why_);                                          \
+    if (have_ == 0) GTEST_SKIP() << "skipped: " << why_;                               \
+    if (have_ < (k)) GTEST_SKIP() << "skipped: needs " << (k) << " CUDA devices, found " << have_; \
+  } while (0)
+
+std::shared_ptr<const Program> Make(const ProgramBuilder& b) {
+  std::shared_ptr<const Program> p;
+  Status st = Program::Create(b.Build(), StrCat("rank-", b.Build().rank(), ".pb"), ".", &p);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  return p;
+}
+
+HostTensor Random(const Shape& shape, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(NumElements(shape)));
+  uint32_t s = seed * 2654435761u + 12345u;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = static_cast<float>((s >> 8) % 2001) / 1000.0f - 1.0f;  // [-1, 1]
+  }
+  return *HostTensor::FromVector<float>(shape, v);
+}
+
+// Runs `program` on the CPU executor and on CudaExecutor; expects equal
+// outputs (f32 within tol) and returns the device placement.
+std::vector<std::string> CompareWithCpu(std::shared_ptr<const Program> program,
+                                        const std::vector<HostTensor>& inputs, float tol = 1e-4f,
+                                        CudaRunStats* stats = nullptr) {
+  std::unique_ptr<Executor> cpu;
+  EXPECT_TRUE(Executor::Create(program, nullptr, ExecutorOptions(), &cpu).ok());
+  std::vector<HostTensor> want, got;
+  Status st = cpu->Run(inputs, &want);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::unique_ptr<CudaExecutor> gpu;
+  st = CudaExecutor::Create(program, nullptr, CudaExecutorOptions(), &gpu);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  if (!st.ok()) return {};
+  st = gpu->Run(inputs, &got);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    EXPECT_EQ(got[i].type(), want[i].type());
+    if (want[i].dtype() == DType::kF32) {
+      std::vector<float> g = got[i].ToVector<float>(), w = want[i].ToVector<float>();
+      for (size_t k = 0; k < g.size() && k < w.size(); ++k) {
+        if (std::isnan(w[k])) {
+          EXPECT_TRUE(std::isnan(g[k])) << "output " << i << " element " << k;
+        } else if (std::isinf(w[k])) {
+          EXPECT_EQ(g[k], w[k]) << "output " << i << " element " << k;
+        } else {
+          EXPECT_NEAR(g[k], w[k], tol * (1 + std::fabs(w[k]))) << "output " << i << " element " << k;
+        }
+      }
+    } else {
+      EXPECT_TRUE(got[i].Equals(want[i])) << "output " << i;
+    }
+  }
+  if (stats) *stats = gpu->stats();
+  return gpu->Placement();
+}
+
+// ---- without a GPU ---------------------------------------------------------------
+
+TEST(CudaNoDevice, EveryEntryPointFailsCleanly) {
+  std::string why;
+  if (CudaDeviceCount(&why) > 0) {
+    GTEST_SKIP() << "skipped: a CUDA device is present; this test covers machines without one";
+  }
+  EXPECT_HAS(why, "no CUDA device");
+  NcclId id;
+  Status st = NewNcclId(&id);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_HAS(st.message(), "no CUDA device");
+  std::unique_ptr<Communicator> comm;
+  st = CreateNcclCommunicator(id, 0, 1, NcclCommOptions(), &comm);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_FALSE(comm);
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, {2});
+  b.Output("y", b.Apply("exp", {x}, DType::kF32, {2}));
+  std::unique_ptr<CudaExecutor> exec;
+  st = CudaExecutor::Create(Make(b), nullptr, CudaExecutorOptions(), &exec);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st.ToString();
+  EXPECT_HAS(st.message(), "no CUDA device");
+}
+
+TEST(Nccl, IdHexRoundTripAndErrors) {
+  NcclId id;
+  for (size_t i = 0; i < sizeof(id.bytes); ++i) id.bytes[i] = static_cast<char>(i * 37 + 1);
+  const std::string hex = NcclIdToHex(id);
+  EXPECT_EQ(hex.size(), 256u);
+  NcclId back;
+  ASSERT_TRUE(NcclIdFromHex(hex, &back).ok());
+  EXPECT_EQ(std::string(back.bytes, 128), std::string(id.bytes, 128));
+  EXPECT_FALSE(NcclIdFromHex("abc", &back).ok());
+  EXPECT_HAS(NcclIdFromHex(std::string(256, 'z'), &back).message(), "not hex");
+}
+
+// ---- device kernels ----------------------------------------------------------------
+
+TEST(CudaDevice, MatmulThroughCublasMatchesCpu) {
+  NEED_DEVICES(1);
+  struct Case {
+    Shape a, b, out;
+  };
+  const Case cases[] = {
+      {{4, 5}, {5, 6}, {4, 6}},
+      {{3, 4, 5}, {3, 5, 6}, {3, 4, 6}},      // same batch
+      {{2, 3, 4, 5}, {5, 7}, {2, 3, 4, 7}},   // shared right operand
+      {{4, 5}, {3, 5, 2}, {3, 4, 2}},         // shared left operand
+      {{2, 1, 4, 5}, {1, 3, 5, 2}, {2, 3, 4, 2}},  // general broadcast: host fallback
+      {{3, 0}, {0, 2}, {3, 2}},               // k = 0
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b));
+    ProgramBuilder b;
+    int x = b.Input("a", DType::kF32, c.a);
+    int w = b.Input("b", DType::kF32, c.b);
+    b.Output("y", b.Apply("matmul", {x, w}, DType::kF32, c.out));
+    auto place = CompareWithCpu(Make(b), {Random(c.a, 1), Random(c.b, 2)});
+    ASSERT_EQ(place.size(), 1u);
+    const bool general = c.a.size() == 4 && c.a[1] == 1;
+    EXPECT_EQ(place[0], general ? "host" : "device");
+  }
+}
+
+TEST(CudaDevice, ElementwiseKernelsMatchCpu) {
+  NEED_DEVICES(1);
+  ProgramBuilder b;
+  const Shape s = {3, 1, 5}, t = {4, 1};
+  int x = b.Input("x", DType::kF32, s);
+  int y = b.Input("y", DType::kF32, t);
+  int pos = b.Apply("abs", {x}, DType::kF32, s);
+  const char* unary[] = {"neg", "abs", "exp", "tanh", "sigmoid", "erf", "relu", "sin", "cos",
+                         "floor", "ceil", "round", "sign"};
+  for (const char* op : unary) b.Output(op, b.Apply(op, {x}, DType::kF32, s));
+  b.Output("log", b.Apply("log", {pos}, DType::kF32, s));
+  b.Output("sqrt", b.Apply("sqrt", {pos}, DType::kF32, s));
+  b.Output("reciprocal", b.Apply("reciprocal", {pos}, DType::kF32, s));
+  b.Output("gelu", b.Apply("gelu", {x}, DType::kF32, s));
+  b.Output("gelu_tanh", b.Apply("gelu", {x}, DType::kF32, s, {{"approximate", AttrString("tanh")}}));
+  b.Output("leaky", b.Apply("leaky_relu", {x}, DType::kF32, s, {{"alpha", AttrFloat(0.2)}}));
+  const Shape bs = {3, 4, 5};
+  for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
+    b.Output(std::string("b_") + op, b.Apply(op, {x, y}, DType::kF32, bs));
+  }
+  b.Output("pow", b.Apply("pow", {pos, y}, DType::kF32, bs));
+  b.Output("same", b.Apply("add", {x, x}, DType::kF32, s));
+  int r = b.Apply("reshape", {x}, DType::kF32, {15});
+  b.Output("reshaped", b.Apply("exp", {r}, DType::kF32, {15}));
+  HostTensor xv = Random(s, 3);
+  xv.data<float>()[2] = NAN;  // NaN through max/min/relu
+  xv.data<float>()[4] = 2.5f;  // round half to even
+  auto place = CompareWithCpu(Make(b), {xv, Random(t, 4)}, 2e-5f);
+  for (size_t i = 0; i < place.size(); ++i) {
+    EXPECT_TRUE(place[i] == "device" || place[i] == "alias") << "instruction " << i << ": " << place[i];
+  }
+}
+
+TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {
+  NEED_DEVICES(1);
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, {4, 8});
+  int i = b.Input("i", DType::kI64, {4});
+  int e = b.Apply("exp", {x}, DType::kF32, {4, 8});                                   // device
+  int s = b.Apply("softmax", {e}, DType::kF32, {4, 8}, {{"axis", AttrInt(1)}});       // host
+  int g = b.Apply("gelu", {s}, DType::kF32, {4, 8});                                  // device
+  int k = b.Apply("add", {i, i}, DType::kI64, {4});                                   // host (i64)
+  b.Output("g", g);
+  b.Output("k", k);
+  CudaRunStats stats;
+  auto place = CompareWithCpu(Make(b), {Random({4, 8}, 5), *HostTensor::FromVector<int64_t>({4}, {1, -2, 3, 4})},
+                              1e-5f, &stats);
+  EXPECT_EQ(place, (std::vector<std::string>{"device", "host", "device", "host"}));
+  EXPECT_EQ(stats.device_instructions, 2);
+  EXPECT_EQ(stats.host_instructions, 2);
+  EXPECT_EQ(stats.bytes_to_host, 4 * 8 * 4 + 2 * 4 * 8);  // softmax's input, add's two inputs
+
+  // With the fallback off, the first host-only instruction is an error.
+  CudaExecutorOptions strict;
+  strict.allow_host_fallback = false;
+  std::unique_ptr<CudaExecutor> exec;
+  Status st = CudaExecutor::Create(Make(b), nullptr, strict, &exec);
+  EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
+  EXPECT_HAS(st.message(), "'softmax'");
+}
+
+// ---- nccl --------------------------------------------------------------------------
+
+// Runs fn(rank, nccl communicator) on n threads, one GPU each.
+std::vector<Status> RunNccl(int n, const std::function<Status(int, Communicator*)>& fn) {
+  NcclId id;
+  Status st = NewNcclId(&id);
+  if (!st.ok()) return std::vector<Status>(static_cast<size_t>(n), st);
+  std::vector<Status> out(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      NcclCommOptions o;
+      o.device = r;
+      o.timeout = std::chrono::seconds(60);
+      std::unique_ptr<Communicator> c;
+      out[r] = CreateNcclCommunicator(id, r, n, o, &c);
+      if (out[r].ok()) out[r] = fn(r, c.get());
+      if (!out[r].ok() && c) c->Abort(out[r]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+TEST(Nccl, TwoRankAllReduceOnDeviceBuffers) {
+  NEED_DEVICES(2);
+  const int64_t count = 1 << 20;
+  auto st = RunNccl(2, [&](int r, Communicator* c) -> Status {
+    std::vector<float> h(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i) h[i] = static_cast<float>(r + 1 + i % 7);
+    void* d = nullptr;
+    if (cudaSetDevice(r) != cudaSuccess || cudaMalloc(&d, count * 4) != cudaSuccess) {
+      return InternalError("cudaMalloc");
+    }
+    cudaMemcpy(d, h.data(), count * 4, cudaMemcpyHostToDevice);
+    Status s = c->AllReduce({0, 1}, d, d, count, DType::kF32, ReduceOp::kSum);
+    cudaMemcpy(h.data(), d, count * 4, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    DISTRT_RETURN_IF_ERROR(s);
+    for (int64_t i = 0; i < count; ++i) {
+      if (h[i] != static_cast<float>(3 + 2 * (i % 7))) return InternalError("element ", i, " is ", h[i]);
+    }
+    return OkStatus();
+  });
+  for (const Status& s : st) EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST(Nccl, TwoRankMegatronMlpOnCudaExecutorMatchesLocal) {
+  NEED_DEVICES(2);
+  // x [4, 6] -> fc1 [6, 8] column-parallel -> gelu -> fc2 [8, 6] row-parallel -> all_reduce.
+  HostTensor w1 = Random({6, 8}, 7), w2 = Random({8, 6}, 8), x = Random({4, 6}, 9);
+  std::vector<std::shared_ptr<const Program>> progs;
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(r, 2);
+    HostTensor w1r, w2r;
+    ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {6, 4}, &w1r).ok());
+    ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {4, 6}, &w2r).ok());
+    for (int i = 0; i < 6; ++i)
+      for (int j = 0; j < 4; ++j) w1r.data<float>()[i * 4 + j] = w1.data<float>()[i * 8 + r * 4 + j];
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 6; ++j) w2r.data<float>()[i * 6 + j] = w2.data<float>()[(r * 4 + i) * 6 + j];
+    int in = b.Input("x", DType::kF32, {4, 6});
+    int h = b.Apply("matmul", {in, b.Constant(w1r)}, DType::kF32, {4, 4});
+    int g = b.Apply("gelu", {h}, DType::kF32, {4, 4});
+    int p = b.Apply("matmul", {g, b.Constant(w2r)}, DType::kF32, {4, 6});
+    int y = b.Apply("all_reduce", {p}, DType::kF32, {4, 6}, {{"reduction", AttrString("sum")}}, {0, 1});
+    b.Output("y", y);
+    progs.push_back(Make(b));
+  }
+  std::vector<std::vector<HostTensor>> want;
+  ASSERT_TRUE(RunLocal(progs, {{x}, {x}}, &want).ok());
+  std::vector<std::vector<HostTensor>> got(2);
+  std::vector<std::vector<std::string>> place(2);
+  auto st = RunNccl(2, [&](int r, Communicator* c) -> Status {
+    std::unique_ptr<CudaExecutor> e;
+    DISTRT_RETURN_IF_ERROR(CudaExecutor::Create(progs[r], c, CudaExecutorOptions(), &e));
+    place[r] = e->Placement();
+    return e->Run({x}, &got[r]);
+  });
+  for (const Status& s : st) ASSERT_TRUE(s.ok()) << s.ToString();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(place[r], (std::vector<std::string>{"device", "device", "device", "nccl"}));
+    std::vector<float> g = got[r][0].ToVector<float>(), w = want[r][0].ToVector<float>();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-4f * (1 + std::fabs(w[i])));
+  }
+}
+
+// The conformance suite's harness: n threads, one GPU each, each with a
+// nccl communicator seen through the host-staging adapter.
+class NcclHarness : public CommHarness {
+ public:
+  std::string name() const override { return "nccl"; }
+  int max_ranks() const override { return CudaDeviceCount(); }
+  bool Available(std::string* why) const override {
+    return CudaDeviceCount(why) > 0;
+  }
+  std::vector<Status> Run(int n, const RankFn& fn) override {
+    return RunNccl(n, [&](int r, Communicator* c) -> Status {
+      std::unique_ptr<Communicator> host;
+      DISTRT_RETURN_IF_ERROR(NewHostStagingCommunicator(c, &host));
+      return fn(r, host.get());
+    });
+  }
+};
+
+const bool registered = [] {
+  RegisterHarness(std::unique_ptr<CommHarness>(new NcclHarness()));
+  return true;
+}();
+
+}  // namespace
+}  // namespace testing
+}  // namespace distrt
+
+#define DISTRT_CONFORMANCE_BACKENDS "nccl"
+#include "comm_conformance.inc"
