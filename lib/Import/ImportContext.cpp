@@ -378,6 +378,8 @@ FailureOr<const Known *> ImportContext::requireKnown(unsigned i,
     return failure();
   if (const Known *k = known(i))
     return k;
+  if ((*t)->hint)
+    return &*(*t)->hint;
   if ((*t)->type.getNumElements() <= kMaxFoldElements) {
     // A small initializer or constant the op needs at import (a pad value,
     // say): read it without making it foldable.

@@ -55,6 +55,9 @@ struct Tensor {
   mlir::Value value;
   mlir::RankedTensorType type;
   std::optional<Known> known;
+  /// A graph input's values given at import (ImportOptions::inputValues):
+  /// read only where an op needs a value, never folded further.
+  std::optional<Known> hint;
   /// An initializer's stored bytes (in a mapped file), read on demand.
   llvm::ArrayRef<char> bytes;
   bool isWeight = false;

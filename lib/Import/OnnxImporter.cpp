@@ -47,8 +47,9 @@ private:
   FailureOr<ArrayRef<char>> externalData(const onnx::TensorProto &t,
                                          int64_t bytes, std::string &file,
                                          uint64_t &offset);
-  LogicalResult importConstantInput(const onnx::ValueInfoProto &info,
-                                    const InputValues &given);
+  FailureOr<Known> inputValueHint(const onnx::ValueInfoProto &info,
+                                  RankedTensorType type,
+                                  const InputValues &given);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info,
                                 RankedTensorType computed);
@@ -116,74 +117,41 @@ Importer::valueInfoType(const onnx::ValueInfoProto &info, StringRef what) {
 
 /// A graph input with values given in the options: a known value (not an
 /// argument), checked against the input's declared type.
-LogicalResult Importer::importConstantInput(const onnx::ValueInfoProto &info,
-                                            const InputValues &given) {
+/// The given values of graph input `info` (of type `type`, dims bound) as a
+/// known value, after checking them against the input.
+FailureOr<Known> Importer::inputValueHint(const onnx::ValueInfoProto &info,
+                                          RankedTensorType type,
+                                          const InputValues &given) {
   auto fail = [&]() {
-    return error() << "constant input '" << info.name() << "' ";
+    return error() << "value given for input '" << info.name() << "' ";
   };
-  if (!info.type().has_tensor_type())
-    return fail() << "is not a tensor";
-  const auto &tt = info.type().tensor_type();
-  Type et = elementTypeOf(&ctx, tt.elem_type());
-  if (!et)
-    return fail() << "has element type " << dataTypeName(tt.elem_type())
-                  << ", which is not supported";
-  std::vector<int64_t> shape;
-  if (given.shape) {
-    shape = *given.shape;
-  } else {
-    FailureOr<RankedTensorType> declared = valueInfoType(info, "input");
-    if (failed(declared))
-      return failure();
-    shape.assign(declared->getShape().begin(), declared->getShape().end());
+  ArrayRef<int64_t> shape = type.getShape();
+  if (given.shape && ArrayRef<int64_t>(*given.shape) != shape) {
+    std::string got, declared;
+    llvm::raw_string_ostream gs(got), ds(declared);
+    gs << "[";
+    llvm::interleaveComma(*given.shape, gs);
+    gs << "]";
+    ds << "[";
+    llvm::interleaveComma(shape, ds);
+    ds << "]";
+    return fail() << "has shape " << got << " but the input has shape "
+                  << declared;
   }
-  // Where the graph declares a size, the given shape must agree.
-  if (tt.has_shape()) {
-    bool agrees = tt.shape().dim_size() == static_cast<int>(shape.size());
-    for (int i = 0; agrees && i < tt.shape().dim_size(); ++i) {
-      const auto &dim = tt.shape().dim(i);
-      if (dim.has_dim_value())
-        agrees = dim.dim_value() == shape[i];
-      else if (dim.has_dim_param())
-        if (auto it = options.dims.find(dim.dim_param());
-            it != options.dims.end())
-          agrees = it->second == shape[i];
-    }
-    if (!agrees) {
-      std::string declared;
-      llvm::raw_string_ostream os(declared);
-      os << "[";
-      llvm::interleaveComma(tt.shape().dim(), os, [&](const auto &d) {
-        if (d.has_dim_value())
-          os << d.dim_value();
-        else
-          os << (d.dim_param().empty() ? "?" : d.dim_param());
-      });
-      os << "]";
-      std::string got;
-      llvm::raw_string_ostream gs(got);
-      gs << "[";
-      llvm::interleaveComma(shape, gs);
-      gs << "]";
-      return fail() << "has shape " << got << " but the graph declares "
-                    << declared;
-    }
-  }
-  int64_t n = checkedNumElements(shape);
-  if (n < 0)
-    return fail() << "has a negative or too large dimension";
+  int64_t n = type.getNumElements();
   if (n > kMaxFoldElements)
     return fail() << "has " << n << " elements; at most " << kMaxFoldElements
-                  << " can be fixed at import";
+                  << " can be read at import";
+  Type et = type.getElementType();
   bool isFloatType = isa<FloatType>(et);
   if (given.isFloat && !isFloatType)
-    return fail() << "has element type " << et
-                  << " but floating-point values were given";
+    return fail() << "is floating-point but the input has element type "
+                  << et;
   int64_t have = given.isFloat ? given.floats.size() : given.ints.size();
   if (have != n)
-    return fail() << "has " << have << " values but its shape needs " << n;
-  Tensor t;
-  t.type = RankedTensorType::get(shape, et);
+    return fail() << "has " << have << " values but the input's shape needs "
+                  << n;
+  std::vector<int64_t> dims(shape.begin(), shape.end());
   if (isFloatType) {
     std::vector<double> v = given.isFloat
                                 ? given.floats
@@ -192,16 +160,13 @@ LogicalResult Importer::importConstantInput(const onnx::ValueInfoProto &info,
     if (et.isF32())
       for (double &x : v)
         x = static_cast<float>(x);
-    t.known = Known::ofFloats(shape, std::move(v));
-  } else {
-    std::vector<int64_t> v = given.ints;
-    if (et.isInteger(1))
-      for (int64_t &x : v)
-        x = x != 0;
-    t.known = Known::ofInts(shape, std::move(v));
+    return Known::ofFloats(std::move(dims), std::move(v));
   }
-  values[info.name()] = std::move(t);
-  return success();
+  std::vector<int64_t> v = given.ints;
+  if (et.isInteger(1))
+    for (int64_t &x : v)
+      x = x != 0;
+  return Known::ofInts(std::move(dims), std::move(v));
 }
 
 /// Checks an external-data location and maps the file; returns the tensor's
@@ -459,10 +424,10 @@ OwningOpRef<ModuleOp> Importer::run() {
       if (!out.empty())
         producer.try_emplace(out, static_cast<int>(i));
 
-  // Graph inputs that are not initializers become the arguments, except
-  // those whose values the options give (known constants).
+  // Graph inputs that are not initializers become the arguments.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<const onnx::ValueInfoProto *> inputInfo;
   llvm::StringSet<> seenInputs;
   for (const onnx::ValueInfoProto &in : graph.input()) {
     if (initializerNames.contains(in.name()))
@@ -472,24 +437,19 @@ OwningOpRef<ModuleOp> Importer::run() {
               << "' is unnamed or given twice";
       return nullptr;
     }
-    auto given = options.constantInputs.find(in.name());
-    if (given != options.constantInputs.end()) {
-      if (failed(importConstantInput(in, given->second)))
-        return nullptr;
-      continue;
-    }
     FailureOr<RankedTensorType> t = valueInfoType(in, "input");
     if (failed(t))
       return nullptr;
     argTypes.push_back(*t);
     argNames.push_back(in.name());
+    inputInfo.push_back(&in);
   }
-  for (const auto &entry : options.constantInputs)
+  for (const auto &entry : options.inputValues)
     if (!seenInputs.contains(entry.getKey())) {
-      error() << "constant input '" << entry.getKey() << "' "
+      error() << "value given for input '" << entry.getKey() << "', which "
               << (initializerNames.contains(entry.getKey())
                       ? "is an initializer, not a graph input"
-                      : "names no graph input");
+                      : "is not a graph input");
       return nullptr;
     }
   b.setInsertionPointToEnd(module->getBody());
@@ -501,6 +461,14 @@ OwningOpRef<ModuleOp> Importer::run() {
     Tensor t;
     t.value = entry->getArgument(i);
     t.type = cast<RankedTensorType>(argTypes[i]);
+    auto given = options.inputValues.find(name);
+    if (given != options.inputValues.end()) {
+      FailureOr<Known> hint =
+          inputValueHint(*inputInfo[i], t.type, given->second);
+      if (failed(hint))
+        return nullptr;
+      t.hint = std::move(*hint);
+    }
     values[name] = t;
     func.setArgAttr(i, "nn.name", b.getStringAttr(name));
   }

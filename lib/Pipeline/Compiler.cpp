@@ -68,6 +68,7 @@ OwningOpRef<ModuleOp> distopt::loadModel(MLIRContext &ctx, StringRef path,
     ImportOptions importOptions;
     for (auto &entry : options.dims)
       importOptions.dims[entry.getKey()] = entry.getValue();
+    importOptions.inputValues = options.inputValues;
     return importOnnxModel(ctx, path, importOptions);
   }
   ParserConfig config(&ctx);

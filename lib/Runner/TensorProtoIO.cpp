@@ -3,6 +3,8 @@
 
 #include "onnx/onnx_pb.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <fstream>
 #include <sstream>
 
@@ -46,6 +48,33 @@ llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path
     return fail(path.str() + ": unsupported ONNX element type " +
                 std::to_string(t.data_type()));
   distrt::Shape shape(t.dims().begin(), t.dims().end());
+  // A SequenceProto or OptionalProto file also parses as a TensorProto, with
+  // garbage dims and no data: check that the data present holds exactly the
+  // elements the dims need before allocating anything.
+  int64_t need = 1;
+  bool sane = true;
+  for (int64_t d : shape)
+    sane &= d >= 0 && !llvm::MulOverflow(need, d, need);
+  int64_t have = -1;
+  if (t.has_raw_data()) {
+    size_t width = distrt::DTypeSize(dtype);
+    have = t.raw_data().size() % width ? -1 : int64_t(t.raw_data().size() / width);
+  } else {
+    switch (dtype) {
+    case distrt::DType::kF32: have = t.float_data_size(); break;
+    case distrt::DType::kF64: have = t.double_data_size(); break;
+    case distrt::DType::kI64: have = t.int64_data_size(); break;
+    default: have = t.int32_data_size(); break;
+    }
+  }
+  if (!sane || have != need || t.data_location() == onnx::TensorProto::EXTERNAL)
+    return fail(path.str() + ": not a tensor (sequence or optional types are "
+                "not supported): its dims " +
+                (sane ? "need " + std::to_string(need) + " elements"
+                      : std::string("are invalid")) +
+                " but it holds " +
+                (have < 0 ? std::string("a partial element")
+                          : std::to_string(have) + " values"));
   distrt::HostTensor out;
   distrt::Status st = distrt::HostTensor::Allocate(dtype, shape, &out);
   if (!st.ok())

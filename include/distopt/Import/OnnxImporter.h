@@ -44,13 +44,14 @@ struct InputValues {
 struct ImportOptions {
   /// Values of symbolic input dimensions (`dim_param`), e.g. batch -> 2.
   llvm::StringMap<int64_t> dims;
-  /// Graph inputs whose values are fixed at import: each is imported as a
-  /// known constant (usable where the importer needs values: a Reshape
-  /// shape, Slice bounds, axes, pads...) and is not an argument of @main.
-  /// A test-harness specialisation (`dist-run --onnx-test` binds the small
-  /// integer inputs of ONNX backend tests); real models keep such operands
-  /// as initializers or constants. See docs/import.md.
-  llvm::StringMap<InputValues> constantInputs;
+  /// Values of graph inputs that the importer may read where an op needs a
+  /// value at import (a Reshape shape, Slice bounds, axes, pads...). The
+  /// input stays an argument of @main and must be fed the same values at run
+  /// time; nothing else is folded from it. A test-harness specialisation
+  /// (`dist-run --onnx-test` passes the integer inputs of ONNX backend
+  /// tests); real models keep such operands as initializers or constants.
+  /// See docs/import.md.
+  llvm::StringMap<InputValues> inputValues;
 };
 
 /// Imports the model at `path`; null (with diagnostics emitted) on error.

@@ -8,6 +8,8 @@
 #ifndef DISTOPT_PIPELINE_COMPILER_H
 #define DISTOPT_PIPELINE_COMPILER_H
 
+#include "distopt/Import/OnnxImporter.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -33,6 +35,9 @@ struct CompileOptions {
   /// Drop every mesh, annotation and sharding the model carries: compile it
   /// for one device (the reference a distributed run is checked against).
   bool singleDevice = false;
+  /// Values of ONNX graph inputs the importer may read where it needs them
+  /// (a test-harness specialisation; see ImportOptions::inputValues).
+  llvm::StringMap<InputValues> inputValues;
 };
 
 /// Parses a mesh spec "name=size,..."; returns an error message on failure.

@@ -4,7 +4,7 @@
 // prints the nn-dialect module, or the importer's diagnostics.
 //
 //   onnx-import-test model.onnx [--dim batch=2,seq=16] [--debug-info]
-//                    [--const-input shape=2,3 --const-input k:=1 ...]
+//                    [--input-value shape=2,3 --input-value k:=1 ...]
 //   onnx-import-test --list-ops      (the op table, as markdown)
 //
 //===----------------------------------------------------------------------===//
@@ -29,10 +29,11 @@ static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
 static cl::opt<std::string>
     dimSpec("dim", cl::desc("Sizes of symbolic dimensions, e.g. batch=2,seq=16"),
             cl::init(""));
-static cl::list<std::string> constInputs(
-    "const-input",
-    cl::desc("Fix a graph input at import: name=v,v,... (the declared shape) "
-             "or name:DxD=v,... (name:=v for a scalar); repeatable"));
+static cl::list<std::string> inputValueSpecs(
+    "input-value",
+    cl::desc("Values of a graph input the importer may read where an op needs "
+             "them: name=v,v,... (the declared shape) or name:DxD=v,... "
+             "(name:=v for a scalar); repeatable"));
 static cl::opt<bool> debugInfo("debug-info",
                                cl::desc("Print locations (node names)"),
                                cl::init(false));
@@ -68,7 +69,7 @@ int main(int argc, char **argv) {
     options.dims[name.trim()] = n;
   }
 
-  for (llvm::StringRef spec : constInputs) {
+  for (llvm::StringRef spec : inputValueSpecs) {
     auto [lhs, rhs] = spec.split('=');
     auto [name, shapeText] = lhs.split(':');
     distopt::InputValues v;
@@ -79,7 +80,7 @@ int main(int argc, char **argv) {
       for (llvm::StringRef d : dims) {
         int64_t n;
         if (d.getAsInteger(10, n)) {
-          llvm::errs() << "error: bad shape in --const-input '" << spec << "'\n";
+          llvm::errs() << "error: bad shape in --input-value '" << spec << "'\n";
           return 2;
         }
         v.shape->push_back(n);
@@ -95,7 +96,7 @@ int main(int argc, char **argv) {
       int64_t i;
       double f;
       if (v.isFloat ? x.trim().getAsDouble(f) : x.trim().getAsInteger(10, i)) {
-        llvm::errs() << "error: bad value '" << x << "' in --const-input '"
+        llvm::errs() << "error: bad value '" << x << "' in --input-value '"
                      << spec << "'\n";
         return 2;
       }
@@ -104,7 +105,7 @@ int main(int argc, char **argv) {
       else
         v.ints.push_back(i);
     }
-    options.constantInputs[name] = std::move(v);
+    options.inputValues[name] = std::move(v);
   }
 
   mlir::MLIRContext context;
