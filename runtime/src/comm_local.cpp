@@ -541,6 +541,20 @@ void LocalWorld::MarkFinished(int rank) {
   state_->cv.notify_all();
 }
 
+Status LocalWorld::StartRun() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!state_->abort.ok()) return state_->abort;
+  for (const auto& [key, queue] : state_->mailbox) {
+    if (!queue.empty()) {
+      return FailedPreconditionError("rank ", std::get<0>(key), " sent rank ", std::get<1>(key),
+                                     " a message with tag ", std::get<2>(key),
+                                     " that was never received");
+    }
+  }
+  state_->finished.assign(state_->finished.size(), false);
+  return OkStatus();
+}
+
 void LocalWorld::Abort(int rank, const Status& reason) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->abort.ok()) {

@@ -1,7 +1,7 @@
 #include "distrt/launcher.h"
 
-#include <set>
 #include <functional>
+#include <set>
 #include <thread>
 
 #include "distrt/local_comm.h"
@@ -9,13 +9,9 @@
 
 namespace distrt {
 
-namespace {
-
-// Starts one thread per rank with its executor and the in-process
-// communicator, runs `body` on each, and returns the root-cause failure.
-Status RunRanksLocal(const std::vector<std::shared_ptr<const Program>>& programs,
-                     const LocalRunOptions& options, std::vector<RunStats>* stats,
-                     const std::function<Status(Executor&, int)>& body) {
+Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& programs,
+                            const LocalRunOptions& options,
+                            std::unique_ptr<LocalSession>* out) {
   const int n = static_cast<int>(programs.size());
   if (n == 0) return InvalidArgumentError("RunLocal: no programs");
   for (int r = 0; r < n; ++r) {
@@ -26,27 +22,48 @@ Status RunRanksLocal(const std::vector<std::shared_ptr<const Program>>& programs
                                   programs[r]->world_size(), ", expected rank ", r, " of ", n);
     }
   }
+  std::unique_ptr<LocalSession> session(new LocalSession());
   LocalCommOptions copts;
   copts.timeout = options.timeout;
-  std::shared_ptr<LocalWorld> world;
-  DISTRT_RETURN_IF_ERROR(LocalWorld::Create(n, copts, &world));
+  DISTRT_RETURN_IF_ERROR(LocalWorld::Create(n, copts, &session->world_));
+  // Executors load their weights in parallel, one thread per rank.
+  session->execs_.resize(static_cast<size_t>(n));
   std::vector<Status> status(static_cast<size_t>(n));
-  std::vector<RunStats> st(static_cast<size_t>(n));
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      Communicator* comm = world->comm(r);
       ExecutorOptions eo;
       eo.threads = options.threads_per_rank;
-      std::unique_ptr<Executor> exec;
-      Status s = Executor::Create(programs[r], comm, eo, &exec);
-      if (!s.ok()) {
-        comm->Abort(s);
-      } else {
-        s = body(*exec, r);  // the executor aborts the world itself on failure
-        st[r] = exec->stats();
-      }
-      if (s.ok()) world->MarkFinished(r);
+      status[r] = Executor::Create(programs[r], session->world_->comm(r), eo,
+                                   &session->execs_[static_cast<size_t>(r)]);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < n; ++r) {
+    if (!status[r].ok()) return status[r].WithContext(StrCat("rank ", r));
+  }
+  *out = std::move(session);
+  return OkStatus();
+}
+
+LocalSession::~LocalSession() = default;
+
+int LocalSession::world_size() const { return static_cast<int>(execs_.size()); }
+
+Status LocalSession::RunEach(const std::function<Status(Executor&, int)>& body,
+                             std::vector<RunStats>* stats) {
+  if (!broken_.ok()) {
+    return FailedPreconditionError("the local session failed in an earlier run: ",
+                                   broken_.message());
+  }
+  DISTRT_RETURN_IF_ERROR(world_->StartRun());
+  const int n = world_size();
+  std::vector<Status> status(static_cast<size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      Status s = body(*execs_[static_cast<size_t>(r)], r);  // aborts the world on failure
+      if (s.ok()) world_->MarkFinished(r);
       status[r] = s;
     });
   }
@@ -60,12 +77,50 @@ Status RunRanksLocal(const std::vector<std::shared_ptr<const Program>>& programs
   for (int r = 0; r < n && culprit < 0; ++r) {
     if (!status[r].ok()) culprit = r;
   }
-  if (culprit >= 0) return status[culprit].WithContext(StrCat("rank ", culprit));
-  if (stats) *stats = std::move(st);
+  if (culprit >= 0) {
+    broken_ = status[culprit].WithContext(StrCat("rank ", culprit));
+    return broken_;
+  }
+  if (stats) {
+    stats->clear();
+    for (auto& e : execs_) stats->push_back(e->stats());
+  }
   return OkStatus();
 }
 
-}  // namespace
+Status LocalSession::Run(const std::vector<std::vector<HostTensor>>& inputs,
+                         std::vector<std::vector<HostTensor>>* outputs,
+                         std::vector<RunStats>* stats) {
+  if (inputs.size() != execs_.size()) {
+    return InvalidArgumentError("RunLocal: ", execs_.size(), " programs but inputs for ",
+                                inputs.size(), " ranks");
+  }
+  std::vector<std::vector<HostTensor>> outs(execs_.size());
+  DISTRT_RETURN_IF_ERROR(RunEach(
+      [&](Executor& e, int r) {
+        return e.Run(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
+      },
+      stats));
+  *outputs = std::move(outs);
+  return OkStatus();
+}
+
+Status LocalSession::RunSchedule(const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
+                                 std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                                 std::vector<RunStats>* stats) {
+  if (inputs.size() != execs_.size()) {
+    return InvalidArgumentError("RunLocalSchedule: ", execs_.size(),
+                                " programs but inputs for ", inputs.size(), " ranks");
+  }
+  std::vector<std::vector<std::vector<HostTensor>>> outs(execs_.size());
+  DISTRT_RETURN_IF_ERROR(RunEach(
+      [&](Executor& e, int r) {
+        return e.RunSchedule(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
+      },
+      stats));
+  *outputs = std::move(outs);
+  return OkStatus();
+}
 
 Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
                 const std::vector<std::vector<HostTensor>>& inputs,
@@ -75,12 +130,9 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
     return InvalidArgumentError("RunLocal: ", programs.size(), " programs but inputs for ",
                                 inputs.size(), " ranks");
   }
-  std::vector<std::vector<HostTensor>> outs(programs.size());
-  DISTRT_RETURN_IF_ERROR(RunRanksLocal(programs, options, stats, [&](Executor& e, int r) {
-    return e.Run(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
-  }));
-  *outputs = std::move(outs);
-  return OkStatus();
+  std::unique_ptr<LocalSession> session;
+  DISTRT_RETURN_IF_ERROR(LocalSession::Create(programs, options, &session));
+  return session->Run(inputs, outputs, stats);
 }
 
 Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& programs,
@@ -91,12 +143,9 @@ Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& progr
     return InvalidArgumentError("RunLocalSchedule: ", programs.size(),
                                 " programs but inputs for ", inputs.size(), " ranks");
   }
-  std::vector<std::vector<std::vector<HostTensor>>> outs(programs.size());
-  DISTRT_RETURN_IF_ERROR(RunRanksLocal(programs, options, stats, [&](Executor& e, int r) {
-    return e.RunSchedule(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
-  }));
-  *outputs = std::move(outs);
-  return OkStatus();
+  std::unique_ptr<LocalSession> session;
+  DISTRT_RETURN_IF_ERROR(LocalSession::Create(programs, options, &session));
+  return session->RunSchedule(inputs, outputs, stats);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 #define DISTRT_LAUNCHER_H_
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,39 @@ Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& progr
                         std::vector<std::vector<std::vector<HostTensor>>>* outputs,
                         const LocalRunOptions& options = LocalRunOptions(),
                         std::vector<RunStats>* stats = nullptr);
+
+class LocalWorld;
+
+// N ranks as N threads on one local communicator, with executors (and their
+// loaded weights) kept between runs: what RunLocal does once, for callers
+// that run the same programs repeatedly (benchmarks, serving). After a rank
+// fails, the session refuses further runs.
+class LocalSession {
+ public:
+  // Checks that programs[r] is rank r of programs.size() and creates every
+  // rank's executor (loading its weights), in parallel.
+  static Status Create(const std::vector<std::shared_ptr<const Program>>& programs,
+                       const LocalRunOptions& options, std::unique_ptr<LocalSession>* out);
+  ~LocalSession();
+  LocalSession(const LocalSession&) = delete;
+  LocalSession& operator=(const LocalSession&) = delete;
+
+  int world_size() const;
+  // As RunLocal / RunLocalSchedule, on the session's executors.
+  Status Run(const std::vector<std::vector<HostTensor>>& inputs,
+             std::vector<std::vector<HostTensor>>* outputs,
+             std::vector<RunStats>* stats = nullptr);
+  Status RunSchedule(const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
+                     std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                     std::vector<RunStats>* stats = nullptr);
+
+ private:
+  LocalSession() = default;
+  Status RunEach(const std::function<Status(Executor&, int)>& body, std::vector<RunStats>* stats);
+  std::shared_ptr<LocalWorld> world_;
+  std::vector<std::unique_ptr<Executor>> execs_;
+  Status broken_;
+};
 
 struct NamedTensor {
   std::string name;

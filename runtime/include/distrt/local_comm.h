@@ -36,6 +36,10 @@ class LocalWorld {
   Communicator* comm(int rank);
   // Rank `rank` will make no more calls (its program ended).
   void MarkFinished(int rank);
+  // Starts another run of the same ranks (LocalSession): clears the
+  // finished marks. Call only while no rank is in a call. Fails if the
+  // world was aborted or a message sent in the last run was never received.
+  Status StartRun();
   // Rank `rank` failed: every waiting and future call fails with this reason.
   void Abort(int rank, const Status& reason);
   // The first failure reported through Abort, or OK.
