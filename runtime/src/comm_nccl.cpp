@@ -103,7 +103,7 @@ class NcclComm : public NcclDeviceComm {
     const size_t desc = CollDesc::EncodedSize(static_cast<size_t>(size)) * 8;
     DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(
         2 * sizeof(NcclId) + 16 * (1 + static_cast<size_t>(size)) + desc * (1 + size), device_,
-        &small_));
+        stream_, &small_));
     return OkStatus();
   }
 
@@ -113,11 +113,20 @@ class NcclComm : public NcclDeviceComm {
       Status st = FlushSends();
       if (!st.ok()) std::fprintf(stderr, "distrt[nccl]: rank %d: %s\n", rank_, st.message().c_str());
     }
-    const bool abort = !failed_.ok();
-    auto drop = [&](ncclComm_t& c) {
-      if (c == nullptr) return;
-      if (abort) ncclCommAbort(c);
-      else ncclCommDestroy(c);
+    if (!failed_.ok()) AbortAll();  // nothing may still wait for a peer
+    // Device buffers are freed on this communicator's streams: release them
+    // before the streams go.
+    for (auto& p : pending_) {
+      if (p.done) cudaEventDestroy(p.done);
+    }
+    pending_.clear();
+    scratch_[0].reset();
+    scratch_[1].reset();
+    small_.reset();
+    for (auto& kv : pairs_) kv.second.unexpected.clear();
+    cudaDeviceSynchronize();
+    auto drop = [](ncclComm_t& c) {
+      if (c != nullptr) ncclCommDestroy(c);
       c = nullptr;
     };
     for (auto& kv : groups_) {
@@ -130,9 +139,6 @@ class NcclComm : public NcclDeviceComm {
       if (kv.second.recv_stream) cudaStreamDestroy(kv.second.recv_stream);
     }
     drop(world_);
-    for (auto& p : pending_) {
-      if (p.done) cudaEventDestroy(p.done);
-    }
     if (stream_) cudaStreamDestroy(stream_);
   }
 
@@ -329,8 +335,9 @@ class NcclComm : public NcclDeviceComm {
     DISTRT_RETURN_IF_ERROR(ReapSends());
     PendingSend ps;
     ps.host_header.reset(new MsgHeader{bytes, tag});
-    DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(sizeof(MsgHeader), device_, &ps.header));
-    DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(bytes), device_, &ps.payload));
+    DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(sizeof(MsgHeader), device_, stream_, &ps.header));
+    DISTRT_RETURN_IF_ERROR(
+        DeviceBuffer::Allocate(static_cast<size_t>(bytes), device_, stream_, &ps.payload));
     // Copy on the (idle) main stream and wait for that only: the caller may
     // reuse `data` once Send returns, while earlier messages on the send
     // stream may still be waiting for their receiver.
@@ -407,7 +414,8 @@ class NcclComm : public NcclDeviceComm {
       // size (drain it, then report).
       Early m;
       m.bytes = h.bytes;
-      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(h.bytes), device_, &m.buffer));
+      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(h.bytes), device_,
+                                                    p->recv_stream, &m.buffer));
       if (h.bytes > 0) {
         DISTRT_NCCL(ncclRecv(m.buffer->data(), static_cast<size_t>(h.bytes), ncclUint8, other,
                              p->from, p->recv_stream),
@@ -515,9 +523,8 @@ class NcclComm : public NcclDeviceComm {
   // Growable device scratch, slot 0 or 1.
   Status Scratch(int slot, size_t bytes, void** out) {
     std::shared_ptr<DeviceBuffer>& b = scratch_[slot];
-    if (!b || b->size() < bytes) {
-      DISTRT_CUDA(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");  // old one may be in use
-      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), device_, &b));
+    if (!b || b->size() < bytes) {  // the old buffer is freed in stream order
+      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), device_, stream_, &b));
     }
     *out = b->data();
     return OkStatus();
@@ -872,7 +879,7 @@ class HostStagingComm : public Communicator {
  private:
   Status Ensure(std::shared_ptr<DeviceBuffer>* b, size_t bytes) {
     if (!*b || (*b)->size() < bytes) {
-      return DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), d_->device(), b);
+      return DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), d_->device(), d_->stream(), b);
     }
     return OkStatus();
   }

@@ -33,16 +33,18 @@ Status RequireCudaDevice(int device) {
   return OkStatus();
 }
 
-Status DeviceBuffer::Allocate(size_t bytes, int device, std::shared_ptr<DeviceBuffer>* out) {
+Status DeviceBuffer::Allocate(size_t bytes, int device, cudaStream_t stream,
+                              std::shared_ptr<DeviceBuffer>* out) {
   std::shared_ptr<DeviceBuffer> b(new DeviceBuffer());
   b->device_ = device;
   b->bytes_ = bytes;
+  b->stream_ = stream;
   if (bytes > 0) {
     DISTRT_CUDA(cudaSetDevice(device), "cudaSetDevice");
-    cudaError_t e = cudaMalloc(&b->ptr_, bytes);
+    cudaError_t e = cudaMallocAsync(&b->ptr_, bytes, stream);
     if (e != cudaSuccess) {
       b->ptr_ = nullptr;
-      return ResourceExhaustedError("cudaMalloc of ", bytes, " bytes on device ", device,
+      return ResourceExhaustedError("cudaMallocAsync of ", bytes, " bytes on device ", device,
                                     " failed: ", cudaGetErrorString(e));
     }
   }
@@ -55,7 +57,7 @@ DeviceBuffer::~DeviceBuffer() {
     int current = -1;
     cudaGetDevice(&current);
     if (current != device_) cudaSetDevice(device_);
-    cudaFree(ptr_);
+    cudaFreeAsync(ptr_, stream_);
     if (current >= 0 && current != device_) cudaSetDevice(current);
   }
 }

@@ -245,7 +245,7 @@ struct CudaExecutor::Impl {
   Status Alloc(const TensorType& t, DeviceTensor* out) {
     out->type = t;
     return DeviceBuffer::Allocate(static_cast<size_t>(NumElements(t.shape)) * DTypeSize(t.dtype),
-                                  device, &out->buf);
+                                  device, stream, &out->buf);
   }
   Status Upload(const HostTensor& h, DeviceTensor* out) {
     DISTRT_RETURN_IF_ERROR(Alloc(h.type(), out));

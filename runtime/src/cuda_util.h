@@ -25,10 +25,14 @@ Status CudaError(cudaError_t e, const char* what);
 // "no CUDA device: ...".
 Status RequireCudaDevice(int device);
 
-// Device memory, freed on destruction.
+// Stream-ordered device memory (cudaMallocAsync / cudaFreeAsync on
+// `stream`), freed on destruction after the work already queued on that
+// stream. Never plain cudaFree: it synchronises the whole device, which
+// would wait for a send that is still waiting for its receiver.
 class DeviceBuffer {
  public:
-  static Status Allocate(size_t bytes, int device, std::shared_ptr<DeviceBuffer>* out);
+  static Status Allocate(size_t bytes, int device, cudaStream_t stream,
+                         std::shared_ptr<DeviceBuffer>* out);
   ~DeviceBuffer();
   void* data() const { return ptr_; }
   size_t size() const { return bytes_; }
@@ -38,6 +42,7 @@ class DeviceBuffer {
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   int device_ = 0;
+  cudaStream_t stream_ = nullptr;
 };
 
 // What the host-staging adapter and CudaExecutor need from a nccl
