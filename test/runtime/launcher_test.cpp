@@ -184,6 +184,55 @@ TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
   EXPECT_HAS(st.message(), "gather index 5");
 }
 
+TEST(LocalSession, RunsRepeatedlyWithNewInputsThenRefusesAfterAFailure) {
+  // y = all_reduce(sum) of gather(data, idx) over 2 ranks, with sends
+  // between the ranks so each run also exercises the mailbox.
+  std::vector<std::shared_ptr<const Program>> progs;
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(r, 2);
+    int data = b.Input("data", DType::kF32, {3, 2});
+    int idx = b.Input("idx", DType::kI64, {1});
+    int g = b.Apply("gather", {data, idx}, DType::kF32, {1, 2}, {{"axis", AttrInt(0)}});
+    int y = b.Apply("all_reduce", {g}, DType::kF32, {1, 2}, {{"reduction", AttrString("sum")}}, {0, 1});
+    b.Output("y", y);
+    if (r == 0) {
+      b.Op("send", {y}, {}, {{"peer", AttrInt(1)}, {"tag", AttrInt(3)}});
+    } else {
+      int got = b.Apply("recv", {}, DType::kF32, {1, 2}, {{"peer", AttrInt(0)}, {"tag", AttrInt(3)}});
+      b.Output("got", got);
+    }
+    progs.push_back(Make(b));
+  }
+  LocalRunOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  std::unique_ptr<LocalSession> session;
+  Status st = LocalSession::Create(progs, opts, &session);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(session->world_size(), 2);
+  // Iota({3, 2}) rows: [0 1], [2 3], [4 5].
+  for (int64_t k = 0; k < 3; ++k) {
+    std::vector<std::vector<HostTensor>> ins = {{Iota({3, 2}), I64({1}, {k})},
+                                                {Iota({3, 2}), I64({1}, {2 - k})}};
+    std::vector<std::vector<HostTensor>> out;
+    st = session->Run(ins, &out);
+    ASSERT_TRUE(st.ok()) << "run " << k << ": " << st.ToString();
+    const std::vector<float> want = {4.0f, 6.0f};  // row k + row 2-k
+    ExpectF32(out[0][0], {1, 2}, want);
+    ExpectF32(out[1][1], {1, 2}, want);
+  }
+  std::vector<std::vector<HostTensor>> bad = {{Iota({3, 2}), I64({1}, {7})},
+                                              {Iota({3, 2}), I64({1}, {0})}};
+  std::vector<std::vector<HostTensor>> out;
+  st = session->Run(bad, &out);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_HAS(st.message(), "rank 0:");
+  std::vector<std::vector<HostTensor>> good = {{Iota({3, 2}), I64({1}, {0})},
+                                               {Iota({3, 2}), I64({1}, {0})}};
+  st = session->Run(good, &out);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_HAS(st.message(), "the local session failed in an earlier run");
+}
+
 TEST(RunLocal, MismatchedProgramsAreReported) {
   std::vector<std::shared_ptr<const Program>> progs;
   for (int r = 0; r < 2; ++r) {
