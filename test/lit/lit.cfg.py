@@ -15,6 +15,12 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%test_data", config.distopt_test_data))
 config.substitutions.append(("%examples", config.distopt_examples))
 config.substitutions.append(("%plugin_dir", config.distopt_plugin_dir))
+# `dist-run --backend mpi` tests need mpirun (REQUIRES: mpi).
+if config.distopt_mpirun:
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", config.distopt_mpirun))
+    if config.distopt_has_nccl_backend:
+        config.available_features.add("nccl")
 
 tool_dirs = [config.distopt_tools_dir, config.llvm_tools_dir]
 tools = ["dist-opt", "dist-run", "onnx-import-test", "mlir-opt", "FileCheck", "not", "split-file", "count"]

@@ -3,9 +3,11 @@
 #include "distopt/Import/OnnxImporter.h"
 #include "distopt/Plan/Plan.h"
 #include "distopt/Runner/Runner.h"
+#include "distopt/Runner/Session.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -28,8 +30,12 @@ static cl::list<std::string> plans("plan", cl::desc("plan file or presets (repli
                                    cl::value_desc("file|presets"), cl::cat(category));
 static cl::opt<std::string> dimSpec("dim", cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
                                     cl::value_desc("name=size,..."), cl::cat(category));
-static cl::opt<std::string> backend("backend", cl::desc("communicator: local (threads in this process)"),
-                                    cl::init("local"), cl::cat(category));
+static cl::opt<std::string> backendName(
+    "backend",
+    cl::desc("communicator: local (every rank a thread of this process), mpi "
+             "(one process per rank: mpirun -np N dist-run ...) or nccl (one "
+             "process per GPU under mpirun)"),
+    cl::value_desc("local|mpi|nccl"), cl::init("local"), cl::cat(category));
 // `--threads` is parsed by hand: libMLIR already registers an option of that
 // name with LLVM's command-line library.
 static int threads = 1;
@@ -60,7 +66,7 @@ static cl::opt<std::string> inputsDir("inputs", cl::desc("directory with input_<
                                       cl::cat(category));
 static cl::opt<bool> check("check", cl::desc("compare every output with a single-device run; exit 1 on mismatch"),
                            cl::cat(category));
-static cl::opt<int> bench("bench", cl::desc("time N iterations after one warm-up and print median_ms"),
+static cl::opt<int> bench("bench", cl::desc("time N runs after the first (weights loaded once) and print median_ms"),
                           cl::init(0), cl::cat(category));
 static cl::opt<std::string> onnxTest("onnx-test", cl::desc("run an ONNX backend test case directory (model.onnx, test_data_set_*) and compare with its outputs"),
                                      cl::value_desc("dir"), cl::cat(category));
@@ -80,18 +86,22 @@ static std::string describe(const distrt::HostTensor &t) {
   return distrt::DTypeName(t.dtype()) + distrt::ShapeToString(t.shape());
 }
 
+/// The backend chosen with --backend, and this process's place in it: only
+/// the root process (rank 0 under MPI) gets outputs, prints and checks.
+static Backend backend = Backend::Local;
+static ProcessGroup processes;
+static bool isRootProcess() { return processes.rank == 0; }
+
 /// Runs one set of global inputs per microbatch (a single set without a
-/// pipeline) and returns each microbatch's outputs.
+/// pipeline) once on a new session; each microbatch's outputs on the root
+/// process, none elsewhere.
 static Expected<std::vector<std::vector<distrt::NamedTensor>>>
-runAll(const Programs &programs,
-       const std::vector<std::vector<distrt::NamedTensor>> &inputs) {
-  if (microbatchesOf(programs) == 1 && inputs.size() == 1) {
-    auto out = runLocal(programs, inputs[0], threads);
-    if (!out)
-      return out.takeError();
-    return std::vector<std::vector<distrt::NamedTensor>>{std::move(*out)};
-  }
-  return runLocalMicrobatches(programs, inputs, threads);
+runOnce(const Programs &programs,
+        const std::vector<std::vector<distrt::NamedTensor>> &inputs) {
+  auto session = createSession(programs, backend, threads);
+  if (!session)
+    return session.takeError();
+  return (*session)->run(inputs);
 }
 
 /// Binds the model's symbolic input dimensions from the shapes of a data
@@ -132,8 +142,78 @@ static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
   return options;
 }
 
+/// Largest integer input of an ONNX test whose values the importer may read.
+constexpr int64_t kMaxImportReadableElements = 1 << 16;
+
+/// Whether the importer may need a test input's values: integer tensors,
+/// which backend tests use for operands the importer needs as values
+/// (Reshape shapes, Slice bounds, axes, pads, repeats, k...).
+static bool importerMayRead(const distrt::HostTensor &t) {
+  switch (t.dtype()) {
+  case distrt::DType::kI64:
+  case distrt::DType::kI32:
+  case distrt::DType::kI16:
+  case distrt::DType::kI8:
+  case distrt::DType::kU8:
+    return t.num_elements() <= kMaxImportReadableElements;
+  default:
+    return false;
+  }
+}
+
+static InputValues inputValuesOf(const distrt::HostTensor &t) {
+  InputValues v;
+  v.shape = std::vector<int64_t>(t.shape().begin(), t.shape().end());
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    switch (t.dtype()) {
+    case distrt::DType::kI64: v.ints.push_back(t.data<int64_t>()[i]); break;
+    case distrt::DType::kI32: v.ints.push_back(t.data<int32_t>()[i]); break;
+    case distrt::DType::kI16: v.ints.push_back(t.data<int16_t>()[i]); break;
+    case distrt::DType::kI8: v.ints.push_back(t.data<int8_t>()[i]); break;
+    default: v.ints.push_back(t.data<uint8_t>()[i]); break;
+    }
+  }
+  return v;
+}
+
+/// Reads a data set's inputs, named after the graph inputs (input_<i>.pb is
+/// graph input i unless the file names its tensor). All are returned to be
+/// fed; the integer ones are also given to the importer
+/// (`options.inputValues`), which reads them only where an op needs a value
+/// -- unless `giveValues` is false (microbatches see other values).
+static Expected<std::vector<distrt::NamedTensor>>
+readTestInputs(StringRef model, StringRef set, CompileOptions &options,
+               bool giveValues) {
+  auto names = graphInputNames(model);
+  if (!names)
+    return names.takeError();
+  std::vector<distrt::NamedTensor> fed;
+  for (size_t k = 0;; ++k) {
+    SmallString<256> path(set);
+    sys::path::append(path, "input_" + std::to_string(k) + ".pb");
+    if (!sys::fs::exists(path))
+      break;
+    std::string fileName;
+    auto t = readTensorProto(path, &fileName);
+    if (!t)
+      return t.takeError();
+    std::string name = !fileName.empty() ? fileName
+                       : k < names->size() ? (*names)[k]
+                                           : std::string();
+    if (name.empty())
+      return createStringError(path + " names no tensor and the model has "
+                               "only " + std::to_string(names->size()) +
+                               " inputs");
+    if (giveValues && importerMayRead(*t))
+      options.inputValues[name] = inputValuesOf(*t);
+    fed.push_back({name, std::move(*t)});
+  }
+  return fed;
+}
+
 /// Runs the ONNX backend test case in `onnxTest` and compares with its
-/// outputs; each data set compiles with its own dimension bindings.
+/// outputs; each data set compiles with its own dimension bindings and its
+/// integer input values (readTestInputs).
 static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
                        StringRef workDir) {
   SmallString<256> model(onnxTest);
@@ -149,12 +229,12 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
     auto options = bindDims(model, set, base, microbatches);
     if (!options)
       return failWith(toString(options.takeError()));
+    auto inputs = readTestInputs(model, set, *options, microbatches == 1);
+    if (!inputs)
+      return failWith(toString(inputs.takeError()));
     auto programs = compilePrograms(ctx, model, *options, workDir);
     if (!programs)
       return failWith(toString(programs.takeError()));
-    auto inputs = makeInputs(*programs, set, 0);
-    if (!inputs)
-      return failWith(toString(inputs.takeError()));
     std::vector<std::vector<distrt::NamedTensor>> perMicrobatch{*inputs};
     if (microbatches > 1) {
       auto split = splitBatch(*inputs, microbatches);
@@ -162,9 +242,13 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
         return failWith(toString(split.takeError()));
       perMicrobatch = std::move(*split);
     }
-    auto ran = runAll(*programs, perMicrobatch);
+    auto ran = runOnce(*programs, perMicrobatch);
     if (!ran)
       return failWith(set + ": " + toString(ran.takeError()));
+    if (!isRootProcess()) {
+      ++sets;
+      continue;
+    }
     auto got = concatBatch(*ran);
     if (!got)
       return failWith(toString(got.takeError()));
@@ -196,6 +280,8 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
   }
   if (sets == 0)
     return failWith(onnxTest + " has no test_data_set_0");
+  if (!isRootProcess())
+    return 0;
   outs() << "PASS " << onnxTest << ": " << sets << " data set(s), " << outputs
          << " output(s), max abs diff " << format("%.3g", maxAbs) << "\n";
   return 0;
@@ -211,8 +297,18 @@ int main(int argc, char **argv) {
       "dist-run: compile a model for a device mesh, run every rank, and check "
       "the result against a single-device run\n\n"
       "  dist-run model.onnx --mesh tp=2 --plan tp --check\n"
+      "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp --backend mpi --check\n"
       "  dist-run --onnx-test <case dir>\n\n"
       "  --threads=<N>  compute threads per rank (default 1)\n");
+
+  auto chosen = parseBackend(backendName);
+  if (!chosen)
+    return failWith(toString(chosen.takeError()));
+  backend = *chosen;
+  auto group = initBackend(backend, argc, argv);
+  if (!group)
+    return failWith(toString(group.takeError()));
+  processes = *group;
 
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -220,10 +316,6 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
-
-  if (backend != "local")
-    return failWith("backend '" + backend +
-                    "' is not available in this build; use --backend local");
 
   CompileOptions options;
   options.meshSpec = meshSpec;
@@ -238,23 +330,31 @@ int main(int argc, char **argv) {
   SmallString<128> workDir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
     return failWith("cannot create a work directory: " + ec.message());
+  auto removeWorkDir = make_scope_exit([&] { sys::fs::remove_directories(workDir); });
 
   if (!onnxTest.empty())
     return runOnnxTest(ctx, options, workDir);
   if (modelPath.empty())
     return failWith("no model given (see --help)");
 
+  // Every process compiles every rank's program (deterministically): under
+  // MPI each then loads and runs only its own.
   auto started = std::chrono::steady_clock::now();
   auto programs = compilePrograms(ctx, modelPath, options, workDir);
   if (!programs)
     return failWith(toString(programs.takeError()));
-  double compileMs = std::chrono::duration<double, std::milli>(
-                         std::chrono::steady_clock::now() - started)
-                         .count();
-  errs() << "dist-run: compiled " << modelPath << " for " << programs->size()
-         << " rank(s) in " << format("%.1f", compileMs) << " ms\n";
+  auto msSince = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(
+               std::chrono::steady_clock::now() - t)
+        .count();
+  };
+  bool root = isRootProcess();
+  if (root)
+    errs() << "dist-run: compiled " << modelPath << " for " << programs->size()
+           << " rank(s) in " << format("%.1f", msSince(started)) << " ms\n";
 
-  // One set of inputs per microbatch of the pipeline schedule.
+  // One set of inputs per microbatch of the pipeline schedule (every process
+  // makes the same ones).
   int64_t microbatches = microbatchesOf(*programs);
   std::vector<std::vector<distrt::NamedTensor>> inputs;
   if (!inputsDir.empty()) {
@@ -276,18 +376,31 @@ int main(int argc, char **argv) {
       inputs.push_back(std::move(*one));
     }
   }
-  auto outputs = runAll(*programs, inputs);
+
+  started = std::chrono::steady_clock::now();
+  auto session = createSession(*programs, backend, threads);
+  if (!session)
+    return failWith(toString(session.takeError()));
+  if (root)
+    errs() << "dist-run: loaded " << programs->size() << " rank(s) on the "
+           << backendName << " backend in " << format("%.1f", msSince(started))
+           << " ms\n";
+  started = std::chrono::steady_clock::now();
+  auto outputs = (*session)->run(inputs);
   if (!outputs)
     return failWith(toString(outputs.takeError()));
-  for (size_t mb = 0; mb < outputs->size(); ++mb)
-    for (const distrt::NamedTensor &o : (*outputs)[mb])
-      outs() << "output '" << o.name << "'"
-             << (microbatches > 1 ? " microbatch " + std::to_string(mb) : "")
-             << ": " << describe(o.tensor) << " " << o.tensor.DebugString(6)
-             << "\n";
+  if (root) {
+    errs() << "dist-run: ran in " << format("%.1f", msSince(started)) << " ms\n";
+    for (size_t mb = 0; mb < outputs->size(); ++mb)
+      for (const distrt::NamedTensor &o : (*outputs)[mb])
+        outs() << "output '" << o.name << "'"
+               << (microbatches > 1 ? " microbatch " + std::to_string(mb) : "")
+               << ": " << describe(o.tensor) << " " << o.tensor.DebugString(6)
+               << "\n";
+  }
 
   int status = 0;
-  if (check) {
+  if (check && root) {
     CompileOptions single;
     single.dims = options.dims;
     single.singleDevice = true;
@@ -316,25 +429,32 @@ int main(int argc, char **argv) {
       }
     }
     outs() << (allOk ? "check passed: " : "check FAILED: ") << checked
-           << " output(s) on " << programs->size()
-           << " rank(s) vs single device\n";
+           << " output(s) on " << programs->size() << " rank(s) ("
+           << backendName << ") vs single device\n";
     status = allOk ? 0 : 1;
   }
 
   if (bench > 0) {
+    // The session keeps its executors and weights: each timed run is one
+    // step, as a serving or training loop would see it.
     std::vector<double> times;
     for (int i = 0; i < bench; ++i) {
       auto t0 = std::chrono::steady_clock::now();
-      auto r = runAll(*programs, inputs);
+      auto r = (*session)->run(inputs);
       if (!r)
         return failWith(toString(r.takeError()));
-      times.push_back(std::chrono::duration<double, std::milli>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count());
+      times.push_back(msSince(t0));
+      if (root && bench >= 10 && (i + 1) % (bench / 5) == 0)
+        errs() << "dist-run: bench " << (i + 1) << "/" << bench << "\n";
     }
     std::sort(times.begin(), times.end());
-    outs() << "median_ms: " << format("%.3f", times[times.size() / 2]) << "\n";
+    if (root)
+      outs() << "bench: " << bench << " run(s) on " << programs->size()
+             << " rank(s), " << threads << " thread(s) per rank: min "
+             << format("%.3f", times.front()) << " ms, max "
+             << format("%.3f", times.back()) << " ms\n"
+             << "median_ms: " << format("%.3f", times[times.size() / 2])
+             << "\n";
   }
-  sys::fs::remove_directories(workDir);
   return status;
 }

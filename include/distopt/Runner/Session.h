@@ -1,0 +1,60 @@
+//===- Session.h - compiled rank programs ready to run repeatedly -*- C++ -*-===//
+//
+// A session holds the executors (and loaded weights) of compiled rank
+// programs on one communicator backend, so a tool can run them many times:
+// `local` runs every rank as a thread of this process; `mpi` runs this
+// process's rank under mpirun (one process per rank); `nccl` does the same
+// with a GPU per process. Outputs are reassembled into global tensors on the
+// root process.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_RUNNER_SESSION_H
+#define DISTOPT_RUNNER_SESSION_H
+
+#include "distopt/Runner/Runner.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <vector>
+
+namespace distopt {
+
+enum class Backend { Local, Mpi, Nccl };
+
+/// Parses "local", "mpi" or "nccl"; an error names the choices and says
+/// which are not built in.
+llvm::Expected<Backend> parseBackend(llvm::StringRef name);
+
+/// Process-wide set-up a backend needs before it runs anything (MPI_Init for
+/// `mpi` and `nccl`); a no-op for `local`. Returns this process's rank and
+/// the number of processes (0 and 1 for `local`). Call once, early.
+struct ProcessGroup {
+  int rank = 0;
+  int size = 1;
+};
+llvm::Expected<ProcessGroup> initBackend(Backend backend, int &argc,
+                                         char **&argv);
+
+class Session {
+public:
+  virtual ~Session();
+  /// Runs one step: `inputs[m]` are microbatch m's global inputs (one entry
+  /// for programs without a pipeline schedule). Returns each microbatch's
+  /// global outputs on the root process; other processes get an empty list.
+  virtual llvm::Expected<std::vector<std::vector<distrt::NamedTensor>>>
+  run(const std::vector<std::vector<distrt::NamedTensor>> &inputs) = 0;
+  /// Whether this process holds the outputs (and should print and check).
+  virtual bool isRoot() const = 0;
+};
+
+/// Creates the executors of `programs` on `backend` (each process loads only
+/// its own rank's weights under mpi/nccl). The number of processes must
+/// equal the number of programs for mpi/nccl.
+llvm::Expected<std::unique_ptr<Session>>
+createSession(const Programs &programs, Backend backend, int threadsPerRank);
+
+} // namespace distopt
+
+#endif // DISTOPT_RUNNER_SESSION_H

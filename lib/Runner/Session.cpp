@@ -1,0 +1,266 @@
+//===- Session.cpp - compiled rank programs ready to run repeatedly -------===//
+//
+// Local: a distrt::LocalSession (threads). MPI: this process's MpiRank plus
+// GatherOutputs to rank 0. NCCL: a CudaExecutor on an MPI-bootstrapped nccl
+// communicator. The MPI session is process-wide (MPI_Init once).
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Runner/Session.h"
+
+#include "distrt/launcher.h"
+#ifdef DISTRT_HAS_MPI
+#include "distrt/mpi_comm.h"
+#endif
+#ifdef DISTRT_HAS_CUDA
+#include "distrt/cuda.h"
+#endif
+
+#include "llvm/ADT/Twine.h"
+
+#include <functional>
+
+using namespace distopt;
+using llvm::Expected;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+using Microbatches = std::vector<std::vector<distrt::NamedTensor>>;
+
+Session::~Session() = default;
+
+Expected<Backend> distopt::parseBackend(llvm::StringRef name) {
+  if (name == "local")
+    return Backend::Local;
+  if (name == "mpi") {
+#ifdef DISTRT_HAS_MPI
+    return Backend::Mpi;
+#else
+    return fail("backend 'mpi' is not built in (CMake found no MPI); "
+                "available: local");
+#endif
+  }
+  if (name == "nccl") {
+#if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
+    return Backend::Nccl;
+#else
+    return fail("backend 'nccl' is not built in (CMake found no CUDA toolkit, "
+                "NCCL or MPI); available: local" +
+                llvm::Twine(
+#ifdef DISTRT_HAS_MPI
+                    ", mpi"
+#else
+                    ""
+#endif
+                    ));
+#endif
+  }
+  return fail("unknown backend '" + name + "'; choose local, mpi or nccl");
+}
+
+#ifdef DISTRT_HAS_MPI
+/// MPI_Init once per process; MPI_Finalize at exit.
+static std::unique_ptr<distrt::MpiSession> &mpiSession() {
+  static std::unique_ptr<distrt::MpiSession> session;
+  return session;
+}
+#endif
+
+Expected<ProcessGroup> distopt::initBackend(Backend backend, int &argc,
+                                            char **&argv) {
+  if (backend == Backend::Local)
+    return ProcessGroup{};
+#ifdef DISTRT_HAS_MPI
+  auto &session = mpiSession();
+  if (!session) {
+    distrt::Status st = distrt::MpiSession::Init(&argc, &argv, &session);
+    if (!st.ok())
+      return fail(st.ToString());
+  }
+  return ProcessGroup{session->rank(), session->world_size()};
+#else
+  return fail("this build has no MPI");
+#endif
+}
+
+namespace {
+
+/// Every rank a thread of this process.
+class LocalRunSession : public Session {
+public:
+  LocalRunSession(Programs programs, std::unique_ptr<distrt::LocalSession> s)
+      : programs(std::move(programs)), session(std::move(s)) {}
+
+  Expected<Microbatches> run(const Microbatches &inputs) override {
+    size_t ranks = programs.size(), m = inputs.size();
+    std::vector<std::vector<std::vector<distrt::HostTensor>>> perRank(
+        ranks, std::vector<std::vector<distrt::HostTensor>>(m));
+    for (size_t mb = 0; mb < m; ++mb) {
+      std::vector<std::vector<distrt::HostTensor>> scattered;
+      distrt::Status st = distrt::ScatterInputs(programs, inputs[mb], &scattered);
+      if (!st.ok())
+        return fail(prefix(mb, m) + st.ToString());
+      for (size_t r = 0; r < ranks; ++r)
+        perRank[r][mb] = std::move(scattered[r]);
+    }
+    std::vector<std::vector<std::vector<distrt::HostTensor>>> outputs;
+    distrt::Status st;
+    if (microbatchesOf(programs) == 1 && m == 1) {
+      std::vector<std::vector<distrt::HostTensor>> in(ranks), out;
+      for (size_t r = 0; r < ranks; ++r)
+        in[r] = std::move(perRank[r][0]);
+      st = session->Run(in, &out);
+      outputs.resize(ranks);
+      for (size_t r = 0; st.ok() && r < ranks; ++r)
+        outputs[r].push_back(std::move(out[r]));
+    } else {
+      st = session->RunSchedule(perRank, &outputs);
+    }
+    if (!st.ok())
+      return fail(st.ToString());
+    Microbatches global(m);
+    for (size_t mb = 0; mb < m; ++mb) {
+      std::vector<std::vector<distrt::HostTensor>> pieces(ranks);
+      for (size_t r = 0; r < ranks; ++r)
+        pieces[r] = std::move(outputs[r][mb]);
+      st = distrt::AssembleOutputs(programs, pieces, &global[mb]);
+      if (!st.ok())
+        return fail(prefix(mb, m) + st.ToString());
+    }
+    return global;
+  }
+  bool isRoot() const override { return true; }
+
+  static std::string prefix(size_t mb, size_t m) {
+    return m > 1 ? "microbatch " + std::to_string(mb) + ": " : "";
+  }
+
+private:
+  Programs programs;
+  std::unique_ptr<distrt::LocalSession> session;
+};
+
+#ifdef DISTRT_HAS_MPI
+/// This process's rank; runs the same steps as every other process and
+/// gathers the outputs on process 0.
+class ProcessRunSession : public Session {
+public:
+  using RunFn = std::function<distrt::Status(
+      const std::vector<std::vector<distrt::HostTensor>> &,
+      std::vector<std::vector<distrt::HostTensor>> *)>;
+
+  ProcessRunSession(std::shared_ptr<const distrt::Program> program, int rank,
+                    RunFn runFn)
+      : program(std::move(program)), rank(rank), runFn(std::move(runFn)) {}
+
+  Expected<Microbatches> run(const Microbatches &inputs) override {
+    size_t m = inputs.size();
+    std::vector<std::vector<distrt::HostTensor>> mine(m), outputs;
+    for (size_t mb = 0; mb < m; ++mb) {
+      distrt::Status st = distrt::SliceInputs(*program, inputs[mb], &mine[mb]);
+      if (!st.ok())
+        return fail(st.ToString());
+    }
+    distrt::Status st = runFn(mine, &outputs);
+    if (!st.ok())
+      return fail(st.ToString());
+    Microbatches global(m);
+    for (size_t mb = 0; mb < m; ++mb) {
+      st = distrt::GatherOutputs(*program, outputs[mb], /*root=*/0, &global[mb]);
+      if (!st.ok())
+        return fail(st.ToString());
+    }
+    if (!isRoot())
+      global.clear();
+    return global;
+  }
+  bool isRoot() const override { return rank == 0; }
+
+private:
+  std::shared_ptr<const distrt::Program> program;
+  int rank;
+  RunFn runFn;
+};
+#endif
+
+} // namespace
+
+Expected<std::unique_ptr<Session>>
+distopt::createSession(const Programs &programs, Backend backend,
+                       int threadsPerRank) {
+  if (backend == Backend::Local) {
+    distrt::LocalRunOptions options;
+    options.threads_per_rank = threadsPerRank;
+    std::unique_ptr<distrt::LocalSession> session;
+    distrt::Status st = distrt::LocalSession::Create(programs, options, &session);
+    if (!st.ok())
+      return fail(st.ToString());
+    return std::unique_ptr<Session>(
+        new LocalRunSession(programs, std::move(session)));
+  }
+#ifdef DISTRT_HAS_MPI
+  auto &mpi = mpiSession();
+  if (!mpi)
+    return fail("initBackend was not called before createSession");
+  if (static_cast<size_t>(mpi->world_size()) != programs.size())
+    return fail("the mesh has " + llvm::Twine(programs.size()) +
+                " rank(s) but " + llvm::Twine(mpi->world_size()) +
+                " MPI process(es) were started (mpirun -np " +
+                llvm::Twine(programs.size()) + ")");
+  int rank = mpi->rank();
+  std::shared_ptr<const distrt::Program> program = programs[rank];
+  bool scheduled = microbatchesOf(programs) > 1 ||
+                   program->proto().has_schedule();
+  if (backend == Backend::Mpi) {
+    distrt::MpiRunOptions options;
+    options.threads = threadsPerRank;
+    std::unique_ptr<distrt::MpiRank> mpiRank;
+    distrt::Status st = distrt::MpiRank::Create(program, options, &mpiRank);
+    if (!st.ok())
+      return fail(st.ToString());
+    std::shared_ptr<distrt::MpiRank> shared(std::move(mpiRank));
+    auto runFn = [shared, scheduled](
+                     const std::vector<std::vector<distrt::HostTensor>> &in,
+                     std::vector<std::vector<distrt::HostTensor>> *out) {
+      if (scheduled)
+        return shared->RunSchedule(in, out);
+      out->assign(1, {});
+      return shared->Run(in[0], &(*out)[0]);
+    };
+    return std::unique_ptr<Session>(new ProcessRunSession(program, rank, runFn));
+  }
+#if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
+  if (backend == Backend::Nccl) {
+    if (scheduled)
+      return fail("pipeline schedules run on the local and mpi backends; "
+                  "the nccl backend runs programs without a schedule");
+    std::string why;
+    if (distrt::CudaDeviceCount(&why) == 0)
+      return fail(why);
+    struct Gpu {
+      std::unique_ptr<distrt::Communicator> comm;
+      std::unique_ptr<distrt::CudaExecutor> exec;
+    };
+    auto gpu = std::make_shared<Gpu>();
+    distrt::Status st = distrt::CreateNcclCommunicatorMpi(
+        distrt::NcclCommOptions(), &gpu->comm);
+    if (st.ok()) {
+      distrt::CudaExecutorOptions options;
+      options.host_threads = threadsPerRank;
+      st = distrt::CudaExecutor::Create(program, gpu->comm.get(), options,
+                                        &gpu->exec);
+    }
+    if (!st.ok())
+      return fail(st.ToString());
+    auto runFn = [gpu](const std::vector<std::vector<distrt::HostTensor>> &in,
+                       std::vector<std::vector<distrt::HostTensor>> *out) {
+      out->assign(1, {});
+      return gpu->exec->Run(in[0], &(*out)[0]);
+    };
+    return std::unique_ptr<Session>(new ProcessRunSession(program, rank, runFn));
+  }
+#endif
+#endif
+  return fail("backend not built in");
+}
