@@ -279,8 +279,13 @@ Handler lookupHandler(ImportContext &ctx);
 
 /// Newest default-domain opset the table describes.
 constexpr int64_t kNewestOpset = 21;
-/// Oldest default-domain opset supported.
-constexpr int64_t kOldestOpset = 6;
+/// Oldest default-domain opset supported: per op, the table's first version
+/// decides (most ops are described from opset 6 on, where ONNX's legacy
+/// attributes such as consumed_inputs are gone).
+constexpr int64_t kOldestOpset = 1;
+/// The table describes every op present at this opset; an older version of
+/// an op is simply not described (as opposed to an op that did not exist).
+constexpr int64_t kDescribedFromOpset = 6;
 
 /// Prints the op table as markdown (ops, opset versions, attributes).
 void printOpTable(llvm::raw_ostream &os);

@@ -346,8 +346,13 @@ Handler distopt::onnximport::lookupHandler(ImportContext &ctx) {
   }
   const OpSpec &spec = *it->second;
   if (ctx.opset < spec.versions.front()) {
-    ctx.error() << "operator '" << node.op_type() << "' needs opset "
-                << spec.versions.front() << " or newer";
+    if (spec.versions.front() <= kDescribedFromOpset)
+      ctx.error() << "the importer supports operator '" << node.op_type()
+                  << "' from opset " << spec.versions.front()
+                  << " on (older versions have legacy attributes)";
+    else
+      ctx.error() << "operator '" << node.op_type() << "' needs opset "
+                  << spec.versions.front() << " or newer";
     return nullptr;
   }
   const Arity *arity = nullptr;

@@ -267,6 +267,15 @@ static bool readAsDouble(const distrt::HostTensor &t, int64_t i, double &out) {
   case distrt::DType::kI32:
     out = t.data<int32_t>()[i];
     return true;
+  case distrt::DType::kI16:
+    out = t.data<int16_t>()[i];
+    return true;
+  case distrt::DType::kF16:
+    out = distrt::HalfToFloat(t.data<distrt::f16_t>()[i].bits);
+    return true;
+  case distrt::DType::kBF16:
+    out = distrt::BF16ToFloat(t.data<distrt::bf16_t>()[i].bits);
+    return true;
   case distrt::DType::kBool:
   case distrt::DType::kU8:
     out = t.data<uint8_t>()[i];
@@ -288,6 +297,12 @@ Comparison distopt::compareTensors(const distrt::HostTensor &actual,
     c.message = "shape " + distrt::ShapeToString(actual.shape()) +
                 " differs from expected " +
                 distrt::ShapeToString(expected.shape());
+    return c;
+  }
+  if (actual.dtype() != expected.dtype()) {
+    c.ok = false;
+    c.message = "dtype " + distrt::DTypeName(actual.dtype()) +
+                " differs from expected " + distrt::DTypeName(expected.dtype());
     return c;
   }
   bool exact = !(expected.dtype() == distrt::DType::kF32 ||
@@ -444,6 +459,8 @@ distopt::concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts)
   std::vector<distrt::NamedTensor> out;
   if (parts.empty())
     return out;
+  if (parts.size() == 1)
+    return parts[0]; // nothing to join (scalars included)
   for (size_t i = 0; i < parts[0].size(); ++i) {
     const distrt::HostTensor &first = parts[0][i].tensor;
     distrt::Shape shape = first.shape();

@@ -142,12 +142,12 @@ static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
   return options;
 }
 
-/// Largest integer input of an ONNX test whose values the importer may read.
+/// Largest ONNX test input whose values the importer may read.
 constexpr int64_t kMaxImportReadableElements = 1 << 16;
 
-/// Whether the importer may need a test input's values: integer tensors,
-/// which backend tests use for operands the importer needs as values
-/// (Reshape shapes, Slice bounds, axes, pads, repeats, k...).
+/// Whether the importer may need a test input's values: backend tests feed
+/// as inputs operands the importer needs as values (Reshape shapes, Slice
+/// bounds, axes, pads, repeats, a Pad value, Range bounds...).
 static bool importerMayRead(const distrt::HostTensor &t) {
   switch (t.dtype()) {
   case distrt::DType::kI64:
@@ -155,6 +155,9 @@ static bool importerMayRead(const distrt::HostTensor &t) {
   case distrt::DType::kI16:
   case distrt::DType::kI8:
   case distrt::DType::kU8:
+  case distrt::DType::kBool:
+  case distrt::DType::kF32:
+  case distrt::DType::kF64:
     return t.num_elements() <= kMaxImportReadableElements;
   default:
     return false;
@@ -164,8 +167,11 @@ static bool importerMayRead(const distrt::HostTensor &t) {
 static InputValues inputValuesOf(const distrt::HostTensor &t) {
   InputValues v;
   v.shape = std::vector<int64_t>(t.shape().begin(), t.shape().end());
+  v.isFloat = t.dtype() == distrt::DType::kF32 || t.dtype() == distrt::DType::kF64;
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     switch (t.dtype()) {
+    case distrt::DType::kF32: v.floats.push_back(t.data<float>()[i]); break;
+    case distrt::DType::kF64: v.floats.push_back(t.data<double>()[i]); break;
     case distrt::DType::kI64: v.ints.push_back(t.data<int64_t>()[i]); break;
     case distrt::DType::kI32: v.ints.push_back(t.data<int32_t>()[i]); break;
     case distrt::DType::kI16: v.ints.push_back(t.data<int16_t>()[i]); break;
@@ -178,7 +184,7 @@ static InputValues inputValuesOf(const distrt::HostTensor &t) {
 
 /// Reads a data set's inputs, named after the graph inputs (input_<i>.pb is
 /// graph input i unless the file names its tensor). All are returned to be
-/// fed; the integer ones are also given to the importer
+/// fed; the small ones are also given to the importer
 /// (`options.inputValues`), which reads them only where an op needs a value
 /// -- unless `giveValues` is false (microbatches see other values).
 static Expected<std::vector<distrt::NamedTensor>>

@@ -60,7 +60,11 @@ TEST(ImporterErrors, OpNewerThanTheModelsOpset) {
 
 TEST(ImporterErrors, UnsupportedOpsets) {
   EXPECT_ERROR(importModel(unaryModel("Relu", 5).model),
-               "default-domain opset 5 is not supported (supported: 6 to 21)");
+               "node 'the_node' (Relu, opset 5): the importer supports "
+               "operator 'Relu' from opset 6 on");
+  EXPECT_ERROR(importModel(unaryModel("Relu", 0).model),
+               "default-domain opset 0 is not supported (supported: 1 to 21)");
+  EXPECT_IMPORTS(importModel(unaryModel("Softsign", 1).model), "nn.");
   EXPECT_ERROR(importModel(unaryModel("Relu", 22).model),
                "default-domain opset 22 is not supported");
   TestModel m = unaryModel("Relu");
