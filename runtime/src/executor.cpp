@@ -44,6 +44,9 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   e->impl_.reset(new Impl());
   Impl& im = *e->impl_;
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
+  // Runs allocate the same sizes every time: keep freed buffers for the next
+  // run (no fresh pages, no page faults after the first run).
+  im.run_tracker->EnableReuse();
   im.persistent.resize(static_cast<size_t>(p.num_values()));
   Status st = LoadWeightsAndConstants(p, im.weight_tracker, &im.persistent);
   if (!st.ok()) return st.WithContext(p.source());

@@ -1,5 +1,7 @@
 #include "file_util.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -82,6 +84,36 @@ Status MappedFile::Open(const std::string& path, std::unique_ptr<MappedFile>* ou
   ::close(fd);
   *out = std::move(m);
   return OkStatus();
+}
+
+void MappedFile::Release(uint64_t offset, uint64_t bytes) const {
+  if (!data_ || bytes == 0 || offset >= size_) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = offset / page * page;
+  const uint64_t end = std::min(size_, offset + bytes);
+  // Advice only: a failure leaves the pages mapped, which is still correct.
+  ::madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
+}
+
+void PrefaultRange(const void* data, uint64_t bytes, bool write) {
+#if defined(MADV_POPULATE_READ) && defined(MADV_POPULATE_WRITE)
+  if (bytes == 0) return;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data) + bytes;
+  // Advice only (kernels before 5.14 refuse it): faults then happen on use.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin,
+            write ? MADV_POPULATE_WRITE : MADV_POPULATE_READ);
+#else
+  (void)data;
+  (void)bytes;
+  (void)write;
+#endif
+}
+
+void MappedFile::Prefault(uint64_t offset, uint64_t bytes) const {
+  if (!data_ || offset >= size_) return;
+  PrefaultRange(data_ + offset, std::min(bytes, size_ - offset), /*write=*/false);
 }
 
 MappedFile::~MappedFile() {

@@ -15,6 +15,12 @@ void ConfigureBlasThreads() {
   std::call_once(once, [] { openblas_set_num_threads(1); });
 }
 
+std::string BlasCoreName() {
+  ConfigureBlasThreads();
+  const char* name = openblas_get_corename();
+  return name ? name : "";
+}
+
 namespace {
 
 struct MatmulShape {

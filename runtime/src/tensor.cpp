@@ -1,5 +1,8 @@
 #include "distrt/tensor.h"
 
+#include <mutex>
+#include <unordered_map>
+
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -33,6 +36,48 @@ void MemoryTracker::Add(int64_t bytes) {
   }
 }
 
+struct MemoryTracker::Cache {
+  std::mutex mu;
+  std::unordered_multimap<size_t, void*> blocks;  // by rounded size
+  int64_t bytes = 0;
+};
+
+MemoryTracker::MemoryTracker() = default;
+
+void MemoryTracker::EnableReuse() {
+  if (!cache_) cache_.reset(new Cache());
+}
+
+int64_t MemoryTracker::cached_bytes() const {
+  if (!cache_) return 0;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  return cache_->bytes;
+}
+
+void* MemoryTracker::TakeCached(size_t bytes) {
+  if (!cache_) return nullptr;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  auto it = cache_->blocks.find(bytes);
+  if (it == cache_->blocks.end()) return nullptr;
+  void* p = it->second;
+  cache_->blocks.erase(it);
+  cache_->bytes -= static_cast<int64_t>(bytes);
+  return p;
+}
+
+bool MemoryTracker::Keep(void* p, size_t bytes) {
+  if (!cache_) return false;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->blocks.emplace(bytes, p);
+  cache_->bytes += static_cast<int64_t>(bytes);
+  return true;
+}
+
+MemoryTracker::~MemoryTracker() {
+  if (!cache_) return;
+  for (auto& kv : cache_->blocks) std::free(kv.second);
+}
+
 Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
                         std::shared_ptr<Buffer>* out, bool zero) {
   std::shared_ptr<Buffer> b(new Buffer());
@@ -41,11 +86,13 @@ Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   if (rounded < bytes) return ResourceExhaustedError("allocation of ", bytes, " bytes overflows");
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = tracker ? tracker->TakeCached(rounded) : nullptr;
+  if (p == nullptr) p = std::aligned_alloc(64, rounded);
   if (p == nullptr) return ResourceExhaustedError("out of memory allocating ", bytes, " bytes");
   if (zero) std::memset(p, 0, rounded);
   b->data_ = static_cast<uint8_t*>(p);
   b->size_ = bytes;
+  b->capacity_ = rounded;
   b->tracker_ = std::move(tracker);
   if (b->tracker_) b->tracker_->Add(static_cast<int64_t>(bytes));
   *out = std::move(b);
@@ -53,7 +100,10 @@ Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
 }
 
 Buffer::~Buffer() {
-  if (tracker_) tracker_->Remove(static_cast<int64_t>(size_));
+  if (tracker_) {
+    tracker_->Remove(static_cast<int64_t>(size_));
+    if (data_ && tracker_->Keep(data_, capacity_)) return;
+  }
   std::free(data_);
 }
 

@@ -37,6 +37,10 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     const uint8_t* base = file.data() + w.offset();
     HostTensor t;
     DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(vt.dtype, vt.shape, &t, tracker, false));
+    // A slice's rows may be spread over the whole tensor; prefault the
+    // tensor's bytes only when this rank reads most of them.
+    if (static_cast<uint64_t>(t.byte_size()) * 2 >= bytes) file.Prefault(w.offset(), bytes);
+    PrefaultRange(t.raw(), t.byte_size(), /*write=*/true);
     if (wd == vt.dtype) {
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, t.data<uint8_t>());
     } else {  // f16/bf16 stored, f32 wanted
@@ -45,6 +49,7 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, raw.data<uint8_t>());
       DISTRT_RETURN_IF_ERROR(CastBuffer(raw.raw(), wd, t.raw(), vt.dtype, t.num_elements()));
     }
+    file.Release(w.offset(), bytes);
     (*values)[static_cast<size_t>(idx)] = std::move(t);
   }
   for (int i = 0; i < p.constants_size(); ++i) {

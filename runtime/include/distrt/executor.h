@@ -12,6 +12,10 @@
 
 namespace distrt {
 
+// The OpenBLAS kernel set GEMMs run with ("SkylakeX", "Haswell", ...), after
+// distrt's one-time BLAS set-up (see docs/runtime.md, "Threads and BLAS").
+std::string BlasCoreName();
+
 struct ExecutorOptions {
   // Intra-op threads for this rank, the calling thread included (>= 1). With
   // N ranks in one process use threads * N <= cores. OpenBLAS itself is set

@@ -34,6 +34,7 @@ struct TensorType {
 // the buffers it allocated, so it outlives tensors returned to a caller.
 class MemoryTracker {
  public:
+  MemoryTracker();
   void Add(int64_t bytes);
   void Remove(int64_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
   int64_t current() const { return current_.load(std::memory_order_relaxed); }
@@ -41,9 +42,26 @@ class MemoryTracker {
   // Restarts peak tracking from the current value.
   void ResetPeak() { peak_.store(current(), std::memory_order_relaxed); }
 
+  // Keeps the memory of freed buffers for later allocations of the same
+  // size instead of returning it to the system. An executor's runs allocate
+  // the same sizes in the same order, so from the second run on no buffer
+  // costs a fresh mapping and its page faults. Kept memory is counted by
+  // cached_bytes(), not by current() or peak(); it is freed with the
+  // tracker.
+  void EnableReuse();
+  int64_t cached_bytes() const;
+  ~MemoryTracker();
+
+  // For Buffer: a kept block of exactly `bytes` (rounded) bytes, or null.
+  void* TakeCached(size_t bytes);
+  // For Buffer: keeps `p` if reuse is on (true), else the caller frees it.
+  bool Keep(void* p, size_t bytes);
+
  private:
   std::atomic<int64_t> current_{0};
   std::atomic<int64_t> peak_{0};
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
 };
 
 // An aligned (64-byte) heap allocation, optionally counted by a tracker.
@@ -64,6 +82,7 @@ class Buffer {
   Buffer() = default;
   uint8_t* data_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0;  // size_ rounded up to the alignment
   std::shared_ptr<MemoryTracker> tracker_;
 };
 
