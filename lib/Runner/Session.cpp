@@ -110,12 +110,12 @@ public:
       std::vector<std::vector<distrt::HostTensor>> in(ranks), out;
       for (size_t r = 0; r < ranks; ++r)
         in[r] = std::move(perRank[r][0]);
-      st = session->Run(in, &out);
+      st = session->Run(in, &out, &stats);
       outputs.resize(ranks);
       for (size_t r = 0; st.ok() && r < ranks; ++r)
         outputs[r].push_back(std::move(out[r]));
     } else {
-      st = session->RunSchedule(perRank, &outputs);
+      st = session->RunSchedule(perRank, &outputs, &stats);
     }
     if (!st.ok())
       return fail(st.ToString());
@@ -131,6 +131,12 @@ public:
     return global;
   }
   bool isRoot() const override { return true; }
+  std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
+    std::vector<std::pair<int, distrt::RunStats>> out;
+    for (size_t r = 0; r < stats.size(); ++r)
+      out.emplace_back(static_cast<int>(r), stats[r]);
+    return out;
+  }
 
   static std::string prefix(size_t mb, size_t m) {
     return m > 1 ? "microbatch " + std::to_string(mb) + ": " : "";
@@ -139,6 +145,7 @@ public:
 private:
   Programs programs;
   std::unique_ptr<distrt::LocalSession> session;
+  std::vector<distrt::RunStats> stats;
 };
 
 #ifdef DISTRT_HAS_MPI
@@ -149,10 +156,12 @@ public:
   using RunFn = std::function<distrt::Status(
       const std::vector<std::vector<distrt::HostTensor>> &,
       std::vector<std::vector<distrt::HostTensor>> *)>;
+  using StatsFn = std::function<distrt::RunStats()>;
 
   ProcessRunSession(std::shared_ptr<const distrt::Program> program, int rank,
-                    RunFn runFn)
-      : program(std::move(program)), rank(rank), runFn(std::move(runFn)) {}
+                    RunFn runFn, StatsFn statsFn)
+      : program(std::move(program)), rank(rank), runFn(std::move(runFn)),
+        statsFn(std::move(statsFn)) {}
 
   Expected<Microbatches> run(const Microbatches &inputs) override {
     size_t m = inputs.size();
@@ -176,11 +185,15 @@ public:
     return global;
   }
   bool isRoot() const override { return rank == 0; }
+  std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
+    return {{rank, statsFn()}};
+  }
 
 private:
   std::shared_ptr<const distrt::Program> program;
   int rank;
   RunFn runFn;
+  StatsFn statsFn;
 };
 #endif
 
@@ -228,7 +241,9 @@ distopt::createSession(const Programs &programs, Backend backend,
       out->assign(1, {});
       return shared->Run(in[0], &(*out)[0]);
     };
-    return std::unique_ptr<Session>(new ProcessRunSession(program, rank, runFn));
+    auto statsFn = [shared] { return shared->executor().stats(); };
+    return std::unique_ptr<Session>(
+        new ProcessRunSession(program, rank, runFn, statsFn));
   }
 #if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
   if (backend == Backend::Nccl) {
@@ -258,7 +273,10 @@ distopt::createSession(const Programs &programs, Backend backend,
       out->assign(1, {});
       return gpu->exec->Run(in[0], &(*out)[0]);
     };
-    return std::unique_ptr<Session>(new ProcessRunSession(program, rank, runFn));
+    // Device memory is not counted by the host executor statistics.
+    auto statsFn = [] { return distrt::RunStats(); };
+    return std::unique_ptr<Session>(
+        new ProcessRunSession(program, rank, runFn, statsFn));
   }
 #endif
 #endif

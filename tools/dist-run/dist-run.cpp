@@ -395,6 +395,12 @@ int main(int argc, char **argv) {
   auto outputs = (*session)->run(inputs);
   if (!outputs)
     return failWith(toString(outputs.takeError()));
+  // Every process reports the ranks it runs (under MPI, its own).
+  for (const auto &[rank, stats] : (*session)->rankStats())
+    errs() << "dist-run: rank " << rank << ": weights "
+           << format("%.1f", stats.weight_bytes / 1048576.0)
+           << " MiB, peak activations "
+           << format("%.1f", stats.peak_live_bytes / 1048576.0) << " MiB\n";
   if (root) {
     errs() << "dist-run: ran in " << format("%.1f", msSince(started)) << " ms\n";
     for (size_t mb = 0; mb < outputs->size(); ++mb)
@@ -456,7 +462,8 @@ int main(int argc, char **argv) {
     std::sort(times.begin(), times.end());
     if (root)
       outs() << "bench: " << bench << " run(s) on " << programs->size()
-             << " rank(s), " << threads << " thread(s) per rank: min "
+             << " rank(s), " << threads << " thread(s) per rank, BLAS "
+             << distrt::BlasCoreName() << ": min "
              << format("%.3f", times.front()) << " ms, max "
              << format("%.3f", times.back()) << " ms\n"
              << "median_ms: " << format("%.3f", times[times.size() / 2])

@@ -47,6 +47,9 @@ public:
   run(const std::vector<std::vector<distrt::NamedTensor>> &inputs) = 0;
   /// Whether this process holds the outputs (and should print and check).
   virtual bool isRoot() const = 0;
+  /// The executor statistics (weight bytes, peak activation bytes) of the
+  /// ranks this process runs, after the last run: (rank, stats).
+  virtual std::vector<std::pair<int, distrt::RunStats>> rankStats() const = 0;
 };
 
 /// Creates the executors of `programs` on `backend` (each process loads only
