@@ -84,6 +84,12 @@ static bool followsProjection(nn::MatMulOp mm) {
               nn::TransposeOp>(def);
       if (!elementwise)
         continue;
+      // The residual stream (an add of two activations) separates blocks:
+      // a projection behind it belongs to the previous block, not to this
+      // one's input (a spelled-out RMSNorm is element-wise all the way).
+      if (isa<nn::AddOp>(def) && !isWeightValue(def->getOperand(0)) &&
+          !isWeightValue(def->getOperand(1)))
+        continue;
       for (Value operand : def->getOperands())
         if (!isWeightValue(operand))
           next.push_back(operand);

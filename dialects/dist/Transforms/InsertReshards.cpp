@@ -48,6 +48,10 @@ private:
   FlatSymbolRefAttr meshRef;
   int64_t numAxes;
   SmallVector<int64_t> meshSizes;
+  /// Reshards made so far, by (value, target): later users in the same
+  /// block share one (a value read by several ops is moved once, as
+  /// Megatron all-reduces a block's output once for all its readers).
+  DenseMap<std::pair<Value, Attribute>, ReshardOp> made;
   ShardingAttr replicated;
 };
 
@@ -67,6 +71,12 @@ void ReshardInserter::require(Operation *user, unsigned idx,
   required = norm(required);
   if (actual == required)
     return;
+  if (ReshardOp earlier = made.lookup({v, required});
+      earlier && earlier->getBlock() == user->getBlock() &&
+      earlier->isBeforeInBlock(user)) {
+    user->setOperand(idx, earlier.getResult());
+    return;
+  }
   std::string reason;
   llvm::raw_string_ostream os(reason);
   os << why << ": " << describeOp(user) << " needs operand " << idx << " as "
@@ -80,6 +90,7 @@ void ReshardInserter::require(Operation *user, unsigned idx,
                                    TypeAttr());
   setValueSharding(reshard.getResult(), required);
   user->setOperand(idx, reshard.getResult());
+  made[{v, required}] = reshard;
 }
 
 FailureOr<SmallVector<AxisChoice>>

@@ -67,6 +67,12 @@ private:
   double axisCost(const ValueState &vs, int64_t axis, Placement from,
                   Placement to);
   const OpShardingRule *rule(Operation *op);
+  /// Whether every reader of `v` other than `except` could keep it partial
+  /// (reads it once, in a linear position of an op partial sums flow
+  /// through). A partial value some reader needs whole is reduced anyway;
+  /// reducing it once where it is made is then no dearer, and serves all
+  /// its readers.
+  bool readersKeepPartial(Value v, Operation *except);
 
   SmallVector<int64_t> meshSizes;
   int64_t numAxes;
@@ -98,6 +104,23 @@ const OpShardingRule *Propagator::rule(Operation *op) {
   if (it == rules.end())
     it = rules.try_emplace(op, getRule(op)).first;
   return it->second ? &*it->second : nullptr;
+}
+
+bool Propagator::readersKeepPartial(Value v, Operation *except) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == except)
+      continue;
+    const OpShardingRule *r = rule(user);
+    if (!r || r->partialFlow == PartialFlow::None ||
+        r->linearOperands.size() != user->getNumOperands() ||
+        !r->linearOperands[use.getOperandNumber()])
+      return false;
+    if (r->partialFlow == PartialFlow::OneLinear &&
+        llvm::count(user->getOperands(), v) > 1)
+      return false;
+  }
+  return true;
 }
 
 bool Propagator::isSourceValue(Value v) {
@@ -249,6 +272,32 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         if (pick < 0)
           continue;
         c.partialOperand = pick;
+      }
+      if (c.kind == AxisChoice::Kind::PartialFlow) {
+        // The flow makes the results partial: a result read by several ops
+        // stays partial only if all of them keep it so (else each reader
+        // that needs it whole reduces it: reduce once, before). With one
+        // reader, delaying the sum costs nothing more. In a multilinear op
+        // the partial operand must be read once.
+        bool keep = llvm::all_of(op->getResults(), [&](Value res) {
+          return res.hasOneUse() || res.use_empty() ||
+                 readersKeepPartial(res, nullptr);
+        });
+        if (keep && c.partialOperand >= 0 &&
+            llvm::count(op->getOperands(), op->getOperand(c.partialOperand)) > 1)
+          keep = false;
+        // A partial operand that another reader needs whole is reduced once
+        // for all of them instead of flowing on here.
+        for (const Tensor &t : tensors) {
+          if (!keep || t.ref.isResult)
+            continue;
+          const AxisState &s = state(t.value).axes[axis];
+          if (visible(s) && s.placement.isPartial() &&
+              !readersKeepPartial(t.value, op))
+            keep = false;
+        }
+        if (!keep)
+          continue;
       }
       resolved.insert(c);
     }
