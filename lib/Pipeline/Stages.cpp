@@ -339,6 +339,9 @@ OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), resultTypes));
   func.setAllResultAttrs(resultAttrs);
   (*copy)->setAttr("dist.stage", b.getI64IntegerAttr(stage));
+  // The stage runs on one slice of the pipeline axis: collectives inside it
+  // must not use that axis (dist-reshard-to-collectives reads this).
+  (*copy)->setAttr("dist.pipeline_axis", b.getStringAttr(config.axis));
   return copy;
 }
 

@@ -114,7 +114,8 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
   };
   for (int64_t a = 0; a < numAxes; ++a) {
     double k = problem.meshSizes[a];
-    if (k <= 1)
+    if (k <= 1 || (a < static_cast<int64_t>(problem.frozenAxes.size()) &&
+                   problem.frozenAxes[a]))
       continue;
     Placement p = state[a];
     SmallVector<Placement> next(state);

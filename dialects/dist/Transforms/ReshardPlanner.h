@@ -62,6 +62,9 @@ struct ReshardProblem {
   /// Per axis; empty means every axis has bandwidth 1.
   llvm::SmallVector<double> relativeBandwidth;
   double latencyBytes = 1 << 20;
+  /// Per axis; true: no step may use it (a pipeline stage's own axis: the
+  /// devices along it run other stages). Empty means none is frozen.
+  llvm::SmallVector<bool> frozenAxes;
 };
 
 /// The steps allowed from `state`, each with the state it leads to and its

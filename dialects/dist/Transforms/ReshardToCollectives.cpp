@@ -11,6 +11,7 @@
 #include "dist/Transforms/ReshardPlanner.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace distopt::dist {
@@ -31,6 +32,13 @@ public:
         meshSizes(mesh.getAxisSizes()) {}
 
   LogicalResult lower(ReshardOp op);
+  /// No collective may run along `axisName` (a pipeline stage's axis).
+  void freezeAxis(StringRef axisName) {
+    frozen.assign(meshSizes.size(), false);
+    for (int64_t a = 0; a < static_cast<int64_t>(meshSizes.size()); ++a)
+      if (mesh.getAxisName(a) == axisName)
+        frozen[a] = true;
+  }
 
 private:
   RankedTensorType localType(RankedTensorType global, ShardingAttr s) {
@@ -54,6 +62,11 @@ private:
   std::optional<SmallVector<int64_t>> coords;
   FlatSymbolRefAttr meshRef;
   SmallVector<int64_t> meshSizes;
+  SmallVector<bool> frozen;
+  /// Plans by (global type, from, to): a model repeats the same reshards in
+  /// every layer, and the search is the costly part of lowering them.
+  DenseMap<std::tuple<Type, Attribute, Attribute>, std::optional<ReshardPlan>>
+      plans;
 };
 
 } // namespace
@@ -68,10 +81,20 @@ LogicalResult Lowering::lower(ReshardOp op) {
   problem.globalShape.assign(global.getShape().begin(), global.getShape().end());
   problem.elementBytes = elementBytes(global.getElementType());
   problem.meshSizes = meshSizes;
+  problem.frozenAxes = frozen;
   if (!global.hasStaticShape())
     return op.emitOpError("needs a static global shape to plan collectives");
-  std::optional<ReshardPlan> plan = planReshard(
-      problem, op.getFrom().getPlacements(), op.getTo().getPlacements());
+  auto key = std::make_tuple(Type(global), Attribute(op.getFrom()),
+                             Attribute(op.getTo()));
+  auto cached = plans.find(key);
+  if (cached == plans.end())
+    cached = plans
+                 .try_emplace(key, planReshard(problem,
+                                               op.getFrom().getPlacements(),
+                                               op.getTo().getPlacements()))
+                 .first;
+  // A copy: the loop below does not touch `plans`, but keep it independent.
+  std::optional<ReshardPlan> plan = cached->second;
   if (!plan)
     return op.emitOpError("no sequence of collectives turns ")
            << op.getFrom() << " into " << op.getTo();
@@ -175,6 +198,8 @@ struct ReshardToCollectivesPass
     if (r >= 0)
       coords = mesh->getCoords(r);
     Lowering lowering(*mesh, coords);
+    if (auto axis = module->getAttrOfType<StringAttr>("dist.pipeline_axis"))
+      lowering.freezeAxis(axis.getValue());
     for (ReshardOp op : reshards)
       if (failed(lowering.lower(op)))
         return signalPassFailure();

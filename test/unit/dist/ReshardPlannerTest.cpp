@@ -165,6 +165,31 @@ TEST(ReshardPlannerTest, OuterAxisCannotGatherPastAnInnerSplit) {
       EXPECT_EQ(s.axis, 1) << s.str();
 }
 
+TEST(ReshardPlannerTest, BigReduceScatterUsesIdleAxesButNeverAFrozenOne) {
+  // pp x rep x tp with a 64 MiB partial sum over tp: slicing over the idle
+  // replicated axes first and gathering afterwards moves fewer bytes, so the
+  // planner does it -- but not over the pipeline axis of a stage, whose
+  // devices run other stages.
+  ReshardProblem problem{{2048, 8192}, 4, {4, 2, 8}};
+  State from{Placement::replicate(), Placement::replicate(),
+             Placement::partial(ReductionKind::Sum)};
+  State to{Placement::replicate(), Placement::replicate(), Placement::shard(0)};
+  auto free = planReshard(problem, from, to);
+  ASSERT_TRUE(free);
+  EXPECT_GT(free->steps.size(), 1u);
+  problem.frozenAxes = {true, false, false};
+  auto plan = planReshard(problem, from, to);
+  ASSERT_TRUE(plan);
+  bool usesRep = false;
+  for (const ReshardStep &s : plan->steps) {
+    EXPECT_NE(s.axis, 0) << s.str();
+    EXPECT_NE(s.axis2, 0) << s.str();
+    usesRep |= s.axis == 1;
+  }
+  EXPECT_TRUE(usesRep);
+  EXPECT_GE(plan->cost, free->cost);
+}
+
 TEST(ReshardPlannerTest, IdentityIsEmpty) {
   ReshardProblem problem{{8, 8}, 4, {2, 2}};
   auto plan = planReshard(problem, {Placement::shard(0), Placement::open()},
