@@ -122,9 +122,11 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
   for (auto [global, local, sharding] :
        llvm::zip(op->getResults(), localResults, resultShardings)) {
     map.map(global, local);
-    // Keep what each local value is a piece of, for readers and export.
+    // Keep what each local value is a piece of, for readers and export
+    // (tensors only: a scalar or unranked value has no placements).
     if (Operation *def = local.getDefiningOp())
-      if (!def->hasAttr("dist.sharding") && def->getNumResults() == 1) {
+      if (!def->hasAttr("dist.sharding") && def->getNumResults() == 1 &&
+          isa<RankedTensorType>(local.getType())) {
         def->setAttr("dist.sharding",
                      ArrayAttr::get(op->getContext(), {sharding}));
         if (isa<RankedTensorType>(global.getType()) &&

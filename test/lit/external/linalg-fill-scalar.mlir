@@ -1,11 +1,7 @@
 // RUN: dist-opt %s -dist-propagate-sharding -dist-insert-reshards -dist-partition -dist-reshard-to-collectives | FileCheck %s
-// XFAIL: *
 // The usual way frameworks write a zero init: a scalar constant filled into
-// tensor.empty. Known failure: dist-partition tags every single-result local
-// op with `dist.sharding`, scalars included, and the dist dialect's verifier
-// rejects the tag on the scalar `arith.constant` ("'dist.sharding' on result
-// 0 which is not a ranked tensor"). Remove the XFAIL line once partitioning
-// tags only tensor results.
+// tensor.empty. dist-partition tags only tensor results with `dist.sharding`
+// (the dist verifier rejects the tag on a scalar).
 
 dist.mesh @mesh [tp = 4]
 // CHECK-LABEL: func.func @mlp
