@@ -156,19 +156,23 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
   body.push_front(entry);
   IRMapping map;
   SmallVector<Type> argTypes;
+  // All argument attributes at once (one by one is quadratic).
+  SmallVector<DictionaryAttr> argAttrs;
   for (BlockArgument arg : oldEntry.getArguments()) {
     Type type = arg.getType();
+    NamedAttrList attrs(func.getArgAttrs(arg.getArgNumber()));
     if (auto global = dyn_cast<RankedTensorType>(type)) {
       ShardingAttr s = argShardings[arg];
-      func.setArgAttr(arg.getArgNumber(), "dist.sharding", s);
+      attrs.set("dist.sharding", s);
       type = types.localType(global, s);
       if (type != global)
-        func.setArgAttr(arg.getArgNumber(), "dist.global_type",
-                        TypeAttr::get(global));
+        attrs.set("dist.global_type", TypeAttr::get(global));
     }
+    argAttrs.push_back(attrs.getDictionary(func->getContext()));
     argTypes.push_back(type);
     map.map(arg, entry->addArgument(type, arg.getLoc()));
   }
+  func.setAllArgAttrs(argAttrs);
 
   b.setInsertionPointToEnd(entry);
   for (Operation &op : oldEntry.getOperations()) {

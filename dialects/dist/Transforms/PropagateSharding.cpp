@@ -458,11 +458,17 @@ void Propagator::materialize(FunctionOpInterface func,
     if (anyCause)
       op->setAttr("dist.cause", ArrayAttr::get(ctx, why));
   });
+  // All argument attributes at once: setting them one by one rebuilds the
+  // whole array each time (quadratic in the argument count).
+  SmallVector<DictionaryAttr> argAttrs;
   for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    NamedAttrList attrs(func.getArgAttrs(i));
     Value arg = func.getArgument(i);
     if (isa<RankedTensorType>(arg.getType()))
-      func.setArgAttr(i, "dist.sharding", shardingOf(arg));
+      attrs.set("dist.sharding", shardingOf(arg));
+    argAttrs.push_back(attrs.getDictionary(ctx));
   }
+  func.setAllArgAttrs(argAttrs);
 }
 
 namespace {
