@@ -1,5 +1,6 @@
 //===- Runner.cpp - compile a model for a mesh, run it, check it -*- C++ -*-===//
 #include "distopt/Runner/Runner.h"
+#include "distopt/Runner/Session.h"
 #include "distopt/Export/RankProgramExport.h"
 #include "distopt/Pipeline/Stages.h"
 #include "distopt/Pipeline/SyntheticWeights.h"
@@ -237,20 +238,13 @@ Expected<std::vector<distrt::NamedTensor>>
 distopt::runLocal(const Programs &programs,
                   const std::vector<distrt::NamedTensor> &inputs,
                   int threadsPerRank) {
-  std::vector<std::vector<distrt::HostTensor>> perRank, outputs;
-  distrt::Status st = distrt::ScatterInputs(programs, inputs, &perRank);
-  if (!st.ok())
-    return fail(st.ToString());
-  distrt::LocalRunOptions options;
-  options.threads_per_rank = threadsPerRank;
-  st = distrt::RunLocal(programs, perRank, &outputs, options);
-  if (!st.ok())
-    return fail(st.ToString());
-  std::vector<distrt::NamedTensor> global;
-  st = distrt::AssembleOutputs(programs, outputs, &global);
-  if (!st.ok())
-    return fail(st.ToString());
-  return global;
+  auto session = createSession(programs, Backend::Local, threadsPerRank);
+  if (!session)
+    return session.takeError();
+  auto outputs = (*session)->run({inputs});
+  if (!outputs)
+    return outputs.takeError();
+  return std::move(outputs->front());
 }
 
 static bool readAsDouble(const distrt::HostTensor &t, int64_t i, double &out) {
@@ -391,41 +385,6 @@ llvm::Error distopt::checkPointToPoint(const Programs &programs) {
     }
   }
   return llvm::Error::success();
-}
-
-Expected<std::vector<std::vector<distrt::NamedTensor>>>
-distopt::runLocalMicrobatches(
-    const Programs &programs,
-    const std::vector<std::vector<distrt::NamedTensor>> &inputs,
-    int threadsPerRank) {
-  int64_t m = inputs.size();
-  std::vector<std::vector<std::vector<distrt::HostTensor>>> perRank(
-      programs.size(), std::vector<std::vector<distrt::HostTensor>>(m));
-  for (int64_t mb = 0; mb < m; ++mb) {
-    std::vector<std::vector<distrt::HostTensor>> scattered;
-    distrt::Status st = distrt::ScatterInputs(programs, inputs[mb], &scattered);
-    if (!st.ok())
-      return fail("microbatch " + llvm::Twine(mb) + ": " + st.ToString());
-    for (size_t r = 0; r < programs.size(); ++r)
-      perRank[r][mb] = std::move(scattered[r]);
-  }
-  distrt::LocalRunOptions options;
-  options.threads_per_rank = threadsPerRank;
-  std::vector<std::vector<std::vector<distrt::HostTensor>>> outputs;
-  distrt::Status st =
-      distrt::RunLocalSchedule(programs, perRank, &outputs, options);
-  if (!st.ok())
-    return fail(st.ToString());
-  std::vector<std::vector<distrt::NamedTensor>> global(m);
-  for (int64_t mb = 0; mb < m; ++mb) {
-    std::vector<std::vector<distrt::HostTensor>> pieces(programs.size());
-    for (size_t r = 0; r < programs.size(); ++r)
-      pieces[r] = std::move(outputs[r][mb]);
-    st = distrt::AssembleOutputs(programs, pieces, &global[mb]);
-    if (!st.ok())
-      return fail("microbatch " + llvm::Twine(mb) + ": " + st.ToString());
-  }
-  return global;
 }
 
 Expected<std::vector<std::vector<distrt::NamedTensor>>>

@@ -48,13 +48,6 @@ int64_t microbatchesOf(const Programs &programs);
 /// received. A mismatch would deadlock or mix messages.
 llvm::Error checkPointToPoint(const Programs &programs);
 
-/// Runs a pipelined model: `inputs[m]` are microbatch m's global inputs; the
-/// result holds each microbatch's global outputs.
-llvm::Expected<std::vector<std::vector<distrt::NamedTensor>>>
-runLocalMicrobatches(const Programs &programs,
-                     const std::vector<std::vector<distrt::NamedTensor>> &inputs,
-                     int threadsPerRank);
-
 /// Splits every tensor along dimension 0 into `parts` equal pieces.
 llvm::Expected<std::vector<std::vector<distrt::NamedTensor>>>
 splitBatch(const std::vector<distrt::NamedTensor> &tensors, int64_t parts);
@@ -68,7 +61,8 @@ concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts);
 llvm::Expected<distrt::HostTensor> readTensorProto(llvm::StringRef path,
                                                    std::string *name = nullptr);
 
-/// Runs every rank on the in-process backend and reassembles the outputs.
+/// Runs every rank once on the in-process backend and reassembles the
+/// outputs (a one-step local Session; see Session.h).
 llvm::Expected<std::vector<distrt::NamedTensor>>
 runLocal(const Programs &programs,
          const std::vector<distrt::NamedTensor> &inputs, int threadsPerRank);
