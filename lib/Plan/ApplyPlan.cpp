@@ -43,6 +43,13 @@ static void warnUnmatched(ModuleOp module, StringRef where, StringRef pattern,
   }
 }
 
+/// "nn.matmul 'node name'" (the name only when the model has one).
+static std::string usedBy(Operation *op) {
+  std::string node = nodeName(op);
+  std::string out = op->getName().getStringRef().str();
+  return node.empty() ? out : out + " '" + node + "'";
+}
+
 static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
                                  const PlanSpec &spec) {
   dist::MeshOp mesh = requireMesh(module, "tensor_parallel");
@@ -80,8 +87,7 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
                << "' conflicts with line " << it->second->line << " '"
                << it->second->pattern << ": " << it->second->style
                << "' on weight '" << cast<nn::WeightOp>(u.weight).getName()
-               << "' used by " << u.op->getName() << " '" << nodeName(u.op)
-               << "'";
+               << "' used by " << usedBy(u.op);
       claimed[key] = &rule;
     }
     if (!matched)
@@ -102,7 +108,7 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
                << spec.path << ":" << rule.line << ": '" << source
                << "' does not fit weight '"
                << cast<nn::WeightOp>(u.weight).getName() << "' as used by "
-               << u.op->getName() << " '" << nodeName(u.op) << "': " << why;
+               << usedBy(u.op) << ": " << why;
       placement = dist::Placement::shard(*dim);
     }
     annotateOperand(u.op, u.operand, oneAxisSharding(mesh, axis, placement),

@@ -101,7 +101,12 @@ FailureOr<int64_t> distopt::plan::styleDim(const WeightUse &use,
       if (style == "rowwise")
         return rank - 1;
     }
-    why = "style '" + style.str() + "' needs a matmul weight of rank 2 or more";
+    why = style == "colwise"
+              ? "a colwise matmul weight needs rank 2 or more, this one has "
+                "rank " + std::to_string(rank)
+              : "style '" + style.str() +
+                    "' is for embedding tables (a gather's table); a matmul "
+                    "weight takes colwise, rowwise or replicate";
     return failure();
   }
   if (auto gather = dyn_cast<nn::GatherOp>(use.op)) {
