@@ -61,35 +61,43 @@ Status VerifyMatmul(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
 }
 
-// C[m x n] = A[m x k] * B[k x n], row-major, contiguous.
+// C[m x n] = A[m x k] * B[k x n], row-major, with leading dimensions (a
+// column block of B and C is a strided view).
 template <typename T>
-void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
+void GemmStrided(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
+                 int64_t k, int64_t n) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    std::fill(c, c + m * n, T(0));
+    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
   if constexpr (std::is_same<T, float>::value) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
                 static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-                static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0f, c,
-                static_cast<blasint>(n));
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c,
+                static_cast<blasint>(ldc));
   } else if constexpr (std::is_same<T, double>::value) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
                 static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-                static_cast<blasint>(k), b, static_cast<blasint>(n), 0.0, c,
-                static_cast<blasint>(n));
+                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0, c,
+                static_cast<blasint>(ldc));
   } else {
     for (int64_t i = 0; i < m; ++i) {
-      T* row = c + i * n;
+      T* row = c + i * ldc;
       std::fill(row, row + n, T(0));
       for (int64_t p = 0; p < k; ++p) {
-        const T av = a[i * k + p];
-        const T* brow = b + p * n;
+        const T av = a[i * lda + p];
+        const T* brow = b + p * ldb;
         for (int64_t j = 0; j < n; ++j) row[j] = WrapAdd(row[j], WrapMul(av, brow[j]));
       }
     }
   }
+}
+
+// C[m x n] = A[m x k] * B[k x n], row-major, contiguous.
+template <typename T>
+void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
+  GemmStrided(a, k, b, n, c, n, m, k, n);
 }
 
 template <typename T>
@@ -105,6 +113,17 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool*
   // b shared by every batch and a not broadcast: one tall GEMM.
   if (b_batches == 1 && a_batches == batches) {
     const int64_t rows = batches * m;
+    if (threads > 1 && rows < n) {
+      // Fewer rows than columns (a few tokens against a weight): split the
+      // columns, so each thread packs only its block of the shared operand
+      // instead of every thread packing all of it.
+      const int64_t col_grain =
+          std::max<int64_t>(16, (int64_t{1} << 20) / std::max<int64_t>(1, k * rows));
+      ParallelFor(pool, n, col_grain, [&](int64_t j0, int64_t j1) {
+        GemmStrided(a, k, b + j0, n, c + j0, n, rows, k, j1 - j0);
+      });
+      return;
+    }
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
       Gemm(a + r0 * k, b, c + r0 * n, r1 - r0, k, n);
     });
