@@ -105,26 +105,28 @@ runOnce(const Programs &programs,
 }
 
 /// Binds the model's symbolic input dimensions from the shapes of a data
-/// set's inputs (dimensions given with --dim win). With m microbatches the
-/// batch dimension (input 0, dimension 0) is bound to batch / m.
-static Expected<CompileOptions> bindDims(StringRef model, StringRef set,
-                                         const CompileOptions &base,
-                                         int64_t microbatches) {
+/// set's inputs, `inputs[i]` being graph input i (dimensions given with --dim
+/// win). With m microbatches the batch dimension (input 0, dimension 0) is
+/// bound to batch / m.
+static Expected<CompileOptions>
+bindDims(StringRef model, const std::vector<distrt::NamedTensor> &inputs,
+         const CompileOptions &base, int64_t microbatches) {
   CompileOptions options = base;
   auto symbols = inputDimensionSymbols(model);
   if (!symbols)
     return symbols.takeError();
   for (size_t i = 0; i < symbols->size(); ++i) {
-    SmallString<256> path(set);
-    sys::path::append(path, "input_" + std::to_string(i) + ".pb");
-    auto t = readTensorProto(path);
-    if (!t)
-      return t.takeError();
+    if (i >= inputs.size())
+      return createStringError("the data set has " +
+                               std::to_string(inputs.size()) +
+                               " inputs but the model takes " +
+                               std::to_string(symbols->size()));
+    const distrt::Shape &shape = inputs[i].tensor.shape();
     const std::vector<std::string> &dims = (*symbols)[i];
-    for (size_t d = 0; d < dims.size() && d < t->shape().size(); ++d) {
+    for (size_t d = 0; d < dims.size() && d < shape.size(); ++d) {
       if (dims[d].empty() || options.dims.count(dims[d]))
         continue;
-      int64_t extent = t->shape()[d];
+      int64_t extent = shape[d];
       if (i == 0 && d == 0 && microbatches > 1) {
         if (extent % microbatches != 0)
           return createStringError("a batch of " + std::to_string(extent) +
@@ -183,13 +185,9 @@ static InputValues inputValuesOf(const distrt::HostTensor &t) {
 }
 
 /// Reads a data set's inputs, named after the graph inputs (input_<i>.pb is
-/// graph input i unless the file names its tensor). All are returned to be
-/// fed; the small ones are also given to the importer
-/// (`options.inputValues`), which reads them only where an op needs a value
-/// -- unless `giveValues` is false (microbatches see other values).
+/// graph input i unless the file names its tensor).
 static Expected<std::vector<distrt::NamedTensor>>
-readTestInputs(StringRef model, StringRef set, CompileOptions &options,
-               bool giveValues) {
+readTestInputs(StringRef model, StringRef set) {
   auto names = graphInputNames(model);
   if (!names)
     return names.takeError();
@@ -210,16 +208,15 @@ readTestInputs(StringRef model, StringRef set, CompileOptions &options,
       return createStringError(path + " names no tensor and the model has "
                                "only " + std::to_string(names->size()) +
                                " inputs");
-    if (giveValues && importerMayRead(*t))
-      options.inputValues[name] = inputValuesOf(*t);
     fed.push_back({name, std::move(*t)});
   }
   return fed;
 }
 
 /// Runs the ONNX backend test case in `onnxTest` and compares with its
-/// outputs; each data set compiles with its own dimension bindings and its
-/// integer input values (readTestInputs).
+/// outputs; each data set compiles with its own dimension bindings, and the
+/// importer gets the values of its small numeric inputs (read only where an
+/// op needs a value at import) unless microbatches see other values.
 static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
                        StringRef workDir) {
   SmallString<256> model(onnxTest);
@@ -232,12 +229,16 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
     sys::path::append(set, "test_data_set_" + std::to_string(k));
     if (!sys::fs::is_directory(set))
       break;
-    auto options = bindDims(model, set, base, microbatches);
-    if (!options)
-      return failWith(toString(options.takeError()));
-    auto inputs = readTestInputs(model, set, *options, microbatches == 1);
+    auto inputs = readTestInputs(model, set);
     if (!inputs)
       return failWith(toString(inputs.takeError()));
+    auto options = bindDims(model, *inputs, base, microbatches);
+    if (!options)
+      return failWith(toString(options.takeError()));
+    if (microbatches == 1)
+      for (const distrt::NamedTensor &t : *inputs)
+        if (importerMayRead(t.tensor))
+          options->inputValues[t.name] = inputValuesOf(t.tensor);
     auto programs = compilePrograms(ctx, model, *options, workDir);
     if (!programs)
       return failWith(toString(programs.takeError()));
@@ -336,7 +337,7 @@ int main(int argc, char **argv) {
   SmallString<128> workDir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
     return failWith("cannot create a work directory: " + ec.message());
-  auto removeWorkDir = make_scope_exit([&] { sys::fs::remove_directories(workDir); });
+  scope_exit removeWorkDir([&] { sys::fs::remove_directories(workDir); });
 
   if (!onnxTest.empty())
     return runOnnxTest(ctx, options, workDir);
