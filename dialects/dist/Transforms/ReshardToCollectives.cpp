@@ -93,8 +93,8 @@ LogicalResult Lowering::lower(ReshardOp op) {
                                                op.getFrom().getPlacements(),
                                                op.getTo().getPlacements()))
                  .first;
-  // A copy: the loop below does not touch `plans`, but keep it independent.
-  std::optional<ReshardPlan> plan = cached->second;
+  // The loop below adds nothing to `plans`, so the reference stays valid.
+  const std::optional<ReshardPlan> &plan = cached->second;
   if (!plan)
     return op.emitOpError("no sequence of collectives turns ")
            << op.getFrom() << " into " << op.getTo();
