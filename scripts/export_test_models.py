@@ -320,6 +320,47 @@ class Llama(nn.Module):
         return self.lm_head(self.norm(x))
 
 
+class BasicBlock(nn.Module):
+    """A ResNet basic block: two 3x3 convolutions with batch norm, a
+    projection shortcut when the shape changes."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.shortcut = None
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        y = self.bn2(self.conv2(y))
+        return F.relu(y + (x if self.shortcut is None else self.shortcut(x)))
+
+
+class CNN(nn.Module):
+    """A small ResNet: a biased stem convolution, max pooling, two basic
+    blocks, global average pooling and a classifier. Exported in eval mode
+    with constant folding, batch norm folds into the convolutions, so every
+    convolution carries a bias (as in a torchvision ResNet-18 export)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, 1, 1, bias=True)
+        self.pool = nn.MaxPool2d(2)
+        self.layer1 = BasicBlock(16, 16, 1)
+        self.layer2 = BasicBlock(16, 32, 2)
+        self.fc = nn.Linear(32, classes)
+
+    def forward(self, x):
+        x = self.pool(F.relu(self.stem(x)))
+        x = self.layer2(self.layer1(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
 # --------------------------------------------------------------------------
 # Parameter randomisation
 # --------------------------------------------------------------------------
@@ -345,10 +386,21 @@ def randomise(model, seed):
                 mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
             elif isinstance(mod, nn.Embedding):
                 mod.weight.copy_(0.5 * rn(mod.weight))
+            elif isinstance(mod, nn.Conv2d):
+                fan_in = mod.in_channels * mod.kernel_size[0] * mod.kernel_size[1]
+                mod.weight.copy_(rn(mod.weight) / math.sqrt(fan_in))
+                if mod.bias is not None:
+                    mod.bias.copy_(0.1 * rn(mod.bias))
+            elif isinstance(mod, nn.BatchNorm2d):
+                mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
+                mod.bias.copy_(0.1 * rn(mod.bias))
+                mod.running_mean.copy_(0.1 * rn(mod.running_mean))
+                mod.running_var.copy_(1.0 + 0.2 * rn(mod.running_var).abs())
         # Every parameter must belong to one of the kinds above.
         handled = set()
         for mod in model.modules():
-            if isinstance(mod, (nn.Linear, nn.LayerNorm, RMSNorm, nn.Embedding)):
+            if isinstance(mod, (nn.Linear, nn.LayerNorm, RMSNorm, nn.Embedding,
+                                nn.Conv2d, nn.BatchNorm2d)):
                 handled.update(id(p) for p in mod.parameters(recurse=False))
         for name, p in model.named_parameters():
             if id(p) not in handled:
@@ -425,6 +477,15 @@ MODEL_DEFS = {
         make_inputs=lambda b, s, k: [token_ids(104 + 17 * k, b, s)],
         shape=(2, 16), dyn_shape=(3, 11),
     ),
+    # A CNN whose convolutions all carry biases (batch norm folded in).
+    "cnn": dict(
+        ctor=CNN, seed=6,
+        inputs=["image"], outputs=["logits"],
+        dyn_axes={"image": {0: "batch"}, "logits": {0: "batch"}},
+        make_inputs=lambda b, s, k: [
+            torch.randn(b, 3, 16, 16, generator=torch.Generator().manual_seed(106 + 17 * k))],
+        shape=(4, None), dyn_shape=(2, None),
+    ),
 }
 
 # (case name, model, opset, dynamic, external data)
@@ -445,6 +506,8 @@ CASES = [
     ("llama_op17", "llama", 17, False, False),
     ("llama_op13", "llama", 13, False, False),
     ("llama_op17_dyn", "llama", 17, True, False),
+    ("cnn_op17", "cnn", 17, False, False),
+    ("cnn_op17_dyn", "cnn", 17, True, False),
 ]
 
 
@@ -548,7 +611,7 @@ def summarise(case, case_dir, mname, opset, dynamic, extdata):
     # Which initializer each weight-consuming node reads (plans match on these).
     uses = []
     for n in m.graph.node:
-        if n.op_type in ("MatMul", "Gemm", "Gather"):
+        if n.op_type in ("MatMul", "Gemm", "Gather", "Conv"):
             for i in n.input:
                 if i in init_shape:
                     attrs = {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}
@@ -738,7 +801,7 @@ def write_doc(summaries):
             f"{k} {v}" for k, v in sorted(s["hist"].items())))
         lines.append("- initializers: " + ", ".join(
             f"`{n}` {shp}" for n, shp, _ in s["inits"]))
-        lines.append("- weights read by MatMul/Gemm/Gather nodes:")
+        lines.append("- weights read by MatMul/Gemm/Gather/Conv nodes:")
         for u in s["uses"]:
             lines.append(f"  - {u}")
         lines.append("")

@@ -28,6 +28,11 @@ std::vector<WeightUse> distopt::plan::findWeightUses(func::FuncOp func) {
           work.push_back(user->getResult(0));
           continue;
         }
+        // A convolution's bias follows its weight: split with the output
+        // channels (colwise), a partial sum with the input channels
+        // (rowwise); styles name the weight, propagation places the bias.
+        if (isa<nn::ConvOp>(user) && use.getOperandNumber() == 2)
+          continue;
         if (isa<nn::MatMulOp, nn::GatherOp, nn::ConvOp>(user))
           uses.push_back({weight, user, use.getOperandNumber()});
       }

@@ -72,6 +72,13 @@ void OpShardingRule::setPartialFlow(PartialFlow flow,
       linearOperands[i] = true;
 }
 
+void OpShardingRule::setAddend(unsigned operand) {
+  if (addends.size() < operands.size())
+    addends.resize(operands.size(), false);
+  if (operand < addends.size())
+    addends[operand] = true;
+}
+
 int64_t OpShardingRule::dimWithMajorFactor(const TensorFactors &t,
                                            int64_t factor) {
   for (auto [d, fs] : llvm::enumerate(t))
@@ -178,5 +185,16 @@ void OpShardingRule::print(raw_ostream &os) const {
       first = false;
     }
     os << ")";
+  }
+  if (llvm::is_contained(addends, true)) {
+    os << " addends={";
+    bool first = true;
+    for (auto [i, a] : llvm::enumerate(addends)) {
+      if (!a)
+        continue;
+      os << (first ? "" : ", ") << i;
+      first = false;
+    }
+    os << "}";
   }
 }

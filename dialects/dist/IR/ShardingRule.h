@@ -44,6 +44,12 @@ public:
   PartialFlow partialFlow = PartialFlow::None;
   /// Per operand: may a partial value flow through it (see PartialFlow)?
   llvm::SmallVector<bool> linearOperands;
+  /// Operands added to the op's reduced value after the reduction (a
+  /// convolution's bias). An operand that lacks a sharded sum-reduction
+  /// factor is otherwise taken as replicated (a scale, a zero point, gather
+  /// indices); an addend must then hold a partial sum as well, or every
+  /// device adds it once. Empty means none.
+  llvm::SmallVector<bool> addends;
 
   int64_t addFactor(int64_t size, FactorKind kind = FactorKind::Parallel,
                     ReductionKind reduction = ReductionKind::Sum);
@@ -57,6 +63,11 @@ public:
 
   /// Marks `op` as linear in `operand`s (partial sums may flow through).
   void setPartialFlow(PartialFlow flow, llvm::ArrayRef<unsigned> linear);
+  /// Marks operand `operand` as added after the reduction (see `addends`).
+  void setAddend(unsigned operand);
+  bool isAddend(unsigned operand) const {
+    return operand < addends.size() && addends[operand];
+  }
 
   /// The dimension of tensor `t` whose major factor is `factor`, or -1.
   static int64_t dimWithMajorFactor(const TensorFactors &t, int64_t factor);

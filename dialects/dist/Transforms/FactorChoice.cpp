@@ -50,6 +50,12 @@ std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
       return std::nullopt; // a minor factor of a merged dimension
     if (t.isResult && f.kind == FactorKind::Reduction)
       return Placement::partial(f.reduction);
+    // A bias added after a sharded sum: each device adds its part of it.
+    // (Max and min absorb a replicated addend: max(a, b) + c pieces agree.)
+    if (!t.isResult && f.kind == FactorKind::Reduction &&
+        rule.isAddend(t.index) &&
+        (f.reduction == ReductionKind::Sum || f.reduction == ReductionKind::Avg))
+      return Placement::partial(ReductionKind::Sum);
     return Placement::replicate();
   }
   }

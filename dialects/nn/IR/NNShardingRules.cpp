@@ -659,10 +659,12 @@ OpShardingRule ConvOp::getShardingRule() {
   if (getBias())
     rule.operands.push_back({{m}});
   rule.results = {ty};
-  if (getBias())
+  if (getBias()) {
     rule.linearOperands.assign(3, false);
-  else
+    rule.setAddend(2);
+  } else {
     rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
+  }
   return rule;
 }
 

@@ -81,3 +81,13 @@ func.func @embedding(%table: tensor<96x64xf32>, %ids: tensor<2x16xi64>) {
   %0 = nn.gather %table, %ids axis 0 : tensor<96x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
   return
 }
+
+// -----
+
+// A convolution's bias is added after the sum over input channels: with the
+// channels split it must be a partial sum too (an addend).
+func.func @conv_with_bias(%x: tensor<2x8x6x6xf32>, %w: tensor<4x8x3x3xf32>, %b: tensor<4xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, k, l, o], [j, k, m, p], [j]) -> ([i, j, n, q]) {i=2, j=4, k=8, l=6, m=3, n=4, o=6, p=3, q=4} reduction={k} whole={l, m, n, o, p, q} addends={2}}}
+  %0 = nn.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<4x8x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
+  return
+}
