@@ -3,9 +3,9 @@
 
 #include "distrt/program.h"
 
-#include "dist/IR/DistOps.h"
-#include "dist/IR/Pieces.h"
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

@@ -1,7 +1,7 @@
 //===- ImportContext.cpp - what an ONNX op handler works with ---*- C++ -*-===//
 #include "ImportContext.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"

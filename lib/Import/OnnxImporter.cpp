@@ -13,8 +13,8 @@
 #include "ImportContext.h"
 #include "KnownFolding.h"
 
-#include "dist/IR/DistDialect.h"
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

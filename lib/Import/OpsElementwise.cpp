@@ -1,7 +1,7 @@
 //===- OpsElementwise.cpp - ONNX element-wise ops ---------------*- C++ -*-===//
 #include "ImportContext.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "llvm/ADT/StringSwitch.h"
 

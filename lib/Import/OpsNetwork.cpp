@@ -2,8 +2,8 @@
 #include "ImportContext.h"
 #include "KnownFolding.h"
 
-#include "nn/IR/NNOps.h"
-#include "nn/IR/ShapeUtils.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
 #include "llvm/ADT/StringSwitch.h"
 

@@ -4,8 +4,8 @@
 #include "distopt/InitAll.h"
 #include "distopt/Plan/Plan.h"
 
-#include "dist/IR/DistOps.h"
-#include "dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"

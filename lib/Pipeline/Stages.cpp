@@ -1,9 +1,9 @@
 //===- Stages.cpp - cut a model into pipeline stages ------------*- C++ -*-===//
 #include "distopt/Pipeline/Stages.h"
 
-#include "dist/IR/DistOps.h"
-#include "dist/Transforms/ValueSharding.h"
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

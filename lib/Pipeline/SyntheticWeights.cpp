@@ -1,7 +1,7 @@
 //===- SyntheticWeights.cpp - values for weights that have none -*- C++ -*-===//
 #include "distopt/Pipeline/SyntheticWeights.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/Hashing.h"

@@ -3,7 +3,7 @@
 #include "distopt/Plan/PipelineConfig.h"
 #include "distopt/Plan/Plan.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"

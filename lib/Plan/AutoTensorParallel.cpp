@@ -12,7 +12,7 @@
 #include "PlanUtils.h"
 #include "distopt/Plan/Plan.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 using namespace mlir;
 using namespace distopt;

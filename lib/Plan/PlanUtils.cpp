@@ -1,7 +1,7 @@
 //===- PlanUtils.cpp - what plans and presets share -------------*- C++ -*-===//
 #include "PlanUtils.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
 #include <set>

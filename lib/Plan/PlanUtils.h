@@ -2,7 +2,7 @@
 #ifndef DISTOPT_LIB_PLAN_PLANUTILS_H
 #define DISTOPT_LIB_PLAN_PLANUTILS_H
 
-#include "dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 

@@ -13,7 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "PlanUtils.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
 

@@ -1,10 +1,10 @@
 //===- InitAll.cpp - register distopt with an MLIR context ------*- C++ -*-===//
 #include "distopt/InitAll.h"
 
-#include "dist/ExternalModels/ExternalModels.h"
-#include "dist/IR/DistDialect.h"
-#include "dist/Transforms/Passes.h"
-#include "nn/IR/NNDialect.h"
+#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
+#include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/NN/IR/NNDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

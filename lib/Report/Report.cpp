@@ -1,9 +1,9 @@
 //===- Report.cpp - what a partitioned model communicates and costs -*- C++ -*-===//
 #include "distopt/Report/Report.h"
 
-#include "dist/IR/DistOps.h"
-#include "dist/IR/Pieces.h"
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/Format.h"

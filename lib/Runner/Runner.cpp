@@ -5,7 +5,7 @@
 #include "distopt/Pipeline/Stages.h"
 #include "distopt/Pipeline/SyntheticWeights.h"
 
-#include "nn/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/StringSet.h"

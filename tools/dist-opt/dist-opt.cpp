@@ -10,7 +10,7 @@
 #include "distopt/Pipeline/Stages.h"
 #include "distopt/Report/Report.h"
 
-#include "dist/IR/DistOps.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"

@@ -1,0 +1,24 @@
+//===- Passes.h - distopt's sharding passes ---------------------*- C++ -*-===//
+#ifndef DIST_TRANSFORMS_PASSES_H
+#define DIST_TRANSFORMS_PASSES_H
+
+#include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace distopt::nn {
+class NNDialect;
+} // namespace distopt::nn
+
+namespace distopt::dist {
+
+#define GEN_PASS_DECL
+#include "distopt/Dialect/Dist/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "distopt/Dialect/Dist/Transforms/Passes.h.inc"
+
+} // namespace distopt::dist
+
+#endif // DIST_TRANSFORMS_PASSES_H

@@ -1,0 +1,86 @@
+//===- ReshardPlanner.h - cheapest collectives between shardings -*- C++ -*-===//
+//
+// A reshard is a path between two shardings; each edge is one collective (or
+// a free local step) on one mesh axis. The planner runs a shortest-path
+// search over shardings, weighting each edge by the bytes a device sends, and
+// returns the cheapest sequence. See docs/resharding.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_TRANSFORMS_RESHARDPLANNER_H
+#define DIST_TRANSFORMS_RESHARDPLANNER_H
+
+#include "distopt/Dialect/Dist/IR/DistAttrs.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+#include <string>
+
+namespace distopt::dist {
+
+struct ReshardStep {
+  enum class Kind : uint8_t {
+    AllGather,     // S(dim) on axis -> R
+    AllReduce,     // P on axis -> R
+    ReduceScatter, // P on axis -> S(dim)
+    AllToAll,      // S(dim) on axis -> S(dim2)
+    LocalSlice,    // R on axis -> S(dim), no communication
+    Permute,       // swap the placements of axis and axis2 (equal sizes)
+    ToPartial,     // R on axis -> P, no communication
+  };
+  Kind kind;
+  int64_t axis = -1;
+  int64_t axis2 = -1;
+  int64_t dim = -1;
+  int64_t dim2 = -1;
+  ReductionKind reduction = ReductionKind::Sum;
+  /// Placements after the step.
+  llvm::SmallVector<Placement> after;
+  /// Bytes one device sends in this step.
+  double bytes = 0;
+  /// Estimated time of the step, in byte-equivalents (see ReshardProblem).
+  double cost = 0;
+
+  std::string str() const;
+};
+
+struct ReshardPlan {
+  llvm::SmallVector<ReshardStep> steps;
+  double bytes = 0;
+  double cost = 0;
+  /// True if the plan gathers a dimension and later slices it again.
+  bool gathersThenSlices = false;
+};
+
+/// What a reshard moves: a tensor's global shape, its element size, and the
+/// mesh. A step on axis `a` costs `latencyBytes + bytes / relativeBandwidth[a]`
+/// (time measured in bytes at the reference bandwidth): the latency term keeps
+/// plans short, so a plain all-reduce is not traded for three collectives that
+/// move a few bytes less.
+struct ReshardProblem {
+  llvm::SmallVector<int64_t> globalShape;
+  int64_t elementBytes = 4;
+  llvm::SmallVector<int64_t> meshSizes;
+  /// Per axis; empty means every axis has bandwidth 1.
+  llvm::SmallVector<double> relativeBandwidth;
+  double latencyBytes = 1 << 20;
+  /// Per axis; true: no step may use it (a pipeline stage's own axis: the
+  /// devices along it run other stages). Empty means none is frozen.
+  llvm::SmallVector<bool> frozenAxes;
+};
+
+/// The steps allowed from `state`, each with the state it leads to and its
+/// cost. Exposed so tests can search independently.
+llvm::SmallVector<ReshardStep> possibleSteps(const ReshardProblem &problem,
+                                             llvm::ArrayRef<Placement> state);
+
+/// Bytes per device of the largest local piece of the tensor in `state`.
+double localBytes(const ReshardProblem &problem, llvm::ArrayRef<Placement> state);
+
+/// The cheapest plan from `from` to `to` (open placements count as
+/// replicated); std::nullopt if no sequence of steps connects them.
+std::optional<ReshardPlan> planReshard(const ReshardProblem &problem,
+                                       llvm::ArrayRef<Placement> from,
+                                       llvm::ArrayRef<Placement> to);
+
+} // namespace distopt::dist
+
+#endif // DIST_TRANSFORMS_RESHARDPLANNER_H

@@ -1,0 +1,33 @@
+//===- ValueSharding.h - read and write the sharding of a value -*- C++ -*-===//
+//
+// After propagation every tensor value has a sharding: op results in the
+// op's `dist.sharding` array, function arguments in their `dist.sharding`
+// argument attribute. A value without one is replicated.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DIST_TRANSFORMS_VALUESHARDING_H
+#define DIST_TRANSFORMS_VALUESHARDING_H
+
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "mlir/IR/Value.h"
+
+namespace distopt::dist {
+
+/// The sharding of `v`, or `fallback` (normally the replicated sharding).
+ShardingAttr getValueSharding(mlir::Value v, ShardingAttr fallback);
+
+/// Records `sharding` for `v` (an op result or a function argument).
+void setValueSharding(mlir::Value v, ShardingAttr sharding);
+
+/// The cause recorded for `v` by propagation, or "".
+llvm::StringRef getValueCause(mlir::Value v);
+
+/// "[R, S(1)]": the placements of a sharding without its mesh.
+std::string placementsStr(ShardingAttr sharding);
+
+/// A short description of where `op` is: its op name and location.
+std::string describeOp(mlir::Operation *op);
+
+} // namespace distopt::dist
+
+#endif // DIST_TRANSFORMS_VALUESHARDING_H

@@ -1,0 +1,503 @@
+//===- NNOps.td - nn dialect operations ----------------------*- tablegen -*-===//
+#ifndef NN_OPS_TD
+#define NN_OPS_TD
+
+include "distopt/Dialect/NN/IR/NNBase.td"
+include "distopt/Dialect/Dist/IR/ShardingRuleInterface.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+// `localForm` lists the ShardingRuleOpInterface methods an op implements
+// beyond its rule (["partitionOp"] when its local form is not a clone).
+class NN_Op<string mnemonic, list<Trait> traits = [],
+            list<string> localForm = []>
+    : Op<NN_Dialect, mnemonic, !listconcat(traits, [Pure,
+        DeclareOpInterfaceMethods<Dist_ShardingRuleOpInterface, localForm>])>;
+
+// An op whose result type follows from its operands and attributes.
+class NN_InferredOp<string mnemonic, list<Trait> traits = [],
+                    list<string> localForm = []>
+    : NN_Op<mnemonic, !listconcat(traits, [
+        DeclareOpInterfaceMethods<InferTypeOpInterface>]), localForm>;
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+def NN_WeightOp : NN_Op<"weight"> {
+  let summary = "a reference to a weight stored in the model file";
+  let description = [{
+    A model parameter (an ONNX initializer). The IR holds where its bytes are,
+    not the bytes: `file` (relative to the model's directory; empty when
+    unknown) and the byte `offset` of its first element, stored row-major in
+    the result's element type. `name` is the initializer name that plans
+    match against. After partitioning, each rank reads only its own slice.
+
+    A weight may be a window of a larger stored tensor (`stored_shape`,
+    `window_offsets`): one of Q, K and V cut out of a fused QKV matrix, say.
+    The result type is the window's shape.
+
+    ```mlir
+    %w = nn.weight "blocks.0.mlp.fc1.weight" file "model.onnx" offset 4096
+        : tensor<64x256xf32>
+    %q = nn.weight "qkv" file "model.onnx" offset 0
+        {stored_shape = array<i64: 64, 192>, window_offsets = array<i64: 0, 64>}
+        : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name, DefaultValuedStrAttr<StrAttr, "">:$file,
+                       DefaultValuedAttr<I64Attr, "0">:$offset,
+                       OptionalAttr<DenseI64ArrayAttr>:$stored_shape,
+                       OptionalAttr<DenseI64ArrayAttr>:$window_offsets);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $name (`file` $file^)? (`offset` $offset^)? attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ConstantOp : NN_Op<"constant", [ConstantLike,
+    AllTypesMatch<["value", "result"]>], ["partitionOp"]> {
+  let summary = "a small constant tensor held in the IR";
+  let description = [{
+    ```mlir
+    %c = nn.constant dense<[1.0, 2.0]> : tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$value attr-dict";
+  let hasFolder = 1;
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+class NN_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : NN_InferredOp<mnemonic, traits> {
+  let summary = what # " (numpy broadcasting)";
+  let description = [{
+    Element-wise, with numpy broadcasting of the two operands.
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def NN_AddOp : NN_BinaryOp<"add", "addition">;
+def NN_SubOp : NN_BinaryOp<"sub", "subtraction">;
+def NN_MulOp : NN_BinaryOp<"mul", "multiplication">;
+def NN_DivOp : NN_BinaryOp<"div", "division (integers truncate toward zero)">;
+def NN_PowOp : NN_BinaryOp<"pow", "power">;
+def NN_MaxOp : NN_BinaryOp<"max", "maximum">;
+def NN_MinOp : NN_BinaryOp<"min", "minimum">;
+def NN_ModOp : NN_BinaryOp<"mod", "remainder"> {
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$fmod);
+}
+def NN_EqualOp : NN_BinaryOp<"equal", "equality test">;
+def NN_LessOp : NN_BinaryOp<"less", "less-than test">;
+def NN_LessEqualOp : NN_BinaryOp<"less_equal", "less-or-equal test">;
+def NN_GreaterOp : NN_BinaryOp<"greater", "greater-than test">;
+def NN_GreaterEqualOp : NN_BinaryOp<"greater_equal", "greater-or-equal test">;
+def NN_AndOp : NN_BinaryOp<"and", "logical and">;
+def NN_OrOp : NN_BinaryOp<"or", "logical or">;
+def NN_XorOp : NN_BinaryOp<"xor", "logical xor">;
+
+def NN_WhereOp : NN_InferredOp<"where"> {
+  let summary = "select between two tensors (numpy broadcasting)";
+  let description = [{
+    `result = condition ? lhs : rhs`, element-wise, all three broadcast.
+  }];
+  let arguments = (ins AnyRankedTensor:$condition, AnyRankedTensor:$lhs,
+                       AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs)
+    `,` type($rhs) `->` type($result)
+  }];
+}
+
+class NN_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
+    : NN_InferredOp<mnemonic, !listconcat(traits, [SameOperandsAndResultType])> {
+  let summary = what # " (element-wise)";
+  let description = [{
+    Element-wise; the result has the operand's type.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def NN_NegOp : NN_UnaryOp<"neg", "negation">;
+def NN_AbsOp : NN_UnaryOp<"abs", "absolute value">;
+def NN_ExpOp : NN_UnaryOp<"exp", "exponential">;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm">;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", "1/x">;
+def NN_TanhOp : NN_UnaryOp<"tanh", "hyperbolic tangent">;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "logistic sigmoid">;
+def NN_ErfOp : NN_UnaryOp<"erf", "error function">;
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
+def NN_NotOp : NN_UnaryOp<"not", "logical not">;
+def NN_SinOp : NN_UnaryOp<"sin", "sine">;
+def NN_CosOp : NN_UnaryOp<"cos", "cosine">;
+def NN_FloorOp : NN_UnaryOp<"floor", "round down">;
+def NN_CeilOp : NN_UnaryOp<"ceil", "round up">;
+def NN_RoundOp : NN_UnaryOp<"round", "round half to even">;
+def NN_SignOp : NN_UnaryOp<"sign", "sign">;
+def NN_IdentityOp : NN_UnaryOp<"identity", "copy">;
+
+def NN_GeluOp : NN_UnaryOp<"gelu", "Gaussian error linear unit"> {
+  let description = [{
+    `x * Phi(x)`; `approximate = "tanh"` uses the tanh approximation.
+  }];
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedStrAttr<StrAttr, "none">:$approximate);
+  let hasVerifier = 1;
+}
+
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x if x >= 0 else alpha * x"> {
+  let arguments = (ins AnyRankedTensor:$input,
+                       DefaultValuedAttr<F64Attr, "0.01">:$alpha);
+}
+
+def NN_ClipOp : NN_UnaryOp<"clip", "clamp to [min, max]"> {
+  let description = [{
+    Clamps to `[min, max]`; a missing bound is unbounded.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, OptionalAttr<F64Attr>:$min,
+                       OptionalAttr<F64Attr>:$max);
+}
+
+def NN_CastOp : NN_Op<"cast"> {
+  let summary = "convert the element type";
+  let description = [{
+    ```mlir
+    %1 = nn.cast %0 : tensor<4xi64> -> tensor<4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+class NN_ReduceOp<string mnemonic, string what, list<string> localForm = []>
+    : NN_InferredOp<mnemonic, [], localForm> {
+  let summary = what # " over `axes`";
+  let description = [{
+    Reduces over the listed `axes` (non-negative, sorted, unique). With
+    `keepdims` the reduced dimensions stay with extent 1.
+
+    ```mlir
+    %1 = nn.}] # mnemonic # [{ %0 axes [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$axes,
+                       UnitAttr:$keepdims);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes (`keepdims` $keepdims^)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "sum">;
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "mean", ["partitionOp"]>;
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "maximum">;
+def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "minimum">;
+def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "product">;
+
+class NN_ArgReduceOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
+  let summary = "index of the " # what # " along `axis`";
+  let description = [{
+    Returns int64 indices (first occurrence).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis, UnitAttr:$keepdims);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis (`keepdims` $keepdims^)? attr-dict `:` type($input)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ArgMaxOp : NN_ArgReduceOp<"argmax", "maximum">;
+def NN_ArgMinOp : NN_ArgReduceOp<"argmin", "minimum">;
+
+class NN_SoftmaxLikeOp<string mnemonic, string what>
+    : NN_InferredOp<mnemonic, [SameOperandsAndResultType]> {
+  let summary = what # " along `axis`";
+  let description = [{
+    ```mlir
+    %1 = nn.}] # mnemonic # [{ %0 axis 1 : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `axis` $axis attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def NN_SoftmaxOp : NN_SoftmaxLikeOp<"softmax", "softmax">;
+def NN_LogSoftmaxOp : NN_SoftmaxLikeOp<"log_softmax", "log of softmax">;
+
+def NN_LayerNormOp : NN_InferredOp<"layer_norm"> {
+  let summary = "layer normalisation over the trailing dimensions";
+  let description = [{
+    Normalises over dimensions `axis` .. rank-1 (biased variance, as ONNX
+    LayerNormalization), then multiplies by `scale` and adds `bias`
+    (optional), both broadcast against the normalised dimensions.
+
+    ```mlir
+    %1 = nn.layer_norm %x, %g, %b axis 2 epsilon 1.0e-05
+        : (tensor<2x16x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
+                       Optional<AnyRankedTensor>:$bias, I64Attr:$axis,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? `axis` $axis `epsilon` $epsilon attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_BatchNormOp : NN_InferredOp<"batch_norm"> {
+  let summary = "batch normalisation with fixed statistics (inference)";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * scale + bias`, per channel (dim 1).
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$scale,
+                       AnyRankedTensor:$bias, AnyRankedTensor:$mean,
+                       AnyRankedTensor:$variance,
+                       DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale `,` $bias `,` $mean `,` $variance `epsilon` $epsilon
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and data movement
+//===----------------------------------------------------------------------===//
+
+def NN_MatMulOp : NN_InferredOp<"matmul"> {
+  let summary = "matrix product with numpy semantics";
+  let description = [{
+    As numpy `matmul`: the last two dimensions multiply, leading (batch)
+    dimensions broadcast; a 1-D operand is promoted and its dimension dropped.
+
+    ```mlir
+    %2 = nn.matmul %x, %w : tensor<2x16x64xf32>, tensor<64x256xf32> -> tensor<2x16x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def NN_TransposeOp : NN_InferredOp<"transpose"> {
+  let summary = "permute dimensions";
+  let description = [{
+    Result dimension `i` is input dimension `perm[i]`.
+
+    ```mlir
+    %1 = nn.transpose %0 perm [1, 0] : tensor<4x8xf32> -> tensor<8x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `perm` $perm attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_ReshapeOp : NN_Op<"reshape"> {
+  let summary = "reinterpret the elements with a new shape";
+  let description = [{
+    Row-major order is kept; the result type is the new shape.
+
+    ```mlir
+    %1 = nn.reshape %0 : tensor<2x16x64xf32> -> tensor<2x16x4x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def NN_ExpandOp : NN_Op<"expand"> {
+  let summary = "broadcast to a larger shape";
+  let description = [{
+    Numpy-broadcasts the input to the result type's shape.
+
+    ```mlir
+    %1 = nn.expand %0 : tensor<1x16xf32> -> tensor<4x16xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_ConcatOp : NN_InferredOp<"concat"> {
+  let summary = "join tensors along a dimension";
+  let description = [{
+    ```mlir
+    %2 = nn.concat %0, %1 axis 1 : (tensor<4x8xf32>, tensor<4x2xf32>) -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $inputs `axis` $axis attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SliceOp : NN_InferredOp<"slice", [], ["partitionOp"]> {
+  let summary = "strided slice with one start/end/step per dimension";
+  let description = [{
+    For every dimension `d`, takes indices `starts[d], starts[d] + steps[d], ...`
+    up to (excluding) `ends[d]`. Starts are within the dimension; a negative
+    step walks backwards and `ends[d]` may then be -1 (past index 0).
+
+    ```mlir
+    %1 = nn.slice %0 starts [0, 64] ends [4, 128] steps [1, 1]
+        : tensor<4x192xf32> -> tensor<4x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$steps);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `ends` $ends `steps` $steps attr-dict
+    `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_GatherOp : NN_InferredOp<"gather", [], ["partitionOp"]> {
+  let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
+  let description = [{
+    As ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]`; negative indices count from the end.
+
+    ```mlir
+    %e = nn.gather %wte, %ids axis 0 : tensor<96x64xf32>, tensor<2x16xi64> -> tensor<2x16x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` $axis attr-dict `:` type($data) `,` type($indices)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_PadOp : NN_InferredOp<"pad"> {
+  let summary = "pad (or crop, with negative amounts) every dimension";
+  let description = [{
+    `pads` holds the amounts before each dimension, then after each.
+    `mode` is `constant` (fill with `value`), `reflect` or `edge`.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$pads,
+                       DefaultValuedStrAttr<StrAttr, "constant">:$mode,
+                       DefaultValuedAttr<F64Attr, "0.0">:$value);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `pads` $pads attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_RangeOp : NN_Op<"range"> {
+  let summary = "arithmetic sequence from scalar start, limit, delta";
+  let arguments = (ins AnyRankedTensor:$start, AnyRankedTensor:$limit,
+                       AnyRankedTensor:$delta);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $start `,` $limit `,` $delta attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling (NCHW)
+//===----------------------------------------------------------------------===//
+
+def NN_ConvOp : NN_InferredOp<"conv"> {
+  let summary = "N-d convolution, channels first";
+  let description = [{
+    As ONNX Conv: input `[N, C, spatial...]`, weight `[M, C/group, kernel...]`,
+    optional bias `[M]`. `pads` holds begin amounts then end amounts.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$weight,
+                       Optional<AnyRankedTensor>:$bias,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class NN_PoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
+  let summary = what # " pooling over the spatial dimensions";
+  let description = [{
+    As ONNX pooling: input `[N, C, spatial...]`; `pads` holds begin then end
+    amounts; `ceil_mode` rounds the output extent up.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$ceil_mode,
+                       UnitAttr:$count_include_pad);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MaxPoolOp : NN_PoolOp<"max_pool", "maximum">;
+def NN_AvgPoolOp : NN_PoolOp<"avg_pool", "average">;
+
+class NN_GlobalPoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
+  let summary = what # " over all spatial dimensions";
+  let description = [{
+    Input `[N, C, spatial...]`, result `[N, C, 1, ...]`.
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_GlobalAvgPoolOp : NN_GlobalPoolOp<"global_avg_pool", "average">;
+def NN_GlobalMaxPoolOp : NN_GlobalPoolOp<"global_max_pool", "maximum">;
+
+#endif // NN_OPS_TD

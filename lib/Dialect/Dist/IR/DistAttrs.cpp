@@ -1,0 +1,181 @@
+//===- DistAttrs.cpp - the sharding attribute -------------------*- C++ -*-===//
+#include "distopt/Dialect/Dist/IR/DistAttrs.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+#include "distopt/Dialect/Dist/IR/DistEnums.cpp.inc"
+#define GET_ATTRDEF_CLASSES
+#include "distopt/Dialect/Dist/IR/DistAttrs.cpp.inc"
+
+void DistDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "distopt/Dialect/Dist/IR/DistAttrs.cpp.inc"
+      >();
+}
+
+std::string Placement::str() const {
+  switch (kind) {
+  case Kind::Open:
+    return "?";
+  case Kind::Replicate:
+    return "R";
+  case Kind::Shard:
+    return "S(" + std::to_string(dim) + ")";
+  case Kind::Partial:
+    return "P(" + stringifyReductionKind(reduction).str() + ")";
+  }
+  return "?";
+}
+
+static ParseResult parsePlacement(AsmParser &parser, Placement &out) {
+  if (succeeded(parser.parseOptionalQuestion())) {
+    out = Placement::open();
+    return success();
+  }
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef kw;
+  if (parser.parseKeyword(&kw))
+    return failure();
+  if (kw == "R" || kw == "Replicate") {
+    out = Placement::replicate();
+    return success();
+  }
+  if (kw == "S" || kw == "Shard") {
+    int64_t dim;
+    if (parser.parseLParen() || parser.parseInteger(dim) || parser.parseRParen())
+      return failure();
+    if (dim < 0)
+      return parser.emitError(loc, "shard dimension must be non-negative, got ")
+             << dim;
+    out = Placement::shard(dim);
+    return success();
+  }
+  if (kw == "P" || kw == "Partial") {
+    StringRef red;
+    SMLoc redLoc;
+    if (parser.parseLParen())
+      return failure();
+    redLoc = parser.getCurrentLocation();
+    if (parser.parseKeyword(&red) || parser.parseRParen())
+      return failure();
+    auto kind = symbolizeReductionKind(red);
+    if (!kind)
+      return parser.emitError(redLoc, "unknown reduction '")
+             << red << "'; expected sum, max, min or avg";
+    out = Placement::partial(*kind);
+    return success();
+  }
+  return parser.emitError(loc, "unknown placement '")
+         << kw << "'; expected S(dim), R, P(reduction) or ?";
+}
+
+Attribute ShardingAttr::parse(AsmParser &parser, Type) {
+  FlatSymbolRefAttr mesh;
+  SmallVector<Placement> placements;
+  if (parser.parseLess() || parser.parseAttribute(mesh) || parser.parseComma())
+    return {};
+  if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+        Placement p;
+        if (parsePlacement(parser, p))
+          return failure();
+        placements.push_back(p);
+        return success();
+      }))
+    return {};
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<ShardingAttr>(parser.getContext(), mesh, placements);
+}
+
+void ShardingAttr::print(AsmPrinter &printer) const {
+  printer << "<" << getMesh() << ", [";
+  llvm::interleaveComma(getPlacements(), printer,
+                        [&](const Placement &p) { printer << p.str(); });
+  printer << "]>";
+}
+
+LogicalResult
+ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                     FlatSymbolRefAttr mesh, ArrayRef<Placement> placements) {
+  if (!mesh)
+    return emitError() << "sharding needs a mesh";
+  for (const Placement &p : placements)
+    if (p.isShard() && p.dim < 0)
+      return emitError() << "shard dimension must be non-negative, got "
+                         << p.dim;
+  return success();
+}
+
+LogicalResult
+ShardingAttr::verifyFor(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t tensorRank, MeshOp mesh) const {
+  ArrayRef<Placement> placements = getPlacements();
+  if (static_cast<int64_t>(placements.size()) != mesh.getNumAxes()) {
+    InFlightDiagnostic diag = emitError();
+    diag << "sharding " << *this << " has " << placements.size()
+         << " placements but mesh @" << mesh.getSymName() << " has "
+         << mesh.getNumAxes() << " axes (";
+    llvm::interleaveComma(mesh.getAxisNames(), diag, [&](Attribute a) {
+      diag << cast<StringAttr>(a).getValue();
+    });
+    return diag << ")";
+  }
+  for (auto [axis, p] : llvm::enumerate(placements)) {
+    if (p.isShard() && p.dim >= tensorRank)
+      return emitError() << "sharding " << *this << " shards dimension "
+                         << p.dim << " on mesh axis '"
+                         << mesh.getAxisName(axis) << "', but the tensor has rank "
+                         << tensorRank;
+  }
+  return success();
+}
+
+SmallVector<int64_t> ShardingAttr::getAxesForDim(int64_t dim) const {
+  SmallVector<int64_t> axes;
+  for (auto [axis, p] : llvm::enumerate(getPlacements()))
+    if (p.isShardOf(dim))
+      axes.push_back(axis);
+  return axes;
+}
+
+bool ShardingAttr::isFullyDecided() const {
+  return llvm::none_of(getPlacements(),
+                       [](const Placement &p) { return p.isOpen(); });
+}
+
+bool ShardingAttr::isReplicated() const {
+  return llvm::all_of(getPlacements(), [](const Placement &p) {
+    return p.isReplicateOrOpen();
+  });
+}
+
+bool ShardingAttr::hasPartial() const {
+  return llvm::any_of(getPlacements(),
+                      [](const Placement &p) { return p.isPartial(); });
+}
+
+ShardingAttr ShardingAttr::withPlacement(int64_t axis, Placement p) const {
+  SmallVector<Placement> placements(getPlacements());
+  placements[axis] = p;
+  return ShardingAttr::get(getContext(), getMesh(), placements);
+}
+
+ShardingAttr ShardingAttr::getReplicated(MLIRContext *ctx,
+                                         FlatSymbolRefAttr mesh,
+                                         int64_t numAxes) {
+  SmallVector<Placement> placements(numAxes, Placement::replicate());
+  return ShardingAttr::get(ctx, mesh, placements);
+}
+
+ShardingAttr ShardingAttr::getOpen(MLIRContext *ctx, FlatSymbolRefAttr mesh,
+                                   int64_t numAxes) {
+  SmallVector<Placement> placements(numAxes, Placement::open());
+  return ShardingAttr::get(ctx, mesh, placements);
+}

@@ -1,0 +1,173 @@
+//===- FactorChoice.cpp - what one mesh axis does inside one op -*- C++ -*-===//
+#include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+using namespace mlir;
+using namespace distopt::dist;
+
+std::optional<OpShardingRule> distopt::dist::getRule(Operation *op) {
+  if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
+    return iface.getShardingRule();
+  if (isa<AnnotateOp>(op)) {
+    OpShardingRule rule = OpShardingRule::elementwise(op);
+    rule.setPartialFlow(PartialFlow::AllLinear, {0});
+    return rule;
+  }
+  return std::nullopt;
+}
+
+static const TensorFactors &tensorFactors(const OpShardingRule &rule,
+                                          TensorRef t) {
+  return t.isResult ? rule.results[t.index] : rule.operands[t.index];
+}
+
+std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
+                                                AxisChoice choice,
+                                                TensorRef t) {
+  switch (choice.kind) {
+  case AxisChoice::Kind::None:
+    return Placement::replicate();
+  case AxisChoice::Kind::PartialFlow: {
+    if (t.isResult)
+      return Placement::partial(ReductionKind::Sum);
+    if (!rule.linearOperands[t.index])
+      return Placement::replicate();
+    if (rule.partialFlow == PartialFlow::AllLinear ||
+        static_cast<int64_t>(t.index) == choice.partialOperand)
+      return Placement::partial(ReductionKind::Sum);
+    return Placement::replicate();
+  }
+  case AxisChoice::Kind::Factor: {
+    const Factor &f = rule.factors[choice.factor];
+    const TensorFactors &tf = tensorFactors(rule, t);
+    int64_t major = OpShardingRule::dimWithMajorFactor(tf, choice.factor);
+    if (major >= 0)
+      return Placement::shard(major);
+    if (OpShardingRule::dimContaining(tf, choice.factor) >= 0)
+      return std::nullopt; // a minor factor of a merged dimension
+    if (t.isResult && f.kind == FactorKind::Reduction)
+      return Placement::partial(f.reduction);
+    // A bias added after a sharded sum: each device adds its part of it.
+    // (Max and min absorb a replicated addend: max(a, b) + c pieces agree.)
+    if (!t.isResult && f.kind == FactorKind::Reduction &&
+        rule.isAddend(t.index) &&
+        (f.reduction == ReductionKind::Sum || f.reduction == ReductionKind::Avg))
+      return Placement::partial(ReductionKind::Sum);
+    return Placement::replicate();
+  }
+  }
+  return std::nullopt;
+}
+
+bool distopt::dist::isValidChoice(const OpShardingRule &rule, AxisChoice choice,
+                                  int64_t axisSize) {
+  if (choice.kind == AxisChoice::Kind::None)
+    return true;
+  if (choice.kind == AxisChoice::Kind::PartialFlow)
+    return rule.partialFlow != PartialFlow::None;
+  const Factor &f = rule.factors[choice.factor];
+  if (f.kind == FactorKind::Whole || f.size < axisSize || axisSize <= 1)
+    return false;
+  auto checkTensors = [&](ArrayRef<TensorFactors> tensors, bool isResult) {
+    for (auto [i, tf] : llvm::enumerate(tensors)) {
+      if (!project(rule, choice, {isResult, static_cast<unsigned>(i)}))
+        return false;
+      // Splitting the major factor of a merged dimension matches splitting
+      // the dimension only when the factor divides evenly.
+      int64_t d = OpShardingRule::dimWithMajorFactor(tf, choice.factor);
+      if (d >= 0 && tf[d].size() > 1 && f.size % axisSize != 0)
+        return false;
+    }
+    return true;
+  };
+  return checkTensors(rule.operands, false) && checkTensors(rule.results, true);
+}
+
+std::optional<AxisChoice> distopt::dist::voteOf(const OpShardingRule &rule,
+                                                TensorRef t, Placement p) {
+  switch (p.kind) {
+  case Placement::Kind::Open:
+    return std::nullopt;
+  case Placement::Kind::Replicate:
+    return AxisChoice::none();
+  case Placement::Kind::Shard: {
+    const TensorFactors &tf = tensorFactors(rule, t);
+    if (p.dim >= static_cast<int64_t>(tf.size()) || tf[p.dim].empty())
+      return std::nullopt;
+    return AxisChoice::ofFactor(tf[p.dim].front());
+  }
+  case Placement::Kind::Partial: {
+    bool linearSum = p.reduction == ReductionKind::Sum ||
+                     p.reduction == ReductionKind::Avg;
+    if (t.isResult) {
+      if (rule.partialFlow != PartialFlow::None && linearSum)
+        return AxisChoice::partial(-1);
+      for (auto [i, f] : llvm::enumerate(rule.factors))
+        if (f.kind == FactorKind::Reduction && f.reduction == p.reduction)
+          return AxisChoice::ofFactor(i);
+      return std::nullopt;
+    }
+    if (rule.partialFlow != PartialFlow::None && linearSum &&
+        rule.linearOperands[t.index])
+      return AxisChoice::partial(t.index);
+    return std::nullopt;
+  }
+  }
+  return std::nullopt;
+}
+
+int64_t distopt::dist::elementBytes(Type elementType) {
+  if (elementType.isIntOrFloat())
+    return std::max<int64_t>(1, (elementType.getIntOrFloatBitWidth() + 7) / 8);
+  return 4;
+}
+
+double distopt::dist::estimateReshardBytes(RankedTensorType type,
+                                           ShardingAttr from, ShardingAttr to,
+                                           ArrayRef<int64_t> meshSizes) {
+  if (from == to)
+    return 0;
+  double local = elementBytes(type.getElementType());
+  SmallVector<int64_t> shape = localShape(type.getShape(), from, meshSizes, {});
+  for (int64_t s : shape)
+    local *= ShapedType::isDynamic(s) ? 1 : s;
+  double bytes = 0;
+  for (auto [axis, pair] :
+       llvm::enumerate(llvm::zip(from.getPlacements(), to.getPlacements()))) {
+    auto [a, b] = pair;
+    if (a == b || (a.isReplicateOrOpen() && b.isReplicateOrOpen()))
+      continue;
+    double k = meshSizes[axis];
+    if (a.isReplicateOrOpen())
+      continue; // slicing or masking: local
+    if (a.isShard() && b.isReplicateOrOpen())
+      bytes += local * (k - 1);
+    else if (a.isShard() && b.isShard())
+      bytes += local * (k - 1) / k;
+    else if (a.isPartial() && b.isReplicateOrOpen())
+      bytes += 2 * local * (k - 1) / k;
+    else if (a.isPartial() && b.isShard())
+      bytes += local * (k - 1) / k;
+    else
+      bytes += 2 * local; // partial kinds differ, or shard to partial
+  }
+  return bytes;
+}
+
+FailureOr<MeshOp> distopt::dist::getModuleMesh(ModuleOp module) {
+  MeshOp found;
+  for (auto mesh : module.getOps<MeshOp>()) {
+    if (found)
+      return module.emitError("the module declares several meshes (@")
+             << found.getSymName() << ", @" << mesh.getSymName()
+             << "); the sharding passes work on one mesh";
+    found = mesh;
+  }
+  if (!found)
+    return module.emitError("the module declares no dist.mesh; add one (or "
+                            "pass --mesh) before the sharding passes");
+  return found;
+}

@@ -1,0 +1,299 @@
+//===- InsertReshards.cpp - dist-insert-reshards ----------------*- C++ -*-===//
+//
+// Each op computes with one choice per mesh axis, read off its result
+// shardings; operands whose sharding does not match what that choice needs get
+// a dist.reshard that says why. Annotations become reshards to the annotated
+// sharding; partial values are reduced before they leave a function.
+//
+//===----------------------------------------------------------------------===//
+#include "FactorChoice.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+namespace distopt::dist {
+#define GEN_PASS_DEF_DISTINSERTRESHARDS
+#include "distopt/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace distopt::dist
+
+using namespace mlir;
+using namespace distopt::dist;
+
+namespace {
+
+class ReshardInserter {
+public:
+  ReshardInserter(MeshOp mesh)
+      : meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        numAxes(mesh.getNumAxes()), meshSizes(mesh.getAxisSizes()),
+        replicated(ShardingAttr::getReplicated(mesh.getContext(), meshRef,
+                                               numAxes)) {}
+
+  LogicalResult run(FunctionOpInterface func);
+
+private:
+  ShardingAttr shardingOf(Value v) { return getValueSharding(v, replicated); }
+  LogicalResult handleOp(Operation *op);
+  LogicalResult handleAnnotate(AnnotateOp op);
+  LogicalResult handleReturn(Operation *ret, FunctionOpInterface func);
+  /// Makes operand `idx` of `user` have `required`, inserting a reshard.
+  void require(Operation *user, unsigned idx, ShardingAttr required,
+               StringRef why);
+  FailureOr<SmallVector<AxisChoice>> choicesOf(Operation *op,
+                                               const OpShardingRule &rule);
+
+  FlatSymbolRefAttr meshRef;
+  int64_t numAxes;
+  SmallVector<int64_t> meshSizes;
+  /// Reshards made so far, by (value, target): later users in the same
+  /// block share one (a value read by several ops is moved once, as
+  /// Megatron all-reduces a block's output once for all its readers).
+  DenseMap<std::pair<Value, Attribute>, ReshardOp> made;
+  ShardingAttr replicated;
+};
+
+} // namespace
+
+void ReshardInserter::require(Operation *user, unsigned idx,
+                              ShardingAttr required, StringRef why) {
+  Value v = user->getOperand(idx);
+  ShardingAttr actual = shardingOf(v);
+  auto norm = [&](ShardingAttr s) {
+    SmallVector<Placement> ps;
+    for (const Placement &p : s.getPlacements())
+      ps.push_back(p.isOpen() ? Placement::replicate() : p);
+    return ShardingAttr::get(s.getContext(), s.getMesh(), ps);
+  };
+  actual = norm(actual);
+  required = norm(required);
+  if (actual == required)
+    return;
+  if (ReshardOp earlier = made.lookup({v, required});
+      earlier && earlier->getBlock() == user->getBlock() &&
+      earlier->isBeforeInBlock(user)) {
+    user->setOperand(idx, earlier.getResult());
+    return;
+  }
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  os << why << ": " << describeOp(user) << " needs operand " << idx << " as "
+     << placementsStr(required) << " but it is " << placementsStr(actual);
+  StringRef cause = getValueCause(v);
+  if (!cause.empty())
+    os << " (" << cause << ")";
+  OpBuilder b(user);
+  auto reshard = ReshardOp::create(b, user->getLoc(), v.getType(), v, actual,
+                                   required, b.getStringAttr(reason),
+                                   TypeAttr());
+  setValueSharding(reshard.getResult(), required);
+  user->setOperand(idx, reshard.getResult());
+  made[{v, required}] = reshard;
+}
+
+FailureOr<SmallVector<AxisChoice>>
+ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
+  SmallVector<AxisChoice> choices(numAxes, AxisChoice::none());
+  for (int64_t axis = 0; axis < numAxes; ++axis) {
+    std::optional<AxisChoice> choice;
+    for (auto [ri, res] : llvm::enumerate(op->getResults())) {
+      if (!isa<RankedTensorType>(res.getType()))
+        continue;
+      Placement p = shardingOf(res).getPlacements()[axis];
+      TensorRef ref{true, static_cast<unsigned>(ri)};
+      std::optional<AxisChoice> vote = voteOf(rule, ref, p);
+      if (!vote)
+        continue; // the op cannot produce it: the result is resharded after
+      // A partial result can come from a sharded reduction factor or from a
+      // partial operand flowing through: take the one the operands match.
+      if (p.isPartial()) {
+        SmallVector<AxisChoice> options;
+        for (auto [fi, f] : llvm::enumerate(rule.factors))
+          if (f.kind == FactorKind::Reduction && f.reduction == p.reduction)
+            options.push_back(AxisChoice::ofFactor(fi));
+        if (rule.partialFlow != PartialFlow::None)
+          for (unsigned oi = 0; oi < op->getNumOperands(); ++oi)
+            if (rule.linearOperands[oi])
+              options.push_back(AxisChoice::partial(oi));
+        int64_t bestMismatch = -1;
+        for (AxisChoice c : options) {
+          int64_t mismatch = 0;
+          for (unsigned oi = 0; oi < op->getNumOperands(); ++oi) {
+            if (!isa<RankedTensorType>(op->getOperand(oi).getType()))
+              continue;
+            std::optional<Placement> want = project(rule, c, {false, oi});
+            Placement have = shardingOf(op->getOperand(oi)).getPlacements()[axis];
+            if (!want || *want != (have.isOpen() ? Placement::replicate() : have))
+              ++mismatch;
+          }
+          if (bestMismatch < 0 || mismatch < bestMismatch) {
+            bestMismatch = mismatch;
+            vote = c;
+          }
+        }
+      }
+      if (!choice && isValidChoice(rule, *vote, meshSizes[axis]))
+        choice = vote;
+    }
+    if (choice)
+      choices[axis] = *choice;
+  }
+  // Several axes splitting one factor must divide it evenly wherever the
+  // factor shares a dimension with others (a reshape's merged dimension);
+  // otherwise the pieces on both sides differ. Drop inner axes until they do.
+  for (int64_t f = 0, e = rule.factors.size(); f < e; ++f) {
+    auto fits = [&]() {
+      int64_t parts = 1;
+      for (int64_t a = 0; a < numAxes; ++a)
+        if (choices[a].kind == AxisChoice::Kind::Factor && choices[a].factor == f)
+          parts *= meshSizes[a];
+      if (rule.factors[f].size % parts == 0)
+        return true;
+      for (ArrayRef<TensorFactors> tensors : {ArrayRef<TensorFactors>(rule.operands),
+                                              ArrayRef<TensorFactors>(rule.results)})
+        for (const TensorFactors &tf : tensors) {
+          int64_t d = OpShardingRule::dimWithMajorFactor(tf, f);
+          if (d >= 0 && tf[d].size() > 1)
+            return false;
+        }
+      return true;
+    };
+    for (int64_t a = numAxes - 1; a >= 0 && !fits(); --a)
+      if (choices[a].kind == AxisChoice::Kind::Factor && choices[a].factor == f)
+        choices[a] = AxisChoice::none();
+  }
+  return choices;
+}
+
+LogicalResult ReshardInserter::handleOp(Operation *op) {
+  std::optional<OpShardingRule> rule = getRule(op);
+  if (!rule) {
+    // Ops the sharding passes do not know run on replicated data.
+    for (unsigned i = 0; i < op->getNumOperands(); ++i)
+      if (isa<RankedTensorType>(op->getOperand(i).getType()))
+        require(op, i, replicated, "op without a sharding rule");
+    return success();
+  }
+  FailureOr<SmallVector<AxisChoice>> choices = choicesOf(op, *rule);
+  if (failed(choices))
+    return failure();
+  for (unsigned i = 0; i < op->getNumOperands(); ++i) {
+    auto type = dyn_cast<RankedTensorType>(op->getOperand(i).getType());
+    if (!type)
+      continue;
+    SmallVector<Placement> placements;
+    for (int64_t axis = 0; axis < numAxes; ++axis) {
+      std::optional<Placement> p = project(*rule, (*choices)[axis], {false, i});
+      if (!p)
+        return op->emitError("internal: operand ")
+               << i << " cannot take the op's choice on mesh axis " << axis;
+      placements.push_back(*p);
+    }
+    require(op, i, ShardingAttr::get(op->getContext(), meshRef, placements),
+            "operand layout");
+  }
+  // Results the op cannot produce as wanted (a user asked for a split of a
+  // softmax axis, say) are produced as the op can and resharded after it.
+  for (unsigned i = 0; i < op->getNumResults(); ++i) {
+    Value res = op->getResult(i);
+    if (!isa<RankedTensorType>(res.getType()))
+      continue;
+    SmallVector<Placement> produced;
+    for (int64_t axis = 0; axis < numAxes; ++axis)
+      produced.push_back(
+          project(*rule, (*choices)[axis], {true, i}).value_or(Placement::replicate()));
+    ShardingAttr wanted = shardingOf(res);
+    ShardingAttr made = ShardingAttr::get(op->getContext(), meshRef, produced);
+    if (made == wanted)
+      continue;
+    OpBuilder b(op->getContext());
+    b.setInsertionPointAfter(op);
+    std::string reason;
+    llvm::raw_string_ostream os(reason);
+    os << "result layout: " << describeOp(op) << " produces result " << i
+       << " as " << placementsStr(made) << " but its users want "
+       << placementsStr(wanted);
+    auto reshard = ReshardOp::create(b, op->getLoc(), res.getType(), res, made,
+                                     wanted, b.getStringAttr(reason), TypeAttr());
+    res.replaceAllUsesExcept(reshard.getResult(), reshard);
+    setValueSharding(reshard.getResult(), wanted);
+    setValueSharding(res, made);
+  }
+  return success();
+}
+
+LogicalResult ReshardInserter::handleAnnotate(AnnotateOp op) {
+  ShardingAttr target = shardingOf(op.getResult());
+  std::string why = op.getSource() ? ("annotation '" + op.getSource()->str() + "'")
+                                   : std::string("annotation");
+  require(op, 0, target, why);
+  op.getResult().replaceAllUsesWith(op.getInput());
+  op.erase();
+  return success();
+}
+
+LogicalResult ReshardInserter::handleReturn(Operation *ret,
+                                            FunctionOpInterface func) {
+  for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
+    if (!isa<RankedTensorType>(ret->getOperand(i).getType()))
+      continue;
+    ShardingAttr wanted;
+    if (i < func.getNumResults())
+      wanted = func.getResultAttrOfType<ShardingAttr>(i, "dist.sharding");
+    if (!wanted) {
+      // Keep shards as they are; reduce partial values.
+      SmallVector<Placement> ps;
+      for (const Placement &p : shardingOf(ret->getOperand(i)).getPlacements())
+        ps.push_back(p.isPartial() || p.isOpen() ? Placement::replicate() : p);
+      wanted = ShardingAttr::get(ret->getContext(), meshRef, ps);
+    }
+    require(ret, i, wanted, "function result");
+    if (i < func.getNumResults())
+      func.setResultAttr(i, "dist.sharding", wanted);
+  }
+  return success();
+}
+
+LogicalResult ReshardInserter::run(FunctionOpInterface func) {
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    LogicalResult r = success();
+    if (auto annotate = dyn_cast<AnnotateOp>(op))
+      r = handleAnnotate(annotate);
+    else if (op->hasTrait<OpTrait::IsTerminator>() &&
+             op->getParentOp() == func.getOperation())
+      r = handleReturn(op, func);
+    else if (!isa<ReshardOp>(op))
+      r = handleOp(op);
+    if (failed(r))
+      return failure();
+  }
+  return success();
+}
+
+namespace {
+struct InsertReshardsPass
+    : public distopt::dist::impl::DistInsertReshardsBase<InsertReshardsPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (module.getOps<MeshOp>().empty())
+      return;
+    FailureOr<MeshOp> mesh = getModuleMesh(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    for (auto func : module.getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      ReshardInserter inserter(*mesh);
+      if (failed(inserter.run(func)))
+        return signalPassFailure();
+    }
+  }
+};
+} // namespace

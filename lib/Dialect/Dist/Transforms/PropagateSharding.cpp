@@ -1,0 +1,508 @@
+//===- PropagateSharding.cpp - dist-propagate-sharding ----------*- C++ -*-===//
+//
+// Fills every open placement from the annotations, op by op and axis by axis.
+// For one op and one mesh axis, each decided tensor around the op votes for
+// the choice that explains its placement (a factor, none, or a partial flow);
+// the op takes the candidate that agrees with the strongest-priority tensors
+// and otherwise moves the fewest bytes, then fills the open tensors with the
+// placements that choice implies. A worklist repeats this until nothing
+// changes, first for priority 0 (pass-through ops, then all ops), then for
+// priority 1, and so on. See docs/propagation.md.
+//
+//===----------------------------------------------------------------------===//
+#include "FactorChoice.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SetVector.h"
+#include <climits>
+#include <deque>
+#include <map>
+#include <set>
+
+namespace distopt::dist {
+#define GEN_PASS_DEF_DISTPROPAGATESHARDING
+#include "distopt/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace distopt::dist
+
+using namespace mlir;
+using namespace distopt::dist;
+
+namespace {
+
+struct AxisState {
+  Placement placement;
+  int priority = INT_MAX;
+  int cause = -1;     // index into Propagator::causes
+  bool fixed = false; // set by an annotation: never changed
+};
+
+struct ValueState {
+  SmallVector<AxisState> axes;
+  double globalBytes = 0;
+};
+
+class Propagator {
+public:
+  Propagator(MeshOp mesh)
+      : meshSizes(mesh.getAxisSizes()), numAxes(meshSizes.size()) {
+    for (int64_t a = 0; a < numAxes; ++a)
+      axisNames.push_back(mesh.getAxisName(a).str());
+  }
+
+  LogicalResult run(FunctionOpInterface func);
+  void materialize(FunctionOpInterface func, FlatSymbolRefAttr meshRef);
+
+private:
+  ValueState &state(Value v);
+  bool isSourceValue(Value v);
+  bool isPassThrough(Operation *op);
+  /// Whether the producer of `v` can give it placement `p` on `axis`.
+  bool canProduce(Value v, int64_t axis, Placement p);
+  void seedAnnotations(FunctionOpInterface func, std::set<int> &priorities);
+  SmallVector<Value> step(Operation *op, int round, bool allowPartialFlow);
+  void runPhase(ArrayRef<Operation *> ops, int round, bool passThroughOnly,
+                bool allowPartialFlow);
+  double axisCost(const ValueState &vs, int64_t axis, Placement from,
+                  Placement to);
+  const OpShardingRule *rule(Operation *op);
+  /// Whether every reader of `v` other than `except` could keep it partial
+  /// (reads it once, in a linear position of an op partial sums flow
+  /// through). A partial value some reader needs whole is reduced anyway;
+  /// reducing it once where it is made is then no dearer, and serves all
+  /// its readers.
+  bool readersKeepPartial(Value v, Operation *except);
+
+  SmallVector<int64_t> meshSizes;
+  int64_t numAxes;
+  SmallVector<std::string> axisNames;
+  DenseMap<Value, ValueState> states;
+  DenseMap<Operation *, std::optional<OpShardingRule>> rules;
+  std::vector<std::string> causes;
+};
+
+} // namespace
+
+ValueState &Propagator::state(Value v) {
+  auto it = states.find(v);
+  if (it != states.end())
+    return it->second;
+  ValueState vs;
+  vs.axes.resize(numAxes);
+  if (auto t = dyn_cast<RankedTensorType>(v.getType())) {
+    double bytes = elementBytes(t.getElementType());
+    for (int64_t s : t.getShape())
+      bytes *= ShapedType::isDynamic(s) ? 1 : s;
+    vs.globalBytes = bytes;
+  }
+  return states.try_emplace(v, std::move(vs)).first->second;
+}
+
+const OpShardingRule *Propagator::rule(Operation *op) {
+  auto it = rules.find(op);
+  if (it == rules.end())
+    it = rules.try_emplace(op, getRule(op)).first;
+  return it->second ? &*it->second : nullptr;
+}
+
+bool Propagator::readersKeepPartial(Value v, Operation *except) {
+  for (OpOperand &use : v.getUses()) {
+    Operation *user = use.getOwner();
+    if (user == except)
+      continue;
+    const OpShardingRule *r = rule(user);
+    if (!r || r->partialFlow == PartialFlow::None ||
+        r->linearOperands.size() != user->getNumOperands() ||
+        !r->linearOperands[use.getOperandNumber()])
+      return false;
+    if (r->partialFlow == PartialFlow::OneLinear &&
+        llvm::count(user->getOperands(), v) > 1)
+      return false;
+  }
+  return true;
+}
+
+bool Propagator::isSourceValue(Value v) {
+  if (isa<BlockArgument>(v))
+    return true;
+  Operation *def = v.getDefiningOp();
+  return def && def->getNumOperands() == 0;
+}
+
+/// Element-wise-like ops (no reduction, nothing whole, one result) propagate
+/// first: their choices never move data.
+bool Propagator::isPassThrough(Operation *op) {
+  const OpShardingRule *r = rule(op);
+  if (!r || op->getNumResults() != 1)
+    return false;
+  return llvm::none_of(r->factors, [](const Factor &f) {
+    return f.kind != FactorKind::Parallel;
+  });
+}
+
+bool Propagator::canProduce(Value v, int64_t axis, Placement p) {
+  auto res = dyn_cast<OpResult>(v);
+  if (!res)
+    return true;
+  const OpShardingRule *r = rule(res.getOwner());
+  if (!r)
+    return p.isReplicateOrOpen();
+  std::optional<AxisChoice> vote =
+      voteOf(*r, {true, res.getResultNumber()}, p);
+  return vote && isValidChoice(*r, *vote, meshSizes[axis]);
+}
+
+double Propagator::axisCost(const ValueState &vs, int64_t axis, Placement from,
+                            Placement to) {
+  if (from == to)
+    return 0;
+  double pieces = 1;
+  for (auto [a, st] : llvm::enumerate(vs.axes))
+    if (st.placement.isShard())
+      pieces *= meshSizes[a];
+  double local = vs.globalBytes / pieces;
+  double k = meshSizes[axis];
+  double bytes;
+  if (from.isReplicateOrOpen())
+    bytes = 0; // a local slice or mask
+  else if (from.isShard())
+    bytes = to.isShard() ? local * (k - 1) / k : local * (k - 1);
+  else if (to.isShard())
+    bytes = local * (k - 1) / k; // reduce-scatter
+  else if (to.isReplicateOrOpen())
+    bytes = 2 * local * (k - 1) / k; // all-reduce
+  else
+    bytes = 2 * local;
+  // Any mismatch costs a little, so exact agreement wins ties.
+  return bytes + 1;
+}
+
+void Propagator::seedAnnotations(FunctionOpInterface func,
+                                 std::set<int> &priorities) {
+  func.walk([&](AnnotateOp op) {
+    ValueState &vs = state(op.getResult());
+    if (op.getSource()) {
+      causes.push_back("'" + op.getSource()->str() + "'");
+    } else {
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "dist.annotate at ";
+      op.getLoc().print(os);
+      causes.push_back(text);
+    }
+    int causeId = causes.size() - 1;
+    int prio = op.getPriority();
+    priorities.insert(prio);
+    for (auto [axis, p] : llvm::enumerate(op.getSharding().getPlacements())) {
+      if (p.isOpen())
+        continue;
+      vs.axes[axis] = {p, prio, causeId, /*fixed=*/true};
+    }
+  });
+}
+
+SmallVector<Value> Propagator::step(Operation *op, int round,
+                                     bool allowPartialFlow) {
+  SmallVector<Value> changed;
+  const OpShardingRule *r = rule(op);
+  if (!r || r->operands.size() != op->getNumOperands() ||
+      r->results.size() != op->getNumResults())
+    return changed;
+
+  struct Tensor {
+    Value value;
+    TensorRef ref;
+  };
+  SmallVector<Tensor> tensors;
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (isa<RankedTensorType>(v.getType()))
+      tensors.push_back({v, {false, static_cast<unsigned>(i)}});
+  for (auto [i, v] : llvm::enumerate(op->getResults()))
+    if (isa<RankedTensorType>(v.getType()))
+      tensors.push_back({v, {true, static_cast<unsigned>(i)}});
+
+  for (int64_t axis = 0; axis < numAxes; ++axis) {
+    bool anyOpen = llvm::any_of(tensors, [&](const Tensor &t) {
+      const AxisState &s = state(t.value).axes[axis];
+      return s.placement.isOpen() && !s.fixed;
+    });
+    if (!anyOpen)
+      continue;
+    auto visible = [&](const AxisState &s) {
+      return !s.placement.isOpen() && s.priority <= round;
+    };
+
+    // Candidates: what each visible tensor votes for, plus "none".
+    std::set<AxisChoice> candidates;
+    candidates.insert(AxisChoice::none());
+    bool anyVote = false;
+    for (const Tensor &t : tensors) {
+      const AxisState &s = state(t.value).axes[axis];
+      if (!visible(s))
+        continue;
+      anyVote = true;
+      if (auto v = voteOf(*r, t.ref, s.placement))
+        candidates.insert(*v);
+    }
+    if (!anyVote)
+      continue;
+
+    // A partial flow voted by a result of a multilinear op must say which
+    // operand carries the partial value: one already partial, else the first
+    // open linear operand that is not a weight.
+    std::set<AxisChoice> resolved;
+    for (AxisChoice c : candidates) {
+      if (c.kind == AxisChoice::Kind::PartialFlow && !allowPartialFlow)
+        continue;
+      if (c.kind == AxisChoice::Kind::PartialFlow && c.partialOperand < 0 &&
+          r->partialFlow == PartialFlow::OneLinear) {
+        int64_t pick = -1;
+        for (const Tensor &t : tensors) {
+          if (t.ref.isResult || !r->linearOperands[t.ref.index])
+            continue;
+          const AxisState &s = state(t.value).axes[axis];
+          if (visible(s) && s.placement.isPartial()) {
+            pick = t.ref.index;
+            break;
+          }
+          if (pick < 0 && s.placement.isOpen() && !isSourceValue(t.value))
+            pick = t.ref.index;
+        }
+        if (pick < 0)
+          continue;
+        c.partialOperand = pick;
+      }
+      if (c.kind == AxisChoice::Kind::PartialFlow) {
+        // The flow makes the results partial: a result read by several ops
+        // stays partial only if all of them keep it so (else each reader
+        // that needs it whole reduces it: reduce once, before). With one
+        // reader, delaying the sum costs nothing more. In a multilinear op
+        // the partial operand must be read once.
+        bool keep = llvm::all_of(op->getResults(), [&](Value res) {
+          return res.hasOneUse() || res.use_empty() ||
+                 readersKeepPartial(res, nullptr);
+        });
+        if (keep && c.partialOperand >= 0 &&
+            llvm::count(op->getOperands(), op->getOperand(c.partialOperand)) > 1)
+          keep = false;
+        // A partial operand that another reader needs whole is reduced once
+        // for all of them instead of flowing on here.
+        for (const Tensor &t : tensors) {
+          if (!keep || t.ref.isResult)
+            continue;
+          const AxisState &s = state(t.value).axes[axis];
+          if (visible(s) && s.placement.isPartial() &&
+              !readersKeepPartial(t.value, op))
+            keep = false;
+        }
+        if (!keep)
+          continue;
+      }
+      resolved.insert(c);
+    }
+
+    // Score: conflicts with stronger priorities weigh first, then bytes.
+    std::optional<AxisChoice> best;
+    std::map<int, double> bestScore;
+    for (AxisChoice c : resolved) {
+      if (!isValidChoice(*r, c, meshSizes[axis]))
+        continue;
+      std::map<int, double> score;
+      bool representable = true;
+      for (const Tensor &t : tensors) {
+        const ValueState &vs = state(t.value);
+        const AxisState &s = vs.axes[axis];
+        std::optional<Placement> proj = project(*r, c, t.ref);
+        if (!proj) {
+          representable = false;
+          break;
+        }
+        if (!visible(s) || *proj == s.placement)
+          continue;
+        // A partial value is a by-product, not something asked for: it
+        // weighs least when choices conflict (only its bytes count).
+        int strength = s.placement.isPartial() ? INT_MAX : s.priority;
+        score[strength] += axisCost(vs, axis, s.placement, *proj);
+      }
+      if (!representable)
+        continue;
+      if (!best || score < bestScore) {
+        best = c;
+        bestScore = std::move(score);
+      }
+    }
+    if (!best || best->kind == AxisChoice::Kind::None)
+      continue;
+
+    // The strongest tensor that agrees with the choice lends its priority
+    // and cause to the placements filled from it.
+    int prio = INT_MAX, cause = -1;
+    for (const Tensor &t : tensors) {
+      const AxisState &s = state(t.value).axes[axis];
+      if (visible(s) && project(*r, *best, t.ref) == s.placement &&
+          s.priority < prio) {
+        prio = s.priority;
+        cause = s.cause;
+      }
+    }
+    if (prio == INT_MAX)
+      continue;
+    for (const Tensor &t : tensors) {
+      AxisState &s = state(t.value).axes[axis];
+      if (!s.placement.isOpen() || s.fixed)
+        continue;
+      Placement p = *project(*r, *best, t.ref);
+      // Weights and inputs are never partial: they stay whole and the op
+      // masks them (a free local step) if it needs a partial operand.
+      if (p.isPartial() && isSourceValue(t.value))
+        p = Placement::replicate();
+      // An operand takes the placement only if its producer can make it.
+      if (!t.ref.isResult && !canProduce(t.value, axis, p))
+        continue;
+      s = {p, prio, cause, false};
+      changed.push_back(t.value);
+    }
+  }
+  return changed;
+}
+
+void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
+                          bool passThroughOnly, bool allowPartialFlow) {
+  std::deque<Operation *> work;
+  DenseSet<Operation *> queued;
+  auto eligible = [&](Operation *op) {
+    return rule(op) && (!passThroughOnly || isPassThrough(op));
+  };
+  for (Operation *op : ops)
+    if (eligible(op) && queued.insert(op).second)
+      work.push_back(op);
+  while (!work.empty()) {
+    Operation *op = work.front();
+    work.pop_front();
+    queued.erase(op);
+    for (Value v : step(op, round, allowPartialFlow)) {
+      auto push = [&](Operation *o) {
+        if (o && eligible(o) && queued.insert(o).second)
+          work.push_back(o);
+      };
+      push(v.getDefiningOp());
+      for (Operation *user : v.getUsers())
+        push(user);
+    }
+  }
+}
+
+LogicalResult Propagator::run(FunctionOpInterface func) {
+  std::set<int> priorities;
+  seedAnnotations(func, priorities);
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) {
+    if (op != func.getOperation())
+      ops.push_back(op);
+  });
+  // Keeping a sum partial through a linear op is an optimisation, not a
+  // constraint: it is only considered once every annotation has spoken, so
+  // a weaker annotation (sequence parallelism) still shapes the values a
+  // partial sum flows into.
+  for (int round : priorities) {
+    runPhase(ops, round, /*passThroughOnly=*/true, /*allowPartialFlow=*/false);
+    runPhase(ops, round, /*passThroughOnly=*/false, /*allowPartialFlow=*/false);
+  }
+  if (!priorities.empty())
+    runPhase(ops, *priorities.rbegin(), /*passThroughOnly=*/false,
+             /*allowPartialFlow=*/true);
+  return success();
+}
+
+void Propagator::materialize(FunctionOpInterface func,
+                             FlatSymbolRefAttr meshRef) {
+  MLIRContext *ctx = func.getContext();
+  auto shardingOf = [&](Value v) {
+    SmallVector<Placement> placements;
+    ValueState &vs = state(v);
+    for (const AxisState &s : vs.axes)
+      placements.push_back(s.placement.isOpen() ? Placement::replicate()
+                                                : s.placement);
+    return ShardingAttr::get(ctx, meshRef, placements);
+  };
+  auto causeOf = [&](Value v, ShardingAttr sharding) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    ValueState &vs = state(v);
+    bool first = true;
+    for (auto [axis, s] : llvm::enumerate(vs.axes)) {
+      if (s.cause < 0 || sharding.getPlacements()[axis].isReplicate())
+        continue;
+      os << (first ? "" : "; ") << axisNames[axis] << " "
+         << sharding.getPlacements()[axis].str() << " from " << causes[s.cause];
+      first = false;
+    }
+    return StringAttr::get(ctx, text);
+  };
+  func.walk([&](Operation *op) {
+    if (op == func.getOperation() || op->getNumResults() == 0)
+      return;
+    if (!llvm::all_of(op->getResultTypes(), llvm::IsaPred<RankedTensorType>))
+      return;
+    SmallVector<Attribute> shardings, why;
+    bool anyCause = false;
+    for (Value r : op->getResults()) {
+      ShardingAttr s = shardingOf(r);
+      shardings.push_back(s);
+      StringAttr c = causeOf(r, s);
+      anyCause |= !c.getValue().empty();
+      why.push_back(c);
+    }
+    op->setAttr("dist.sharding", ArrayAttr::get(ctx, shardings));
+    if (anyCause)
+      op->setAttr("dist.cause", ArrayAttr::get(ctx, why));
+  });
+  // All argument attributes at once: setting them one by one rebuilds the
+  // whole array each time (quadratic in the argument count).
+  SmallVector<DictionaryAttr> argAttrs;
+  for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+    NamedAttrList attrs(func.getArgAttrs(i));
+    Value arg = func.getArgument(i);
+    if (isa<RankedTensorType>(arg.getType()))
+      attrs.set("dist.sharding", shardingOf(arg));
+    argAttrs.push_back(attrs.getDictionary(ctx));
+  }
+  func.setAllArgAttrs(argAttrs);
+}
+
+namespace {
+struct PropagateShardingPass
+    : public distopt::dist::impl::DistPropagateShardingBase<
+          PropagateShardingPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool anyAnnotation = false;
+    module.walk([&](AnnotateOp) { anyAnnotation = true; });
+    if (!anyAnnotation && module.getOps<MeshOp>().empty())
+      return; // nothing to distribute
+    FailureOr<MeshOp> mesh = getModuleMesh(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+    bool failedAny = false;
+    module.walk([&](AnnotateOp op) {
+      if (op.getSharding().getMesh() != meshRef) {
+        op.emitOpError("uses mesh ") << op.getSharding().getMesh()
+                                     << " but the module's mesh is " << meshRef;
+        failedAny = true;
+      }
+    });
+    if (failedAny)
+      return signalPassFailure();
+    for (auto func : module.getOps<FunctionOpInterface>()) {
+      if (func.isExternal())
+        continue;
+      Propagator prop(*mesh);
+      if (failed(prop.run(func)))
+        return signalPassFailure();
+      prop.materialize(func, meshRef);
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,298 @@
+//===- ReshardPlanner.cpp - cheapest collectives between shardings -*- C++ -*-===//
+#include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
+
+#include "llvm/Support/raw_ostream.h"
+#include <map>
+#include <queue>
+
+using namespace distopt::dist;
+using llvm::ArrayRef;
+using llvm::SmallVector;
+
+std::string ReshardStep::str() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  switch (kind) {
+  case Kind::AllGather:
+    os << "all_gather(axis " << axis << ", dim " << dim << ")";
+    break;
+  case Kind::AllReduce:
+    os << "all_reduce(axis " << axis << ", "
+       << stringifyReductionKind(reduction) << ")";
+    break;
+  case Kind::ReduceScatter:
+    os << "reduce_scatter(axis " << axis << ", dim " << dim << ", "
+       << stringifyReductionKind(reduction) << ")";
+    break;
+  case Kind::AllToAll:
+    os << "all_to_all(axis " << axis << ", dim " << dim << " -> " << dim2 << ")";
+    break;
+  case Kind::LocalSlice:
+    os << "local_slice(axis " << axis << ", dim " << dim << ")";
+    break;
+  case Kind::Permute:
+    os << "collective_permute(axes " << axis << ", " << axis2 << ")";
+    break;
+  case Kind::ToPartial:
+    os << "to_partial(axis " << axis << ", "
+       << stringifyReductionKind(reduction) << ")";
+    break;
+  }
+  return s;
+}
+
+static Placement normalize(Placement p) {
+  return p.isOpen() ? Placement::replicate() : p;
+}
+
+double distopt::dist::localBytes(const ReshardProblem &problem,
+                                 ArrayRef<Placement> state) {
+  double bytes = problem.elementBytes;
+  for (int64_t d = 0, e = problem.globalShape.size(); d < e; ++d) {
+    int64_t pieces = 1;
+    for (auto [axis, p] : llvm::enumerate(state))
+      if (p.isShardOf(d))
+        pieces *= problem.meshSizes[axis];
+    int64_t extent = problem.globalShape[d];
+    bytes *= (extent + pieces - 1) / pieces;
+  }
+  return bytes;
+}
+
+/// True if no axis after `axis` shards `dim`: `axis` is the innermost split.
+static bool isInnermost(ArrayRef<Placement> state, int64_t axis, int64_t dim) {
+  for (int64_t b = axis + 1, e = state.size(); b < e; ++b)
+    if (state[b].isShardOf(dim))
+      return false;
+  return true;
+}
+
+/// Swapping axes a < b keeps every device's data when no axis between them
+/// shards a dimension either of them shards.
+static bool canSwap(ArrayRef<Placement> state, int64_t a, int64_t b) {
+  for (const Placement &p : {state[a], state[b]}) {
+    if (p.isPartial())
+      return false;
+    if (!p.isShard())
+      continue;
+    for (int64_t m = a + 1; m < b; ++m)
+      if (state[m].isShardOf(p.dim))
+        return false;
+  }
+  return true;
+}
+
+/// Every split divides evenly: all devices hold pieces of one shape, so a
+/// device can take over another's piece (a permute keeps shapes).
+static bool evenlySplit(const ReshardProblem &problem,
+                        ArrayRef<Placement> state) {
+  for (int64_t d = 0, e = problem.globalShape.size(); d < e; ++d) {
+    int64_t pieces = 1;
+    for (auto [axis, p] : llvm::enumerate(state))
+      if (p.isShardOf(d))
+        pieces *= problem.meshSizes[axis];
+    if (problem.globalShape[d] % pieces != 0)
+      return false;
+  }
+  return true;
+}
+
+SmallVector<ReshardStep>
+distopt::dist::possibleSteps(const ReshardProblem &problem,
+                             ArrayRef<Placement> state) {
+  SmallVector<ReshardStep> steps;
+  int64_t numAxes = state.size();
+  int64_t rank = problem.globalShape.size();
+  double local = localBytes(problem, state);
+  auto add = [&](ReshardStep::Kind kind, int64_t axis, SmallVector<Placement> after,
+                 double bytes) -> ReshardStep & {
+    ReshardStep s{kind, axis};
+    s.after = std::move(after);
+    s.bytes = bytes;
+    steps.push_back(std::move(s));
+    return steps.back();
+  };
+  for (int64_t a = 0; a < numAxes; ++a) {
+    double k = problem.meshSizes[a];
+    if (k <= 1 || (a < static_cast<int64_t>(problem.frozenAxes.size()) &&
+                   problem.frozenAxes[a]))
+      continue;
+    Placement p = state[a];
+    SmallVector<Placement> next(state);
+    if (p.isPartial()) {
+      next[a] = Placement::replicate();
+      add(ReshardStep::Kind::AllReduce, a, next, 2 * local * (k - 1) / k)
+          .reduction = p.reduction;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!isInnermost(state, a, d))
+          continue;
+        next[a] = Placement::shard(d);
+        ReshardStep &s = add(ReshardStep::Kind::ReduceScatter, a, next,
+                             local * (k - 1) / k);
+        s.dim = d;
+        s.reduction = p.reduction;
+      }
+    } else if (p.isShard()) {
+      if (!isInnermost(state, a, p.dim))
+        continue;
+      next[a] = Placement::replicate();
+      double after = localBytes(problem, next);
+      add(ReshardStep::Kind::AllGather, a, next, after * (k - 1) / k).dim = p.dim;
+      for (int64_t d = 0; d < rank; ++d) {
+        if (d == p.dim || !isInnermost(state, a, d))
+          continue;
+        next[a] = Placement::shard(d);
+        ReshardStep &s = add(ReshardStep::Kind::AllToAll, a, next,
+                             local * (k - 1) / k);
+        s.dim = p.dim;
+        s.dim2 = d;
+      }
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!isInnermost(state, a, d))
+          continue;
+        next[a] = Placement::shard(d);
+        add(ReshardStep::Kind::LocalSlice, a, next, 0).dim = d;
+      }
+      for (ReductionKind r : {ReductionKind::Sum, ReductionKind::Max,
+                              ReductionKind::Min, ReductionKind::Avg}) {
+        next[a] = Placement::partial(r);
+        add(ReshardStep::Kind::ToPartial, a, next, 0).reduction = r;
+      }
+    }
+  }
+  // Time of each step: latency plus bytes over the axis bandwidth; local
+  // steps cost nothing but a tie-breaking trifle.
+  for (ReshardStep &s : steps) {
+    auto bw = [&](int64_t axis) {
+      return problem.relativeBandwidth.empty() ? 1.0
+                                               : problem.relativeBandwidth[axis];
+    };
+    bool local = s.kind == ReshardStep::Kind::LocalSlice ||
+                 s.kind == ReshardStep::Kind::ToPartial;
+    double b = bw(s.axis);
+    if (s.axis2 >= 0)
+      b = std::min(b, bw(s.axis2));
+    s.cost = local ? 1e-6 : problem.latencyBytes + s.bytes / b;
+  }
+  for (int64_t a = 0; a < numAxes; ++a) {
+    for (int64_t b = a + 1; b < numAxes; ++b) {
+      if (problem.meshSizes[a] != problem.meshSizes[b] ||
+          problem.meshSizes[a] <= 1 || state[a] == state[b] ||
+          !canSwap(state, a, b) || !evenlySplit(problem, state))
+        continue;
+      SmallVector<Placement> next(state);
+      std::swap(next[a], next[b]);
+      ReshardStep &s = add(ReshardStep::Kind::Permute, a, next, local);
+      s.axis2 = b;
+      double bw = problem.relativeBandwidth.empty()
+                      ? 1.0
+                      : std::min(problem.relativeBandwidth[a],
+                                 problem.relativeBandwidth[b]);
+      s.cost = problem.latencyBytes + local / bw;
+    }
+  }
+  return steps;
+}
+
+namespace {
+/// Placements encoded as integers so states compare and hash cheaply.
+using Key = SmallVector<int64_t, 4>;
+Key encode(ArrayRef<Placement> state) {
+  Key k;
+  for (const Placement &p : state)
+    k.push_back(static_cast<int64_t>(p.kind) * 1024 +
+                (p.isShard() ? p.dim : 0) +
+                (p.isPartial() ? static_cast<int64_t>(p.reduction) : 0));
+  return k;
+}
+struct KeyLess {
+  bool operator()(const Key &a, const Key &b) const {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  }
+};
+} // namespace
+
+std::optional<ReshardPlan>
+distopt::dist::planReshard(const ReshardProblem &problem,
+                           ArrayRef<Placement> fromRaw,
+                           ArrayRef<Placement> toRaw) {
+  SmallVector<Placement> from, to;
+  for (const Placement &p : fromRaw)
+    from.push_back(normalize(p));
+  for (const Placement &p : toRaw)
+    to.push_back(normalize(p));
+  ReshardPlan plan;
+  if (from == to)
+    return plan;
+
+  // Dijkstra on (cost, steps); ties break on the order steps are generated,
+  // which is deterministic.
+  struct Node {
+    double cost;
+    int64_t steps;
+    int64_t id;
+    bool operator>(const Node &o) const {
+      return std::tie(cost, steps, id) > std::tie(o.cost, o.steps, o.id);
+    }
+  };
+  struct Visit {
+    SmallVector<Placement> state;
+    double cost;
+    int64_t steps;
+    int64_t parent;
+    ReshardStep via;
+  };
+  std::vector<Visit> visits;
+  std::map<Key, int64_t, KeyLess> best;
+  std::priority_queue<Node, std::vector<Node>, std::greater<Node>> queue;
+  visits.push_back({from, 0, 0, -1, ReshardStep{ReshardStep::Kind::AllReduce}});
+  best[encode(from)] = 0;
+  queue.push({0, 0, 0});
+  Key goal = encode(to);
+  const double eps = 1e-9;
+  while (!queue.empty()) {
+    Node n = queue.top();
+    queue.pop();
+    const Visit &v = visits[n.id];
+    if (n.cost > v.cost + eps || n.steps > v.steps)
+      continue;
+    Key key = encode(v.state);
+    if (best[key] != n.id)
+      continue;
+    if (key == goal) {
+      for (int64_t id = n.id; visits[id].parent >= 0; id = visits[id].parent)
+        plan.steps.insert(plan.steps.begin(), visits[id].via);
+      plan.cost = v.cost;
+      for (const ReshardStep &s : plan.steps)
+        plan.bytes += s.bytes;
+      for (size_t i = 0; i < plan.steps.size(); ++i)
+        for (size_t j = i + 1; j < plan.steps.size(); ++j)
+          if (plan.steps[i].kind == ReshardStep::Kind::AllGather &&
+              plan.steps[j].kind == ReshardStep::Kind::LocalSlice &&
+              plan.steps[i].dim == plan.steps[j].dim)
+            plan.gathersThenSlices = true;
+      return plan;
+    }
+    SmallVector<Placement> state = v.state;
+    double cost = v.cost;
+    int64_t steps = v.steps;
+    for (ReshardStep &s : possibleSteps(problem, state)) {
+      double nb = cost + s.cost;
+      int64_t ns = steps + 1;
+      Key k = encode(s.after);
+      auto it = best.find(k);
+      if (it != best.end()) {
+        const Visit &old = visits[it->second];
+        if (old.cost < nb - eps || (std::abs(old.cost - nb) <= eps && old.steps <= ns))
+          continue;
+      }
+      int64_t id = visits.size();
+      SmallVector<Placement> after = s.after;
+      visits.push_back({std::move(after), nb, ns, n.id, std::move(s)});
+      best[k] = id;
+      queue.push({nb, ns, id});
+    }
+  }
+  return std::nullopt;
+}

@@ -1,0 +1,208 @@
+//===- ReshardToCollectives.cpp - dist-reshard-to-collectives ---*- C++ -*-===//
+//
+// Replaces each partitioned dist.reshard by the collectives of its cheapest
+// plan (ReshardPlanner). Every emitted op carries the sharding it produces and
+// the reshard's reason, so reports can explain it.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "FactorChoice.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace distopt::dist {
+#define GEN_PASS_DEF_DISTRESHARDTOCOLLECTIVES
+#include "distopt/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace distopt::dist
+
+using namespace mlir;
+using namespace distopt::dist;
+
+namespace {
+
+class Lowering {
+public:
+  Lowering(MeshOp mesh, std::optional<SmallVector<int64_t>> coords)
+      : mesh(mesh), coords(std::move(coords)),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
+        meshSizes(mesh.getAxisSizes()) {}
+
+  LogicalResult lower(ReshardOp op);
+  /// No collective may run along `axisName` (a pipeline stage's axis).
+  void freezeAxis(StringRef axisName) {
+    frozen.assign(meshSizes.size(), false);
+    for (int64_t a = 0; a < static_cast<int64_t>(meshSizes.size()); ++a)
+      if (mesh.getAxisName(a) == axisName)
+        frozen[a] = true;
+  }
+
+private:
+  RankedTensorType localType(RankedTensorType global, ShardingAttr s) {
+    std::optional<ArrayRef<int64_t>> c;
+    if (coords)
+      c = ArrayRef<int64_t>(*coords);
+    return global.clone(localShape(global.getShape(), s, meshSizes, c));
+  }
+  DenseI64ArrayAttr pieceSizes(OpBuilder &b, RankedTensorType global,
+                               ShardingAttr s, int64_t dim, int64_t axis) {
+    if (!coords)
+      return {};
+    int64_t extent = global.getDimSize(dim);
+    if (splitsEvenly(extent, dim, s, meshSizes))
+      return {};
+    return b.getDenseI64ArrayAttr(
+        groupPieceSizes(extent, dim, s, axis, meshSizes, *coords));
+  }
+
+  MeshOp mesh;
+  std::optional<SmallVector<int64_t>> coords;
+  FlatSymbolRefAttr meshRef;
+  SmallVector<int64_t> meshSizes;
+  SmallVector<bool> frozen;
+  /// Plans by (global type, from, to): a model repeats the same reshards in
+  /// every layer, and the search is the costly part of lowering them.
+  DenseMap<std::tuple<Type, Attribute, Attribute>, std::optional<ReshardPlan>>
+      plans;
+};
+
+} // namespace
+
+LogicalResult Lowering::lower(ReshardOp op) {
+  auto globalAttr = op.getGlobalType();
+  if (!globalAttr)
+    return op.emitOpError("has no global_type: run dist-partition before "
+                          "dist-reshard-to-collectives");
+  auto global = cast<RankedTensorType>(*globalAttr);
+  ReshardProblem problem;
+  problem.globalShape.assign(global.getShape().begin(), global.getShape().end());
+  problem.elementBytes = elementBytes(global.getElementType());
+  problem.meshSizes = meshSizes;
+  problem.frozenAxes = frozen;
+  if (!global.hasStaticShape())
+    return op.emitOpError("needs a static global shape to plan collectives");
+  auto key = std::make_tuple(Type(global), Attribute(op.getFrom()),
+                             Attribute(op.getTo()));
+  auto cached = plans.find(key);
+  if (cached == plans.end())
+    cached = plans
+                 .try_emplace(key, planReshard(problem,
+                                               op.getFrom().getPlacements(),
+                                               op.getTo().getPlacements()))
+                 .first;
+  // The loop below adds nothing to `plans`, so the reference stays valid.
+  const std::optional<ReshardPlan> &plan = cached->second;
+  if (!plan)
+    return op.emitOpError("no sequence of collectives turns ")
+           << op.getFrom() << " into " << op.getTo();
+
+  OpBuilder b(op);
+  MLIRContext *ctx = op.getContext();
+  Value current = op.getInput();
+  ShardingAttr state = op.getFrom();
+  StringAttr reason = op.getReasonAttr();
+  for (const ReshardStep &step : plan->steps) {
+    ShardingAttr next = ShardingAttr::get(ctx, meshRef, step.after);
+    RankedTensorType type = localType(global, next);
+    ArrayAttr axes = b.getStrArrayAttr({mesh.getAxisName(step.axis)});
+    auto reduction = ReductionKindAttr::get(ctx, step.reduction);
+    Operation *created = nullptr;
+    switch (step.kind) {
+    case ReshardStep::Kind::AllGather:
+      created = AllGatherOp::create(b, op.getLoc(), type, current, meshRef, axes,
+                                    b.getI64IntegerAttr(step.dim),
+                                    pieceSizes(b, global, state, step.dim, step.axis));
+      break;
+    case ReshardStep::Kind::AllReduce:
+      created = AllReduceOp::create(b, op.getLoc(), current, meshRef, axes,
+                                    reduction);
+      break;
+    case ReshardStep::Kind::ReduceScatter:
+      created = ReduceScatterOp::create(
+          b, op.getLoc(), type, current, meshRef, axes, b.getI64IntegerAttr(step.dim), reduction,
+          pieceSizes(b, global, next, step.dim, step.axis));
+      break;
+    case ReshardStep::Kind::AllToAll:
+      created = AllToAllOp::create(
+          b, op.getLoc(), type, current, meshRef, axes, b.getI64IntegerAttr(step.dim2),
+          b.getI64IntegerAttr(step.dim),
+          pieceSizes(b, global, next, step.dim2, step.axis),
+          pieceSizes(b, global, state, step.dim, step.axis));
+      break;
+    case ReshardStep::Kind::LocalSlice:
+      created = LocalSliceOp::create(b, op.getLoc(), type, current, meshRef,
+                                     axes, b.getI64IntegerAttr(step.dim),
+                                     pieceSizes(b, global, next, step.dim, step.axis));
+      break;
+    case ReshardStep::Kind::Permute: {
+      int64_t k = meshSizes[step.axis];
+      SmallVector<int64_t> pairs;
+      for (int64_t i = 0; i < k; ++i)
+        for (int64_t j = 0; j < k; ++j) {
+          pairs.push_back(i * k + j);
+          pairs.push_back(j * k + i);
+        }
+      ArrayAttr twoAxes = b.getStrArrayAttr(
+          {mesh.getAxisName(step.axis), mesh.getAxisName(step.axis2)});
+      created = CollectivePermuteOp::create(b, op.getLoc(), current, meshRef,
+                                            twoAxes,
+                                            b.getDenseI64ArrayAttr(pairs));
+      break;
+    }
+    case ReshardStep::Kind::ToPartial:
+      created = ToPartialOp::create(b, op.getLoc(), current, meshRef, axes,
+                                    reduction);
+      break;
+    }
+    created->setAttr("dist.sharding", b.getArrayAttr({next}));
+    if (created->getResult(0).getType() != type)
+      created->getResult(0).setType(type);
+    if (reason)
+      created->setAttr("dist.reason", reason);
+    if (plan->gathersThenSlices)
+      created->setAttr("dist.note",
+                       b.getStringAttr("cheapest plan gathers then slices"));
+    current = created->getResult(0);
+    state = next;
+  }
+  if (current.getType() != op.getResult().getType())
+    return op.emitOpError("internal: planned result type ")
+           << current.getType() << " differs from " << op.getResult().getType();
+  op.getResult().replaceAllUsesWith(current);
+  op.erase();
+  return success();
+}
+
+namespace {
+struct ReshardToCollectivesPass
+    : public distopt::dist::impl::DistReshardToCollectivesBase<
+          ReshardToCollectivesPass> {
+  using DistReshardToCollectivesBase::DistReshardToCollectivesBase;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<ReshardOp> reshards;
+    module.walk([&](ReshardOp op) { reshards.push_back(op); });
+    if (reshards.empty())
+      return;
+    FailureOr<MeshOp> mesh = getModuleMesh(module);
+    if (failed(mesh))
+      return signalPassFailure();
+    int64_t r = rank;
+    if (r < 0)
+      if (auto attr = module->getAttrOfType<IntegerAttr>("dist.rank"))
+        r = attr.getInt();
+    std::optional<SmallVector<int64_t>> coords;
+    if (r >= 0)
+      coords = mesh->getCoords(r);
+    Lowering lowering(*mesh, coords);
+    if (auto axis = module->getAttrOfType<StringAttr>("dist.pipeline_axis"))
+      lowering.freezeAxis(axis.getValue());
+    for (ReshardOp op : reshards)
+      if (failed(lowering.lower(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace

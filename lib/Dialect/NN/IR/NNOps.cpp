@@ -1,0 +1,265 @@
+//===- NNOps.cpp - nn op verifiers and folders ------------------*- C++ -*-===//
+#include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/ShapeUtils.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace distopt::nn;
+
+static constexpr int64_t kDyn = ShapedType::kDynamic;
+
+static int64_t numElements(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s == kDyn)
+      return kDyn;
+    n *= s;
+  }
+  return n;
+}
+
+LogicalResult WeightOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs the initializer's name");
+  if (!getResult().getType().hasStaticShape())
+    return emitOpError("weight '") << getName() << "' needs a static shape";
+  if (getOffsetAttr().getInt() < 0)
+    return emitOpError("weight '") << getName() << "' has a negative offset "
+                                   << getOffsetAttr().getInt();
+  if (getStoredShape().has_value() != getWindowOffsets().has_value())
+    return emitOpError("weight '") << getName()
+                                   << "' needs both stored_shape and "
+                                      "window_offsets, or neither";
+  if (getStoredShape()) {
+    ArrayRef<int64_t> stored = *getStoredShape(), at = *getWindowOffsets();
+    ArrayRef<int64_t> shape = getResult().getType().getShape();
+    if (stored.size() != shape.size() || at.size() != shape.size())
+      return emitOpError("weight '") << getName()
+                                     << "': stored_shape and window_offsets "
+                                        "need one entry per dimension";
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (at[d] < 0 || at[d] + shape[d] > stored[d])
+        return emitOpError("weight '")
+               << getName() << "': window [" << at[d] << ", "
+               << at[d] + shape[d] << ") of dimension " << d
+               << " is outside the stored extent " << stored[d];
+  }
+  return success();
+}
+
+LogicalResult ConstantOp::verify() {
+  if (getValue().getType() != getResult().getType())
+    return emitOpError("value of type ")
+           << getValue().getType() << " does not match the result type "
+           << getResult().getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult GeluOp::verify() {
+  if (getApproximate() != "none" && getApproximate() != "tanh")
+    return emitOpError("approximate must be \"none\" or \"tanh\", got \"")
+           << getApproximate() << "\"";
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getRank() != out.getRank() ||
+      failed(verifyCompatibleShape(in.getShape(), out.getShape())))
+    return emitOpError("changes the shape from ") << in << " to " << out;
+  return success();
+}
+
+static LogicalResult verifyAxes(Operation *op, ArrayRef<int64_t> axes,
+                                int64_t rank) {
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || axes[i] >= rank)
+      return op->emitOpError("axis ") << axes[i] << " is out of range for rank "
+                                      << rank;
+    if (i > 0 && axes[i] <= axes[i - 1])
+      return op->emitOpError("axes must be sorted and unique");
+  }
+  return success();
+}
+
+#define VERIFY_REDUCE(OP)                                                      \
+  LogicalResult OP::verify() {                                                 \
+    return verifyAxes(*this, getAxes(), getInput().getType().getRank());       \
+  }
+VERIFY_REDUCE(ReduceSumOp)
+VERIFY_REDUCE(ReduceMeanOp)
+VERIFY_REDUCE(ReduceMaxOp)
+VERIFY_REDUCE(ReduceMinOp)
+VERIFY_REDUCE(ReduceProdOp)
+#undef VERIFY_REDUCE
+
+#define VERIFY_AXIS(OP)                                                        \
+  LogicalResult OP::verify() {                                                 \
+    int64_t rank = getInput().getType().getRank();                             \
+    if (getAxis() < 0 || getAxis() >= rank)                                    \
+      return emitOpError("axis ") << getAxis() << " is out of range for rank " \
+                                  << rank;                                     \
+    return success();                                                          \
+  }
+VERIFY_AXIS(ArgMaxOp)
+VERIFY_AXIS(ArgMinOp)
+VERIFY_AXIS(SoftmaxOp)
+VERIFY_AXIS(LogSoftmaxOp)
+#undef VERIFY_AXIS
+
+LogicalResult LayerNormOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxis() < 0 || getAxis() >= rank)
+    return emitOpError("axis ") << getAxis() << " is out of range for rank "
+                                << rank;
+  ArrayRef<int64_t> normShape = getInput().getType().getShape().drop_front(getAxis());
+  auto checkParam = [&](Value v, StringRef what) -> LogicalResult {
+    auto t = cast<RankedTensorType>(v.getType());
+    auto b = broadcastShapes(normShape, t.getShape());
+    if (t.getRank() > static_cast<int64_t>(normShape.size()) || failed(b) ||
+        ArrayRef<int64_t>(*b) != normShape)
+      return emitOpError() << what << " of type " << t
+                           << " does not broadcast to the normalised dimensions";
+    return success();
+  };
+  if (failed(checkParam(getScale(), "scale")))
+    return failure();
+  if (getBias() && failed(checkParam(getBias(), "bias")))
+    return failure();
+  return success();
+}
+
+LogicalResult BatchNormOp::verify() {
+  auto x = getInput().getType();
+  if (x.getRank() < 2)
+    return emitOpError("expects input [N, C, ...]");
+  for (Value v : {getScale(), getBias(), getMean(), getVariance()}) {
+    auto t = cast<RankedTensorType>(v.getType());
+    if (t.getRank() != 1 || (t.getDimSize(0) != x.getDimSize(1) &&
+                             !ShapedType::isDynamic(x.getDimSize(1))))
+      return emitOpError("per-channel parameters must have shape [")
+             << x.getDimSize(1) << "], got " << t;
+  }
+  return success();
+}
+
+LogicalResult TransposeOp::verify() {
+  ArrayRef<int64_t> perm = getPerm();
+  SmallVector<bool> seen(perm.size(), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p])
+      return emitOpError("perm must be a permutation of 0..")
+             << perm.size() - 1;
+    seen[p] = true;
+  }
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  int64_t in = numElements(getInput().getType().getShape());
+  int64_t out = numElements(getResult().getType().getShape());
+  if (in != kDyn && out != kDyn && in != out)
+    return emitOpError("cannot reshape ")
+           << in << " elements into " << getResult().getType();
+  if (getInput().getType().getElementType() !=
+      getResult().getType().getElementType())
+    return emitOpError("must keep the element type");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto dense = dyn_cast_or_null<DenseElementsAttr>(adaptor.getInput()))
+    if (getResult().getType().hasStaticShape())
+      return dense.reshape(getResult().getType());
+  return {};
+}
+
+LogicalResult ExpandOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  auto b = broadcastShapes(in.getShape(), out.getShape());
+  if (failed(b) || ArrayRef<int64_t>(*b) != out.getShape() ||
+      in.getElementType() != out.getElementType())
+    return emitOpError("cannot broadcast ") << in << " to " << out;
+  return success();
+}
+
+LogicalResult ConcatOp::verify() { return success(); }
+
+LogicalResult SliceOp::verify() {
+  auto t = getInput().getType();
+  if (static_cast<int64_t>(getStarts().size()) != t.getRank() ||
+      static_cast<int64_t>(getEnds().size()) != t.getRank() ||
+      static_cast<int64_t>(getSteps().size()) != t.getRank())
+    return emitOpError("starts, ends and steps need one entry per dimension (")
+           << t.getRank() << ")";
+  for (int64_t d = 0; d < t.getRank(); ++d) {
+    int64_t e = t.getDimSize(d);
+    int64_t s = getStarts()[d], en = getEnds()[d], st = getSteps()[d];
+    if (e == kDyn)
+      continue;
+    if (s < 0 || (e > 0 && s >= e && sliceExtent(s, en, st) > 0))
+      return emitOpError("start ") << s << " of dimension " << d
+                                   << " is outside extent " << e;
+    if (st > 0 && en > e)
+      return emitOpError("end ") << en << " of dimension " << d
+                                 << " is past extent " << e;
+    if (st < 0 && en < -1)
+      return emitOpError("end ") << en << " of dimension " << d
+                                 << " is before -1";
+  }
+  return success();
+}
+
+LogicalResult GatherOp::verify() { return success(); }
+
+LogicalResult PadOp::verify() {
+  if (getMode() != "constant" && getMode() != "reflect" && getMode() != "edge")
+    return emitOpError("mode must be constant, reflect or edge, got ")
+           << getMode();
+  return success();
+}
+
+LogicalResult RangeOp::verify() {
+  for (Value v : {getStart(), getLimit(), getDelta()})
+    if (cast<RankedTensorType>(v.getType()).getRank() != 0)
+      return emitOpError("start, limit and delta must be scalars");
+  if (getResult().getType().getRank() != 1)
+    return emitOpError("result must be 1-D");
+  return success();
+}
+
+LogicalResult ConvOp::verify() {
+  auto x = getInput().getType(), w = getWeight().getType();
+  int64_t g = getGroup();
+  if (g <= 0)
+    return emitOpError("group must be positive");
+  if (!ShapedType::isDynamic(x.getDimSize(1)) &&
+      x.getDimSize(1) != w.getDimSize(1) * g)
+    return emitOpError("input has ")
+           << x.getDimSize(1) << " channels but weight expects "
+           << w.getDimSize(1) << " x group " << g;
+  if (w.getDimSize(0) % g != 0)
+    return emitOpError("output channels ")
+           << w.getDimSize(0) << " do not divide by group " << g;
+  if (getBias()) {
+    auto b = cast<RankedTensorType>(getBias().getType());
+    if (b.getRank() != 1 || b.getDimSize(0) != w.getDimSize(0))
+      return emitOpError("bias must have shape [") << w.getDimSize(0) << "]";
+  }
+  return success();
+}
+
+LogicalResult MaxPoolOp::verify() { return success(); }
+LogicalResult AvgPoolOp::verify() { return success(); }
+LogicalResult GlobalAvgPoolOp::verify() { return success(); }
+LogicalResult GlobalMaxPoolOp::verify() { return success(); }
+
+#define GET_OP_CLASSES
+#include "distopt/Dialect/NN/IR/NNOps.cpp.inc"

@@ -1,0 +1,689 @@
+//===- NNShardingRules.cpp - factor rules and local forms of nn ops -*- C++ -*-===//
+//
+// Each nn op describes itself to the sharding passes (see ShardingRule.h).
+// Most ops partition by cloning on local pieces; the few whose local form
+// differs (a sharded constant, a slice of a full dimension, a mean over a
+// sharded dimension, an embedding lookup into a sharded table) say how here.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Dialect/NN/IR/NNOps.h"
+
+#include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::nn;
+using dist::FactorKind;
+using dist::OpShardingRule;
+using dist::PartialFlow;
+using dist::ShardingAttr;
+using dist::TensorFactors;
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// One fresh factor per dimension of `v`.
+static TensorFactors freshFactors(OpShardingRule &rule, Value v,
+                                  FactorKind kind = FactorKind::Parallel) {
+  TensorFactors tf;
+  for (int64_t s : shapeOf(v))
+    tf.push_back({rule.addFactor(s, kind)});
+  return tf;
+}
+
+static OpShardingRule elementwise(Operation *op, PartialFlow flow,
+                                  ArrayRef<unsigned> linear) {
+  OpShardingRule rule = OpShardingRule::elementwise(op);
+  rule.setPartialFlow(flow, linear);
+  return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Sources
+//===----------------------------------------------------------------------===//
+
+OpShardingRule WeightOp::getShardingRule() {
+  OpShardingRule rule;
+  rule.results.push_back(freshFactors(rule, getResult()));
+  return rule;
+}
+
+OpShardingRule ConstantOp::getShardingRule() {
+  OpShardingRule rule;
+  rule.results.push_back(freshFactors(rule, getResult()));
+  return rule;
+}
+
+LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx,
+                                      ValueRange, ArrayRef<ShardingAttr>,
+                                      ArrayRef<ShardingAttr> resultShardings,
+                                      SmallVectorImpl<Value> &localResults) {
+  auto global = cast<RankedTensorType>(getResult().getType());
+  ShardingAttr sharding = resultShardings[0];
+  RankedTensorType local = ctx.localType(global, sharding);
+  auto dense = dyn_cast<DenseElementsAttr>(getValue());
+  if (local == global) {
+    localResults.push_back(
+        ConstantOp::create(ctx.builder, getLoc(), global, getValue()));
+    return success();
+  }
+  if (dense && dense.isSplat() && local.hasStaticShape()) {
+    localResults.push_back(ConstantOp::create(ctx.builder, getLoc(), local,
+                                              dense.resizeSplat(local)));
+    return success();
+  }
+  if (dense && ctx.coords) {
+    // Copy out this rank's block of elements.
+    SmallVector<int64_t> offsets;
+    for (int64_t d = 0; d < global.getRank(); ++d)
+      offsets.push_back(*ctx.pieceOffset(getLoc(), global, sharding, d));
+    ArrayRef<int64_t> gShape = global.getShape(), lShape = local.getShape();
+    SmallVector<Attribute> values(dense.getValues<Attribute>());
+    SmallVector<Attribute> picked;
+    int64_t n = local.getNumElements();
+    SmallVector<int64_t> idx(local.getRank(), 0);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t flat = 0;
+      for (int64_t d = 0; d < local.getRank(); ++d)
+        flat = flat * gShape[d] + offsets[d] + idx[d];
+      picked.push_back(values[flat]);
+      for (int64_t d = local.getRank() - 1; d >= 0; --d) {
+        if (++idx[d] < lShape[d])
+          break;
+        idx[d] = 0;
+      }
+    }
+    localResults.push_back(ConstantOp::create(
+        ctx.builder, getLoc(), local, DenseElementsAttr::get(local, picked)));
+    return success();
+  }
+  // The SPMD program: the whole constant, then each device keeps its piece.
+  Value v = ConstantOp::create(ctx.builder, getLoc(), global, getValue());
+  auto meshRef = FlatSymbolRefAttr::get(ctx.mesh.getSymNameAttr());
+  SmallVector<dist::Placement> done(sharding.getPlacements().size(),
+                                    dist::Placement::replicate());
+  for (auto [axis, p] : llvm::enumerate(sharding.getPlacements())) {
+    if (!p.isShard())
+      continue;
+    done[axis] = p;
+    auto partial = ShardingAttr::get(getContext(), meshRef, done);
+    v = dist::LocalSliceOp::create(
+        ctx.builder, getLoc(), ctx.localType(global, partial), v, meshRef,
+        ctx.builder.getStrArrayAttr({ctx.mesh.getAxisName(axis)}),
+        ctx.builder.getI64IntegerAttr(p.dim), DenseI64ArrayAttr());
+  }
+  localResults.push_back(v);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise
+//===----------------------------------------------------------------------===//
+
+#define RULE(OP, FLOW, ...)                                                    \
+  OpShardingRule OP::getShardingRule() {                                       \
+    return elementwise(getOperation(), PartialFlow::FLOW, {__VA_ARGS__});      \
+  }
+RULE(AddOp, AllLinear, 0, 1)
+RULE(SubOp, AllLinear, 0, 1)
+RULE(MulOp, OneLinear, 0, 1)
+RULE(DivOp, OneLinear, 0)
+RULE(PowOp, None)
+RULE(MaxOp, None)
+RULE(MinOp, None)
+RULE(ModOp, None)
+RULE(EqualOp, None)
+RULE(LessOp, None)
+RULE(LessEqualOp, None)
+RULE(GreaterOp, None)
+RULE(GreaterEqualOp, None)
+RULE(AndOp, None)
+RULE(OrOp, None)
+RULE(XorOp, None)
+RULE(WhereOp, AllLinear, 1, 2)
+RULE(NegOp, AllLinear, 0)
+RULE(IdentityOp, AllLinear, 0)
+RULE(AbsOp, None)
+RULE(ExpOp, None)
+RULE(LogOp, None)
+RULE(SqrtOp, None)
+RULE(ReciprocalOp, None)
+RULE(TanhOp, None)
+RULE(SigmoidOp, None)
+RULE(ErfOp, None)
+RULE(ReluOp, None)
+RULE(NotOp, None)
+RULE(SinOp, None)
+RULE(CosOp, None)
+RULE(FloorOp, None)
+RULE(CeilOp, None)
+RULE(RoundOp, None)
+RULE(SignOp, None)
+RULE(GeluOp, None)
+RULE(LeakyReluOp, None)
+RULE(ClipOp, None)
+RULE(CastOp, None)
+#undef RULE
+
+//===----------------------------------------------------------------------===//
+// Reductions and normalisation
+//===----------------------------------------------------------------------===//
+
+static OpShardingRule reduceRule(Operation *op, ArrayRef<int64_t> axes,
+                                 bool keepdims, FactorKind reducedKind,
+                                 dist::ReductionKind reduction) {
+  OpShardingRule rule;
+  Value input = op->getOperand(0);
+  TensorFactors in, out;
+  for (auto [d, s] : llvm::enumerate(shapeOf(input))) {
+    bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
+    int64_t f = rule.addFactor(s, reduced ? reducedKind : FactorKind::Parallel,
+                               reduction);
+    in.push_back({f});
+    if (!reduced)
+      out.push_back({f});
+    else if (keepdims)
+      out.push_back({});
+  }
+  rule.operands.push_back(in);
+  rule.results.push_back(out);
+  return rule;
+}
+
+OpShardingRule ReduceSumOp::getShardingRule() {
+  OpShardingRule rule = reduceRule(*this, getAxes(), getKeepdims(),
+                                   FactorKind::Reduction, dist::ReductionKind::Sum);
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+OpShardingRule ReduceMeanOp::getShardingRule() {
+  // Partitioned as a local sum scaled by 1/global count: a partial sum.
+  OpShardingRule rule = reduceRule(*this, getAxes(), getKeepdims(),
+                                   FactorKind::Reduction, dist::ReductionKind::Sum);
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+LogicalResult ReduceMeanOp::partitionOp(dist::PartitionContext &ctx,
+                                        ValueRange localOperands,
+                                        ArrayRef<ShardingAttr> operandShardings,
+                                        ArrayRef<ShardingAttr> resultShardings,
+                                        SmallVectorImpl<Value> &localResults) {
+  bool reducesShardedDim = llvm::any_of(getAxes(), [&](int64_t a) {
+    return !operandShardings[0].getAxesForDim(a).empty();
+  });
+  if (!reducesShardedDim)
+    return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
+                                    localResults);
+  auto global = getInput().getType();
+  int64_t count = 1;
+  for (int64_t a : getAxes())
+    count *= global.getDimSize(a);
+  Value sum = ReduceSumOp::create(ctx.builder, getLoc(), localOperands[0],
+                                  getAxesAttr(), getKeepdimsAttr());
+  auto sumType = cast<RankedTensorType>(sum.getType());
+  auto scalarType = RankedTensorType::get({}, sumType.getElementType());
+  Value scale = ConstantOp::create(
+      ctx.builder, getLoc(), scalarType,
+      DenseElementsAttr::get(scalarType,
+                             FloatAttr::get(sumType.getElementType(),
+                                            1.0 / static_cast<double>(count))));
+  localResults.push_back(MulOp::create(ctx.builder, getLoc(), sum, scale));
+  return success();
+}
+
+OpShardingRule ReduceMaxOp::getShardingRule() {
+  return reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
+                    dist::ReductionKind::Max);
+}
+OpShardingRule ReduceMinOp::getShardingRule() {
+  return reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
+                    dist::ReductionKind::Min);
+}
+OpShardingRule ReduceProdOp::getShardingRule() {
+  return reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Whole,
+                    dist::ReductionKind::Sum);
+}
+OpShardingRule ArgMaxOp::getShardingRule() {
+  return reduceRule(*this, {getAxis()}, getKeepdims(), FactorKind::Whole,
+                    dist::ReductionKind::Sum);
+}
+OpShardingRule ArgMinOp::getShardingRule() {
+  return reduceRule(*this, {getAxis()}, getKeepdims(), FactorKind::Whole,
+                    dist::ReductionKind::Sum);
+}
+
+/// Dimensions from `firstWhole` on are whole; the rest parallel. Extra
+/// operands broadcast against the trailing dimensions.
+static OpShardingRule trailingWholeRule(Operation *op, int64_t firstWhole,
+                                        int64_t lastWhole) {
+  OpShardingRule rule;
+  Value input = op->getOperand(0);
+  TensorFactors in;
+  for (auto [d, s] : llvm::enumerate(shapeOf(input))) {
+    int64_t dd = d;
+    bool whole = dd >= firstWhole && dd <= lastWhole;
+    in.push_back({rule.addFactor(s, whole ? FactorKind::Whole
+                                          : FactorKind::Parallel)});
+  }
+  rule.operands.push_back(in);
+  int64_t rank = in.size();
+  for (Value extra : op->getOperands().drop_front()) {
+    ArrayRef<int64_t> shape = shapeOf(extra);
+    TensorFactors tf(shape.size());
+    int64_t lead = rank - shape.size();
+    for (int64_t d = 0, e = shape.size(); d < e; ++d)
+      if (!(shape[d] == 1 && shapeOf(input)[d + lead] != 1))
+        tf[d] = in[d + lead];
+    rule.operands.push_back(tf);
+  }
+  rule.results.push_back(in);
+  rule.linearOperands.assign(op->getNumOperands(), false);
+  return rule;
+}
+
+OpShardingRule SoftmaxOp::getShardingRule() {
+  return trailingWholeRule(*this, getAxis(), getAxis());
+}
+OpShardingRule LogSoftmaxOp::getShardingRule() {
+  return trailingWholeRule(*this, getAxis(), getAxis());
+}
+OpShardingRule LayerNormOp::getShardingRule() {
+  return trailingWholeRule(*this, getAxis(), getInput().getType().getRank() - 1);
+}
+
+OpShardingRule BatchNormOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors in = freshFactors(rule, getInput());
+  rule.operands.push_back(in);
+  for (int i = 0; i < 4; ++i)
+    rule.operands.push_back({in[1]});
+  rule.results.push_back(in);
+  rule.linearOperands.assign(5, false);
+  return rule;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra and data movement
+//===----------------------------------------------------------------------===//
+
+OpShardingRule MatMulOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> a = shapeOf(getLhs()), b = shapeOf(getRhs()),
+                    c = shapeOf(getResult());
+  bool aVec = a.size() == 1, bVec = b.size() == 1;
+  int64_t batchRank = c.size() - (aVec ? 0 : 1) - (bVec ? 0 : 1);
+  SmallVector<int64_t> batch;
+  for (int64_t d = 0; d < batchRank; ++d)
+    batch.push_back(rule.addFactor(c[d]));
+  int64_t m = aVec ? -1 : rule.addFactor(a[a.size() - 2]);
+  int64_t n = bVec ? -1 : rule.addFactor(b.back());
+  int64_t k = rule.addFactor(a.back(), FactorKind::Reduction);
+  auto batchOf = [&](ArrayRef<int64_t> shape, int64_t matDims) {
+    TensorFactors tf;
+    int64_t rank = shape.size() - matDims;
+    int64_t lead = batchRank - rank;
+    for (int64_t d = 0; d < rank; ++d) {
+      bool broadcast = shape[d] == 1 && c[d + lead] != 1;
+      tf.push_back(broadcast ? SmallVector<int64_t, 2>{}
+                             : SmallVector<int64_t, 2>{batch[d + lead]});
+    }
+    return tf;
+  };
+  TensorFactors ta = batchOf(a, aVec ? 1 : 2);
+  if (!aVec)
+    ta.push_back({m});
+  ta.push_back({k});
+  TensorFactors tb = batchOf(b, bVec ? 1 : 2);
+  tb.push_back({k});
+  if (!bVec)
+    tb.push_back({n});
+  TensorFactors tc;
+  for (int64_t f : batch)
+    tc.push_back({f});
+  if (!aVec)
+    tc.push_back({m});
+  if (!bVec)
+    tc.push_back({n});
+  rule.operands = {ta, tb};
+  rule.results = {tc};
+  rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
+  return rule;
+}
+
+OpShardingRule TransposeOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors in = freshFactors(rule, getInput());
+  TensorFactors out;
+  for (int64_t p : getPerm())
+    out.push_back(in[p]);
+  rule.operands = {in};
+  rule.results = {out};
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+/// Common refinement of two shapes with the same element count: dimensions
+/// become products of shared factors where sizes divide; groups that cannot be
+/// refined (e.g. 6x4 -> 4x6) become whole.
+OpShardingRule ReshapeOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  TensorFactors tin(in.size()), tout(out.size());
+  rule.operands = {tin};
+  rule.results = {tout};
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  if (!getInput().getType().hasStaticShape() ||
+      !getResult().getType().hasStaticShape()) {
+    OpShardingRule whole = OpShardingRule::allWhole(*this);
+    whole.setPartialFlow(PartialFlow::AllLinear, {0});
+    return whole;
+  }
+  size_t i = 0, j = 0;
+  auto skipOnes = [&] {
+    while (i < in.size() && in[i] == 1)
+      ++i;
+    while (j < out.size() && out[j] == 1)
+      ++j;
+  };
+  skipOnes();
+  while (i < in.size() && j < out.size()) {
+    // Grow a group until the products match, refining as we go.
+    size_t gi = i, gj = j;
+    int64_t remIn = in[i], remOut = out[j];
+    SmallVector<std::pair<int64_t, int64_t>> dimOfFactorIn, dimOfFactorOut;
+    bool refinable = true;
+    SmallVector<int64_t> groupFactors;
+    while (true) {
+      int64_t f;
+      if (remIn % remOut == 0 || remOut % remIn == 0) {
+        int64_t size = std::min(remIn, remOut);
+        f = rule.addFactor(size);
+        groupFactors.push_back(f);
+        rule.operands[0][i].push_back(f);
+        rule.results[0][j].push_back(f);
+        remIn /= size;
+        remOut /= size;
+      } else {
+        refinable = false;
+      }
+      if (!refinable)
+        break;
+      if (remIn == 1 && remOut == 1) {
+        ++i;
+        ++j;
+        break;
+      }
+      if (remIn == 1) {
+        ++i;
+        remIn = in[i];
+      }
+      if (remOut == 1) {
+        ++j;
+        remOut = out[j];
+      }
+    }
+    if (!refinable) {
+      // Undo this group's factors and make every involved dimension whole.
+      int64_t prodIn = 1, prodOut = 1;
+      size_t ei = gi, ej = gj;
+      // Extend to the smallest prefix pair with equal products.
+      prodIn = in[ei++];
+      prodOut = out[ej++];
+      while (prodIn != prodOut) {
+        if (prodIn < prodOut)
+          prodIn *= in[ei++];
+        else
+          prodOut *= out[ej++];
+      }
+      for (size_t d = gi; d < ei; ++d)
+        rule.operands[0][d] = {rule.addFactor(in[d], FactorKind::Whole)};
+      for (size_t d = gj; d < ej; ++d)
+        rule.results[0][d] = {rule.addFactor(out[d], FactorKind::Whole)};
+      i = ei;
+      j = ej;
+    }
+    skipOnes();
+  }
+  return rule;
+}
+
+OpShardingRule ExpandOp::getShardingRule() {
+  return elementwise(*this, PartialFlow::AllLinear, {0});
+}
+
+OpShardingRule ConcatOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> out = shapeOf(getResult());
+  TensorFactors shared;
+  for (auto [d, s] : llvm::enumerate(out))
+    shared.push_back({rule.addFactor(
+        s, static_cast<int64_t>(d) == getAxis() ? FactorKind::Whole
+                                                : FactorKind::Parallel)});
+  for (Value v : getInputs()) {
+    TensorFactors tf = shared;
+    tf[getAxis()] = {rule.addFactor(shapeOf(v)[getAxis()], FactorKind::Whole)};
+    rule.operands.push_back(tf);
+  }
+  rule.results.push_back(shared);
+  SmallVector<unsigned> all;
+  for (unsigned i = 0; i < getInputs().size(); ++i)
+    all.push_back(i);
+  rule.setPartialFlow(PartialFlow::AllLinear, all);
+  return rule;
+}
+
+static bool isFullRange(SliceOp op, int64_t d) {
+  int64_t e = op.getInput().getType().getDimSize(d);
+  return op.getStarts()[d] == 0 && op.getSteps()[d] == 1 && op.getEnds()[d] == e;
+}
+
+OpShardingRule SliceOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  TensorFactors tin, tout;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (isFullRange(*this, d)) {
+      int64_t f = rule.addFactor(in[d]);
+      tin.push_back({f});
+      tout.push_back({f});
+    } else {
+      tin.push_back({rule.addFactor(in[d], FactorKind::Whole)});
+      tout.push_back({rule.addFactor(out[d], FactorKind::Whole)});
+    }
+  }
+  rule.operands = {tin};
+  rule.results = {tout};
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+LogicalResult SliceOp::partitionOp(dist::PartitionContext &ctx,
+                                   ValueRange localOperands,
+                                   ArrayRef<ShardingAttr>,
+                                   ArrayRef<ShardingAttr> resultShardings,
+                                   SmallVectorImpl<Value> &localResults) {
+  // Sharded dimensions are full ranges: their end is the local extent.
+  auto localIn = cast<RankedTensorType>(localOperands[0].getType());
+  SmallVector<int64_t> ends(getEnds());
+  for (int64_t d = 0; d < localIn.getRank(); ++d)
+    if (isFullRange(*this, d))
+      ends[d] = localIn.getDimSize(d);
+  auto local = ctx.localType(getResult().getType(), resultShardings[0]);
+  localResults.push_back(SliceOp::create(
+      ctx.builder, getLoc(), local, localOperands[0], getStartsAttr(),
+      ctx.builder.getDenseI64ArrayAttr(ends), getStepsAttr()));
+  return success();
+}
+
+OpShardingRule GatherOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> data = shapeOf(getData()), idx = shapeOf(getIndices());
+  int64_t axis = getAxis();
+  TensorFactors td, ti, tr;
+  SmallVector<int64_t> dataFactors;
+  for (auto [d, s] : llvm::enumerate(data)) {
+    bool isAxis = static_cast<int64_t>(d) == axis;
+    // Sharding the looked-up dimension gives a masked local lookup whose
+    // result is a partial sum (vocabulary-parallel embedding).
+    dataFactors.push_back(rule.addFactor(
+        s, isAxis ? FactorKind::Reduction : FactorKind::Parallel));
+    td.push_back({dataFactors.back()});
+  }
+  for (int64_t s : idx)
+    ti.push_back({rule.addFactor(s)});
+  for (int64_t d = 0; d < axis; ++d)
+    tr.push_back(td[d]);
+  for (auto &f : ti)
+    tr.push_back(f);
+  for (int64_t d = axis + 1, e = data.size(); d < e; ++d)
+    tr.push_back(td[d]);
+  rule.operands = {td, ti};
+  rule.results = {tr};
+  rule.setPartialFlow(PartialFlow::OneLinear, {0});
+  return rule;
+}
+
+LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
+                                    ValueRange localOperands,
+                                    ArrayRef<ShardingAttr> operandShardings,
+                                    ArrayRef<ShardingAttr> resultShardings,
+                                    SmallVectorImpl<Value> &localResults) {
+  int64_t axis = getAxis();
+  auto globalData = getData().getType();
+  if (operandShardings[0].getAxesForDim(axis).empty())
+    return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
+                                    localResults);
+  // Masked lookup into this rank's rows [offset, offset + rows).
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  Value data = localOperands[0], idx = localOperands[1];
+  auto idxType = cast<RankedTensorType>(idx.getType());
+  Type it = idxType.getElementType();
+  int64_t rows = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+  auto scalar = [&](int64_t v) -> Value {
+    auto t = RankedTensorType::get({}, it);
+    return ConstantOp::create(b, loc, t,
+                              DenseElementsAttr::get(t, IntegerAttr::get(it, v)));
+  };
+  // Negative indices count from the end of the global dimension.
+  Value zero = scalar(0);
+  Value isNeg = LessOp::create(b, loc, idx, zero);
+  Value wrapped = AddOp::create(b, loc, idx, scalar(globalData.getDimSize(axis)));
+  idx = WhereOp::create(b, loc, isNeg, wrapped, idx);
+  Value offset;
+  if (ctx.coords) {
+    offset = scalar(*ctx.pieceOffset(loc, globalData, operandShardings[0], axis));
+  } else {
+    offset = dist::PieceOffsetOp::create(
+        b, loc, RankedTensorType::get({}, it), operandShardings[0],
+        b.getI64IntegerAttr(axis), b.getI64IntegerAttr(globalData.getDimSize(axis)));
+  }
+  Value shifted = SubOp::create(b, loc, idx, offset);
+  Value geLo = GreaterEqualOp::create(b, loc, shifted, zero);
+  Value ltHi = LessOp::create(b, loc, shifted, scalar(rows));
+  Value inRange = AndOp::create(b, loc, geLo, ltHi);
+  Value safe = WhereOp::create(b, loc, inRange, shifted, zero);
+  Value looked = GatherOp::create(b, loc, data, safe, getAxisAttr());
+  // Broadcast the mask over the looked-up row's trailing dims.
+  auto lookedType = cast<RankedTensorType>(looked.getType());
+  SmallVector<int64_t> maskShape(lookedType.getShape().take_front(axis).size(), 1);
+  llvm::append_range(maskShape, idxType.getShape());
+  maskShape.append(lookedType.getRank() - maskShape.size(), 1);
+  Value mask = ReshapeOp::create(
+      b, loc, RankedTensorType::get(maskShape, b.getI1Type()), inRange);
+  auto et = lookedType.getElementType();
+  auto zt = RankedTensorType::get({}, et);
+  Attribute zeroAttr = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, 0.0))
+                                          : Attribute(IntegerAttr::get(et, 0));
+  Value fzero =
+      ConstantOp::create(b, loc, zt, DenseElementsAttr::get(zt, zeroAttr));
+  localResults.push_back(WhereOp::create(b, loc, mask, looked, fzero));
+  return success();
+}
+
+OpShardingRule PadOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  int64_t rank = in.size();
+  TensorFactors tin, tout;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (getPads()[d] == 0 && getPads()[d + rank] == 0) {
+      int64_t f = rule.addFactor(in[d]);
+      tin.push_back({f});
+      tout.push_back({f});
+    } else {
+      tin.push_back({rule.addFactor(in[d], FactorKind::Whole)});
+      tout.push_back({rule.addFactor(out[d], FactorKind::Whole)});
+    }
+  }
+  rule.operands = {tin};
+  rule.results = {tout};
+  if (getMode() == "constant" && getValue().convertToDouble() == 0.0)
+    rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  else
+    rule.linearOperands.assign(1, false);
+  return rule;
+}
+
+OpShardingRule RangeOp::getShardingRule() {
+  return OpShardingRule::allWhole(*this);
+}
+
+//===----------------------------------------------------------------------===//
+// Convolution and pooling
+//===----------------------------------------------------------------------===//
+
+OpShardingRule ConvOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getWeight()),
+                    y = shapeOf(getResult());
+  bool grouped = getGroup() != 1;
+  int64_t n = rule.addFactor(x[0]);
+  int64_t m = rule.addFactor(w[0], grouped ? FactorKind::Whole
+                                           : FactorKind::Parallel);
+  int64_t c = rule.addFactor(x[1], grouped ? FactorKind::Whole
+                                           : FactorKind::Reduction);
+  TensorFactors tx{{n}, {c}}, tw{{m}, {grouped ? rule.addFactor(w[1], FactorKind::Whole) : c}},
+      ty{{n}, {m}};
+  for (size_t d = 2; d < x.size(); ++d) {
+    tx.push_back({rule.addFactor(x[d], FactorKind::Whole)});
+    tw.push_back({rule.addFactor(w[d], FactorKind::Whole)});
+    ty.push_back({rule.addFactor(y[d], FactorKind::Whole)});
+  }
+  rule.operands = {tx, tw};
+  if (getBias())
+    rule.operands.push_back({{m}});
+  rule.results = {ty};
+  if (getBias()) {
+    rule.linearOperands.assign(3, false);
+    rule.setAddend(2);
+  } else {
+    rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
+  }
+  return rule;
+}
+
+static OpShardingRule poolRule(Operation *op) {
+  OpShardingRule rule;
+  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  int64_t n = rule.addFactor(x[0]), c = rule.addFactor(x[1]);
+  TensorFactors tx{{n}, {c}}, ty{{n}, {c}};
+  for (size_t d = 2; d < x.size(); ++d) {
+    tx.push_back({rule.addFactor(x[d], FactorKind::Whole)});
+    ty.push_back({rule.addFactor(y[d], FactorKind::Whole)});
+  }
+  rule.operands = {tx};
+  rule.results = {ty};
+  rule.linearOperands.assign(1, false);
+  return rule;
+}
+
+OpShardingRule MaxPoolOp::getShardingRule() { return poolRule(*this); }
+OpShardingRule AvgPoolOp::getShardingRule() { return poolRule(*this); }
+OpShardingRule GlobalAvgPoolOp::getShardingRule() { return poolRule(*this); }
+OpShardingRule GlobalMaxPoolOp::getShardingRule() { return poolRule(*this); }
