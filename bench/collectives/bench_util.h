@@ -7,7 +7,8 @@
 #include <vector>
 
 inline double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration<double>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -16,4 +17,4 @@ inline double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-#endif  // DISTRT_BENCH_UTIL_H_
+#endif // DISTRT_BENCH_UTIL_H_

@@ -117,9 +117,9 @@ LogicalResult Exporter::fillSlice(Location loc, RankedTensorType local,
     out->add_global_shape(global.getDimSize(d));
     int64_t offset = 0;
     if (sharding && mesh)
-      offset = dist::localPiece(global.getDimSize(d), d, sharding, meshSizes,
-                                coords)
-                   .offset;
+      offset =
+          dist::localPiece(global.getDimSize(d), d, sharding, meshSizes, coords)
+              .offset;
     out->add_offsets(offset);
     out->add_sizes(local.getDimSize(d));
   }
@@ -355,8 +355,9 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
         int64_t d = o.getGatherDim();
         auto &attrs = *inst->mutable_attrs();
         attrs["dim"].set_i(d);
-        setInts(attrs["sizes"], sizesOr(o.getSizes(), inst->group().ranks_size(),
-                                        o.getInput().getType().getDimSize(d)));
+        setInts(attrs["sizes"],
+                sizesOr(o.getSizes(), inst->group().ranks_size(),
+                        o.getInput().getType().getDimSize(d)));
         return io(inst);
       })
       .Case([&](dist::ReduceScatterOp o) {
@@ -367,8 +368,9 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
         attrs["dim"].set_i(d);
         attrs["reduction"].set_s(
             dist::stringifyReductionKind(o.getReduction()).str());
-        setInts(attrs["sizes"], sizesOr(o.getSizes(), inst->group().ranks_size(),
-                                        o.getResult().getType().getDimSize(d)));
+        setInts(attrs["sizes"],
+                sizesOr(o.getSizes(), inst->group().ranks_size(),
+                        o.getResult().getType().getDimSize(d)));
         return io(inst);
       })
       .Case([&](dist::AllToAllOp o) {
@@ -391,9 +393,8 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
         auto *inst = newInstruction(op, "slice");
         SmallVector<int64_t> group = groupOf(axisIndices(o.getAxes()), &pos);
         int64_t d = o.getDim();
-        SmallVector<int64_t> sizes =
-            sizesOr(o.getSizes(), group.size(),
-                    o.getResult().getType().getDimSize(d));
+        SmallVector<int64_t> sizes = sizesOr(
+            o.getSizes(), group.size(), o.getResult().getType().getDimSize(d));
         int64_t start = 0;
         for (int64_t i = 0; i < pos; ++i)
           start += sizes[i];
@@ -451,17 +452,17 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
         FailureOr<int32_t> id = define(o.getResult());
         if (failed(id))
           return failure();
-        int64_t offset =
-            dist::localPiece(o.getExtentAttr().getInt(), o.getDimAttr().getInt(),
-                             o.getSharding(), meshSizes, coords)
-                .offset;
+        int64_t offset = dist::localPiece(o.getExtentAttr().getInt(),
+                                          o.getDimAttr().getInt(),
+                                          o.getSharding(), meshSizes, coords)
+                             .offset;
         proto::Constant *c = prog.add_constants();
         c->set_value(*id);
         *c->mutable_tensor()->mutable_type() = prog.values(*id).type();
         if (o.getResult().getType().getElementType().isInteger(32)) {
           int32_t v = static_cast<int32_t>(offset);
-          c->mutable_tensor()->set_data(std::string(
-              reinterpret_cast<const char *>(&v), sizeof(v)));
+          c->mutable_tensor()->set_data(
+              std::string(reinterpret_cast<const char *>(&v), sizeof(v)));
         } else {
           c->mutable_tensor()->set_data(std::string(
               reinterpret_cast<const char *>(&offset), sizeof(offset)));
@@ -556,10 +557,10 @@ FailureOr<proto::RankProgram> Exporter::run() {
     RankedTensorType global = local;
     if (auto g = func.getArgAttrOfType<TypeAttr>(i, "dist.global_type"))
       global = cast<RankedTensorType>(g.getValue());
-    if (failed(fillSlice(arg.getLoc(), local, global,
-                         func.getArgAttrOfType<dist::ShardingAttr>(
-                             i, "dist.sharding"),
-                         in->mutable_slice())))
+    if (failed(fillSlice(
+            arg.getLoc(), local, global,
+            func.getArgAttrOfType<dist::ShardingAttr>(i, "dist.sharding"),
+            in->mutable_slice())))
       return failure();
   }
   for (Operation &op : entry) {

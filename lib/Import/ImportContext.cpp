@@ -60,18 +60,28 @@ Known Known::ofFloats(std::vector<int64_t> shape, std::vector<double> values) {
 Type distopt::onnximport::elementTypeOf(MLIRContext *ctx, int t) {
   Builder b(ctx);
   switch (t) {
-  case onnx::TensorProto::FLOAT: return b.getF32Type();
-  case onnx::TensorProto::FLOAT16: return b.getF16Type();
-  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
-  case onnx::TensorProto::DOUBLE: return b.getF64Type();
-  case onnx::TensorProto::INT64: return b.getI64Type();
-  case onnx::TensorProto::INT32: return b.getI32Type();
-  case onnx::TensorProto::INT16: return b.getI16Type();
-  case onnx::TensorProto::INT8: return b.getI8Type();
+  case onnx::TensorProto::FLOAT:
+    return b.getF32Type();
+  case onnx::TensorProto::FLOAT16:
+    return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16:
+    return b.getBF16Type();
+  case onnx::TensorProto::DOUBLE:
+    return b.getF64Type();
+  case onnx::TensorProto::INT64:
+    return b.getI64Type();
+  case onnx::TensorProto::INT32:
+    return b.getI32Type();
+  case onnx::TensorProto::INT16:
+    return b.getI16Type();
+  case onnx::TensorProto::INT8:
+    return b.getI8Type();
   case onnx::TensorProto::UINT8:
     return IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  case onnx::TensorProto::BOOL: return b.getI1Type();
-  default: return {};
+  case onnx::TensorProto::BOOL:
+    return b.getI1Type();
+  default:
+    return {};
   }
 }
 
@@ -128,8 +138,7 @@ DenseElementsAttr distopt::onnximport::denseFromRaw(RankedTensorType type,
   return DenseElementsAttr::getFromRawBuffer(type, bytes);
 }
 
-template <typename T>
-static T load(const char *p) {
+template <typename T> static T load(const char *p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
@@ -147,15 +156,24 @@ std::optional<Known> distopt::onnximport::knownFromRaw(RankedTensorType type,
     std::vector<int64_t> v(n);
     for (int64_t i = 0; i < n; ++i) {
       switch (it.getWidth()) {
-      case 1: v[i] = p[i] != 0; break;
+      case 1:
+        v[i] = p[i] != 0;
+        break;
       case 8:
         v[i] = it.isUnsigned() ? int64_t(load<uint8_t>(p + i))
                                : int64_t(load<int8_t>(p + i));
         break;
-      case 16: v[i] = load<int16_t>(p + 2 * i); break;
-      case 32: v[i] = load<int32_t>(p + 4 * i); break;
-      case 64: v[i] = load<int64_t>(p + 8 * i); break;
-      default: return std::nullopt;
+      case 16:
+        v[i] = load<int16_t>(p + 2 * i);
+        break;
+      case 32:
+        v[i] = load<int32_t>(p + 4 * i);
+        break;
+      case 64:
+        v[i] = load<int64_t>(p + 8 * i);
+        break;
+      default:
+        return std::nullopt;
       }
     }
     return Known::ofInts(shape, std::move(v));
@@ -179,7 +197,8 @@ std::optional<Known> distopt::onnximport::knownFromRaw(RankedTensorType type,
   return std::nullopt;
 }
 
-std::optional<Known> distopt::onnximport::knownFromDense(DenseElementsAttr dense) {
+std::optional<Known>
+distopt::onnximport::knownFromDense(DenseElementsAttr dense) {
   auto type = cast<RankedTensorType>(dense.getType());
   Type et = type.getElementType();
   std::vector<int64_t> shape(type.getShape().begin(), type.getShape().end());
@@ -225,18 +244,26 @@ static void appendElement(std::vector<char> &raw, Type et, double f, int64_t i,
   }
   int64_t v = isFloat ? static_cast<int64_t>(f) : i;
   switch (et.getIntOrFloatBitWidth()) {
-  case 1: put(static_cast<char>(v != 0)); break;
-  case 8: put(static_cast<uint8_t>(v)); break;
-  case 16: put(static_cast<uint16_t>(v)); break;
-  case 32: put(static_cast<uint32_t>(v)); break;
-  default: put(v); break;
+  case 1:
+    put(static_cast<char>(v != 0));
+    break;
+  case 8:
+    put(static_cast<uint8_t>(v));
+    break;
+  case 16:
+    put(static_cast<uint16_t>(v));
+    break;
+  case 32:
+    put(static_cast<uint32_t>(v));
+    break;
+  default:
+    put(v);
+    break;
   }
 }
 
-DenseElementsAttr
-distopt::onnximport::denseFromTensorProto(const onnx::TensorProto &t,
-                                          RankedTensorType type,
-                                          std::string &error) {
+DenseElementsAttr distopt::onnximport::denseFromTensorProto(
+    const onnx::TensorProto &t, RankedTensorType type, std::string &error) {
   Type et = type.getElementType();
   int64_t n = type.getNumElements();
   int64_t width = storageBytes(et);
@@ -251,8 +278,8 @@ distopt::onnximport::denseFromTensorProto(const onnx::TensorProto &t,
               std::to_string(n * width);
       return {};
     }
-    return denseFromRaw(type, ArrayRef<char>(t.raw_data().data(),
-                                             t.raw_data().size()));
+    return denseFromRaw(
+        type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
   }
   std::vector<char> raw;
   raw.reserve(n * width);

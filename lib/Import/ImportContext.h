@@ -119,7 +119,8 @@ public:
   // Inputs. An empty name is an omitted optional input.
   unsigned numInputs() const { return node.input_size(); }
   bool hasInput(unsigned i) const {
-    return i < static_cast<unsigned>(node.input_size()) && !node.input(i).empty();
+    return i < static_cast<unsigned>(node.input_size()) &&
+           !node.input(i).empty();
   }
   /// The input's tensor; fails with a diagnostic when missing.
   mlir::FailureOr<Tensor *> input(unsigned i);
@@ -169,12 +170,12 @@ public:
     std::string message;
     mlir::LogicalResult inferred = mlir::failure();
     {
-      mlir::ScopedDiagnosticHandler capture(
-          b.getContext(), [&](mlir::Diagnostic &d) {
-            if (message.empty())
-              message = d.str();
-            return mlir::success();
-          });
+      mlir::ScopedDiagnosticHandler capture(b.getContext(),
+                                            [&](mlir::Diagnostic &d) {
+                                              if (message.empty())
+                                                message = d.str();
+                                              return mlir::success();
+                                            });
       inferred = OpT::inferReturnTypes(
           b.getContext(), loc, op->getOperands(), op->getRawDictionaryAttrs(),
           op->getPropertiesStorage(), op->getRegions(), types);
@@ -216,11 +217,11 @@ public:
   explicit OpChain(ImportContext &ctx) : ctx(ctx) {}
 
   /// ctx.create<OpT>(args...), or null after a failure or on a null operand.
-  template <typename OpT, typename... Args>
-  mlir::Value make(Args &&...args) {
+  template <typename OpT, typename... Args> mlir::Value make(Args &&...args) {
     if (bad || (isNull(args) || ...))
       return fail();
-    mlir::FailureOr<mlir::Value> r = ctx.create<OpT>(std::forward<Args>(args)...);
+    mlir::FailureOr<mlir::Value> r =
+        ctx.create<OpT>(std::forward<Args>(args)...);
     return mlir::failed(r) ? fail() : *r;
   }
   /// ctx.createTyped<OpT>(type, args...).
@@ -269,7 +270,8 @@ private:
 using Handler = mlir::LogicalResult (*)(ImportContext &);
 
 /// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp).
-#define DISTOPT_IMPORT_HANDLER(name) mlir::LogicalResult name(ImportContext &ctx);
+#define DISTOPT_IMPORT_HANDLER(name)                                           \
+  mlir::LogicalResult name(ImportContext &ctx);
 #include "Handlers.def"
 
 /// Checks the node against the op table (the op exists in the model's opset,

@@ -113,8 +113,26 @@ int64_t intPow(int64_t base, int64_t exp) {
   return static_cast<int64_t>(result);
 }
 
-enum class Bin { Add, Sub, Mul, Div, Pow, Mod, FMod, Max, Min, Eq, Lt, Le, Gt,
-                 Ge, And, Or, Xor, None };
+enum class Bin {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Pow,
+  Mod,
+  FMod,
+  Max,
+  Min,
+  Eq,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  Xor,
+  None
+};
 
 Bin binOf(StringRef op, bool fmod) {
   return llvm::StringSwitch<Bin>(op)
@@ -147,9 +165,12 @@ bool isCompare(Bin b) {
 std::optional<int64_t> intOp(Bin op, int64_t a, int64_t b) {
   auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   switch (op) {
-  case Bin::Add: return static_cast<int64_t>(u(a) + u(b));
-  case Bin::Sub: return static_cast<int64_t>(u(a) - u(b));
-  case Bin::Mul: return static_cast<int64_t>(u(a) * u(b));
+  case Bin::Add:
+    return static_cast<int64_t>(u(a) + u(b));
+  case Bin::Sub:
+    return static_cast<int64_t>(u(a) - u(b));
+  case Bin::Mul:
+    return static_cast<int64_t>(u(a) * u(b));
   case Bin::Div:
     if (b == 0 || (a == INT64_MIN && b == -1))
       return std::nullopt;
@@ -163,47 +184,76 @@ std::optional<int64_t> intOp(Bin op, int64_t a, int64_t b) {
       r += b;
     return r;
   }
-  case Bin::Pow: return intPow(a, b);
-  case Bin::Max: return std::max(a, b);
-  case Bin::Min: return std::min(a, b);
-  case Bin::Eq: return a == b;
-  case Bin::Lt: return a < b;
-  case Bin::Le: return a <= b;
-  case Bin::Gt: return a > b;
-  case Bin::Ge: return a >= b;
-  case Bin::And: return (a != 0) && (b != 0);
-  case Bin::Or: return (a != 0) || (b != 0);
-  case Bin::Xor: return (a != 0) != (b != 0);
-  case Bin::None: break;
+  case Bin::Pow:
+    return intPow(a, b);
+  case Bin::Max:
+    return std::max(a, b);
+  case Bin::Min:
+    return std::min(a, b);
+  case Bin::Eq:
+    return a == b;
+  case Bin::Lt:
+    return a < b;
+  case Bin::Le:
+    return a <= b;
+  case Bin::Gt:
+    return a > b;
+  case Bin::Ge:
+    return a >= b;
+  case Bin::And:
+    return (a != 0) && (b != 0);
+  case Bin::Or:
+    return (a != 0) || (b != 0);
+  case Bin::Xor:
+    return (a != 0) != (b != 0);
+  case Bin::None:
+    break;
   }
   return std::nullopt;
 }
 
 double floatOp(Bin op, double a, double b) {
   switch (op) {
-  case Bin::Add: return a + b;
-  case Bin::Sub: return a - b;
-  case Bin::Mul: return a * b;
-  case Bin::Div: return a / b;
-  case Bin::Pow: return std::pow(a, b);
+  case Bin::Add:
+    return a + b;
+  case Bin::Sub:
+    return a - b;
+  case Bin::Mul:
+    return a * b;
+  case Bin::Div:
+    return a / b;
+  case Bin::Pow:
+    return std::pow(a, b);
   case Bin::Mod: {
     double r = std::fmod(a, b);
     if (r != 0 && ((r < 0) != (b < 0)))
       r += b;
     return r;
   }
-  case Bin::FMod: return std::fmod(a, b);
-  case Bin::Max: return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-  case Bin::Min: return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  case Bin::Eq: return a == b;
-  case Bin::Lt: return a < b;
-  case Bin::Le: return a <= b;
-  case Bin::Gt: return a > b;
-  case Bin::Ge: return a >= b;
-  case Bin::And: return (a != 0) && (b != 0);
-  case Bin::Or: return (a != 0) || (b != 0);
-  case Bin::Xor: return (a != 0) != (b != 0);
-  case Bin::None: break;
+  case Bin::FMod:
+    return std::fmod(a, b);
+  case Bin::Max:
+    return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
+  case Bin::Min:
+    return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
+  case Bin::Eq:
+    return a == b;
+  case Bin::Lt:
+    return a < b;
+  case Bin::Le:
+    return a <= b;
+  case Bin::Gt:
+    return a > b;
+  case Bin::Ge:
+    return a >= b;
+  case Bin::And:
+    return (a != 0) && (b != 0);
+  case Bin::Or:
+    return (a != 0) || (b != 0);
+  case Bin::Xor:
+    return (a != 0) != (b != 0);
+  case Bin::None:
+    break;
   }
   return 0;
 }
@@ -247,7 +297,9 @@ std::optional<double> unaryFloat(StringRef op, double x) {
   return llvm::StringSwitch<std::optional<double>>(op)
       .Case("Neg", -x)
       .Case("Abs", std::fabs(x))
-      .Case("Sign", x > 0 ? 1.0 : x < 0 ? -1.0 : x)
+      .Case("Sign", x > 0   ? 1.0
+                    : x < 0 ? -1.0
+                            : x)
       .Case("Floor", std::floor(x))
       .Case("Ceil", std::ceil(x))
       .Case("Round", std::nearbyint(x))
@@ -269,7 +321,9 @@ std::optional<int64_t> unaryInt(StringRef op, int64_t x) {
   return llvm::StringSwitch<std::optional<int64_t>>(op)
       .Case("Neg", static_cast<int64_t>(-static_cast<uint64_t>(x)))
       .Case("Abs", x < 0 ? static_cast<int64_t>(-static_cast<uint64_t>(x)) : x)
-      .Case("Sign", x > 0 ? 1 : x < 0 ? -1 : 0)
+      .Case("Sign", x > 0   ? 1
+                    : x < 0 ? -1
+                            : 0)
       .Cases({"Floor", "Ceil", "Round"}, x)
       .Case("Relu", x > 0 ? x : 0)
       .Case("Not", x == 0)
@@ -307,13 +361,13 @@ Known distopt::onnximport::knownSlice(const Known &k, ArrayRef<int64_t> starts,
                                       ArrayRef<int64_t> steps,
                                       ArrayRef<int64_t> shape) {
   std::vector<int64_t> is = stridesOf(k.shape), os = stridesOf(shape);
-  return pick(k, std::vector<int64_t>(shape.begin(), shape.end()),
-              [&](int64_t i) {
-                int64_t src = 0;
-                for (size_t d = 0; d < shape.size(); ++d)
-                  src += (starts[d] + ((i / os[d]) % shape[d]) * steps[d]) * is[d];
-                return src;
-              });
+  return pick(
+      k, std::vector<int64_t>(shape.begin(), shape.end()), [&](int64_t i) {
+        int64_t src = 0;
+        for (size_t d = 0; d < shape.size(); ++d)
+          src += (starts[d] + ((i / os[d]) % shape[d]) * steps[d]) * is[d];
+        return src;
+      });
 }
 
 Known distopt::onnximport::knownGather(const Known &k, const Known &indices,
@@ -371,8 +425,7 @@ Known distopt::onnximport::knownBroadcast(const Known &k,
 std::optional<Known> distopt::onnximport::knownReduce(const Known &k,
                                                       ArrayRef<int64_t> axes,
                                                       bool keepdims,
-                                                      StringRef op,
-                                                      Type et) {
+                                                      StringRef op, Type et) {
   std::vector<int64_t> outShape, keptShape;
   for (size_t d = 0; d < k.shape.size(); ++d) {
     bool reduced = llvm::is_contained(axes, static_cast<int64_t>(d));
@@ -413,7 +466,7 @@ std::optional<Known> distopt::onnximport::knownReduce(const Known &k,
   out.isFloat = fl;
   for (int64_t o = 0; o < n; ++o) {
     if (fl) {
-      double v = facc[o] ? *facc[o]
+      double v = facc[o]           ? *facc[o]
                  : bin == Bin::Mul ? 1.0
                  : bin == Bin::Max ? -INFINITY
                  : bin == Bin::Min ? INFINITY
@@ -422,7 +475,7 @@ std::optional<Known> distopt::onnximport::knownReduce(const Known &k,
         v = counts[o] ? v / counts[o] : NAN;
       out.floats.push_back(roundFloat(v, et));
     } else {
-      int64_t v = iacc[o] ? *iacc[o]
+      int64_t v = iacc[o]           ? *iacc[o]
                   : bin == Bin::Mul ? 1
                   : bin == Bin::Max ? INT64_MIN
                   : bin == Bin::Min ? INT64_MAX
@@ -475,7 +528,8 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
   Type et = ctx.type(0).getElementType();
   Type i1 = ctx.b.getI1Type();
 
-  auto done = [&](std::optional<Known> k, Type t) -> std::optional<LogicalResult> {
+  auto done = [&](std::optional<Known> k,
+                  Type t) -> std::optional<LogicalResult> {
     if (!k)
       return std::nullopt;
     ctx.setKnownOutput(0, std::move(*k), t);
@@ -584,9 +638,10 @@ bool distopt::onnximport::isElementwiseFoldable(StringRef op) {
               "Mean", "Equal", "Less", "LessOrEqual", "Greater",
               "GreaterOrEqual", "And", "Or", "Xor"},
              true)
-      .Cases({"Neg", "Abs", "Sign", "Floor", "Ceil", "Round", "Sqrt",
-              "Reciprocal", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid",
-              "Erf", "Relu", "Not", "LeakyRelu", "Cast", "CastLike", "Where"},
+      .Cases({"Neg",  "Abs",        "Sign", "Floor", "Ceil", "Round",
+              "Sqrt", "Reciprocal", "Exp",  "Log",   "Sin",  "Cos",
+              "Tanh", "Sigmoid",    "Erf",  "Relu",  "Not",  "LeakyRelu",
+              "Cast", "CastLike",   "Where"},
              true)
       .Default(false);
 }

@@ -1,4 +1,5 @@
-//===- ModelReader.cpp - parse an ONNX file without copying weights -*- C++ -*-===//
+//===- ModelReader.cpp - parse an ONNX file without copying weights -*- C++
+//-*-===//
 #include "distopt/Import/ModelReader.h"
 
 #include "google/protobuf/io/coded_stream.h"
@@ -26,19 +27,19 @@ public:
     std::string modelRest, graphRest;
     std::vector<onnx::TensorProto> initializers;
     bool sawGraph = false;
-    if (llvm::Error err = fields(
-            0, size,
-            [&](int field, int wire, size_t start, size_t payload,
-                size_t end) -> llvm::Error {
-              if (field == kModelGraph &&
-                  wire == WFL::WIRETYPE_LENGTH_DELIMITED) {
-                sawGraph = true;
-                return graph(payload, end, graphRest, initializers,
-                             out.rawData);
-              }
-              append(modelRest, start, end);
-              return llvm::Error::success();
-            }))
+    if (llvm::Error err =
+            fields(0, size,
+                   [&](int field, int wire, size_t start, size_t payload,
+                       size_t end) -> llvm::Error {
+                     if (field == kModelGraph &&
+                         wire == WFL::WIRETYPE_LENGTH_DELIMITED) {
+                       sawGraph = true;
+                       return graph(payload, end, graphRest, initializers,
+                                    out.rawData);
+                     }
+                     append(modelRest, start, end);
+                     return llvm::Error::success();
+                   }))
       return err;
     if (!out.model.ParseFromString(modelRest))
       return fail(0, "malformed ModelProto fields");
@@ -66,8 +67,7 @@ private:
   /// Calls `fn(field, wiretype, start, payloadStart, end)` for every field in
   /// [begin, end); for length-delimited fields the payload is the content
   /// after the length, otherwise it starts after the tag.
-  template <typename Fn>
-  llvm::Error fields(size_t begin, size_t end, Fn fn) {
+  template <typename Fn> llvm::Error fields(size_t begin, size_t end, Fn fn) {
     CodedInputStream in(base + begin, static_cast<int>(end - begin));
     in.SetTotalBytesLimit(INT_MAX);
     while (true) {
@@ -101,34 +101,38 @@ private:
   llvm::Error graph(size_t begin, size_t end, std::string &rest,
                     std::vector<onnx::TensorProto> &initializers,
                     std::vector<RawDataRef> &raw) {
-    return fields(begin, end, [&](int field, int wire, size_t start,
-                                  size_t payload, size_t stop) -> llvm::Error {
-      if (field != kGraphInitializer || wire != WFL::WIRETYPE_LENGTH_DELIMITED) {
-        append(rest, start, stop);
-        return llvm::Error::success();
-      }
-      // An initializer: every field but raw_data, whose place is recorded.
-      std::string tensorBytes;
-      RawDataRef ref;
-      if (llvm::Error err = fields(
-              payload, stop,
-              [&](int f, int w, size_t s, size_t p, size_t e) -> llvm::Error {
-                if (f == kTensorRawData &&
-                    w == WFL::WIRETYPE_LENGTH_DELIMITED) {
-                  ref = {true, p, e - p};
-                  return llvm::Error::success();
-                }
-                append(tensorBytes, s, e);
-                return llvm::Error::success();
-              }))
-        return err;
-      onnx::TensorProto t;
-      if (!t.ParseFromString(tensorBytes))
-        return fail(payload, "a malformed initializer");
-      initializers.push_back(std::move(t));
-      raw.push_back(ref);
-      return llvm::Error::success();
-    });
+    return fields(begin, end,
+                  [&](int field, int wire, size_t start, size_t payload,
+                      size_t stop) -> llvm::Error {
+                    if (field != kGraphInitializer ||
+                        wire != WFL::WIRETYPE_LENGTH_DELIMITED) {
+                      append(rest, start, stop);
+                      return llvm::Error::success();
+                    }
+                    // An initializer: every field but raw_data, whose place is
+                    // recorded.
+                    std::string tensorBytes;
+                    RawDataRef ref;
+                    if (llvm::Error err =
+                            fields(payload, stop,
+                                   [&](int f, int w, size_t s, size_t p,
+                                       size_t e) -> llvm::Error {
+                                     if (f == kTensorRawData &&
+                                         w == WFL::WIRETYPE_LENGTH_DELIMITED) {
+                                       ref = {true, p, e - p};
+                                       return llvm::Error::success();
+                                     }
+                                     append(tensorBytes, s, e);
+                                     return llvm::Error::success();
+                                   }))
+                      return err;
+                    onnx::TensorProto t;
+                    if (!t.ParseFromString(tensorBytes))
+                      return fail(payload, "a malformed initializer");
+                    initializers.push_back(std::move(t));
+                    raw.push_back(ref);
+                    return llvm::Error::success();
+                  });
   }
 
   const uint8_t *base;
@@ -145,9 +149,8 @@ llvm::ArrayRef<char> LoadedModel::rawBytes(size_t i) const {
                               rawData[i].length);
 }
 
-llvm::Expected<LoadedModel>
-distopt::onnximport::readModelFromBuffer(std::unique_ptr<llvm::MemoryBuffer> buffer,
-                                         llvm::StringRef name) {
+llvm::Expected<LoadedModel> distopt::onnximport::readModelFromBuffer(
+    std::unique_ptr<llvm::MemoryBuffer> buffer, llvm::StringRef name) {
   if (buffer->getBufferSize() > static_cast<size_t>(INT_MAX))
     return llvm::createStringError(
         name.str() + " is larger than 2 GiB; ONNX keeps weights that large in "
@@ -161,7 +164,8 @@ distopt::onnximport::readModelFromBuffer(std::unique_ptr<llvm::MemoryBuffer> buf
   return std::move(out);
 }
 
-llvm::Expected<LoadedModel> distopt::onnximport::readModel(llvm::StringRef path) {
+llvm::Expected<LoadedModel>
+distopt::onnximport::readModel(llvm::StringRef path) {
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

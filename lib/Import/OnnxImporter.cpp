@@ -145,18 +145,17 @@ FailureOr<Known> Importer::inputValueHint(const onnx::ValueInfoProto &info,
   Type et = type.getElementType();
   bool isFloatType = isa<FloatType>(et);
   if (given.isFloat && !isFloatType)
-    return fail() << "is floating-point but the input has element type "
-                  << et;
+    return fail() << "is floating-point but the input has element type " << et;
   int64_t have = given.isFloat ? given.floats.size() : given.ints.size();
   if (have != n)
     return fail() << "has " << have << " values but the input's shape needs "
                   << n;
   std::vector<int64_t> dims(shape.begin(), shape.end());
   if (isFloatType) {
-    std::vector<double> v = given.isFloat
-                                ? given.floats
-                                : std::vector<double>(given.ints.begin(),
-                                                      given.ints.end());
+    std::vector<double> v =
+        given.isFloat
+            ? given.floats
+            : std::vector<double>(given.ints.begin(), given.ints.end());
     if (et.isF32())
       for (double &x : v)
         x = static_cast<float>(x);
@@ -211,8 +210,7 @@ FailureOr<ArrayRef<char>> Importer::externalData(const onnx::TensorProto &t,
                  (location.size() > 1 && location[1] == ':') ||
                  llvm::is_contained(pieces, "..");
   if (escapes)
-    return error() << "initializer '" << t.name() << "' points at '"
-                   << location
+    return error() << "initializer '" << t.name() << "' points at '" << location
                    << "', outside the model's directory; external data must "
                       "be a relative path inside it (no '..', not absolute)";
   if (length && *length != static_cast<uint64_t>(bytes))
@@ -224,9 +222,8 @@ FailureOr<ArrayRef<char>> Importer::externalData(const onnx::TensorProto &t,
   auto &buffer = externalFiles[location];
   if (!buffer) {
     if (!llvm::sys::fs::is_regular_file(full))
-      return error() << "initializer '" << t.name()
-                     << "': external data file '" << location
-                     << "' is missing (looked for " << full << ")";
+      return error() << "initializer '" << t.name() << "': external data file '"
+                     << location << "' is missing (looked for " << full << ")";
     auto mapped = llvm::MemoryBuffer::getFile(full, /*IsText=*/false,
                                               /*RequiresNullTerminator=*/false);
     if (!mapped)
@@ -237,8 +234,8 @@ FailureOr<ArrayRef<char>> Importer::externalData(const onnx::TensorProto &t,
   }
   uint64_t size = buffer->getBufferSize();
   if (offset > size || static_cast<uint64_t>(bytes) > size - offset)
-    return error() << "initializer '" << t.name() << "' needs bytes ["
-                   << offset << ", " << offset + bytes << ") of '" << location
+    return error() << "initializer '" << t.name() << "' needs bytes [" << offset
+                   << ", " << offset + bytes << ") of '" << location
                    << "', which has " << size << " bytes";
   file = location;
   return ArrayRef<char>(buffer->getBufferStart() + offset, bytes);
@@ -253,8 +250,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
   Type et = elementTypeOf(&ctx, t.data_type());
   if (!et)
     return error() << "initializer '" << t.name() << "' has element type "
-                   << dataTypeName(t.data_type())
-                   << ", which is not supported";
+                   << dataTypeName(t.data_type()) << ", which is not supported";
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   int64_t n = checkedNumElements(shape);
   if (n < 0)
@@ -433,8 +429,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     if (initializerNames.contains(in.name()))
       continue;
     if (in.name().empty() || !seenInputs.insert(in.name()).second) {
-      error() << "graph input '" << in.name()
-              << "' is unnamed or given twice";
+      error() << "graph input '" << in.name() << "' is unnamed or given twice";
       return nullptr;
     }
     FailureOr<RankedTensorType> t = valueInfoType(in, "input");
@@ -453,8 +448,8 @@ OwningOpRef<ModuleOp> Importer::run() {
       return nullptr;
     }
   b.setInsertionPointToEnd(module->getBody());
-  auto func = func::FuncOp::create(b, fileLoc, "main",
-                                   b.getFunctionType(argTypes, {}));
+  auto func =
+      func::FuncOp::create(b, fileLoc, "main", b.getFunctionType(argTypes, {}));
   Block *entry = func.addEntryBlock();
   b.setInsertionPointToEnd(entry);
   for (auto [i, name] : llvm::enumerate(argNames)) {
@@ -522,8 +517,7 @@ OwningOpRef<ModuleOp> Importer::run() {
   return module;
 }
 
-OwningOpRef<ModuleOp> distopt::importOnnxModel(MLIRContext &ctx,
-                                               StringRef path,
+OwningOpRef<ModuleOp> distopt::importOnnxModel(MLIRContext &ctx, StringRef path,
                                                const ImportOptions &options) {
   Importer importer(ctx, path, options);
   return importer.run();

@@ -85,12 +85,12 @@ UnaryBuilder unaryBuilder(StringRef op) {
 
 /// Ops defined on floating-point tensors only.
 bool floatOnly(StringRef op) {
-  return llvm::is_contained({"Exp", "Log", "Sqrt", "Reciprocal", "Tanh",
-                             "Sigmoid", "Erf", "Sin", "Cos", "Floor", "Ceil",
-                             "Round", "Gelu", "LeakyRelu", "Softplus",
-                             "HardSigmoid", "Elu", "HardSwish", "PRelu",
-                             "ThresholdedRelu"},
-                            op);
+  return llvm::is_contained(
+      {"Exp",         "Log",   "Sqrt",      "Reciprocal", "Tanh",
+       "Sigmoid",     "Erf",   "Sin",       "Cos",        "Floor",
+       "Ceil",        "Round", "Gelu",      "LeakyRelu",  "Softplus",
+       "HardSigmoid", "Elu",   "HardSwish", "PRelu",      "ThresholdedRelu"},
+      op);
 }
 
 FailureOr<Value> floatInput(ImportContext &ctx, unsigned i) {
@@ -98,8 +98,7 @@ FailureOr<Value> floatInput(ImportContext &ctx, unsigned i) {
   if (failed(x))
     return failure();
   if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
-    return ctx.error() << "needs a floating-point input, got "
-                       << x->getType();
+    return ctx.error() << "needs a floating-point input, got " << x->getType();
   return x;
 }
 
@@ -240,8 +239,7 @@ LogicalResult distopt::onnximport::geluOp(ImportContext &ctx) {
   if (approx != "none" && approx != "tanh")
     return ctx.error() << "approximate must be \"none\" or \"tanh\", got \""
                        << approx << "\"";
-  FailureOr<Value> r =
-      ctx.create<nn::GeluOp>(*x, ctx.b.getStringAttr(approx));
+  FailureOr<Value> r = ctx.create<nn::GeluOp>(*x, ctx.b.getStringAttr(approx));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
@@ -358,8 +356,7 @@ LogicalResult distopt::onnximport::whereOp(ImportContext &ctx) {
 /// of the input's type before opset 10).
 LogicalResult distopt::onnximport::dropoutOp(ImportContext &ctx) {
   if (ctx.opset >= 12 && ctx.hasInput(2)) {
-    FailureOr<const Known *> training =
-        ctx.requireKnown(2, "training_mode");
+    FailureOr<const Known *> training = ctx.requireKnown(2, "training_mode");
     if (failed(training))
       return failure();
     if ((*training)->numElements() != 1 || (*training)->at(0) != 0)
@@ -407,16 +404,16 @@ LogicalResult distopt::onnximport::hardSigmoidOp(ImportContext &ctx) {
   if (failed(x))
     return failure();
   Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> m = ctx.create<nn::MulOp>(
-      *x, ctx.scalar(ctx.attrFloat("alpha", 0.2), et));
+  FailureOr<Value> m =
+      ctx.create<nn::MulOp>(*x, ctx.scalar(ctx.attrFloat("alpha", 0.2), et));
   if (failed(m))
     return failure();
   FailureOr<Value> y =
       ctx.create<nn::AddOp>(*m, ctx.scalar(ctx.attrFloat("beta", 0.5), et));
   if (failed(y))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::ClipOp>(
-      *y, ctx.b.getF64FloatAttr(0.0), ctx.b.getF64FloatAttr(1.0));
+  FailureOr<Value> r = ctx.create<nn::ClipOp>(*y, ctx.b.getF64FloatAttr(0.0),
+                                              ctx.b.getF64FloatAttr(1.0));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
@@ -435,8 +432,8 @@ LogicalResult distopt::onnximport::eluOp(ImportContext &ctx) {
   FailureOr<Value> em1 = ctx.create<nn::SubOp>(*e, ctx.scalar(1.0, et));
   if (failed(em1))
     return failure();
-  FailureOr<Value> neg = ctx.create<nn::MulOp>(
-      ctx.scalar(ctx.attrFloat("alpha", 1.0), et), *em1);
+  FailureOr<Value> neg =
+      ctx.create<nn::MulOp>(ctx.scalar(ctx.attrFloat("alpha", 1.0), et), *em1);
   if (failed(neg))
     return failure();
   FailureOr<Value> pos = ctx.create<nn::GreaterOp>(*x, ctx.scalar(0.0, et));
@@ -550,7 +547,8 @@ LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
     r = c.make<nn::DivOp>(c.make<nn::SinOp>(x), c.make<nn::CosOp>(x));
   } else if (op == "Sinh" || op == "Cosh") {
     Value e = exp(x), en = exp(c.make<nn::NegOp>(x));
-    Value s = op == "Sinh" ? c.make<nn::SubOp>(e, en) : c.make<nn::AddOp>(e, en);
+    Value s =
+        op == "Sinh" ? c.make<nn::SubOp>(e, en) : c.make<nn::AddOp>(e, en);
     r = c.make<nn::MulOp>(s, k(0.5));
   } else if (op == "Asinh" || op == "Acosh") {
     Value sq = c.make<nn::MulOp>(x, x);
@@ -577,13 +575,16 @@ LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
     if (alpha == 0)
       return ctx.error() << "alpha must not be zero";
     Value e = c.make<nn::SubOp>(exp(c.make<nn::DivOp>(x, k(alpha))), k(1));
-    r = c.make<nn::AddOp>(c.make<nn::MaxOp>(x, k(0)),
-                          c.make<nn::MinOp>(c.make<nn::MulOp>(e, k(alpha)), k(0)));
+    r = c.make<nn::AddOp>(
+        c.make<nn::MaxOp>(x, k(0)),
+        c.make<nn::MinOp>(c.make<nn::MulOp>(e, k(alpha)), k(0)));
   } else if (op == "Shrink") {
-    double bias = ctx.attrFloat("bias", 0.0), lambd = ctx.attrFloat("lambd", 0.5);
+    double bias = ctx.attrFloat("bias", 0.0),
+           lambd = ctx.attrFloat("lambd", 0.5);
     Value low = c.make<nn::LessOp>(x, k(-lambd));
     Value high = c.make<nn::GreaterOp>(x, k(lambd));
-    Value inner = c.make<nn::WhereOp>(high, c.make<nn::SubOp>(x, k(bias)), k(0));
+    Value inner =
+        c.make<nn::WhereOp>(high, c.make<nn::SubOp>(x, k(bias)), k(0));
     r = c.make<nn::WhereOp>(low, c.make<nn::AddOp>(x, k(bias)), inner);
   } else if (op == "IsNaN") {
     r = c.make<nn::NotOp>(c.make<nn::EqualOp>(x, x));

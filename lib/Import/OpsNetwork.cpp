@@ -1,4 +1,5 @@
-//===- OpsNetwork.cpp - ONNX linear algebra, normalisation, pooling -*- C++ -*-===//
+//===- OpsNetwork.cpp - ONNX linear algebra, normalisation, pooling -*- C++
+//-*-===//
 #include "ImportContext.h"
 #include "KnownFolding.h"
 
@@ -496,7 +497,8 @@ FailureOr<Window> windowOf(ImportContext &ctx, RankedTensorType x,
       int64_t in = x.getDimSize(i + 2);
       int64_t out = (in + w.strides[i] - 1) / w.strides[i];
       int64_t span = w.dilations[i] * (w.kernel[i] - 1) + 1;
-      int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + span - in);
+      int64_t total =
+          std::max<int64_t>(0, (out - 1) * w.strides[i] + span - in);
       int64_t small = total / 2, large = total - small;
       w.pads[i] = autoPad == "SAME_UPPER" ? small : large;
       w.pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;
@@ -564,7 +566,8 @@ LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
   FailureOr<Window> win = windowOf(ctx, tx, ctx.attrInts("kernel_shape"));
   if (failed(win))
     return failure();
-  UnitAttr ceil = ctx.attrInt("ceil_mode", 0) ? ctx.b.getUnitAttr() : UnitAttr();
+  UnitAttr ceil =
+      ctx.attrInt("ceil_mode", 0) ? ctx.b.getUnitAttr() : UnitAttr();
   UnitAttr countPad =
       ctx.attrInt("count_include_pad", 0) ? ctx.b.getUnitAttr() : UnitAttr();
   auto k = ctx.b.getDenseI64ArrayAttr(win->kernel);

@@ -102,16 +102,18 @@ LogicalResult sparseConstant(ImportContext &ctx,
   DenseElementsAttr values = denseFromTensorProto(sp.values(), *vt, err);
   if (!values)
     return ctx.error() << "sparse_value's values: " << err;
-  auto it = RankedTensorType::get(
-      std::vector<int64_t>(sp.indices().dims().begin(), sp.indices().dims().end()),
-      ctx.b.getI64Type());
+  auto it =
+      RankedTensorType::get(std::vector<int64_t>(sp.indices().dims().begin(),
+                                                 sp.indices().dims().end()),
+                            ctx.b.getI64Type());
   if (sp.indices().data_type() != onnx::TensorProto::INT64 ||
       checkedNumElements(it.getShape()) < 0)
     return ctx.error() << "sparse_value's indices must be an int64 tensor";
   DenseElementsAttr indices = denseFromTensorProto(sp.indices(), it, err);
   if (!indices)
     return ctx.error() << "sparse_value's indices: " << err;
-  std::optional<Known> v = knownFromDense(values), idx = knownFromDense(indices);
+  std::optional<Known> v = knownFromDense(values),
+                       idx = knownFromDense(indices);
   if (!v || !idx)
     return ctx.error() << "sparse_value cannot be decoded";
   int64_t nnz = v->numElements(), rank = dims.size();
@@ -204,8 +206,7 @@ LogicalResult distopt::onnximport::constantOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, Known::ofFloats({n}, std::move(v)), f32);
     return success();
   }
-  return ctx.error() << "string constants (" << which
-                     << ") are not supported";
+  return ctx.error() << "string constants (" << which << ") are not supported";
 }
 
 LogicalResult distopt::onnximport::constantOfShapeOp(ImportContext &ctx) {
@@ -251,7 +252,8 @@ LogicalResult distopt::onnximport::shapeOp(ImportContext &ctx) {
   end = std::clamp<int64_t>(end, start, rank);
   std::vector<int64_t> part(dims.begin() + start, dims.begin() + end);
   int64_t n = part.size();
-  ctx.setKnownOutput(0, Known::ofInts({n}, std::move(part)), ctx.b.getI64Type());
+  ctx.setKnownOutput(0, Known::ofInts({n}, std::move(part)),
+                     ctx.b.getI64Type());
   return success();
 }
 
@@ -267,8 +269,9 @@ LogicalResult distopt::onnximport::sizeOp(ImportContext &ctx) {
 LogicalResult distopt::onnximport::rangeOp(ImportContext &ctx) {
   const Known *k[3];
   for (unsigned i = 0; i < 3; ++i) {
-    FailureOr<const Known *> v =
-        ctx.requireKnown(i, i == 0 ? "start" : i == 1 ? "limit" : "delta");
+    FailureOr<const Known *> v = ctx.requireKnown(i, i == 0   ? "start"
+                                                     : i == 1 ? "limit"
+                                                              : "delta");
     if (failed(v))
       return failure();
     if ((*v)->numElements() != 1)
@@ -280,20 +283,22 @@ LogicalResult distopt::onnximport::rangeOp(ImportContext &ctx) {
   Type et = ctx.type(0).getElementType();
   int64_t n;
   if (!k[0]->isFloat) {
-    __int128 start = k[0]->ints[0], limit = k[1]->ints[0], delta = k[2]->ints[0];
+    __int128 start = k[0]->ints[0], limit = k[1]->ints[0],
+             delta = k[2]->ints[0];
     if (delta == 0)
       return ctx.error() << "delta is zero";
     __int128 diff = limit - start;
-    __int128 count = (diff > 0) == (delta > 0) && diff != 0
-                         ? ((diff < 0 ? -diff : diff) +
-                            (delta < 0 ? -delta : delta) - 1) /
-                               (delta < 0 ? -delta : delta)
-                         : 0;
+    __int128 count =
+        (diff > 0) == (delta > 0) && diff != 0
+            ? ((diff < 0 ? -diff : diff) + (delta < 0 ? -delta : delta) - 1) /
+                  (delta < 0 ? -delta : delta)
+            : 0;
     n = count > INT32_MAX ? -1 : static_cast<int64_t>(count);
   } else {
     double start = k[0]->floats[0], limit = k[1]->floats[0],
            delta = k[2]->floats[0];
-    if (delta == 0 || std::isnan(delta) || std::isnan(start) || std::isnan(limit))
+    if (delta == 0 || std::isnan(delta) || std::isnan(start) ||
+        std::isnan(limit))
       return ctx.error() << "delta is zero or a bound is NaN";
     double count = std::max(0.0, std::ceil((limit - start) / delta));
     n = count > INT32_MAX ? -1 : static_cast<int64_t>(count);
@@ -422,9 +427,8 @@ LogicalResult distopt::onnximport::reshapeOp(ImportContext &ctx) {
     product *= target[inferred];
   }
   if (product != t.getNumElements())
-    return ctx.error() << "cannot reshape " << t << " ("
-                       << t.getNumElements() << " elements) to "
-                       << product << " elements";
+    return ctx.error() << "cannot reshape " << t << " (" << t.getNumElements()
+                       << " elements) to " << product << " elements";
   return setReshaped(ctx, target);
 }
 
@@ -462,8 +466,8 @@ LogicalResult distopt::onnximport::squeezeOp(ImportContext &ctx) {
     if (failed(n))
       return failure();
     if (t.getDimSize(*n) != 1)
-      return ctx.error() << "cannot squeeze dimension " << *n
-                         << " of extent " << t.getDimSize(*n);
+      return ctx.error() << "cannot squeeze dimension " << *n << " of extent "
+                         << t.getDimSize(*n);
     drop.set(*n);
   }
   std::vector<int64_t> shape;
@@ -520,9 +524,8 @@ LogicalResult distopt::onnximport::concatOp(ImportContext &ctx) {
     total += ti.getNumElements();
     parts.push_back(ctx.known(i));
   }
-  if (total <= kMaxFoldElements && llvm::all_of(parts, [](const Known *k) {
-        return k != nullptr;
-      })) {
+  if (total <= kMaxFoldElements &&
+      llvm::all_of(parts, [](const Known *k) { return k != nullptr; })) {
     ctx.setKnownOutput(0, knownConcat(parts, *axis), t0.getElementType());
     return success();
   }
@@ -546,8 +549,8 @@ LogicalResult distopt::onnximport::concatOp(ImportContext &ctx) {
     ctx.setOutput(0, inputs[0]);
     return success();
   }
-  FailureOr<Value> r =
-      ctx.create<nn::ConcatOp>(ValueRange(inputs), ctx.b.getI64IntegerAttr(*axis));
+  FailureOr<Value> r = ctx.create<nn::ConcatOp>(ValueRange(inputs),
+                                                ctx.b.getI64IntegerAttr(*axis));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
@@ -614,7 +617,8 @@ LogicalResult distopt::onnximport::splitOp(ImportContext &ctx) {
                            << n << " outputs";
       int64_t chunk = (extent + parts - 1) / parts;
       for (int64_t i = 0; i < parts; ++i)
-        sizes.push_back(std::max<int64_t>(0, std::min(chunk, extent - i * chunk)));
+        sizes.push_back(
+            std::max<int64_t>(0, std::min(chunk, extent - i * chunk)));
     } else {
       if (extent % n != 0)
         return ctx.error() << "dimension " << *axis << " of extent " << extent
@@ -771,14 +775,15 @@ LogicalResult distopt::onnximport::gatherOp(ImportContext &ctx) {
       t.getNumElements() / std::max<int64_t>(extent, 1) * it.getNumElements();
   if (indices && extent > 0)
     if (const Known *k = foldable(ctx, outElements)) {
-      ctx.setKnownOutput(0, knownGather(*k, *indices, *axis), t.getElementType());
+      ctx.setKnownOutput(0, knownGather(*k, *indices, *axis),
+                         t.getElementType());
       return success();
     }
   FailureOr<Value> data = ctx.value(0), idx = ctx.value(1);
   if (failed(data) || failed(idx))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::GatherOp>(*data, *idx,
-                                                ctx.b.getI64IntegerAttr(*axis));
+  FailureOr<Value> r =
+      ctx.create<nn::GatherOp>(*data, *idx, ctx.b.getI64IntegerAttr(*axis));
   if (failed(r))
     return failure();
   ctx.setOutput(0, *r);
@@ -830,8 +835,8 @@ LogicalResult distopt::onnximport::tileOp(ImportContext &ctx) {
   if (failed(reps))
     return failure();
   if (static_cast<int64_t>(reps->size()) != t.getRank())
-    return ctx.error() << "repeats has " << reps->size()
-                       << " entries for rank " << t.getRank();
+    return ctx.error() << "repeats has " << reps->size() << " entries for rank "
+                       << t.getRank();
   std::vector<int64_t> split, expanded, out;
   for (int64_t d = 0; d < t.getRank(); ++d) {
     if ((*reps)[d] < 0)
@@ -896,8 +901,8 @@ LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
         return failure();
       int64_t n = axes->size();
       if (static_cast<int64_t>(pads.size()) != 2 * n)
-        return ctx.error() << "pads has " << pads.size() << " entries for "
-                           << n << " axes";
+        return ctx.error() << "pads has " << pads.size() << " entries for " << n
+                           << " axes";
       std::vector<int64_t> full(2 * rank, 0);
       for (int64_t i = 0; i < n; ++i) {
         FailureOr<int64_t> a = ctx.axis((*axes)[i], rank, "axis");
@@ -927,8 +932,8 @@ LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
     if (extent < 0 || extent > INT32_MAX)
       return ctx.error() << "pads make dimension " << d
                          << (extent < 0 ? " negative" : " too large");
-    if (mode == "reflect" && (pads[d] >= t.getDimSize(d) ||
-                              pads[d + rank] >= t.getDimSize(d)))
+    if (mode == "reflect" &&
+        (pads[d] >= t.getDimSize(d) || pads[d + rank] >= t.getDimSize(d)))
       return ctx.error() << "reflect padding of dimension " << d
                          << " must be smaller than its extent "
                          << t.getDimSize(d);
@@ -958,7 +963,8 @@ LogicalResult distopt::onnximport::triluOp(ImportContext &ctx) {
     k = (*kv)[0];
   }
   bool upper = ctx.attrInt("upper", 1) != 0;
-  int64_t rows = t.getDimSize(t.getRank() - 2), cols = t.getDimSize(t.getRank() - 1);
+  int64_t rows = t.getDimSize(t.getRank() - 2),
+          cols = t.getDimSize(t.getRank() - 1);
   if (checkedNumElements({rows, cols}) > (int64_t(1) << 26))
     return ctx.error() << "the mask of " << rows << "x" << cols
                        << " is too large to hold in the IR";

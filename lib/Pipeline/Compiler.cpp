@@ -45,8 +45,7 @@ llvm::Expected<std::vector<MeshAxis>> distopt::parseMeshSpec(StringRef spec) {
   return axes;
 }
 
-llvm::Expected<llvm::StringMap<int64_t>>
-distopt::parseDimSpec(StringRef spec) {
+llvm::Expected<llvm::StringMap<int64_t>> distopt::parseDimSpec(StringRef spec) {
   llvm::StringMap<int64_t> dims;
   SmallVector<StringRef> parts;
   spec.split(parts, ',', -1, /*KeepEmpty=*/false);
@@ -54,9 +53,9 @@ distopt::parseDimSpec(StringRef spec) {
     auto [name, value] = part.trim().split('=');
     int64_t n = 0;
     if (name.trim().empty() || value.trim().getAsInteger(10, n) || n <= 0)
-      return llvm::createStringError(
-          "bad dimension binding '" + part.str() +
-          "' in --dim: expected name=positive-size, e.g. --dim batch=2,seq=128");
+      return llvm::createStringError("bad dimension binding '" + part.str() +
+                                     "' in --dim: expected name=positive-size, "
+                                     "e.g. --dim batch=2,seq=128");
     dims[name.trim()] = n;
   }
   return dims;
@@ -85,7 +84,8 @@ void distopt::stripDistribution(ModuleOp module) {
     op.getResult().replaceAllUsesWith(op.getInput());
     op.erase();
   });
-  for (dist::MeshOp mesh : llvm::make_early_inc_range(module.getOps<dist::MeshOp>()))
+  for (dist::MeshOp mesh :
+       llvm::make_early_inc_range(module.getOps<dist::MeshOp>()))
     mesh.erase();
   module.walk([](Operation *op) {
     op->removeAttr("dist.sharding");

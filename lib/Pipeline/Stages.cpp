@@ -37,7 +37,7 @@ std::string layerKey(Operation *op, const llvm::GlobPattern &glob) {
   SmallVector<StringRef> parts;
   StringRef(name).ltrim('/').split(parts, '/', -1, false);
   if (parts.size() < 2)
-    return ""; // a top-level node belongs to no layer
+    return "";      // a top-level node belongs to no layer
   parts.pop_back(); // the op itself
   std::string prefix;
   for (StringRef part : parts) {
@@ -61,7 +61,8 @@ double opFlops(Operation *op) {
   }
   double n = 0;
   for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()); t && t.hasStaticShape())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType());
+        t && t.hasStaticShape())
       n += t.getNumElements();
   return n;
 }
@@ -72,21 +73,25 @@ int64_t bytesOf(Type type) {
     return 0;
   Type et = t.getElementType();
   return t.getNumElements() *
-         (et.isIntOrFloat() ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8) : 4);
+         (et.isIntOrFloat()
+              ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8)
+              : 4);
 }
 
 /// Contiguous groups of `cost` (with extra cost added to the first and last
 /// group) into `groups` parts minimising the largest part: DP over prefixes.
-std::vector<int64_t> balance(ArrayRef<double> cost, int64_t groups,
-                             double head, double tail) {
+std::vector<int64_t> balance(ArrayRef<double> cost, int64_t groups, double head,
+                             double tail) {
   int64_t n = cost.size();
   std::vector<double> prefix(n + 1, 0);
   for (int64_t i = 0; i < n; ++i)
     prefix[i + 1] = prefix[i] + cost[i];
   const double inf = std::numeric_limits<double>::infinity();
   // best[g][i]: smallest max over the first i layers in g groups.
-  std::vector<std::vector<double>> best(groups + 1, std::vector<double>(n + 1, inf));
-  std::vector<std::vector<int64_t>> cut(groups + 1, std::vector<int64_t>(n + 1, 0));
+  std::vector<std::vector<double>> best(groups + 1,
+                                        std::vector<double>(n + 1, inf));
+  std::vector<std::vector<int64_t>> cut(groups + 1,
+                                        std::vector<int64_t>(n + 1, 0));
   best[0][0] = 0;
   for (int64_t g = 1; g <= groups; ++g)
     for (int64_t i = g; i <= n; ++i)
@@ -286,8 +291,9 @@ OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
         if (to == stage) {
           b.setInsertionPoint(firstUser);
           auto recv = dist::RecvOp::create(
-              b, op->getLoc(), v.getType(), meshRef, b.getStringAttr(config.axis),
-              b.getI64IntegerAttr(from), b.getI64IntegerAttr(t));
+              b, op->getLoc(), v.getType(), meshRef,
+              b.getStringAttr(config.axis), b.getI64IntegerAttr(from),
+              b.getI64IntegerAttr(t));
           stageOf[recv] = to;
           dist::ShardingAttr sharding = dist::getValueSharding(v, {});
           if (sharding)
@@ -454,10 +460,12 @@ void distopt::writeTimelineSvg(const ScheduleTimeline &tl, int64_t numStages,
        << "\" stroke=\"#333\"><title>stage " << slot.stage << ", microbatch "
        << slot.microbatch << (slot.forward ? " forward" : " backward") << ", "
        << num(slot.start) << ".." << num(slot.end) << " us</title></rect>\n";
-    os << "<text x=\"" << num(x + w / 2 - 8) << "\" y=\"" << num(y + rowHeight / 2)
-       << "\">" << (slot.forward ? "F" : "B") << slot.microbatch << "</text>\n";
+    os << "<text x=\"" << num(x + w / 2 - 8) << "\" y=\""
+       << num(y + rowHeight / 2) << "\">" << (slot.forward ? "F" : "B")
+       << slot.microbatch << "</text>\n";
   }
   os << "<text x=\"" << num(left) << "\" y=\"" << num(height - 15)
      << "\">time across (makespan " << num(tl.makespan) << " us), bubble "
-     << num(tl.bubbleFraction * 100) << "%, colour = microbatch</text>\n</svg>\n";
+     << num(tl.bubbleFraction * 100)
+     << "%, colour = microbatch</text>\n</svg>\n";
 }

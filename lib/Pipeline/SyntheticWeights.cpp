@@ -46,8 +46,8 @@ LogicalResult distopt::materializeSyntheticWeights(ModuleOp module,
     uint64_t seed = llvm::hash_value(w.getName());
     int64_t n = type.getNumElements();
     // Scaled like a default initialiser so activations stay moderate.
-    double scale = 1.0 / std::sqrt(static_cast<double>(
-                             std::max<int64_t>(1, type.getRank() ? type.getDimSize(0) : 1)));
+    double scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(
+                             1, type.getRank() ? type.getDimSize(0) : 1)));
     for (int64_t i = 0; i < n; ++i) {
       double v = unitValue(seed, i);
       if (et.isF32()) {

@@ -20,9 +20,8 @@ ArrayRef<StringRef> distopt::presetNames() {
   return names;
 }
 
-static FailureOr<llvm::GlobPattern> compileGlob(ModuleOp module,
-                                                StringRef pattern,
-                                                StringRef where) {
+static FailureOr<llvm::GlobPattern>
+compileGlob(ModuleOp module, StringRef pattern, StringRef where) {
   auto glob = llvm::GlobPattern::create(pattern);
   if (!glob) {
     module.emitError() << where << ": bad pattern '" << pattern
@@ -74,9 +73,8 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
     bool matched = false;
     for (const WeightUse &u : uses) {
       std::vector<std::string> names = namesOf(u);
-      if (llvm::none_of(names, [&](const std::string &n) {
-            return glob->match(n);
-          }))
+      if (llvm::none_of(names,
+                        [&](const std::string &n) { return glob->match(n); }))
         continue;
       matched = true;
       auto key = std::make_pair(u.op, u.operand);
@@ -152,10 +150,10 @@ static LogicalResult applySequenceParallel(ModuleOp module, func::FuncOp func,
     auto type = cast<RankedTensorType>(v.getType());
     if (type.getRank() < 3 || !done.insert(v.getAsOpaquePointer()).second)
       continue;
-    annotateValue(v,
-                  oneAxisSharding(mesh, axis,
-                                  dist::Placement::shard(type.getRank() - 2)),
-                  kSequencePriority, "sequence_parallel");
+    annotateValue(
+        v,
+        oneAxisSharding(mesh, axis, dist::Placement::shard(type.getRank() - 2)),
+        kSequencePriority, "sequence_parallel");
     ++count;
   }
   if (count == 0)
@@ -194,7 +192,8 @@ static LogicalResult applyDataParallel(ModuleOp module, func::FuncOp func,
       return;
     annotateValue(w.getResult(),
                   oneAxisSharding(mesh, axis, dist::Placement::shard(best)),
-                  kShardedStatePriority, "data_parallel level 3: sharded parameter");
+                  kShardedStatePriority,
+                  "data_parallel level 3: sharded parameter");
   });
   return success();
 }
@@ -207,9 +206,11 @@ static LogicalResult applyPlacements(ModuleOp module, func::FuncOp func,
   // Named values: inputs, weights, and op results (by node name).
   std::vector<std::pair<std::string, Value>> named;
   for (BlockArgument arg : func.getArguments()) {
-    auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
-    named.push_back({name ? name.str() : "input_" + std::to_string(arg.getArgNumber()),
-                     arg});
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+    named.push_back(
+        {name ? name.str() : "input_" + std::to_string(arg.getArgNumber()),
+         arg});
   }
   func.walk([&](Operation *op) {
     if (auto w = dyn_cast<nn::WeightOp>(op))
@@ -244,10 +245,13 @@ static LogicalResult applyPlacements(ModuleOp module, func::FuncOp func,
         continue;
       auto type = cast<RankedTensorType>(value.getType());
       if (failed(sharding.verifyFor(
-              [&] { return module.emitError() << where << ": '" << name << "': "; },
+              [&] {
+                return module.emitError() << where << ": '" << name << "': ";
+              },
               type.getRank(), mesh)))
         return failure();
-      annotateValue(value, sharding, p.priority, "placement '" + p.pattern + "'");
+      annotateValue(value, sharding, p.priority,
+                    "placement '" + p.pattern + "'");
       matched = true;
     }
     if (!matched)

@@ -78,10 +78,9 @@ static bool followsProjection(nn::MatMulOp mm) {
         return true;
       if (def->getNumOperands() == 0 || isWeightValue(v))
         continue;
-      bool elementwise =
-          def->hasTrait<OpTrait::SameOperandsAndResultType>() ||
-          isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp, nn::ReshapeOp,
-              nn::TransposeOp>(def);
+      bool elementwise = def->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+                         isa<nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
+                             nn::ReshapeOp, nn::TransposeOp>(def);
       if (!elementwise)
         continue;
       // The residual stream (an add of two activations) separates blocks:

@@ -24,13 +24,12 @@ std::optional<PipelineConfig> distopt::getPipelineConfig(ModuleOp module) {
 
 void distopt::setPipelineConfig(ModuleOp module, const PipelineConfig &c) {
   Builder b(module.getContext());
-  module->setAttr("dist.pipeline",
-                  b.getDictionaryAttr({
-                      b.getNamedAttr("axis", b.getStringAttr(c.axis)),
-                      b.getNamedAttr("split", b.getStringAttr(c.split)),
-                      b.getNamedAttr("microbatches",
-                                     b.getI64IntegerAttr(c.microbatches)),
-                      b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
-                  }));
+  module->setAttr(
+      "dist.pipeline",
+      b.getDictionaryAttr({
+          b.getNamedAttr("axis", b.getStringAttr(c.axis)),
+          b.getNamedAttr("split", b.getStringAttr(c.split)),
+          b.getNamedAttr("microbatches", b.getI64IntegerAttr(c.microbatches)),
+          b.getNamedAttr("schedule", b.getStringAttr(c.schedule)),
+      }));
 }
-

@@ -56,7 +56,8 @@ private:
   Error parseDataParallel(yaml::Node *node, PlanSpec &spec);
   Error parsePlacements(yaml::Node *node, PlanSpec &spec);
   Error parsePipeline(yaml::Node *node, PlanSpec &spec);
-  Expected<std::vector<std::string>> stringList(yaml::Node *node, const Twine &what);
+  Expected<std::vector<std::string>> stringList(yaml::Node *node,
+                                                const Twine &what);
 
   std::string path;
   SourceMgr &sm;
@@ -190,8 +191,9 @@ Error PlanParser::parsePlacements(yaml::Node *node, PlanSpec &spec) {
             return error(field.getValue(), "priority must be non-negative");
           p.priority = *v;
         } else {
-          return error(field.getKey(), "unknown key '" + *key +
-                                           "'; expected placements or priority");
+          return error(field.getKey(),
+                       "unknown key '" + *key +
+                           "'; expected placements or priority");
         }
       }
     } else {
@@ -220,7 +222,9 @@ Error PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
       auto v = scalar(kv.getValue(), "pipeline." + *key);
       if (!v)
         return v.takeError();
-      (*key == "axis" ? pp.axis : *key == "split" ? pp.split : pp.schedule) = *v;
+      (*key == "axis"    ? pp.axis
+       : *key == "split" ? pp.split
+                         : pp.schedule) = *v;
     } else if (*key == "stages" || *key == "microbatches") {
       auto v = integer(kv.getValue(), "pipeline." + *key);
       if (!v)

@@ -108,7 +108,8 @@ FailureOr<int64_t> distopt::plan::styleDim(const WeightUse &use,
     }
     why = style == "colwise"
               ? "a colwise matmul weight needs rank 2 or more, this one has "
-                "rank " + std::to_string(rank)
+                "rank " +
+                    std::to_string(rank)
               : "style '" + style.str() +
                     "' is for embedding tables (a gather's table); a matmul "
                     "weight takes colwise, rowwise or replicate";
@@ -149,9 +150,9 @@ void distopt::plan::annotateOperand(Operation *user, unsigned operand,
                                     int64_t priority, StringRef source) {
   OpBuilder b(user);
   Value v = user->getOperand(operand);
-  auto annotate = dist::AnnotateOp::create(
-      b, user->getLoc(), v, sharding, b.getI64IntegerAttr(priority),
-      b.getStringAttr(source));
+  auto annotate = dist::AnnotateOp::create(b, user->getLoc(), v, sharding,
+                                           b.getI64IntegerAttr(priority),
+                                           b.getStringAttr(source));
   user->setOperand(operand, annotate.getResult());
 }
 
@@ -181,7 +182,8 @@ func::FuncOp distopt::plan::mainFunction(ModuleOp module) {
 dist::MeshOp distopt::plan::requireMesh(ModuleOp module, StringRef what) {
   auto meshes = module.getOps<dist::MeshOp>();
   if (meshes.empty()) {
-    module.emitError() << what << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
+    module.emitError() << what
+                       << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
     return nullptr;
   }
   return *meshes.begin();

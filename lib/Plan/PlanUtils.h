@@ -50,8 +50,8 @@ void annotateOperand(mlir::Operation *user, unsigned operand,
 
 /// Constrains value `v` for all its users (annotate right after its
 /// definition).
-void annotateValue(mlir::Value v, dist::ShardingAttr sharding,
-                   int64_t priority, llvm::StringRef source);
+void annotateValue(mlir::Value v, dist::ShardingAttr sharding, int64_t priority,
+                   llvm::StringRef source);
 
 /// The module's main function (or its only one); null with a diagnostic.
 mlir::func::FuncOp mainFunction(mlir::ModuleOp module);
@@ -64,8 +64,8 @@ int64_t requireAxis(dist::MeshOp mesh, llvm::StringRef name,
                     llvm::StringRef what);
 
 /// Up to three names from `candidates` closest to `name` (edit distance).
-std::vector<std::string> closestNames(llvm::StringRef name,
-                                      const std::vector<std::string> &candidates);
+std::vector<std::string>
+closestNames(llvm::StringRef name, const std::vector<std::string> &candidates);
 
 /// Rewrites a projection whose result is only ever sliced along its last
 /// dimension (a fused QKV) into one projection per slice, each reading a

@@ -1,4 +1,5 @@
-//===- SplitFusedProjections.cpp - one projection per slice of a fused one -*- C++ -*-===//
+//===- SplitFusedProjections.cpp - one projection per slice of a fused one -*-
+//C++ -*-===//
 //
 // GPT-2 style attention computes Q, K and V with one fused projection and
 // splits the result. Split column-parallel, each device would hold a mix of
@@ -30,8 +31,8 @@ std::optional<std::pair<int64_t, int64_t>> lastDimRange(nn::SliceOp slice) {
   for (int64_t d = 0; d < t.getRank(); ++d) {
     if (slice.getSteps()[d] != 1)
       return std::nullopt;
-    if (d != last && (slice.getStarts()[d] != 0 ||
-                      slice.getEnds()[d] != t.getDimSize(d)))
+    if (d != last &&
+        (slice.getStarts()[d] != 0 || slice.getEnds()[d] != t.getDimSize(d)))
       return std::nullopt;
   }
   return std::make_pair(slice.getStarts()[last], slice.getEnds()[last]);
@@ -65,11 +66,10 @@ Value window(OpBuilder &b, nn::WeightOp w, int64_t dim, int64_t start,
   at[dim] += start;
   SmallVector<int64_t> shape(type.getShape());
   shape[dim] = end - start;
-  auto op = nn::WeightOp::create(b, w.getLoc(), type.clone(shape),
-                                 w.getNameAttr(), w.getFileAttr(),
-                                 w.getOffsetAttr(),
-                                 b.getDenseI64ArrayAttr(stored),
-                                 b.getDenseI64ArrayAttr(at));
+  auto op = nn::WeightOp::create(
+      b, w.getLoc(), type.clone(shape), w.getNameAttr(), w.getFileAttr(),
+      w.getOffsetAttr(), b.getDenseI64ArrayAttr(stored),
+      b.getDenseI64ArrayAttr(at));
   return op.getResult();
 }
 
@@ -113,7 +113,8 @@ bool splitOne(nn::MatMulOp mm) {
     int64_t dim = view->transposed ? 0 : 1;
     Value w = window(b, view->weight, dim, range.first, range.second);
     if (view->transposed)
-      w = nn::TransposeOp::create(b, mm.getLoc(), w, b.getDenseI64ArrayAttr({1, 0}));
+      w = nn::TransposeOp::create(b, mm.getLoc(), w,
+                                  b.getDenseI64ArrayAttr({1, 0}));
     Value y = nn::MatMulOp::create(b, mm.getLoc(), mm.getLhs(), w);
     if (biasAdd) {
       Value bw = window(b, bias, 0, range.first, range.second);

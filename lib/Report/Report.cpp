@@ -1,4 +1,5 @@
-//===- Report.cpp - what a partitioned model communicates and costs -*- C++ -*-===//
+//===- Report.cpp - what a partitioned model communicates and costs -*- C++
+//-*-===//
 #include "distopt/Report/Report.h"
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
@@ -35,7 +36,9 @@ static int64_t bytesOf(Type type) {
   if (!t || !t.hasStaticShape())
     return 0;
   Type et = t.getElementType();
-  int64_t width = et.isIntOrFloat() ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8) : 4;
+  int64_t width = et.isIntOrFloat()
+                      ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8)
+                      : 4;
   return t.getNumElements() * width;
 }
 
@@ -63,7 +66,8 @@ static double flopsOf(Operation *op) {
   }
   double n = 0;
   for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType()); t && t.hasStaticShape())
+    if (auto t = dyn_cast<RankedTensorType>(r.getType());
+        t && t.hasStaticShape())
       n += t.getNumElements();
   return n;
 }
@@ -91,7 +95,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     int64_t total = bytesOf(type);
     report.parameterBytesTotal += total;
     dist::ShardingAttr s;
-    if (auto arr = w->getAttrOfType<ArrayAttr>("dist.sharding"); arr && !arr.empty())
+    if (auto arr = w->getAttrOfType<ArrayAttr>("dist.sharding");
+        arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
     for (int64_t r = 0; r < report.ranks; ++r) {
       if (stores && !stores(w, r))
@@ -103,8 +108,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       SmallVector<int64_t> coords = mesh.getCoords(r);
       SmallVector<int64_t> shape = dist::localShape(
           type.getShape(), s, meshSizes, ArrayRef<int64_t>(coords));
-      report.parameterBytesPerRank[r] +=
-          bytesOf(type.clone(shape));
+      report.parameterBytesPerRank[r] += bytesOf(type.clone(shape));
     }
   });
 
@@ -113,7 +117,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
   ModuleOp rank0 = partitioned.front();
 
   // Collectives of rank 0, grouped by what they are and why.
-  std::map<std::tuple<std::string, std::string, int64_t, std::string>, size_t> index;
+  std::map<std::tuple<std::string, std::string, int64_t, std::string>, size_t>
+      index;
   rank0.walk([&](Operation *op) {
     if (!isa<dist::DistDialect>(op->getDialect()))
       return;
@@ -130,7 +135,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     int64_t k = 1;
     for (const std::string &a : axes)
       k *= mesh ? mesh.getAxisSizes()[mesh.getAxisIndex(a)] : 1;
-    int64_t in = op->getNumOperands() ? bytesOf(op->getOperand(0).getType()) : 0;
+    int64_t in =
+        op->getNumOperands() ? bytesOf(op->getOperand(0).getType()) : 0;
     int64_t out = op->getNumResults() ? bytesOf(op->getResult(0).getType()) : 0;
     double sent = 0;
     if (kind == "all_reduce")
@@ -264,11 +270,13 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     os << "\npipeline: " << p.stages << " stages, " << p.microbatches
        << " microbatch(es), " << p.schedule << " schedule\n";
     for (int64_t s = 0; s < p.stages; ++s)
-      os << llvm::format("  stage %lld: %-24s %10.1f us/microbatch  %s parameters\n",
-                         (long long)s, p.layersPerStage[s].c_str(), p.stageUs[s],
-                         humanBytes(p.stageParameterBytes[s]).c_str());
-    os << llvm::format("  predicted: %.1f us for all microbatches, bubble %.1f%%\n",
-                       p.makespanUs, 100.0 * p.bubbleFraction);
+      os << llvm::format(
+          "  stage %lld: %-24s %10.1f us/microbatch  %s parameters\n",
+          (long long)s, p.layersPerStage[s].c_str(), p.stageUs[s],
+          humanBytes(p.stageParameterBytes[s]).c_str());
+    os << llvm::format(
+        "  predicted: %.1f us for all microbatches, bubble %.1f%%\n",
+        p.makespanUs, 100.0 * p.bubbleFraction);
   }
   os << "\nestimate (rank 0, one step):\n"
      << llvm::format("  compute        %10.1f us (%.3g GFLOP)\n", r.computeUs,
@@ -284,22 +292,21 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
     llvm::json::Array axes;
     for (const std::string &a : e.axes)
       axes.push_back(a);
-    collectives.push_back(llvm::json::Object{
-        {"kind", e.kind},
-        {"mesh_axes", std::move(axes)},
-        {"bytes", e.bytes},
-        {"tensor_bytes", e.tensorBytes},
-        {"count", e.count},
-        {"reason", e.reason},
-        {"time_us", e.timeUs}});
+    collectives.push_back(llvm::json::Object{{"kind", e.kind},
+                                             {"mesh_axes", std::move(axes)},
+                                             {"bytes", e.bytes},
+                                             {"tensor_bytes", e.tensorBytes},
+                                             {"count", e.count},
+                                             {"reason", e.reason},
+                                             {"time_us", e.timeUs}});
   }
   llvm::json::Array perRank;
   for (int64_t b : r.parameterBytesPerRank)
     perRank.push_back(b);
   llvm::json::Array meshAxes;
   for (size_t a = 0; a < r.meshAxes.size(); ++a)
-    meshAxes.push_back(llvm::json::Object{{"name", r.meshAxes[a]},
-                                          {"size", r.meshSizes[a]}});
+    meshAxes.push_back(
+        llvm::json::Object{{"name", r.meshAxes[a]}, {"size", r.meshSizes[a]}});
   llvm::json::Object root{
       {"ranks", r.ranks},
       {"mesh", std::move(meshAxes)},
@@ -318,15 +325,16 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
     const PipelineReport &p = *r.pipeline;
     llvm::json::Array stages;
     for (int64_t s = 0; s < p.stages; ++s)
-      stages.push_back(llvm::json::Object{
-          {"layers", p.layersPerStage[s]},
-          {"time_us_per_microbatch", p.stageUs[s]},
-          {"parameter_bytes", p.stageParameterBytes[s]}});
-    root["pipeline"] = llvm::json::Object{{"stages", std::move(stages)},
-                                          {"microbatches", p.microbatches},
-                                          {"schedule", p.schedule},
-                                          {"makespan_us", p.makespanUs},
-                                          {"bubble_fraction", p.bubbleFraction}};
+      stages.push_back(
+          llvm::json::Object{{"layers", p.layersPerStage[s]},
+                             {"time_us_per_microbatch", p.stageUs[s]},
+                             {"parameter_bytes", p.stageParameterBytes[s]}});
+    root["pipeline"] =
+        llvm::json::Object{{"stages", std::move(stages)},
+                           {"microbatches", p.microbatches},
+                           {"schedule", p.schedule},
+                           {"makespan_us", p.makespanUs},
+                           {"bubble_fraction", p.bubbleFraction}};
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }
@@ -345,7 +353,8 @@ llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
   if (!root)
     return llvm::createStringError(path.str() + ": expected a mapping");
   CostModel model;
-  auto number = [&](llvm::yaml::Node *n, StringRef what) -> llvm::Expected<double> {
+  auto number = [&](llvm::yaml::Node *n,
+                    StringRef what) -> llvm::Expected<double> {
     auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(n);
     SmallString<32> storage;
     double v;
@@ -369,7 +378,8 @@ llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
     } else if (k == "device") {
       auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
       if (!m)
-        return llvm::createStringError(path.str() + ": device must be a mapping");
+        return llvm::createStringError(path.str() +
+                                       ": device must be a mapping");
       for (auto &f : *m) {
         std::string fk = key(f);
         auto v = number(f.getValue(), "device." + fk);
@@ -384,8 +394,8 @@ llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
                                          fk + "; expected tflops, memory_gbps");
       }
     } else if (k == "axes" || k == "intra_node" || k == "inter_node") {
-      auto parseLink = [&](llvm::yaml::Node *n, StringRef what)
-          -> llvm::Expected<CostModel::Link> {
+      auto parseLink = [&](llvm::yaml::Node *n,
+                           StringRef what) -> llvm::Expected<CostModel::Link> {
         auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
         if (!m)
           return llvm::createStringError(path.str() + ": " + what.str() +
@@ -416,7 +426,8 @@ llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
       }
       auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
       if (!m)
-        return llvm::createStringError(path.str() + ": axes must map axis names to links");
+        return llvm::createStringError(path.str() +
+                                       ": axes must map axis names to links");
       for (auto &axis : *m) {
         auto l = parseLink(axis.getValue(), "axes." + key(axis));
         if (!l)

@@ -1,9 +1,10 @@
-//===- Runner.cpp - compile a model for a mesh, run it, check it -*- C++ -*-===//
+//===- Runner.cpp - compile a model for a mesh, run it, check it -*- C++
+//-*-===//
 #include "distopt/Runner/Runner.h"
-#include "distopt/Runner/Session.h"
 #include "distopt/Export/RankProgramExport.h"
 #include "distopt/Pipeline/Stages.h"
 #include "distopt/Pipeline/SyntheticWeights.h"
+#include "distopt/Runner/Session.h"
 
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
@@ -81,7 +82,8 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
       if (pipeline) {
         int64_t stage = mesh.getCoords(rank)[ppAxis];
         if (!stageModules[stage])
-          stageModules[stage] = extractStage(*module, *stages, *pipeline, stage);
+          stageModules[stage] =
+              extractStage(*module, *stages, *pipeline, stage);
         source = *stageModules[stage];
         exportOptions.stage = stage;
         exportOptions.schedule.clear();
@@ -99,9 +101,10 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
     if (failed(proto))
       return fail("cannot export rank " + llvm::Twine(rank));
     std::shared_ptr<const distrt::Program> program;
-    distrt::Status st = distrt::Program::Create(
-        std::move(*proto), "rank " + std::to_string(rank) + " of " + modelPath.str(),
-        weightDir, &program);
+    distrt::Status st = distrt::Program::Create(std::move(*proto),
+                                                "rank " + std::to_string(rank) +
+                                                    " of " + modelPath.str(),
+                                                weightDir, &program);
     if (!st.ok())
       return fail("rank " + llvm::Twine(rank) + ": " + st.ToString());
     programs.push_back(std::move(program));
@@ -110,7 +113,6 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
     return std::move(err);
   return programs;
 }
-
 
 /// Upper bound for an integer input: the size of the table it indexes.
 static int64_t indexBound(const distrt::Program &program, int inputIndex) {
@@ -126,13 +128,15 @@ static int64_t indexBound(const distrt::Program &program, int inputIndex) {
             frontier.end())
           continue;
         if (inst.op() == "gather" && i == 1) {
-          int axis = inst.attrs().count("axis") ? inst.attrs().at("axis").i() : 0;
+          int axis =
+              inst.attrs().count("axis") ? inst.attrs().at("axis").i() : 0;
           int idx = program.ValueIndex(inst.inputs(0));
           if (idx >= 0) {
             const auto &shape = program.value(idx).type.shape;
             // A sharded table: its global extent is what indices range over.
             for (const auto &w : proto.weights())
-              if (w.value() == inst.inputs(0) && w.slice().global_shape_size() > axis)
+              if (w.value() == inst.inputs(0) &&
+                  w.slice().global_shape_size() > axis)
                 return w.slice().global_shape(axis);
             if (axis < static_cast<int>(shape.size()))
               return shape[axis];
@@ -214,7 +218,8 @@ distopt::makeInputs(const Programs &programs, StringRef dir, uint64_t seed) {
       for (int64_t k = 0; k < n; ++k)
         t.data<double>()[k] = dist(rng);
     } else if (dtype == distrt::DType::kI64 || dtype == distrt::DType::kI32) {
-      std::uniform_int_distribution<int64_t> dist(0, indexBound(program, i) - 1);
+      std::uniform_int_distribution<int64_t> dist(0,
+                                                  indexBound(program, i) - 1);
       for (int64_t k = 0; k < n; ++k) {
         if (dtype == distrt::DType::kI64)
           t.data<int64_t>()[k] = dist(rng);
@@ -225,8 +230,9 @@ distopt::makeInputs(const Programs &programs, StringRef dir, uint64_t seed) {
       for (int64_t k = 0; k < n; ++k)
         t.data<uint8_t>()[k] = rng() & 1;
     } else {
-      return fail("cannot generate inputs of dtype " + distrt::DTypeName(dtype) +
-                  " for '" + arg.name() + "'; pass --inputs");
+      return fail("cannot generate inputs of dtype " +
+                  distrt::DTypeName(dtype) + " for '" + arg.name() +
+                  "'; pass --inputs");
     }
     named.tensor = std::move(t);
     inputs.push_back(std::move(named));
@@ -308,8 +314,7 @@ Comparison distopt::compareTensors(const distrt::HostTensor &actual,
     double a, e;
     if (!readAsDouble(actual, i, a) || !readAsDouble(expected, i, e)) {
       c.ok = false;
-      c.message = "cannot compare dtype " +
-                  distrt::DTypeName(actual.dtype());
+      c.message = "cannot compare dtype " + distrt::DTypeName(actual.dtype());
       return c;
     }
     if (std::isnan(e) && std::isnan(a))
@@ -323,8 +328,8 @@ Comparison distopt::compareTensors(const distrt::HostTensor &actual,
     bool bad = exact ? diff != 0 : !(diff <= atol + rtol * std::fabs(e));
     if (bad && c.ok) {
       c.ok = false;
-      c.message = "element " + std::to_string(i) + ": got " + std::to_string(a) +
-                  ", expected " + std::to_string(e);
+      c.message = "element " + std::to_string(i) + ": got " +
+                  std::to_string(a) + ", expected " + std::to_string(e);
     }
   }
   return c;
@@ -347,15 +352,18 @@ llvm::Error distopt::checkPointToPoint(const Programs &programs) {
       bool send = inst.op() == "send", recv = inst.op() == "recv";
       if (!send && !recv)
         continue;
-      int64_t peer = inst.attrs().count("peer") ? inst.attrs().at("peer").i() : -1;
+      int64_t peer =
+          inst.attrs().count("peer") ? inst.attrs().at("peer").i() : -1;
       int64_t tag = inst.attrs().count("tag") ? inst.attrs().at("tag").i() : 0;
       int32_t value = send ? inst.inputs(0) : inst.outputs(0);
       const distrt::TensorType &type = p->value(p->ValueIndex(value)).type;
-      int64_t bytes = distrt::NumElements(type.shape) * distrt::DTypeSize(type.dtype);
+      int64_t bytes =
+          distrt::NumElements(type.shape) * distrt::DTypeSize(type.dtype);
       if (send)
         sent[{proto.rank(), static_cast<int>(peer)}].push_back({tag, bytes});
       else
-        received[{static_cast<int>(peer), proto.rank()}].push_back({tag, bytes});
+        received[{static_cast<int>(peer), proto.rank()}].push_back(
+            {tag, bytes});
     }
   }
   std::set<std::pair<int, int>> pairs;
@@ -368,13 +376,15 @@ llvm::Error distopt::checkPointToPoint(const Programs &programs) {
     const auto &r = received[{from, to}];
     for (size_t i = 0; i < std::max(s.size(), r.size()); ++i) {
       if (i >= s.size())
-        return fail("rank " + llvm::Twine(to) + " receives message " + llvm::Twine(i) +
-                    " (tag " + llvm::Twine(r[i].first) + ") from rank " +
-                    llvm::Twine(from) + ", which never sends it");
+        return fail("rank " + llvm::Twine(to) + " receives message " +
+                    llvm::Twine(i) + " (tag " + llvm::Twine(r[i].first) +
+                    ") from rank " + llvm::Twine(from) +
+                    ", which never sends it");
       if (i >= r.size())
-        return fail("rank " + llvm::Twine(from) + " sends message " + llvm::Twine(i) +
-                    " (tag " + llvm::Twine(s[i].first) + ") to rank " +
-                    llvm::Twine(to) + ", which never receives it");
+        return fail("rank " + llvm::Twine(from) + " sends message " +
+                    llvm::Twine(i) + " (tag " + llvm::Twine(s[i].first) +
+                    ") to rank " + llvm::Twine(to) +
+                    ", which never receives it");
       if (s[i] != r[i])
         return fail("rank " + llvm::Twine(from) + " sends tag " +
                     llvm::Twine(s[i].first) + " (" + llvm::Twine(s[i].second) +
@@ -404,7 +414,8 @@ distopt::splitBatch(const std::vector<distrt::NamedTensor> &tensors,
       distrt::HostTensor piece;
       distrt::Status st = distrt::HostTensor::FromBytes(
           t.tensor.dtype(), shape,
-          static_cast<const uint8_t *>(t.tensor.raw()) + i * bytes, bytes, &piece);
+          static_cast<const uint8_t *>(t.tensor.raw()) + i * bytes, bytes,
+          &piece);
       if (!st.ok())
         return fail(st.ToString());
       out[i].push_back({t.name, std::move(piece)});
@@ -413,8 +424,8 @@ distopt::splitBatch(const std::vector<distrt::NamedTensor> &tensors,
   return out;
 }
 
-Expected<std::vector<distrt::NamedTensor>>
-distopt::concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts) {
+Expected<std::vector<distrt::NamedTensor>> distopt::concatBatch(
+    const std::vector<std::vector<distrt::NamedTensor>> &parts) {
   std::vector<distrt::NamedTensor> out;
   if (parts.empty())
     return out;
@@ -424,10 +435,12 @@ distopt::concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts)
     const distrt::HostTensor &first = parts[0][i].tensor;
     distrt::Shape shape = first.shape();
     if (shape.empty())
-      return fail("output '" + parts[0][i].name + "' is a scalar per microbatch");
+      return fail("output '" + parts[0][i].name +
+                  "' is a scalar per microbatch");
     shape[0] *= parts.size();
     distrt::HostTensor whole;
-    distrt::Status st = distrt::HostTensor::Allocate(first.dtype(), shape, &whole);
+    distrt::Status st =
+        distrt::HostTensor::Allocate(first.dtype(), shape, &whole);
     if (!st.ok())
       return fail(st.ToString());
     size_t bytes = first.byte_size();

@@ -98,7 +98,8 @@ public:
         ranks, std::vector<std::vector<distrt::HostTensor>>(m));
     for (size_t mb = 0; mb < m; ++mb) {
       std::vector<std::vector<distrt::HostTensor>> scattered;
-      distrt::Status st = distrt::ScatterInputs(programs, inputs[mb], &scattered);
+      distrt::Status st =
+          distrt::ScatterInputs(programs, inputs[mb], &scattered);
       if (!st.ok())
         return fail(prefix(mb, m) + st.ToString());
       for (size_t r = 0; r < ranks; ++r)
@@ -176,7 +177,8 @@ public:
       return fail(st.ToString());
     Microbatches global(m);
     for (size_t mb = 0; mb < m; ++mb) {
-      st = distrt::GatherOutputs(*program, outputs[mb], /*root=*/0, &global[mb]);
+      st =
+          distrt::GatherOutputs(*program, outputs[mb], /*root=*/0, &global[mb]);
       if (!st.ok())
         return fail(st.ToString());
     }
@@ -206,7 +208,8 @@ distopt::createSession(const Programs &programs, Backend backend,
     distrt::LocalRunOptions options;
     options.threads_per_rank = threadsPerRank;
     std::unique_ptr<distrt::LocalSession> session;
-    distrt::Status st = distrt::LocalSession::Create(programs, options, &session);
+    distrt::Status st =
+        distrt::LocalSession::Create(programs, options, &session);
     if (!st.ok())
       return fail(st.ToString());
     return std::unique_ptr<Session>(
@@ -223,8 +226,8 @@ distopt::createSession(const Programs &programs, Backend backend,
                 llvm::Twine(programs.size()) + ")");
   int rank = mpi->rank();
   std::shared_ptr<const distrt::Program> program = programs[rank];
-  bool scheduled = microbatchesOf(programs) > 1 ||
-                   program->proto().has_schedule();
+  bool scheduled =
+      microbatchesOf(programs) > 1 || program->proto().has_schedule();
   if (backend == Backend::Mpi) {
     distrt::MpiRunOptions options;
     options.threads = threadsPerRank;

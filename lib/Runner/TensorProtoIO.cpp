@@ -17,22 +17,43 @@ static llvm::Error fail(const std::string &message) {
 /// ONNX element type -> runtime dtype.
 static bool toDType(int onnxType, distrt::DType &out) {
   switch (onnxType) {
-  case onnx::TensorProto::FLOAT: out = distrt::DType::kF32; return true;
-  case onnx::TensorProto::FLOAT16: out = distrt::DType::kF16; return true;
-  case onnx::TensorProto::BFLOAT16: out = distrt::DType::kBF16; return true;
-  case onnx::TensorProto::DOUBLE: out = distrt::DType::kF64; return true;
-  case onnx::TensorProto::INT64: out = distrt::DType::kI64; return true;
-  case onnx::TensorProto::INT32: out = distrt::DType::kI32; return true;
-  case onnx::TensorProto::INT16: out = distrt::DType::kI16; return true;
-  case onnx::TensorProto::INT8: out = distrt::DType::kI8; return true;
-  case onnx::TensorProto::UINT8: out = distrt::DType::kU8; return true;
-  case onnx::TensorProto::BOOL: out = distrt::DType::kBool; return true;
-  default: return false;
+  case onnx::TensorProto::FLOAT:
+    out = distrt::DType::kF32;
+    return true;
+  case onnx::TensorProto::FLOAT16:
+    out = distrt::DType::kF16;
+    return true;
+  case onnx::TensorProto::BFLOAT16:
+    out = distrt::DType::kBF16;
+    return true;
+  case onnx::TensorProto::DOUBLE:
+    out = distrt::DType::kF64;
+    return true;
+  case onnx::TensorProto::INT64:
+    out = distrt::DType::kI64;
+    return true;
+  case onnx::TensorProto::INT32:
+    out = distrt::DType::kI32;
+    return true;
+  case onnx::TensorProto::INT16:
+    out = distrt::DType::kI16;
+    return true;
+  case onnx::TensorProto::INT8:
+    out = distrt::DType::kI8;
+    return true;
+  case onnx::TensorProto::UINT8:
+    out = distrt::DType::kU8;
+    return true;
+  case onnx::TensorProto::BOOL:
+    out = distrt::DType::kBool;
+    return true;
+  default:
+    return false;
   }
 }
 
-llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path,
-                                                            std::string *name) {
+llvm::Expected<distrt::HostTensor>
+distopt::readTensorProto(llvm::StringRef path, std::string *name) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
     return fail("cannot open " + path.str());
@@ -58,17 +79,27 @@ llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path
   int64_t have = -1;
   if (t.has_raw_data()) {
     size_t width = distrt::DTypeSize(dtype);
-    have = t.raw_data().size() % width ? -1 : int64_t(t.raw_data().size() / width);
+    have =
+        t.raw_data().size() % width ? -1 : int64_t(t.raw_data().size() / width);
   } else {
     switch (dtype) {
-    case distrt::DType::kF32: have = t.float_data_size(); break;
-    case distrt::DType::kF64: have = t.double_data_size(); break;
-    case distrt::DType::kI64: have = t.int64_data_size(); break;
-    default: have = t.int32_data_size(); break;
+    case distrt::DType::kF32:
+      have = t.float_data_size();
+      break;
+    case distrt::DType::kF64:
+      have = t.double_data_size();
+      break;
+    case distrt::DType::kI64:
+      have = t.int64_data_size();
+      break;
+    default:
+      have = t.int32_data_size();
+      break;
     }
   }
   if (!sane || have != need || t.data_location() == onnx::TensorProto::EXTERNAL)
-    return fail(path.str() + ": not a tensor (sequence or optional types are "
+    return fail(path.str() +
+                ": not a tensor (sequence or optional types are "
                 "not supported): its dims " +
                 (sane ? "need " + std::to_string(need) + " elements"
                       : std::string("are invalid")) +
@@ -97,20 +128,26 @@ llvm::Expected<distrt::HostTensor> distopt::readTensorProto(llvm::StringRef path
   };
   switch (dtype) {
   case distrt::DType::kF32:
-    if (auto e = check(t.float_data_size())) return std::move(e);
+    if (auto e = check(t.float_data_size()))
+      return std::move(e);
     std::copy(t.float_data().begin(), t.float_data().end(), out.data<float>());
     break;
   case distrt::DType::kF64:
-    if (auto e = check(t.double_data_size())) return std::move(e);
-    std::copy(t.double_data().begin(), t.double_data().end(), out.data<double>());
+    if (auto e = check(t.double_data_size()))
+      return std::move(e);
+    std::copy(t.double_data().begin(), t.double_data().end(),
+              out.data<double>());
     break;
   case distrt::DType::kI64:
-    if (auto e = check(t.int64_data_size())) return std::move(e);
-    std::copy(t.int64_data().begin(), t.int64_data().end(), out.data<int64_t>());
+    if (auto e = check(t.int64_data_size()))
+      return std::move(e);
+    std::copy(t.int64_data().begin(), t.int64_data().end(),
+              out.data<int64_t>());
     break;
   default: {
     // int32_data carries every narrower type, one value per element.
-    if (auto e = check(t.int32_data_size())) return std::move(e);
+    if (auto e = check(t.int32_data_size()))
+      return std::move(e);
     size_t width = distrt::DTypeSize(dtype);
     for (int64_t i = 0; i < n; ++i) {
       int32_t v = t.int32_data(i);

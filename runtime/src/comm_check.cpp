@@ -6,12 +6,18 @@ namespace distrt {
 
 const char* CollKindName(CollKind kind) {
   switch (kind) {
-    case CollKind::kAllReduce: return "all_reduce";
-    case CollKind::kAllGather: return "all_gather";
-    case CollKind::kReduceScatter: return "reduce_scatter";
-    case CollKind::kAllToAll: return "all_to_all";
-    case CollKind::kPermute: return "collective_permute";
-    case CollKind::kBarrier: return "barrier";
+    case CollKind::kAllReduce:
+      return "all_reduce";
+    case CollKind::kAllGather:
+      return "all_gather";
+    case CollKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollKind::kAllToAll:
+      return "all_to_all";
+    case CollKind::kPermute:
+      return "collective_permute";
+    case CollKind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -50,8 +56,8 @@ std::string CollDesc::Describe() const {
   os << CollKindName(kind) << "(";
   switch (kind) {
     case CollKind::kAllReduce:
-      os << ReduceOpName(op) << ", " << DTypeName(dtype) << ", "
-         << (counts.empty() ? 0 : counts[0]) << " elements";
+      os << ReduceOpName(op) << ", " << DTypeName(dtype) << ", " << (counts.empty() ? 0 : counts[0])
+         << " elements";
       break;
     case CollKind::kAllGather:
       os << DTypeName(dtype) << ", counts " << CountsToString(counts);
@@ -67,7 +73,8 @@ std::string CollDesc::Describe() const {
       os << DTypeName(dtype) << ", to " << target << ", from " << source << ", " << send_count
          << "/" << recv_count << " elements";
       break;
-    case CollKind::kBarrier: break;
+    case CollKind::kBarrier:
+      break;
   }
   os << ")";
   return os.str();
@@ -77,11 +84,15 @@ bool CollDesc::SameShape(const CollDesc& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
     case CollKind::kAllReduce:
-    case CollKind::kReduceScatter: return dtype == o.dtype && op == o.op && counts == o.counts;
-    case CollKind::kAllGather: return dtype == o.dtype && counts == o.counts;
+    case CollKind::kReduceScatter:
+      return dtype == o.dtype && op == o.op && counts == o.counts;
+    case CollKind::kAllGather:
+      return dtype == o.dtype && counts == o.counts;
     case CollKind::kAllToAll:
-    case CollKind::kPermute: return dtype == o.dtype;
-    case CollKind::kBarrier: return true;
+    case CollKind::kPermute:
+      return dtype == o.dtype;
+    case CollKind::kBarrier:
+      return true;
   }
   return false;
 }
@@ -99,8 +110,11 @@ uint64_t CollDesc::ShapeHash() const {
       for (int64_t c : counts) h = Combine(h, static_cast<uint64_t>(c));
       break;
     case CollKind::kAllToAll:
-    case CollKind::kPermute: h = Combine(h, static_cast<uint64_t>(dtype)); break;
-    case CollKind::kBarrier: break;
+    case CollKind::kPermute:
+      h = Combine(h, static_cast<uint64_t>(dtype));
+      break;
+    case CollKind::kBarrier:
+      break;
   }
   return h;
 }
@@ -108,7 +122,8 @@ uint64_t CollDesc::ShapeHash() const {
 uint64_t CollDesc::PairFingerprint(const Group& group, int me) const {
   uint64_t p = 0;  // arithmetic mod 2^64
   if (kind == CollKind::kAllToAll) {
-    for (size_t j = 0; j < group.size() && j < counts.size(); ++j) p += Transfer(me, group[j], counts[j]);
+    for (size_t j = 0; j < group.size() && j < counts.size(); ++j)
+      p += Transfer(me, group[j], counts[j]);
     for (size_t j = 0; j < group.size() && j < recv_counts.size(); ++j)
       p -= Transfer(group[j], me, recv_counts[j]);
   } else if (kind == CollKind::kPermute) {
@@ -161,10 +176,10 @@ Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
       for (size_t k = 0; k < n; ++k) {
         if (posts[j].counts.size() != n || posts[k].recv_counts.size() != n) continue;
         if (posts[j].counts[k] != posts[k].recv_counts[j]) {
-          return FailedPreconditionError(
-              "all_to_all mismatch on group ", GroupToString(group), ": rank ", group[j],
-              " sends ", posts[j].counts[k], " elements to rank ", group[k], ", which expects ",
-              posts[k].recv_counts[j]);
+          return FailedPreconditionError("all_to_all mismatch on group ", GroupToString(group),
+                                         ": rank ", group[j], " sends ", posts[j].counts[k],
+                                         " elements to rank ", group[k], ", which expects ",
+                                         posts[k].recv_counts[j]);
         }
       }
     }
@@ -181,21 +196,20 @@ Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
       if (pj.target >= 0) {
         int t = index_of(pj.target);
         if (t < 0 || posts[t].source != group[j] || posts[t].recv_count != pj.send_count) {
-          return FailedPreconditionError(
-              "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
-              " sends ", pj.send_count, " elements to rank ", pj.target, ", which ",
-              t < 0 ? std::string("is not in the group")
-                    : StrCat("expects ", posts[t].recv_count, " elements from rank ",
-                             posts[t].source));
+          return FailedPreconditionError("collective_permute mismatch on group ",
+                                         GroupToString(group), ": rank ", group[j], " sends ",
+                                         pj.send_count, " elements to rank ", pj.target, ", which ",
+                                         t < 0 ? std::string("is not in the group")
+                                               : StrCat("expects ", posts[t].recv_count,
+                                                        " elements from rank ", posts[t].source));
         }
       }
       if (pj.source >= 0) {
         int sidx = index_of(pj.source);
         if (sidx < 0 || posts[sidx].target != group[j]) {
-          return FailedPreconditionError("collective_permute mismatch on group ",
-                                         GroupToString(group), ": rank ", group[j],
-                                         " expects data from rank ", pj.source,
-                                         ", which does not send to it");
+          return FailedPreconditionError(
+              "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
+              " expects data from rank ", pj.source, ", which does not send to it");
         }
       }
     }

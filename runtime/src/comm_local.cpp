@@ -20,12 +20,18 @@ enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, k
 
 const char* KindName(Kind k) {
   switch (k) {
-    case Kind::kAllReduce: return "all_reduce";
-    case Kind::kAllGather: return "all_gather";
-    case Kind::kReduceScatter: return "reduce_scatter";
-    case Kind::kAllToAll: return "all_to_all";
-    case Kind::kPermute: return "collective_permute";
-    case Kind::kBarrier: return "barrier";
+    case Kind::kAllReduce:
+      return "all_reduce";
+    case Kind::kAllGather:
+      return "all_gather";
+    case Kind::kReduceScatter:
+      return "reduce_scatter";
+    case Kind::kAllToAll:
+      return "all_to_all";
+    case Kind::kPermute:
+      return "collective_permute";
+    case Kind::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -71,7 +77,8 @@ struct Post {
         os << DTypeName(dtype) << ", to " << target << ", from " << source << ", " << send_count
            << "/" << recv_count << " elements";
         break;
-      case Kind::kBarrier: break;
+      case Kind::kBarrier:
+        break;
     }
     os << ")";
     return os.str();
@@ -81,11 +88,15 @@ struct Post {
     if (kind != o.kind) return false;
     switch (kind) {
       case Kind::kAllReduce:
-      case Kind::kReduceScatter: return dtype == o.dtype && op == o.op && counts == o.counts;
-      case Kind::kAllGather: return dtype == o.dtype && counts == o.counts;
+      case Kind::kReduceScatter:
+        return dtype == o.dtype && op == o.op && counts == o.counts;
+      case Kind::kAllGather:
+        return dtype == o.dtype && counts == o.counts;
       case Kind::kAllToAll:
-      case Kind::kPermute: return dtype == o.dtype;
-      case Kind::kBarrier: return true;
+      case Kind::kPermute:
+        return dtype == o.dtype;
+      case Kind::kBarrier:
+        return true;
     }
     return false;
   }
@@ -132,7 +143,8 @@ std::string Seconds(std::chrono::milliseconds ms) {
 
 class LocalComm : public Communicator {
  public:
-  LocalComm(LocalWorld* world, LocalWorld::State* s, int rank) : world_(world), s_(s), rank_(rank) {}
+  LocalComm(LocalWorld* world, LocalWorld::State* s, int rank)
+      : world_(world), s_(s), rank_(rank) {}
 
   int rank() const override { return rank_; }
   int world_size() const override { return s_->world_size; }
@@ -241,10 +253,10 @@ class LocalComm : public Communicator {
       for (size_t j = 0; j < n; ++j) {  // pairwise agreement, same message on all members
         for (size_t k = 0; k < n; ++k) {
           if (posts[j].counts[k] != posts[k].recv_counts[j]) {
-            return FailedPreconditionError(
-                "all_to_all mismatch on group ", GroupToString(group), ": rank ", group[j],
-                " sends ", posts[j].counts[k], " elements to rank ", group[k], ", which expects ",
-                posts[k].recv_counts[j]);
+            return FailedPreconditionError("all_to_all mismatch on group ", GroupToString(group),
+                                           ": rank ", group[j], " sends ", posts[j].counts[k],
+                                           " elements to rank ", group[k], ", which expects ",
+                                           posts[k].recv_counts[j]);
           }
         }
       }
@@ -295,10 +307,9 @@ class LocalComm : public Communicator {
         if (pj.source >= 0) {
           int sidx = index_of(pj.source);
           if (sidx < 0 || posts[sidx].target != group[j]) {
-            return FailedPreconditionError("collective_permute mismatch on group ",
-                                           GroupToString(group), ": rank ", group[j],
-                                           " expects data from rank ", pj.source,
-                                           ", which does not send to it");
+            return FailedPreconditionError(
+                "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
+                " expects data from rank ", pj.source, ", which does not send to it");
           }
         }
       }
@@ -326,7 +337,8 @@ class LocalComm : public Communicator {
     Message m;
     m.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     std::lock_guard<std::mutex> lock(s_->mu);
-    if (!s_->abort.ok()) return AbortedError("send to rank ", peer, " aborted: ", s_->abort.message());
+    if (!s_->abort.ok())
+      return AbortedError("send to rank ", peer, " aborted: ", s_->abort.message());
     s_->mailbox[std::make_tuple(rank_, peer, tag)].push_back(std::move(m));
     s_->cv.notify_all();
     return OkStatus();
@@ -353,7 +365,8 @@ class LocalComm : public Communicator {
         if (bytes) std::memcpy(data, m.data.data(), m.data.size());
         return OkStatus();
       }
-      if (!s_->abort.ok()) return AbortedError("rank ", rank_, " ", what, " aborted: ", s_->abort.message());
+      if (!s_->abort.ok())
+        return AbortedError("rank ", rank_, " ", what, " aborted: ", s_->abort.message());
       if (s_->finished[static_cast<size_t>(peer)]) {
         return FailedPreconditionError("rank ", rank_, " waits in ", what, " but rank ", peer,
                                        " finished its program without sending it");
@@ -426,7 +439,8 @@ class LocalComm : public Communicator {
     Doing doing(s_, rank_, what);
     while (g.gen == my_gen) {
       if (!s_->abort.ok()) {
-        return AbortedError("rank ", rank_, " stopped waiting in ", what, ": ", s_->abort.message());
+        return AbortedError("rank ", rank_, " stopped waiting in ", what, ": ",
+                            s_->abort.message());
       }
       for (size_t j = 0; j < g.ranks.size(); ++j) {
         if (g.at_gen[j] != my_gen && s_->finished[static_cast<size_t>(g.ranks[j])]) {
@@ -558,8 +572,8 @@ Status LocalWorld::StartRun() {
 void LocalWorld::Abort(int rank, const Status& reason) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->abort.ok()) {
-    state_->abort = AbortedError("rank ", rank, " failed: ",
-                                 reason.ok() ? std::string("aborted") : reason.message());
+    state_->abort = AbortedError(
+        "rank ", rank, " failed: ", reason.ok() ? std::string("aborted") : reason.message());
   }
   state_->cv.notify_all();
 }

@@ -30,29 +30,39 @@ Status MpiError(int code, const char* what) {
   char buf[MPI_MAX_ERROR_STRING];
   int len = 0;
   if (MPI_Error_string(code, buf, &len) != MPI_SUCCESS) len = 0;
-  return InternalError(what, " failed: ", len > 0 ? std::string(buf, static_cast<size_t>(len))
-                                                  : StrCat("MPI error ", code));
+  return InternalError(
+      what, " failed: ",
+      len > 0 ? std::string(buf, static_cast<size_t>(len)) : StrCat("MPI error ", code));
 }
 
-#define DISTRT_MPI(call, what)                            \
-  do {                                                    \
-    int distrt_mpi_rc_ = (call);                          \
+#define DISTRT_MPI(call, what)                                                \
+  do {                                                                        \
+    int distrt_mpi_rc_ = (call);                                              \
     if (distrt_mpi_rc_ != MPI_SUCCESS) return MpiError(distrt_mpi_rc_, what); \
   } while (0)
 
 MPI_Datatype MpiType(DType d) {
   switch (d) {
-    case DType::kF32: return MPI_FLOAT;
-    case DType::kF64: return MPI_DOUBLE;
-    case DType::kI64: return MPI_INT64_T;
-    case DType::kI32: return MPI_INT32_T;
-    case DType::kI16: return MPI_INT16_T;
-    case DType::kI8: return MPI_INT8_T;
+    case DType::kF32:
+      return MPI_FLOAT;
+    case DType::kF64:
+      return MPI_DOUBLE;
+    case DType::kI64:
+      return MPI_INT64_T;
+    case DType::kI32:
+      return MPI_INT32_T;
+    case DType::kI16:
+      return MPI_INT16_T;
+    case DType::kI8:
+      return MPI_INT8_T;
     case DType::kU8:
-    case DType::kBool: return MPI_UINT8_T;
+    case DType::kBool:
+      return MPI_UINT8_T;
     case DType::kF16:
-    case DType::kBF16: return MPI_UINT16_T;  // moved as bits; reduced by user ops
-    default: return MPI_DATATYPE_NULL;
+    case DType::kBF16:
+      return MPI_UINT16_T;  // moved as bits; reduced by user ops
+    default:
+      return MPI_DATATYPE_NULL;
   }
 }
 
@@ -284,11 +294,11 @@ class MpiComm : public Communicator {
     const MPI_Datatype t = MpiType(dtype);
     Busy busy(this, [&] { return On(d, group); });
     MPI_Status st;
-    DISTRT_MPI(MPI_Sendrecv(send, static_cast<int>(t_idx == MPI_PROC_NULL ? 0 : send_count), t,
-                            t_idx, kPermuteTag, recv,
-                            static_cast<int>(s_idx == MPI_PROC_NULL ? 0 : recv_count), t, s_idx,
-                            kPermuteTag, g->comm, &st),
-               "MPI_Sendrecv");
+    DISTRT_MPI(
+        MPI_Sendrecv(send, static_cast<int>(t_idx == MPI_PROC_NULL ? 0 : send_count), t, t_idx,
+                     kPermuteTag, recv, static_cast<int>(s_idx == MPI_PROC_NULL ? 0 : recv_count),
+                     t, s_idx, kPermuteTag, g->comm, &st),
+        "MPI_Sendrecv");
     if (s_idx != MPI_PROC_NULL) {
       int got = 0;
       MPI_Get_count(&st, t, &got);
@@ -345,8 +355,8 @@ class MpiComm : public Communicator {
   void Abort(const Status& reason) override {
     const std::string msg = reason.ok() ? std::string("aborted") : reason.message();
     if (options_.abort_job_on_error && MpiUsable()) {
-      std::fprintf(stderr, "distrt[mpi]: rank %d failed: %s; aborting the job (MPI_Abort)\n",
-                   rank_, msg.c_str());
+      std::fprintf(stderr, "distrt[mpi]: rank %d failed: %s; aborting the job (MPI_Abort)\n", rank_,
+                   msg.c_str());
       std::fflush(stderr);
       alarm(30);  // if MPI_Abort itself hangs, SIGALRM ends this process
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -369,8 +379,7 @@ class MpiComm : public Communicator {
   // only called (under the lock) if the call overstays the timeout.
   class Busy {
    public:
-    Busy(MpiComm* c, std::function<std::string()> describe, const char* phase = nullptr)
-        : c_(c) {
+    Busy(MpiComm* c, std::function<std::string()> describe, const char* phase = nullptr) : c_(c) {
       if (!c_->watchdog_.joinable()) return;
       std::lock_guard<std::mutex> lock(c_->wd_mu_);
       c_->busy_ = true;
@@ -417,13 +426,15 @@ class MpiComm : public Communicator {
   }
 
   Status CheckP2P(const char* prefix, const char* verb, int64_t bytes, int peer, int tag) {
-    if (!failed_.ok()) return AbortedError("rank ", rank_, " ", verb, " rank ", peer, ": ", failed_.message());
+    if (!failed_.ok())
+      return AbortedError("rank ", rank_, " ", verb, " rank ", peer, ": ", failed_.message());
     if (peer < 0 || peer >= size_ || peer == rank_) {
       return InvalidArgumentError(prefix, "invalid peer ", peer, " for rank ", rank_);
     }
     if (bytes < 0) return InvalidArgumentError(prefix, "negative size");
     if (bytes > INT_MAX) {
-      return UnimplementedError(prefix, bytes, " bytes: the mpi backend moves at most 2^31-1 bytes "
+      return UnimplementedError(prefix, bytes,
+                                " bytes: the mpi backend moves at most 2^31-1 bytes "
                                 "per message");
     }
     if (tag < 0 || tag > tag_ub_) {
@@ -478,11 +489,20 @@ class MpiComm : public Communicator {
       }
     }
     switch (base) {
-      case ReduceOp::kSum: *out = MPI_SUM; break;
-      case ReduceOp::kProd: *out = MPI_PROD; break;
-      case ReduceOp::kMax: *out = MPI_MAX; break;
-      case ReduceOp::kMin: *out = MPI_MIN; break;
-      default: return InvalidArgumentError("unknown reduction");
+      case ReduceOp::kSum:
+        *out = MPI_SUM;
+        break;
+      case ReduceOp::kProd:
+        *out = MPI_PROD;
+        break;
+      case ReduceOp::kMax:
+        *out = MPI_MAX;
+        break;
+      case ReduceOp::kMin:
+        *out = MPI_MIN;
+        break;
+      default:
+        return InvalidArgumentError("unknown reduction");
     }
     return OkStatus();
   }
@@ -556,7 +576,8 @@ class MpiComm : public Communicator {
   }
 
   Status CreateGroupComm(const Group& group, const CollDesc& d, MPI_Comm* out) {
-    Busy busy(this, [&] { return On(d, group); }, "creating the group's communicator");
+    Busy busy(
+        this, [&] { return On(d, group); }, "creating the group's communicator");
     MPI_Group g;
     DISTRT_MPI(MPI_Group_incl(world_group_, static_cast<int>(group.size()), group.data(), &g),
                "MPI_Group_incl");
@@ -578,7 +599,8 @@ class MpiComm : public Communicator {
     uint64_t mine[2] = {d.ShapeHash(), d.PairFingerprint(group, rank_)};
     std::vector<uint64_t> all(2 * n);
     {
-      Busy busy(this, [&] { return On(d, group); }, "checking that every member makes the same call");
+      Busy busy(
+          this, [&] { return On(d, group); }, "checking that every member makes the same call");
       DISTRT_MPI(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, g.comm),
                  "MPI_Allgather (collective check)");
     }
@@ -594,7 +616,8 @@ class MpiComm : public Communicator {
     std::vector<int64_t> enc(len), all_enc(len * n);
     d.Encode(n, enc.data());
     {
-      Busy busy(this, [&] { return On(d, group); }, "exchanging descriptors after a mismatch");
+      Busy busy(
+          this, [&] { return On(d, group); }, "exchanging descriptors after a mismatch");
       DISTRT_MPI(MPI_Allgather(enc.data(), static_cast<int>(len), MPI_INT64_T, all_enc.data(),
                                static_cast<int>(len), MPI_INT64_T, g.comm),
                  "MPI_Allgather (collective check)");

@@ -34,25 +34,42 @@ Status NcclError(ncclResult_t r, const char* what) {
   return InternalError(what, " failed: ", ncclGetErrorString(r));
 }
 
-#define DISTRT_NCCL(call, what)                                              \
-  do {                                                                       \
-    ncclResult_t distrt_nccl_rc_ = (call);                                   \
+#define DISTRT_NCCL(call, what)                                                  \
+  do {                                                                           \
+    ncclResult_t distrt_nccl_rc_ = (call);                                       \
     if (distrt_nccl_rc_ != ncclSuccess) return NcclError(distrt_nccl_rc_, what); \
   } while (0)
 
 // The NCCL type of a dtype; false for i16 (NCCL has no 16-bit integer).
 bool NcclType(DType d, ncclDataType_t* t) {
   switch (d) {
-    case DType::kF32: *t = ncclFloat32; return true;
-    case DType::kF64: *t = ncclFloat64; return true;
-    case DType::kF16: *t = ncclFloat16; return true;
-    case DType::kBF16: *t = ncclBfloat16; return true;
-    case DType::kI64: *t = ncclInt64; return true;
-    case DType::kI32: *t = ncclInt32; return true;
-    case DType::kI8: *t = ncclInt8; return true;
+    case DType::kF32:
+      *t = ncclFloat32;
+      return true;
+    case DType::kF64:
+      *t = ncclFloat64;
+      return true;
+    case DType::kF16:
+      *t = ncclFloat16;
+      return true;
+    case DType::kBF16:
+      *t = ncclBfloat16;
+      return true;
+    case DType::kI64:
+      *t = ncclInt64;
+      return true;
+    case DType::kI32:
+      *t = ncclInt32;
+      return true;
+    case DType::kI8:
+      *t = ncclInt8;
+      return true;
     case DType::kU8:
-    case DType::kBool: *t = ncclUint8; return true;
-    default: return false;
+    case DType::kBool:
+      *t = ncclUint8;
+      return true;
+    default:
+      return false;
   }
 }
 
@@ -61,10 +78,14 @@ ncclRedOp_t NcclOp(DType d, ReduceOp op) {
     return op == ReduceOp::kMin || op == ReduceOp::kProd ? ncclMin : ncclMax;
   }
   switch (op) {
-    case ReduceOp::kProd: return ncclProd;
-    case ReduceOp::kMax: return ncclMax;
-    case ReduceOp::kMin: return ncclMin;
-    default: return ncclSum;  // sum; avg = sum, then DivideBy
+    case ReduceOp::kProd:
+      return ncclProd;
+    case ReduceOp::kMax:
+      return ncclMax;
+    case ReduceOp::kMin:
+      return ncclMin;
+    default:
+      return ncclSum;  // sum; avg = sum, then DivideBy
   }
 }
 
@@ -111,7 +132,8 @@ class NcclComm : public NcclDeviceComm {
     cudaSetDevice(device_);
     if (failed_.ok()) {
       Status st = FlushSends();
-      if (!st.ok()) std::fprintf(stderr, "distrt[nccl]: rank %d: %s\n", rank_, st.message().c_str());
+      if (!st.ok())
+        std::fprintf(stderr, "distrt[nccl]: rank %d: %s\n", rank_, st.message().c_str());
     }
     if (!failed_.ok()) AbortAll();  // nothing may still wait for a peer
     // Device buffers are freed on this communicator's streams: release them
@@ -148,7 +170,8 @@ class NcclComm : public NcclDeviceComm {
   int device() const override { return device_; }
   cudaStream_t stream() const override { return stream_; }
   Status WaitStream(const std::string& what) override {
-    return Wait(stream_, [&] { return what; }, world_);
+    return Wait(
+        stream_, [&] { return what; }, world_);
   }
 
   Status AllReduce(const Group& group, const void* send, void* recv, int64_t count, DType dtype,
@@ -160,8 +183,10 @@ class NcclComm : public NcclDeviceComm {
     d.counts = {count};
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
-    DISTRT_RETURN_IF_ERROR(AllReduceOn(*g, static_cast<int>(group.size()), send, recv, count, dtype, op));
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    DISTRT_RETURN_IF_ERROR(
+        AllReduceOn(*g, static_cast<int>(group.size()), send, recv, count, dtype, op));
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status AllGather(const Group& group, const void* send, void* recv,
@@ -203,7 +228,8 @@ class NcclComm : public NcclDeviceComm {
       }
       DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_gather)");
     }
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status ReduceScatter(const Group& group, const void* send, void* recv,
@@ -248,7 +274,8 @@ class NcclComm : public NcclDeviceComm {
                     "cudaMemcpyAsync");
       }
     }
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status AllToAll(const Group& group, const void* send, const std::vector<int64_t>& send_counts,
@@ -278,7 +305,8 @@ class NcclComm : public NcclDeviceComm {
       roff += recv_counts[j];
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_to_all)");
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status CollectivePermute(const Group& group, const void* send, int64_t send_count, int target,
@@ -313,7 +341,8 @@ class NcclComm : public NcclDeviceComm {
       ncclRecv(recv, static_cast<size_t>(recv_count) * es, ncclUint8, s, g->comm, stream_);
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (collective_permute)");
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status Barrier(const Group& group) override {
@@ -324,7 +353,8 @@ class NcclComm : public NcclDeviceComm {
     void* tmp = nullptr;
     DISTRT_RETURN_IF_ERROR(Scratch(0, 8, &tmp));
     DISTRT_NCCL(ncclAllReduce(tmp, tmp, 1, ncclInt64, ncclSum, g->comm, stream_), "ncclAllReduce");
-    return Wait(stream_, [&] { return On(d, group); }, g->comm);
+    return Wait(
+        stream_, [&] { return On(d, group); }, g->comm);
   }
 
   Status Send(const void* data, int64_t bytes, int peer, int tag) override {
@@ -349,13 +379,16 @@ class NcclComm : public NcclDeviceComm {
                                   cudaMemcpyDeviceToDevice, stream_),
                   "cudaMemcpyAsync");
     }
-    DISTRT_RETURN_IF_ERROR(Wait(stream_, [&] {
-      return StrCat("send to rank ", peer, " (tag ", tag, ", ", bytes, " bytes): copying");
-    }, p->to));
+    DISTRT_RETURN_IF_ERROR(Wait(
+        stream_,
+        [&] {
+          return StrCat("send to rank ", peer, " (tag ", tag, ", ", bytes, " bytes): copying");
+        },
+        p->to));
     const int other = rank_ < peer ? 1 : 0;
-    DISTRT_NCCL(ncclSend(ps.header->data(), sizeof(MsgHeader), ncclUint8, other, p->to,
-                         p->send_stream),
-                "ncclSend");
+    DISTRT_NCCL(
+        ncclSend(ps.header->data(), sizeof(MsgHeader), ncclUint8, other, p->to, p->send_stream),
+        "ncclSend");
     if (bytes > 0) {
       DISTRT_NCCL(ncclSend(ps.payload->data(), static_cast<size_t>(bytes), ncclUint8, other, p->to,
                            p->send_stream),
@@ -404,9 +437,9 @@ class NcclComm : public NcclDeviceComm {
       DISTRT_RETURN_IF_ERROR(Wait(p->recv_stream, describe, p->from));
       if (h.tag == tag && h.bytes == bytes) {
         if (bytes > 0) {
-          DISTRT_NCCL(ncclRecv(data, static_cast<size_t>(bytes), ncclUint8, other, p->from,
-                               p->recv_stream),
-                      "ncclRecv");
+          DISTRT_NCCL(
+              ncclRecv(data, static_cast<size_t>(bytes), ncclUint8, other, p->from, p->recv_stream),
+              "ncclRecv");
         }
         return Wait(p->recv_stream, describe, p->from);
       }
@@ -414,8 +447,8 @@ class NcclComm : public NcclDeviceComm {
       // size (drain it, then report).
       Early m;
       m.bytes = h.bytes;
-      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(static_cast<size_t>(h.bytes), device_,
-                                                    p->recv_stream, &m.buffer));
+      DISTRT_RETURN_IF_ERROR(
+          DeviceBuffer::Allocate(static_cast<size_t>(h.bytes), device_, p->recv_stream, &m.buffer));
       if (h.bytes > 0) {
         DISTRT_NCCL(ncclRecv(m.buffer->data(), static_cast<size_t>(h.bytes), ncclUint8, other,
                              p->from, p->recv_stream),
@@ -524,7 +557,8 @@ class NcclComm : public NcclDeviceComm {
   Status Scratch(int slot, size_t bytes, void** out) {
     std::shared_ptr<DeviceBuffer>& b = scratch_[slot];
     if (!b || b->size() < bytes) {  // the old buffer is freed in stream order
-      DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), device_, stream_, &b));
+      DISTRT_RETURN_IF_ERROR(
+          DeviceBuffer::Allocate(std::max<size_t>(bytes, 256), device_, stream_, &b));
     }
     *out = b->data();
     return OkStatus();
@@ -541,20 +575,24 @@ class NcclComm : public NcclDeviceComm {
       // host in member order, as the local backend does.
       void* all = nullptr;
       DISTRT_RETURN_IF_ERROR(Scratch(1, static_cast<size_t>(count) * es * n, &all));
-      DISTRT_NCCL(ncclAllGather(send, all, static_cast<size_t>(count) * es, ncclUint8, g.comm, stream_),
-                  "ncclAllGather");
+      DISTRT_NCCL(
+          ncclAllGather(send, all, static_cast<size_t>(count) * es, ncclUint8, g.comm, stream_),
+          "ncclAllGather");
       std::vector<uint8_t> host(static_cast<size_t>(count) * es * n);
       DISTRT_CUDA(cudaMemcpyAsync(host.data(), all, host.size(), cudaMemcpyDeviceToHost, stream_),
                   "cudaMemcpyAsync");
-      DISTRT_RETURN_IF_ERROR(Wait(stream_, [&] { return std::string("all_reduce (host reduction)"); }, g.comm));
+      DISTRT_RETURN_IF_ERROR(Wait(
+          stream_, [&] { return std::string("all_reduce (host reduction)"); }, g.comm));
       for (int j = 1; j < n; ++j) {
-        DISTRT_RETURN_IF_ERROR(ReduceInto(host.data(), host.data() + j * count * es, count, dtype, op));
+        DISTRT_RETURN_IF_ERROR(
+            ReduceInto(host.data(), host.data() + j * count * es, count, dtype, op));
       }
       DISTRT_RETURN_IF_ERROR(FinishReduce(host.data(), count, dtype, op, n));
       DISTRT_CUDA(cudaMemcpyAsync(recv, host.data(), static_cast<size_t>(count) * es,
                                   cudaMemcpyHostToDevice, stream_),
                   "cudaMemcpyAsync");
-      return Wait(stream_, [&] { return std::string("all_reduce (host reduction)"); }, g.comm);
+      return Wait(
+          stream_, [&] { return std::string("all_reduce (host reduction)"); }, g.comm);
     }
     uint8_t* mask = nullptr;
     if (FloatMinMax(dtype, op)) {
@@ -651,9 +689,8 @@ class NcclComm : public NcclDeviceComm {
       DISTRT_CUDA(cudaMemcpyAsync(&uid, idbuf, sizeof(uid), cudaMemcpyDeviceToHost, stream_),
                   "cudaMemcpyAsync");
     }
-    DISTRT_RETURN_IF_ERROR(Wait(stream_, [&] {
-      return StrCat(On(d, group), " (sending the group's NCCL id)");
-    }, world_));
+    DISTRT_RETURN_IF_ERROR(Wait(
+        stream_, [&] { return StrCat(On(d, group), " (sending the group's NCCL id)"); }, world_));
     DISTRT_NCCL(ncclCommInitRank(out, static_cast<int>(group.size()), uid, me),
                 "ncclCommInitRank (group)");
     return OkStatus();
@@ -681,9 +718,8 @@ class NcclComm : public NcclDeviceComm {
       DISTRT_CUDA(cudaMemcpyAsync(ids, buf, sizeof(ids), cudaMemcpyDeviceToHost, stream_),
                   "cudaMemcpyAsync");
     }
-    DISTRT_RETURN_IF_ERROR(Wait(stream_, [&] {
-      return StrCat("connecting to rank ", peer, " for send/recv");
-    }, world_));
+    DISTRT_RETURN_IF_ERROR(Wait(
+        stream_, [&] { return StrCat("connecting to rank ", peer, " for send/recv"); }, world_));
     Pair p;
     ncclComm_t c[2];
     const int my = lo ? 0 : 1;
@@ -691,8 +727,10 @@ class NcclComm : public NcclDeviceComm {
     DISTRT_NCCL(ncclCommInitRank(&c[1], 2, ids[1], my), "ncclCommInitRank (pair)");
     p.to = lo ? c[0] : c[1];
     p.from = lo ? c[1] : c[0];
-    DISTRT_CUDA(cudaStreamCreateWithFlags(&p.send_stream, cudaStreamNonBlocking), "cudaStreamCreate");
-    DISTRT_CUDA(cudaStreamCreateWithFlags(&p.recv_stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    DISTRT_CUDA(cudaStreamCreateWithFlags(&p.send_stream, cudaStreamNonBlocking),
+                "cudaStreamCreate");
+    DISTRT_CUDA(cudaStreamCreateWithFlags(&p.recv_stream, cudaStreamNonBlocking),
+                "cudaStreamCreate");
     *out = &pairs_.emplace(peer, std::move(p)).first->second;
     return OkStatus();
   }
@@ -735,12 +773,16 @@ class NcclComm : public NcclDeviceComm {
     void* chk_send = base;
     void* chk_recv = base + 16;
     std::vector<uint64_t> all(2 * n);
-    auto describe = [&] { return StrCat(On(d, group), " (checking that every member makes the same call)"); };
+    auto describe = [&] {
+      return StrCat(On(d, group), " (checking that every member makes the same call)");
+    };
     DISTRT_CUDA(cudaMemcpyAsync(chk_send, mine, sizeof(mine), cudaMemcpyHostToDevice, stream_),
                 "cudaMemcpyAsync");
-    DISTRT_NCCL(ncclAllGather(chk_send, chk_recv, 2, ncclUint64, g.comm, stream_), "ncclAllGather (check)");
-    DISTRT_CUDA(cudaMemcpyAsync(all.data(), chk_recv, all.size() * 8, cudaMemcpyDeviceToHost, stream_),
-                "cudaMemcpyAsync");
+    DISTRT_NCCL(ncclAllGather(chk_send, chk_recv, 2, ncclUint64, g.comm, stream_),
+                "ncclAllGather (check)");
+    DISTRT_CUDA(
+        cudaMemcpyAsync(all.data(), chk_recv, all.size() * 8, cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync");
     DISTRT_RETURN_IF_ERROR(Wait(stream_, describe, g.comm));
     std::vector<uint64_t> hashes(n), pairs(n);
     for (size_t i = 0; i < n; ++i) {
@@ -755,10 +797,11 @@ class NcclComm : public NcclDeviceComm {
     uint8_t* drecv = dsend + CollDesc::EncodedSize(static_cast<size_t>(size_)) * 8;
     DISTRT_CUDA(cudaMemcpyAsync(dsend, enc.data(), len * 8, cudaMemcpyHostToDevice, stream_),
                 "cudaMemcpyAsync");
-    DISTRT_NCCL(ncclAllGather(dsend, drecv, len, ncclInt64, g.comm, stream_), "ncclAllGather (check)");
-    DISTRT_CUDA(cudaMemcpyAsync(all_enc.data(), drecv, all_enc.size() * 8, cudaMemcpyDeviceToHost,
-                                stream_),
-                "cudaMemcpyAsync");
+    DISTRT_NCCL(ncclAllGather(dsend, drecv, len, ncclInt64, g.comm, stream_),
+                "ncclAllGather (check)");
+    DISTRT_CUDA(
+        cudaMemcpyAsync(all_enc.data(), drecv, all_enc.size() * 8, cudaMemcpyDeviceToHost, stream_),
+        "cudaMemcpyAsync");
     DISTRT_RETURN_IF_ERROR(Wait(stream_, describe, g.comm));
     std::vector<CollDesc> descs;
     for (size_t i = 0; i < n; ++i) descs.push_back(CollDesc::Decode(n, all_enc.data() + i * len));
@@ -811,7 +854,8 @@ class HostStagingComm : public Communicator {
     for (size_t i = 0; i < group.size(); ++i) {
       if (group[i] == rank()) me = static_cast<int>(i);
     }
-    const size_t mine = me < static_cast<int>(counts.size()) ? static_cast<size_t>(counts[me]) * es : 0;
+    const size_t mine =
+        me < static_cast<int>(counts.size()) ? static_cast<size_t>(counts[me]) * es : 0;
     DISTRT_RETURN_IF_ERROR(Ensure(&a_, mine));
     DISTRT_RETURN_IF_ERROR(Ensure(&b_, static_cast<size_t>(total) * es));
     DISTRT_RETURN_IF_ERROR(Up(a_->data(), send, mine));
@@ -843,7 +887,8 @@ class HostStagingComm : public Communicator {
     DISTRT_RETURN_IF_ERROR(Ensure(&a_, static_cast<size_t>(s) * es));
     DISTRT_RETURN_IF_ERROR(Ensure(&b_, static_cast<size_t>(r) * es));
     DISTRT_RETURN_IF_ERROR(Up(a_->data(), send, static_cast<size_t>(s) * es));
-    DISTRT_RETURN_IF_ERROR(d_->AllToAll(group, a_->data(), send_counts, b_->data(), recv_counts, dtype));
+    DISTRT_RETURN_IF_ERROR(
+        d_->AllToAll(group, a_->data(), send_counts, b_->data(), recv_counts, dtype));
     return Down(recv, b_->data(), static_cast<size_t>(r) * es);
   }
 
@@ -937,7 +982,8 @@ Status NcclIdFromHex(const std::string& hex, NcclId* id) {
   };
   for (size_t i = 0; i < sizeof(id->bytes); ++i) {
     const int hi = val(hex[2 * i]), lo = val(hex[2 * i + 1]);
-    if (hi < 0 || lo < 0) return InvalidArgumentError("NCCL id: '", hex.substr(2 * i, 2), "' is not hex");
+    if (hi < 0 || lo < 0)
+      return InvalidArgumentError("NCCL id: '", hex.substr(2 * i, 2), "' is not hex");
     id->bytes[i] = static_cast<char>(hi * 16 + lo);
   }
   return OkStatus();

@@ -1,26 +1,31 @@
 // Communicator helpers shared by backends: names and host-side reductions.
+#include "distrt/communicator.h"
+
 #include <cmath>
 #include <cstring>
 #include <sstream>
-
-#include "distrt/communicator.h"
 
 namespace distrt {
 
 const char* ReduceOpName(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum: return "sum";
-    case ReduceOp::kMax: return "max";
-    case ReduceOp::kMin: return "min";
-    case ReduceOp::kAvg: return "avg";
-    case ReduceOp::kProd: return "prod";
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kMax:
+      return "max";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kAvg:
+      return "avg";
+    case ReduceOp::kProd:
+      return "prod";
   }
   return "?";
 }
 
 Status ParseReduceOp(const std::string& name, ReduceOp* out) {
-  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg,
-                      ReduceOp::kProd}) {
+  for (ReduceOp op :
+       {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMin, ReduceOp::kAvg, ReduceOp::kProd}) {
     if (name == ReduceOpName(op)) {
       *out = op;
       return OkStatus();
@@ -56,8 +61,8 @@ T Combine(T a, T b, ReduceOp op) {
       if constexpr (std::is_integral<T>::value) {
         using U = std::make_unsigned_t<T>;
         using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-        return static_cast<T>(static_cast<W>(static_cast<W>(static_cast<U>(a)) *
-                                             static_cast<W>(static_cast<U>(b))));
+        return static_cast<T>(
+            static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
       } else {
         return a * b;
       }
@@ -92,18 +97,34 @@ void Reduce16(uint16_t* acc, const uint16_t* x, int64_t n, ReduceOp op) {
 
 Status ReduceInto(void* acc, const void* x, int64_t n, DType dtype, ReduceOp op) {
   switch (dtype) {
-    case DType::kF32: ReduceLoop(static_cast<float*>(acc), static_cast<const float*>(x), n, op); break;
-    case DType::kF64: ReduceLoop(static_cast<double*>(acc), static_cast<const double*>(x), n, op); break;
-    case DType::kI64: ReduceLoop(static_cast<int64_t*>(acc), static_cast<const int64_t*>(x), n, op); break;
-    case DType::kI32: ReduceLoop(static_cast<int32_t*>(acc), static_cast<const int32_t*>(x), n, op); break;
-    case DType::kI16: ReduceLoop(static_cast<int16_t*>(acc), static_cast<const int16_t*>(x), n, op); break;
-    case DType::kI8: ReduceLoop(static_cast<int8_t*>(acc), static_cast<const int8_t*>(x), n, op); break;
-    case DType::kU8: ReduceLoop(static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(x), n, op); break;
+    case DType::kF32:
+      ReduceLoop(static_cast<float*>(acc), static_cast<const float*>(x), n, op);
+      break;
+    case DType::kF64:
+      ReduceLoop(static_cast<double*>(acc), static_cast<const double*>(x), n, op);
+      break;
+    case DType::kI64:
+      ReduceLoop(static_cast<int64_t*>(acc), static_cast<const int64_t*>(x), n, op);
+      break;
+    case DType::kI32:
+      ReduceLoop(static_cast<int32_t*>(acc), static_cast<const int32_t*>(x), n, op);
+      break;
+    case DType::kI16:
+      ReduceLoop(static_cast<int16_t*>(acc), static_cast<const int16_t*>(x), n, op);
+      break;
+    case DType::kI8:
+      ReduceLoop(static_cast<int8_t*>(acc), static_cast<const int8_t*>(x), n, op);
+      break;
+    case DType::kU8:
+      ReduceLoop(static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(x), n, op);
+      break;
     case DType::kF16:
-      Reduce16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(x), n, op);
+      Reduce16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(acc),
+                                         static_cast<const uint16_t*>(x), n, op);
       break;
     case DType::kBF16:
-      Reduce16<BF16ToFloat, FloatToBF16>(static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(x), n, op);
+      Reduce16<BF16ToFloat, FloatToBF16>(static_cast<uint16_t*>(acc),
+                                         static_cast<const uint16_t*>(x), n, op);
       break;
     case DType::kBool: {  // sum/max/avg = or, min/prod = and
       uint8_t* a = static_cast<uint8_t*>(acc);
@@ -112,7 +133,8 @@ Status ReduceInto(void* acc, const void* x, int64_t n, DType dtype, ReduceOp op)
       for (int64_t i = 0; i < n; ++i) a[i] = use_and ? (a[i] && b[i]) : (a[i] || b[i]);
       break;
     }
-    default: return InvalidArgumentError("cannot reduce dtype ", DTypeName(dtype));
+    default:
+      return InvalidArgumentError("cannot reduce dtype ", DTypeName(dtype));
   }
   return OkStatus();
 }
@@ -127,25 +149,43 @@ void Divide(T* acc, int64_t n, int d) {
 Status FinishReduce(void* acc, int64_t n, DType dtype, ReduceOp op, int members) {
   if (op != ReduceOp::kAvg || members <= 1) return OkStatus();
   switch (dtype) {
-    case DType::kF32: Divide(static_cast<float*>(acc), n, members); break;
-    case DType::kF64: Divide(static_cast<double*>(acc), n, members); break;
-    case DType::kI64: Divide(static_cast<int64_t*>(acc), n, members); break;
-    case DType::kI32: Divide(static_cast<int32_t*>(acc), n, members); break;
-    case DType::kI16: Divide(static_cast<int16_t*>(acc), n, members); break;
-    case DType::kI8: Divide(static_cast<int8_t*>(acc), n, members); break;
-    case DType::kU8: Divide(static_cast<uint8_t*>(acc), n, members); break;
+    case DType::kF32:
+      Divide(static_cast<float*>(acc), n, members);
+      break;
+    case DType::kF64:
+      Divide(static_cast<double*>(acc), n, members);
+      break;
+    case DType::kI64:
+      Divide(static_cast<int64_t*>(acc), n, members);
+      break;
+    case DType::kI32:
+      Divide(static_cast<int32_t*>(acc), n, members);
+      break;
+    case DType::kI16:
+      Divide(static_cast<int16_t*>(acc), n, members);
+      break;
+    case DType::kI8:
+      Divide(static_cast<int8_t*>(acc), n, members);
+      break;
+    case DType::kU8:
+      Divide(static_cast<uint8_t*>(acc), n, members);
+      break;
     case DType::kF16: {
       uint16_t* a = static_cast<uint16_t*>(acc);
-      for (int64_t i = 0; i < n; ++i) a[i] = FloatToHalf(HalfToFloat(a[i]) / static_cast<float>(members));
+      for (int64_t i = 0; i < n; ++i)
+        a[i] = FloatToHalf(HalfToFloat(a[i]) / static_cast<float>(members));
       break;
     }
     case DType::kBF16: {
       uint16_t* a = static_cast<uint16_t*>(acc);
-      for (int64_t i = 0; i < n; ++i) a[i] = FloatToBF16(BF16ToFloat(a[i]) / static_cast<float>(members));
+      for (int64_t i = 0; i < n; ++i)
+        a[i] = FloatToBF16(BF16ToFloat(a[i]) / static_cast<float>(members));
       break;
     }
-    case DType::kBool: break;
-    default: return InvalidArgumentError("cannot average dtype ", DTypeName(dtype));
+    case DType::kBool:
+      break;
+    default:
+      return InvalidArgumentError("cannot average dtype ", DTypeName(dtype));
   }
   return OkStatus();
 }

@@ -63,8 +63,7 @@ inline Status ReadSpatial(const AttrReader& attrs, const Shape& x_shape,
     const int64_t num = sp->in[j] + sp->pb[j] + sp->pe[j] - eff;
     if (num < 0) {
       return InvalidArgumentError("window of extent ", eff, " does not fit spatial dim ", i,
-                                  " of size ", sp->in[j], " with pads ", sp->pb[j], "+",
-                                  sp->pe[j]);
+                                  " of size ", sp->in[j], " with pads ", sp->pb[j], "+", sp->pe[j]);
     }
     int64_t o = (ceil_mode ? (num + sp->s[j] - 1) / sp->s[j] : num / sp->s[j]) + 1;
     // A window that would start in the end padding is dropped (ceil_mode).

@@ -23,10 +23,14 @@ enum class Place { kDevice, kAlias, kNccl, kHost };
 
 const char* PlaceName(Place p) {
   switch (p) {
-    case Place::kDevice: return "device";
-    case Place::kAlias: return "alias";
-    case Place::kNccl: return "nccl";
-    case Place::kHost: return "host";
+    case Place::kDevice:
+      return "device";
+    case Place::kAlias:
+      return "alias";
+    case Place::kNccl:
+      return "nccl";
+    case Place::kHost:
+      return "host";
   }
   return "?";
 }
@@ -53,7 +57,9 @@ struct DeviceTensor {
   std::shared_ptr<DeviceBuffer> buf;
   bool defined() const { return buf != nullptr; }
   void* data() const { return buf ? buf->data() : nullptr; }
-  size_t bytes() const { return static_cast<size_t>(NumElements(type.shape)) * DTypeSize(type.dtype); }
+  size_t bytes() const {
+    return static_cast<size_t>(NumElements(type.shape)) * DTypeSize(type.dtype);
+  }
 };
 
 Status CublasError(cublasStatus_t s, const char* what) {
@@ -67,14 +73,14 @@ struct UnaryName {
   cuda::UnaryKind kind;
 };
 const UnaryName kUnary[] = {
-    {"neg", cuda::UnaryKind::kNeg},       {"abs", cuda::UnaryKind::kAbs},
-    {"exp", cuda::UnaryKind::kExp},       {"log", cuda::UnaryKind::kLog},
-    {"sqrt", cuda::UnaryKind::kSqrt},     {"reciprocal", cuda::UnaryKind::kReciprocal},
-    {"tanh", cuda::UnaryKind::kTanh},     {"sigmoid", cuda::UnaryKind::kSigmoid},
-    {"erf", cuda::UnaryKind::kErf},       {"relu", cuda::UnaryKind::kRelu},
-    {"sin", cuda::UnaryKind::kSin},       {"cos", cuda::UnaryKind::kCos},
-    {"floor", cuda::UnaryKind::kFloor},   {"ceil", cuda::UnaryKind::kCeil},
-    {"round", cuda::UnaryKind::kRound},   {"sign", cuda::UnaryKind::kSign},
+    {"neg", cuda::UnaryKind::kNeg},     {"abs", cuda::UnaryKind::kAbs},
+    {"exp", cuda::UnaryKind::kExp},     {"log", cuda::UnaryKind::kLog},
+    {"sqrt", cuda::UnaryKind::kSqrt},   {"reciprocal", cuda::UnaryKind::kReciprocal},
+    {"tanh", cuda::UnaryKind::kTanh},   {"sigmoid", cuda::UnaryKind::kSigmoid},
+    {"erf", cuda::UnaryKind::kErf},     {"relu", cuda::UnaryKind::kRelu},
+    {"sin", cuda::UnaryKind::kSin},     {"cos", cuda::UnaryKind::kCos},
+    {"floor", cuda::UnaryKind::kFloor}, {"ceil", cuda::UnaryKind::kCeil},
+    {"round", cuda::UnaryKind::kRound}, {"sign", cuda::UnaryKind::kSign},
 };
 struct BinaryName {
   const char* name;
@@ -119,7 +125,8 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
   AttrReader attrs(inst);
   *plan = Plan();
   if ((op == "reshape" || op == "identity") && in_t.size() == 1 && out_t.size() == 1 &&
-      in_t[0].dtype == out_t[0].dtype && NumElements(in_t[0].shape) == NumElements(out_t[0].shape)) {
+      in_t[0].dtype == out_t[0].dtype &&
+      NumElements(in_t[0].shape) == NumElements(out_t[0].shape)) {
     plan->place = Place::kAlias;
     return OkStatus();
   }
@@ -133,8 +140,10 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
     return OkStatus();
   }
   const bool all_f32 = [&] {
-    for (const auto& t : in_t) if (!IsF32(t)) return false;
-    for (const auto& t : out_t) if (!IsF32(t)) return false;
+    for (const auto& t : in_t)
+      if (!IsF32(t)) return false;
+    for (const auto& t : out_t)
+      if (!IsF32(t)) return false;
     return !in_t.empty() && out_t.size() == 1;
   }();
   if (!all_f32) return OkStatus();  // host
@@ -192,7 +201,8 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
       const Shape& o = out_t[0].shape;
       const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
       if (b[b.size() - 2] != k || o.size() < 2) return OkStatus();
-      const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2), ob(o.begin(), o.end() - 2);
+      const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2),
+          ob(o.begin(), o.end() - 2);
       auto padded = [&](const Shape& s) {
         Shape p2(ob.size() - std::min(ob.size(), s.size()), 1);
         p2.insert(p2.end(), s.begin(), s.end());
@@ -250,8 +260,9 @@ struct CudaExecutor::Impl {
   Status Upload(const HostTensor& h, DeviceTensor* out) {
     DISTRT_RETURN_IF_ERROR(Alloc(h.type(), out));
     if (h.byte_size() > 0) {
-      DISTRT_CUDA(cudaMemcpyAsync(out->data(), h.raw(), h.byte_size(), cudaMemcpyHostToDevice, stream),
-                  "cudaMemcpyAsync (to device)");
+      DISTRT_CUDA(
+          cudaMemcpyAsync(out->data(), h.raw(), h.byte_size(), cudaMemcpyHostToDevice, stream),
+          "cudaMemcpyAsync (to device)");
     }
     return OkStatus();
   }
@@ -269,7 +280,8 @@ struct CudaExecutor::Impl {
 CudaExecutor::~CudaExecutor() = default;
 
 Status CudaExecutor::Create(std::shared_ptr<const Program> program, Communicator* comm,
-                            const CudaExecutorOptions& options, std::unique_ptr<CudaExecutor>* out) {
+                            const CudaExecutorOptions& options,
+                            std::unique_ptr<CudaExecutor>* out) {
   if (!program) return InvalidArgumentError("CudaExecutor::Create: no program");
   const Program& p = *program;
   DISTRT_RETURN_IF_ERROR(RequireCudaDevice(options.device));
@@ -317,7 +329,9 @@ Status CudaExecutor::Create(std::shared_ptr<const Program> program, Communicator
   for (int i = 0; i < n; ++i) {
     im.kernels[i] = KernelRegistry::Get().Find(p.proto().instructions(i).op());
     Status ps = PlanInstruction(p, i, im.nccl != nullptr, &im.plans[i]);
-    if (!ps.ok()) return Status(ps.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", ps.message()));
+    if (!ps.ok())
+      return Status(ps.code(),
+                    StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", ps.message()));
     if (im.plans[i].place == Place::kHost && !options.allow_host_fallback) {
       return UnimplementedError(p.source(), ": ", p.DescribeInstruction(i),
                                 ": no device kernel for this op and dtype, and the host "
@@ -368,7 +382,8 @@ Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<Host
   }
   const int nin = p.proto().inputs_size();
   if (static_cast<int>(inputs.size()) != nin) {
-    return fail(InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size()));
+    return fail(
+        InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size()));
   }
   std::vector<DeviceTensor> values = im.persistent;
   for (int i = 0; i < nin; ++i) {
@@ -421,8 +436,8 @@ Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<Host
                 im.blas, CUBLAS_OP_N, CUBLAS_OP_N, plan.n, plan.m, plan.k, &one,
                 static_cast<const float*>(values[in_ids[1]].data()), plan.n, plan.stride_b,
                 static_cast<const float*>(values[in_ids[0]].data()), plan.k, plan.stride_a, &zero,
-                static_cast<float*>(y.data()), plan.n,
-                static_cast<long long>(plan.m) * plan.n, plan.batches);
+                static_cast<float*>(y.data()), plan.n, static_cast<long long>(plan.m) * plan.n,
+                plan.batches);
             if (bs != CUBLAS_STATUS_SUCCESS) st = CublasError(bs, "cublasSgemmStridedBatched");
           }
         }
@@ -478,14 +493,17 @@ Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<Host
         for (int v : out_ids) empty = empty && NumElements(p.value(v).type.shape) == 0;
         if (empty) {
           for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {
-            st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape, &results[k]);
+            st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape,
+                                      &results[k]);
           }
         } else {
           st = im.kernels[i]->run(ctx);
         }
         for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {
-          if (!results[k].defined()) st = InternalError("kernel produced no output ", k);
-          else st = CheckOutputType(ctx.output_types[k], results[k].type());
+          if (!results[k].defined())
+            st = InternalError("kernel produced no output ", k);
+          else
+            st = CheckOutputType(ctx.output_types[k], results[k].type());
         }
         for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {
           st = im.Upload(results[k], &values[out_ids[k]]);

@@ -14,8 +14,25 @@ namespace cuda {
 
 // f32 unary kernels; semantics as the CPU kernels (kernels_unary.cpp).
 enum class UnaryKind : int {
-  kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kTanh, kSigmoid, kErf, kRelu, kSin, kCos,
-  kFloor, kCeil, kRound, kSign, kGeluErf, kGeluTanh, kLeakyRelu,
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kRelu,
+  kSin,
+  kCos,
+  kFloor,
+  kCeil,
+  kRound,
+  kSign,
+  kGeluErf,
+  kGeluTanh,
+  kLeakyRelu,
 };
 // f32 binary kernels with numpy broadcasting; max/min propagate NaN.
 enum class BinaryKind : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
@@ -42,8 +59,7 @@ cudaError_t DivideBy(DType dtype, void* data, int64_t n, int divisor, cudaStream
 // mask[i] = isnan(x[i]) for float dtypes (0 for others).
 cudaError_t NanMask(DType dtype, const void* x, uint8_t* mask, int64_t n, cudaStream_t stream);
 // y[i] = NaN where mask[i] != 0 (float dtypes).
-cudaError_t ApplyNanMask(DType dtype, void* y, const uint8_t* mask, int64_t n,
-                         cudaStream_t stream);
+cudaError_t ApplyNanMask(DType dtype, void* y, const uint8_t* mask, int64_t n, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace distrt

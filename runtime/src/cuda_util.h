@@ -15,9 +15,9 @@ namespace distrt {
 
 Status CudaError(cudaError_t e, const char* what);
 
-#define DISTRT_CUDA(call, what)                                           \
-  do {                                                                    \
-    cudaError_t distrt_cuda_rc_ = (call);                                 \
+#define DISTRT_CUDA(call, what)                                                  \
+  do {                                                                           \
+    cudaError_t distrt_cuda_rc_ = (call);                                        \
     if (distrt_cuda_rc_ != cudaSuccess) return CudaError(distrt_cuda_rc_, what); \
   } while (0)
 

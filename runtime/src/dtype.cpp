@@ -6,34 +6,56 @@ namespace distrt {
 
 size_t DTypeSize(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return 4;
-    case DType::kF16: return 2;
-    case DType::kBF16: return 2;
-    case DType::kF64: return 8;
-    case DType::kI64: return 8;
-    case DType::kI32: return 4;
-    case DType::kI16: return 2;
-    case DType::kI8: return 1;
-    case DType::kU8: return 1;
-    case DType::kBool: return 1;
-    case DType::kUnspecified: return 0;
+    case DType::kF32:
+      return 4;
+    case DType::kF16:
+      return 2;
+    case DType::kBF16:
+      return 2;
+    case DType::kF64:
+      return 8;
+    case DType::kI64:
+      return 8;
+    case DType::kI32:
+      return 4;
+    case DType::kI16:
+      return 2;
+    case DType::kI8:
+      return 1;
+    case DType::kU8:
+      return 1;
+    case DType::kBool:
+      return 1;
+    case DType::kUnspecified:
+      return 0;
   }
   return 0;
 }
 
 std::string DTypeName(DType dtype) {
   switch (dtype) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kF64: return "f64";
-    case DType::kI64: return "i64";
-    case DType::kI32: return "i32";
-    case DType::kI16: return "i16";
-    case DType::kI8: return "i8";
-    case DType::kU8: return "u8";
-    case DType::kBool: return "bool";
-    case DType::kUnspecified: return "unspecified";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kF64:
+      return "f64";
+    case DType::kI64:
+      return "i64";
+    case DType::kI32:
+      return "i32";
+    case DType::kI16:
+      return "i16";
+    case DType::kI8:
+      return "i8";
+    case DType::kU8:
+      return "u8";
+    case DType::kBool:
+      return "bool";
+    case DType::kUnspecified:
+      return "unspecified";
   }
   return "invalid(" + std::to_string(static_cast<int>(dtype)) + ")";
 }

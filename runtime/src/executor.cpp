@@ -12,8 +12,8 @@ struct Executor::Impl {
   std::unique_ptr<ThreadPool> pool;
   std::shared_ptr<MemoryTracker> weight_tracker = std::make_shared<MemoryTracker>();
   std::shared_ptr<MemoryTracker> run_tracker = std::make_shared<MemoryTracker>();
-  std::vector<HostTensor> persistent;       // weights and constants, by value index
-  std::vector<const KernelDef*> kernels;    // per instruction
+  std::vector<HostTensor> persistent;     // weights and constants, by value index
+  std::vector<const KernelDef*> kernels;  // per instruction
   // Values to release after each instruction (last use there, or never used).
   std::vector<std::vector<int>> release_after;
   // Per instruction and input: the value dies there (candidate for in-place).
@@ -93,18 +93,18 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   const auto start = std::chrono::steady_clock::now();
   const int nin = p.proto().inputs_size();
   if (static_cast<int>(inputs.size()) != nin) {
-    return fail(InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ",
-                                     inputs.size()));
+    return fail(
+        InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size()));
   }
   std::vector<HostTensor> values = im.persistent;
   for (int i = 0; i < nin; ++i) {
     const int v = p.InputValue(i);
     const TensorType& want = p.value(v).type;
     if (!inputs[i].defined() || inputs[i].type() != want) {
-      return fail(InvalidArgumentError(p.source(), ": input ", i, " '", p.proto().inputs(i).name(),
-                                       "' must be ", want.ToString(), ", got ",
-                                       inputs[i].defined() ? inputs[i].type().ToString()
-                                                           : std::string("an undefined tensor")));
+      return fail(InvalidArgumentError(
+          p.source(), ": input ", i, " '", p.proto().inputs(i).name(), "' must be ",
+          want.ToString(), ", got ",
+          inputs[i].defined() ? inputs[i].type().ToString() : std::string("an undefined tensor")));
     }
     values[v] = inputs[i];
   }
@@ -141,13 +141,12 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     // it has elements): compute on nothing, but still take part in
     // communication.
     bool empty = !im.kernels[i]->communicates && !out_ids.empty();
-    for (int v : out_ids)
-      empty = empty && NumElements(p.value(v).type.shape) == 0;
+    for (int v : out_ids) empty = empty && NumElements(p.value(v).type.shape) == 0;
     Status st;
     if (empty) {
       for (size_t k = 0; k < out_ids.size() && st.ok(); ++k)
-        st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape,
-                                  &results[k], im.run_tracker);
+        st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape, &results[k],
+                                  im.run_tracker);
     } else {
       st = im.kernels[i]->run(ctx);
     }
@@ -161,8 +160,8 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
       }
     }
     if (!st.ok()) {
-      return fail(Status(st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ",
-                                           st.message())));
+      return fail(Status(st.code(),
+                         StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
     }
     for (size_t k = 0; k < out_ids.size(); ++k) values[out_ids[k]] = std::move(results[k]);
     for (int v : im.release_after[i]) values[v] = HostTensor();
@@ -172,8 +171,7 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   values.clear();
   stats_.peak_live_bytes = im.run_tracker->peak() - baseline;
   stats_.instructions = n;
-  stats_.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return OkStatus();
 }
 
@@ -186,8 +184,7 @@ constexpr int64_t kMicrobatchTagStride = int64_t{1} << 20;
 
 int Executor::microbatches() const {
   const proto::RankProgram& p = program_->proto();
-  return p.has_schedule() && p.schedule().microbatches() > 0 ? p.schedule().microbatches()
-                                                              : 1;
+  return p.has_schedule() && p.schedule().microbatches() > 0 ? p.schedule().microbatches() : 1;
 }
 
 Status Executor::RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
@@ -196,8 +193,7 @@ Status Executor::RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
   const int m = microbatches();
   if (static_cast<int>(inputs.size()) != m) {
     Status st = InvalidArgumentError(program_->source(), ": the schedule runs ", m,
-                                     " microbatches but inputs for ", inputs.size(),
-                                     " were given");
+                                     " microbatches but inputs for ", inputs.size(), " were given");
     if (comm_ != nullptr) comm_->Abort(st);
     return st;
   }

@@ -43,8 +43,8 @@ class KernelContext {
   std::vector<const HostTensor*> inputs;
   std::vector<TensorType> output_types;  // declared by the program
   std::vector<HostTensor>* outputs = nullptr;
-  ThreadPool* pool = nullptr;            // intra-op threads, may be null
-  Communicator* comm = nullptr;          // null when the program has no collectives
+  ThreadPool* pool = nullptr;    // intra-op threads, may be null
+  Communicator* comm = nullptr;  // null when the program has no collectives
   int rank = 0;
   // Added to send/recv tags: keeps the messages of different pipeline
   // microbatches apart.
@@ -87,7 +87,7 @@ using VerifyFn = Status (*)(const VerifyContext& ctx);
 struct KernelDef {
   std::string name;
   int min_inputs = 0;
-  int max_inputs = 0;    // -1: variadic
+  int max_inputs = 0;  // -1: variadic
   int num_outputs = 1;
   KernelFn run = nullptr;
   VerifyFn verify = nullptr;  // optional

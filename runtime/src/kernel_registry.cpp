@@ -190,8 +190,7 @@ Status BroadcastShapes(const Shape& a, const Shape& b, Shape* out) {
 Status CheckOutputType(const TensorType& declared, const TensorType& actual) {
   if (declared != actual) {
     return InvalidArgumentError("the result is ", actual.ToString(),
-                                " but the program declares the output as ",
-                                declared.ToString());
+                                " but the program declares the output as ", declared.ToString());
   }
   return OkStatus();
 }

@@ -68,11 +68,11 @@ void WindowCopy(const uint8_t* src, uint8_t* dst, const Shape& big_shape, const 
   uint8_t* small = big_is_src ? dst : const_cast<uint8_t*>(src);
   for (int64_t i = 0; i < runs; ++i) {
     if (big_is_src) {
-      std::memcpy(small + static_cast<size_t>(i) * run_bytes,
-                  src + static_cast<size_t>(off) * elem, run_bytes);
+      std::memcpy(small + static_cast<size_t>(i) * run_bytes, src + static_cast<size_t>(off) * elem,
+                  run_bytes);
     } else {
-      std::memcpy(dst + static_cast<size_t>(off) * elem,
-                  src + static_cast<size_t>(i) * run_bytes, run_bytes);
+      std::memcpy(dst + static_cast<size_t>(off) * elem, src + static_cast<size_t>(i) * run_bytes,
+                  run_bytes);
     }
     for (size_t d = k; d-- > 0;) {
       if (++idx[d] < sizes[d]) {

@@ -20,38 +20,38 @@ namespace distrt {
     break;                        \
   }
 // Numeric types with arithmetic: f32 f64 i64 i32 i16 i8 u8.
-#define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...)                                  \
-  switch (dtype) {                                                                   \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
-    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                           \
-    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                          \
-    default:                                                                         \
+#define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...)                                          \
+  switch (dtype) {                                                                           \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
+    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                                   \
+    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                                  \
+    default:                                                                                 \
       return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
   }
 // Numeric plus bool (stored as uint8_t 0/1).
-#define DISTRT_DISPATCH_NUMERIC_BOOL(dtype, opname, ...)                             \
-  switch (dtype) {                                                                   \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
-    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                         \
-    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                           \
-    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                          \
-    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                        \
-    default:                                                                         \
+#define DISTRT_DISPATCH_NUMERIC_BOOL(dtype, opname, ...)                                     \
+  switch (dtype) {                                                                           \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
+    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                                 \
+    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                                   \
+    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                                  \
+    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                                \
+    default:                                                                                 \
       return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
   }
 // Floating types: f32 f64.
-#define DISTRT_DISPATCH_FLOAT(dtype, opname, ...)                                    \
-  switch (dtype) {                                                                   \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                           \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                          \
-    default:                                                                         \
+#define DISTRT_DISPATCH_FLOAT(dtype, opname, ...)                                            \
+  switch (dtype) {                                                                           \
+    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
+    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
+    default:                                                                                 \
       return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
   }
 
@@ -59,10 +59,10 @@ namespace distrt {
 // operand is broadcast), adjacent dims merged when no operand changes its
 // pattern between them. The last merged dim is the inner loop.
 struct BroadcastPlan {
-  std::vector<int64_t> dims;                 // merged output dims (>= 1 entry)
-  std::vector<std::vector<int64_t>> strides; // per operand, per merged dim
-  int64_t inner = 1;                         // dims.back()
-  int64_t rows = 1;                          // product of the other dims
+  std::vector<int64_t> dims;                  // merged output dims (>= 1 entry)
+  std::vector<std::vector<int64_t>> strides;  // per operand, per merged dim
+  int64_t inner = 1;                          // dims.back()
+  int64_t rows = 1;                           // product of the other dims
   int64_t total = 1;
 };
 BroadcastPlan MakeBroadcastPlan(const Shape& out, const std::vector<Shape>& operands);
@@ -136,8 +136,8 @@ inline T WrapMul(T a, T b) {
   if constexpr (std::is_integral<T>::value) {
     using U = std::make_unsigned_t<T>;
     using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-    return static_cast<T>(static_cast<W>(static_cast<W>(static_cast<U>(a)) *
-                                         static_cast<W>(static_cast<U>(b))));
+    return static_cast<T>(
+        static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
   } else {
     return a * b;
   }

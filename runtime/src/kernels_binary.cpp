@@ -9,9 +9,22 @@ namespace distrt {
 namespace {
 
 enum class BinOp {
-  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kMod,
-  kEqual, kLess, kLessEqual, kGreater, kGreaterEqual,
-  kAnd, kOr, kXor,
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  kMod,
+  kEqual,
+  kLess,
+  kLessEqual,
+  kGreater,
+  kGreaterEqual,
+  kAnd,
+  kOr,
+  kXor,
 };
 
 bool IsCompare(BinOp op) { return op >= BinOp::kEqual && op <= BinOp::kGreaterEqual; }
@@ -98,9 +111,15 @@ Status Arith(BinOp op, int64_t fmod, const HostTensor& A, const HostTensor& B, H
   T* o = out->data<T>();
   constexpr bool kInt = std::is_integral<T>::value;
   switch (op) {
-    case BinOp::kAdd: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapAdd(x, y); }); break;
-    case BinOp::kSub: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapSub(x, y); }); break;
-    case BinOp::kMul: RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapMul(x, y); }); break;
+    case BinOp::kAdd:
+      RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapAdd(x, y); });
+      break;
+    case BinOp::kSub:
+      RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapSub(x, y); });
+      break;
+    case BinOp::kMul:
+      RunBinary(a, b, o, p, pool, [](T x, T y) { return WrapMul(x, y); });
+      break;
     case BinOp::kDiv:
       if constexpr (kInt) {
         DISTRT_RETURN_IF_ERROR(CheckNoZero<T>(B, "division"));
@@ -169,7 +188,8 @@ Status Arith(BinOp op, int64_t fmod, const HostTensor& A, const HostTensor& B, H
         }
       }
       break;
-    default: return InternalError("not an arithmetic op");
+    default:
+      return InternalError("not an arithmetic op");
   }
   return OkStatus();
 }
@@ -181,12 +201,23 @@ Status Compare(BinOp op, const HostTensor& A, const HostTensor& B, HostTensor* o
   const T* b = B.data<T>();
   uint8_t* o = out->data<uint8_t>();
   switch (op) {
-    case BinOp::kEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x == y; }); break;
-    case BinOp::kLess: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x < y; }); break;
-    case BinOp::kLessEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x <= y; }); break;
-    case BinOp::kGreater: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x > y; }); break;
-    case BinOp::kGreaterEqual: RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x >= y; }); break;
-    default: return InternalError("not a comparison");
+    case BinOp::kEqual:
+      RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x == y; });
+      break;
+    case BinOp::kLess:
+      RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x < y; });
+      break;
+    case BinOp::kLessEqual:
+      RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x <= y; });
+      break;
+    case BinOp::kGreater:
+      RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x > y; });
+      break;
+    case BinOp::kGreaterEqual:
+      RunBinary(a, b, o, p, pool, [](T x, T y) -> uint8_t { return x >= y; });
+      break;
+    default:
+      return InternalError("not a comparison");
   }
   return OkStatus();
 }
@@ -196,12 +227,22 @@ struct BinaryInfo {
   BinOp op;
 };
 const BinaryInfo kBinaryOps[] = {
-    {"add", BinOp::kAdd},     {"sub", BinOp::kSub},   {"mul", BinOp::kMul},
-    {"div", BinOp::kDiv},     {"pow", BinOp::kPow},   {"max", BinOp::kMax},
-    {"min", BinOp::kMin},     {"mod", BinOp::kMod},   {"equal", BinOp::kEqual},
-    {"less", BinOp::kLess},   {"less_equal", BinOp::kLessEqual},
-    {"greater", BinOp::kGreater}, {"greater_equal", BinOp::kGreaterEqual},
-    {"and", BinOp::kAnd},     {"or", BinOp::kOr},     {"xor", BinOp::kXor},
+    {"add", BinOp::kAdd},
+    {"sub", BinOp::kSub},
+    {"mul", BinOp::kMul},
+    {"div", BinOp::kDiv},
+    {"pow", BinOp::kPow},
+    {"max", BinOp::kMax},
+    {"min", BinOp::kMin},
+    {"mod", BinOp::kMod},
+    {"equal", BinOp::kEqual},
+    {"less", BinOp::kLess},
+    {"less_equal", BinOp::kLessEqual},
+    {"greater", BinOp::kGreater},
+    {"greater_equal", BinOp::kGreaterEqual},
+    {"and", BinOp::kAnd},
+    {"or", BinOp::kOr},
+    {"xor", BinOp::kXor},
 };
 
 BinOp OpOf(const std::string& name) {
@@ -212,8 +253,8 @@ BinOp OpOf(const std::string& name) {
 }
 
 // Expected output type of a binary op (also used by the verifier).
-Status BinaryResultType(BinOp op, const std::string& name, const TensorType& a,
-                        const TensorType& b, TensorType* out) {
+Status BinaryResultType(BinOp op, const std::string& name, const TensorType& a, const TensorType& b,
+                        TensorType* out) {
   if (op != BinOp::kPow && a.dtype != b.dtype) {
     return InvalidArgumentError("operands have different dtypes ", DTypeName(a.dtype), " and ",
                                 DTypeName(b.dtype));
@@ -259,18 +300,25 @@ Status RunBinaryKernel(KernelContext& ctx) {
     uint8_t* po = out->data<uint8_t>();
     auto norm = [](uint8_t v) -> uint8_t { return v != 0; };
     switch (op) {
-      case BinOp::kAnd: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) & norm(y); }); break;
-      case BinOp::kOr: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) | norm(y); }); break;
-      default: RunBinary(pa, pb, po, plan, ctx.pool, [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) ^ norm(y); }); break;
+      case BinOp::kAnd:
+        RunBinary(pa, pb, po, plan, ctx.pool,
+                  [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) & norm(y); });
+        break;
+      case BinOp::kOr:
+        RunBinary(pa, pb, po, plan, ctx.pool,
+                  [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) | norm(y); });
+        break;
+      default:
+        RunBinary(pa, pb, po, plan, ctx.pool,
+                  [&](uint8_t x, uint8_t y) -> uint8_t { return norm(x) ^ norm(y); });
+        break;
     }
     return OkStatus();
   }
   if (IsCompare(op)) {
-    DISTRT_DISPATCH_NUMERIC_BOOL(a.dtype(), name,
-                                 return Compare<T>(op, a, b, out, plan, ctx.pool));
+    DISTRT_DISPATCH_NUMERIC_BOOL(a.dtype(), name, return Compare<T>(op, a, b, out, plan, ctx.pool));
   }
-  DISTRT_DISPATCH_NUMERIC(a.dtype(), name,
-                          return Arith<T>(op, fmod, a, b, out, plan, ctx.pool));
+  DISTRT_DISPATCH_NUMERIC(a.dtype(), name, return Arith<T>(op, fmod, a, b, out, plan, ctx.pool));
   return OkStatus();
 }
 
@@ -332,11 +380,20 @@ Status RunWhere(KernelContext& ctx) {
   const auto* pb = b.data<uint8_t>();
   auto* po = out->data<uint8_t>();
   switch (DTypeSize(a.dtype())) {
-    case 1: WhereLoop<1>(pc, pa, pb, po, plan, ctx.pool); break;
-    case 2: WhereLoop<2>(pc, pa, pb, po, plan, ctx.pool); break;
-    case 4: WhereLoop<4>(pc, pa, pb, po, plan, ctx.pool); break;
-    case 8: WhereLoop<8>(pc, pa, pb, po, plan, ctx.pool); break;
-    default: return UnimplementedError("where: unsupported element size");
+    case 1:
+      WhereLoop<1>(pc, pa, pb, po, plan, ctx.pool);
+      break;
+    case 2:
+      WhereLoop<2>(pc, pa, pb, po, plan, ctx.pool);
+      break;
+    case 4:
+      WhereLoop<4>(pc, pa, pb, po, plan, ctx.pool);
+      break;
+    case 8:
+      WhereLoop<8>(pc, pa, pb, po, plan, ctx.pool);
+      break;
+    default:
+      return UnimplementedError("where: unsupported element size");
   }
   return OkStatus();
 }
@@ -344,7 +401,8 @@ Status RunWhere(KernelContext& ctx) {
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& r) {
-  for (const auto& b : kBinaryOps) r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true});
+  for (const auto& b : kBinaryOps)
+    r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true});
   r.Add({"where", 3, 3, 1, RunWhere, VerifyWhere, false, true});
 }
 

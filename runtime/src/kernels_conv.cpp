@@ -21,8 +21,7 @@ Status ConvShape(const AttrReader& attrs, const Shape& x, const Shape& w, ConvPa
   p->n = x[0];
   p->c = x[1];
   p->m = w[0];
-  if (p->group < 1 || p->c % p->group != 0 || p->m % p->group != 0 ||
-      w[1] != p->c / p->group) {
+  if (p->group < 1 || p->c % p->group != 0 || p->m % p->group != 0 || w[1] != p->c / p->group) {
     return InvalidArgumentError("conv: x has ", p->c, " channels, w is ", ShapeToString(w),
                                 ", group ", p->group, " do not agree");
   }

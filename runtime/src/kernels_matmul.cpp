@@ -24,7 +24,7 @@ std::string BlasCoreName() {
 namespace {
 
 struct MatmulShape {
-  Shape batch;          // broadcast batch dims
+  Shape batch;  // broadcast batch dims
   Shape a_batch, b_batch;
   int64_t m = 1, k = 1, n = 1;
   Shape out;
@@ -78,9 +78,8 @@ void GemmStrided(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t
                 static_cast<blasint>(ldc));
   } else if constexpr (std::is_same<T, double>::value) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0, c,
-                static_cast<blasint>(ldc));
+                static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
+                b, static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
   } else {
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
@@ -124,9 +123,8 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool*
       });
       return;
     }
-    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      Gemm(a + r0 * k, b, c + r0 * n, r1 - r0, k, n);
-    });
+    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain,
+                [&](int64_t r0, int64_t r1) { Gemm(a + r0 * k, b, c + r0 * n, r1 - r0, k, n); });
     return;
   }
   // Offsets of every batch's a and b matrices (broadcast batch dims).
@@ -151,9 +149,8 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool*
     const T* pa = a + a_off[i];
     const T* pb = b + b_off[i];
     T* pc = c + i * m * n;
-    ParallelFor(pool, m, row_grain, [&](int64_t r0, int64_t r1) {
-      Gemm(pa + r0 * k, pb, pc + r0 * n, r1 - r0, k, n);
-    });
+    ParallelFor(pool, m, row_grain,
+                [&](int64_t r0, int64_t r1) { Gemm(pa + r0 * k, pb, pc + r0 * n, r1 - r0, k, n); });
   }
 }
 
@@ -171,11 +168,20 @@ Status RunMatmul(KernelContext& ctx) {
   if (out->num_elements() == 0) return OkStatus();
   ConfigureBlasThreads();
   switch (a.dtype()) {
-    case DType::kF32: BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, ctx.pool); break;
-    case DType::kF64: BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, ctx.pool); break;
-    case DType::kI64: BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, ctx.pool); break;
-    case DType::kI32: BatchedGemm(a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), s, ctx.pool); break;
-    default: return UnimplementedError("matmul does not support dtype ", DTypeName(a.dtype()));
+    case DType::kF32:
+      BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, ctx.pool);
+      break;
+    case DType::kF64:
+      BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, ctx.pool);
+      break;
+    case DType::kI64:
+      BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, ctx.pool);
+      break;
+    case DType::kI32:
+      BatchedGemm(a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), s, ctx.pool);
+      break;
+    default:
+      return UnimplementedError("matmul does not support dtype ", DTypeName(a.dtype()));
   }
   return OkStatus();
 }

@@ -95,8 +95,8 @@ Status RunSoftmax(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   DISTRT_DISPATCH_FLOAT(x.dtype(), name,
-                        SoftmaxRows<T>(name == "log_softmax", x.data<T>(), out->data<T>(), outer,
-                                       n, inner, ctx.pool));
+                        SoftmaxRows<T>(name == "log_softmax", x.data<T>(), out->data<T>(), outer, n,
+                                       inner, ctx.pool));
   return OkStatus();
 }
 

@@ -101,22 +101,29 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
   };
   auto init = [&]() -> A {
     switch (op) {
-      case RedOp::kProd: return A(1);
-      case RedOp::kMax: return static_cast<A>(lowest);
-      case RedOp::kMin: return static_cast<A>(highest);
-      default: return A(0);
+      case RedOp::kProd:
+        return A(1);
+      case RedOp::kMax:
+        return static_cast<A>(lowest);
+      case RedOp::kMin:
+        return static_cast<A>(highest);
+      default:
+        return A(0);
     }
   };
   auto step = [&](A acc, T v) -> A {
     switch (op) {
-      case RedOp::kProd: return WrapMul<A>(acc, static_cast<A>(v));
-      case RedOp::kMax: return static_cast<A>(MaxNan<T>(static_cast<T>(acc), v));
-      case RedOp::kMin: return static_cast<A>(MinNan<T>(static_cast<T>(acc), v));
-      default: return WrapAdd<A>(acc, static_cast<A>(v));
+      case RedOp::kProd:
+        return WrapMul<A>(acc, static_cast<A>(v));
+      case RedOp::kMax:
+        return static_cast<A>(MaxNan<T>(static_cast<T>(acc), v));
+      case RedOp::kMin:
+        return static_cast<A>(MinNan<T>(static_cast<T>(acc), v));
+      default:
+        return WrapAdd<A>(acc, static_cast<A>(v));
     }
   };
-  if (outer == 0 || inner == 0)
-    return;  // an empty result (a device's empty piece)
+  if (outer == 0 || inner == 0) return;  // an empty result (a device's empty piece)
   if (inner == 1) {
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
     ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
@@ -164,8 +171,7 @@ Status RunReduce(KernelContext& ctx) {
   std::vector<int64_t> axes;
   Shape out_shape;
   DISTRT_RETURN_IF_ERROR(ReduceShape(ctx.attrs(), x.shape(), &axes, &out_shape));
-  DISTRT_RETURN_IF_ERROR(
-      CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), out_shape}));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), out_shape}));
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const Shape& s = x.shape();
@@ -175,14 +181,18 @@ Status RunReduce(KernelContext& ctx) {
   const HostTensor* src = &x;
   HostTensor moved;
   int64_t outer = 1, R = 1, inner = 1;
-  bool contiguous = axes.empty() || axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
+  bool contiguous =
+      axes.empty() || axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
   if (axes.empty()) {
     outer = x.num_elements();
   } else if (contiguous) {
     for (int i = 0; i < r; ++i) {
-      if (i < axes.front()) outer *= s[i];
-      else if (i <= axes.back()) R *= s[i];
-      else inner *= s[i];
+      if (i < axes.front())
+        outer *= s[i];
+      else if (i <= axes.back())
+        R *= s[i];
+      else
+        inner *= s[i];
     }
   } else {
     std::vector<int64_t> perm;
@@ -203,8 +213,8 @@ Status RunReduce(KernelContext& ctx) {
                    ctx.pool);
     src = &moved;
   }
-  DISTRT_DISPATCH_NUMERIC(x.dtype(), name,
-                          Reduce3<T>(op, src->data<T>(), out->data<T>(), outer, R, inner, ctx.pool));
+  DISTRT_DISPATCH_NUMERIC(
+      x.dtype(), name, Reduce3<T>(op, src->data<T>(), out->data<T>(), outer, R, inner, ctx.pool));
   return OkStatus();
 }
 
@@ -284,9 +294,9 @@ Status RunArg(KernelContext& ctx) {
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "argmax";
-  DISTRT_DISPATCH_NUMERIC_BOOL(x.dtype(), name,
-                               ArgLoop<T>(is_max, last != 0, x.data<T>(), out->data<int64_t>(),
-                                          outer, n, inner));
+  DISTRT_DISPATCH_NUMERIC_BOOL(
+      x.dtype(), name,
+      ArgLoop<T>(is_max, last != 0, x.data<T>(), out->data<int64_t>(), outer, n, inner));
   return OkStatus();
 }
 

@@ -43,10 +43,18 @@ void GatherRows(const uint8_t* src, int64_t base, const BroadcastPlan& plan, siz
         for (int64_t i = 0; i < inner; ++i) std::memcpy(out + i * elem, in, elem);
       } else {
         switch (elem) {
-          case 1: for (int64_t i = 0; i < inner; ++i) out[i] = in[i * s]; break;
-          case 2: for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 2 * i, in + 2 * i * s, 2); break;
-          case 4: for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 4 * i, in + 4 * i * s, 4); break;
-          case 8: for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 8 * i, in + 8 * i * s, 8); break;
+          case 1:
+            for (int64_t i = 0; i < inner; ++i) out[i] = in[i * s];
+            break;
+          case 2:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 2 * i, in + 2 * i * s, 2);
+            break;
+          case 4:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 4 * i, in + 4 * i * s, 4);
+            break;
+          case 8:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 8 * i, in + 8 * i * s, 8);
+            break;
           default:
             for (int64_t i = 0; i < inner; ++i) {
               std::memcpy(out + i * elem, in + i * s * static_cast<int64_t>(elem), elem);
@@ -208,8 +216,8 @@ Status ConcatShape(const AttrReader& attrs, const std::vector<TensorType>& ins, 
     }
     if (!ok) {
       return InvalidArgumentError("concat input ", i, " (", t.ToString(),
-                                  ") does not match input 0 (", first.ToString(),
-                                  ") outside axis ", *axis);
+                                  ") does not match input 0 (", first.ToString(), ") outside axis ",
+                                  *axis);
     }
     out->shape[static_cast<size_t>(*axis)] += t.shape[static_cast<size_t>(*axis)];
   }
@@ -267,9 +275,8 @@ Status SliceParams(const AttrReader& attrs, const Shape& in, std::vector<int64_t
   const size_t r = in.size();
   if (!has_steps) steps->assign(r, 1);
   if (starts->size() != r || ends.size() != r || steps->size() != r) {
-    return InvalidArgumentError("slice needs starts/ends/steps for each of the ", r,
-                                " dims, got ", starts->size(), "/", ends.size(), "/",
-                                steps->size());
+    return InvalidArgumentError("slice needs starts/ends/steps for each of the ", r, " dims, got ",
+                                starts->size(), "/", ends.size(), "/", steps->size());
   }
   out->assign(r, 0);
   for (size_t d = 0; d < r; ++d) {
@@ -328,8 +335,7 @@ Status RunSlice(KernelContext& ctx) {
   plan.inner = plan.dims.back();
   plan.rows = 1;
   for (size_t d = 0; d + 1 < plan.dims.size(); ++d) plan.rows *= plan.dims[d];
-  GatherRows(x.data<uint8_t>(), base, plan, DTypeSize(x.dtype()), out->data<uint8_t>(),
-             ctx.pool);
+  GatherRows(x.data<uint8_t>(), base, plan, DTypeSize(x.dtype()), out->data<uint8_t>(), ctx.pool);
   return OkStatus();
 }
 
@@ -342,10 +348,14 @@ Status PadParams(const AttrReader& attrs, const Shape& in, std::vector<int64_t>*
   DISTRT_RETURN_IF_ERROR(attrs.GetInts("pads", pads));
   std::string m;
   DISTRT_RETURN_IF_ERROR(attrs.GetString("mode", "constant", &m));
-  if (m == "constant") *mode = PadMode::kConstant;
-  else if (m == "reflect") *mode = PadMode::kReflect;
-  else if (m == "edge") *mode = PadMode::kEdge;
-  else return InvalidArgumentError("pad mode must be constant, reflect or edge, got '", m, "'");
+  if (m == "constant")
+    *mode = PadMode::kConstant;
+  else if (m == "reflect")
+    *mode = PadMode::kReflect;
+  else if (m == "edge")
+    *mode = PadMode::kEdge;
+  else
+    return InvalidArgumentError("pad mode must be constant, reflect or edge, got '", m, "'");
   const size_t r = in.size();
   if (pads->size() != 2 * r) {
     return InvalidArgumentError("pads has ", pads->size(), " entries, expected ", 2 * r);
@@ -373,8 +383,10 @@ int64_t PadSource(int64_t o, int64_t begin, int64_t n, PadMode mode) {
   int64_t i = o - begin;
   if (i >= 0 && i < n) return i;
   switch (mode) {
-    case PadMode::kConstant: return -1;
-    case PadMode::kEdge: return i < 0 ? 0 : n - 1;
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : n - 1;
     case PadMode::kReflect: {
       if (n == 1) return 0;
       const int64_t period = 2 * (n - 1);
@@ -415,7 +427,8 @@ Status RunPad(KernelContext& ctx) {
   std::vector<std::vector<int64_t>> map(r);
   for (size_t d = 0; d < r; ++d) {
     map[d].resize(static_cast<size_t>(s[d]));
-    for (int64_t o = 0; o < s[d]; ++o) map[d][o] = PadSource(o, pads[d], x.dim(static_cast<int>(d)), mode);
+    for (int64_t o = 0; o < s[d]; ++o)
+      map[d][o] = PadSource(o, pads[d], x.dim(static_cast<int>(d)), mode);
   }
   std::vector<int64_t> in_strides = Strides(x.shape());
   const int64_t inner = s.back();
@@ -429,37 +442,39 @@ Status RunPad(KernelContext& ctx) {
   uint8_t* dst = out->data<uint8_t>();
   ParallelFor(ctx.pool, rows, std::max<int64_t>(1, kElementwiseGrain / inner),
               [&](int64_t r0, int64_t r1) {
-    std::vector<int64_t> idx(r - 1);
-    for (int64_t row = r0; row < r1; ++row) {
-      int64_t rem = row, off = 0;
-      bool is_pad = false;
-      for (size_t d = r - 1; d-- > 0;) {
-        const int64_t o = rem % s[d];
-        rem /= s[d];
-        const int64_t m = map[d][o];
-        if (m < 0) is_pad = true;
-        else off += m * in_strides[d];
-      }
-      uint8_t* out_row = dst + static_cast<size_t>(row * inner) * elem;
-      if (is_pad) {
-        for (int64_t j = 0; j < inner; ++j) std::memcpy(out_row + j * elem, fill, elem);
-        continue;
-      }
-      const uint8_t* in_row = src + static_cast<size_t>(off) * elem;
-      for (int64_t j = 0; j < lo; ++j) {
-        const int64_t m = last[j];
-        std::memcpy(out_row + j * elem, m < 0 ? fill : in_row + m * elem, elem);
-      }
-      if (hi > lo) {
-        std::memcpy(out_row + lo * elem, in_row + last[lo] * elem,
-                    static_cast<size_t>(hi - lo) * elem);
-      }
-      for (int64_t j = hi; j < inner; ++j) {
-        const int64_t m = last[j];
-        std::memcpy(out_row + j * elem, m < 0 ? fill : in_row + m * elem, elem);
-      }
-    }
-  });
+                std::vector<int64_t> idx(r - 1);
+                for (int64_t row = r0; row < r1; ++row) {
+                  int64_t rem = row, off = 0;
+                  bool is_pad = false;
+                  for (size_t d = r - 1; d-- > 0;) {
+                    const int64_t o = rem % s[d];
+                    rem /= s[d];
+                    const int64_t m = map[d][o];
+                    if (m < 0)
+                      is_pad = true;
+                    else
+                      off += m * in_strides[d];
+                  }
+                  uint8_t* out_row = dst + static_cast<size_t>(row * inner) * elem;
+                  if (is_pad) {
+                    for (int64_t j = 0; j < inner; ++j) std::memcpy(out_row + j * elem, fill, elem);
+                    continue;
+                  }
+                  const uint8_t* in_row = src + static_cast<size_t>(off) * elem;
+                  for (int64_t j = 0; j < lo; ++j) {
+                    const int64_t m = last[j];
+                    std::memcpy(out_row + j * elem, m < 0 ? fill : in_row + m * elem, elem);
+                  }
+                  if (hi > lo) {
+                    std::memcpy(out_row + lo * elem, in_row + last[lo] * elem,
+                                static_cast<size_t>(hi - lo) * elem);
+                  }
+                  for (int64_t j = hi; j < inner; ++j) {
+                    const int64_t m = last[j];
+                    std::memcpy(out_row + j * elem, m < 0 ? fill : in_row + m * elem, elem);
+                  }
+                }
+              });
   return OkStatus();
 }
 
@@ -479,8 +494,7 @@ Status RangeImpl(KernelContext& ctx) {
     n = diff / d + ((diff % d != 0 && ((diff < 0) == (d < 0))) ? 1 : 0);
   }
   if (n < 0) n = 0;
-  DISTRT_RETURN_IF_ERROR(
-      CheckOutputType(ctx.output_types[0], TensorType{DTypeOf<T>::value, {n}}));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DTypeOf<T>::value, {n}}));
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   T* y = out->data<T>();
@@ -497,12 +511,18 @@ Status RunRange(KernelContext& ctx) {
     }
   }
   switch (dt) {
-    case DType::kF32: return RangeImpl<float>(ctx);
-    case DType::kF64: return RangeImpl<double>(ctx);
-    case DType::kI64: return RangeImpl<int64_t>(ctx);
-    case DType::kI32: return RangeImpl<int32_t>(ctx);
-    case DType::kI16: return RangeImpl<int16_t>(ctx);
-    default: return UnimplementedError("range does not support dtype ", DTypeName(dt));
+    case DType::kF32:
+      return RangeImpl<float>(ctx);
+    case DType::kF64:
+      return RangeImpl<double>(ctx);
+    case DType::kI64:
+      return RangeImpl<int64_t>(ctx);
+    case DType::kI32:
+      return RangeImpl<int32_t>(ctx);
+    case DType::kI16:
+      return RangeImpl<int16_t>(ctx);
+    default:
+      return UnimplementedError("range does not support dtype ", DTypeName(dt));
   }
 }
 

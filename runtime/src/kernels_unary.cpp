@@ -15,8 +15,23 @@ void Map(const T* in, R* out, int64_t n, ThreadPool* pool, F f) {
 }
 
 enum class UnOp {
-  kNeg, kAbs, kExp, kLog, kSqrt, kReciprocal, kTanh, kSigmoid, kErf, kRelu, kNot,
-  kSin, kCos, kFloor, kCeil, kRound, kSign,
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kRelu,
+  kNot,
+  kSin,
+  kCos,
+  kFloor,
+  kCeil,
+  kRound,
+  kSign,
 };
 struct UnaryInfo {
   const char* name;
@@ -24,14 +39,14 @@ struct UnaryInfo {
   bool float_only;
 };
 const UnaryInfo kUnaryOps[] = {
-    {"neg", UnOp::kNeg, false},         {"abs", UnOp::kAbs, false},
-    {"exp", UnOp::kExp, true},          {"log", UnOp::kLog, true},
-    {"sqrt", UnOp::kSqrt, true},        {"reciprocal", UnOp::kReciprocal, true},
-    {"tanh", UnOp::kTanh, true},        {"sigmoid", UnOp::kSigmoid, true},
-    {"erf", UnOp::kErf, true},          {"relu", UnOp::kRelu, false},
-    {"not", UnOp::kNot, false},         {"sin", UnOp::kSin, true},
-    {"cos", UnOp::kCos, true},          {"floor", UnOp::kFloor, true},
-    {"ceil", UnOp::kCeil, true},        {"round", UnOp::kRound, true},
+    {"neg", UnOp::kNeg, false},   {"abs", UnOp::kAbs, false},
+    {"exp", UnOp::kExp, true},    {"log", UnOp::kLog, true},
+    {"sqrt", UnOp::kSqrt, true},  {"reciprocal", UnOp::kReciprocal, true},
+    {"tanh", UnOp::kTanh, true},  {"sigmoid", UnOp::kSigmoid, true},
+    {"erf", UnOp::kErf, true},    {"relu", UnOp::kRelu, false},
+    {"not", UnOp::kNot, false},   {"sin", UnOp::kSin, true},
+    {"cos", UnOp::kCos, true},    {"floor", UnOp::kFloor, true},
+    {"ceil", UnOp::kCeil, true},  {"round", UnOp::kRound, true},
     {"sign", UnOp::kSign, false},
 };
 
@@ -52,20 +67,45 @@ T Sigmoid(T x) {
 template <typename T>
 Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
   switch (op) {
-    case UnOp::kExp: Map(x, y, n, pool, [](T v) { return std::exp(v); }); break;
-    case UnOp::kLog: Map(x, y, n, pool, [](T v) { return std::log(v); }); break;
-    case UnOp::kSqrt: Map(x, y, n, pool, [](T v) { return std::sqrt(v); }); break;
-    case UnOp::kReciprocal: Map(x, y, n, pool, [](T v) { return T(1) / v; }); break;
-    case UnOp::kTanh: Map(x, y, n, pool, [](T v) { return std::tanh(v); }); break;
-    case UnOp::kSigmoid: Map(x, y, n, pool, [](T v) { return Sigmoid(v); }); break;
-    case UnOp::kErf: Map(x, y, n, pool, [](T v) { return std::erf(v); }); break;
-    case UnOp::kSin: Map(x, y, n, pool, [](T v) { return std::sin(v); }); break;
-    case UnOp::kCos: Map(x, y, n, pool, [](T v) { return std::cos(v); }); break;
-    case UnOp::kFloor: Map(x, y, n, pool, [](T v) { return std::floor(v); }); break;
-    case UnOp::kCeil: Map(x, y, n, pool, [](T v) { return std::ceil(v); }); break;
+    case UnOp::kExp:
+      Map(x, y, n, pool, [](T v) { return std::exp(v); });
+      break;
+    case UnOp::kLog:
+      Map(x, y, n, pool, [](T v) { return std::log(v); });
+      break;
+    case UnOp::kSqrt:
+      Map(x, y, n, pool, [](T v) { return std::sqrt(v); });
+      break;
+    case UnOp::kReciprocal:
+      Map(x, y, n, pool, [](T v) { return T(1) / v; });
+      break;
+    case UnOp::kTanh:
+      Map(x, y, n, pool, [](T v) { return std::tanh(v); });
+      break;
+    case UnOp::kSigmoid:
+      Map(x, y, n, pool, [](T v) { return Sigmoid(v); });
+      break;
+    case UnOp::kErf:
+      Map(x, y, n, pool, [](T v) { return std::erf(v); });
+      break;
+    case UnOp::kSin:
+      Map(x, y, n, pool, [](T v) { return std::sin(v); });
+      break;
+    case UnOp::kCos:
+      Map(x, y, n, pool, [](T v) { return std::cos(v); });
+      break;
+    case UnOp::kFloor:
+      Map(x, y, n, pool, [](T v) { return std::floor(v); });
+      break;
+    case UnOp::kCeil:
+      Map(x, y, n, pool, [](T v) { return std::ceil(v); });
+      break;
     // Round half to even (the default rounding mode), as ONNX Round.
-    case UnOp::kRound: Map(x, y, n, pool, [](T v) { return std::nearbyint(v); }); break;
-    default: return InternalError("not a float unary op");
+    case UnOp::kRound:
+      Map(x, y, n, pool, [](T v) { return std::nearbyint(v); });
+      break;
+    default:
+      return InternalError("not a float unary op");
   }
   return OkStatus();
 }
@@ -73,7 +113,9 @@ Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
 template <typename T>
 Status AnyUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
   switch (op) {
-    case UnOp::kNeg: Map(x, y, n, pool, [](T v) { return WrapSub(T(0), v); }); break;
+    case UnOp::kNeg:
+      Map(x, y, n, pool, [](T v) { return WrapSub(T(0), v); });
+      break;
     case UnOp::kAbs:
       Map(x, y, n, pool, [](T v) -> T {
         if constexpr (std::is_unsigned<T>::value) {
@@ -152,13 +194,11 @@ Status RunGelu(KernelContext& ctx) {
     T* py = out->data<T>();
     if (approx == "none") {
       const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-      Map(px, py, n, ctx.pool,
-          [=](T v) { return T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2)); });
+      Map(px, py, n, ctx.pool, [=](T v) { return T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2)); });
     } else {
       const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
-      Map(px, py, n, ctx.pool, [=](T v) {
-        return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
-      });
+      Map(px, py, n, ctx.pool,
+          [=](T v) { return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v))); });
     }
   });
   return OkStatus();
@@ -185,7 +225,8 @@ T ClampAttr(double v) {
     if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) {
       return std::numeric_limits<T>::lowest();
     }
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+    if (v >= static_cast<double>(std::numeric_limits<T>::max()))
+      return std::numeric_limits<T>::max();
     return static_cast<T>(v);
   } else {
     return static_cast<T>(v);

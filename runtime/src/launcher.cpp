@@ -10,8 +10,7 @@
 namespace distrt {
 
 Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& programs,
-                            const LocalRunOptions& options,
-                            std::unique_ptr<LocalSession>* out) {
+                            const LocalRunOptions& options, std::unique_ptr<LocalSession>* out) {
   const int n = static_cast<int>(programs.size());
   if (n == 0) return InvalidArgumentError("RunLocal: no programs");
   for (int r = 0; r < n; ++r) {
@@ -109,8 +108,8 @@ Status LocalSession::RunSchedule(const std::vector<std::vector<std::vector<HostT
                                  std::vector<std::vector<std::vector<HostTensor>>>* outputs,
                                  std::vector<RunStats>* stats) {
   if (inputs.size() != execs_.size()) {
-    return InvalidArgumentError("RunLocalSchedule: ", execs_.size(),
-                                " programs but inputs for ", inputs.size(), " ranks");
+    return InvalidArgumentError("RunLocalSchedule: ", execs_.size(), " programs but inputs for ",
+                                inputs.size(), " ranks");
   }
   std::vector<std::vector<std::vector<HostTensor>>> outs(execs_.size());
   DISTRT_RETURN_IF_ERROR(RunEach(
@@ -140,8 +139,8 @@ Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& progr
                         std::vector<std::vector<std::vector<HostTensor>>>* outputs,
                         const LocalRunOptions& options, std::vector<RunStats>* stats) {
   if (inputs.size() != programs.size()) {
-    return InvalidArgumentError("RunLocalSchedule: ", programs.size(),
-                                " programs but inputs for ", inputs.size(), " ranks");
+    return InvalidArgumentError("RunLocalSchedule: ", programs.size(), " programs but inputs for ",
+                                inputs.size(), " ranks");
   }
   std::unique_ptr<LocalSession> session;
   DISTRT_RETURN_IF_ERROR(LocalSession::Create(programs, options, &session));
@@ -206,7 +205,8 @@ Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& progra
                                   p.proto().outputs_size());
     }
     for (int i = 0; i < p.proto().outputs_size(); ++i) {
-      pieces.push_back({static_cast<int>(r), p.proto().outputs(i), per_rank[r][static_cast<size_t>(i)]});
+      pieces.push_back(
+          {static_cast<int>(r), p.proto().outputs(i), per_rank[r][static_cast<size_t>(i)]});
     }
   }
   return AssembleOutputPieces(pieces, global);
@@ -217,7 +217,7 @@ Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
   struct Acc {
     std::string name;
     HostTensor tensor;
-    std::vector<uint8_t> covered;  // per element
+    std::vector<uint8_t> covered;           // per element
     std::set<std::vector<int64_t>> placed;  // offsets already written
   };
   std::vector<Acc> acc;

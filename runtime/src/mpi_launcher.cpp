@@ -19,10 +19,10 @@ Status MpiFailed(int code, const char* what) {
   return InternalError(what, " failed: ", std::string(buf, static_cast<size_t>(len)));
 }
 
-#define DISTRT_MPI(call, what)                                                  \
-  do {                                                                          \
-    int distrt_mpi_rc_ = (call);                                                \
-    if (distrt_mpi_rc_ != MPI_SUCCESS) return MpiFailed(distrt_mpi_rc_, what);  \
+#define DISTRT_MPI(call, what)                                                 \
+  do {                                                                         \
+    int distrt_mpi_rc_ = (call);                                               \
+    if (distrt_mpi_rc_ != MPI_SUCCESS) return MpiFailed(distrt_mpi_rc_, what); \
   } while (0)
 
 Status RequireMpi(const char* fn) {
@@ -30,8 +30,9 @@ Status RequireMpi(const char* fn) {
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (!init || fin) {
-    return FailedPreconditionError(fn, ": MPI is not initialised (create a distrt::MpiSession "
-                                       "first) or already finalised");
+    return FailedPreconditionError(fn,
+                                   ": MPI is not initialised (create a distrt::MpiSession "
+                                   "first) or already finalised");
   }
   return OkStatus();
 }
@@ -95,7 +96,8 @@ Status GetTensor(Reader* r, HostTensor* t) {
   size_t len;
   if (!r->Bytes(&data, &len)) return DataLossError("corrupt tensor data");
   DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(static_cast<DType>(dt), shape, t));
-  if (len != t->byte_size()) return DataLossError("tensor data has ", len, " bytes, expected ", t->byte_size());
+  if (len != t->byte_size())
+    return DataLossError("tensor data has ", len, " bytes, expected ", t->byte_size());
   if (len) std::memcpy(t->raw(), data, len);
   return OkStatus();
 }
@@ -140,8 +142,10 @@ Status BcastBlob(int root, MPI_Comm comm, std::vector<uint8_t>* blob) {
 class ScopedComm {
  public:
   ScopedComm() {
-    if (MPI_Comm_dup(MPI_COMM_WORLD, &comm_) != MPI_SUCCESS) comm_ = MPI_COMM_NULL;
-    else MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    if (MPI_Comm_dup(MPI_COMM_WORLD, &comm_) != MPI_SUCCESS)
+      comm_ = MPI_COMM_NULL;
+    else
+      MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   }
   ~ScopedComm() {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
@@ -215,9 +219,8 @@ Status MpiRank::Create(std::shared_ptr<const Program> program, const MpiRunOptio
     st = InvalidArgumentError("MpiRank: no program for rank ", comm->rank());
   } else if (program->rank() != comm->rank() || program->world_size() != comm->world_size()) {
     st = InvalidArgumentError(program->source(), ": the program is rank ", program->rank(), " of ",
-                              program->world_size(), " but this MPI process is rank ",
-                              comm->rank(), " of ", comm->world_size(), " (mpirun -np ",
-                              comm->world_size(), ")");
+                              program->world_size(), " but this MPI process is rank ", comm->rank(),
+                              " of ", comm->world_size(), " (mpirun -np ", comm->world_size(), ")");
   } else {
     ExecutorOptions eo;
     eo.threads = options.threads;

@@ -14,8 +14,9 @@ Status CreateNcclCommunicatorMpi(const NcclCommOptions& options_in,
   MPI_Initialized(&init);
   MPI_Finalized(&fin);
   if (!init || fin) {
-    return FailedPreconditionError("CreateNcclCommunicatorMpi: MPI is not initialised (create a "
-                                   "distrt::MpiSession first) or already finalised");
+    return FailedPreconditionError(
+        "CreateNcclCommunicatorMpi: MPI is not initialised (create a "
+        "distrt::MpiSession first) or already finalised");
   }
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -21,8 +21,7 @@ void ToProto(const TensorType& t, proto::TensorType* out) {
 }
 
 int Program::ValueIndex(int32_t id) const {
-  auto it = std::lower_bound(id_to_index_.begin(), id_to_index_.end(),
-                             std::make_pair(id, -1));
+  auto it = std::lower_bound(id_to_index_.begin(), id_to_index_.end(), std::make_pair(id, -1));
   if (it == id_to_index_.end() || it->first != id) return -1;
   return it->second;
 }
@@ -92,10 +91,10 @@ Status ParseMessage(const std::string& path, const std::string& bytes, const cha
 Status CheckHeader(const std::string& path, uint32_t version, const std::string& producer,
                    uint32_t end_mark, size_t bytes, const char* what) {
   if (version != kFormatVersion) {
-    return FailedPreconditionError(
-        "'", path, "': format_version ", version, " is not supported: this runtime reads format_version ",
-        kFormatVersion, " (file written by producer '", producer.empty() ? "unknown" : producer,
-        "')");
+    return FailedPreconditionError("'", path, "': format_version ", version,
+                                   " is not supported: this runtime reads format_version ",
+                                   kFormatVersion, " (file written by producer '",
+                                   producer.empty() ? "unknown" : producer, "')");
   }
   if (end_mark != kEndMark) {
     return DataLossError("'", path, "' (", bytes, " bytes): the ", what,
@@ -112,9 +111,8 @@ Status LoadProgram(const std::string& path, std::shared_ptr<const Program>* out)
   DISTRT_RETURN_IF_ERROR(ReadFileToString(path, &bytes));
   proto::RankProgram p;
   DISTRT_RETURN_IF_ERROR(ParseMessage(path, bytes, "rank program", &p));
-  DISTRT_RETURN_IF_ERROR(
-      CheckHeader(path, p.format_version(), p.producer(), p.end_mark(), bytes.size(),
-                  "rank program"));
+  DISTRT_RETURN_IF_ERROR(CheckHeader(path, p.format_version(), p.producer(), p.end_mark(),
+                                     bytes.size(), "rank program"));
   return Program::Create(std::move(p), path, DirName(path), out);
 }
 
@@ -137,8 +135,8 @@ Status LoadPackage(const std::string& dir, Package* out) {
     DISTRT_RETURN_IF_ERROR(LoadProgram(JoinPath(dir, p.program_files(r)), &prog));
     if (prog->rank() != r || prog->world_size() != p.world_size()) {
       return InvalidArgumentError("'", prog->source(), "' is listed as rank ", r, " of ",
-                                  p.world_size(), " in '", path, "' but says rank ",
-                                  prog->rank(), " of ", prog->world_size());
+                                  p.world_size(), " in '", path, "' but says rank ", prog->rank(),
+                                  " of ", prog->world_size());
     }
     pkg.programs.push_back(std::move(prog));
   }

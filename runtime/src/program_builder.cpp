@@ -115,10 +115,10 @@ proto::Instruction& ProgramBuilder::Op(
   return *inst;
 }
 
-int ProgramBuilder::Apply(const std::string& op, const std::vector<int>& inputs, DType dtype,
-                          const Shape& shape,
-                          std::initializer_list<std::pair<const std::string, proto::Attribute>> attrs,
-                          const std::vector<int>& group) {
+int ProgramBuilder::Apply(
+    const std::string& op, const std::vector<int>& inputs, DType dtype, const Shape& shape,
+    std::initializer_list<std::pair<const std::string, proto::Attribute>> attrs,
+    const std::vector<int>& group) {
   int out = Value(dtype, shape);
   Op(op, inputs, {out}, attrs, group);
   return out;

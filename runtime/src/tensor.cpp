@@ -1,11 +1,10 @@
 #include "distrt/tensor.h"
 
-#include <mutex>
-#include <unordered_map>
-
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 namespace distrt {
 
@@ -118,9 +117,8 @@ Status HostTensor::Allocate(DType dtype, const Shape& shape, HostTensor* out,
     return ResourceExhaustedError("tensor shape ", ShapeToString(shape), " is too large");
   }
   HostTensor t;
-  DISTRT_RETURN_IF_ERROR(
-      Buffer::Allocate(static_cast<size_t>(n) * DTypeSize(dtype), std::move(tracker), &t.buffer_,
-                       zero));
+  DISTRT_RETURN_IF_ERROR(Buffer::Allocate(static_cast<size_t>(n) * DTypeSize(dtype),
+                                          std::move(tracker), &t.buffer_, zero));
   t.type_.dtype = dtype;
   t.type_.shape = shape;
   *out = std::move(t);
@@ -195,14 +193,28 @@ std::string HostTensor::DebugString(int max_elements) const {
   int64_t shown = n < max_elements ? n : max_elements;
   os << " {";
   switch (type_.dtype) {
-    case DType::kF32: PrintElems<float>(os, raw(), shown); break;
-    case DType::kF64: PrintElems<double>(os, raw(), shown); break;
-    case DType::kI64: PrintElems<int64_t>(os, raw(), shown); break;
-    case DType::kI32: PrintElems<int32_t>(os, raw(), shown); break;
-    case DType::kI16: PrintElems<int16_t>(os, raw(), shown); break;
-    case DType::kI8: PrintElems<int8_t>(os, raw(), shown); break;
+    case DType::kF32:
+      PrintElems<float>(os, raw(), shown);
+      break;
+    case DType::kF64:
+      PrintElems<double>(os, raw(), shown);
+      break;
+    case DType::kI64:
+      PrintElems<int64_t>(os, raw(), shown);
+      break;
+    case DType::kI32:
+      PrintElems<int32_t>(os, raw(), shown);
+      break;
+    case DType::kI16:
+      PrintElems<int16_t>(os, raw(), shown);
+      break;
+    case DType::kI8:
+      PrintElems<int8_t>(os, raw(), shown);
+      break;
     case DType::kU8:
-    case DType::kBool: PrintElems<uint8_t>(os, raw(), shown); break;
+    case DType::kBool:
+      PrintElems<uint8_t>(os, raw(), shown);
+      break;
     case DType::kF16:
     case DType::kBF16: {
       const uint16_t* d = data<uint16_t>();
@@ -212,7 +224,8 @@ std::string HostTensor::DebugString(int max_elements) const {
       }
       break;
     }
-    default: break;
+    default:
+      break;
   }
   if (shown < n) os << ", ...";
   os << "}";

@@ -92,11 +92,10 @@ class ProgramValidator {
       if (!IsValidDType(static_cast<int>(wd))) {
         return Error(what, " has invalid dtype ", static_cast<int>(wd));
       }
-      bool convertible = wd == vt.dtype ||
-                         (vt.dtype == DType::kF32 && (wd == DType::kF16 || wd == DType::kBF16));
+      bool convertible =
+          wd == vt.dtype || (vt.dtype == DType::kF32 && (wd == DType::kF16 || wd == DType::kBF16));
       if (!convertible) {
-        return Error(what, " is stored as ", DTypeName(wd), " but its value is ",
-                     vt.ToString());
+        return Error(what, " is stored as ", DTypeName(wd), " but its value is ", vt.ToString());
       }
       SliceInfo s;
       Status st = ResolveSlice(w.slice(), vt.shape, &s);
@@ -114,10 +113,10 @@ class ProgramValidator {
       if (n < 0) return Error(what, " has invalid global shape ", ShapeToString(s.global_shape));
       uint64_t bytes = static_cast<uint64_t>(n) * DTypeSize(wd);
       if (w.offset() > it->second || bytes > it->second - w.offset()) {
-        return Status(StatusCode::kOutOfRange,
-                      StrCat(p_.source_, ": ", what, " needs bytes [", w.offset(), ", ",
-                             w.offset() + bytes, ") of '", path, "', but the file has ",
-                             it->second, " bytes"));
+        return Status(
+            StatusCode::kOutOfRange,
+            StrCat(p_.source_, ": ", what, " needs bytes [", w.offset(), ", ", w.offset() + bytes,
+                   ") of '", path, "', but the file has ", it->second, " bytes"));
       }
       p_.weight_paths_.push_back(path);
     }
@@ -187,8 +186,7 @@ class ProgramValidator {
         return Error(what, " has ", nin, " inputs, expected ", want);
       }
       if (inst.outputs_size() != def->num_outputs) {
-        return Error(what, " has ", inst.outputs_size(), " outputs, expected ",
-                     def->num_outputs);
+        return Error(what, " has ", inst.outputs_size(), " outputs, expected ", def->num_outputs);
       }
       VerifyContext vc;
       vc.inst = &inst;

@@ -25,8 +25,10 @@ class LocalHarness : public CommHarness {
       threads.emplace_back([&, r] {
         st[r] = fn(r, world->comm(r));
         // A failed rank wakes its peers, as the executor does.
-        if (!st[r].ok()) world->comm(r)->Abort(st[r]);
-        else world->MarkFinished(r);
+        if (!st[r].ok())
+          world->comm(r)->Abort(st[r]);
+        else
+          world->MarkFinished(r);
       });
     }
     for (auto& t : threads) t.join();

@@ -14,8 +14,9 @@
 namespace distrt {
 namespace {
 
-#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-    << "'" << (str) << "' lacks '" << (sub) << "'"
+#define EXPECT_HAS(str, sub)                               \
+  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+      << "'" << (str) << "' lacks '" << (sub) << "'"
 
 using RankFn = std::function<Status(int rank, Communicator* comm)>;
 
@@ -44,15 +45,19 @@ std::vector<Status> RunRanks(int n, const RankFn& fn,
 
 TEST(LocalCommFaults, FailedRankWakesPeersQuickly) {
   const auto start = std::chrono::steady_clock::now();
-  auto st = RunRanks(4, [&](int r, Communicator* c) {
-    if (r == 2) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      return InvalidArgumentError("kernel exploded");  // RunRanks aborts the world
-    }
-    float v = 1;
-    return c->AllReduce({0, 1, 2, 3}, &v, &v, 1, DType::kF32, ReduceOp::kSum);
-  }, std::chrono::seconds(30));
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto st = RunRanks(
+      4,
+      [&](int r, Communicator* c) {
+        if (r == 2) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
+          return InvalidArgumentError("kernel exploded");  // RunRanks aborts the world
+        }
+        float v = 1;
+        return c->AllReduce({0, 1, 2, 3}, &v, &v, 1, DType::kF32, ReduceOp::kSum);
+      },
+      std::chrono::seconds(30));
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(secs, 5.0);  // far below the 30 s timeout
   for (int r : {0, 1, 3}) {
     EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
@@ -77,14 +82,17 @@ TEST(LocalCommFaults, FailureAlsoStopsRecvAndLaterCalls) {
 
 TEST(LocalCommFaults, TimeoutNamesTheMissingRank) {
   std::shared_ptr<LocalWorld> world;
-  auto st = RunRanks(3, [&](int r, Communicator* c) {
-    if (r == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(600));
-      return OkStatus();  // never joins
-    }
-    float v = 1;
-    return c->AllReduce({0, 1, 2}, &v, &v, 1, DType::kF32, ReduceOp::kSum);
-  }, std::chrono::milliseconds(200), &world);
+  auto st = RunRanks(
+      3,
+      [&](int r, Communicator* c) {
+        if (r == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(600));
+          return OkStatus();  // never joins
+        }
+        float v = 1;
+        return c->AllReduce({0, 1, 2}, &v, &v, 1, DType::kF32, ReduceOp::kSum);
+      },
+      std::chrono::milliseconds(200), &world);
   bool saw_timeout = false;
   for (int r : {0, 2}) {
     EXPECT_FALSE(st[r].ok());

@@ -4,27 +4,29 @@
 // the host-staging adapter). Tests that need a GPU skip with "skipped: no
 // CUDA device" here; the no-device tests check that every entry point fails
 // cleanly on such a machine.
+#include "distrt/cuda.h"
+
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <thread>
 
 #include "comm_harness.h"
-#include "distrt/cuda.h"
 #include "test_util.h"
 
 namespace distrt {
 namespace testing {
 namespace {
 
-#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-    << "'" << (str) << "' lacks '" << (sub) << "'"
+#define EXPECT_HAS(str, sub)                               \
+  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+      << "'" << (str) << "' lacks '" << (sub) << "'"
 
-#define NEED_DEVICES(k)                                                                \
-  do {                                                                                 \
-    std::string why_;                                                                  \
-    const int have_ = CudaDeviceCount(&why_);                                          \
-    if (have_ == 0) GTEST_SKIP() << "skipped: " << why_;                               \
+#define NEED_DEVICES(k)                                                                            \
+  do {                                                                                             \
+    std::string why_;                                                                              \
+    const int have_ = CudaDeviceCount(&why_);                                                      \
+    if (have_ == 0) GTEST_SKIP() << "skipped: " << why_;                                           \
     if (have_ < (k)) GTEST_SKIP() << "skipped: needs " << (k) << " CUDA devices, found " << have_; \
   } while (0)
 
@@ -72,7 +74,8 @@ std::vector<std::string> CompareWithCpu(std::shared_ptr<const Program> program,
         } else if (std::isinf(w[k])) {
           EXPECT_EQ(g[k], w[k]) << "output " << i << " element " << k;
         } else {
-          EXPECT_NEAR(g[k], w[k], tol * (1 + std::fabs(w[k]))) << "output " << i << " element " << k;
+          EXPECT_NEAR(g[k], w[k], tol * (1 + std::fabs(w[k])))
+              << "output " << i << " element " << k;
         }
       }
     } else {
@@ -129,11 +132,11 @@ TEST(CudaDevice, MatmulThroughCublasMatchesCpu) {
   };
   const Case cases[] = {
       {{4, 5}, {5, 6}, {4, 6}},
-      {{3, 4, 5}, {3, 5, 6}, {3, 4, 6}},      // same batch
-      {{2, 3, 4, 5}, {5, 7}, {2, 3, 4, 7}},   // shared right operand
-      {{4, 5}, {3, 5, 2}, {3, 4, 2}},         // shared left operand
+      {{3, 4, 5}, {3, 5, 6}, {3, 4, 6}},           // same batch
+      {{2, 3, 4, 5}, {5, 7}, {2, 3, 4, 7}},        // shared right operand
+      {{4, 5}, {3, 5, 2}, {3, 4, 2}},              // shared left operand
       {{2, 1, 4, 5}, {1, 3, 5, 2}, {2, 3, 4, 2}},  // general broadcast: host fallback
-      {{3, 0}, {0, 2}, {3, 2}},               // k = 0
+      {{3, 0}, {0, 2}, {3, 2}},                    // k = 0
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(ShapeToString(c.a) + " x " + ShapeToString(c.b));
@@ -155,14 +158,15 @@ TEST(CudaDevice, ElementwiseKernelsMatchCpu) {
   int x = b.Input("x", DType::kF32, s);
   int y = b.Input("y", DType::kF32, t);
   int pos = b.Apply("abs", {x}, DType::kF32, s);
-  const char* unary[] = {"neg", "abs", "exp", "tanh", "sigmoid", "erf", "relu", "sin", "cos",
-                         "floor", "ceil", "round", "sign"};
+  const char* unary[] = {"neg", "abs", "exp",   "tanh", "sigmoid", "erf", "relu",
+                         "sin", "cos", "floor", "ceil", "round",   "sign"};
   for (const char* op : unary) b.Output(op, b.Apply(op, {x}, DType::kF32, s));
   b.Output("log", b.Apply("log", {pos}, DType::kF32, s));
   b.Output("sqrt", b.Apply("sqrt", {pos}, DType::kF32, s));
   b.Output("reciprocal", b.Apply("reciprocal", {pos}, DType::kF32, s));
   b.Output("gelu", b.Apply("gelu", {x}, DType::kF32, s));
-  b.Output("gelu_tanh", b.Apply("gelu", {x}, DType::kF32, s, {{"approximate", AttrString("tanh")}}));
+  b.Output("gelu_tanh",
+           b.Apply("gelu", {x}, DType::kF32, s, {{"approximate", AttrString("tanh")}}));
   b.Output("leaky", b.Apply("leaky_relu", {x}, DType::kF32, s, {{"alpha", AttrFloat(0.2)}}));
   const Shape bs = {3, 4, 5};
   for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
@@ -173,11 +177,12 @@ TEST(CudaDevice, ElementwiseKernelsMatchCpu) {
   int r = b.Apply("reshape", {x}, DType::kF32, {15});
   b.Output("reshaped", b.Apply("exp", {r}, DType::kF32, {15}));
   HostTensor xv = Random(s, 3);
-  xv.data<float>()[2] = NAN;  // NaN through max/min/relu
+  xv.data<float>()[2] = NAN;   // NaN through max/min/relu
   xv.data<float>()[4] = 2.5f;  // round half to even
   auto place = CompareWithCpu(Make(b), {xv, Random(t, 4)}, 2e-5f);
   for (size_t i = 0; i < place.size(); ++i) {
-    EXPECT_TRUE(place[i] == "device" || place[i] == "alias") << "instruction " << i << ": " << place[i];
+    EXPECT_TRUE(place[i] == "device" || place[i] == "alias")
+        << "instruction " << i << ": " << place[i];
   }
 }
 
@@ -186,15 +191,16 @@ TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {
   ProgramBuilder b;
   int x = b.Input("x", DType::kF32, {4, 8});
   int i = b.Input("i", DType::kI64, {4});
-  int e = b.Apply("exp", {x}, DType::kF32, {4, 8});                                   // device
-  int s = b.Apply("softmax", {e}, DType::kF32, {4, 8}, {{"axis", AttrInt(1)}});       // host
-  int g = b.Apply("gelu", {s}, DType::kF32, {4, 8});                                  // device
-  int k = b.Apply("add", {i, i}, DType::kI64, {4});                                   // host (i64)
+  int e = b.Apply("exp", {x}, DType::kF32, {4, 8});                              // device
+  int s = b.Apply("softmax", {e}, DType::kF32, {4, 8}, {{"axis", AttrInt(1)}});  // host
+  int g = b.Apply("gelu", {s}, DType::kF32, {4, 8});                             // device
+  int k = b.Apply("add", {i, i}, DType::kI64, {4});                              // host (i64)
   b.Output("g", g);
   b.Output("k", k);
   CudaRunStats stats;
-  auto place = CompareWithCpu(Make(b), {Random({4, 8}, 5), *HostTensor::FromVector<int64_t>({4}, {1, -2, 3, 4})},
-                              1e-5f, &stats);
+  auto place = CompareWithCpu(
+      Make(b), {Random({4, 8}, 5), *HostTensor::FromVector<int64_t>({4}, {1, -2, 3, 4})}, 1e-5f,
+      &stats);
   EXPECT_EQ(place, (std::vector<std::string>{"device", "host", "device", "host"}));
   EXPECT_EQ(stats.device_instructions, 2);
   EXPECT_EQ(stats.host_instructions, 2);
@@ -249,7 +255,8 @@ TEST(Nccl, TwoRankAllReduceOnDeviceBuffers) {
     cudaFree(d);
     DISTRT_RETURN_IF_ERROR(s);
     for (int64_t i = 0; i < count; ++i) {
-      if (h[i] != static_cast<float>(3 + 2 * (i % 7))) return InternalError("element ", i, " is ", h[i]);
+      if (h[i] != static_cast<float>(3 + 2 * (i % 7)))
+        return InternalError("element ", i, " is ", h[i]);
     }
     return OkStatus();
   });
@@ -267,14 +274,17 @@ TEST(Nccl, TwoRankMegatronMlpOnCudaExecutorMatchesLocal) {
     ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {6, 4}, &w1r).ok());
     ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {4, 6}, &w2r).ok());
     for (int i = 0; i < 6; ++i)
-      for (int j = 0; j < 4; ++j) w1r.data<float>()[i * 4 + j] = w1.data<float>()[i * 8 + r * 4 + j];
+      for (int j = 0; j < 4; ++j)
+        w1r.data<float>()[i * 4 + j] = w1.data<float>()[i * 8 + r * 4 + j];
     for (int i = 0; i < 4; ++i)
-      for (int j = 0; j < 6; ++j) w2r.data<float>()[i * 6 + j] = w2.data<float>()[(r * 4 + i) * 6 + j];
+      for (int j = 0; j < 6; ++j)
+        w2r.data<float>()[i * 6 + j] = w2.data<float>()[(r * 4 + i) * 6 + j];
     int in = b.Input("x", DType::kF32, {4, 6});
     int h = b.Apply("matmul", {in, b.Constant(w1r)}, DType::kF32, {4, 4});
     int g = b.Apply("gelu", {h}, DType::kF32, {4, 4});
     int p = b.Apply("matmul", {g, b.Constant(w2r)}, DType::kF32, {4, 6});
-    int y = b.Apply("all_reduce", {p}, DType::kF32, {4, 6}, {{"reduction", AttrString("sum")}}, {0, 1});
+    int y =
+        b.Apply("all_reduce", {p}, DType::kF32, {4, 6}, {{"reduction", AttrString("sum")}}, {0, 1});
     b.Output("y", y);
     progs.push_back(Make(b));
   }
@@ -303,9 +313,7 @@ class NcclHarness : public CommHarness {
  public:
   std::string name() const override { return "nccl"; }
   int max_ranks() const override { return CudaDeviceCount(); }
-  bool Available(std::string* why) const override {
-    return CudaDeviceCount(why) > 0;
-  }
+  bool Available(std::string* why) const override { return CudaDeviceCount(why) > 0; }
   std::vector<Status> Run(int n, const RankFn& fn) override {
     return RunNccl(n, [&](int r, Communicator* c) -> Status {
       std::unique_ptr<Communicator> host;

@@ -11,8 +11,9 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-    << "'" << (str) << "' lacks '" << (sub) << "'"
+#define EXPECT_HAS(str, sub)                               \
+  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+      << "'" << (str) << "' lacks '" << (sub) << "'"
 
 // The MLP y = gelu(x W1 + b1) W2 + b2 with weights stored one after another
 // (plus a 16-byte header) in one file, as an exporter would reference them.
@@ -22,16 +23,23 @@ struct Mlp {
   uint64_t off_w1 = 0, off_b1 = 0, off_w2 = 0, off_b2 = 0;
 
   void Write(const std::string& path) {
-    w1.clear(); b1.clear(); w2.clear(); b2.clear();
+    w1.clear();
+    b1.clear();
+    w2.clear();
+    b2.clear();
     for (int64_t i = 0; i < hidden * ffn; ++i) w1.push_back(std::sin(0.37f * i) * 0.5f);
     for (int64_t i = 0; i < ffn; ++i) b1.push_back(0.1f * i - 0.4f);
     for (int64_t i = 0; i < ffn * hidden; ++i) w2.push_back(std::cos(0.23f * i) * 0.4f);
     for (int64_t i = 0; i < hidden; ++i) b2.push_back(0.05f * i);
     std::vector<float> all(4, 0.0f);  // header
-    off_w1 = all.size() * 4; all.insert(all.end(), w1.begin(), w1.end());
-    off_b1 = all.size() * 4; all.insert(all.end(), b1.begin(), b1.end());
-    off_w2 = all.size() * 4; all.insert(all.end(), w2.begin(), w2.end());
-    off_b2 = all.size() * 4; all.insert(all.end(), b2.begin(), b2.end());
+    off_w1 = all.size() * 4;
+    all.insert(all.end(), w1.begin(), w1.end());
+    off_b1 = all.size() * 4;
+    all.insert(all.end(), b1.begin(), b1.end());
+    off_w2 = all.size() * 4;
+    all.insert(all.end(), w2.begin(), w2.end());
+    off_b2 = all.size() * 4;
+    all.insert(all.end(), b2.begin(), b2.end());
     WriteFile(path, all.data(), all.size() * 4);
   }
 
@@ -43,9 +51,11 @@ struct Mlp {
     const int64_t f = split[rank];
     ProgramBuilder b(rank, n);
     int x = b.Input("x", DType::kF32, {batch, hidden});
-    int w1v = b.Weight("fc1.weight", file, off_w1, DType::kF32, DType::kF32, {hidden, ffn}, {0, c0}, {hidden, f});
+    int w1v = b.Weight("fc1.weight", file, off_w1, DType::kF32, DType::kF32, {hidden, ffn}, {0, c0},
+                       {hidden, f});
     int b1v = b.Weight("fc1.bias", file, off_b1, DType::kF32, DType::kF32, {ffn}, {c0}, {f});
-    int w2v = b.Weight("fc2.weight", file, off_w2, DType::kF32, DType::kF32, {ffn, hidden}, {c0, 0}, {f, hidden});
+    int w2v = b.Weight("fc2.weight", file, off_w2, DType::kF32, DType::kF32, {ffn, hidden}, {c0, 0},
+                       {f, hidden});
     int b2v = b.Weight("fc2.bias", file, off_b2, DType::kF32, DType::kF32, {hidden}, {0}, {hidden});
     int h = b.Apply("matmul", {x, w1v}, DType::kF32, {batch, f});
     int hb = b.Apply("add", {h, b1v}, DType::kF32, {batch, f});
@@ -55,7 +65,8 @@ struct Mlp {
     if (n > 1) {
       std::vector<int> group;
       for (int i = 0; i < n; ++i) group.push_back(i);
-      s = b.Apply("all_reduce", {p}, DType::kF32, {batch, hidden}, {{"reduction", AttrString("sum")}}, group);
+      s = b.Apply("all_reduce", {p}, DType::kF32, {batch, hidden},
+                  {{"reduction", AttrString("sum")}}, group);
     }
     int y = b.Apply("add", {s, b2v}, DType::kF32, {batch, hidden});
     b.Output("y", y);
@@ -202,7 +213,7 @@ TEST(Executor, DeadResultsAreFreedAndReshapeAliases) {
   const int64_t bytes = 128 * 128 * 4;
   ProgramBuilder b;
   int x = b.Input("x", DType::kF32, shape);
-  b.Apply("exp", {x}, DType::kF32, shape);  // never used
+  b.Apply("exp", {x}, DType::kF32, shape);                    // never used
   int r = b.Apply("reshape", {x}, DType::kF32, {128 * 128});  // shares x's buffer
   int y = b.Apply("neg", {r}, DType::kF32, {128 * 128});
   b.Output("y", y);
@@ -226,14 +237,16 @@ TEST(Executor, ThreadedKernelsMatchSingleThreaded) {
   int add = b.Apply("add", {mm, bias}, DType::kF32, {2, m, n});
   int sm = b.Apply("softmax", {add}, DType::kF32, {2, m, n}, {{"axis", AttrInt(2)}});
   int g = b.Apply("gelu", {sm}, DType::kF32, {2, m, n});
-  int red = b.Apply("reduce_sum", {g}, DType::kF32, {2, n}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}});
+  int red = b.Apply("reduce_sum", {g}, DType::kF32, {2, n},
+                    {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}});
   int tr = b.Apply("transpose", {add}, DType::kF32, {n, 2, m}, {{"perm", AttrInts({2, 0, 1})}});
   b.Output("sm", sm);
   b.Output("red", red);
   b.Output("tr", tr);
   std::shared_ptr<const Program> p;
   ASSERT_TRUE(Program::Create(b.Build(), "", ".", &p).ok());
-  std::vector<HostTensor> ins = {Iota({2, m, k}, 1e-4f, -1), Iota({k, n}, -2e-4f, 0.5f), Iota({n}, 0.01f)};
+  std::vector<HostTensor> ins = {Iota({2, m, k}, 1e-4f, -1), Iota({k, n}, -2e-4f, 0.5f),
+                                 Iota({n}, 0.01f)};
   std::vector<HostTensor> one, four;
   std::unique_ptr<Executor> e1, e4;
   ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e1).ok());

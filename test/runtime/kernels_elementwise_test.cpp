@@ -39,11 +39,10 @@ struct BroadcastCase {
 
 TEST(Binary, BroadcastingMatchesReference) {
   const std::vector<BroadcastCase> cases = {
-      {{2, 3}, {2, 3}, {2, 3}},       {{2, 3}, {3}, {2, 3}},
-      {{2, 1}, {1, 3}, {2, 3}},       {{4, 1, 5}, {3, 1}, {4, 3, 5}},
-      {{}, {2, 2}, {2, 2}},           {{2, 2}, {}, {2, 2}},
-      {{3, 1, 2}, {3, 4, 2}, {3, 4, 2}}, {{1}, {1, 1}, {1, 1}},
-      {{2, 3, 4}, {1, 3, 1}, {2, 3, 4}}, {{5, 1}, {5, 6}, {5, 6}},
+      {{2, 3}, {2, 3}, {2, 3}},          {{2, 3}, {3}, {2, 3}}, {{2, 1}, {1, 3}, {2, 3}},
+      {{4, 1, 5}, {3, 1}, {4, 3, 5}},    {{}, {2, 2}, {2, 2}},  {{2, 2}, {}, {2, 2}},
+      {{3, 1, 2}, {3, 4, 2}, {3, 4, 2}}, {{1}, {1, 1}, {1, 1}}, {{2, 3, 4}, {1, 3, 1}, {2, 3, 4}},
+      {{5, 1}, {5, 6}, {5, 6}},
   };
   for (const auto& c : cases) {
     std::vector<float> av = Seq(static_cast<int>(NumElements(c.a)), 1.5f, -2.0f);
@@ -62,7 +61,8 @@ TEST(Binary, BroadcastingMatchesReference) {
                       {"min", [](float x, float y) { return x < y ? x : y; }}};
     for (const Op& op : ops) {
       std::vector<float> want;
-      for (int64_t i = 0; i < n; ++i) want.push_back(op.f(At(av, c.a, c.out, i), At(bv, c.b, c.out, i)));
+      for (int64_t i = 0; i < n; ++i)
+        want.push_back(op.f(At(av, c.a, c.out, i), At(bv, c.b, c.out, i)));
       SCOPED_TRACE(StrCat(op.name, " ", ShapeToString(c.a), " ", ShapeToString(c.b)));
       ExpectF32(Run1(op.name, {a, b}, {DType::kF32, c.out}), c.out, want);
     }
@@ -81,7 +81,8 @@ TEST(Binary, IntegerDivTruncatesTowardZero) {
   HostTensor a = I64({6}, {7, -7, 7, -7, std::numeric_limits<int64_t>::min(), 0});
   HostTensor b = I64({6}, {2, 2, -2, -2, -1, 5});
   HostTensor y = Run1("div", {a, b}, {DType::kI64, {6}});
-  EXPECT_EQ(Vec<int64_t>(y), (std::vector<int64_t>{3, -3, -3, 3, std::numeric_limits<int64_t>::min(), 0}));
+  EXPECT_EQ(Vec<int64_t>(y),
+            (std::vector<int64_t>{3, -3, -3, 3, std::numeric_limits<int64_t>::min(), 0}));
   HostTensor a32 = I32({2}, {9, -9});
   EXPECT_EQ(Vec<int32_t>(Run1("div", {a32, I32({}, {4})}, {DType::kI32, {2}})),
             (std::vector<int32_t>{2, -2}));
@@ -108,7 +109,8 @@ TEST(Binary, ModSignFollowsDivisorUnlessFmod) {
 }
 
 TEST(Binary, IntegerArithmeticWraps) {
-  HostTensor a = I32({3}, {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 65536});
+  HostTensor a =
+      I32({3}, {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 65536});
   HostTensor b = I32({3}, {1, 1, 65536});
   EXPECT_EQ(Vec<int32_t>(Run1("add", {a, b}, {DType::kI32, {3}})),
             (std::vector<int32_t>{std::numeric_limits<int32_t>::min(),
@@ -122,11 +124,10 @@ TEST(Binary, PowFloatIntAndMixed) {
   ExpectF32(Run1("pow", {F32({3}, {2, 9, -2}), F32({3}, {3, 0.5f, 2})}, {DType::kF32, {3}}), {3},
             {8, 3, 4});
   EXPECT_EQ(Vec<int64_t>(Run1("pow", {I64({4}, {3, -2, 1, 5}), I64({4}, {4, 3, -3, 0})},
-                               {DType::kI64, {4}})),
+                              {DType::kI64, {4}})),
             (std::vector<int64_t>{81, -8, 1, 1}));
   // f32 base, i64 exponent (ONNX Pow allows a different exponent type).
-  ExpectF32(Run1("pow", {F32({2}, {1.5f, -3}), I64({}, {2})}, {DType::kF32, {2}}), {2},
-            {2.25f, 9});
+  ExpectF32(Run1("pow", {F32({2}, {1.5f, -3}), I64({}, {2})}, {DType::kF32, {2}}), {2}, {2.25f, 9});
 }
 
 TEST(Binary, MaxMinPropagateNaN) {
@@ -149,8 +150,10 @@ TEST(Compare, ResultsAreBoolWithBroadcast) {
   const struct {
     const char* op;
     std::vector<uint8_t> want;
-  } cases[] = {{"equal", {0, 1, 0, 0, 0, 0}},        {"less", {1, 0, 1, 0, 0, 1}},
-               {"less_equal", {1, 1, 1, 0, 0, 1}},   {"greater", {0, 0, 0, 1, 1, 0}},
+  } cases[] = {{"equal", {0, 1, 0, 0, 0, 0}},
+               {"less", {1, 0, 1, 0, 0, 1}},
+               {"less_equal", {1, 1, 1, 0, 0, 1}},
+               {"greater", {0, 0, 0, 1, 1, 0}},
                {"greater_equal", {0, 1, 0, 1, 1, 0}}};
   for (const auto& c : cases) {
     HostTensor y = Run1(c.op, {a, b}, {DType::kBool, {2, 3}});
@@ -183,8 +186,8 @@ TEST(Where, ThreeWayBroadcast) {
   HostTensor a = F32({3}, {1, 2, 3});
   HostTensor b = F32({2, 3}, {10, 20, 30, 40, 50, 60});
   ExpectF32(Run1("where", {c, a, b}, {DType::kF32, {2, 3}}), {2, 3}, {1, 2, 3, 40, 50, 60});
-  HostTensor yi = Run1("where", {Bool({3}, {0, 1, 0}), I64({3}, {1, 2, 3}), I64({}, {-1})},
-                       {DType::kI64, {3}});
+  HostTensor yi =
+      Run1("where", {Bool({3}, {0, 1, 0}), I64({3}, {1, 2, 3}), I64({}, {-1})}, {DType::kI64, {3}});
   EXPECT_EQ(Vec<int64_t>(yi), (std::vector<int64_t>{-1, 2, -1}));
 }
 
@@ -217,7 +220,8 @@ TEST(Unary, FloatFunctionsMatchLibm) {
   const std::vector<float> pos = {0.25f, 1.0f, 2.0f, 100.0f};
   ExpectF32(Run1("log", {F32({4}, pos)}, {DType::kF32, {4}}), {4},
             {std::log(0.25f), 0.0f, std::log(2.0f), std::log(100.0f)});
-  ExpectF32(Run1("sqrt", {F32({4}, pos)}, {DType::kF32, {4}}), {4}, {0.5f, 1.0f, std::sqrt(2.0f), 10.0f});
+  ExpectF32(Run1("sqrt", {F32({4}, pos)}, {DType::kF32, {4}}), {4},
+            {0.5f, 1.0f, std::sqrt(2.0f), 10.0f});
 }
 
 TEST(Unary, RoundHalfToEven) {
@@ -247,7 +251,8 @@ TEST(Unary, GeluErfAndTanh) {
     double d = v;
     erf_want.push_back(static_cast<float>(0.5 * d * (1 + std::erf(d / std::sqrt(2.0)))));
     double k = std::sqrt(2.0 / M_PI);
-    tanh_want.push_back(static_cast<float>(0.5 * d * (1 + std::tanh(k * (d + 0.044715 * d * d * d)))));
+    tanh_want.push_back(
+        static_cast<float>(0.5 * d * (1 + std::tanh(k * (d + 0.044715 * d * d * d)))));
   }
   ExpectF32(Run1("gelu", {F32({8}, x)}, {DType::kF32, {8}}), {8}, erf_want);
   ExpectF32(Run1("gelu", {F32({8}, x)}, {DType::kF32, {8}}, {{"approximate", AttrString("tanh")}}),

@@ -51,7 +51,8 @@ TEST(Matmul, BatchBroadcastAndVectors) {
   ExpectF32(Run1("matmul", {v, F32({4, 2}, b0)}, {DType::kF32, {2}}), {2},
             RefMatmul(Vec<float>(v), b0, 1, 4, 2));
   HostTensor m = Iota({3, 4});
-  ExpectF32(Run1("matmul", {m, v}, {DType::kF32, {3}}), {3}, RefMatmul(Vec<float>(m), Vec<float>(v), 3, 4, 1));
+  ExpectF32(Run1("matmul", {m, v}, {DType::kF32, {3}}), {3},
+            RefMatmul(Vec<float>(m), Vec<float>(v), 3, 4, 1));
   ExpectF32(Run1("matmul", {v, v}, {DType::kF32, {}}), {}, {1 + 1 + 4 + 0.25f});
   // Batched lhs with a 1-D rhs: [2, 3, 4] x [4] -> [2, 3].
   ExpectF32(Run1("matmul", {a3, v}, {DType::kF32, {2, 3}}), {2, 3},
@@ -62,7 +63,8 @@ TEST(Matmul, IntegersFloat64AndErrors) {
   HostTensor a = I64({2, 2}, {1, 2, 3, 4}), b = I64({2, 2}, {5, 6, 7, 8});
   EXPECT_EQ(Vec<int64_t>(Run1("matmul", {a, b}, {DType::kI64, {2, 2}})),
             (std::vector<int64_t>{19, 22, 43, 50}));
-  HostTensor c = Run1("matmul", {F64({1, 2}, {0.5, 0.25}), F64({2, 1}, {4, 8})}, {DType::kF64, {1, 1}});
+  HostTensor c =
+      Run1("matmul", {F64({1, 2}, {0.5, 0.25}), F64({2, 1}, {4, 8})}, {DType::kF64, {1, 1}});
   EXPECT_EQ(Vec<double>(c)[0], 4.0);
   std::vector<HostTensor> out;
   Status st = RunOp("matmul", {Iota({2, 3}), Iota({2, 3})}, {{DType::kF32, {2, 3}}}, {}, &out);
@@ -84,8 +86,8 @@ struct ConvCfg {
 std::vector<float> RefConv(const std::vector<float>& x, const std::vector<float>& w,
                            const std::vector<float>* bias, const ConvCfg& c, Shape* out_shape) {
   const int r = static_cast<int>(c.x.size()) - 2;
-  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1}, pb[3] = {0, 0, 0},
-          pe[3] = {0, 0, 0}, o[3] = {1, 1, 1};
+  int64_t in[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1},
+          pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0}, o[3] = {1, 1, 1};
   for (int i = 0; i < r; ++i) {
     int j = 3 - r + i;
     in[j] = c.x[2 + i];
@@ -113,7 +115,8 @@ std::vector<float> RefConv(const std::vector<float>& x, const std::vector<float>
                   for (int64_t ke = 0; ke < k[2]; ++ke) {
                     int64_t ia = a * s[0] - pb[0] + ka * d[0], ib = b * s[1] - pb[1] + kb * d[1],
                             ie = e * s[2] - pb[2] + ke * d[2];
-                    if (ia < 0 || ia >= in[0] || ib < 0 || ib >= in[1] || ie < 0 || ie >= in[2]) continue;
+                    if (ia < 0 || ia >= in[0] || ib < 0 || ib >= in[1] || ie < 0 || ie >= in[2])
+                      continue;
                     const int64_t ch = g * cg + ci;
                     acc += x[(((n * C + ch) * in[0] + ia) * in[1] + ib) * in[2] + ie] *
                            w[(((m * cg + ci) * k[0] + ka) * k[1] + kb) * k[2] + ke];
@@ -128,13 +131,16 @@ void CheckConv(const ConvCfg& c, bool with_bias) {
   std::vector<float> bias;
   for (int64_t m = 0; m < c.w[0]; ++m) bias.push_back(0.5f * m - 1);
   Shape out;
-  std::vector<float> want = RefConv(Vec<float>(x), Vec<float>(w), with_bias ? &bias : nullptr, c, &out);
+  std::vector<float> want =
+      RefConv(Vec<float>(x), Vec<float>(w), with_bias ? &bias : nullptr, c, &out);
   std::vector<HostTensor> ins = {x, w};
   if (with_bias) ins.push_back(F32({c.w[0]}, bias));
   SCOPED_TRACE(StrCat("x ", ShapeToString(c.x), " w ", ShapeToString(c.w), " group ", c.group));
   ExpectF32(Run1("conv", ins, {DType::kF32, out},
-                 {{"strides", AttrInts(c.strides)}, {"pads", AttrInts(c.pads)},
-                  {"dilations", AttrInts(c.dilations)}, {"group", AttrInt(c.group)}}),
+                 {{"strides", AttrInts(c.strides)},
+                  {"pads", AttrInts(c.pads)},
+                  {"dilations", AttrInts(c.dilations)},
+                  {"group", AttrInt(c.group)}}),
             out, want, 1e-4f);
 }
 
@@ -201,13 +207,17 @@ TEST(Pool, MaxAndAvgFloorMode) {
 
 TEST(Pool, CeilModeAddsPartialWindows) {
   HostTensor x = Iota({1, 1, 4, 4});
-  ExpectF32(Run1("max_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
-                 {{"kernel", AttrInts({3, 3})}, {"strides", AttrInts({2, 2})}, {"ceil_mode", AttrInt(1)}}),
-            {1, 1, 2, 2}, {10, 11, 14, 15});
+  ExpectF32(
+      Run1(
+          "max_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
+          {{"kernel", AttrInts({3, 3})}, {"strides", AttrInts({2, 2})}, {"ceil_mode", AttrInt(1)}}),
+      {1, 1, 2, 2}, {10, 11, 14, 15});
   // Partial windows average only the elements they cover.
-  ExpectF32(Run1("avg_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
-                 {{"kernel", AttrInts({3, 3})}, {"strides", AttrInts({2, 2})}, {"ceil_mode", AttrInt(1)}}),
-            {1, 1, 2, 2}, {5, 6.5f, 11, 12.5f});
+  ExpectF32(
+      Run1(
+          "avg_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
+          {{"kernel", AttrInts({3, 3})}, {"strides", AttrInts({2, 2})}, {"ceil_mode", AttrInt(1)}}),
+      {1, 1, 2, 2}, {5, 6.5f, 11, 12.5f});
 }
 
 TEST(Pool, CeilModeDropsWindowStartingInEndPadding) {
@@ -215,14 +225,18 @@ TEST(Pool, CeilModeDropsWindowStartingInEndPadding) {
   // would start at index 5 (in the end padding), so it is dropped -> 3.
   HostTensor x = F32({1, 1, 5}, {1, 2, 3, 4, 5});
   ExpectF32(Run1("max_pool", {x}, {DType::kF32, {1, 1, 3}},
-                 {{"kernel", AttrInts({2})}, {"strides", AttrInts({2})}, {"pads", AttrInts({1, 1})},
+                 {{"kernel", AttrInts({2})},
+                  {"strides", AttrInts({2})},
+                  {"pads", AttrInts({1, 1})},
                   {"ceil_mode", AttrInt(1)}}),
             {1, 1, 3}, {1, 3, 5});
   // Width 6, kernel 3, stride 2, pads 1/1, ceil: 4 windows, the last one
   // starts inside the input and is kept.
   HostTensor y = F32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
   ExpectF32(Run1("avg_pool", {y}, {DType::kF32, {1, 1, 4}},
-                 {{"kernel", AttrInts({3})}, {"strides", AttrInts({2})}, {"pads", AttrInts({1, 1})},
+                 {{"kernel", AttrInts({3})},
+                  {"strides", AttrInts({2})},
+                  {"pads", AttrInts({1, 1})},
                   {"ceil_mode", AttrInt(1)}}),
             {1, 1, 4}, {1.5f, 3, 5, 6});
 }
@@ -231,10 +245,14 @@ TEST(Pool, CountIncludePadAndDilations) {
   HostTensor x = F32({1, 1, 3}, {3, 6, 9});
   // Window of 3 with one pad on each side.
   ExpectF32(Run1("avg_pool", {x}, {DType::kF32, {1, 1, 3}},
-                 {{"kernel", AttrInts({3})}, {"pads", AttrInts({1, 1})}, {"count_include_pad", AttrInt(0)}}),
+                 {{"kernel", AttrInts({3})},
+                  {"pads", AttrInts({1, 1})},
+                  {"count_include_pad", AttrInt(0)}}),
             {1, 1, 3}, {4.5f, 6, 7.5f});
   ExpectF32(Run1("avg_pool", {x}, {DType::kF32, {1, 1, 3}},
-                 {{"kernel", AttrInts({3})}, {"pads", AttrInts({1, 1})}, {"count_include_pad", AttrInt(1)}}),
+                 {{"kernel", AttrInts({3})},
+                  {"pads", AttrInts({1, 1})},
+                  {"count_include_pad", AttrInt(1)}}),
             {1, 1, 3}, {3, 6, 5});
   // Dilation 2: window {i, i + 2}.
   HostTensor z = F32({1, 1, 5}, {1, 9, 2, 8, 3});

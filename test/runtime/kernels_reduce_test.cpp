@@ -18,18 +18,24 @@ std::vector<float> RefReduce(const std::string& op, const std::vector<int>& axes
   for (int a : axes) red[a] = true;
   int od[3];
   for (int d = 0; d < 3; ++d) od[d] = red[d] ? 1 : D[d];
-  std::vector<double> acc(static_cast<size_t>(od[0] * od[1] * od[2]),
-                          op == "reduce_prod" ? 1.0 : op == "reduce_max" ? -1e30 : op == "reduce_min" ? 1e30 : 0.0);
+  std::vector<double> acc(static_cast<size_t>(od[0] * od[1] * od[2]), op == "reduce_prod"  ? 1.0
+                                                                      : op == "reduce_max" ? -1e30
+                                                                      : op == "reduce_min" ? 1e30
+                                                                                           : 0.0);
   std::vector<int> count(acc.size(), 0);
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j)
       for (int k = 0; k < 4; ++k) {
         double v = ((i * 3 + j) * 4 + k) * 0.5 - 3;
         int o = ((red[0] ? 0 : i) * od[1] + (red[1] ? 0 : j)) * od[2] + (red[2] ? 0 : k);
-        if (op == "reduce_prod") acc[o] *= v;
-        else if (op == "reduce_max") acc[o] = std::max(acc[o], v);
-        else if (op == "reduce_min") acc[o] = std::min(acc[o], v);
-        else acc[o] += v;
+        if (op == "reduce_prod")
+          acc[o] *= v;
+        else if (op == "reduce_max")
+          acc[o] = std::max(acc[o], v);
+        else if (op == "reduce_min")
+          acc[o] = std::min(acc[o], v);
+        else
+          acc[o] += v;
         count[o]++;
       }
   std::vector<float> out;
@@ -41,7 +47,8 @@ std::vector<float> RefReduce(const std::string& op, const std::vector<int>& axes
 
 TEST(Reduce, AllOpsAllAxisSets) {
   HostTensor x = Iota({2, 3, 4}, 0.5f, -3.0f);
-  const std::vector<std::vector<int>> axis_sets = {{0}, {1}, {2}, {0, 1}, {1, 2}, {0, 2}, {0, 1, 2}};
+  const std::vector<std::vector<int>> axis_sets = {{0},    {1},    {2},      {0, 1},
+                                                   {1, 2}, {0, 2}, {0, 1, 2}};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     for (const auto& axes : axis_sets) {
       Shape keep = {2, 3, 4}, drop;
@@ -52,10 +59,12 @@ TEST(Reduce, AllOpsAllAxisSets) {
       std::vector<int64_t> ax(axes.begin(), axes.end());
       std::vector<float> want = RefReduce(op, axes);
       SCOPED_TRACE(StrCat(op, " axes ", ShapeToString(ax)));
-      ExpectF32(Run1(op, {x}, {DType::kF32, keep}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(1)}}),
-                keep, want, 1e-4f);
-      ExpectF32(Run1(op, {x}, {DType::kF32, drop}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(0)}}),
-                drop, want, 1e-4f);
+      ExpectF32(
+          Run1(op, {x}, {DType::kF32, keep}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(1)}}),
+          keep, want, 1e-4f);
+      ExpectF32(
+          Run1(op, {x}, {DType::kF32, drop}, {{"axes", AttrInts(ax)}, {"keepdims", AttrInt(0)}}),
+          drop, want, 1e-4f);
     }
   }
 }
@@ -68,14 +77,18 @@ TEST(Reduce, EmptyAxesReducesEverything) {
 
 TEST(Reduce, IntegersAndWrongDeclaredShape) {
   HostTensor x = I64({2, 3}, {1, -2, 3, 4, 5, 7});
-  EXPECT_EQ(Vec<int64_t>(Run1("reduce_sum", {x}, {DType::kI64, {2}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_sum", {x}, {DType::kI64, {2}},
+                              {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{2, 16}));
-  EXPECT_EQ(Vec<int64_t>(Run1("reduce_mean", {x}, {DType::kI64, {2}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_mean", {x}, {DType::kI64, {2}},
+                              {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{0, 5}));  // 2/3 -> 0, 16/3 -> 5 (truncation)
-  EXPECT_EQ(Vec<int64_t>(Run1("reduce_prod", {x}, {DType::kI64, {3}}, {{"axes", AttrInts({0})}, {"keepdims", AttrInt(0)}})),
+  EXPECT_EQ(Vec<int64_t>(Run1("reduce_prod", {x}, {DType::kI64, {3}},
+                              {{"axes", AttrInts({0})}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{4, -10, 21}));
   std::vector<HostTensor> out;
-  Status st = RunOp("reduce_sum", {x}, {{DType::kI64, {3}}}, {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}}, &out);
+  Status st = RunOp("reduce_sum", {x}, {{DType::kI64, {3}}},
+                    {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}}, &out);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("declares the output as i64[3]"), std::string::npos) << st.message();
 }
@@ -89,13 +102,17 @@ TEST(ArgReduce, FirstOccurrenceAndKeepdims) {
   HostTensor x = F32({2, 4}, {1, 5, 5, 0, 7, -1, 7, -1});
   EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {2, 1}}, {{"axis", AttrInt(1)}})),
             (std::vector<int64_t>{1, 0}));
-  EXPECT_EQ(Vec<int64_t>(Run1("argmin", {x}, {DType::kI64, {2}}, {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}})),
+  EXPECT_EQ(Vec<int64_t>(Run1("argmin", {x}, {DType::kI64, {2}},
+                              {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{3, 1}));
-  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {4}}, {{"axis", AttrInt(0)}, {"keepdims", AttrInt(0)}})),
+  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {4}},
+                              {{"axis", AttrInt(0)}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{1, 0, 1, 0}));
-  EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {2}},
-                              {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}, {"select_last_index", AttrInt(1)}})),
-            (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(
+      Vec<int64_t>(Run1(
+          "argmax", {x}, {DType::kI64, {2}},
+          {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}, {"select_last_index", AttrInt(1)}})),
+      (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(Vec<int64_t>(Run1("argmin", {I32({3}, {4, -9, -9})}, {DType::kI64, {}},
                               {{"axis", AttrInt(0)}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{1}));
@@ -130,8 +147,9 @@ TEST(Softmax, LastAndMiddleAxis) {
 }
 
 TEST(Softmax, LargeValuesAreStable) {
-  ExpectF32(Run1("softmax", {F32({3}, {1000, 1000, -1000})}, {DType::kF32, {3}}, {{"axis", AttrInt(0)}}),
-            {3}, {0.5f, 0.5f, 0.0f});
+  ExpectF32(
+      Run1("softmax", {F32({3}, {1000, 1000, -1000})}, {DType::kF32, {3}}, {{"axis", AttrInt(0)}}),
+      {3}, {0.5f, 0.5f, 0.0f});
 }
 
 TEST(LayerNorm, BiasedVarianceWithScaleAndBias) {
@@ -146,7 +164,8 @@ TEST(LayerNorm, BiasedVarianceWithScaleAndBias) {
     var /= 4;  // biased
     const float s[4] = {1, 2, 0.5f, 1}, b[4] = {0, 1, 0, -1};
     for (int i = 0; i < 4; ++i) {
-      want.push_back(static_cast<float>((xv[r * 4 + i] - mean) / std::sqrt(var + 1e-5) * s[i] + b[i]));
+      want.push_back(
+          static_cast<float>((xv[r * 4 + i] - mean) / std::sqrt(var + 1e-5) * s[i] + b[i]));
     }
   }
   ExpectF32(Run1("layer_norm", {x, scale, bias}, {DType::kF32, {2, 4}},
@@ -171,11 +190,11 @@ TEST(LayerNorm, OverTwoAxesWithoutBias) {
   // A scale that broadcasts over the normalised shape.
   ExpectF32(Run1("layer_norm", {x, F32({3}, {1, 1, 1})}, {DType::kF32, {2, 2, 3}},
                  {{"axis", AttrInt(1)}, {"epsilon", AttrFloat(0.01)}}),
-            {2, 2, 3},
-            [&] {
+            {2, 2, 3}, [&] {
               std::vector<float> w;
               for (int r = 0; r < 2; ++r)
-                for (int i = 0; i < 6; ++i) w.push_back(static_cast<float>((i - 2.5) / std::sqrt(35.0 / 12 + 0.01)));
+                for (int i = 0; i < 6; ++i)
+                  w.push_back(static_cast<float>((i - 2.5) / std::sqrt(35.0 / 12 + 0.01)));
               return w;
             }());
 }

@@ -39,7 +39,8 @@ TEST(Transpose, ByteTypesAndUnitDims) {
   EXPECT_EQ(bt.data<uint8_t>()[0], 1);
   EXPECT_EQ(bt.data<uint8_t>()[2], 0);
   std::vector<HostTensor> out;
-  Status st = RunOp("transpose", {x}, {{DType::kI64, {3, 1, 2, 1}}}, {{"perm", AttrInts({3, 3, 1, 0})}}, &out);
+  Status st = RunOp("transpose", {x}, {{DType::kI64, {3, 1, 2, 1}}},
+                    {{"perm", AttrInts({3, 3, 1, 0})}}, &out);
   EXPECT_NE(st.message().find("not a permutation"), std::string::npos);
 }
 
@@ -80,22 +81,28 @@ TEST(Concat, AlongEachAxisAndDtypes) {
 TEST(Slice, StepsAndNegativeSteps) {
   HostTensor x = Iota({4, 5});
   // rows 1..3, cols 0,2,4
-  ExpectF32(Run1("slice", {x}, {DType::kF32, {2, 3}},
-                 {{"starts", AttrInts({1, 0})}, {"ends", AttrInts({3, 5})}, {"steps", AttrInts({1, 2})}}),
-            {2, 3}, {5, 7, 9, 10, 12, 14});
+  ExpectF32(
+      Run1("slice", {x}, {DType::kF32, {2, 3}},
+           {{"starts", AttrInts({1, 0})}, {"ends", AttrInts({3, 5})}, {"steps", AttrInts({1, 2})}}),
+      {2, 3}, {5, 7, 9, 10, 12, 14});
   // Reverse both dims fully: ends -1 with a negative step runs past 0.
   std::vector<float> rev;
   for (int i = 3; i >= 0; --i)
     for (int j = 4; j >= 0; --j) rev.push_back(static_cast<float>(i * 5 + j));
   ExpectF32(Run1("slice", {x}, {DType::kF32, {4, 5}},
-                 {{"starts", AttrInts({3, 4})}, {"ends", AttrInts({-1, -1})}, {"steps", AttrInts({-1, -1})}}),
+                 {{"starts", AttrInts({3, 4})},
+                  {"ends", AttrInts({-1, -1})},
+                  {"steps", AttrInts({-1, -1})}}),
             {4, 5}, rev);
   // Step -2 from col 4 down to (exclusive) 0: cols 4, 2.
-  ExpectF32(Run1("slice", {x}, {DType::kF32, {1, 2}},
-                 {{"starts", AttrInts({2, 4})}, {"ends", AttrInts({3, 0})}, {"steps", AttrInts({1, -2})}}),
-            {1, 2}, {14, 12});
+  ExpectF32(
+      Run1(
+          "slice", {x}, {DType::kF32, {1, 2}},
+          {{"starts", AttrInts({2, 4})}, {"ends", AttrInts({3, 0})}, {"steps", AttrInts({1, -2})}}),
+      {1, 2}, {14, 12});
   // Empty result and steps defaulting to 1.
-  ExpectF32(Run1("slice", {x}, {DType::kF32, {0, 5}}, {{"starts", AttrInts({2, 0})}, {"ends", AttrInts({2, 5})}}),
+  ExpectF32(Run1("slice", {x}, {DType::kF32, {0, 5}},
+                 {{"starts", AttrInts({2, 0})}, {"ends", AttrInts({2, 5})}}),
             {0, 5}, {});
   std::vector<HostTensor> out;
   Status st = RunOp("slice", {x}, {{DType::kF32, {2, 5}}},
@@ -105,9 +112,11 @@ TEST(Slice, StepsAndNegativeSteps) {
 
 TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
   HostTensor data = Iota({3, 4});
-  ExpectF32(Run1("gather", {data, I64({2}, {-1, 0})}, {DType::kF32, {2, 4}}, {{"axis", AttrInt(0)}}),
-            {2, 4}, {8, 9, 10, 11, 0, 1, 2, 3});
-  ExpectF32(Run1("gather", {data, I32({2, 2}, {3, -4, 1, 1})}, {DType::kF32, {3, 2, 2}}, {{"axis", AttrInt(1)}}),
+  ExpectF32(
+      Run1("gather", {data, I64({2}, {-1, 0})}, {DType::kF32, {2, 4}}, {{"axis", AttrInt(0)}}),
+      {2, 4}, {8, 9, 10, 11, 0, 1, 2, 3});
+  ExpectF32(Run1("gather", {data, I32({2, 2}, {3, -4, 1, 1})}, {DType::kF32, {3, 2, 2}},
+                 {{"axis", AttrInt(1)}}),
             {3, 2, 2}, {3, 0, 1, 1, 7, 4, 5, 5, 11, 8, 9, 9});
   // Scalar index drops the axis.
   ExpectF32(Run1("gather", {data, I64({}, {-2})}, {DType::kF32, {4}}, {{"axis", AttrInt(0)}}), {4},
@@ -117,10 +126,12 @@ TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
                               {DType::kI64, {3}}, {{"axis", AttrInt(0)}})),
             (std::vector<int64_t>{40, 40, 10}));
   std::vector<HostTensor> out;
-  Status st = RunOp("gather", {data, I64({1}, {3})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}}, &out);
+  Status st =
+      RunOp("gather", {data, I64({1}, {3})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}}, &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
   EXPECT_NE(st.message().find("gather index 3"), std::string::npos);
-  st = RunOp("gather", {data, I64({1}, {-4})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}}, &out);
+  st = RunOp("gather", {data, I64({1}, {-4})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}},
+             &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
 }
 
@@ -128,13 +139,18 @@ TEST(Pad, ConstantReflectEdge) {
   HostTensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   // pads: dim0 begin 1, dim1 begin 2, dim0 end 0, dim1 end 1
   ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 6}},
-                 {{"pads", AttrInts({1, 2, 0, 1})}, {"mode", AttrString("constant")}, {"value", AttrFloat(9)}}),
+                 {{"pads", AttrInts({1, 2, 0, 1})},
+                  {"mode", AttrString("constant")},
+                  {"value", AttrFloat(9)}}),
             {3, 6}, {9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 9, 9, 9, 4, 5, 6, 9});
-  ExpectF32(Run1("pad", {x}, {DType::kF32, {2, 7}}, {{"pads", AttrInts({0, 2, 0, 2})}, {"mode", AttrString("reflect")}}),
+  ExpectF32(Run1("pad", {x}, {DType::kF32, {2, 7}},
+                 {{"pads", AttrInts({0, 2, 0, 2})}, {"mode", AttrString("reflect")}}),
             {2, 7}, {3, 2, 1, 2, 3, 2, 1, 6, 5, 4, 5, 6, 5, 4});
-  ExpectF32(Run1("pad", {x}, {DType::kF32, {4, 5}}, {{"pads", AttrInts({1, 1, 1, 1})}, {"mode", AttrString("edge")}}),
+  ExpectF32(Run1("pad", {x}, {DType::kF32, {4, 5}},
+                 {{"pads", AttrInts({1, 1, 1, 1})}, {"mode", AttrString("edge")}}),
             {4, 5}, {1, 1, 2, 3, 3, 1, 1, 2, 3, 3, 4, 4, 5, 6, 6, 4, 4, 5, 6, 6});
-  ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 3}}, {{"pads", AttrInts({1, 0, 0, 0})}, {"mode", AttrString("reflect")}}),
+  ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 3}},
+                 {{"pads", AttrInts({1, 0, 0, 0})}, {"mode", AttrString("reflect")}}),
             {3, 3}, {4, 5, 6, 1, 2, 3, 4, 5, 6});
 }
 
@@ -144,7 +160,8 @@ TEST(Pad, NegativePadsCropAndIntegers) {
   ExpectF32(Run1("pad", {x}, {DType::kF32, {2, 2}}, {{"pads", AttrInts({-1, -1, 0, -1})}}), {2, 2},
             {5, 6, 9, 10});
   // Mixed: crop the start, pad the end.
-  ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 5}}, {{"pads", AttrInts({0, -2, 0, 3})}, {"value", AttrFloat(-1)}}),
+  ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 5}},
+                 {{"pads", AttrInts({0, -2, 0, 3})}, {"value", AttrFloat(-1)}}),
             {3, 5}, {2, 3, -1, -1, -1, 6, 7, -1, -1, -1, 10, 11, -1, -1, -1});
   EXPECT_EQ(Vec<int64_t>(Run1("pad", {I64({3}, {1, 2, 3})}, {DType::kI64, {5}},
                               {{"pads", AttrInts({1, 1})}, {"value", AttrFloat(7)}})),
@@ -156,13 +173,18 @@ TEST(Pad, NegativePadsCropAndIntegers) {
 TEST(Range, FloatAndIntegerLengths) {
   ExpectF32(Run1("range", {F32({}, {1}), F32({}, {2}), F32({}, {0.25f})}, {DType::kF32, {4}}), {4},
             {1, 1.25f, 1.5f, 1.75f});
-  EXPECT_EQ(Vec<int64_t>(Run1("range", {I64({}, {10}), I64({}, {4}), I64({}, {-3})}, {DType::kI64, {2}})),
-            (std::vector<int64_t>{10, 7}));
-  EXPECT_EQ(Vec<int32_t>(Run1("range", {I32({}, {0}), I32({}, {7}), I32({}, {3})}, {DType::kI32, {3}})),
-            (std::vector<int32_t>{0, 3, 6}));
-  EXPECT_EQ(Run1("range", {I64({}, {5}), I64({}, {1}), I64({}, {1})}, {DType::kI64, {0}}).num_elements(), 0);
+  EXPECT_EQ(
+      Vec<int64_t>(Run1("range", {I64({}, {10}), I64({}, {4}), I64({}, {-3})}, {DType::kI64, {2}})),
+      (std::vector<int64_t>{10, 7}));
+  EXPECT_EQ(
+      Vec<int32_t>(Run1("range", {I32({}, {0}), I32({}, {7}), I32({}, {3})}, {DType::kI32, {3}})),
+      (std::vector<int32_t>{0, 3, 6}));
+  EXPECT_EQ(
+      Run1("range", {I64({}, {5}), I64({}, {1}), I64({}, {1})}, {DType::kI64, {0}}).num_elements(),
+      0);
   std::vector<HostTensor> out;
-  Status st = RunOp("range", {I64({}, {0}), I64({}, {7}), I64({}, {3})}, {{DType::kI64, {2}}}, {}, &out);
+  Status st =
+      RunOp("range", {I64({}, {0}), I64({}, {7}), I64({}, {3})}, {{DType::kI64, {2}}}, {}, &out);
   EXPECT_NE(st.message().find("declares the output as i64[2]"), std::string::npos) << st.message();
 }
 

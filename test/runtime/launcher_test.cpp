@@ -11,8 +11,9 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-    << "'" << (str) << "' lacks '" << (sub) << "'"
+#define EXPECT_HAS(str, sub)                               \
+  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+      << "'" << (str) << "' lacks '" << (sub) << "'"
 
 std::shared_ptr<const Program> Make(const ProgramBuilder& b) {
   std::shared_ptr<const Program> p;
@@ -22,9 +23,7 @@ std::shared_ptr<const Program> Make(const ProgramBuilder& b) {
 }
 
 // Rank r's local x: shape [2, sizes[r], 3] with value 100*r + flat index.
-HostTensor Piece(int r, int64_t s) {
-  return Iota({2, s, 3}, 1.0f, 100.0f * r);
-}
+HostTensor Piece(int r, int64_t s) { return Iota({2, s, 3}, 1.0f, 100.0f * r); }
 
 TEST(RunLocal, AllGatherAlongInnerDimUnevenSizes) {
   const std::vector<int64_t> sizes = {1, 3, 2};
@@ -57,9 +56,10 @@ TEST(RunLocal, ReduceScatterAlongInnerDim) {
   for (int r = 0; r < 2; ++r) {
     ProgramBuilder b(r, 2);
     int x = b.Input("x", DType::kI64, {2, 4});
-    int y = b.Apply("reduce_scatter", {x}, DType::kI64, {2, sizes[r]},
-                    {{"dim", AttrInt(1)}, {"sizes", AttrInts(sizes)}, {"reduction", AttrString("sum")}},
-                    {0, 1});
+    int y =
+        b.Apply("reduce_scatter", {x}, DType::kI64, {2, sizes[r]},
+                {{"dim", AttrInt(1)}, {"sizes", AttrInts(sizes)}, {"reduction", AttrString("sum")}},
+                {0, 1});
     b.Output("y", y);
     progs.push_back(Make(b));
     ins.push_back({I64({2, 4}, {1 + r, 2, 3, 4, 5, 6, 7, 8 * (r + 1)})});
@@ -80,8 +80,10 @@ TEST(RunLocal, AllToAllSplitInnerConcatOuter) {
     ProgramBuilder b(r, 2);
     int x = b.Input("x", DType::kF32, {2, 4});
     int y = b.Apply("all_to_all", {x}, DType::kF32, {4, 2},
-                    {{"split_dim", AttrInt(1)}, {"concat_dim", AttrInt(0)},
-                     {"split_sizes", AttrInts({2, 2})}, {"concat_sizes", AttrInts({2, 2})}},
+                    {{"split_dim", AttrInt(1)},
+                     {"concat_dim", AttrInt(0)},
+                     {"split_sizes", AttrInts({2, 2})},
+                     {"concat_sizes", AttrInts({2, 2})}},
                     {0, 1});
     b.Output("y", y);
     progs.push_back(Make(b));
@@ -134,8 +136,10 @@ TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
     for (int r = 0; r < 3; ++r) {
       ProgramBuilder b(r, 3);
       int x = b.Input("x", DType::kF32, {3});
-      int p = b.Apply("to_partial", {x}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {2, 0, 1});
-      int y = b.Apply("all_reduce", {p}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {0, 1, 2});
+      int p =
+          b.Apply("to_partial", {x}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {2, 0, 1});
+      int y =
+          b.Apply("all_reduce", {p}, DType::kF32, {3}, {{"reduction", AttrString(red)}}, {0, 1, 2});
       b.Output("p", p);
       b.Output("y", y);
       progs.push_back(Make(b));
@@ -152,8 +156,9 @@ TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
     const bool keeps_all = s == "max" || s == "avg";
     ExpectF32(out[2][0], {3}, {1.5f, -2, 4});
     for (int r = 0; r < 2; ++r) {
-      ExpectF32(out[r][0], {3}, keeps_all ? std::vector<float>{1.5f, -2, 4}
-                                          : std::vector<float>{other, other, other});
+      ExpectF32(
+          out[r][0], {3},
+          keeps_all ? std::vector<float>{1.5f, -2, 4} : std::vector<float>{other, other, other});
     }
   }
 }
@@ -167,7 +172,8 @@ TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
     int idx = b.Input("idx", DType::kI64, {1});
     int g = b.Apply("gather", {data, idx}, DType::kF32, {1, 2}, {{"axis", AttrInt(0)}});
     b.proto().mutable_instructions(0)->set_location("Gather_12");
-    int y = b.Apply("all_reduce", {g}, DType::kF32, {1, 2}, {{"reduction", AttrString("sum")}}, {0, 1, 2, 3});
+    int y = b.Apply("all_reduce", {g}, DType::kF32, {1, 2}, {{"reduction", AttrString("sum")}},
+                    {0, 1, 2, 3});
     b.Output("y", y);
     progs.push_back(Make(b));
     ins.push_back({Iota({3, 2}), I64({1}, {r == 3 ? 5 : r % 3})});  // rank 3: index 5 of 3
@@ -177,7 +183,8 @@ TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::vector<HostTensor>> out;
   Status st = RunLocal(progs, ins, &out, opts);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_LT(secs, 10.0);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
   EXPECT_HAS(st.message(), "rank 3: rank-3.pb: instruction 0 ('gather' at 'Gather_12')");
@@ -193,12 +200,14 @@ TEST(LocalSession, RunsRepeatedlyWithNewInputsThenRefusesAfterAFailure) {
     int data = b.Input("data", DType::kF32, {3, 2});
     int idx = b.Input("idx", DType::kI64, {1});
     int g = b.Apply("gather", {data, idx}, DType::kF32, {1, 2}, {{"axis", AttrInt(0)}});
-    int y = b.Apply("all_reduce", {g}, DType::kF32, {1, 2}, {{"reduction", AttrString("sum")}}, {0, 1});
+    int y =
+        b.Apply("all_reduce", {g}, DType::kF32, {1, 2}, {{"reduction", AttrString("sum")}}, {0, 1});
     b.Output("y", y);
     if (r == 0) {
       b.Op("send", {y}, {}, {{"peer", AttrInt(1)}, {"tag", AttrInt(3)}});
     } else {
-      int got = b.Apply("recv", {}, DType::kF32, {1, 2}, {{"peer", AttrInt(0)}, {"tag", AttrInt(3)}});
+      int got =
+          b.Apply("recv", {}, DType::kF32, {1, 2}, {{"peer", AttrInt(0)}, {"tag", AttrInt(3)}});
       b.Output("got", got);
     }
     progs.push_back(Make(b));
@@ -238,8 +247,10 @@ TEST(RunLocal, MismatchedProgramsAreReported) {
   for (int r = 0; r < 2; ++r) {
     ProgramBuilder b(r, 2);
     int x = b.Input("x", DType::kF32, {2});
-    int y = r == 0 ? b.Apply("all_reduce", {x}, DType::kF32, {2}, {{"reduction", AttrString("max")}}, {0, 1})
-                   : b.Apply("all_gather", {x}, DType::kF32, {4}, {{"dim", AttrInt(0)}, {"sizes", AttrInts({2, 2})}}, {0, 1});
+    int y = r == 0 ? b.Apply("all_reduce", {x}, DType::kF32, {2},
+                             {{"reduction", AttrString("max")}}, {0, 1})
+                   : b.Apply("all_gather", {x}, DType::kF32, {4},
+                             {{"dim", AttrInt(0)}, {"sizes", AttrInts({2, 2})}}, {0, 1});
     b.Output("y", y);
     progs.push_back(Make(b));
   }
@@ -280,7 +291,8 @@ TEST(Assemble, ScatterRunAndAssembleShardedAndReplicated) {
     int y = b.Apply("mul", {x, two}, DType::kF32, {2, 3});
     b.Output("y", y, MakeSlice({4, 3}, {2 * r, 0}, {2, 3}));
     int part = b.Apply("reduce_sum", {x}, DType::kF32, {}, {{"keepdims", AttrInt(0)}});
-    int s = b.Apply("all_reduce", {part}, DType::kF32, {}, {{"reduction", AttrString("sum")}}, {0, 1});
+    int s =
+        b.Apply("all_reduce", {part}, DType::kF32, {}, {{"reduction", AttrString("sum")}}, {0, 1});
     b.Output("s", s);
     progs.push_back(Make(b));
   }
@@ -310,7 +322,8 @@ TEST(Assemble, MissingPieceAndBadInputsAreErrors) {
   Status st = AssembleOutputs({p}, {{Iota({2, 3})}}, &global);
   EXPECT_HAS(st.message(), "output 'y': element 6 of the global tensor is held by no rank");
   std::vector<std::vector<HostTensor>> ins;
-  EXPECT_HAS(ScatterInputs({p}, {{"z", Iota({4, 3})}}, &ins).message(), "no global input named 'x'");
+  EXPECT_HAS(ScatterInputs({p}, {{"z", Iota({4, 3})}}, &ins).message(),
+             "no global input named 'x'");
   EXPECT_HAS(ScatterInputs({p}, {{"x", Iota({3, 3})}}, &ins).message(), "expects f32[4, 3]");
 }
 

@@ -5,8 +5,8 @@
 // statuses are exchanged so all processes reach the same verdict. Only rank
 // 0 prints gtest's usual output; other ranks print only their failures. The
 // exit code is the worst over all ranks.
-#include <mpi.h>
 #include <gtest/gtest.h>
+#include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -57,8 +57,10 @@ class MpiHarness : public CommHarness {
   int max_ranks() const override { return g_size; }
   std::vector<Status> Run(int n, const RankFn& fn) override {
     Status mine;
-    if (n > g_size) mine = InvalidArgumentError("the test needs ", n, " ranks, mpirun has ", g_size);
-    else if (g_rank < n) mine = fn(g_rank, g_comm.get());
+    if (n > g_size)
+      mine = InvalidArgumentError("the test needs ", n, " ranks, mpirun has ", g_size);
+    else if (g_rank < n)
+      mine = fn(g_rank, g_comm.get());
     return AllStatuses(mine, n);
   }
 };
@@ -74,8 +76,9 @@ namespace distrt {
 namespace testing {
 namespace {
 
-#define EXPECT_HAS(str, sub) EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-    << "'" << (str) << "' lacks '" << (sub) << "'"
+#define EXPECT_HAS(str, sub)                               \
+  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
+      << "'" << (str) << "' lacks '" << (sub) << "'"
 
 // ---- launcher -----------------------------------------------------------------------
 
@@ -107,8 +110,8 @@ std::shared_ptr<const Program> ShardedProgram(int r, int n) {
   const int sq = b.Apply("mul", {x, x}, DType::kF32, {2, mine});
   const int part = b.Apply("reduce_sum", {x}, DType::kF32, {2},
                            {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}});
-  const int rowsum = b.Apply("all_reduce", {part}, DType::kF32, {2},
-                             {{"reduction", AttrString("sum")}}, all);
+  const int rowsum =
+      b.Apply("all_reduce", {part}, DType::kF32, {2}, {{"reduction", AttrString("sum")}}, all);
   b.Output("g", g);
   b.Output("sq", sq, slice);
   b.Output("rowsum", rowsum);
@@ -179,7 +182,8 @@ TEST(MpiLauncher, RepeatedRunsOnOneRank) {
   Split s(g_size);
   for (int it = 0; it < 3; ++it) {
     HostTensor x = *HostTensor::FromVector<float>(
-        {2, s.sizes[g_rank]}, std::vector<float>(static_cast<size_t>(2 * s.sizes[g_rank]), 1.0f * it));
+        {2, s.sizes[g_rank]},
+        std::vector<float>(static_cast<size_t>(2 * s.sizes[g_rank]), 1.0f * it));
     std::vector<HostTensor> outs;
     st = rank->Run({x}, &outs);
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -223,8 +227,12 @@ TEST(MpiComm, UncheckedModeMovesTheSameData) {
   ASSERT_TRUE(CreateMpiCommunicator(o, &c).ok());
   Status mine = AllReduceOn<float>(DType::kF32, g_size, 13, ReduceOp::kSum, g_rank, c.get());
   if (mine.ok()) mine = AllReduceOn<float>(DType::kF32, g_size, 7, ReduceOp::kMax, g_rank, c.get());
-  if (mine.ok()) mine = AllGatherOn<int64_t>(DType::kI64, g_size, std::vector<int64_t>(g_size, 2), g_rank, c.get());
-  if (mine.ok()) mine = ReduceScatterOn<double>(DType::kF64, g_size, std::vector<int64_t>(g_size, 1), ReduceOp::kAvg, g_rank, c.get());
+  if (mine.ok())
+    mine =
+        AllGatherOn<int64_t>(DType::kI64, g_size, std::vector<int64_t>(g_size, 2), g_rank, c.get());
+  if (mine.ok())
+    mine = ReduceScatterOn<double>(DType::kF64, g_size, std::vector<int64_t>(g_size, 1),
+                                   ReduceOp::kAvg, g_rank, c.get());
   if (mine.ok()) mine = AllToAllOn<int32_t>(DType::kI32, g_size, 1, g_rank, c.get());
   if (mine.ok() && g_size >= 4) mine = MeshRank(2, g_size / 2, g_rank, c.get());
   for (const Status& st : AllStatuses(mine, g_size)) EXPECT_TRUE(st.ok()) << st.ToString();

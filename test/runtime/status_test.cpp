@@ -1,6 +1,6 @@
-#include <gtest/gtest.h>
-
 #include "distrt/status.h"
+
+#include <gtest/gtest.h>
 
 namespace distrt {
 namespace {

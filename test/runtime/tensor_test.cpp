@@ -1,10 +1,11 @@
+#include "distrt/tensor.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 
 #include "distrt/dtype.h"
-#include "distrt/tensor.h"
 
 namespace distrt {
 namespace {

@@ -1,8 +1,8 @@
 #include "test_util.h"
 
-#include <fstream>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 namespace distrt {
 namespace testing {

@@ -30,10 +30,18 @@ HostTensor Make(const Shape& shape, const std::vector<T>& values) {
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return t.ok() ? *t : HostTensor();
 }
-inline HostTensor F32(const Shape& shape, const std::vector<float>& v) { return Make<float>(shape, v); }
-inline HostTensor I64(const Shape& shape, const std::vector<int64_t>& v) { return Make<int64_t>(shape, v); }
-inline HostTensor I32(const Shape& shape, const std::vector<int32_t>& v) { return Make<int32_t>(shape, v); }
-inline HostTensor F64(const Shape& shape, const std::vector<double>& v) { return Make<double>(shape, v); }
+inline HostTensor F32(const Shape& shape, const std::vector<float>& v) {
+  return Make<float>(shape, v);
+}
+inline HostTensor I64(const Shape& shape, const std::vector<int64_t>& v) {
+  return Make<int64_t>(shape, v);
+}
+inline HostTensor I32(const Shape& shape, const std::vector<int32_t>& v) {
+  return Make<int32_t>(shape, v);
+}
+inline HostTensor F64(const Shape& shape, const std::vector<double>& v) {
+  return Make<double>(shape, v);
+}
 HostTensor Bool(const Shape& shape, const std::vector<int>& v);
 // 0, 1, 2, ... as float (scaled).
 HostTensor Iota(const Shape& shape, float scale = 1.0f, float offset = 0.0f);

@@ -26,17 +26,19 @@ using namespace llvm;
 using namespace distopt;
 
 static cl::OptionCategory category("distopt model options");
-static cl::opt<std::string> meshSpec(
-    "mesh", cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
-    cl::value_desc("name=size,..."), cl::cat(category));
+static cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
+             cl::value_desc("name=size,..."), cl::cat(category));
 static cl::list<std::string> plans(
     "plan",
     cl::desc("plan file (YAML/JSON) or presets: replicate, dp, fsdp, tp, sp "
              "(comma-separated, composable); repeatable"),
     cl::value_desc("file|presets"), cl::cat(category));
-static cl::opt<std::string> dimSpec(
-    "dim", cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
-    cl::value_desc("name=size,..."), cl::cat(category));
+static cl::opt<std::string>
+    dimSpec("dim",
+            cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
+            cl::value_desc("name=size,..."), cl::cat(category));
 static cl::opt<int64_t> emitRank(
     "dist-emit-rank",
     cl::desc("print the program rank N runs (shapes and offsets concrete) "
@@ -45,8 +47,9 @@ static cl::opt<int64_t> emitRank(
 
 enum class ReportFormat { None, Text, Json };
 static cl::opt<ReportFormat> reportFormat(
-    "report", cl::desc("print what the partitioned model communicates and "
-                       "costs instead of its IR (the IR still goes to -o)"),
+    "report",
+    cl::desc("print what the partitioned model communicates and "
+             "costs instead of its IR (the IR still goes to -o)"),
     cl::ValueOptional, cl::init(ReportFormat::None),
     cl::values(clEnumValN(ReportFormat::Text, "", "text (default)"),
                clEnumValN(ReportFormat::Text, "text", "text"),
@@ -113,8 +116,9 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     raw_string_ostream os(text);
     module->print(os);
     auto buffer = MemoryBuffer::getMemBufferCopy(text, input);
-    if (failed(mlir::MlirOptMain(out->os(), std::move(buffer), registry,
-                                 mlir::MlirOptMainConfig::createFromCLOptions())))
+    if (failed(
+            mlir::MlirOptMain(out->os(), std::move(buffer), registry,
+                              mlir::MlirOptMainConfig::createFromCLOptions())))
       return 1;
     out->keep();
     return 0;
@@ -188,7 +192,8 @@ static int runModelFlow(int argc, char **argv, StringRef input,
       if (!rank0)
         return 1;
     }
-    if (pipeline && (reportFormat != ReportFormat::None || !pipelineSvg.empty())) {
+    if (pipeline &&
+        (reportFormat != ReportFormat::None || !pipelineSvg.empty())) {
       // Per stage: one representative rank's estimate for one microbatch.
       PipelineReport pr;
       pr.stages = stages->numStages;
@@ -211,7 +216,8 @@ static int runModelFlow(int argc, char **argv, StringRef input,
               first = stages->layers[l];
             last = stages->layers[l];
           }
-        pr.layersPerStage.push_back(first == last ? first : first + " .. " + last);
+        pr.layersPerStage.push_back(first == last ? first
+                                                  : first + " .. " + last);
       }
       auto schedule = buildSchedule(pipeline->schedule, pr.stages,
                                     pr.microbatches, /*withBackward=*/false);
@@ -283,14 +289,31 @@ static int runModelFlow(int argc, char **argv, StringRef input,
 /// libLLVM registers its code generators' options too; --help should show
 /// mlir-opt's general options, the passes and distopt's own.
 static void hideBackendOptions() {
-  static const StringRef keep[] = {
-      "allow-unregistered-dialect", "dump-pass-pipeline", "emit-bytecode",
-      "emit-bytecode-version", "elide-resource-data-from-bytecode",
-      "irdl-file", "list-passes", "load-dialect-plugin", "load-pass-plugin",
-      "log-actions-to", "no-implicit-module", "o", "output-split-marker",
-      "pass-pipeline", "profile-actions-to", "run-reproducer", "show-dialects",
-      "split-input-file", "verify-diagnostics", "verify-each",
-      "verify-roundtrip", "help", "help-list", "version", "color"};
+  static const StringRef keep[] = {"allow-unregistered-dialect",
+                                   "dump-pass-pipeline",
+                                   "emit-bytecode",
+                                   "emit-bytecode-version",
+                                   "elide-resource-data-from-bytecode",
+                                   "irdl-file",
+                                   "list-passes",
+                                   "load-dialect-plugin",
+                                   "load-pass-plugin",
+                                   "log-actions-to",
+                                   "no-implicit-module",
+                                   "o",
+                                   "output-split-marker",
+                                   "pass-pipeline",
+                                   "profile-actions-to",
+                                   "run-reproducer",
+                                   "show-dialects",
+                                   "split-input-file",
+                                   "verify-diagnostics",
+                                   "verify-each",
+                                   "verify-roundtrip",
+                                   "help",
+                                   "help-list",
+                                   "version",
+                                   "color"};
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *opt = entry.second;
     StringRef name = entry.first;
@@ -313,7 +336,8 @@ int main(int argc, char **argv) {
       argc, argv,
       "dist-opt: turn single-device model graphs into per-device programs\n\n"
       "  dist-opt model.onnx --mesh dp=2,tp=4 --plan dp,tp\n"
-      "      import, plan, propagate, reshard and partition; print the SPMD IR\n"
+      "      import, plan, propagate, reshard and partition; print the SPMD "
+      "IR\n"
       "  dist-opt model.onnx --mesh tp=2 --plan tp --dist-emit-rank=1\n"
       "      print the program rank 1 runs\n"
       "  dist-opt annotated.mlir --dist-propagate-sharding\n"

@@ -1,6 +1,6 @@
 //===- dist-run.cpp - run a model on a mesh and check it --------*- C++ -*-===//
-#include "distopt/InitAll.h"
 #include "distopt/Import/OnnxImporter.h"
+#include "distopt/InitAll.h"
 #include "distopt/Plan/Plan.h"
 #include "distopt/Runner/Runner.h"
 #include "distopt/Runner/Session.h"
@@ -22,14 +22,21 @@ using namespace llvm;
 using namespace distopt;
 
 static cl::OptionCategory category("dist-run options");
-static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx|model.mlir>"),
+static cl::opt<std::string> modelPath(cl::Positional,
+                                      cl::desc("<model.onnx|model.mlir>"),
                                       cl::cat(category));
-static cl::opt<std::string> meshSpec("mesh", cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
-                                     cl::value_desc("name=size,..."), cl::cat(category));
-static cl::list<std::string> plans("plan", cl::desc("plan file or presets (replicate, dp, fsdp, tp, sp); repeatable"),
-                                   cl::value_desc("file|presets"), cl::cat(category));
-static cl::opt<std::string> dimSpec("dim", cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
-                                    cl::value_desc("name=size,..."), cl::cat(category));
+static cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
+             cl::value_desc("name=size,..."), cl::cat(category));
+static cl::list<std::string> plans(
+    "plan",
+    cl::desc("plan file or presets (replicate, dp, fsdp, tp, sp); repeatable"),
+    cl::value_desc("file|presets"), cl::cat(category));
+static cl::opt<std::string>
+    dimSpec("dim",
+            cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
+            cl::value_desc("name=size,..."), cl::cat(category));
 static cl::opt<std::string> backendName(
     "backend",
     cl::desc("communicator: local (every rank a thread of this process), mpi "
@@ -50,7 +57,8 @@ static bool takeThreadsOption(int &argc, char **argv) {
       if (i + 1 >= argc)
         return false;
       value = argv[++i];
-    } else if (arg.consume_front("--threads=") || arg.consume_front("-threads=")) {
+    } else if (arg.consume_front("--threads=") ||
+               arg.consume_front("-threads=")) {
       value = arg;
     } else {
       argv[out++] = argv[i];
@@ -62,20 +70,33 @@ static bool takeThreadsOption(int &argc, char **argv) {
   argc = out;
   return true;
 }
-static cl::opt<std::string> inputsDir("inputs", cl::desc("directory with input_<i>.pb (ONNX TensorProto) files; default: random inputs"),
-                                      cl::cat(category));
-static cl::opt<bool> check("check", cl::desc("compare every output with a single-device run; exit 1 on mismatch"),
-                           cl::cat(category));
-static cl::opt<int> bench("bench", cl::desc("time N runs after the first (weights loaded once) and print median_ms"),
+static cl::opt<std::string>
+    inputsDir("inputs",
+              cl::desc("directory with input_<i>.pb (ONNX TensorProto) files; "
+                       "default: random inputs"),
+              cl::cat(category));
+static cl::opt<bool> check(
+    "check",
+    cl::desc(
+        "compare every output with a single-device run; exit 1 on mismatch"),
+    cl::cat(category));
+static cl::opt<int> bench("bench",
+                          cl::desc("time N runs after the first (weights "
+                                   "loaded once) and print median_ms"),
                           cl::init(0), cl::cat(category));
-static cl::opt<std::string> onnxTest("onnx-test", cl::desc("run an ONNX backend test case directory (model.onnx, test_data_set_*) and compare with its outputs"),
-                                     cl::value_desc("dir"), cl::cat(category));
-static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"), cl::init(0),
-                              cl::cat(category));
-static cl::opt<double> relTol("rtol", cl::desc("relative tolerance of --check and --onnx-test"),
-                            cl::init(1e-4), cl::cat(category));
-static cl::opt<double> absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
-                            cl::init(1e-5), cl::cat(category));
+static cl::opt<std::string>
+    onnxTest("onnx-test",
+             cl::desc("run an ONNX backend test case directory (model.onnx, "
+                      "test_data_set_*) and compare with its outputs"),
+             cl::value_desc("dir"), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<double>
+    relTol("rtol", cl::desc("relative tolerance of --check and --onnx-test"),
+           cl::init(1e-4), cl::cat(category));
+static cl::opt<double>
+    absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
+           cl::init(1e-5), cl::cat(category));
 
 static int failWith(const Twine &message) {
   errs() << "dist-run: error: " << message << "\n";
@@ -117,10 +138,9 @@ bindDims(StringRef model, const std::vector<distrt::NamedTensor> &inputs,
     return symbols.takeError();
   for (size_t i = 0; i < symbols->size(); ++i) {
     if (i >= inputs.size())
-      return createStringError("the data set has " +
-                               std::to_string(inputs.size()) +
-                               " inputs but the model takes " +
-                               std::to_string(symbols->size()));
+      return createStringError(
+          "the data set has " + std::to_string(inputs.size()) +
+          " inputs but the model takes " + std::to_string(symbols->size()));
     const distrt::Shape &shape = inputs[i].tensor.shape();
     const std::vector<std::string> &dims = (*symbols)[i];
     for (size_t d = 0; d < dims.size() && d < shape.size(); ++d) {
@@ -129,16 +149,16 @@ bindDims(StringRef model, const std::vector<distrt::NamedTensor> &inputs,
       int64_t extent = shape[d];
       if (i == 0 && d == 0 && microbatches > 1) {
         if (extent % microbatches != 0)
-          return createStringError("a batch of " + std::to_string(extent) +
-                                   " does not split into " +
-                                   std::to_string(microbatches) + " microbatches");
+          return createStringError(
+              "a batch of " + std::to_string(extent) + " does not split into " +
+              std::to_string(microbatches) + " microbatches");
         extent /= microbatches;
       }
       options.dims[dims[d]] = extent;
     }
   }
-  if (microbatches > 1 && (symbols->empty() || (*symbols)[0].empty() ||
-                           (*symbols)[0][0].empty()))
+  if (microbatches > 1 &&
+      (symbols->empty() || (*symbols)[0].empty() || (*symbols)[0][0].empty()))
     return createStringError("microbatching needs a model exported with a "
                              "dynamic batch axis (input 0, dimension 0)");
   return options;
@@ -169,16 +189,31 @@ static bool importerMayRead(const distrt::HostTensor &t) {
 static InputValues inputValuesOf(const distrt::HostTensor &t) {
   InputValues v;
   v.shape = std::vector<int64_t>(t.shape().begin(), t.shape().end());
-  v.isFloat = t.dtype() == distrt::DType::kF32 || t.dtype() == distrt::DType::kF64;
+  v.isFloat =
+      t.dtype() == distrt::DType::kF32 || t.dtype() == distrt::DType::kF64;
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     switch (t.dtype()) {
-    case distrt::DType::kF32: v.floats.push_back(t.data<float>()[i]); break;
-    case distrt::DType::kF64: v.floats.push_back(t.data<double>()[i]); break;
-    case distrt::DType::kI64: v.ints.push_back(t.data<int64_t>()[i]); break;
-    case distrt::DType::kI32: v.ints.push_back(t.data<int32_t>()[i]); break;
-    case distrt::DType::kI16: v.ints.push_back(t.data<int16_t>()[i]); break;
-    case distrt::DType::kI8: v.ints.push_back(t.data<int8_t>()[i]); break;
-    default: v.ints.push_back(t.data<uint8_t>()[i]); break;
+    case distrt::DType::kF32:
+      v.floats.push_back(t.data<float>()[i]);
+      break;
+    case distrt::DType::kF64:
+      v.floats.push_back(t.data<double>()[i]);
+      break;
+    case distrt::DType::kI64:
+      v.ints.push_back(t.data<int64_t>()[i]);
+      break;
+    case distrt::DType::kI32:
+      v.ints.push_back(t.data<int32_t>()[i]);
+      break;
+    case distrt::DType::kI16:
+      v.ints.push_back(t.data<int16_t>()[i]);
+      break;
+    case distrt::DType::kI8:
+      v.ints.push_back(t.data<int8_t>()[i]);
+      break;
+    default:
+      v.ints.push_back(t.data<uint8_t>()[i]);
+      break;
     }
   }
   return v;
@@ -201,13 +236,14 @@ readTestInputs(StringRef model, StringRef set) {
     auto t = readTensorProto(path, &fileName);
     if (!t)
       return t.takeError();
-    std::string name = !fileName.empty() ? fileName
+    std::string name = !fileName.empty()   ? fileName
                        : k < names->size() ? (*names)[k]
                                            : std::string();
     if (name.empty())
-      return createStringError(path + " names no tensor and the model has "
-                               "only " + std::to_string(names->size()) +
-                               " inputs");
+      return createStringError(path +
+                               " names no tensor and the model has "
+                               "only " +
+                               std::to_string(names->size()) + " inputs");
     fed.push_back({name, std::move(*t)});
   }
   return fed;
@@ -264,8 +300,10 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
       sys::path::append(path, "output_" + std::to_string(i) + ".pb");
       if (!sys::fs::exists(path)) {
         if (i != got->size())
-          return failWith(set + " has " + Twine(i) + " expected outputs but the "
-                          "model produced " + Twine(got->size()));
+          return failWith(set + " has " + Twine(i) +
+                          " expected outputs but the "
+                          "model produced " +
+                          Twine(got->size()));
         break;
       }
       if (i >= got->size())
@@ -273,7 +311,8 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
       auto expected = readTensorProto(path);
       if (!expected)
         return failWith(toString(expected.takeError()));
-      Comparison c = compareTensors((*got)[i].tensor, *expected, relTol, absTol);
+      Comparison c =
+          compareTensors((*got)[i].tensor, *expected, relTol, absTol);
       maxAbs = std::max(maxAbs, c.maxAbs);
       if (!c.ok) {
         outs() << "FAIL " << onnxTest << ": output " << i << " ('"
@@ -297,14 +336,16 @@ static int runOnnxTest(mlir::MLIRContext &ctx, const CompileOptions &base,
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   if (!takeThreadsOption(argc, argv))
-    return failWith("--threads needs a positive number of compute threads per rank");
+    return failWith(
+        "--threads needs a positive number of compute threads per rank");
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
       "dist-run: compile a model for a device mesh, run every rank, and check "
       "the result against a single-device run\n\n"
       "  dist-run model.onnx --mesh tp=2 --plan tp --check\n"
-      "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp --backend mpi --check\n"
+      "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp --backend mpi "
+      "--check\n"
       "  dist-run --onnx-test <case dir>\n\n"
       "  --threads=<N>  compute threads per rank (default 1)\n");
 
@@ -403,7 +444,8 @@ int main(int argc, char **argv) {
            << " MiB, peak activations "
            << format("%.1f", stats.peak_live_bytes / 1048576.0) << " MiB\n";
   if (root) {
-    errs() << "dist-run: ran in " << format("%.1f", msSince(started)) << " ms\n";
+    errs() << "dist-run: ran in " << format("%.1f", msSince(started))
+           << " ms\n";
     for (size_t mb = 0; mb < outputs->size(); ++mb)
       for (const distrt::NamedTensor &o : (*outputs)[mb])
         outs() << "output '" << o.name << "'"

@@ -9,8 +9,8 @@
 #ifndef DISTOPT_EXPORT_RANKPROGRAMEXPORT_H
 #define DISTOPT_EXPORT_RANKPROGRAMEXPORT_H
 
-#include "mlir/IR/BuiltinOps.h"
 #include "distrt/proto/rank_program.pb.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace distopt {
 

@@ -1,4 +1,5 @@
-//===- ModelReader.h - parse an ONNX file without copying weights -*- C++ -*-===//
+//===- ModelReader.h - parse an ONNX file without copying weights -*- C++
+//-*-===//
 //
 // The generated protobuf classes would copy every initializer's raw_data into
 // memory. The reader walks the protobuf wire format of the memory-mapped file
@@ -31,8 +32,8 @@ struct RawDataRef {
 };
 
 struct LoadedModel {
-  onnx::ModelProto model;             // initializers hold no raw_data
-  std::vector<RawDataRef> rawData;    // one per graph initializer, same order
+  onnx::ModelProto model;          // initializers hold no raw_data
+  std::vector<RawDataRef> rawData; // one per graph initializer, same order
   std::unique_ptr<llvm::MemoryBuffer> file; // the (mapped) model file
 
   /// The raw_data bytes of initializer `i` (empty if it has none), read from

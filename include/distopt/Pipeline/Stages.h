@@ -56,9 +56,10 @@ struct ScheduleAction {
 /// backwards; 1F1B warms up with (stages - stage - 1) forwards and then
 /// alternates. Without backward passes (inference) both give the forwards
 /// in microbatch order.
-std::vector<std::vector<ScheduleAction>>
-buildSchedule(llvm::StringRef kind, int64_t numStages, int64_t microbatches,
-              bool withBackward);
+std::vector<std::vector<ScheduleAction>> buildSchedule(llvm::StringRef kind,
+                                                       int64_t numStages,
+                                                       int64_t microbatches,
+                                                       bool withBackward);
 
 struct ScheduleTimeline {
   struct Slot {
@@ -73,10 +74,10 @@ struct ScheduleTimeline {
 
 /// Simulates a schedule with per-stage forward (and backward) times and a
 /// transfer time between stages.
-ScheduleTimeline simulateSchedule(
-    const std::vector<std::vector<ScheduleAction>> &schedule,
-    llvm::ArrayRef<double> forwardTime, llvm::ArrayRef<double> backwardTime,
-    double transferTime);
+ScheduleTimeline
+simulateSchedule(const std::vector<std::vector<ScheduleAction>> &schedule,
+                 llvm::ArrayRef<double> forwardTime,
+                 llvm::ArrayRef<double> backwardTime, double transferTime);
 
 /// An SVG picture of the timeline: stages as rows, time across, microbatches
 /// coloured.

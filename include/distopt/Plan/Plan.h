@@ -35,7 +35,7 @@ struct StyleRule {
 };
 
 struct ExplicitPlacement {
-  std::string pattern;                 // glob over tensor / input / weight names
+  std::string pattern; // glob over tensor / input / weight names
   std::vector<std::string> placements; // one per mesh axis, e.g. S(0), R, ?
   int64_t priority = kExplicitPriority;
   int line = 0;
@@ -43,8 +43,8 @@ struct ExplicitPlacement {
 
 struct PipelineSpec {
   std::string axis = "pp";
-  std::string split;        // glob on layer names, e.g. blocks.*
-  int64_t stages = 0;       // 0: the size of the pipeline axis
+  std::string split;  // glob on layer names, e.g. blocks.*
+  int64_t stages = 0; // 0: the size of the pipeline axis
   int64_t microbatches = 1;
   std::string schedule = "1f1b";
 };

@@ -1,4 +1,5 @@
-//===- Report.h - what a partitioned model communicates and costs -*- C++ -*-===//
+//===- Report.h - what a partitioned model communicates and costs -*- C++
+//-*-===//
 //
 // For a compiled model: every collective (kind, mesh axes, bytes, how many
 // times, why it exists), parameter bytes per rank, an activation-memory
@@ -36,8 +37,8 @@ struct CostModel {
   Link interNode{25.0, 10.0};
   /// Devices per node: inner axes are intra-node while their product fits.
   int64_t devicesPerNode = 8;
-  double peakTflops = 300.0;     // dense matmul throughput per device
-  double memoryGBps = 2000.0;    // device memory bandwidth
+  double peakTflops = 300.0;  // dense matmul throughput per device
+  double memoryGBps = 2000.0; // device memory bandwidth
 
   Link linkFor(llvm::StringRef axis, int64_t axisIndex,
                llvm::ArrayRef<int64_t> meshSizes) const;
@@ -56,7 +57,7 @@ struct CollectiveEntry {
   int64_t tensorBytes = 0; // size of the local tensor it works on
   int64_t count = 0;
   std::string reason;
-  double timeUs = 0;       // per occurrence, from the cost model
+  double timeUs = 0; // per occurrence, from the cost model
 };
 
 struct PipelineReport {
@@ -76,8 +77,8 @@ struct Report {
   std::vector<int64_t> meshSizes;
   std::vector<CollectiveEntry> collectives;
   std::vector<int64_t> parameterBytesPerRank;
-  int64_t parameterBytesTotal = 0; // all parameters, unsharded
-  int64_t activationBytesPeak = 0; // rank 0, values live at once
+  int64_t parameterBytesTotal = 0;  // all parameters, unsharded
+  int64_t activationBytesPeak = 0;  // rank 0, values live at once
   int64_t activationBytesTotal = 0; // rank 0, every intermediate value
   double flopsPerRank = 0;
   double communicationUs = 0;
@@ -89,10 +90,10 @@ struct Report {
 /// dist-insert-reshards) and one partitioned module per rank (index = rank).
 /// `stores(weight, rank)`, when given, says whether a rank keeps a weight
 /// (pipeline stages keep only their own); by default every rank does.
-Report buildReport(
-    mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
-    const CostModel &model,
-    std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
+Report
+buildReport(mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
+            const CostModel &model,
+            std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
 
 void printReportText(const Report &report, llvm::raw_ostream &os);
 void printReportJson(const Report &report, llvm::raw_ostream &os);

@@ -1,4 +1,5 @@
-//===- Session.h - compiled rank programs ready to run repeatedly -*- C++ -*-===//
+//===- Session.h - compiled rank programs ready to run repeatedly -*- C++
+//-*-===//
 //
 // A session holds the executors (and loaded weights) of compiled rank
 // programs on one communicator backend, so a tool can run them many times:

@@ -45,8 +45,7 @@ class Communicator {
   // send holds sum(counts) elements, member-major; member i receives the
   // reduction of everybody's i-th block (counts[i] elements).
   virtual Status ReduceScatter(const Group& group, const void* send, void* recv,
-                               const std::vector<int64_t>& counts, DType dtype,
-                               ReduceOp op) = 0;
+                               const std::vector<int64_t>& counts, DType dtype, ReduceOp op) = 0;
   // send holds send_counts[j] elements for member j (member-major); recv gets
   // recv_counts[j] elements from member j (member-major).
   virtual Status AllToAll(const Group& group, const void* send,

@@ -78,7 +78,8 @@ Status CreateNcclCommunicatorFromFile(const std::string& path, int rank, int wor
 // the id, MPI_Bcast sends it; rank and size are MPI_COMM_WORLD's. Unless
 // options.on_abort is set, Abort prints the reason and calls MPI_Abort.
 // Defined only when built with MPI (DISTRT_HAS_NCCL_MPI).
-Status CreateNcclCommunicatorMpi(const NcclCommOptions& options, std::unique_ptr<Communicator>* out);
+Status CreateNcclCommunicatorMpi(const NcclCommOptions& options,
+                                 std::unique_ptr<Communicator>* out);
 
 // A Communicator on HOST buffers over a nccl communicator (not owned): each
 // call copies its inputs to device memory, runs the nccl call and copies the

@@ -42,20 +42,55 @@ float BF16ToFloat(uint16_t b);
 uint16_t FloatToBF16(float f);
 
 // Storage types for the 16-bit floats (plain bit patterns).
-struct f16_t { uint16_t bits; };
-struct bf16_t { uint16_t bits; };
+struct f16_t {
+  uint16_t bits;
+};
+struct bf16_t {
+  uint16_t bits;
+};
 
-template <typename T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::kF64; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kI64; };
-template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kI32; };
-template <> struct DTypeOf<int16_t> { static constexpr DType value = DType::kI16; };
-template <> struct DTypeOf<int8_t> { static constexpr DType value = DType::kI8; };
-template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
-template <> struct DTypeOf<f16_t> { static constexpr DType value = DType::kF16; };
-template <> struct DTypeOf<bf16_t> { static constexpr DType value = DType::kBF16; };
+template <typename T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::kF32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::kF64;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::kI64;
+};
+template <>
+struct DTypeOf<int32_t> {
+  static constexpr DType value = DType::kI32;
+};
+template <>
+struct DTypeOf<int16_t> {
+  static constexpr DType value = DType::kI16;
+};
+template <>
+struct DTypeOf<int8_t> {
+  static constexpr DType value = DType::kI8;
+};
+template <>
+struct DTypeOf<uint8_t> {
+  static constexpr DType value = DType::kU8;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::kBool;
+};
+template <>
+struct DTypeOf<f16_t> {
+  static constexpr DType value = DType::kF16;
+};
+template <>
+struct DTypeOf<bf16_t> {
+  static constexpr DType value = DType::kBF16;
+};
 
 }  // namespace distrt
 

@@ -58,8 +58,7 @@ class LocalSession {
   int world_size() const;
   // As RunLocal / RunLocalSchedule, on the session's executors.
   Status Run(const std::vector<std::vector<HostTensor>>& inputs,
-             std::vector<std::vector<HostTensor>>* outputs,
-             std::vector<RunStats>* stats = nullptr);
+             std::vector<std::vector<HostTensor>>* outputs, std::vector<RunStats>* stats = nullptr);
   Status RunSchedule(const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
                      std::vector<std::vector<std::vector<HostTensor>>>* outputs,
                      std::vector<RunStats>* stats = nullptr);

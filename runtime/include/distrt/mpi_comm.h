@@ -127,8 +127,8 @@ class MpiRank {
 // failure of this rank the job is aborted with the message on stderr (see
 // MpiCommOptions::abort_job_on_error). `stats`, if given, gets the RunStats.
 Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<HostTensor>& my_inputs,
-                  std::vector<HostTensor>* my_outputs, const MpiRunOptions& options = MpiRunOptions(),
-                  RunStats* stats = nullptr);
+                  std::vector<HostTensor>* my_outputs,
+                  const MpiRunOptions& options = MpiRunOptions(), RunStats* stats = nullptr);
 Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
                           const std::vector<std::vector<HostTensor>>& my_inputs,
                           std::vector<std::vector<HostTensor>>* my_outputs,

@@ -21,7 +21,7 @@ constexpr uint32_t kFormatVersion = 1;
 constexpr uint32_t kEndMark = 0x44525445u;
 
 struct ValueInfo {
-  int32_t id = -1;   // the id used in the file
+  int32_t id = -1;  // the id used in the file
   TensorType type;
   std::string name;  // source name, may be empty
 };

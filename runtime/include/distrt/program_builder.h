@@ -38,11 +38,10 @@ class ProgramBuilder {
              DType value_dtype, const Shape& global_shape, const Shape& offsets,
              const Shape& sizes);
   // Appends an instruction; returns it for attributes / group.
-  proto::Instruction& Op(const std::string& op, const std::vector<int>& inputs,
-                         const std::vector<int>& outputs,
-                         std::initializer_list<std::pair<const std::string, proto::Attribute>>
-                             attrs = {},
-                         const std::vector<int>& group = {});
+  proto::Instruction& Op(
+      const std::string& op, const std::vector<int>& inputs, const std::vector<int>& outputs,
+      std::initializer_list<std::pair<const std::string, proto::Attribute>> attrs = {},
+      const std::vector<int>& group = {});
   // Convenience: declares the output value and appends the instruction.
   int Apply(const std::string& op, const std::vector<int>& inputs, DType dtype, const Shape& shape,
             std::initializer_list<std::pair<const std::string, proto::Attribute>> attrs = {},

@@ -69,10 +69,10 @@ std::string StrCat(const Args&... args) {
   return os.str();
 }
 
-#define DISTRT_DEFINE_ERROR_FN(Name, Code)                 \
-  template <typename... Args>                              \
-  Status Name(const Args&... args) {                       \
-    return Status(StatusCode::Code, StrCat(args...));      \
+#define DISTRT_DEFINE_ERROR_FN(Name, Code)            \
+  template <typename... Args>                         \
+  Status Name(const Args&... args) {                  \
+    return Status(StatusCode::Code, StrCat(args...)); \
   }
 DISTRT_DEFINE_ERROR_FN(InvalidArgumentError, kInvalidArgument)
 DISTRT_DEFINE_ERROR_FN(NotFoundError, kNotFound)
@@ -117,16 +117,15 @@ class StatusOr {
 #define DISTRT_STATUS_CONCAT_(a, b) DISTRT_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function if `expr` is not OK.
-#define DISTRT_RETURN_IF_ERROR(expr)                  \
-  do {                                                \
-    ::distrt::Status distrt_status_ = (expr);         \
-    if (!distrt_status_.ok()) return distrt_status_;  \
+#define DISTRT_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::distrt::Status distrt_status_ = (expr);        \
+    if (!distrt_status_.ok()) return distrt_status_; \
   } while (0)
 
 // DISTRT_ASSIGN_OR_RETURN(auto x, FnReturningStatusOr());
-#define DISTRT_ASSIGN_OR_RETURN(lhs, expr)                                        \
-  DISTRT_ASSIGN_OR_RETURN_IMPL_(DISTRT_STATUS_CONCAT_(distrt_statusor_, __LINE__), \
-                                lhs, expr)
+#define DISTRT_ASSIGN_OR_RETURN(lhs, expr) \
+  DISTRT_ASSIGN_OR_RETURN_IMPL_(DISTRT_STATUS_CONCAT_(distrt_statusor_, __LINE__), lhs, expr)
 #define DISTRT_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                  \
   if (!tmp.ok()) return tmp.status();                 \

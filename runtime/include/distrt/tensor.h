@@ -113,14 +113,18 @@ class HostTensor {
   int rank() const { return static_cast<int>(type_.shape.size()); }
   int64_t dim(int i) const { return type_.shape[static_cast<size_t>(i)]; }
   int64_t num_elements() const { return NumElements(type_.shape); }
-  size_t byte_size() const {
-    return static_cast<size_t>(num_elements()) * DTypeSize(type_.dtype);
-  }
+  size_t byte_size() const { return static_cast<size_t>(num_elements()) * DTypeSize(type_.dtype); }
 
   void* raw() { return buffer_ ? buffer_->data() : nullptr; }
   const void* raw() const { return buffer_ ? buffer_->data() : nullptr; }
-  template <typename T> T* data() { return reinterpret_cast<T*>(raw()); }
-  template <typename T> const T* data() const { return reinterpret_cast<const T*>(raw()); }
+  template <typename T>
+  T* data() {
+    return reinterpret_cast<T*>(raw());
+  }
+  template <typename T>
+  const T* data() const {
+    return reinterpret_cast<const T*>(raw());
+  }
 
   // Same buffer, new shape with the same element count.
   Status Reshaped(const Shape& shape, HostTensor* out) const;

@@ -1,6 +1,6 @@
 //===- PiecesTest.cpp - how dimensions split over mesh axes -----*- C++ -*-===//
-#include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/Dist/IR/DistOps.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include <gtest/gtest.h>
@@ -13,7 +13,8 @@ class PiecesTest : public ::testing::Test {
 protected:
   PiecesTest() { ctx.loadDialect<DistDialect>(); }
   ShardingAttr sharding(std::vector<Placement> ps) {
-    return ShardingAttr::get(&ctx, mlir::FlatSymbolRefAttr::get(&ctx, "mesh"), ps);
+    return ShardingAttr::get(&ctx, mlir::FlatSymbolRefAttr::get(&ctx, "mesh"),
+                             ps);
   }
   mlir::MLIRContext ctx;
 };
@@ -80,8 +81,8 @@ TEST_F(PiecesTest, LocalShapeWithoutRankMarksUnevenDimsDynamic) {
 }
 
 TEST_F(PiecesTest, PartialAndReplicatedDoNotSplit) {
-  ShardingAttr s = sharding({Placement::partial(ReductionKind::Sum),
-                             Placement::replicate()});
+  ShardingAttr s = sharding(
+      {Placement::partial(ReductionKind::Sum), Placement::replicate()});
   std::vector<int64_t> sizes{2, 4};
   auto shape = localShape({8, 10}, s, sizes, std::nullopt);
   EXPECT_EQ(shape[0], 8);

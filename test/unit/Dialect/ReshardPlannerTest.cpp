@@ -136,7 +136,8 @@ TEST(ReshardPlannerTest, PartialToShardIsOneReduceScatter) {
 
 TEST(ReshardPlannerTest, ShardToOtherDimIsAllToAllNotGatherThenSlice) {
   ReshardProblem problem{{64, 64}, 4, {4}};
-  auto plan = planReshard(problem, {Placement::shard(0)}, {Placement::shard(1)});
+  auto plan =
+      planReshard(problem, {Placement::shard(0)}, {Placement::shard(1)});
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan->steps.size(), 1u);
   EXPECT_EQ(plan->steps[0].kind, ReshardStep::Kind::AllToAll);

@@ -58,8 +58,9 @@ TEST(PointToPointCheckTest, AReceiveNobodySends) {
               program(1, {{"recv", 0, 3}, {"recv", 0, 9}})};
   llvm::Error err = checkPointToPoint(ps);
   ASSERT_TRUE(static_cast<bool>(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find(
-                "rank 1 receives message 1 (tag 9) from rank 0, which never sends it"),
+  EXPECT_NE(llvm::toString(std::move(err))
+                .find("rank 1 receives message 1 (tag 9) from rank 0, which "
+                      "never sends it"),
             std::string::npos);
 }
 
@@ -68,7 +69,8 @@ TEST(PointToPointCheckTest, OrderMismatchIsReported) {
               program(1, {{"recv", 0, 4}, {"recv", 0, 3}})};
   llvm::Error err = checkPointToPoint(ps);
   ASSERT_TRUE(static_cast<bool>(err));
-  EXPECT_NE(llvm::toString(std::move(err)).find("sends tag 3 (16 bytes) as message 0"),
+  EXPECT_NE(llvm::toString(std::move(err))
+                .find("sends tag 3 (16 bytes) as message 0"),
             std::string::npos);
 }
 

@@ -75,8 +75,8 @@ private:
 
   Value weight(std::vector<int64_t> shape) {
     Value w{fresh(), shape};
-    body << "  " << w.name << " = nn.weight \"w" << counter << "\" : "
-         << typeOf(shape) << "\n";
+    body << "  " << w.name << " = nn.weight \"w" << counter
+         << "\" : " << typeOf(shape) << "\n";
     return annotateMaybe(w);
   }
 
@@ -87,8 +87,10 @@ private:
     std::string placements;
     for (size_t a = 0; a < meshSizes.size(); ++a) {
       int r = pick(5);
-      std::string p = r < 2 ? "?" : r == 2 ? "R"
-                                           : "S(" + std::to_string(pick(v.shape.size())) + ")";
+      std::string p = r < 2 ? "?"
+                      : r == 2
+                          ? "R"
+                          : "S(" + std::to_string(pick(v.shape.size())) + ")";
       placements += (a ? ", " : "") + p;
     }
     Value out{fresh(), v.shape};
@@ -104,7 +106,8 @@ private:
   }
 
   void addOp() {
-    Value v = values[values.size() - 1 - pick(std::min<size_t>(values.size(), 3))];
+    Value v =
+        values[values.size() - 1 - pick(std::min<size_t>(values.size(), 3))];
     int64_t rank = v.shape.size();
     std::string t = typeOf(v.shape);
     switch (pick(12)) {
@@ -156,9 +159,9 @@ private:
       Value b = weight({v.shape.back()});
       Value r{fresh(), v.shape};
       emit(r, "nn.layer_norm " + v.name + ", " + g.name + ", " + b.name +
-                  " axis " + std::to_string(rank - 1) +
-                  " epsilon 1.0e-05 : (" + t + ", " + typeOf(g.shape) + ", " +
-                  typeOf(b.shape) + ") -> " + t);
+                  " axis " + std::to_string(rank - 1) + " epsilon 1.0e-05 : (" +
+                  t + ", " + typeOf(g.shape) + ", " + typeOf(b.shape) +
+                  ") -> " + t);
       break;
     }
     case 6: { // transpose
@@ -310,26 +313,30 @@ TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
     distributed.meshSpec = spec;
     auto programs = compilePrograms(*ctx, path, distributed, dir);
     ASSERT_TRUE(static_cast<bool>(programs))
-        << llvm::toString(programs.takeError()) << "\n" << diagnostics;
-    ASSERT_EQ(programs->size(), static_cast<size_t>(
-                                    std::accumulate(mesh.begin(), mesh.end(), 1,
-                                                    std::multiplies<int64_t>())));
+        << llvm::toString(programs.takeError()) << "\n"
+        << diagnostics;
+    ASSERT_EQ(programs->size(),
+              static_cast<size_t>(std::accumulate(mesh.begin(), mesh.end(), 1,
+                                                  std::multiplies<int64_t>())));
     // The single-device reference: the same graph without its mesh.
     CompileOptions single;
     single.singleDevice = true;
     auto reference = compilePrograms(*ctx, path, single, dir);
     ASSERT_TRUE(static_cast<bool>(reference))
-        << llvm::toString(reference.takeError()) << "\n" << diagnostics;
+        << llvm::toString(reference.takeError()) << "\n"
+        << diagnostics;
     auto inputs = makeInputs(*reference, "", seed);
-    ASSERT_TRUE(static_cast<bool>(inputs)) << llvm::toString(inputs.takeError());
+    ASSERT_TRUE(static_cast<bool>(inputs))
+        << llvm::toString(inputs.takeError());
     auto expected = runLocal(*reference, *inputs, 1);
-    ASSERT_TRUE(static_cast<bool>(expected)) << llvm::toString(expected.takeError());
+    ASSERT_TRUE(static_cast<bool>(expected))
+        << llvm::toString(expected.takeError());
     auto got = runLocal(*programs, *inputs, 1);
     ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
     ASSERT_EQ(got->size(), expected->size());
     for (size_t i = 0; i < got->size(); ++i) {
-      Comparison c = compareTensors((*got)[i].tensor, (*expected)[i].tensor,
-                                    1e-4, 1e-5);
+      Comparison c =
+          compareTensors((*got)[i].tensor, (*expected)[i].tensor, 1e-4, 1e-5);
       EXPECT_TRUE(c.ok) << "output " << i << ": " << c.message;
     }
   }

@@ -167,8 +167,11 @@ TEST(ImporterErrors, SymbolicDimensions) {
   EXPECT_IMPORTS(importModel(m.model, {{"batch", 5}}), "tensor<5x3xf32>");
   TestModel u;
   u.input("x", F32, {int64_t(2)});
-  u.graph->mutable_input(0)->mutable_type()->mutable_tensor_type()
-      ->mutable_shape()->add_dim();
+  u.graph->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->add_dim();
   u.node("Relu", {"x"}, {"y"}, "r");
   u.output("y", F32, {int64_t(2)});
   EXPECT_ERROR(importModel(u.model),
@@ -254,7 +257,8 @@ TestModel externalModel(const std::string &location, int64_t offset,
 
 TEST(ImporterExternalData, ReferencesAndChecks) {
   writeFile("ext/weights.bin", std::string(64, '\1'));
-  std::string ok = writeModel("ext/ok.onnx", externalModel("weights.bin", 16, 16).model);
+  std::string ok =
+      writeModel("ext/ok.onnx", externalModel("weights.bin", 16, 16).model);
   EXPECT_IMPORTS(importFile(ok),
                  "nn.weight \"w\" file \"weights.bin\" offset 16 : "
                  "tensor<2x2xf32>");
@@ -262,18 +266,18 @@ TEST(ImporterExternalData, ReferencesAndChecks) {
                                      externalModel("weights.bin", 56).model)),
                "initializer 'w' needs bytes [56, 72) of 'weights.bin', which "
                "has 64 bytes");
-  EXPECT_ERROR(importFile(writeModel("ext/len.onnx",
-                                     externalModel("weights.bin", 0, 12).model)),
+  EXPECT_ERROR(importFile(writeModel(
+                   "ext/len.onnx", externalModel("weights.bin", 0, 12).model)),
                "initializer 'w' has external length 12 but its shape and type "
                "need 16 bytes");
   EXPECT_ERROR(importFile(writeModel("ext/missing.onnx",
                                      externalModel("nothere.bin", 0).model)),
                "initializer 'w': external data file 'nothere.bin' is missing");
-  for (const char *bad : {"../weights.bin", "/etc/passwd", "a/../../x.bin",
-                          "..\\x.bin"})
-    EXPECT_ERROR(importFile(writeModel("ext/escape.onnx",
-                                       externalModel(bad, 0).model)),
-                 "outside the model's directory");
+  for (const char *bad :
+       {"../weights.bin", "/etc/passwd", "a/../../x.bin", "..\\x.bin"})
+    EXPECT_ERROR(
+        importFile(writeModel("ext/escape.onnx", externalModel(bad, 0).model)),
+        "outside the model's directory");
   TestModel m = externalModel("weights.bin", 0);
   m.graph->mutable_initializer(0)->mutable_external_data(1)->set_value("x12");
   EXPECT_ERROR(importFile(writeModel("ext/badoffset.onnx", m.model)),
@@ -297,8 +301,9 @@ TEST(ImporterErrors, OperandsThatDoNotFitAreDiagnosedNotCrashes) {
   m.input("b", F32, {int64_t(4), int64_t(5)});
   m.node("MatMul", {"a", "b"}, {"y"}, "mm");
   m.output("y", F32, {int64_t(2), int64_t(5)});
-  EXPECT_ERROR(importModel(m.model),
-               "node 'mm' (MatMul, opset 17): cannot be expressed as nn.matmul");
+  EXPECT_ERROR(
+      importModel(m.model),
+      "node 'mm' (MatMul, opset 17): cannot be expressed as nn.matmul");
   TestModel a;
   a.input("a", F32, {int64_t(2), int64_t(3)});
   a.input("b", F32, {int64_t(4)});

@@ -78,9 +78,10 @@ void expectOffsetsMatch(const std::string &path) {
 } // namespace
 
 TEST(ImportModelReader, OffsetsMatchGeneratedParseOnExportedModels) {
-  for (const char *m : {"models/mlp_op13/model.onnx", "models/gpt_op17/model.onnx",
-                        "models/bert_op13_dyn/model.onnx",
-                        "models/llama_op17/model.onnx", "onnx/gemm.onnx"})
+  for (const char *m :
+       {"models/mlp_op13/model.onnx", "models/gpt_op17/model.onnx",
+        "models/bert_op13_dyn/model.onnx", "models/llama_op17/model.onnx",
+        "onnx/gemm.onnx"})
     expectOffsetsMatch(testData(m));
 }
 
@@ -145,8 +146,7 @@ TEST(ImportRobustness, TruncatedModelsAreErrors) {
     cuts.push_back(bytes.size() - back);
   for (size_t cut : cuts) {
     SCOPED_TRACE("cut at " + std::to_string(cut));
-    ImportResult r =
-        importFile(writeFile("cut.onnx", bytes.substr(0, cut)));
+    ImportResult r = importFile(writeFile("cut.onnx", bytes.substr(0, cut)));
     EXPECT_FALSE(r.ok);
     EXPECT_FALSE(r.diagnostics.empty());
   }
@@ -165,7 +165,7 @@ TEST(ImportRobustness, CorruptedModelsDoNotCrash) {
     // rather than weight bytes.
     size_t head = std::min<size_t>(copy.size(), 4096);
     for (int f = 0; f < flips; ++f) {
-      size_t at = iter % 2 ? rng() % copy.size()
+      size_t at = iter % 2    ? rng() % copy.size()
                   : rng() % 3 ? rng() % head
                               : copy.size() - 1 - rng() % 256;
       copy[at] = static_cast<char>(rng());

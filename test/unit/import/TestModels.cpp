@@ -92,7 +92,8 @@ onnx::TensorProto &TestModel::typedInts(const std::string &name,
   return *t;
 }
 
-static onnx::AttributeProto *addAttr(onnx::NodeProto &n, const std::string &name,
+static onnx::AttributeProto *addAttr(onnx::NodeProto &n,
+                                     const std::string &name,
                                      onnx::AttributeProto::AttributeType type) {
   onnx::AttributeProto *a = n.add_attribute();
   a->set_name(name);

@@ -26,8 +26,7 @@ struct TestModel {
     return *this;
   }
 
-  onnx::NodeProto &node(const std::string &op,
-                        std::vector<std::string> inputs,
+  onnx::NodeProto &node(const std::string &op, std::vector<std::string> inputs,
                         std::vector<std::string> outputs,
                         const std::string &name = "");
   void input(const std::string &name, int elemType, std::vector<Dim> dims);

@@ -27,7 +27,8 @@ namespace cl = llvm::cl;
 static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::init(""));
 static cl::opt<std::string>
-    dimSpec("dim", cl::desc("Sizes of symbolic dimensions, e.g. batch=2,seq=16"),
+    dimSpec("dim",
+            cl::desc("Sizes of symbolic dimensions, e.g. batch=2,seq=16"),
             cl::init(""));
 static cl::list<std::string> inputValueSpecs(
     "input-value",
@@ -40,13 +41,13 @@ static cl::opt<bool> debugInfo("debug-info",
 static cl::opt<bool> listOps("list-ops",
                              cl::desc("Print the supported ops and exit"),
                              cl::init(false));
-static cl::opt<bool> timing("time",
-                            cl::desc("Print the import time to stderr"),
+static cl::opt<bool> timing("time", cl::desc("Print the import time to stderr"),
                             cl::init(false));
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  cl::ParseCommandLineOptions(argc, argv, "distopt ONNX importer test driver\n");
+  cl::ParseCommandLineOptions(argc, argv,
+                              "distopt ONNX importer test driver\n");
   if (listOps) {
     distopt::printSupportedOnnxOps(llvm::outs());
     return 0;
@@ -80,7 +81,8 @@ int main(int argc, char **argv) {
       for (llvm::StringRef d : dims) {
         int64_t n;
         if (d.getAsInteger(10, n)) {
-          llvm::errs() << "error: bad shape in --input-value '" << spec << "'\n";
+          llvm::errs() << "error: bad shape in --input-value '" << spec
+                       << "'\n";
           return 2;
         }
         v.shape->push_back(n);

@@ -1,4 +1,5 @@
-//===- ScheduleTest.cpp - pipeline schedules and their timelines -*- C++ -*-===//
+//===- ScheduleTest.cpp - pipeline schedules and their timelines -*- C++
+//-*-===//
 #include "distopt/Pipeline/Stages.h"
 
 #include <gtest/gtest.h>

@@ -8,8 +8,8 @@
 // Splat constants split into smaller splats; other constants stay whole.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 #include "RuleHelpers.h"
+#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 
@@ -73,14 +73,12 @@ struct ConstantRuleModel
   }
 };
 
-template <typename OpTy>
-static void attachIfElementwise(MLIRContext *ctx) {
+template <typename OpTy> static void attachIfElementwise(MLIRContext *ctx) {
   if constexpr (OpTy::template hasTrait<OpTrait::Elementwise>())
     OpTy::template attachInterface<ElementwiseRuleModel<OpTy>>(*ctx);
 }
 
-template <typename... OpTys>
-static void attachAll(MLIRContext *ctx) {
+template <typename... OpTys> static void attachAll(MLIRContext *ctx) {
   (attachIfElementwise<OpTys>(ctx), ...);
 }
 

@@ -1,4 +1,5 @@
-//===- ExternalModels.cpp - sharding rules for upstream dialects -*- C++ -*-===//
+//===- ExternalModels.cpp - sharding rules for upstream dialects -*- C++
+//-*-===//
 #include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 
 void distopt::dist::registerExternalModels(mlir::DialectRegistry &registry) {

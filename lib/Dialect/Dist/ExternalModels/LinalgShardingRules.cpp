@@ -24,8 +24,8 @@
 // operands (the default partitioning).
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 #include "RuleHelpers.h"
+#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 
@@ -148,9 +148,9 @@ private:
     auto operand = [&](unsigned i) { return of(op->getOperand(i)); };
     Linearity result = Linearity::of(Linearity::Nonlinear);
     if (isa<arith::ConstantOp>(op)) {
-      result = Linearity::of(isZeroConstant(op->getResult(0))
-                                 ? Linearity::Zero
-                                 : Linearity::Constant);
+      result =
+          Linearity::of(isZeroConstant(op->getResult(0)) ? Linearity::Zero
+                                                         : Linearity::Constant);
     } else if (isa<linalg::IndexOp>(op)) {
       result = Linearity::of(Linearity::Constant);
     } else if (isa<arith::AddFOp, arith::AddIOp, arith::SubFOp, arith::SubIOp>(
@@ -387,14 +387,12 @@ struct LinalgRuleModel
   }
 };
 
-template <typename OpTy>
-static void attachIfStructured(MLIRContext *ctx) {
+template <typename OpTy> static void attachIfStructured(MLIRContext *ctx) {
   if constexpr (OpTy::template hasTrait<linalg::LinalgOp::Trait>())
     OpTy::template attachInterface<LinalgRuleModel<OpTy>>(*ctx);
 }
 
-template <typename... OpTys>
-static void attachAll(MLIRContext *ctx) {
+template <typename... OpTys> static void attachAll(MLIRContext *ctx) {
   (attachIfStructured<OpTys>(ctx), ...);
 }
 

@@ -26,9 +26,10 @@ OpShardingRule constantRule(mlir::Operation *op, mlir::Attribute value);
 /// The local value of a constant: `value` itself if the shard is the whole
 /// tensor, a resized splat otherwise. Fails with a diagnostic when the local
 /// shape is not static (an uneven split in the SPMD program).
-mlir::FailureOr<mlir::TypedAttr>
-localConstantValue(mlir::Operation *op, PartitionContext &ctx,
-                   mlir::Attribute value, ShardingAttr sharding);
+mlir::FailureOr<mlir::TypedAttr> localConstantValue(mlir::Operation *op,
+                                                    PartitionContext &ctx,
+                                                    mlir::Attribute value,
+                                                    ShardingAttr sharding);
 
 } // namespace distopt::dist::external
 

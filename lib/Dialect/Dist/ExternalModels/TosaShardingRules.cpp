@@ -9,8 +9,8 @@
 // select's values, negate, identity, transpose and reduce_sum.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 #include "RuleHelpers.h"
+#include "distopt/Dialect/Dist/ExternalModels/ExternalModels.h"
 
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 
@@ -47,12 +47,12 @@ struct ElementwiseRuleModel
     }
     if (auto neg = dyn_cast<tosa::NegateOp>(op)) {
       OpShardingRule rule = external::broadcastRule(op, 1);
-      if (isZeroConstant(neg.getInput1Zp()) && isZeroConstant(neg.getOutputZp()))
+      if (isZeroConstant(neg.getInput1Zp()) &&
+          isZeroConstant(neg.getOutputZp()))
         rule.setPartialFlow(PartialFlow::AllLinear, {0});
       return rule;
     }
-    OpShardingRule rule =
-        external::broadcastRule(op, op->getNumOperands());
+    OpShardingRule rule = external::broadcastRule(op, op->getNumOperands());
     if (isa<tosa::AddOp, tosa::SubOp>(op))
       rule.setPartialFlow(PartialFlow::AllLinear, {0, 1});
     else if (isa<tosa::SelectOp>(op))
@@ -83,11 +83,14 @@ struct MatMulRuleModel
         return {};
       return {n};
     };
-    rule.operands = {{batch(a), {h}, {k}}, {batch(b), {k}, {w}},
-                     TensorFactors(1), TensorFactors(1)};
+    rule.operands = {{batch(a), {h}, {k}},
+                     {batch(b), {k}, {w}},
+                     TensorFactors(1),
+                     TensorFactors(1)};
     rule.results = {{{n}, {h}, {w}}};
     rule.linearOperands.assign(4, false);
-    bool noZeroPoints = isZeroConstant(mm.getAZp()) && isZeroConstant(mm.getBZp());
+    bool noZeroPoints =
+        isZeroConstant(mm.getAZp()) && isZeroConstant(mm.getBZp());
     if (noZeroPoints)
       rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
     return rule;
@@ -119,8 +122,8 @@ struct ReduceRuleModel
     TensorFactors tin, tout;
     for (int64_t d = 0; d < in.getRank(); ++d) {
       bool reduced = d == axis;
-      int64_t f = rule.addFactor(in.getDimSize(d),
-                                 reduced ? kind : FactorKind::Parallel, reduction);
+      int64_t f = rule.addFactor(
+          in.getDimSize(d), reduced ? kind : FactorKind::Parallel, reduction);
       tin.push_back({f});
       tout.push_back(reduced ? SmallVector<int64_t, 2>{}
                              : SmallVector<int64_t, 2>{f});
@@ -172,21 +175,20 @@ struct ConstRuleModel
         op, ctx, constant.getValues(), resultShardings[0]);
     if (failed(value))
       return failure();
-    localResults.push_back(tosa::ConstOp::create(
-        ctx.builder, op->getLoc(), value->getType(), cast<ElementsAttr>(*value)));
+    localResults.push_back(tosa::ConstOp::create(ctx.builder, op->getLoc(),
+                                                 value->getType(),
+                                                 cast<ElementsAttr>(*value)));
     return success();
   }
 };
 
-template <typename OpTy>
-static void attachIfElementwise(MLIRContext *ctx) {
+template <typename OpTy> static void attachIfElementwise(MLIRContext *ctx) {
   if constexpr (OpTy::template hasTrait<
                     OpTrait::tosa::TosaElementwiseOperator>())
     OpTy::template attachInterface<ElementwiseRuleModel<OpTy>>(*ctx);
 }
 
-template <typename... OpTys>
-static void attachAll(MLIRContext *ctx) {
+template <typename... OpTys> static void attachAll(MLIRContext *ctx) {
   (attachIfElementwise<OpTys>(ctx), ...);
 }
 
@@ -203,13 +205,18 @@ void distopt::dist::registerTosaShardingRules(DialectRegistry &registry) {
     tosa::IdentityOp::attachInterface<ElementwiseRuleModel<tosa::IdentityOp>>(
         *ctx);
     tosa::MatMulOp::attachInterface<MatMulRuleModel>(*ctx);
-    tosa::ReduceSumOp::attachInterface<ReduceRuleModel<tosa::ReduceSumOp>>(*ctx);
-    tosa::ReduceMaxOp::attachInterface<ReduceRuleModel<tosa::ReduceMaxOp>>(*ctx);
-    tosa::ReduceMinOp::attachInterface<ReduceRuleModel<tosa::ReduceMinOp>>(*ctx);
+    tosa::ReduceSumOp::attachInterface<ReduceRuleModel<tosa::ReduceSumOp>>(
+        *ctx);
+    tosa::ReduceMaxOp::attachInterface<ReduceRuleModel<tosa::ReduceMaxOp>>(
+        *ctx);
+    tosa::ReduceMinOp::attachInterface<ReduceRuleModel<tosa::ReduceMinOp>>(
+        *ctx);
     tosa::ReduceProductOp::attachInterface<
         ReduceRuleModel<tosa::ReduceProductOp>>(*ctx);
-    tosa::ReduceAllOp::attachInterface<ReduceRuleModel<tosa::ReduceAllOp>>(*ctx);
-    tosa::ReduceAnyOp::attachInterface<ReduceRuleModel<tosa::ReduceAnyOp>>(*ctx);
+    tosa::ReduceAllOp::attachInterface<ReduceRuleModel<tosa::ReduceAllOp>>(
+        *ctx);
+    tosa::ReduceAnyOp::attachInterface<ReduceRuleModel<tosa::ReduceAnyOp>>(
+        *ctx);
     tosa::TransposeOp::attachInterface<TransposeRuleModel>(*ctx);
     tosa::ConstOp::attachInterface<ConstRuleModel>(*ctx);
   });

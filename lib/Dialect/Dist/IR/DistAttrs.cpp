@@ -49,7 +49,8 @@ static ParseResult parsePlacement(AsmParser &parser, Placement &out) {
   }
   if (kw == "S" || kw == "Shard") {
     int64_t dim;
-    if (parser.parseLParen() || parser.parseInteger(dim) || parser.parseRParen())
+    if (parser.parseLParen() || parser.parseInteger(dim) ||
+        parser.parseRParen())
       return failure();
     if (dim < 0)
       return parser.emitError(loc, "shard dimension must be non-negative, got ")
@@ -101,9 +102,9 @@ void ShardingAttr::print(AsmPrinter &printer) const {
   printer << "]>";
 }
 
-LogicalResult
-ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                     FlatSymbolRefAttr mesh, ArrayRef<Placement> placements) {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FlatSymbolRefAttr mesh,
+                                   ArrayRef<Placement> placements) {
   if (!mesh)
     return emitError() << "sharding needs a mesh";
   for (const Placement &p : placements)
@@ -130,9 +131,8 @@ ShardingAttr::verifyFor(function_ref<InFlightDiagnostic()> emitError,
   for (auto [axis, p] : llvm::enumerate(placements)) {
     if (p.isShard() && p.dim >= tensorRank)
       return emitError() << "sharding " << *this << " shards dimension "
-                         << p.dim << " on mesh axis '"
-                         << mesh.getAxisName(axis) << "', but the tensor has rank "
-                         << tensorRank;
+                         << p.dim << " on mesh axis '" << mesh.getAxisName(axis)
+                         << "', but the tensor has rank " << tensorRank;
   }
   return success();
 }
@@ -151,9 +151,8 @@ bool ShardingAttr::isFullyDecided() const {
 }
 
 bool ShardingAttr::isReplicated() const {
-  return llvm::all_of(getPlacements(), [](const Placement &p) {
-    return p.isReplicateOrOpen();
-  });
+  return llvm::all_of(getPlacements(),
+                      [](const Placement &p) { return p.isReplicateOrOpen(); });
 }
 
 bool ShardingAttr::hasPartial() const {

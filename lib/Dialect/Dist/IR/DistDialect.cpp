@@ -40,14 +40,14 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   for (auto [i, a] : llvm::enumerate(array)) {
     auto sharding = dyn_cast<ShardingAttr>(a);
     if (!sharding)
-      return op->emitError("'dist.sharding' entry ") << i
-             << " is not a #dist.sharding";
+      return op->emitError("'dist.sharding' entry ")
+             << i << " is not a #dist.sharding";
     auto type = dyn_cast<RankedTensorType>(op->getResult(i).getType());
     if (!type)
-      return op->emitError("'dist.sharding' on result ") << i
-             << " which is not a ranked tensor";
-    auto mesh = SymbolTable::lookupNearestSymbolFrom<MeshOp>(
-        op, sharding.getMesh());
+      return op->emitError("'dist.sharding' on result ")
+             << i << " which is not a ranked tensor";
+    auto mesh =
+        SymbolTable::lookupNearestSymbolFrom<MeshOp>(op, sharding.getMesh());
     if (!mesh)
       return op->emitError("'dist.sharding' refers to unknown mesh ")
              << sharding.getMesh();

@@ -48,9 +48,9 @@ void MeshOp::print(OpAsmPrinter &p) {
                             << " = " << std::get<1>(pair);
                         });
   p << "]";
-  p.printOptionalAttrDict((*this)->getAttrs(),
-                          {getSymNameAttrName(), getAxisNamesAttrName(),
-                           getAxisSizesAttrName()});
+  p.printOptionalAttrDict(
+      (*this)->getAttrs(),
+      {getSymNameAttrName(), getAxisNamesAttrName(), getAxisSizesAttrName()});
 }
 
 LogicalResult MeshOp::verify() {
@@ -67,8 +67,8 @@ LogicalResult MeshOp::verify() {
     if (!seen.insert(name).second)
       return emitOpError("duplicate axis name: ") << name;
     if (size <= 0)
-      return emitOpError("axis '") << name << "' has size " << size
-                                   << "; sizes must be positive";
+      return emitOpError("axis '")
+             << name << "' has size " << size << "; sizes must be positive";
   }
   return success();
 }
@@ -121,8 +121,8 @@ static FailureOr<MeshOp> lookupMesh(Operation *op, FlatSymbolRefAttr ref,
 }
 
 /// Resolves axis names to indices; reports unknown and repeated names.
-static FailureOr<SmallVector<int64_t>>
-resolveAxes(Operation *op, MeshOp mesh, ArrayAttr axes) {
+static FailureOr<SmallVector<int64_t>> resolveAxes(Operation *op, MeshOp mesh,
+                                                   ArrayAttr axes) {
   SmallVector<int64_t> indices;
   if (axes.empty())
     return op->emitOpError("needs at least one mesh axis");
@@ -149,9 +149,9 @@ static int64_t groupSize(MeshOp mesh, ArrayRef<int64_t> axes) {
 static LogicalResult checkDim(Operation *op, StringRef what, int64_t dim,
                               int64_t rank) {
   if (dim < 0 || dim >= rank)
-    return op->emitOpError() << what << " " << dim
-                             << " is out of range for a tensor of rank "
-                             << rank;
+    return op->emitOpError()
+           << what << " " << dim << " is out of range for a tensor of rank "
+           << rank;
   return success();
 }
 
@@ -171,8 +171,8 @@ static LogicalResult checkSameExceptDim(Operation *op, RankedTensorType in,
         !ShapedType::isDynamic(out.getDimSize(d)) &&
         in.getDimSize(d) != out.getDimSize(d))
       return op->emitOpError("changes dimension ")
-             << d << " from " << in.getDimSize(d) << " to "
-             << out.getDimSize(d) << "; only dimension " << dim << " may change";
+             << d << " from " << in.getDimSize(d) << " to " << out.getDimSize(d)
+             << "; only dimension " << dim << " may change";
   }
   return success();
 }
@@ -184,14 +184,15 @@ static int64_t sum(ArrayRef<int64_t> xs) {
   return s;
 }
 
-static LogicalResult checkSizes(Operation *op, std::optional<ArrayRef<int64_t>> sizes,
+static LogicalResult checkSizes(Operation *op,
+                                std::optional<ArrayRef<int64_t>> sizes,
                                 int64_t group, StringRef what) {
   if (!sizes)
     return success();
   if (static_cast<int64_t>(sizes->size()) != group)
-    return op->emitOpError() << what << " lists " << sizes->size()
-                             << " extents but the group has " << group
-                             << " members";
+    return op->emitOpError()
+           << what << " lists " << sizes->size()
+           << " extents but the group has " << group << " members";
   for (int64_t s : *sizes)
     if (s < 0)
       return op->emitOpError() << what << " has a negative extent " << s;
@@ -217,8 +218,7 @@ LogicalResult AnnotateOp::verify() {
   return success();
 }
 
-LogicalResult
-AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+LogicalResult AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   auto mesh = lookupMesh(*this, getSharding().getMesh(), symbolTable);
   if (failed(mesh))
     return failure();
@@ -233,8 +233,8 @@ LogicalResult ReshardOp::verify() {
     return emitOpError("changes the element type from ")
            << in.getElementType() << " to " << out.getElementType();
   if (in.getRank() != out.getRank())
-    return emitOpError("changes the rank from ") << in.getRank() << " to "
-                                                 << out.getRank();
+    return emitOpError("changes the rank from ")
+           << in.getRank() << " to " << out.getRank();
   if (getFrom().getMesh() != getTo().getMesh())
     return emitOpError("moves between meshes ")
            << getFrom().getMesh() << " and " << getTo().getMesh()
@@ -307,9 +307,9 @@ LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &st) {
              << sum(*sizes) << " into a result of extent " << outExt
              << " along dimension " << d;
   } else if (!ShapedType::isDynamic(inExt) && inExt * n != outExt) {
-    return emitOpError("gathers ") << n << " pieces of extent " << inExt
-                                   << " along dimension " << d
-                                   << " but the result has extent " << outExt;
+    return emitOpError("gathers ")
+           << n << " pieces of extent " << inExt << " along dimension " << d
+           << " but the result has extent " << outExt;
   }
   return success();
 }
@@ -326,7 +326,8 @@ LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &st) {
 LogicalResult ReduceScatterOp::verify() {
   auto in = getInput().getType();
   auto out = getResult().getType();
-  if (failed(checkDim(*this, "scatter dimension", getScatterDim(), in.getRank())))
+  if (failed(
+          checkDim(*this, "scatter dimension", getScatterDim(), in.getRank())))
     return failure();
   return checkSameExceptDim(*this, in, out, getScatterDim());
 }
@@ -400,9 +401,9 @@ LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &st) {
   if (in.hasStaticShape() && out.hasStaticShape() &&
       (in.getDimSize(s) != out.getDimSize(s) * n ||
        out.getDimSize(c) != in.getDimSize(c) * n))
-    return emitOpError("with ") << n << " members must divide dimension " << s
-                                << " by " << n << " and multiply dimension "
-                                << c << " by " << n;
+    return emitOpError("with ")
+           << n << " members must divide dimension " << s << " by " << n
+           << " and multiply dimension " << c << " by " << n;
   return success();
 }
 
@@ -442,8 +443,7 @@ LogicalResult CollectivePermuteOp::verify() {
   return success();
 }
 
-LogicalResult
-CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &st) {
+LogicalResult CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &st) {
   auto mesh = lookupMesh(*this, getMeshAttr(), st);
   if (failed(mesh))
     return failure();
@@ -456,9 +456,8 @@ CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &st) {
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
     int64_t s = pairs[i], t = pairs[i + 1];
     if (s < 0 || s >= n || t < 0 || t >= n)
-      return emitOpError("pair (") << s << ", " << t
-                                   << ") is outside a group of " << n
-                                   << " members";
+      return emitOpError("pair (")
+             << s << ", " << t << ") is outside a group of " << n << " members";
     if (isSource[s])
       return emitOpError("position ") << s << " sends twice";
     if (isTarget[t])
@@ -499,8 +498,8 @@ static LogicalResult verifyPeer(Operation *op, FlatSymbolRefAttr meshRef,
            << mesh->getSymName() << " has no axis '" << axis << "'";
   int64_t size = mesh->getAxisSizes()[idx];
   if (peer < 0 || peer >= size)
-    return op->emitOpError("peer ") << peer << " is outside axis '" << axis
-                                    << "' of size " << size;
+    return op->emitOpError("peer ")
+           << peer << " is outside axis '" << axis << "' of size " << size;
   return success();
 }
 

@@ -28,10 +28,11 @@ FailureOr<int64_t> PartitionContext::pieceOffset(Location loc,
       .offset;
 }
 
-LogicalResult distopt::dist::partitionByCloning(
-    Operation *op, PartitionContext &ctx, ValueRange localOperands,
-    ArrayRef<ShardingAttr> resultShardings,
-    SmallVectorImpl<Value> &localResults) {
+LogicalResult
+distopt::dist::partitionByCloning(Operation *op, PartitionContext &ctx,
+                                  ValueRange localOperands,
+                                  ArrayRef<ShardingAttr> resultShardings,
+                                  SmallVectorImpl<Value> &localResults) {
   IRMapping mapping;
   mapping.map(op->getOperands(), localOperands);
   Operation *clone = ctx.builder.clone(*op, mapping);

@@ -27,9 +27,11 @@ Piece distopt::dist::localPiece(int64_t extent, int64_t dim,
   return p;
 }
 
-SmallVector<int64_t> distopt::dist::groupPieceSizes(
-    int64_t extent, int64_t dim, ShardingAttr sharding, int64_t axis,
-    ArrayRef<int64_t> meshSizes, ArrayRef<int64_t> coords) {
+SmallVector<int64_t> distopt::dist::groupPieceSizes(int64_t extent, int64_t dim,
+                                                    ShardingAttr sharding,
+                                                    int64_t axis,
+                                                    ArrayRef<int64_t> meshSizes,
+                                                    ArrayRef<int64_t> coords) {
   // The extent left after the axes before `axis` took their split.
   int64_t parent = extent;
   for (auto [a, pl] : llvm::enumerate(sharding.getPlacements())) {

@@ -117,8 +117,8 @@ std::optional<std::string> OpShardingRule::check(Operation *op) const {
           prod *= factors[f].size;
         if (prod != shape[d])
           return (Twine(what) + " " + Twine(i) + " dimension " + Twine(d) +
-                  " has extent " + Twine(shape[d]) + " but its factors multiply to " +
-                  Twine(prod))
+                  " has extent " + Twine(shape[d]) +
+                  " but its factors multiply to " + Twine(prod))
               .str();
       }
     }
@@ -155,10 +155,9 @@ void OpShardingRule::print(raw_ostream &os) const {
   os << " -> ";
   printTensors(results);
   os << " {";
-  llvm::interleaveComma(llvm::seq<int64_t>(0, factors.size()), os,
-                        [&](int64_t f) {
-                          os << factorName(f) << "=" << factors[f].size;
-                        });
+  llvm::interleaveComma(
+      llvm::seq<int64_t>(0, factors.size()), os,
+      [&](int64_t f) { os << factorName(f) << "=" << factors[f].size; });
   os << "}";
   auto printKind = [&](FactorKind kind, StringRef label) {
     SmallVector<int64_t> fs;
@@ -174,7 +173,8 @@ void OpShardingRule::print(raw_ostream &os) const {
   printKind(FactorKind::Reduction, "reduction");
   printKind(FactorKind::Whole, "whole");
   if (partialFlow != PartialFlow::None) {
-    os << (partialFlow == PartialFlow::AllLinear ? " partial=all(" : " partial=one(");
+    os << (partialFlow == PartialFlow::AllLinear ? " partial=all("
+                                                 : " partial=one(");
     bool first = true;
     for (auto [i, lin] : llvm::enumerate(linearOperands)) {
       if (!lin)

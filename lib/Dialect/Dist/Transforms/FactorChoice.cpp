@@ -54,7 +54,8 @@ std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
     // (Max and min absorb a replicated addend: max(a, b) + c pieces agree.)
     if (!t.isResult && f.kind == FactorKind::Reduction &&
         rule.isAddend(t.index) &&
-        (f.reduction == ReductionKind::Sum || f.reduction == ReductionKind::Avg))
+        (f.reduction == ReductionKind::Sum ||
+         f.reduction == ReductionKind::Avg))
       return Placement::partial(ReductionKind::Sum);
     return Placement::replicate();
   }
@@ -100,8 +101,8 @@ std::optional<AxisChoice> distopt::dist::voteOf(const OpShardingRule &rule,
     return AxisChoice::ofFactor(tf[p.dim].front());
   }
   case Placement::Kind::Partial: {
-    bool linearSum = p.reduction == ReductionKind::Sum ||
-                     p.reduction == ReductionKind::Avg;
+    bool linearSum =
+        p.reduction == ReductionKind::Sum || p.reduction == ReductionKind::Avg;
     if (t.isResult) {
       if (rule.partialFlow != PartialFlow::None && linearSum)
         return AxisChoice::partial(-1);

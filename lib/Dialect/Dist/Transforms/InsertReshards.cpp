@@ -29,8 +29,8 @@ public:
   ReshardInserter(MeshOp mesh)
       : meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
         numAxes(mesh.getNumAxes()), meshSizes(mesh.getAxisSizes()),
-        replicated(ShardingAttr::getReplicated(mesh.getContext(), meshRef,
-                                               numAxes)) {}
+        replicated(
+            ShardingAttr::getReplicated(mesh.getContext(), meshRef, numAxes)) {}
 
   LogicalResult run(FunctionOpInterface func);
 
@@ -85,9 +85,9 @@ void ReshardInserter::require(Operation *user, unsigned idx,
   if (!cause.empty())
     os << " (" << cause << ")";
   OpBuilder b(user);
-  auto reshard = ReshardOp::create(b, user->getLoc(), v.getType(), v, actual,
-                                   required, b.getStringAttr(reason),
-                                   TypeAttr());
+  auto reshard =
+      ReshardOp::create(b, user->getLoc(), v.getType(), v, actual, required,
+                        b.getStringAttr(reason), TypeAttr());
   setValueSharding(reshard.getResult(), required);
   user->setOperand(idx, reshard.getResult());
   made[{v, required}] = reshard;
@@ -124,8 +124,10 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
             if (!isa<RankedTensorType>(op->getOperand(oi).getType()))
               continue;
             std::optional<Placement> want = project(rule, c, {false, oi});
-            Placement have = shardingOf(op->getOperand(oi)).getPlacements()[axis];
-            if (!want || *want != (have.isOpen() ? Placement::replicate() : have))
+            Placement have =
+                shardingOf(op->getOperand(oi)).getPlacements()[axis];
+            if (!want ||
+                *want != (have.isOpen() ? Placement::replicate() : have))
               ++mismatch;
           }
           if (bestMismatch < 0 || mismatch < bestMismatch) {
@@ -147,12 +149,14 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
     auto fits = [&]() {
       int64_t parts = 1;
       for (int64_t a = 0; a < numAxes; ++a)
-        if (choices[a].kind == AxisChoice::Kind::Factor && choices[a].factor == f)
+        if (choices[a].kind == AxisChoice::Kind::Factor &&
+            choices[a].factor == f)
           parts *= meshSizes[a];
       if (rule.factors[f].size % parts == 0)
         return true;
-      for (ArrayRef<TensorFactors> tensors : {ArrayRef<TensorFactors>(rule.operands),
-                                              ArrayRef<TensorFactors>(rule.results)})
+      for (ArrayRef<TensorFactors> tensors :
+           {ArrayRef<TensorFactors>(rule.operands),
+            ArrayRef<TensorFactors>(rule.results)})
         for (const TensorFactors &tf : tensors) {
           int64_t d = OpShardingRule::dimWithMajorFactor(tf, f);
           if (d >= 0 && tf[d].size() > 1)
@@ -202,8 +206,8 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
       continue;
     SmallVector<Placement> produced;
     for (int64_t axis = 0; axis < numAxes; ++axis)
-      produced.push_back(
-          project(*rule, (*choices)[axis], {true, i}).value_or(Placement::replicate()));
+      produced.push_back(project(*rule, (*choices)[axis], {true, i})
+                             .value_or(Placement::replicate()));
     ShardingAttr wanted = shardingOf(res);
     ShardingAttr made = ShardingAttr::get(op->getContext(), meshRef, produced);
     if (made == wanted)
@@ -215,8 +219,9 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
     os << "result layout: " << describeOp(op) << " produces result " << i
        << " as " << placementsStr(made) << " but its users want "
        << placementsStr(wanted);
-    auto reshard = ReshardOp::create(b, op->getLoc(), res.getType(), res, made,
-                                     wanted, b.getStringAttr(reason), TypeAttr());
+    auto reshard =
+        ReshardOp::create(b, op->getLoc(), res.getType(), res, made, wanted,
+                          b.getStringAttr(reason), TypeAttr());
     res.replaceAllUsesExcept(reshard.getResult(), reshard);
     setValueSharding(reshard.getResult(), wanted);
     setValueSharding(res, made);
@@ -226,8 +231,9 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
 
 LogicalResult ReshardInserter::handleAnnotate(AnnotateOp op) {
   ShardingAttr target = shardingOf(op.getResult());
-  std::string why = op.getSource() ? ("annotation '" + op.getSource()->str() + "'")
-                                   : std::string("annotation");
+  std::string why = op.getSource()
+                        ? ("annotation '" + op.getSource()->str() + "'")
+                        : std::string("annotation");
   require(op, 0, target, why);
   op.getResult().replaceAllUsesWith(op.getInput());
   op.erase();

@@ -8,8 +8,8 @@
 // per-device IR still says what every value is.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 
@@ -78,10 +78,10 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
   if (auto recv = dyn_cast<RecvOp>(op)) {
     // A value from another pipeline stage: this device's piece of it.
     auto global = recv.getResult().getType();
-    auto local = RecvOp::create(b, op->getLoc(),
-                                ctx.localType(global, shardingOf(recv.getResult())),
-                                recv.getMeshAttr(), recv.getAxisAttr(),
-                                recv.getPeerAttr(), recv.getTagAttr());
+    auto local = RecvOp::create(
+        b, op->getLoc(), ctx.localType(global, shardingOf(recv.getResult())),
+        recv.getMeshAttr(), recv.getAxisAttr(), recv.getPeerAttr(),
+        recv.getTagAttr());
     local->setAttrs(op->getDiscardableAttrDictionary());
     map.map(recv.getResult(), local.getResult());
     return success();
@@ -103,11 +103,13 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
                                  resultShardings, localResults)))
       return failure();
   } else {
-    bool allReplicated = llvm::all_of(operandShardings, [](ShardingAttr s) {
-      return !s.hasPartial() && s.isReplicated();
-    }) && llvm::all_of(resultShardings, [](ShardingAttr s) {
-      return s.isReplicated();
-    });
+    bool allReplicated =
+        llvm::all_of(operandShardings,
+                     [](ShardingAttr s) {
+                       return !s.hasPartial() && s.isReplicated();
+                     }) &&
+        llvm::all_of(resultShardings,
+                     [](ShardingAttr s) { return s.isReplicated(); });
     if (!allReplicated)
       return op->emitError("cannot partition ")
              << op->getName()
@@ -218,14 +220,15 @@ struct PartitionPass
     std::optional<SmallVector<int64_t>> coords;
     if (rank >= 0) {
       if (rank >= mesh->getNumDevices()) {
-        mesh->emitError("rank ") << rank << " is outside mesh @"
-                                 << mesh->getSymName() << " of "
-                                 << mesh->getNumDevices() << " devices";
+        mesh->emitError("rank ")
+            << rank << " is outside mesh @" << mesh->getSymName() << " of "
+            << mesh->getNumDevices() << " devices";
         return signalPassFailure();
       }
       coords = mesh->getCoords(rank);
-      module->setAttr("dist.rank",
-                      IntegerAttr::get(IntegerType::get(&getContext(), 64), rank));
+      module->setAttr(
+          "dist.rank",
+          IntegerAttr::get(IntegerType::get(&getContext(), 64), rank));
     }
     for (auto func : module.getOps<FunctionOpInterface>()) {
       Partitioner partitioner(*mesh, coords);

@@ -148,8 +148,7 @@ bool Propagator::canProduce(Value v, int64_t axis, Placement p) {
   const OpShardingRule *r = rule(res.getOwner());
   if (!r)
     return p.isReplicateOrOpen();
-  std::optional<AxisChoice> vote =
-      voteOf(*r, {true, res.getResultNumber()}, p);
+  std::optional<AxisChoice> vote = voteOf(*r, {true, res.getResultNumber()}, p);
   return vote && isValidChoice(*r, *vote, meshSizes[axis]);
 }
 
@@ -203,7 +202,7 @@ void Propagator::seedAnnotations(FunctionOpInterface func,
 }
 
 SmallVector<Value> Propagator::step(Operation *op, int round,
-                                     bool allowPartialFlow) {
+                                    bool allowPartialFlow) {
   SmallVector<Value> changed;
   const OpShardingRule *r = rule(op);
   if (!r || r->operands.size() != op->getNumOperands() ||
@@ -284,7 +283,8 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
                  readersKeepPartial(res, nullptr);
         });
         if (keep && c.partialOperand >= 0 &&
-            llvm::count(op->getOperands(), op->getOperand(c.partialOperand)) > 1)
+            llvm::count(op->getOperands(), op->getOperand(c.partialOperand)) >
+                1)
           keep = false;
         // A partial operand that another reader needs whole is reduced once
         // for all of them instead of flowing on here.

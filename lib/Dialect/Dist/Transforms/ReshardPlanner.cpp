@@ -1,4 +1,5 @@
-//===- ReshardPlanner.cpp - cheapest collectives between shardings -*- C++ -*-===//
+//===- ReshardPlanner.cpp - cheapest collectives between shardings -*- C++
+//-*-===//
 #include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -25,7 +26,8 @@ std::string ReshardStep::str() const {
        << stringifyReductionKind(reduction) << ")";
     break;
   case Kind::AllToAll:
-    os << "all_to_all(axis " << axis << ", dim " << dim << " -> " << dim2 << ")";
+    os << "all_to_all(axis " << axis << ", dim " << dim << " -> " << dim2
+       << ")";
     break;
   case Kind::LocalSlice:
     os << "local_slice(axis " << axis << ", dim " << dim << ")";
@@ -104,8 +106,8 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
   int64_t numAxes = state.size();
   int64_t rank = problem.globalShape.size();
   double local = localBytes(problem, state);
-  auto add = [&](ReshardStep::Kind kind, int64_t axis, SmallVector<Placement> after,
-                 double bytes) -> ReshardStep & {
+  auto add = [&](ReshardStep::Kind kind, int64_t axis,
+                 SmallVector<Placement> after, double bytes) -> ReshardStep & {
     ReshardStep s{kind, axis};
     s.after = std::move(after);
     s.bytes = bytes;
@@ -127,8 +129,8 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
         if (!isInnermost(state, a, d))
           continue;
         next[a] = Placement::shard(d);
-        ReshardStep &s = add(ReshardStep::Kind::ReduceScatter, a, next,
-                             local * (k - 1) / k);
+        ReshardStep &s =
+            add(ReshardStep::Kind::ReduceScatter, a, next, local * (k - 1) / k);
         s.dim = d;
         s.reduction = p.reduction;
       }
@@ -137,13 +139,14 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
         continue;
       next[a] = Placement::replicate();
       double after = localBytes(problem, next);
-      add(ReshardStep::Kind::AllGather, a, next, after * (k - 1) / k).dim = p.dim;
+      add(ReshardStep::Kind::AllGather, a, next, after * (k - 1) / k).dim =
+          p.dim;
       for (int64_t d = 0; d < rank; ++d) {
         if (d == p.dim || !isInnermost(state, a, d))
           continue;
         next[a] = Placement::shard(d);
-        ReshardStep &s = add(ReshardStep::Kind::AllToAll, a, next,
-                             local * (k - 1) / k);
+        ReshardStep &s =
+            add(ReshardStep::Kind::AllToAll, a, next, local * (k - 1) / k);
         s.dim = p.dim;
         s.dim2 = d;
       }
@@ -165,8 +168,9 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
   // steps cost nothing but a tie-breaking trifle.
   for (ReshardStep &s : steps) {
     auto bw = [&](int64_t axis) {
-      return problem.relativeBandwidth.empty() ? 1.0
-                                               : problem.relativeBandwidth[axis];
+      return problem.relativeBandwidth.empty()
+                 ? 1.0
+                 : problem.relativeBandwidth[axis];
     };
     bool local = s.kind == ReshardStep::Kind::LocalSlice ||
                  s.kind == ReshardStep::Kind::ToPartial;
@@ -284,7 +288,8 @@ distopt::dist::planReshard(const ReshardProblem &problem,
       auto it = best.find(k);
       if (it != best.end()) {
         const Visit &old = visits[it->second];
-        if (old.cost < nb - eps || (std::abs(old.cost - nb) <= eps && old.steps <= ns))
+        if (old.cost < nb - eps ||
+            (std::abs(old.cost - nb) <= eps && old.steps <= ns))
           continue;
       }
       int64_t id = visits.size();

@@ -5,14 +5,14 @@
 // the reshard's reason, so reports can explain it.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/DenseMap.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace distopt::dist {
 #define GEN_PASS_DEF_DISTRESHARDTOCOLLECTIVES
@@ -78,7 +78,8 @@ LogicalResult Lowering::lower(ReshardOp op) {
                           "dist-reshard-to-collectives");
   auto global = cast<RankedTensorType>(*globalAttr);
   ReshardProblem problem;
-  problem.globalShape.assign(global.getShape().begin(), global.getShape().end());
+  problem.globalShape.assign(global.getShape().begin(),
+                             global.getShape().end());
   problem.elementBytes = elementBytes(global.getElementType());
   problem.meshSizes = meshSizes;
   problem.frozenAxes = frozen;
@@ -88,11 +89,11 @@ LogicalResult Lowering::lower(ReshardOp op) {
                              Attribute(op.getTo()));
   auto cached = plans.find(key);
   if (cached == plans.end())
-    cached = plans
-                 .try_emplace(key, planReshard(problem,
-                                               op.getFrom().getPlacements(),
-                                               op.getTo().getPlacements()))
-                 .first;
+    cached =
+        plans
+            .try_emplace(key, planReshard(problem, op.getFrom().getPlacements(),
+                                          op.getTo().getPlacements()))
+            .first;
   // The loop below adds nothing to `plans`, so the reference stays valid.
   const std::optional<ReshardPlan> &plan = cached->second;
   if (!plan)
@@ -112,9 +113,10 @@ LogicalResult Lowering::lower(ReshardOp op) {
     Operation *created = nullptr;
     switch (step.kind) {
     case ReshardStep::Kind::AllGather:
-      created = AllGatherOp::create(b, op.getLoc(), type, current, meshRef, axes,
-                                    b.getI64IntegerAttr(step.dim),
-                                    pieceSizes(b, global, state, step.dim, step.axis));
+      created = AllGatherOp::create(
+          b, op.getLoc(), type, current, meshRef, axes,
+          b.getI64IntegerAttr(step.dim),
+          pieceSizes(b, global, state, step.dim, step.axis));
       break;
     case ReshardStep::Kind::AllReduce:
       created = AllReduceOp::create(b, op.getLoc(), current, meshRef, axes,
@@ -122,20 +124,22 @@ LogicalResult Lowering::lower(ReshardOp op) {
       break;
     case ReshardStep::Kind::ReduceScatter:
       created = ReduceScatterOp::create(
-          b, op.getLoc(), type, current, meshRef, axes, b.getI64IntegerAttr(step.dim), reduction,
+          b, op.getLoc(), type, current, meshRef, axes,
+          b.getI64IntegerAttr(step.dim), reduction,
           pieceSizes(b, global, next, step.dim, step.axis));
       break;
     case ReshardStep::Kind::AllToAll:
       created = AllToAllOp::create(
-          b, op.getLoc(), type, current, meshRef, axes, b.getI64IntegerAttr(step.dim2),
-          b.getI64IntegerAttr(step.dim),
+          b, op.getLoc(), type, current, meshRef, axes,
+          b.getI64IntegerAttr(step.dim2), b.getI64IntegerAttr(step.dim),
           pieceSizes(b, global, next, step.dim2, step.axis),
           pieceSizes(b, global, state, step.dim, step.axis));
       break;
     case ReshardStep::Kind::LocalSlice:
-      created = LocalSliceOp::create(b, op.getLoc(), type, current, meshRef,
-                                     axes, b.getI64IntegerAttr(step.dim),
-                                     pieceSizes(b, global, next, step.dim, step.axis));
+      created = LocalSliceOp::create(
+          b, op.getLoc(), type, current, meshRef, axes,
+          b.getI64IntegerAttr(step.dim),
+          pieceSizes(b, global, next, step.dim, step.axis));
       break;
     case ReshardStep::Kind::Permute: {
       int64_t k = meshSizes[step.axis];
@@ -147,9 +151,9 @@ LogicalResult Lowering::lower(ReshardOp op) {
         }
       ArrayAttr twoAxes = b.getStrArrayAttr(
           {mesh.getAxisName(step.axis), mesh.getAxisName(step.axis2)});
-      created = CollectivePermuteOp::create(b, op.getLoc(), current, meshRef,
-                                            twoAxes,
-                                            b.getDenseI64ArrayAttr(pairs));
+      created =
+          CollectivePermuteOp::create(b, op.getLoc(), current, meshRef, twoAxes,
+                                      b.getDenseI64ArrayAttr(pairs));
       break;
     }
     case ReshardStep::Kind::ToPartial:

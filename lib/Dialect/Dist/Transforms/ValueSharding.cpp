@@ -1,4 +1,5 @@
-//===- ValueSharding.cpp - read and write the sharding of a value -*- C++ -*-===//
+//===- ValueSharding.cpp - read and write the sharding of a value -*- C++
+//-*-===//
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -36,8 +37,9 @@ void distopt::dist::setValueSharding(Value v, ShardingAttr sharding) {
   SmallVector<Attribute> entries;
   if (auto array = def->getAttrOfType<ArrayAttr>("dist.sharding"))
     entries.assign(array.begin(), array.end());
-  ShardingAttr replicated = ShardingAttr::getReplicated(
-      sharding.getContext(), sharding.getMesh(), sharding.getPlacements().size());
+  ShardingAttr replicated =
+      ShardingAttr::getReplicated(sharding.getContext(), sharding.getMesh(),
+                                  sharding.getPlacements().size());
   entries.resize(def->getNumResults(), replicated);
   entries[cast<OpResult>(v).getResultNumber()] = sharding;
   def->setAttr("dist.sharding", ArrayAttr::get(sharding.getContext(), entries));
@@ -79,7 +81,8 @@ static void printShortLoc(Location loc, raw_ostream &os) {
        << ":" << file.getColumn();
     return;
   }
-  if (auto fused = dyn_cast<FusedLoc>(loc); fused && !fused.getLocations().empty()) {
+  if (auto fused = dyn_cast<FusedLoc>(loc);
+      fused && !fused.getLocations().empty()) {
     for (Location l : fused.getLocations())
       if (isa<NameLoc>(l))
         return printShortLoc(l, os);

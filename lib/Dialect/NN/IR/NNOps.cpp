@@ -79,8 +79,8 @@ static LogicalResult verifyAxes(Operation *op, ArrayRef<int64_t> axes,
                                 int64_t rank) {
   for (size_t i = 0; i < axes.size(); ++i) {
     if (axes[i] < 0 || axes[i] >= rank)
-      return op->emitOpError("axis ") << axes[i] << " is out of range for rank "
-                                      << rank;
+      return op->emitOpError("axis ")
+             << axes[i] << " is out of range for rank " << rank;
     if (i > 0 && axes[i] <= axes[i - 1])
       return op->emitOpError("axes must be sorted and unique");
   }
@@ -102,8 +102,8 @@ VERIFY_REDUCE(ReduceProdOp)
   LogicalResult OP::verify() {                                                 \
     int64_t rank = getInput().getType().getRank();                             \
     if (getAxis() < 0 || getAxis() >= rank)                                    \
-      return emitOpError("axis ") << getAxis() << " is out of range for rank " \
-                                  << rank;                                     \
+      return emitOpError("axis ")                                              \
+             << getAxis() << " is out of range for rank " << rank;             \
     return success();                                                          \
   }
 VERIFY_AXIS(ArgMaxOp)
@@ -115,16 +115,18 @@ VERIFY_AXIS(LogSoftmaxOp)
 LogicalResult LayerNormOp::verify() {
   int64_t rank = getInput().getType().getRank();
   if (getAxis() < 0 || getAxis() >= rank)
-    return emitOpError("axis ") << getAxis() << " is out of range for rank "
-                                << rank;
-  ArrayRef<int64_t> normShape = getInput().getType().getShape().drop_front(getAxis());
+    return emitOpError("axis ")
+           << getAxis() << " is out of range for rank " << rank;
+  ArrayRef<int64_t> normShape =
+      getInput().getType().getShape().drop_front(getAxis());
   auto checkParam = [&](Value v, StringRef what) -> LogicalResult {
     auto t = cast<RankedTensorType>(v.getType());
     auto b = broadcastShapes(normShape, t.getShape());
     if (t.getRank() > static_cast<int64_t>(normShape.size()) || failed(b) ||
         ArrayRef<int64_t>(*b) != normShape)
-      return emitOpError() << what << " of type " << t
-                           << " does not broadcast to the normalised dimensions";
+      return emitOpError()
+             << what << " of type " << t
+             << " does not broadcast to the normalised dimensions";
     return success();
   };
   if (failed(checkParam(getScale(), "scale")))
@@ -205,14 +207,14 @@ LogicalResult SliceOp::verify() {
     if (e == kDyn)
       continue;
     if (s < 0 || (e > 0 && s >= e && sliceExtent(s, en, st) > 0))
-      return emitOpError("start ") << s << " of dimension " << d
-                                   << " is outside extent " << e;
+      return emitOpError("start ")
+             << s << " of dimension " << d << " is outside extent " << e;
     if (st > 0 && en > e)
-      return emitOpError("end ") << en << " of dimension " << d
-                                 << " is past extent " << e;
+      return emitOpError("end ")
+             << en << " of dimension " << d << " is past extent " << e;
     if (st < 0 && en < -1)
-      return emitOpError("end ") << en << " of dimension " << d
-                                 << " is before -1";
+      return emitOpError("end ")
+             << en << " of dimension " << d << " is before -1";
   }
   return success();
 }

@@ -115,11 +115,13 @@ INFER_BINARY(GreaterEqualOp, BOOL_ELEMENT)
 #undef INFER_BINARY
 
 // Pow allows a different exponent type (ONNX): the base's type wins.
-LogicalResult PowOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PowOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       ValueRange operands, DictionaryAttr,
                                       OpaqueProperties, RegionRange,
                                       SmallVectorImpl<Type> &out) {
-  if (operands.size() != 2 || !rankedType(operands[0]) || !rankedType(operands[1]))
+  if (operands.size() != 2 || !rankedType(operands[0]) ||
+      !rankedType(operands[1]))
     return emitOptionalError(loc, "expects two ranked tensor operands");
   return inferBroadcast(loc, operands, rankedType(operands[0]).getElementType(),
                         out);
@@ -217,8 +219,8 @@ INFER_ARG(ArgMaxOp)
 INFER_ARG(ArgMinOp)
 #undef INFER_ARG
 
-FailureOr<SmallVector<int64_t>>
-distopt::nn::matmulShape(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+FailureOr<SmallVector<int64_t>> distopt::nn::matmulShape(ArrayRef<int64_t> a,
+                                                         ArrayRef<int64_t> b) {
   if (a.empty() || b.empty())
     return failure();
   SmallVector<int64_t> sa(a), sb(b);
@@ -264,10 +266,11 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult TransposeOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &out) {
+LogicalResult
+TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                              ValueRange operands, DictionaryAttr attrs,
+                              OpaqueProperties props, RegionRange regions,
+                              SmallVectorImpl<Type> &out) {
   Adaptor adaptor(operands, attrs, props, regions);
   auto t = rankedType(adaptor.getInput());
   ArrayRef<int64_t> perm = adaptor.getPerm();
@@ -283,13 +286,11 @@ LogicalResult TransposeOp::inferReturnTypes(
   return success();
 }
 
-LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         ValueRange operands,
-                                         DictionaryAttr attrs,
-                                         OpaqueProperties props,
-                                         RegionRange regions,
-                                         SmallVectorImpl<Type> &out) {
+LogicalResult
+ConcatOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attrs,
+                           OpaqueProperties props, RegionRange regions,
+                           SmallVectorImpl<Type> &out) {
   Adaptor adaptor(operands, attrs, props, regions);
   if (operands.empty())
     return emitOptionalError(loc, "needs at least one input");
@@ -315,8 +316,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *,
                                  ", expected ", shape[d]);
     }
     if (shape[axis] != kDyn)
-      shape[axis] = t.getDimSize(axis) == kDyn ? kDyn
-                                               : shape[axis] + t.getDimSize(axis);
+      shape[axis] =
+          t.getDimSize(axis) == kDyn ? kDyn : shape[axis] + t.getDimSize(axis);
   }
   out.push_back(first.clone(shape));
   return success();
@@ -328,13 +329,11 @@ int64_t distopt::nn::sliceExtent(int64_t start, int64_t end, int64_t step) {
   return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
-LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
-                                        std::optional<Location> loc,
-                                        ValueRange operands,
-                                        DictionaryAttr attrs,
-                                        OpaqueProperties props,
-                                        RegionRange regions,
-                                        SmallVectorImpl<Type> &out) {
+LogicalResult
+SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                          ValueRange operands, DictionaryAttr attrs,
+                          OpaqueProperties props, RegionRange regions,
+                          SmallVectorImpl<Type> &out) {
   Adaptor adaptor(operands, attrs, props, regions);
   auto t = rankedType(adaptor.getInput());
   if (!t)
@@ -345,15 +344,15 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   if (static_cast<int64_t>(starts.size()) != rank ||
       static_cast<int64_t>(ends.size()) != rank ||
       static_cast<int64_t>(steps.size()) != rank)
-    return emitOptionalError(loc, "starts, ends and steps need one entry per "
-                                  "dimension (",
+    return emitOptionalError(loc,
+                             "starts, ends and steps need one entry per "
+                             "dimension (",
                              rank, ")");
   SmallVector<int64_t> shape;
   for (int64_t d = 0; d < rank; ++d) {
     if (steps[d] == 0)
       return emitOptionalError(loc, "step of dimension ", d, " is zero");
-    shape.push_back(t.getDimSize(d) == kDyn && starts[d] == 0 &&
-                            ends[d] == kDyn
+    shape.push_back(t.getDimSize(d) == kDyn && starts[d] == 0 && ends[d] == kDyn
                         ? kDyn
                         : sliceExtent(starts[d], ends[d], steps[d]));
   }
@@ -361,13 +360,11 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
-                                         std::optional<Location> loc,
-                                         ValueRange operands,
-                                         DictionaryAttr attrs,
-                                         OpaqueProperties props,
-                                         RegionRange regions,
-                                         SmallVectorImpl<Type> &out) {
+LogicalResult
+GatherOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                           ValueRange operands, DictionaryAttr attrs,
+                           OpaqueProperties props, RegionRange regions,
+                           SmallVectorImpl<Type> &out) {
   Adaptor adaptor(operands, attrs, props, regions);
   auto data = rankedType(adaptor.getData());
   auto indices = rankedType(adaptor.getIndices());
@@ -388,7 +385,8 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
-LogicalResult PadOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+LogicalResult PadOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
                                       ValueRange operands, DictionaryAttr attrs,
                                       OpaqueProperties props,
                                       RegionRange regions,
@@ -427,11 +425,11 @@ int64_t distopt::nn::windowExtent(int64_t in, int64_t kernel, int64_t stride,
   return out;
 }
 
-LogicalResult ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
-                                       ValueRange operands, DictionaryAttr attrs,
-                                       OpaqueProperties props,
-                                       RegionRange regions,
-                                       SmallVectorImpl<Type> &out) {
+LogicalResult
+ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                         ValueRange operands, DictionaryAttr attrs,
+                         OpaqueProperties props, RegionRange regions,
+                         SmallVectorImpl<Type> &out) {
   Adaptor adaptor(operands, attrs, props, regions);
   auto x = rankedType(adaptor.getInput());
   auto w = rankedType(adaptor.getWeight());

@@ -1,4 +1,5 @@
-//===- NNShardingRules.cpp - factor rules and local forms of nn ops -*- C++ -*-===//
+//===- NNShardingRules.cpp - factor rules and local forms of nn ops -*- C++
+//-*-===//
 //
 // Each nn op describes itself to the sharding passes (see ShardingRule.h).
 // Most ops partition by cloning on local pieces; the few whose local form
@@ -57,8 +58,8 @@ OpShardingRule ConstantOp::getShardingRule() {
   return rule;
 }
 
-LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx,
-                                      ValueRange, ArrayRef<ShardingAttr>,
+LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
+                                      ArrayRef<ShardingAttr>,
                                       ArrayRef<ShardingAttr> resultShardings,
                                       SmallVectorImpl<Value> &localResults) {
   auto global = cast<RankedTensorType>(getResult().getType());
@@ -194,16 +195,18 @@ static OpShardingRule reduceRule(Operation *op, ArrayRef<int64_t> axes,
 }
 
 OpShardingRule ReduceSumOp::getShardingRule() {
-  OpShardingRule rule = reduceRule(*this, getAxes(), getKeepdims(),
-                                   FactorKind::Reduction, dist::ReductionKind::Sum);
+  OpShardingRule rule =
+      reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
+                 dist::ReductionKind::Sum);
   rule.setPartialFlow(PartialFlow::AllLinear, {0});
   return rule;
 }
 
 OpShardingRule ReduceMeanOp::getShardingRule() {
   // Partitioned as a local sum scaled by 1/global count: a partial sum.
-  OpShardingRule rule = reduceRule(*this, getAxes(), getKeepdims(),
-                                   FactorKind::Reduction, dist::ReductionKind::Sum);
+  OpShardingRule rule =
+      reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
+                 dist::ReductionKind::Sum);
   rule.setPartialFlow(PartialFlow::AllLinear, {0});
   return rule;
 }
@@ -267,8 +270,8 @@ static OpShardingRule trailingWholeRule(Operation *op, int64_t firstWhole,
   for (auto [d, s] : llvm::enumerate(shapeOf(input))) {
     int64_t dd = d;
     bool whole = dd >= firstWhole && dd <= lastWhole;
-    in.push_back({rule.addFactor(s, whole ? FactorKind::Whole
-                                          : FactorKind::Parallel)});
+    in.push_back(
+        {rule.addFactor(s, whole ? FactorKind::Whole : FactorKind::Parallel)});
   }
   rule.operands.push_back(in);
   int64_t rank = in.size();
@@ -293,7 +296,8 @@ OpShardingRule LogSoftmaxOp::getShardingRule() {
   return trailingWholeRule(*this, getAxis(), getAxis());
 }
 OpShardingRule LayerNormOp::getShardingRule() {
-  return trailingWholeRule(*this, getAxis(), getInput().getType().getRank() - 1);
+  return trailingWholeRule(*this, getAxis(),
+                           getInput().getType().getRank() - 1);
 }
 
 OpShardingRule BatchNormOp::getShardingRule() {
@@ -461,9 +465,9 @@ OpShardingRule ConcatOp::getShardingRule() {
   ArrayRef<int64_t> out = shapeOf(getResult());
   TensorFactors shared;
   for (auto [d, s] : llvm::enumerate(out))
-    shared.push_back({rule.addFactor(
-        s, static_cast<int64_t>(d) == getAxis() ? FactorKind::Whole
-                                                : FactorKind::Parallel)});
+    shared.push_back({rule.addFactor(s, static_cast<int64_t>(d) == getAxis()
+                                            ? FactorKind::Whole
+                                            : FactorKind::Parallel)});
   for (Value v : getInputs()) {
     TensorFactors tf = shared;
     tf[getAxis()] = {rule.addFactor(shapeOf(v)[getAxis()], FactorKind::Whole)};
@@ -479,7 +483,8 @@ OpShardingRule ConcatOp::getShardingRule() {
 
 static bool isFullRange(SliceOp op, int64_t d) {
   int64_t e = op.getInput().getType().getDimSize(d);
-  return op.getStarts()[d] == 0 && op.getSteps()[d] == 1 && op.getEnds()[d] == e;
+  return op.getStarts()[d] == 0 && op.getSteps()[d] == 1 &&
+         op.getEnds()[d] == e;
 }
 
 OpShardingRule SliceOp::getShardingRule() {
@@ -530,8 +535,8 @@ OpShardingRule GatherOp::getShardingRule() {
     bool isAxis = static_cast<int64_t>(d) == axis;
     // Sharding the looked-up dimension gives a masked local lookup whose
     // result is a partial sum (vocabulary-parallel embedding).
-    dataFactors.push_back(rule.addFactor(
-        s, isAxis ? FactorKind::Reduction : FactorKind::Parallel));
+    dataFactors.push_back(rule.addFactor(s, isAxis ? FactorKind::Reduction
+                                                   : FactorKind::Parallel));
     td.push_back({dataFactors.back()});
   }
   for (int64_t s : idx)
@@ -567,21 +572,24 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   int64_t rows = cast<RankedTensorType>(data.getType()).getDimSize(axis);
   auto scalar = [&](int64_t v) -> Value {
     auto t = RankedTensorType::get({}, it);
-    return ConstantOp::create(b, loc, t,
-                              DenseElementsAttr::get(t, IntegerAttr::get(it, v)));
+    return ConstantOp::create(
+        b, loc, t, DenseElementsAttr::get(t, IntegerAttr::get(it, v)));
   };
   // Negative indices count from the end of the global dimension.
   Value zero = scalar(0);
   Value isNeg = LessOp::create(b, loc, idx, zero);
-  Value wrapped = AddOp::create(b, loc, idx, scalar(globalData.getDimSize(axis)));
+  Value wrapped =
+      AddOp::create(b, loc, idx, scalar(globalData.getDimSize(axis)));
   idx = WhereOp::create(b, loc, isNeg, wrapped, idx);
   Value offset;
   if (ctx.coords) {
-    offset = scalar(*ctx.pieceOffset(loc, globalData, operandShardings[0], axis));
+    offset =
+        scalar(*ctx.pieceOffset(loc, globalData, operandShardings[0], axis));
   } else {
     offset = dist::PieceOffsetOp::create(
         b, loc, RankedTensorType::get({}, it), operandShardings[0],
-        b.getI64IntegerAttr(axis), b.getI64IntegerAttr(globalData.getDimSize(axis)));
+        b.getI64IntegerAttr(axis),
+        b.getI64IntegerAttr(globalData.getDimSize(axis)));
   }
   Value shifted = SubOp::create(b, loc, idx, offset);
   Value geLo = GreaterEqualOp::create(b, loc, shifted, zero);
@@ -591,7 +599,8 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   Value looked = GatherOp::create(b, loc, data, safe, getAxisAttr());
   // Broadcast the mask over the looked-up row's trailing dims.
   auto lookedType = cast<RankedTensorType>(looked.getType());
-  SmallVector<int64_t> maskShape(lookedType.getShape().take_front(axis).size(), 1);
+  SmallVector<int64_t> maskShape(lookedType.getShape().take_front(axis).size(),
+                                 1);
   llvm::append_range(maskShape, idxType.getShape());
   maskShape.append(lookedType.getRank() - maskShape.size(), 1);
   Value mask = ReshapeOp::create(
@@ -644,11 +653,12 @@ OpShardingRule ConvOp::getShardingRule() {
                     y = shapeOf(getResult());
   bool grouped = getGroup() != 1;
   int64_t n = rule.addFactor(x[0]);
-  int64_t m = rule.addFactor(w[0], grouped ? FactorKind::Whole
-                                           : FactorKind::Parallel);
-  int64_t c = rule.addFactor(x[1], grouped ? FactorKind::Whole
-                                           : FactorKind::Reduction);
-  TensorFactors tx{{n}, {c}}, tw{{m}, {grouped ? rule.addFactor(w[1], FactorKind::Whole) : c}},
+  int64_t m =
+      rule.addFactor(w[0], grouped ? FactorKind::Whole : FactorKind::Parallel);
+  int64_t c =
+      rule.addFactor(x[1], grouped ? FactorKind::Whole : FactorKind::Reduction);
+  TensorFactors tx{{n}, {c}},
+      tw{{m}, {grouped ? rule.addFactor(w[1], FactorKind::Whole) : c}},
       ty{{n}, {m}};
   for (size_t d = 2; d < x.size(); ++d) {
     tx.push_back({rule.addFactor(x[d], FactorKind::Whole)});
@@ -670,7 +680,8 @@ OpShardingRule ConvOp::getShardingRule() {
 
 static OpShardingRule poolRule(Operation *op) {
   OpShardingRule rule;
-  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)), y = shapeOf(op->getResult(0));
+  ArrayRef<int64_t> x = shapeOf(op->getOperand(0)),
+                    y = shapeOf(op->getResult(0));
   int64_t n = rule.addFactor(x[0]), c = rule.addFactor(x[1]);
   TensorFactors tx{{n}, {c}}, ty{{n}, {c}};
   for (size_t d = 2; d < x.size(); ++d) {

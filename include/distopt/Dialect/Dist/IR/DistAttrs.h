@@ -18,12 +18,16 @@ class MeshOp;
 struct Placement {
   enum class Kind : uint8_t { Open, Replicate, Shard, Partial };
   Kind kind = Kind::Open;
-  int64_t dim = 0;                             // for Shard
+  int64_t dim = 0;                              // for Shard
   ReductionKind reduction = ReductionKind::Sum; // for Partial
 
   static Placement open() { return {}; }
-  static Placement replicate() { return {Kind::Replicate, 0, ReductionKind::Sum}; }
-  static Placement shard(int64_t d) { return {Kind::Shard, d, ReductionKind::Sum}; }
+  static Placement replicate() {
+    return {Kind::Replicate, 0, ReductionKind::Sum};
+  }
+  static Placement shard(int64_t d) {
+    return {Kind::Shard, d, ReductionKind::Sum};
+  }
   static Placement partial(ReductionKind r) { return {Kind::Partial, 0, r}; }
 
   bool isOpen() const { return kind == Kind::Open; }
@@ -50,8 +54,7 @@ struct Placement {
 };
 
 inline llvm::hash_code hash_value(const Placement &p) {
-  return llvm::hash_combine(static_cast<int>(p.kind),
-                            p.isShard() ? p.dim : 0,
+  return llvm::hash_combine(static_cast<int>(p.kind), p.isShard() ? p.dim : 0,
                             p.isPartial() ? static_cast<int>(p.reduction) : 0);
 }
 

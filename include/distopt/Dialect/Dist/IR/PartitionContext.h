@@ -1,4 +1,5 @@
-//===- PartitionContext.h - what an op sees while it is partitioned -*- C++ -*-===//
+//===- PartitionContext.h - what an op sees while it is partitioned -*- C++
+//-*-===//
 #ifndef DIST_IR_PARTITIONCONTEXT_H
 #define DIST_IR_PARTITIONCONTEXT_H
 
@@ -32,16 +33,17 @@ public:
   /// `loc`) when it depends on the rank and no rank is known.
   mlir::FailureOr<int64_t> pieceOffset(mlir::Location loc,
                                        mlir::RankedTensorType global,
-                                       ShardingAttr sharding, int64_t dim) const;
+                                       ShardingAttr sharding,
+                                       int64_t dim) const;
 };
 
 /// The default partitioning: the same op on local operands, with local result
 /// types.
-llvm::LogicalResult partitionByCloning(mlir::Operation *op,
-                                       PartitionContext &ctx,
-                                       mlir::ValueRange localOperands,
-                                       llvm::ArrayRef<ShardingAttr> resultShardings,
-                                       llvm::SmallVectorImpl<mlir::Value> &localResults);
+llvm::LogicalResult
+partitionByCloning(mlir::Operation *op, PartitionContext &ctx,
+                   mlir::ValueRange localOperands,
+                   llvm::ArrayRef<ShardingAttr> resultShardings,
+                   llvm::SmallVectorImpl<mlir::Value> &localResults);
 
 } // namespace distopt::dist
 

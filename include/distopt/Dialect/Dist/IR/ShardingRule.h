@@ -78,7 +78,8 @@ public:
   /// (ignoring dynamic dims). Returns a message on failure.
   std::optional<std::string> check(mlir::Operation *op) const;
 
-  /// Printed form, e.g. `([i, k], [k, j]) -> ([i, j]) {i=4, j=8, k=16} reduction={k}`.
+  /// Printed form, e.g. `([i, k], [k, j]) -> ([i, j]) {i=4, j=8, k=16}
+  /// reduction={k}`.
   void print(llvm::raw_ostream &os) const;
 };
 

@@ -1,4 +1,5 @@
-//===- ReshardPlanner.h - cheapest collectives between shardings -*- C++ -*-===//
+//===- ReshardPlanner.h - cheapest collectives between shardings -*- C++
+//-*-===//
 //
 // A reshard is a path between two shardings; each edge is one collective (or
 // a free local step) on one mesh axis. The planner runs a shortest-path
@@ -73,7 +74,8 @@ llvm::SmallVector<ReshardStep> possibleSteps(const ReshardProblem &problem,
                                              llvm::ArrayRef<Placement> state);
 
 /// Bytes per device of the largest local piece of the tensor in `state`.
-double localBytes(const ReshardProblem &problem, llvm::ArrayRef<Placement> state);
+double localBytes(const ReshardProblem &problem,
+                  llvm::ArrayRef<Placement> state);
 
 /// The cheapest plan from `from` to `to` (open placements count as
 /// replicated); std::nullopt if no sequence of steps connects them.
