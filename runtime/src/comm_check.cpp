@@ -49,7 +49,94 @@ uint64_t Transfer(int src, int dst, int64_t count) {
   return Combine(h, static_cast<uint64_t>(count));
 }
 
+// Equal on members whose calls agree on SameShape's fields.
+uint64_t ShapeHash(const CollDesc& d) {
+  uint64_t h = Combine(0xd157, static_cast<uint64_t>(d.kind));
+  switch (d.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduceScatter:
+      h = Combine(h, static_cast<uint64_t>(d.op));
+      [[fallthrough]];
+    case CollKind::kAllGather:
+      h = Combine(h, static_cast<uint64_t>(d.dtype));
+      h = Combine(h, d.counts.size());
+      for (int64_t c : d.counts) h = Combine(h, static_cast<uint64_t>(c));
+      break;
+    case CollKind::kAllToAll:
+    case CollKind::kPermute:
+      h = Combine(h, static_cast<uint64_t>(d.dtype));
+      break;
+    case CollKind::kBarrier:
+      break;
+  }
+  return h;
+}
+
+// Point-to-point pairing fingerprint of member `me` (global rank) of
+// `group`: the sum (mod 2^64) over all members is 0 when every send is
+// matched by a receive of the same size (all_to_all, collective_permute);
+// 0 for other kinds.
+uint64_t PairFingerprint(const CollDesc& d, const Group& group, int me) {
+  uint64_t p = 0;  // arithmetic mod 2^64
+  if (d.kind == CollKind::kAllToAll) {
+    for (size_t j = 0; j < group.size() && j < d.counts.size(); ++j)
+      p += Transfer(me, group[j], d.counts[j]);
+    for (size_t j = 0; j < group.size() && j < d.recv_counts.size(); ++j)
+      p -= Transfer(group[j], me, d.recv_counts[j]);
+  } else if (d.kind == CollKind::kPermute) {
+    if (d.target >= 0) p += Transfer(me, d.target, d.send_count);
+    if (d.source >= 0) p -= Transfer(d.source, me, d.recv_count);
+  }
+  return p;
+}
+
 }  // namespace
+
+CollDesc CollDesc::AllReduce(int64_t count, DType dtype, ReduceOp op) {
+  CollDesc d;
+  d.kind = CollKind::kAllReduce;
+  d.dtype = dtype;
+  d.op = op;
+  d.counts = {count};
+  return d;
+}
+
+CollDesc CollDesc::AllGather(const std::vector<int64_t>& counts, DType dtype) {
+  CollDesc d;
+  d.kind = CollKind::kAllGather;
+  d.dtype = dtype;
+  d.counts = counts;
+  return d;
+}
+
+CollDesc CollDesc::ReduceScatter(const std::vector<int64_t>& counts, DType dtype, ReduceOp op) {
+  CollDesc d = AllGather(counts, dtype);
+  d.kind = CollKind::kReduceScatter;
+  d.op = op;
+  return d;
+}
+
+CollDesc CollDesc::AllToAll(const std::vector<int64_t>& send_counts,
+                            const std::vector<int64_t>& recv_counts, DType dtype) {
+  CollDesc d = AllGather(send_counts, dtype);
+  d.kind = CollKind::kAllToAll;
+  d.recv_counts = recv_counts;
+  return d;
+}
+
+CollDesc CollDesc::Permute(int64_t send_count, int target, int64_t recv_count, int source,
+                           DType dtype) {
+  CollDesc d;
+  d.kind = CollKind::kPermute;
+  d.dtype = dtype;
+  d.target = target;
+  d.source = source;
+  d.send_count = send_count;
+  d.recv_count = recv_count;
+  return d;
+}
+
+CollDesc CollDesc::Barrier() { return CollDesc(); }
 
 std::string CollDesc::Describe() const {
   std::ostringstream os;
@@ -80,6 +167,10 @@ std::string CollDesc::Describe() const {
   return os.str();
 }
 
+std::string CollDesc::DescribeOn(const Group& group) const {
+  return StrCat(Describe(), " on group ", GroupToString(group));
+}
+
 bool CollDesc::SameShape(const CollDesc& o) const {
   if (kind != o.kind) return false;
   switch (kind) {
@@ -95,42 +186,6 @@ bool CollDesc::SameShape(const CollDesc& o) const {
       return true;
   }
   return false;
-}
-
-uint64_t CollDesc::ShapeHash() const {
-  uint64_t h = Combine(0xd157, static_cast<uint64_t>(kind));
-  switch (kind) {
-    case CollKind::kAllReduce:
-    case CollKind::kReduceScatter:
-      h = Combine(h, static_cast<uint64_t>(op));
-      [[fallthrough]];
-    case CollKind::kAllGather:
-      h = Combine(h, static_cast<uint64_t>(dtype));
-      h = Combine(h, counts.size());
-      for (int64_t c : counts) h = Combine(h, static_cast<uint64_t>(c));
-      break;
-    case CollKind::kAllToAll:
-    case CollKind::kPermute:
-      h = Combine(h, static_cast<uint64_t>(dtype));
-      break;
-    case CollKind::kBarrier:
-      break;
-  }
-  return h;
-}
-
-uint64_t CollDesc::PairFingerprint(const Group& group, int me) const {
-  uint64_t p = 0;  // arithmetic mod 2^64
-  if (kind == CollKind::kAllToAll) {
-    for (size_t j = 0; j < group.size() && j < counts.size(); ++j)
-      p += Transfer(me, group[j], counts[j]);
-    for (size_t j = 0; j < group.size() && j < recv_counts.size(); ++j)
-      p -= Transfer(group[j], me, recv_counts[j]);
-  } else if (kind == CollKind::kPermute) {
-    if (target >= 0) p += Transfer(me, target, send_count);
-    if (source >= 0) p -= Transfer(source, me, recv_count);
-  }
-  return p;
 }
 
 void CollDesc::Encode(size_t n, int64_t* out) const {
@@ -161,6 +216,58 @@ CollDesc CollDesc::Decode(size_t n, const int64_t* in) {
   return d;
 }
 
+int IndexInGroup(const Group& group, int rank) {
+  for (size_t j = 0; j < group.size(); ++j) {
+    if (group[j] == rank) return static_cast<int>(j);
+  }
+  return -1;
+}
+
+Status ValidateCall(const Group& group, int rank, int world_size, const CollDesc& d, int* me) {
+  *me = -1;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] < 0 || group[i] >= world_size) {
+      return InvalidArgumentError("group ", GroupToString(group), " has rank ", group[i],
+                                  " outside [0, ", world_size, ")");
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (group[j] == group[i]) {
+        return InvalidArgumentError("group ", GroupToString(group), " lists rank ", group[i],
+                                    " twice");
+      }
+    }
+    if (group[i] == rank) *me = static_cast<int>(i);
+  }
+  if (*me < 0) {
+    return InvalidArgumentError("rank ", rank, " calls a collective on group ",
+                                GroupToString(group), ", which does not contain it");
+  }
+  const size_t n = group.size();
+  if ((d.kind == CollKind::kAllGather || d.kind == CollKind::kReduceScatter) &&
+      d.counts.size() != n) {
+    return InvalidArgumentError(CollKindName(d.kind), ": ", d.counts.size(),
+                                " counts for a group of ", n);
+  }
+  if (d.kind == CollKind::kAllToAll && (d.counts.size() != n || d.recv_counts.size() != n)) {
+    return InvalidArgumentError("all_to_all: counts must have one entry per member (", n, ")");
+  }
+  if (d.kind != CollKind::kBarrier && DTypeSize(d.dtype) == 0) {
+    return InvalidArgumentError(CollKindName(d.kind), ": invalid dtype");
+  }
+  return OkStatus();
+}
+
+Status PermutePeers(const Group& group, const CollDesc& d, int* target_index, int* source_index) {
+  *target_index = d.target >= 0 ? IndexInGroup(group, d.target) : -1;
+  *source_index = d.source >= 0 ? IndexInGroup(group, d.source) : -1;
+  const bool bad_target = d.target >= 0 && *target_index < 0;
+  if (bad_target || (d.source >= 0 && *source_index < 0)) {
+    return InvalidArgumentError("collective_permute on group ", GroupToString(group), ": rank ",
+                                bad_target ? d.target : d.source, " is not in the group");
+  }
+  return OkStatus();
+}
+
 Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
   const size_t n = posts.size();
   for (size_t j = 1; j < n; ++j) {
@@ -185,16 +292,10 @@ Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
     }
   }
   if (posts[0].kind == CollKind::kPermute) {
-    auto index_of = [&](int r) -> int {
-      for (size_t j = 0; j < n; ++j) {
-        if (group[j] == r) return static_cast<int>(j);
-      }
-      return -1;
-    };
     for (size_t j = 0; j < n; ++j) {
       const CollDesc& pj = posts[j];
       if (pj.target >= 0) {
-        int t = index_of(pj.target);
+        int t = IndexInGroup(group, pj.target);
         if (t < 0 || posts[t].source != group[j] || posts[t].recv_count != pj.send_count) {
           return FailedPreconditionError("collective_permute mismatch on group ",
                                          GroupToString(group), ": rank ", group[j], " sends ",
@@ -205,7 +306,7 @@ Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
         }
       }
       if (pj.source >= 0) {
-        int sidx = index_of(pj.source);
+        int sidx = IndexInGroup(group, pj.source);
         if (sidx < 0 || posts[sidx].target != group[j]) {
           return FailedPreconditionError(
               "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
@@ -217,14 +318,67 @@ Status CheckCollDescs(const Group& group, const std::vector<CollDesc>& posts) {
   return OkStatus();
 }
 
-bool FingerprintsAgree(const std::vector<uint64_t>& shape_hashes,
-                       const std::vector<uint64_t>& pair_fingerprints) {
-  uint64_t sum = 0;
-  for (size_t i = 0; i < shape_hashes.size(); ++i) {
-    if (shape_hashes[i] != shape_hashes[0]) return false;
+Status CheckAcrossMembers(const Group& group, int rank, const CollDesc& d,
+                          const GatherWords& gather) {
+  const size_t n = group.size();
+  if (n == 1 && d.kind != CollKind::kPermute) return OkStatus();
+  const uint64_t mine[2] = {ShapeHash(d), PairFingerprint(d, group, rank)};
+  std::vector<uint64_t> all(2 * n);
+  DISTRT_RETURN_IF_ERROR(
+      gather(mine, 2, all.data(), "checking that every member makes the same call"));
+  bool agree = true;
+  uint64_t pair_sum = 0;  // mod 2^64
+  for (size_t i = 0; i < n; ++i) {
+    agree = agree && all[2 * i] == all[0];
+    pair_sum += all[2 * i + 1];
   }
-  for (uint64_t p : pair_fingerprints) sum += p;
-  return sum == 0;
+  if (agree && pair_sum == 0) return OkStatus();
+  // Disagreement: every member saw it, so all of them exchange their full
+  // descriptors and fail with the same message.
+  const size_t len = CollDesc::EncodedSize(n);
+  std::vector<int64_t> enc(len), all_enc(len * n);
+  d.Encode(n, enc.data());
+  DISTRT_RETURN_IF_ERROR(gather(reinterpret_cast<const uint64_t*>(enc.data()), len,
+                                reinterpret_cast<uint64_t*>(all_enc.data()),
+                                "exchanging descriptors after a mismatch"));
+  std::vector<CollDesc> descs;
+  for (size_t i = 0; i < n; ++i) descs.push_back(CollDesc::Decode(n, all_enc.data() + i * len));
+  Status st = CheckCollDescs(group, descs);
+  if (st.ok()) {
+    return InternalError("collective check on group ", GroupToString(group),
+                         ": fingerprints differ but the calls agree (", d.Describe(), ")");
+  }
+  return st;
+}
+
+Status CannotStart(int rank, const std::string& call, const Status& failure) {
+  return AbortedError("rank ", rank, " cannot start ", call, ": ", failure.message());
+}
+
+Status RankFailed(int rank, const Status& reason) {
+  return AbortedError("rank ", rank,
+                      " failed: ", reason.ok() ? std::string("aborted") : reason.message());
+}
+
+Status ValidatePeer(const char* prefix, int rank, int world_size, int peer, int64_t bytes) {
+  if (peer < 0 || peer >= world_size || peer == rank) {
+    return InvalidArgumentError(prefix, "invalid peer ", peer, " for rank ", rank);
+  }
+  if (bytes < 0) return InvalidArgumentError(prefix, "negative size");
+  return OkStatus();
+}
+
+std::string DescribeRecv(int peer, int tag, int64_t bytes) {
+  return StrCat("recv from rank ", peer, " (tag ", tag, ", ", bytes, " bytes)");
+}
+
+Status RecvSizeMismatch(int rank, const std::string& recv, int64_t message_bytes) {
+  return FailedPreconditionError("rank ", rank, " ", recv, ": the message has ", message_bytes,
+                                 " bytes");
+}
+
+std::string Seconds(std::chrono::milliseconds ms) {
+  return StrCat(static_cast<double>(ms.count()) / 1000.0, "s");
 }
 
 }  // namespace distrt

@@ -7,99 +7,20 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <sstream>
 #include <tuple>
 
+#include "comm_check.h"
 #include "distrt/local_comm.h"
 
 namespace distrt {
 
 namespace {
 
-enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kBarrier };
-
-const char* KindName(Kind k) {
-  switch (k) {
-    case Kind::kAllReduce:
-      return "all_reduce";
-    case Kind::kAllGather:
-      return "all_gather";
-    case Kind::kReduceScatter:
-      return "reduce_scatter";
-    case Kind::kAllToAll:
-      return "all_to_all";
-    case Kind::kPermute:
-      return "collective_permute";
-    case Kind::kBarrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-std::string CountsToString(const std::vector<int64_t>& v) {
-  std::ostringstream os;
-  os << "[";
-  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
-  os << "]";
-  return os.str();
-}
-
 // What a member posts for one collective call.
 struct Post {
-  Kind kind = Kind::kBarrier;
-  DType dtype = DType::kUnspecified;
-  ReduceOp op = ReduceOp::kSum;
-  std::vector<int64_t> counts;       // all_gather/reduce_scatter: per member; all_reduce: {count}
-  std::vector<int64_t> recv_counts;  // all_to_all
-  int target = -1, source = -1;      // permute (global ranks)
-  int64_t send_count = 0, recv_count = 0;
+  CollDesc desc;
   const uint8_t* send = nullptr;
   uint8_t* recv = nullptr;
-
-  std::string Describe() const {
-    std::ostringstream os;
-    os << KindName(kind) << "(";
-    switch (kind) {
-      case Kind::kAllReduce:
-        os << ReduceOpName(op) << ", " << DTypeName(dtype) << ", " << counts[0] << " elements";
-        break;
-      case Kind::kAllGather:
-        os << DTypeName(dtype) << ", counts " << CountsToString(counts);
-        break;
-      case Kind::kReduceScatter:
-        os << ReduceOpName(op) << ", " << DTypeName(dtype) << ", counts " << CountsToString(counts);
-        break;
-      case Kind::kAllToAll:
-        os << DTypeName(dtype) << ", send " << CountsToString(counts) << ", recv "
-           << CountsToString(recv_counts);
-        break;
-      case Kind::kPermute:
-        os << DTypeName(dtype) << ", to " << target << ", from " << source << ", " << send_count
-           << "/" << recv_count << " elements";
-        break;
-      case Kind::kBarrier:
-        break;
-    }
-    os << ")";
-    return os.str();
-  }
-  // Fields every member must agree on.
-  bool SameShape(const Post& o) const {
-    if (kind != o.kind) return false;
-    switch (kind) {
-      case Kind::kAllReduce:
-      case Kind::kReduceScatter:
-        return dtype == o.dtype && op == o.op && counts == o.counts;
-      case Kind::kAllGather:
-        return dtype == o.dtype && counts == o.counts;
-      case Kind::kAllToAll:
-      case Kind::kPermute:
-        return dtype == o.dtype;
-      case Kind::kBarrier:
-        return true;
-    }
-    return false;
-  }
 };
 
 struct GroupState {
@@ -135,12 +56,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string Seconds(std::chrono::milliseconds ms) {
-  std::ostringstream os;
-  os << static_cast<double>(ms.count()) / 1000.0 << "s";
-  return os.str();
-}
-
 class LocalComm : public Communicator {
  public:
   LocalComm(LocalWorld* world, LocalWorld::State* s, int rank)
@@ -152,13 +67,7 @@ class LocalComm : public Communicator {
 
   Status AllReduce(const Group& group, const void* send, void* recv, int64_t count, DType dtype,
                    ReduceOp op) override {
-    Post p;
-    p.kind = Kind::kAllReduce;
-    p.dtype = dtype;
-    p.op = op;
-    p.counts = {count};
-    p.send = static_cast<const uint8_t*>(send);
-    p.recv = static_cast<uint8_t*>(recv);
+    const Post p = MakePost(CollDesc::AllReduce(count, dtype, op), send, recv);
     return Collective(group, p, [&](const std::vector<Post>& posts, int me) -> Status {
       const int n = static_cast<int>(posts.size());
       const size_t es = DTypeSize(dtype);
@@ -193,12 +102,7 @@ class LocalComm : public Communicator {
 
   Status AllGather(const Group& group, const void* send, void* recv,
                    const std::vector<int64_t>& counts, DType dtype) override {
-    Post p;
-    p.kind = Kind::kAllGather;
-    p.dtype = dtype;
-    p.counts = counts;
-    p.send = static_cast<const uint8_t*>(send);
-    p.recv = static_cast<uint8_t*>(recv);
+    const Post p = MakePost(CollDesc::AllGather(counts, dtype), send, recv);
     return Collective(group, p, [&](const std::vector<Post>& posts, int me) -> Status {
       const size_t es = DTypeSize(dtype);
       int64_t off = 0;
@@ -213,13 +117,7 @@ class LocalComm : public Communicator {
 
   Status ReduceScatter(const Group& group, const void* send, void* recv,
                        const std::vector<int64_t>& counts, DType dtype, ReduceOp op) override {
-    Post p;
-    p.kind = Kind::kReduceScatter;
-    p.dtype = dtype;
-    p.op = op;
-    p.counts = counts;
-    p.send = static_cast<const uint8_t*>(send);
-    p.recv = static_cast<uint8_t*>(recv);
+    const Post p = MakePost(CollDesc::ReduceScatter(counts, dtype, op), send, recv);
     return Collective(group, p, [&](const std::vector<Post>& posts, int me) -> Status {
       const size_t es = DTypeSize(dtype);
       const int n = static_cast<int>(posts.size());
@@ -240,30 +138,14 @@ class LocalComm : public Communicator {
 
   Status AllToAll(const Group& group, const void* send, const std::vector<int64_t>& send_counts,
                   void* recv, const std::vector<int64_t>& recv_counts, DType dtype) override {
-    Post p;
-    p.kind = Kind::kAllToAll;
-    p.dtype = dtype;
-    p.counts = send_counts;
-    p.recv_counts = recv_counts;
-    p.send = static_cast<const uint8_t*>(send);
-    p.recv = static_cast<uint8_t*>(recv);
+    const Post p = MakePost(CollDesc::AllToAll(send_counts, recv_counts, dtype), send, recv);
     return Collective(group, p, [&](const std::vector<Post>& posts, int me) -> Status {
       const size_t es = DTypeSize(dtype);
       const size_t n = posts.size();
-      for (size_t j = 0; j < n; ++j) {  // pairwise agreement, same message on all members
-        for (size_t k = 0; k < n; ++k) {
-          if (posts[j].counts[k] != posts[k].recv_counts[j]) {
-            return FailedPreconditionError("all_to_all mismatch on group ", GroupToString(group),
-                                           ": rank ", group[j], " sends ", posts[j].counts[k],
-                                           " elements to rank ", group[k], ", which expects ",
-                                           posts[k].recv_counts[j]);
-          }
-        }
-      }
       int64_t roff = 0;
       for (size_t j = 0; j < n; ++j) {
         int64_t soff = 0;
-        for (int k = 0; k < me; ++k) soff += posts[j].counts[k];
+        for (int k = 0; k < me; ++k) soff += posts[j].desc.counts[k];
         const size_t bytes = static_cast<size_t>(recv_counts[j]) * es;
         if (bytes) std::memcpy(posts[me].recv + roff * es, posts[j].send + soff * es, bytes);
         roff += recv_counts[j];
@@ -274,49 +156,14 @@ class LocalComm : public Communicator {
 
   Status CollectivePermute(const Group& group, const void* send, int64_t send_count, int target,
                            void* recv, int64_t recv_count, int source, DType dtype) override {
-    Post p;
-    p.kind = Kind::kPermute;
-    p.dtype = dtype;
-    p.target = target;
-    p.source = source;
-    p.send_count = send_count;
-    p.recv_count = recv_count;
-    p.send = static_cast<const uint8_t*>(send);
-    p.recv = static_cast<uint8_t*>(recv);
+    const Post p =
+        MakePost(CollDesc::Permute(send_count, target, recv_count, source, dtype), send, recv);
     return Collective(group, p, [&](const std::vector<Post>& posts, int me) -> Status {
-      const size_t n = posts.size();
-      auto index_of = [&](int r) -> int {
-        for (size_t j = 0; j < n; ++j) {
-          if (group[j] == r) return static_cast<int>(j);
-        }
-        return -1;
-      };
-      for (size_t j = 0; j < n; ++j) {  // every pairing must agree both ways
-        const Post& pj = posts[j];
-        if (pj.target >= 0) {
-          int t = index_of(pj.target);
-          if (t < 0 || posts[t].source != group[j] || posts[t].recv_count != pj.send_count) {
-            return FailedPreconditionError(
-                "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
-                " sends ", pj.send_count, " elements to rank ", pj.target, ", which ",
-                t < 0 ? std::string("is not in the group")
-                      : StrCat("expects ", posts[t].recv_count, " elements from rank ",
-                               posts[t].source));
-          }
-        }
-        if (pj.source >= 0) {
-          int sidx = index_of(pj.source);
-          if (sidx < 0 || posts[sidx].target != group[j]) {
-            return FailedPreconditionError(
-                "collective_permute mismatch on group ", GroupToString(group), ": rank ", group[j],
-                " expects data from rank ", pj.source, ", which does not send to it");
-          }
-        }
-      }
+      // The pairings agree (CheckCollDescs), so the source is a member.
       const Post& mine = posts[me];
-      if (mine.source >= 0) {
-        const Post& from = posts[index_of(mine.source)];
-        const size_t bytes = static_cast<size_t>(mine.recv_count) * DTypeSize(dtype);
+      if (source >= 0) {
+        const Post& from = posts[IndexInGroup(group, source)];
+        const size_t bytes = static_cast<size_t>(recv_count) * DTypeSize(dtype);
         if (bytes) std::memcpy(mine.recv, from.send, bytes);
       }
       return OkStatus();
@@ -324,16 +171,12 @@ class LocalComm : public Communicator {
   }
 
   Status Barrier(const Group& group) override {
-    Post p;
-    p.kind = Kind::kBarrier;
-    return Collective(group, p, [](const std::vector<Post>&, int) { return OkStatus(); });
+    return Collective(group, MakePost(CollDesc::Barrier(), nullptr, nullptr),
+                      [](const std::vector<Post>&, int) { return OkStatus(); });
   }
 
   Status Send(const void* data, int64_t bytes, int peer, int tag) override {
-    if (peer < 0 || peer >= s_->world_size || peer == rank_) {
-      return InvalidArgumentError("send: invalid peer ", peer, " for rank ", rank_);
-    }
-    if (bytes < 0) return InvalidArgumentError("send: negative size");
+    DISTRT_RETURN_IF_ERROR(ValidatePeer("send: ", rank_, s_->world_size, peer, bytes));
     Message m;
     m.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     std::lock_guard<std::mutex> lock(s_->mu);
@@ -345,10 +188,8 @@ class LocalComm : public Communicator {
   }
 
   Status Recv(void* data, int64_t bytes, int peer, int tag) override {
-    if (peer < 0 || peer >= s_->world_size || peer == rank_) {
-      return InvalidArgumentError("recv: invalid peer ", peer, " for rank ", rank_);
-    }
-    const std::string what = StrCat("recv from rank ", peer, " (tag ", tag, ", ", bytes, " bytes)");
+    DISTRT_RETURN_IF_ERROR(ValidatePeer("recv: ", rank_, s_->world_size, peer, bytes));
+    const std::string what = DescribeRecv(peer, tag, bytes);
     const auto deadline = Clock::now() + s_->options.timeout;
     std::unique_lock<std::mutex> lock(s_->mu);
     Doing doing(s_, rank_, what);
@@ -359,8 +200,7 @@ class LocalComm : public Communicator {
         Message m = std::move(it->second.front());
         it->second.pop_front();
         if (static_cast<int64_t>(m.data.size()) != bytes) {
-          return FailedPreconditionError("rank ", rank_, " ", what, ": the message has ",
-                                         m.data.size(), " bytes");
+          return RecvSizeMismatch(rank_, what, static_cast<int64_t>(m.data.size()));
         }
         if (bytes) std::memcpy(data, m.data.data(), m.data.size());
         return OkStatus();
@@ -402,26 +242,8 @@ class LocalComm : public Communicator {
     return StrCat(" (rank ", r, " is waiting in ", d, ")");
   }
 
-  Status CheckGroup(const Group& group, int* me) const {
-    *me = -1;
-    for (size_t i = 0; i < group.size(); ++i) {
-      if (group[i] < 0 || group[i] >= s_->world_size) {
-        return InvalidArgumentError("group ", GroupToString(group), " has rank ", group[i],
-                                    " outside [0, ", s_->world_size, ")");
-      }
-      for (size_t j = 0; j < i; ++j) {
-        if (group[j] == group[i]) {
-          return InvalidArgumentError("group ", GroupToString(group), " lists rank ", group[i],
-                                      " twice");
-        }
-      }
-      if (group[i] == rank_) *me = static_cast<int>(i);
-    }
-    if (*me < 0) {
-      return InvalidArgumentError("rank ", rank_, " calls a collective on group ",
-                                  GroupToString(group), ", which does not contain it");
-    }
-    return OkStatus();
+  static Post MakePost(CollDesc desc, const void* send, void* recv) {
+    return Post{std::move(desc), static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
   }
 
   // Waits until every member of `g` arrives at the current generation.
@@ -469,24 +291,13 @@ class LocalComm : public Communicator {
   template <typename Fn>
   Status Collective(const Group& group, const Post& post, Fn&& work) {
     int me;
-    DISTRT_RETURN_IF_ERROR(CheckGroup(group, &me));
+    DISTRT_RETURN_IF_ERROR(ValidateCall(group, rank_, s_->world_size, post.desc, &me));
     const size_t n = group.size();
-    if ((post.kind == Kind::kAllGather || post.kind == Kind::kReduceScatter) &&
-        post.counts.size() != n) {
-      return InvalidArgumentError(KindName(post.kind), ": ", post.counts.size(),
-                                  " counts for a group of ", n);
-    }
-    if (post.kind == Kind::kAllToAll && (post.counts.size() != n || post.recv_counts.size() != n)) {
-      return InvalidArgumentError("all_to_all: counts must have one entry per member (", n, ")");
-    }
-    if (DTypeSize(post.dtype) == 0 && post.kind != Kind::kBarrier) {
-      return InvalidArgumentError(KindName(post.kind), ": invalid dtype");
-    }
-    const std::string what = StrCat(post.Describe(), " on group ", GroupToString(group));
+    const std::string what = post.desc.DescribeOn(group);
     const auto deadline = Clock::now() + s_->options.timeout;
     std::unique_lock<std::mutex> lock(s_->mu);
     if (!s_->abort.ok()) {
-      return AbortedError("rank ", rank_, " cannot start ", what, ": ", s_->abort.message());
+      return CannotStart(rank_, what, s_->abort);
     }
     auto& slot = s_->groups[group];
     if (!slot) {
@@ -499,17 +310,13 @@ class LocalComm : public Communicator {
     g.posts[static_cast<size_t>(me)] = post;
     DISTRT_RETURN_IF_ERROR(Arrive(lock, g, me, what, deadline));
     // Everybody has posted: compare descriptors (each member sees the same
-    // posts, so all of them fail alike on a mismatch).
+    // posts, so all of them fail alike on a mismatch) and do the work.
     std::vector<Post> posts = g.posts;
     lock.unlock();
-    for (size_t j = 1; j < n; ++j) {
-      if (!posts[j].SameShape(posts[0])) {
-        return FailedPreconditionError("collective mismatch on group ", GroupToString(group),
-                                       ": rank ", group[0], " calls ", posts[0].Describe(),
-                                       " but rank ", group[j], " calls ", posts[j].Describe());
-      }
-    }
-    Status st = work(posts, me);
+    std::vector<CollDesc> descs;
+    for (const Post& q : posts) descs.push_back(q.desc);
+    Status st = CheckCollDescs(group, descs);
+    if (st.ok()) st = work(posts, me);
     lock.lock();
     // Second rendezvous: nobody returns (and frees its send buffer) while a
     // peer may still read it.
@@ -572,8 +379,7 @@ Status LocalWorld::StartRun() {
 void LocalWorld::Abort(int rank, const Status& reason) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->abort.ok()) {
-    state_->abort = AbortedError(
-        "rank ", rank, " failed: ", reason.ok() ? std::string("aborted") : reason.message());
+    state_->abort = RankFailed(rank, reason);
   }
   state_->cv.notify_all();
 }

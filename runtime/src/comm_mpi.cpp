@@ -98,10 +98,6 @@ constexpr size_t kNumUserOps = sizeof(kUserOps) / sizeof(kUserOps[0]);
 constexpr int kPermuteTag = 7;
 constexpr int kWatchdogExitCode = 124;  // like timeout(1)
 
-std::string Secs(std::chrono::milliseconds ms) {
-  return StrCat(static_cast<double>(ms.count()) / 1000.0, "s");
-}
-
 bool MpiUsable() {
   int init = 0, fin = 0;
   MPI_Initialized(&init);
@@ -173,18 +169,14 @@ class MpiComm : public Communicator {
 
   Status AllReduce(const Group& group, const void* send, void* recv, int64_t count, DType dtype,
                    ReduceOp op) override {
-    CollDesc d;
-    d.kind = CollKind::kAllReduce;
-    d.dtype = dtype;
-    d.op = op;
-    d.counts = {count};
+    const CollDesc d = CollDesc::AllReduce(count, dtype, op);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     MPI_Op mop;
     DISTRT_RETURN_IF_ERROR(PickOp(dtype, op, &mop));
     const MPI_Datatype t = MpiType(dtype);
     const size_t es = DTypeSize(dtype);
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     // Counts are int in MPI: big buffers go in pieces (elementwise, so exact).
     const int64_t kMax = INT_MAX / 2;
     int64_t off = 0;
@@ -200,16 +192,13 @@ class MpiComm : public Communicator {
 
   Status AllGather(const Group& group, const void* send, void* recv,
                    const std::vector<int64_t>& counts, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kAllGather;
-    d.dtype = dtype;
-    d.counts = counts;
+    const CollDesc d = CollDesc::AllGather(counts, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     std::vector<int> c, displs;
     DISTRT_RETURN_IF_ERROR(ToIntCounts(d, counts, &c, &displs));
     const MPI_Datatype t = MpiType(dtype);
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     if (std::all_of(c.begin(), c.end(), [&](int x) { return x == c[0]; })) {
       DISTRT_MPI(MPI_Allgather(send, c[0], t, recv, c[0], t, g->comm), "MPI_Allgather");
     } else {
@@ -222,11 +211,7 @@ class MpiComm : public Communicator {
 
   Status ReduceScatter(const Group& group, const void* send, void* recv,
                        const std::vector<int64_t>& counts, DType dtype, ReduceOp op) override {
-    CollDesc d;
-    d.kind = CollKind::kReduceScatter;
-    d.dtype = dtype;
-    d.op = op;
-    d.counts = counts;
+    const CollDesc d = CollDesc::ReduceScatter(counts, dtype, op);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     std::vector<int> c, displs;
@@ -234,7 +219,7 @@ class MpiComm : public Communicator {
     MPI_Op mop;
     DISTRT_RETURN_IF_ERROR(PickOp(dtype, op, &mop));
     const MPI_Datatype t = MpiType(dtype);
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     if (std::all_of(c.begin(), c.end(), [&](int x) { return x == c[0]; })) {
       DISTRT_MPI(MPI_Reduce_scatter_block(send, recv, c[0], t, mop, g->comm),
                  "MPI_Reduce_scatter_block");
@@ -247,18 +232,14 @@ class MpiComm : public Communicator {
 
   Status AllToAll(const Group& group, const void* send, const std::vector<int64_t>& send_counts,
                   void* recv, const std::vector<int64_t>& recv_counts, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kAllToAll;
-    d.dtype = dtype;
-    d.counts = send_counts;
-    d.recv_counts = recv_counts;
+    const CollDesc d = CollDesc::AllToAll(send_counts, recv_counts, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     std::vector<int> sc, sd, rc, rd;
     DISTRT_RETURN_IF_ERROR(ToIntCounts(d, send_counts, &sc, &sd));
     DISTRT_RETURN_IF_ERROR(ToIntCounts(d, recv_counts, &rc, &rd));
     const MPI_Datatype t = MpiType(dtype);
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     DISTRT_MPI(MPI_Alltoallv(send, sc.data(), sd.data(), t, recv, rc.data(), rd.data(), t, g->comm),
                "MPI_Alltoallv");
     return OkStatus();
@@ -266,33 +247,19 @@ class MpiComm : public Communicator {
 
   Status CollectivePermute(const Group& group, const void* send, int64_t send_count, int target,
                            void* recv, int64_t recv_count, int source, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kPermute;
-    d.dtype = dtype;
-    d.target = target;
-    d.source = source;
-    d.send_count = send_count;
-    d.recv_count = recv_count;
+    const CollDesc d = CollDesc::Permute(send_count, target, recv_count, source, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
-    auto index_of = [&](int r) -> int {
-      for (size_t j = 0; j < group.size(); ++j) {
-        if (group[j] == r) return static_cast<int>(j);
-      }
-      return -1;
-    };
-    const int t_idx = target >= 0 ? index_of(target) : MPI_PROC_NULL;
-    const int s_idx = source >= 0 ? index_of(source) : MPI_PROC_NULL;
-    if (t_idx == -1 || s_idx == -1) {
-      return InvalidArgumentError("collective_permute on group ", GroupToString(group), ": rank ",
-                                  t_idx == -1 ? target : source, " is not in the group");
-    }
+    int t_idx, s_idx;
+    DISTRT_RETURN_IF_ERROR(PermutePeers(group, d, &t_idx, &s_idx));
+    if (t_idx < 0) t_idx = MPI_PROC_NULL;
+    if (s_idx < 0) s_idx = MPI_PROC_NULL;
     if (send_count > INT_MAX || recv_count > INT_MAX || send_count < 0 || recv_count < 0) {
       return UnimplementedError("collective_permute of ", std::max(send_count, recv_count),
                                 " elements: the mpi backend moves at most 2^31-1 per call");
     }
     const MPI_Datatype t = MpiType(dtype);
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     MPI_Status st;
     DISTRT_MPI(
         MPI_Sendrecv(send, static_cast<int>(t_idx == MPI_PROC_NULL ? 0 : send_count), t, t_idx,
@@ -312,11 +279,10 @@ class MpiComm : public Communicator {
   }
 
   Status Barrier(const Group& group) override {
-    CollDesc d;
-    d.kind = CollKind::kBarrier;
+    const CollDesc d = CollDesc::Barrier();
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
-    Busy busy(this, [&] { return On(d, group); });
+    Busy busy(this, [&] { return d.DescribeOn(group); });
     DISTRT_MPI(MPI_Barrier(g->comm), "MPI_Barrier");
     return OkStatus();
   }
@@ -335,7 +301,7 @@ class MpiComm : public Communicator {
 
   Status Recv(void* data, int64_t bytes, int peer, int tag) override {
     DISTRT_RETURN_IF_ERROR(CheckP2P("recv: ", "recv from", bytes, peer, tag));
-    const std::string what = StrCat("recv from rank ", peer, " (tag ", tag, ", ", bytes, " bytes)");
+    const std::string what = DescribeRecv(peer, tag, bytes);
     Busy busy(this, [&] { return what; });
     MPI_Message msg;
     MPI_Status st;
@@ -345,24 +311,23 @@ class MpiComm : public Communicator {
     if (got != bytes) {
       std::vector<uint8_t> sink(static_cast<size_t>(std::max(got, 1)));
       MPI_Mrecv(sink.data(), got, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
-      return FailedPreconditionError("rank ", rank_, " ", what, ": the message has ", got,
-                                     " bytes");
+      return RecvSizeMismatch(rank_, what, got);
     }
     DISTRT_MPI(MPI_Mrecv(data, got, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv");
     return OkStatus();
   }
 
   void Abort(const Status& reason) override {
-    const std::string msg = reason.ok() ? std::string("aborted") : reason.message();
+    const Status failed = RankFailed(rank_, reason);
     if (options_.abort_job_on_error && MpiUsable()) {
-      std::fprintf(stderr, "distrt[mpi]: rank %d failed: %s; aborting the job (MPI_Abort)\n", rank_,
-                   msg.c_str());
+      std::fprintf(stderr, "distrt[mpi]: %s; aborting the job (MPI_Abort)\n",
+                   failed.message().c_str());
       std::fflush(stderr);
       alarm(30);  // if MPI_Abort itself hangs, SIGALRM ends this process
       MPI_Abort(MPI_COMM_WORLD, 1);
       _exit(1);
     }
-    if (failed_.ok()) failed_ = AbortedError("rank ", rank_, " failed: ", msg);
+    if (failed_.ok()) failed_ = failed;
   }
 
  private:
@@ -411,7 +376,7 @@ class MpiComm : public Communicator {
       std::fprintf(stderr,
                    "distrt[mpi]: rank %d: no progress in %s for %s%s; ending this process "
                    "so mpirun aborts the job\n",
-                   rank_, what.c_str(), Secs(options_.timeout).c_str(), phase.c_str());
+                   rank_, what.c_str(), Seconds(options_.timeout).c_str(), phase.c_str());
       std::fflush(stderr);
       // No MPI_Abort from this thread: the main thread is inside MPI, and
       // Open MPI 4.1's mpirun was seen to crash or hang when MPI_Abort from a
@@ -421,17 +386,10 @@ class MpiComm : public Communicator {
     }
   }
 
-  static std::string On(const CollDesc& d, const Group& group) {
-    return StrCat(d.Describe(), " on group ", GroupToString(group));
-  }
-
   Status CheckP2P(const char* prefix, const char* verb, int64_t bytes, int peer, int tag) {
     if (!failed_.ok())
       return AbortedError("rank ", rank_, " ", verb, " rank ", peer, ": ", failed_.message());
-    if (peer < 0 || peer >= size_ || peer == rank_) {
-      return InvalidArgumentError(prefix, "invalid peer ", peer, " for rank ", rank_);
-    }
-    if (bytes < 0) return InvalidArgumentError(prefix, "negative size");
+    DISTRT_RETURN_IF_ERROR(ValidatePeer(prefix, rank_, size_, peer, bytes));
     if (bytes > INT_MAX) {
       return UnimplementedError(prefix, bytes,
                                 " bytes: the mpi backend moves at most 2^31-1 bytes "
@@ -531,38 +489,10 @@ class MpiComm : public Communicator {
   // checks that all members make the same call.
   Status Prepare(const Group& group, const CollDesc& d, GroupComm** out) {
     if (!failed_.ok()) {
-      return AbortedError("rank ", rank_, " cannot start ", On(d, group), ": ", failed_.message());
+      return CannotStart(rank_, d.DescribeOn(group), failed_);
     }
-    int me = -1;
-    for (size_t i = 0; i < group.size(); ++i) {
-      if (group[i] < 0 || group[i] >= size_) {
-        return InvalidArgumentError("group ", GroupToString(group), " has rank ", group[i],
-                                    " outside [0, ", size_, ")");
-      }
-      for (size_t j = 0; j < i; ++j) {
-        if (group[j] == group[i]) {
-          return InvalidArgumentError("group ", GroupToString(group), " lists rank ", group[i],
-                                      " twice");
-        }
-      }
-      if (group[i] == rank_) me = static_cast<int>(i);
-    }
-    if (me < 0) {
-      return InvalidArgumentError("rank ", rank_, " calls a collective on group ",
-                                  GroupToString(group), ", which does not contain it");
-    }
-    const size_t n = group.size();
-    if ((d.kind == CollKind::kAllGather || d.kind == CollKind::kReduceScatter) &&
-        d.counts.size() != n) {
-      return InvalidArgumentError(CollKindName(d.kind), ": ", d.counts.size(),
-                                  " counts for a group of ", n);
-    }
-    if (d.kind == CollKind::kAllToAll && (d.counts.size() != n || d.recv_counts.size() != n)) {
-      return InvalidArgumentError("all_to_all: counts must have one entry per member (", n, ")");
-    }
-    if (d.kind != CollKind::kBarrier && MpiType(d.dtype) == MPI_DATATYPE_NULL) {
-      return InvalidArgumentError(CollKindName(d.kind), ": invalid dtype");
-    }
+    int me;
+    DISTRT_RETURN_IF_ERROR(ValidateCall(group, rank_, size_, d, &me));
     auto it = groups_.find(group);
     if (it == groups_.end()) {
       GroupComm gc;
@@ -577,7 +507,7 @@ class MpiComm : public Communicator {
 
   Status CreateGroupComm(const Group& group, const CollDesc& d, MPI_Comm* out) {
     Busy busy(
-        this, [&] { return On(d, group); }, "creating the group's communicator");
+        this, [&] { return d.DescribeOn(group); }, "creating the group's communicator");
     MPI_Group g;
     DISTRT_MPI(MPI_Group_incl(world_group_, static_cast<int>(group.size()), group.data(), &g),
                "MPI_Group_incl");
@@ -594,42 +524,16 @@ class MpiComm : public Communicator {
   }
 
   Status CheckCall(const Group& group, GroupComm& g, const CollDesc& d) {
-    const size_t n = group.size();
-    if (n == 1 && d.kind != CollKind::kPermute) return OkStatus();
-    uint64_t mine[2] = {d.ShapeHash(), d.PairFingerprint(group, rank_)};
-    std::vector<uint64_t> all(2 * n);
-    {
-      Busy busy(
-          this, [&] { return On(d, group); }, "checking that every member makes the same call");
-      DISTRT_MPI(MPI_Allgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, g.comm),
-                 "MPI_Allgather (collective check)");
-    }
-    std::vector<uint64_t> hashes(n), pairs(n);
-    for (size_t i = 0; i < n; ++i) {
-      hashes[i] = all[2 * i];
-      pairs[i] = all[2 * i + 1];
-    }
-    if (FingerprintsAgree(hashes, pairs)) return OkStatus();
-    // Disagreement: every member saw it, so all of them exchange their full
-    // descriptors and fail with the same message.
-    const size_t len = CollDesc::EncodedSize(n);
-    std::vector<int64_t> enc(len), all_enc(len * n);
-    d.Encode(n, enc.data());
-    {
-      Busy busy(
-          this, [&] { return On(d, group); }, "exchanging descriptors after a mismatch");
-      DISTRT_MPI(MPI_Allgather(enc.data(), static_cast<int>(len), MPI_INT64_T, all_enc.data(),
-                               static_cast<int>(len), MPI_INT64_T, g.comm),
-                 "MPI_Allgather (collective check)");
-    }
-    std::vector<CollDesc> descs;
-    for (size_t i = 0; i < n; ++i) descs.push_back(CollDesc::Decode(n, all_enc.data() + i * len));
-    Status st = CheckCollDescs(group, descs);
-    if (st.ok()) {
-      return InternalError("collective check on group ", GroupToString(group),
-                           ": fingerprints differ but the calls agree (", d.Describe(), ")");
-    }
-    return st;
+    return CheckAcrossMembers(
+        group, rank_, d,
+        [&](const uint64_t* send, size_t words, uint64_t* recv, const char* phase) -> Status {
+          Busy busy(
+              this, [&] { return d.DescribeOn(group); }, phase);
+          DISTRT_MPI(MPI_Allgather(send, static_cast<int>(words), MPI_UINT64_T, recv,
+                                   static_cast<int>(words), MPI_UINT64_T, g.comm),
+                     "MPI_Allgather (collective check)");
+          return OkStatus();
+        });
   }
 
   MpiCommOptions options_;

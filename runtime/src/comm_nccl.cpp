@@ -93,10 +93,6 @@ bool FloatMinMax(DType d, ReduceOp op) {
   return IsFloat(d) && (op == ReduceOp::kMax || op == ReduceOp::kMin);
 }
 
-std::string Secs(std::chrono::milliseconds ms) {
-  return StrCat(static_cast<double>(ms.count()) / 1000.0, "s");
-}
-
 // Header of a point-to-point message.
 struct MsgHeader {
   int64_t bytes;
@@ -120,11 +116,10 @@ class NcclComm : public NcclDeviceComm {
     ncclUniqueId uid;
     std::memcpy(&uid, id.bytes, sizeof(uid));
     DISTRT_NCCL(ncclCommInitRank(&world_, size, uid, rank), "ncclCommInitRank (world)");
-    // Scratch for ids and the collective check.
+    // Scratch for ids and the collective check (see CheckCall).
     const size_t desc = CollDesc::EncodedSize(static_cast<size_t>(size)) * 8;
     DISTRT_RETURN_IF_ERROR(DeviceBuffer::Allocate(
-        2 * sizeof(NcclId) + 16 * (1 + static_cast<size_t>(size)) + desc * (1 + size), device_,
-        stream_, &small_));
+        2 * sizeof(NcclId) + desc * (1 + static_cast<size_t>(size)), device_, stream_, &small_));
     return OkStatus();
   }
 
@@ -176,25 +171,18 @@ class NcclComm : public NcclDeviceComm {
 
   Status AllReduce(const Group& group, const void* send, void* recv, int64_t count, DType dtype,
                    ReduceOp op) override {
-    CollDesc d;
-    d.kind = CollKind::kAllReduce;
-    d.dtype = dtype;
-    d.op = op;
-    d.counts = {count};
+    const CollDesc d = CollDesc::AllReduce(count, dtype, op);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     DISTRT_RETURN_IF_ERROR(
         AllReduceOn(*g, static_cast<int>(group.size()), send, recv, count, dtype, op));
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status AllGather(const Group& group, const void* send, void* recv,
                    const std::vector<int64_t>& counts, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kAllGather;
-    d.dtype = dtype;
-    d.counts = counts;
+    const CollDesc d = CollDesc::AllGather(counts, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     const size_t es = DTypeSize(dtype);
@@ -229,16 +217,12 @@ class NcclComm : public NcclDeviceComm {
       DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_gather)");
     }
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status ReduceScatter(const Group& group, const void* send, void* recv,
                        const std::vector<int64_t>& counts, DType dtype, ReduceOp op) override {
-    CollDesc d;
-    d.kind = CollKind::kReduceScatter;
-    d.dtype = dtype;
-    d.op = op;
-    d.counts = counts;
+    const CollDesc d = CollDesc::ReduceScatter(counts, dtype, op);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     const int n = static_cast<int>(group.size());
@@ -275,16 +259,12 @@ class NcclComm : public NcclDeviceComm {
       }
     }
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status AllToAll(const Group& group, const void* send, const std::vector<int64_t>& send_counts,
                   void* recv, const std::vector<int64_t>& recv_counts, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kAllToAll;
-    d.dtype = dtype;
-    d.counts = send_counts;
-    d.recv_counts = recv_counts;
+    const CollDesc d = CollDesc::AllToAll(send_counts, recv_counts, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     const size_t es = DTypeSize(dtype);
@@ -306,32 +286,16 @@ class NcclComm : public NcclDeviceComm {
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_to_all)");
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status CollectivePermute(const Group& group, const void* send, int64_t send_count, int target,
                            void* recv, int64_t recv_count, int source, DType dtype) override {
-    CollDesc d;
-    d.kind = CollKind::kPermute;
-    d.dtype = dtype;
-    d.target = target;
-    d.source = source;
-    d.send_count = send_count;
-    d.recv_count = recv_count;
+    const CollDesc d = CollDesc::Permute(send_count, target, recv_count, source, dtype);
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
-    auto index_of = [&](int r) -> int {
-      for (size_t j = 0; j < group.size(); ++j) {
-        if (group[j] == r) return static_cast<int>(j);
-      }
-      return -1;
-    };
-    const int t = target >= 0 ? index_of(target) : -1;
-    const int s = source >= 0 ? index_of(source) : -1;
-    if ((target >= 0 && t < 0) || (source >= 0 && s < 0)) {
-      return InvalidArgumentError("collective_permute on group ", GroupToString(group), ": rank ",
-                                  target >= 0 && t < 0 ? target : source, " is not in the group");
-    }
+    int t, s;
+    DISTRT_RETURN_IF_ERROR(PermutePeers(group, d, &t, &s));
     const size_t es = DTypeSize(dtype);
     DISTRT_NCCL(ncclGroupStart(), "ncclGroupStart");
     if (t >= 0 && send_count > 0) {
@@ -342,19 +306,18 @@ class NcclComm : public NcclDeviceComm {
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (collective_permute)");
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status Barrier(const Group& group) override {
-    CollDesc d;
-    d.kind = CollKind::kBarrier;
+    const CollDesc d = CollDesc::Barrier();
     GroupComm* g;
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     void* tmp = nullptr;
     DISTRT_RETURN_IF_ERROR(Scratch(0, 8, &tmp));
     DISTRT_NCCL(ncclAllReduce(tmp, tmp, 1, ncclInt64, ncclSum, g->comm, stream_), "ncclAllReduce");
     return Wait(
-        stream_, [&] { return On(d, group); }, g->comm);
+        stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
   Status Send(const void* data, int64_t bytes, int peer, int tag) override {
@@ -407,17 +370,13 @@ class NcclComm : public NcclDeviceComm {
     DISTRT_CUDA(cudaSetDevice(device_), "cudaSetDevice");
     Pair* p;
     DISTRT_RETURN_IF_ERROR(GetPair(peer, &p));
-    const std::string what = StrCat("recv from rank ", peer, " (tag ", tag, ", ", bytes, " bytes)");
+    const std::string what = DescribeRecv(peer, tag, bytes);
     auto describe = [&] { return what; };
-    auto mismatch = [&](int64_t have) {
-      return FailedPreconditionError("rank ", rank_, " ", what, ": the message has ", have,
-                                     " bytes");
-    };
     auto& early = p->unexpected[tag];
     if (!early.empty()) {  // arrived before, while waiting for another tag
       Early m = std::move(early.front());
       early.pop_front();
-      if (m.bytes != bytes) return mismatch(m.bytes);
+      if (m.bytes != bytes) return RecvSizeMismatch(rank_, what, m.bytes);
       if (bytes > 0) {
         DISTRT_CUDA(cudaMemcpyAsync(data, m.buffer->data(), static_cast<size_t>(bytes),
                                     cudaMemcpyDeviceToDevice, p->recv_stream),
@@ -455,15 +414,14 @@ class NcclComm : public NcclDeviceComm {
                     "ncclRecv");
       }
       DISTRT_RETURN_IF_ERROR(Wait(p->recv_stream, describe, p->from));
-      if (h.tag == tag) return mismatch(h.bytes);
+      if (h.tag == tag) return RecvSizeMismatch(rank_, what, h.bytes);
       p->unexpected[h.tag].push_back(std::move(m));
     }
   }
 
   void Abort(const Status& reason) override {
-    const std::string msg = reason.ok() ? std::string("aborted") : reason.message();
     AbortAll();
-    if (failed_.ok()) failed_ = AbortedError("rank ", rank_, " failed: ", msg);
+    if (failed_.ok()) failed_ = RankFailed(rank_, reason);
     if (options_.on_abort) options_.on_abort(rank_, reason);
   }
 
@@ -489,10 +447,6 @@ class NcclComm : public NcclDeviceComm {
     std::shared_ptr<DeviceBuffer> header, payload;
   };
 
-  static std::string On(const CollDesc& d, const Group& group) {
-    return StrCat(d.Describe(), " on group ", GroupToString(group));
-  }
-
   // Waits for `s` up to the timeout, watching `comm` for asynchronous NCCL
   // errors. On timeout every NCCL communicator is aborted.
   Status Wait(cudaStream_t s, const std::function<std::string()>& what, ncclComm_t comm) {
@@ -515,7 +469,7 @@ class NcclComm : public NcclDeviceComm {
       }
       if (Clock::now() > deadline) {
         return Fail(DeadlineExceededError("rank ", rank_, ": no progress in ", what(), " for ",
-                                          Secs(options_.timeout),
+                                          Seconds(options_.timeout),
                                           "; the NCCL communicators are aborted"));
       }
       std::this_thread::yield();
@@ -546,11 +500,7 @@ class NcclComm : public NcclDeviceComm {
 
   Status CheckP2P(const char* prefix, int64_t bytes, int peer) {
     if (!failed_.ok()) return AbortedError(prefix, failed_.message());
-    if (peer < 0 || peer >= size_ || peer == rank_) {
-      return InvalidArgumentError(prefix, "invalid peer ", peer, " for rank ", rank_);
-    }
-    if (bytes < 0) return InvalidArgumentError(prefix, "negative size");
-    return OkStatus();
+    return ValidatePeer(prefix, rank_, size_, peer, bytes);
   }
 
   // Growable device scratch, slot 0 or 1.
@@ -619,39 +569,11 @@ class NcclComm : public NcclDeviceComm {
 
   Status Prepare(const Group& group, const CollDesc& d, GroupComm** out) {
     if (!failed_.ok()) {
-      return AbortedError("rank ", rank_, " cannot start ", On(d, group), ": ", failed_.message());
+      return CannotStart(rank_, d.DescribeOn(group), failed_);
     }
     DISTRT_CUDA(cudaSetDevice(device_), "cudaSetDevice");
-    int me = -1;
-    for (size_t i = 0; i < group.size(); ++i) {
-      if (group[i] < 0 || group[i] >= size_) {
-        return InvalidArgumentError("group ", GroupToString(group), " has rank ", group[i],
-                                    " outside [0, ", size_, ")");
-      }
-      for (size_t j = 0; j < i; ++j) {
-        if (group[j] == group[i]) {
-          return InvalidArgumentError("group ", GroupToString(group), " lists rank ", group[i],
-                                      " twice");
-        }
-      }
-      if (group[i] == rank_) me = static_cast<int>(i);
-    }
-    if (me < 0) {
-      return InvalidArgumentError("rank ", rank_, " calls a collective on group ",
-                                  GroupToString(group), ", which does not contain it");
-    }
-    const size_t n = group.size();
-    if ((d.kind == CollKind::kAllGather || d.kind == CollKind::kReduceScatter) &&
-        d.counts.size() != n) {
-      return InvalidArgumentError(CollKindName(d.kind), ": ", d.counts.size(),
-                                  " counts for a group of ", n);
-    }
-    if (d.kind == CollKind::kAllToAll && (d.counts.size() != n || d.recv_counts.size() != n)) {
-      return InvalidArgumentError("all_to_all: counts must have one entry per member (", n, ")");
-    }
-    if (d.kind != CollKind::kBarrier && DTypeSize(d.dtype) == 0) {
-      return InvalidArgumentError(CollKindName(d.kind), ": invalid dtype");
-    }
+    int me;
+    DISTRT_RETURN_IF_ERROR(ValidateCall(group, rank_, size_, d, &me));
     auto it = groups_.find(group);
     if (it == groups_.end()) {
       GroupComm gc;
@@ -690,7 +612,8 @@ class NcclComm : public NcclDeviceComm {
                   "cudaMemcpyAsync");
     }
     DISTRT_RETURN_IF_ERROR(Wait(
-        stream_, [&] { return StrCat(On(d, group), " (sending the group's NCCL id)"); }, world_));
+        stream_, [&] { return StrCat(d.DescribeOn(group), " (sending the group's NCCL id)"); },
+        world_));
     DISTRT_NCCL(ncclCommInitRank(out, static_cast<int>(group.size()), uid, me),
                 "ncclCommInitRank (group)");
     return OkStatus();
@@ -757,7 +680,7 @@ class NcclComm : public NcclDeviceComm {
       if (pending_.empty()) break;
       if (Clock::now() > deadline) {
         return Fail(DeadlineExceededError("rank ", rank_, ": ", pending_.size(),
-                                          " send(s) not received after ", Secs(options_.timeout),
+                                          " send(s) not received after ", Seconds(options_.timeout),
                                           " (first to rank ", pending_[0].peer, ")"));
       }
       std::this_thread::yield();
@@ -765,52 +688,24 @@ class NcclComm : public NcclDeviceComm {
     return OkStatus();
   }
 
+  // The exchanges go through device scratch after the ids in small_: room
+  // for one member's encoded descriptor, then for everybody's.
   Status CheckCall(const Group& group, GroupComm& g, const CollDesc& d) {
-    const size_t n = group.size();
-    if (n == 1 && d.kind != CollKind::kPermute) return OkStatus();
-    uint64_t mine[2] = {d.ShapeHash(), d.PairFingerprint(group, rank_)};
-    uint8_t* base = static_cast<uint8_t*>(small_->data()) + 2 * sizeof(NcclId);
-    void* chk_send = base;
-    void* chk_recv = base + 16;
-    std::vector<uint64_t> all(2 * n);
-    auto describe = [&] {
-      return StrCat(On(d, group), " (checking that every member makes the same call)");
-    };
-    DISTRT_CUDA(cudaMemcpyAsync(chk_send, mine, sizeof(mine), cudaMemcpyHostToDevice, stream_),
-                "cudaMemcpyAsync");
-    DISTRT_NCCL(ncclAllGather(chk_send, chk_recv, 2, ncclUint64, g.comm, stream_),
-                "ncclAllGather (check)");
-    DISTRT_CUDA(
-        cudaMemcpyAsync(all.data(), chk_recv, all.size() * 8, cudaMemcpyDeviceToHost, stream_),
-        "cudaMemcpyAsync");
-    DISTRT_RETURN_IF_ERROR(Wait(stream_, describe, g.comm));
-    std::vector<uint64_t> hashes(n), pairs(n);
-    for (size_t i = 0; i < n; ++i) {
-      hashes[i] = all[2 * i];
-      pairs[i] = all[2 * i + 1];
-    }
-    if (FingerprintsAgree(hashes, pairs)) return OkStatus();
-    const size_t len = CollDesc::EncodedSize(n);
-    std::vector<int64_t> enc(len), all_enc(len * n);
-    d.Encode(n, enc.data());
-    uint8_t* dsend = base + 16 * (1 + static_cast<size_t>(size_));
+    uint8_t* dsend = static_cast<uint8_t*>(small_->data()) + 2 * sizeof(NcclId);
     uint8_t* drecv = dsend + CollDesc::EncodedSize(static_cast<size_t>(size_)) * 8;
-    DISTRT_CUDA(cudaMemcpyAsync(dsend, enc.data(), len * 8, cudaMemcpyHostToDevice, stream_),
-                "cudaMemcpyAsync");
-    DISTRT_NCCL(ncclAllGather(dsend, drecv, len, ncclInt64, g.comm, stream_),
-                "ncclAllGather (check)");
-    DISTRT_CUDA(
-        cudaMemcpyAsync(all_enc.data(), drecv, all_enc.size() * 8, cudaMemcpyDeviceToHost, stream_),
-        "cudaMemcpyAsync");
-    DISTRT_RETURN_IF_ERROR(Wait(stream_, describe, g.comm));
-    std::vector<CollDesc> descs;
-    for (size_t i = 0; i < n; ++i) descs.push_back(CollDesc::Decode(n, all_enc.data() + i * len));
-    Status st = CheckCollDescs(group, descs);
-    if (st.ok()) {
-      return InternalError("collective check on group ", GroupToString(group),
-                           ": fingerprints differ but the calls agree (", d.Describe(), ")");
-    }
-    return st;
+    return CheckAcrossMembers(
+        group, rank_, d,
+        [&](const uint64_t* send, size_t words, uint64_t* recv, const char* phase) -> Status {
+          const size_t n = group.size();
+          DISTRT_CUDA(cudaMemcpyAsync(dsend, send, words * 8, cudaMemcpyHostToDevice, stream_),
+                      "cudaMemcpyAsync");
+          DISTRT_NCCL(ncclAllGather(dsend, drecv, words, ncclUint64, g.comm, stream_),
+                      "ncclAllGather (check)");
+          DISTRT_CUDA(cudaMemcpyAsync(recv, drecv, words * n * 8, cudaMemcpyDeviceToHost, stream_),
+                      "cudaMemcpyAsync");
+          return Wait(
+              stream_, [&] { return StrCat(d.DescribeOn(group), " (", phase, ")"); }, g.comm);
+        });
   }
 
   NcclCommOptions options_;
@@ -1032,7 +927,7 @@ Status CreateNcclCommunicatorFromFile(const std::string& path_in, int rank, int 
       }
       if (Clock::now() > deadline) {
         return DeadlineExceededError("nccl rendezvous: rank ", rank, " found no id in ", path,
-                                     " after ", Secs(options.timeout));
+                                     " after ", Seconds(options.timeout));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
