@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "comm_check.h"
 #include "distrt/cuda.h"
 
 namespace distrt {
@@ -36,8 +37,8 @@ Status CreateNcclCommunicatorMpi(const NcclCommOptions& options_in,
   NcclCommOptions options = options_in;
   if (!options.on_abort) {
     options.on_abort = [](int r, const Status& reason) {
-      std::fprintf(stderr, "distrt[nccl]: rank %d failed: %s; aborting the job (MPI_Abort)\n", r,
-                   reason.ok() ? "aborted" : reason.message().c_str());
+      std::fprintf(stderr, "distrt[nccl]: %s; aborting the job (MPI_Abort)\n",
+                   RankFailed(r, reason).message().c_str());
       std::fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 1);
     };
