@@ -1,5 +1,7 @@
 // distrt::Status and StatusOr: how every distrt function reports failure.
 // No exceptions: a function that can fail returns Status (or StatusOr<T>).
+// Both are [[nodiscard]]: a caller handles the status, or casts it to void
+// with a comment saying why ignoring it is right.
 #ifndef DISTRT_STATUS_H_
 #define DISTRT_STATUS_H_
 
@@ -26,7 +28,7 @@ enum class StatusCode {
 
 const char* StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
   Status(StatusCode code, std::string message);
@@ -88,11 +90,12 @@ DISTRT_DEFINE_ERROR_FN(InternalError, kInternal)
 
 // Either a value or a non-OK Status.
 template <typename T>
-class StatusOr {
+class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const Status& status) : status_(status) {  // NOLINT: implicit
-    if (status_.ok()) status_ = InternalError("StatusOr built from an OK status without a value");
-  }
+  // Initialised, not assigned: nvcc takes `status_ = ...` for a discarded Status.
+  StatusOr(const Status& status)  // NOLINT: implicit
+      : status_(status.ok() ? InternalError("StatusOr built from an OK status without a value")
+                            : status) {}
   StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit
 
   bool ok() const { return status_.ok(); }
