@@ -11,6 +11,7 @@
 #include "cuda_kernels.h"
 #include "cuda_util.h"
 #include "distrt/cuda.h"
+#include "exec_common.h"
 #include "kernel.h"
 #include "thread_pool.h"
 #include "weights.h"
@@ -285,15 +286,7 @@ Status CudaExecutor::Create(std::shared_ptr<const Program> program, Communicator
   if (!program) return InvalidArgumentError("CudaExecutor::Create: no program");
   const Program& p = *program;
   DISTRT_RETURN_IF_ERROR(RequireCudaDevice(options.device));
-  if (comm != nullptr && (comm->rank() != p.rank() || comm->world_size() != p.world_size())) {
-    return InvalidArgumentError(p.source(), ": the program is rank ", p.rank(), " of ",
-                                p.world_size(), " but the communicator is rank ", comm->rank(),
-                                " of ", comm->world_size());
-  }
-  if (comm == nullptr && p.communicates()) {
-    return FailedPreconditionError(p.source(),
-                                   ": the program communicates but no communicator was given");
-  }
+  DISTRT_RETURN_IF_ERROR(CheckCommunicator(p, comm));
   if (options.host_threads < 1) {
     return InvalidArgumentError("CudaExecutorOptions.host_threads must be >= 1");
   }
@@ -338,23 +331,9 @@ Status CudaExecutor::Create(std::shared_ptr<const Program> program, Communicator
                                 "fallback is off (CudaExecutorOptions.allow_host_fallback)");
     }
   }
-  // Liveness, as in Executor: drop each value after its last reader.
-  std::vector<int> last_use(static_cast<size_t>(p.num_values()), -1);
-  std::vector<bool> keep(static_cast<size_t>(p.num_values()), false);
-  for (int v = 0; v < p.num_values(); ++v) keep[v] = im.persistent[v].defined();
-  for (int i = 0; i < p.proto().outputs_size(); ++i) keep[p.OutputValue(i)] = true;
-  for (int i = 0; i < n; ++i) {
-    for (int v : p.InstructionInputs(i)) last_use[v] = i;
-  }
-  im.release_after.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    for (int v : p.InstructionOutputs(i)) {
-      if (last_use[v] < i && !keep[v]) im.release_after[i].push_back(v);
-    }
-  }
-  for (int v = 0; v < p.num_values(); ++v) {
-    if (last_use[v] >= 0 && !keep[v]) im.release_after[last_use[v]].push_back(v);
-  }
+  std::vector<bool> persistent(im.persistent.size());
+  for (size_t v = 0; v < persistent.size(); ++v) persistent[v] = im.persistent[v].defined();
+  im.release_after = ComputeLiveness(p, persistent).release_after;
   *out = std::move(e);
   return OkStatus();
 }
@@ -380,20 +359,11 @@ Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<Host
     cudaError_t e = cudaSetDevice(im.device);
     if (e != cudaSuccess) return fail(CudaError(e, "cudaSetDevice"));
   }
-  const int nin = p.proto().inputs_size();
-  if (static_cast<int>(inputs.size()) != nin) {
-    return fail(
-        InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size()));
-  }
+  Status checked = CheckInputs(p, inputs);
+  if (!checked.ok()) return fail(checked);
   std::vector<DeviceTensor> values = im.persistent;
-  for (int i = 0; i < nin; ++i) {
-    const int v = p.InputValue(i);
-    const TensorType& want = p.value(v).type;
-    if (!inputs[i].defined() || inputs[i].type() != want) {
-      return fail(InvalidArgumentError(p.source(), ": input ", i, " '", p.proto().inputs(i).name(),
-                                       "' must be ", want.ToString()));
-    }
-    Status st = im.Upload(inputs[i], &values[v]);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    Status st = im.Upload(inputs[i], &values[p.InputValue(static_cast<int>(i))]);
     if (!st.ok()) return fail(st);
   }
 

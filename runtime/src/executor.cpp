@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "exec_common.h"
 #include "kernel.h"
 #include "thread_pool.h"
 #include "weights.h"
@@ -26,15 +27,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
                         const ExecutorOptions& options, std::unique_ptr<Executor>* out) {
   if (!program) return InvalidArgumentError("Executor::Create: no program");
   const Program& p = *program;
-  if (comm != nullptr && (comm->rank() != p.rank() || comm->world_size() != p.world_size())) {
-    return InvalidArgumentError(p.source(), ": the program is rank ", p.rank(), " of ",
-                                p.world_size(), " but the communicator is rank ", comm->rank(),
-                                " of ", comm->world_size());
-  }
-  if (comm == nullptr && p.communicates()) {
-    return FailedPreconditionError(p.source(),
-                                   ": the program communicates but no communicator was given");
-  }
+  DISTRT_RETURN_IF_ERROR(CheckCommunicator(p, comm));
   if (options.threads < 1) {
     return InvalidArgumentError("ExecutorOptions.threads must be >= 1, got ", options.threads);
   }
@@ -52,31 +45,19 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   if (!st.ok()) return st.WithContext(p.source());
   e->stats_.weight_bytes = im.weight_tracker->current();
 
-  // Liveness: the last instruction reading each value. Program outputs and
-  // persistent values are never released.
   const int n = p.num_instructions();
-  std::vector<int> last_use(static_cast<size_t>(p.num_values()), -1);
-  std::vector<bool> keep(static_cast<size_t>(p.num_values()), false);
-  for (int v = 0; v < p.num_values(); ++v) keep[v] = im.persistent[v].defined();
-  for (int i = 0; i < p.proto().outputs_size(); ++i) keep[p.OutputValue(i)] = true;
   im.kernels.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     im.kernels[i] = KernelRegistry::Get().Find(p.proto().instructions(i).op());
-    for (int v : p.InstructionInputs(i)) last_use[v] = i;
   }
-  im.release_after.resize(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    for (int v : p.InstructionOutputs(i)) {
-      if (last_use[v] < i && !keep[v]) im.release_after[i].push_back(v);  // dead result
-    }
-  }
-  for (int v = 0; v < p.num_values(); ++v) {
-    if (last_use[v] >= 0 && !keep[v]) im.release_after[last_use[v]].push_back(v);
-  }
+  std::vector<bool> persistent(static_cast<size_t>(p.num_values()));
+  for (int v = 0; v < p.num_values(); ++v) persistent[v] = im.persistent[v].defined();
+  Liveness live = ComputeLiveness(p, persistent);
+  im.release_after = std::move(live.release_after);
   im.dies_at.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     for (int v : p.InstructionInputs(i)) {
-      im.dies_at[i].push_back(im.kernels[i]->in_place_ok && last_use[v] == i && !keep[v]);
+      im.dies_at[i].push_back(im.kernels[i]->in_place_ok && live.last_use[v] == i && !live.keep[v]);
     }
   }
   *out = std::move(e);
@@ -91,23 +72,10 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     return st;
   };
   const auto start = std::chrono::steady_clock::now();
-  const int nin = p.proto().inputs_size();
-  if (static_cast<int>(inputs.size()) != nin) {
-    return fail(
-        InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size()));
-  }
+  Status checked = CheckInputs(p, inputs);
+  if (!checked.ok()) return fail(checked);
   std::vector<HostTensor> values = im.persistent;
-  for (int i = 0; i < nin; ++i) {
-    const int v = p.InputValue(i);
-    const TensorType& want = p.value(v).type;
-    if (!inputs[i].defined() || inputs[i].type() != want) {
-      return fail(InvalidArgumentError(
-          p.source(), ": input ", i, " '", p.proto().inputs(i).name(), "' must be ",
-          want.ToString(), ", got ",
-          inputs[i].defined() ? inputs[i].type().ToString() : std::string("an undefined tensor")));
-    }
-    values[v] = inputs[i];
-  }
+  for (size_t i = 0; i < inputs.size(); ++i) values[p.InputValue(static_cast<int>(i))] = inputs[i];
   const int64_t baseline = im.run_tracker->current();
   im.run_tracker->ResetPeak();
 

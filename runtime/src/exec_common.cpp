@@ -1,0 +1,56 @@
+#include "exec_common.h"
+
+namespace distrt {
+
+Status CheckCommunicator(const Program& p, const Communicator* comm) {
+  if (comm != nullptr && (comm->rank() != p.rank() || comm->world_size() != p.world_size())) {
+    return InvalidArgumentError(p.source(), ": the program is rank ", p.rank(), " of ",
+                                p.world_size(), " but the communicator is rank ", comm->rank(),
+                                " of ", comm->world_size());
+  }
+  if (comm == nullptr && p.communicates()) {
+    return FailedPreconditionError(p.source(),
+                                   ": the program communicates but no communicator was given");
+  }
+  return OkStatus();
+}
+
+Status CheckInputs(const Program& p, const std::vector<HostTensor>& inputs) {
+  const int nin = p.proto().inputs_size();
+  if (static_cast<int>(inputs.size()) != nin) {
+    return InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size());
+  }
+  for (int i = 0; i < nin; ++i) {
+    const TensorType& want = p.value(p.InputValue(i)).type;
+    if (!inputs[i].defined() || inputs[i].type() != want) {
+      return InvalidArgumentError(
+          p.source(), ": input ", i, " '", p.proto().inputs(i).name(), "' must be ",
+          want.ToString(), ", got ",
+          inputs[i].defined() ? inputs[i].type().ToString() : std::string("an undefined tensor"));
+    }
+  }
+  return OkStatus();
+}
+
+Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) {
+  const int n = p.num_instructions();
+  Liveness l;
+  l.last_use.assign(static_cast<size_t>(p.num_values()), -1);
+  l.keep = persistent;
+  for (int i = 0; i < p.proto().outputs_size(); ++i) l.keep[p.OutputValue(i)] = true;
+  for (int i = 0; i < n; ++i) {
+    for (int v : p.InstructionInputs(i)) l.last_use[v] = i;
+  }
+  l.release_after.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    for (int v : p.InstructionOutputs(i)) {
+      if (l.last_use[v] < i && !l.keep[v]) l.release_after[i].push_back(v);  // dead result
+    }
+  }
+  for (int v = 0; v < p.num_values(); ++v) {
+    if (l.last_use[v] >= 0 && !l.keep[v]) l.release_after[l.last_use[v]].push_back(v);
+  }
+  return l;
+}
+
+}  // namespace distrt

@@ -1,0 +1,36 @@
+// What the host Executor and the CudaExecutor share: the checks on a
+// program's communicator and inputs, and its buffer lifetimes.
+#ifndef DISTRT_SRC_EXEC_COMMON_H_
+#define DISTRT_SRC_EXEC_COMMON_H_
+
+#include <vector>
+
+#include "distrt/communicator.h"
+#include "distrt/program.h"
+#include "distrt/tensor.h"
+
+namespace distrt {
+
+// INVALID_ARGUMENT if `comm`'s rank or world size differs from the
+// program's; FAILED_PRECONDITION if there is none and the program
+// communicates. `comm` may be null.
+Status CheckCommunicator(const Program& program, const Communicator* comm);
+
+// INVALID_ARGUMENT unless `inputs` are the program's inputs: as many, each
+// defined and of its declared type.
+Status CheckInputs(const Program& program, const std::vector<HostTensor>& inputs);
+
+// Buffer lifetimes: each value is released after its last reader, or right
+// after it is produced if nobody reads it. Weights, constants and program
+// outputs are never released.
+struct Liveness {
+  std::vector<int> last_use;                    // per value: last reader, -1 if none
+  std::vector<bool> keep;                       // per value: never released
+  std::vector<std::vector<int>> release_after;  // per instruction
+};
+// `persistent[v]`: value v is a weight or constant.
+Liveness ComputeLiveness(const Program& program, const std::vector<bool>& persistent);
+
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_EXEC_COMMON_H_
