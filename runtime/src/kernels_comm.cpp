@@ -190,14 +190,47 @@ bool LeadingOnly(const Shape& s, int64_t dim) {  // all dims before `dim` are 1
   return true;
 }
 
-Status RunAllReduce(KernelContext& ctx) {
+// How every collective kernel but collective_permute starts: a
+// communicator, the output type the shape rules give, and the group.
+Status BeginCollective(const KernelContext& ctx, GroupInfo* g) {
   DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
-  const HostTensor& x = ctx.input(0);
   TensorType yt;
-  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
+  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, ctx.input(0).type(), &yt));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
+  return ReadGroup(*ctx.inst, ctx.rank, g);
+}
+
+// Copies x's pieces along `dim` (extents `sizes`, in member order) into
+// contiguous member-major blocks at `packed`.
+void PackPieces(const HostTensor& x, int64_t dim, const std::vector<int64_t>& sizes,
+                uint8_t* packed) {
+  const size_t es = DTypeSize(x.dtype());
+  Shape offsets(static_cast<size_t>(x.rank()), 0);
+  for (int64_t size : sizes) {
+    const Shape piece = WithDim(x.shape(), dim, size);
+    CopyWindow(x.data<uint8_t>(), x.shape(), offsets, piece, es, packed);
+    packed += NumElements(piece) * es;
+    offsets[static_cast<size_t>(dim)] += size;
+  }
+}
+
+// The inverse: member-major blocks at `packed` become y's pieces along `dim`.
+void UnpackPieces(const uint8_t* packed, int64_t dim, const std::vector<int64_t>& sizes,
+                  HostTensor* y) {
+  const size_t es = DTypeSize(y->dtype());
+  Shape offsets(static_cast<size_t>(y->rank()), 0);
+  for (int64_t size : sizes) {
+    const Shape piece = WithDim(y->shape(), dim, size);
+    PasteWindow(packed, piece, y->data<uint8_t>(), y->shape(), offsets, es);
+    packed += NumElements(piece) * es;
+    offsets[static_cast<size_t>(dim)] += size;
+  }
+}
+
+Status RunAllReduce(KernelContext& ctx) {
+  const HostTensor& x = ctx.input(0);
   GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   ReduceOp op;
   DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
   HostTensor* y;
@@ -206,13 +239,9 @@ Status RunAllReduce(KernelContext& ctx) {
 }
 
 Status RunAllGather(KernelContext& ctx) {
-  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
   const HostTensor& x = ctx.input(0);
-  TensorType yt;
-  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
   GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   int64_t dim;
   std::vector<int64_t> sizes;
   DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
@@ -227,27 +256,14 @@ Status RunAllGather(KernelContext& ctx) {
   HostTensor tmp;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {Sum(counts)}, &tmp));
   DISTRT_RETURN_IF_ERROR(ctx.comm->AllGather(g.group, x.raw(), tmp.raw(), counts, x.dtype()));
-  const size_t es = DTypeSize(x.dtype());
-  int64_t elem_off = 0, dim_off = 0;
-  for (size_t j = 0; j < sizes.size(); ++j) {
-    Shape offsets(static_cast<size_t>(x.rank()), 0);
-    offsets[static_cast<size_t>(dim)] = dim_off;
-    PasteWindow(tmp.data<uint8_t>() + elem_off * es, WithDim(x.shape(), dim, sizes[j]),
-                y->data<uint8_t>(), y->shape(), offsets, es);
-    elem_off += counts[j];
-    dim_off += sizes[j];
-  }
+  UnpackPieces(tmp.data<uint8_t>(), dim, sizes, y);
   return OkStatus();
 }
 
 Status RunReduceScatter(KernelContext& ctx) {
-  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
   const HostTensor& x = ctx.input(0);
-  TensorType yt;
-  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
   GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   int64_t dim;
   std::vector<int64_t> sizes;
   ReduceOp op;
@@ -263,27 +279,14 @@ Status RunReduceScatter(KernelContext& ctx) {
   }
   HostTensor packed;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
-  const size_t es = DTypeSize(x.dtype());
-  int64_t elem_off = 0, dim_off = 0;
-  for (size_t j = 0; j < sizes.size(); ++j) {
-    Shape offsets(static_cast<size_t>(x.rank()), 0);
-    offsets[static_cast<size_t>(dim)] = dim_off;
-    CopyWindow(x.data<uint8_t>(), x.shape(), offsets, WithDim(x.shape(), dim, sizes[j]), es,
-               packed.data<uint8_t>() + elem_off * es);
-    elem_off += counts[j];
-    dim_off += sizes[j];
-  }
+  PackPieces(x, dim, sizes, packed.data<uint8_t>());
   return ctx.comm->ReduceScatter(g.group, packed.raw(), y->raw(), counts, x.dtype(), op);
 }
 
 Status RunAllToAll(KernelContext& ctx) {
-  DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
   const HostTensor& x = ctx.input(0);
-  TensorType yt;
-  DISTRT_RETURN_IF_ERROR(CommOutputType(*ctx.inst, ctx.rank, x.type(), &yt));
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], yt));
   GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   const size_t n = g.group.size();
   int64_t sd, cd;
   std::vector<int64_t> ss, cs;
@@ -293,7 +296,6 @@ Status RunAllToAll(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "concat_sizes", n, &cs));
   HostTensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  const size_t es = DTypeSize(x.dtype());
   // Send: piece k is x's window [split offset_k, +ss[k]) along split_dim.
   std::vector<int64_t> send_counts, recv_counts;
   for (size_t k = 0; k < n; ++k) send_counts.push_back(NumElements(WithDim(x.shape(), sd, ss[k])));
@@ -302,15 +304,7 @@ Status RunAllToAll(KernelContext& ctx) {
   HostTensor packed;
   if (!LeadingOnly(x.shape(), sd)) {
     DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
-    int64_t elem_off = 0, dim_off = 0;
-    for (size_t k = 0; k < n; ++k) {
-      Shape offsets(static_cast<size_t>(x.rank()), 0);
-      offsets[static_cast<size_t>(sd)] = dim_off;
-      CopyWindow(x.data<uint8_t>(), x.shape(), offsets, WithDim(x.shape(), sd, ss[k]), es,
-                 packed.data<uint8_t>() + elem_off * es);
-      elem_off += send_counts[k];
-      dim_off += ss[k];
-    }
+    PackPieces(x, sd, ss, packed.data<uint8_t>());
     send = packed.raw();
   }
   if (LeadingOnly(y->shape(), cd)) {
@@ -320,15 +314,7 @@ Status RunAllToAll(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {y->num_elements()}, &tmp));
   DISTRT_RETURN_IF_ERROR(
       ctx.comm->AllToAll(g.group, send, send_counts, tmp.raw(), recv_counts, x.dtype()));
-  int64_t elem_off = 0, dim_off = 0;
-  for (size_t j = 0; j < n; ++j) {
-    Shape offsets(static_cast<size_t>(y->rank()), 0);
-    offsets[static_cast<size_t>(cd)] = dim_off;
-    PasteWindow(tmp.data<uint8_t>() + elem_off * es, WithDim(y->shape(), cd, cs[j]),
-                y->data<uint8_t>(), y->shape(), offsets, es);
-    elem_off += recv_counts[j];
-    dim_off += cs[j];
-  }
+  UnpackPieces(tmp.data<uint8_t>(), cd, cs, y);
   return OkStatus();
 }
 
