@@ -5,6 +5,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "wrap_arith.h"
+
 namespace distrt {
 
 const char* ReduceOpName(ReduceOp op) {
@@ -58,21 +60,9 @@ T Combine(T a, T b, ReduceOp op) {
       }
       return b < a ? b : a;
     case ReduceOp::kProd:
-      if constexpr (std::is_integral<T>::value) {
-        using U = std::make_unsigned_t<T>;
-        using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-        return static_cast<T>(
-            static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
-      } else {
-        return a * b;
-      }
+      return WrapMul(a, b);
     default:  // sum, avg
-      if constexpr (std::is_integral<T>::value) {
-        using U = std::make_unsigned_t<T>;
-        return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-      } else {
-        return a + b;
-      }
+      return WrapAdd(a, b);
   }
 }
 

@@ -8,51 +8,52 @@
 #include <vector>
 
 #include "kernel.h"
+#include "wrap_arith.h"
 
 namespace distrt {
 
-// Calls BODY with `using T = <c++ type>` for the listed dtype families; falls
-// through to an Unimplemented error naming the op and dtype.
+// The dispatchers below run BODY (their trailing arguments) with
+// `using T = <c++ type>` for the dtypes of their family; any other dtype
+// returns an Unimplemented error naming the op and dtype.
 #define DISTRT_CASE_(DT, CT, ...) \
   case DType::DT: {               \
     using T = CT;                 \
     __VA_ARGS__;                  \
     break;                        \
   }
+// The families' cases, shared by the dispatchers (and kernels_cast.cpp).
+#define DISTRT_FLOAT_CASES_(...)         \
+  DISTRT_CASE_(kF32, float, __VA_ARGS__) \
+  DISTRT_CASE_(kF64, double, __VA_ARGS__)
+#define DISTRT_INT_CASES_(...)             \
+  DISTRT_CASE_(kI64, int64_t, __VA_ARGS__) \
+  DISTRT_CASE_(kI32, int32_t, __VA_ARGS__) \
+  DISTRT_CASE_(kI16, int16_t, __VA_ARGS__) \
+  DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)   \
+  DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)
+#define DISTRT_UNSUPPORTED_(dtype, opname) \
+  default:                                 \
+    return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype));
 // Numeric types with arithmetic: f32 f64 i64 i32 i16 i8 u8.
-#define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...)                                          \
-  switch (dtype) {                                                                           \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
-    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                                   \
-    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                                  \
-    default:                                                                                 \
-      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+#define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...) \
+  switch (dtype) {                                  \
+    DISTRT_FLOAT_CASES_(__VA_ARGS__)                \
+    DISTRT_INT_CASES_(__VA_ARGS__)                  \
+    DISTRT_UNSUPPORTED_(dtype, opname)              \
   }
 // Numeric plus bool (stored as uint8_t 0/1).
-#define DISTRT_DISPATCH_NUMERIC_BOOL(dtype, opname, ...)                                     \
-  switch (dtype) {                                                                           \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
-    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                                 \
-    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                                   \
-    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                                  \
-    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                                \
-    default:                                                                                 \
-      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+#define DISTRT_DISPATCH_NUMERIC_BOOL(dtype, opname, ...) \
+  switch (dtype) {                                       \
+    DISTRT_FLOAT_CASES_(__VA_ARGS__)                     \
+    DISTRT_INT_CASES_(__VA_ARGS__)                       \
+    DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)            \
+    DISTRT_UNSUPPORTED_(dtype, opname)                   \
   }
 // Floating types: f32 f64.
-#define DISTRT_DISPATCH_FLOAT(dtype, opname, ...)                                            \
-  switch (dtype) {                                                                           \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                                   \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                                  \
-    default:                                                                                 \
-      return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype)); \
+#define DISTRT_DISPATCH_FLOAT(dtype, opname, ...) \
+  switch (dtype) {                                \
+    DISTRT_FLOAT_CASES_(__VA_ARGS__)              \
+    DISTRT_UNSUPPORTED_(dtype, opname)            \
   }
 
 // Broadcasting: the output shape with every operand's strides (0 where the
@@ -112,57 +113,20 @@ void PasteWindow(const uint8_t* src, const Shape& sizes, uint8_t* dst, const Sha
 // ->bool is x != 0, NaN->int gives the type's minimum).
 Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
 
-// Integer arithmetic that wraps instead of overflowing (numpy semantics).
-template <typename T>
-inline T WrapAdd(T a, T b) {
-  if constexpr (std::is_integral<T>::value) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-  } else {
-    return a + b;
-  }
-}
-template <typename T>
-inline T WrapSub(T a, T b) {
-  if constexpr (std::is_integral<T>::value) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-  } else {
-    return a - b;
-  }
-}
-template <typename T>
-inline T WrapMul(T a, T b) {
-  if constexpr (std::is_integral<T>::value) {
-    using U = std::make_unsigned_t<T>;
-    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
-    return static_cast<T>(
-        static_cast<W>(static_cast<W>(static_cast<U>(a)) * static_cast<W>(static_cast<U>(b))));
-  } else {
-    return a * b;
-  }
-}
-
-}  // namespace distrt
-
-#endif  // DISTRT_SRC_KERNEL_UTIL_H_
-
-namespace distrt {
 // y = x.transpose(perm) for a row-major x of `shape`, by element bytes.
 void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,
                     size_t elem, uint8_t* y, ThreadPool* pool);
 // Validates a permutation of [0, rank).
 Status CheckPerm(const std::vector<int64_t>& perm, int rank);
-}  // namespace distrt
 
-namespace distrt {
 // Sets OpenBLAS to one thread, once per process (distrt parallelises GEMMs
 // over its own per-rank pool instead; see docs/runtime.md).
 void ConfigureBlasThreads();
-}  // namespace distrt
 
-namespace distrt {
 // C[m x n] = A[m x k] * B[k x n] (row-major, contiguous), single-threaded.
 void GemmRowMajor(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n);
 void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_t k, int64_t n);
+
 }  // namespace distrt
+
+#endif  // DISTRT_SRC_KERNEL_UTIL_H_

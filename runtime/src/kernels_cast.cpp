@@ -79,15 +79,10 @@ void CastLoop(const void* src, void* dst, int64_t n, bool dst_bool) {
 
 #define DISTRT_ALL_TYPES_(dtype, ...)                                        \
   switch (dtype) {                                                           \
-    DISTRT_CASE_(kF32, float, __VA_ARGS__)                                   \
-    DISTRT_CASE_(kF64, double, __VA_ARGS__)                                  \
+    DISTRT_FLOAT_CASES_(__VA_ARGS__)                                         \
     DISTRT_CASE_(kF16, f16_t, __VA_ARGS__)                                   \
     DISTRT_CASE_(kBF16, bf16_t, __VA_ARGS__)                                 \
-    DISTRT_CASE_(kI64, int64_t, __VA_ARGS__)                                 \
-    DISTRT_CASE_(kI32, int32_t, __VA_ARGS__)                                 \
-    DISTRT_CASE_(kI16, int16_t, __VA_ARGS__)                                 \
-    DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)                                   \
-    DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)                                  \
+    DISTRT_INT_CASES_(__VA_ARGS__)                                           \
     DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                \
     default:                                                                 \
       return InvalidArgumentError("cast: invalid dtype ", DTypeName(dtype)); \
