@@ -65,6 +65,30 @@ void GatherRows(const uint8_t* src, int64_t base, const BroadcastPlan& plan, siz
   });
 }
 
+// A one-operand plan for GatherRows, built dim by dim (outer first): a dim
+// whose rows continue the previous dim's merges into it.
+struct GatherPlan {
+  BroadcastPlan plan;
+  GatherPlan() { plan.strides.resize(1); }
+  void AddDim(int64_t extent, int64_t stride) {
+    if (!plan.dims.empty() && plan.strides[0].back() == stride * extent) {
+      plan.dims.back() *= extent;
+      plan.strides[0].back() = stride;
+    } else {
+      plan.dims.push_back(extent);
+      plan.strides[0].push_back(stride);
+    }
+  }
+  const BroadcastPlan& Finish() {
+    if (plan.dims.empty()) AddDim(1, 1);
+    plan.inner = plan.dims.back();
+    plan.rows = 1;
+    for (size_t d = 0; d + 1 < plan.dims.size(); ++d) plan.rows *= plan.dims[d];
+    plan.total = plan.rows * plan.inner;
+    return plan;
+  }
+};
+
 }  // namespace
 
 void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,
@@ -85,28 +109,12 @@ void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int6
   for (int64_t p : perm) {
     if (new_index[static_cast<size_t>(p)] >= 0) p2.push_back(new_index[static_cast<size_t>(p)]);
   }
+  // Kept dims are all > 1, so their strides strictly decrease: an output dim
+  // continues the previous one exactly when it is the next input dim.
   std::vector<int64_t> in_strides = Strides(kept);
-  BroadcastPlan plan;
-  plan.strides.resize(1);
-  for (size_t j = 0; j < p2.size(); ++j) {
-    const int64_t d = p2[j];
-    if (j > 0 && d == p2[j - 1] + 1 && plan.strides[0].back() == in_strides[d] * kept[d]) {
-      plan.dims.back() *= kept[d];
-      plan.strides[0].back() = in_strides[d];
-    } else {
-      plan.dims.push_back(kept[d]);
-      plan.strides[0].push_back(in_strides[d]);
-    }
-  }
-  if (plan.dims.empty()) {
-    plan.dims.push_back(1);
-    plan.strides[0].push_back(1);
-  }
-  plan.inner = plan.dims.back();
-  plan.rows = 1;
-  for (size_t d = 0; d + 1 < plan.dims.size(); ++d) plan.rows *= plan.dims[d];
-  plan.total = plan.rows * plan.inner;
-  GatherRows(x, 0, plan, elem, y, pool);
+  GatherPlan plan;
+  for (int64_t d : p2) plan.AddDim(kept[d], in_strides[d]);
+  GatherRows(x, 0, plan.Finish(), elem, y, pool);
 }
 
 namespace {
@@ -313,29 +321,14 @@ Status RunSlice(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   std::vector<int64_t> in_strides = Strides(x.shape());
-  BroadcastPlan plan;
-  plan.strides.resize(1);
+  GatherPlan plan;
   int64_t base = 0;
   for (size_t d = 0; d < s.size(); ++d) {
     base += starts[d] * in_strides[d];
-    if (s[d] == 1) continue;
-    const int64_t stride = in_strides[d] * steps[d];
-    if (!plan.dims.empty() && plan.strides[0].back() == stride * s[d]) {
-      plan.dims.back() *= s[d];
-      plan.strides[0].back() = stride;
-    } else {
-      plan.dims.push_back(s[d]);
-      plan.strides[0].push_back(stride);
-    }
+    if (s[d] != 1) plan.AddDim(s[d], in_strides[d] * steps[d]);
   }
-  if (plan.dims.empty()) {
-    plan.dims.push_back(1);
-    plan.strides[0].push_back(1);
-  }
-  plan.inner = plan.dims.back();
-  plan.rows = 1;
-  for (size_t d = 0; d + 1 < plan.dims.size(); ++d) plan.rows *= plan.dims[d];
-  GatherRows(x.data<uint8_t>(), base, plan, DTypeSize(x.dtype()), out->data<uint8_t>(), ctx.pool);
+  GatherRows(x.data<uint8_t>(), base, plan.Finish(), DTypeSize(x.dtype()), out->data<uint8_t>(),
+             ctx.pool);
   return OkStatus();
 }
 
