@@ -135,6 +135,67 @@ class GPT(nn.Module):
         return F.linear(x, self.wte.weight)  # tied: logits = h @ wte^T
 
 
+class NanoGPTAttention(nn.Module):
+    """nanoGPT's attention: a causal mask kept as a buffer (one tensor every
+    block reads a window of), biased projections."""
+
+    def __init__(self, d=D, heads=HEADS, max_pos=MAX_POS):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.register_buffer(
+            "bias", torch.tril(torch.ones(max_pos, max_pos)).view(1, 1, max_pos, max_pos))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        k = k.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        v = v.view(B, T, self.heads, C // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class NanoGPTBlock(nn.Module):
+    def __init__(self, d=D, heads=HEADS):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = NanoGPTAttention(d, heads)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = MLP(d, 4 * d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class NanoGPT(nn.Module):
+    """nanoGPT's layout (transformer.h.N, a mask buffer per block, tied
+    head), exported without constant folding as training exports are, so
+    parameters keep their names and stage 0 computes what later blocks'
+    masks and biases read."""
+
+    def __init__(self, vocab=VOCAB, d=D, heads=HEADS, layers=4, max_pos=MAX_POS):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(max_pos, d)
+        self.h = nn.ModuleList([NanoGPTBlock(d, heads) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight
+
+    def forward(self, input_ids):
+        B, T = input_ids.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
 # ---- BERT style ------------------------------------------------------------
 
 
@@ -458,6 +519,15 @@ MODEL_DEFS = {
         make_inputs=lambda b, s, k: [token_ids(105 + 17 * k, b, s)],
         shape=(8, 16), dyn_shape=(4, 16),
     ),
+    # nanoGPT's layout, exported without constant folding (see NanoGPT).
+    "nanogpt": dict(
+        ctor=NanoGPT, seed=7, fold=False,
+        inputs=["input_ids"], outputs=["logits"],
+        dyn_axes={"input_ids": {0: "batch", 1: "seq"},
+                  "logits": {0: "batch", 1: "seq"}},
+        make_inputs=lambda b, s, k: [token_ids(107 + 17 * k, b, s)],
+        shape=(4, 16), dyn_shape=(2, 12),
+    ),
     "bert": dict(
         ctor=Bert, seed=3,
         inputs=["input_ids", "attention_mask"],
@@ -506,6 +576,7 @@ CASES = [
     ("llama_op17", "llama", 17, False, False),
     ("llama_op13", "llama", 13, False, False),
     ("llama_op17_dyn", "llama", 17, True, False),
+    ("nanogpt_op17_dyn", "nanogpt", 17, True, False),
     ("cnn_op17", "cnn", 17, False, False),
     ("cnn_op17_dyn", "cnn", 17, True, False),
 ]
@@ -556,7 +627,7 @@ def export_case(case, mname, opset, dynamic, extdata):
         model, example, model_path,
         input_names=d["inputs"], output_names=d["outputs"],
         dynamic_axes=d["dyn_axes"] if dynamic else None,
-        opset_version=opset, do_constant_folding=True,
+        opset_version=opset, do_constant_folding=d.get("fold", True),
         export_params=True, verbose=False,
     )
     proto = onnx.load(model_path)

@@ -1,5 +1,7 @@
 //===- RankProgramExport.cpp - partitioned IR to rank programs --*- C++ -*-===//
 #include "distopt/Export/RankProgramExport.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 
 #include "distrt/program.h"
 
@@ -131,14 +133,14 @@ LogicalResult Exporter::fillSlice(Location loc, RankedTensorType local,
 }
 
 static dist::ShardingAttr firstSharding(Operation *op) {
-  if (auto array = op->getAttrOfType<ArrayAttr>("dist.sharding"))
+  if (auto array = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr))
     if (!array.empty())
       return dyn_cast<dist::ShardingAttr>(array[0]);
   return {};
 }
 
 static RankedTensorType globalTypeOf(Operation *op, RankedTensorType local) {
-  if (auto attr = op->getAttrOfType<TypeAttr>("dist.global_type"))
+  if (auto attr = op->getAttrOfType<TypeAttr>(dist::kGlobalTypeAttr))
     return cast<RankedTensorType>(attr.getValue());
   return local;
 }
@@ -482,14 +484,14 @@ LogicalResult Exporter::exportReturn(func::FuncOp func, Operation *ret) {
     auto local = cast<RankedTensorType>(v.getType());
     proto::Argument *out = prog.add_outputs();
     out->set_value(*id);
-    auto name = func.getResultAttrOfType<StringAttr>(i, "nn.name");
+    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
     out->set_name(name ? name.str() : "output_" + std::to_string(i));
     out->set_dtype(*dtypeOf(ret->getLoc(), local.getElementType()));
     RankedTensorType global = local;
-    if (auto g = func.getResultAttrOfType<TypeAttr>(i, "dist.global_type"))
+    if (auto g = func.getResultAttrOfType<TypeAttr>(i, dist::kGlobalTypeAttr))
       global = cast<RankedTensorType>(g.getValue());
     auto sharding =
-        func.getResultAttrOfType<dist::ShardingAttr>(i, "dist.sharding");
+        func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
     if (failed(fillSlice(ret->getLoc(), local, global, sharding,
                          out->mutable_slice())))
       return failure();
@@ -551,15 +553,15 @@ FailureOr<proto::RankProgram> Exporter::run() {
     auto local = cast<RankedTensorType>(arg.getType());
     proto::Argument *in = prog.add_inputs();
     in->set_value(*id);
-    auto name = func.getArgAttrOfType<StringAttr>(i, "nn.name");
+    auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
     in->set_name(name ? name.str() : "input_" + std::to_string(i));
     in->set_dtype(*dtypeOf(arg.getLoc(), local.getElementType()));
     RankedTensorType global = local;
-    if (auto g = func.getArgAttrOfType<TypeAttr>(i, "dist.global_type"))
+    if (auto g = func.getArgAttrOfType<TypeAttr>(i, dist::kGlobalTypeAttr))
       global = cast<RankedTensorType>(g.getValue());
     if (failed(fillSlice(
             arg.getLoc(), local, global,
-            func.getArgAttrOfType<dist::ShardingAttr>(i, "dist.sharding"),
+            func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr),
             in->mutable_slice())))
       return failure();
   }

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Import/OnnxImporter.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Import/ModelReader.h"
 
 #include "ImportContext.h"
@@ -20,9 +21,12 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
+
+#include <set>
 
 using namespace mlir;
 using namespace distopt;
@@ -408,9 +412,28 @@ OwningOpRef<ModuleOp> Importer::run() {
     return nullptr;
   }
 
+  // A binding of a symbol the model does not have is a typo, not a no-op.
+  std::set<std::string> symbols;
+  for (const onnx::ValueInfoProto &info : graph.input())
+    for (const auto &dim : info.type().tensor_type().shape().dim())
+      if (dim.has_dim_param() && !dim.dim_param().empty())
+        symbols.insert(dim.dim_param());
+  for (const auto &binding : options.dims) {
+    if (symbols.count(binding.getKey().str()))
+      continue;
+    InFlightDiagnostic d = emitError(fileLoc);
+    d << "--dim binds '" << binding.getKey()
+      << "', which is not a symbolic dimension of the model's inputs";
+    if (symbols.empty())
+      d << " (it has none: every input shape is fixed)";
+    else
+      d << "; its symbols: " << llvm::join(symbols, ", ");
+    return nullptr;
+  }
+
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  (*module)->setAttr("nn.model_path", b.getStringAttr(path));
-  (*module)->setAttr("nn.opset", b.getI64IntegerAttr(opset));
+  (*module)->setAttr(nn::kModelPathAttr, b.getStringAttr(path));
+  (*module)->setAttr(nn::kOpsetAttr, b.getI64IntegerAttr(opset));
 
   llvm::StringSet<> initializerNames;
   for (const auto &t : graph.initializer())
@@ -465,7 +488,7 @@ OwningOpRef<ModuleOp> Importer::run() {
       t.hint = std::move(*hint);
     }
     values[name] = t;
-    func.setArgAttr(i, "nn.name", b.getStringAttr(name));
+    func.setArgAttr(i, nn::kNameAttr, b.getStringAttr(name));
   }
 
   for (int i = 0; i < graph.initializer_size(); ++i)
@@ -505,7 +528,7 @@ OwningOpRef<ModuleOp> Importer::run() {
     resultTypes.push_back(v.getType());
   func.setType(b.getFunctionType(argTypes, resultTypes));
   for (auto [i, out] : llvm::enumerate(graph.output()))
-    func.setResultAttr(i, "nn.name", b.getStringAttr(out.name()));
+    func.setResultAttr(i, nn::kNameAttr, b.getStringAttr(out.name()));
 
   // Drop what nothing uses: unused weights and constants, dead branches
   // such as a Dropout mask or shape computations already evaluated.

@@ -1,15 +1,15 @@
 //===- ApplyPlan.cpp - plans and presets become annotations ----*- C++ -*-===//
 #include "PlanUtils.h"
-#include "distopt/Plan/PipelineConfig.h"
 #include "distopt/Plan/Plan.h"
 
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/GlobPattern.h"
+
 #include <map>
+#include <set>
 
 using namespace mlir;
 using namespace distopt;
@@ -20,41 +20,81 @@ ArrayRef<StringRef> distopt::presetNames() {
   return names;
 }
 
-static FailureOr<llvm::GlobPattern>
-compileGlob(ModuleOp module, StringRef pattern, StringRef where) {
-  auto glob = llvm::GlobPattern::create(pattern);
-  if (!glob) {
-    module.emitError() << where << ": bad pattern '" << pattern
-                       << "': " << llvm::toString(glob.takeError());
-    return failure();
-  }
-  return std::move(*glob);
+namespace {
+
+/// "file:line" of a plan location, for the report.
+std::string whereOf(Location loc) {
+  if (auto file = dyn_cast<FileLineColLoc>(loc))
+    return file.getFilename().str() + ":" + std::to_string(file.getLine());
+  return "--plan";
 }
 
-static void warnUnmatched(ModuleOp module, StringRef where, StringRef pattern,
-                          const std::vector<std::string> &names) {
-  InFlightDiagnostic d = module.emitWarning();
-  d << where << ": pattern '" << pattern << "' matches nothing";
+/// Applies one plan, collecting what the user should see.
+class PlanApplier {
+public:
+  PlanApplier(ModuleOp module, func::FuncOp func, const Plan &plan)
+      : module(module), func(func), plan(plan) {}
+
+  LogicalResult apply();
+  PlanFindings findings;
+
+private:
+  LogicalResult applySpec(const PlanSpec &spec);
+  LogicalResult applyPreset(const PlanSpec &spec, StringRef preset);
+  LogicalResult applyStyles(const PlanSpec &spec);
+  LogicalResult applySequenceParallel(Location loc, StringRef axisName);
+  LogicalResult applyDataParallel(Location loc, StringRef axisName,
+                                  int64_t level);
+  LogicalResult applyPlacements(const PlanSpec &spec);
+  LogicalResult checkPipeline(const PipelineSpec &pp);
+  void shardParameters();
+  /// A pattern that matched nothing: a warning (an error when strict) with
+  /// the closest names.
+  LogicalResult unmatched(Location loc, StringRef pattern,
+                          const std::vector<std::string> &names);
+  void note(Location loc, const Twine &message) {
+    findings.notes.push_back(message.str());
+    mlir::emitWarning(loc) << message;
+  }
+
+  ModuleOp module;
+  func::FuncOp func;
+  const Plan &plan;
+  /// Sharded parameters requested by fsdp (data parallel level 3): the mesh
+  /// axis, decided once every other plan part has placed its splits.
+  std::map<int64_t, std::string> shardedStateAxes;
+};
+
+} // namespace
+
+LogicalResult PlanApplier::unmatched(Location loc, StringRef pattern,
+                                     const std::vector<std::string> &names) {
+  findings.unmatchedPatterns.push_back(whereOf(loc) + ": '" + pattern.str() +
+                                       "'");
+  InFlightDiagnostic d =
+      plan.strict ? mlir::emitError(loc) : mlir::emitWarning(loc);
+  d << "pattern '" << pattern << "' matches nothing";
   std::vector<std::string> close = closestNames(pattern, names);
   if (!close.empty()) {
     d << "; closest names: ";
     llvm::interleaveComma(close, d, [&](const std::string &s) { d << s; });
   }
+  return success(!plan.strict);
 }
 
 /// "nn.matmul 'node name'" (the name only when the model has one).
 static std::string usedBy(Operation *op) {
-  std::string node = nodeName(op);
+  std::string node = nn::getNodeName(op);
   std::string out = op->getName().getStringRef().str();
   return node.empty() ? out : out + " '" + node + "'";
 }
 
-static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
-                                 const PlanSpec &spec) {
-  dist::MeshOp mesh = requireMesh(module, "tensor_parallel");
+LogicalResult PlanApplier::applyStyles(const PlanSpec &spec) {
+  Location specLoc(spec.loc);
+  dist::MeshOp mesh = requireMesh(module, specLoc, "tensor_parallel");
   if (!mesh)
     return failure();
-  int64_t axis = requireAxis(mesh, spec.tpAxis, "tensor_parallel");
+  int64_t axis = requireAxis(mesh, specLoc, spec.tpAxis, "tensor_parallel");
   if (axis < 0)
     return failure();
   std::vector<WeightUse> uses = findWeightUses(func);
@@ -66,8 +106,8 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
   // Which rule claims each use; two rules with different styles conflict.
   std::map<std::pair<Operation *, unsigned>, const StyleRule *> claimed;
   for (const StyleRule &rule : spec.styles) {
-    std::string where = spec.path + ":" + std::to_string(rule.line);
-    auto glob = compileGlob(module, rule.pattern, where);
+    Location loc(rule.loc);
+    auto glob = compileGlob(rule.pattern, loc);
     if (failed(glob))
       return failure();
     bool matched = false;
@@ -79,17 +119,19 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
       matched = true;
       auto key = std::make_pair(u.op, u.operand);
       auto it = claimed.find(key);
-      if (it != claimed.end() && it->second->style != rule.style)
-        return module.emitError()
-               << where << ": '" << rule.pattern << ": " << rule.style
-               << "' conflicts with line " << it->second->line << " '"
-               << it->second->pattern << ": " << it->second->style
-               << "' on weight '" << cast<nn::WeightOp>(u.weight).getName()
-               << "' used by " << usedBy(u.op);
+      if (it != claimed.end() && it->second->style != rule.style) {
+        InFlightDiagnostic d = mlir::emitError(loc);
+        d << "'" << rule.pattern << ": " << rule.style << "' conflicts with '"
+          << it->second->pattern << ": " << it->second->style << "' on weight '"
+          << cast<nn::WeightOp>(u.weight).getName() << "' used by "
+          << usedBy(u.op);
+        d.attachNote(Location(it->second->loc)) << "the other style";
+        return failure();
+      }
       claimed[key] = &rule;
     }
-    if (!matched)
-      warnUnmatched(module, where, rule.pattern, allNames);
+    if (!matched && failed(unmatched(loc, rule.pattern, allNames)))
+      return failure();
   }
   for (const WeightUse &u : uses) {
     auto it = claimed.find({u.op, u.operand});
@@ -102,9 +144,8 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
       std::string why;
       FailureOr<int64_t> dim = styleDim(u, rule.style, why);
       if (failed(dim))
-        return module.emitError()
-               << spec.path << ":" << rule.line << ": '" << source
-               << "' does not fit weight '"
+        return mlir::emitError(Location(rule.loc))
+               << "'" << source << "' does not fit weight '"
                << cast<nn::WeightOp>(u.weight).getName() << "' as used by "
                << usedBy(u.op) << ": " << why;
       placement = dist::Placement::shard(*dim);
@@ -117,12 +158,12 @@ static LogicalResult applyStyles(ModuleOp module, func::FuncOp func,
 
 /// Sequence parallelism: the tensors normalised by LayerNorm (and RMSNorm
 /// written out) are split along the sequence between tensor-parallel regions.
-static LogicalResult applySequenceParallel(ModuleOp module, func::FuncOp func,
-                                           StringRef axisName) {
-  dist::MeshOp mesh = requireMesh(module, "sequence parallelism");
+LogicalResult PlanApplier::applySequenceParallel(Location loc,
+                                                 StringRef axisName) {
+  dist::MeshOp mesh = requireMesh(module, loc, "sequence parallelism");
   if (!mesh)
     return failure();
-  int64_t axis = requireAxis(mesh, axisName, "sequence parallelism");
+  int64_t axis = requireAxis(mesh, loc, axisName, "sequence parallelism");
   if (axis < 0)
     return failure();
   SmallVector<Value> targets;
@@ -157,17 +198,17 @@ static LogicalResult applySequenceParallel(ModuleOp module, func::FuncOp func,
     ++count;
   }
   if (count == 0)
-    module.emitWarning("sequence parallelism found no LayerNorm or RMSNorm "
-                       "over [batch, seq, features] tensors to split");
+    note(loc, "sequence parallelism found no LayerNorm or RMSNorm over "
+              "[batch, seq, features] tensors to split");
   return success();
 }
 
-static LogicalResult applyDataParallel(ModuleOp module, func::FuncOp func,
-                                       StringRef axisName, int64_t level) {
-  dist::MeshOp mesh = requireMesh(module, "data parallelism");
+LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
+                                             int64_t level) {
+  dist::MeshOp mesh = requireMesh(module, loc, "data parallelism");
   if (!mesh)
     return failure();
-  int64_t axis = requireAxis(mesh, axisName, "data parallelism");
+  int64_t axis = requireAxis(mesh, loc, axisName, "data parallelism");
   if (axis < 0)
     return failure();
   int64_t size = mesh.getAxisSizes()[axis];
@@ -175,39 +216,103 @@ static LogicalResult applyDataParallel(ModuleOp module, func::FuncOp func,
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || type.getRank() == 0)
       continue;
+    int64_t batch = type.getDimSize(0);
+    if (!ShapedType::isDynamic(batch) && batch < size) {
+      auto name =
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttr);
+      note(loc, "data parallelism: input '" +
+                    (name ? name.str()
+                          : "input_" + std::to_string(arg.getArgNumber())) +
+                    "' has " + std::to_string(batch) +
+                    " rows in dimension 0 (the batch), fewer than " +
+                    axisName.str() + "=" + std::to_string(size) + "; " +
+                    std::to_string(size - batch) +
+                    " device(s) get empty pieces");
+    }
     annotateValue(arg, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                   kStylePriority, "data_parallel: batch");
   }
-  if (level != 3)
-    return success();
-  // Sharded parameters: stored split over the data axis, gathered where used.
-  func.walk([&](nn::WeightOp w) {
-    auto type = w.getResult().getType();
-    int64_t best = -1;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (type.getDimSize(d) >= size && type.getDimSize(d) % size == 0 &&
-          (best < 0 || type.getDimSize(d) > type.getDimSize(best)))
-        best = d;
-    if (best < 0)
-      return;
-    annotateValue(w.getResult(),
-                  oneAxisSharding(mesh, axis, dist::Placement::shard(best)),
-                  kShardedStatePriority,
-                  "data_parallel level 3: sharded parameter");
-  });
+  // Level 3 stores every parameter split over the data axis; levels 1 and 2
+  // shard optimizer states and gradients, which forward programs lack.
+  if (level == 3)
+    shardedStateAxes[axis] = axisName.str();
   return success();
 }
 
-static LogicalResult applyPlacements(ModuleOp module, func::FuncOp func,
-                                     const PlanSpec &spec) {
-  dist::MeshOp mesh = requireMesh(module, "placements");
+/// The weight dimensions that annotations already split (through layout
+/// ops, following transposes back to the stored dimension).
+static std::set<int64_t> splitWeightDims(nn::WeightOp weight) {
+  std::set<int64_t> dims;
+  // (value, stored dimension of each of its dimensions; -1 unknown)
+  SmallVector<std::pair<Value, SmallVector<int64_t>>> work;
+  SmallVector<int64_t> identity;
+  for (int64_t d = 0; d < weight.getResult().getType().getRank(); ++d)
+    identity.push_back(d);
+  work.push_back({weight.getResult(), identity});
+  while (!work.empty()) {
+    auto [v, map] = work.pop_back_val();
+    for (Operation *user : v.getUsers()) {
+      if (auto ann = dyn_cast<dist::AnnotateOp>(user)) {
+        for (dist::Placement p : ann.getSharding().getPlacements())
+          if (p.isShard() && p.dim < static_cast<int64_t>(map.size()) &&
+              map[p.dim] >= 0)
+            dims.insert(map[p.dim]);
+        work.push_back({ann.getResult(), map});
+      } else if (auto t = dyn_cast<nn::TransposeOp>(user)) {
+        SmallVector<int64_t> next;
+        for (int64_t p : t.getPerm())
+          next.push_back(p < static_cast<int64_t>(map.size()) ? map[p] : -1);
+        work.push_back({t.getResult(), next});
+      } else if (isa<nn::CastOp, nn::IdentityOp>(user)) {
+        work.push_back({user->getResult(0), map});
+      }
+    }
+  }
+  return dims;
+}
+
+/// FSDP: every parameter stored split over the data axis along its largest
+/// dimension that divides and that no other plan part splits (FSDP2 + TP
+/// shard the dimension TP leaves free), gathered where it is used.
+void PlanApplier::shardParameters() {
+  dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
+  for (auto &[axis, name] : shardedStateAxes) {
+    int64_t size = mesh.getAxisSizes()[axis];
+    func.walk([&](nn::WeightOp w) {
+      auto type = w.getResult().getType();
+      std::set<int64_t> taken = splitWeightDims(w);
+      int64_t best = -1;
+      for (int64_t d = 0; d < type.getRank(); ++d) {
+        int64_t extent = type.getDimSize(d);
+        if (taken.count(d) || extent < size || extent % size != 0)
+          continue;
+        if (best < 0 || extent > type.getDimSize(best))
+          best = d;
+      }
+      if (best < 0)
+        return;
+      annotateValue(w.getResult(),
+                    oneAxisSharding(mesh, axis, dist::Placement::shard(best)),
+                    kShardedStatePriority,
+                    "data_parallel level 3: sharded parameter");
+    });
+  }
+}
+
+LogicalResult PlanApplier::applyPlacements(const PlanSpec &spec) {
+  dist::MeshOp mesh = requireMesh(module, Location(spec.loc), "placements");
   if (!mesh)
     return failure();
-  // Named values: inputs, weights, and op results (by node name).
-  std::vector<std::pair<std::string, Value>> named;
+  // Named values: inputs, weights, op results (by node name) and outputs.
+  struct Named {
+    std::string name;
+    Value value;
+    OpOperand *output = nullptr; // a graph output: constrain where returned
+  };
+  std::vector<Named> named;
   for (BlockArgument arg : func.getArguments()) {
     auto name =
-        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "nn.name");
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttr);
     named.push_back(
         {name ? name.str() : "input_" + std::to_string(arg.getArgNumber()),
          arg});
@@ -215,145 +320,141 @@ static LogicalResult applyPlacements(ModuleOp module, func::FuncOp func,
   func.walk([&](Operation *op) {
     if (auto w = dyn_cast<nn::WeightOp>(op))
       named.push_back({w.getName().str(), w.getResult()});
-    else if (op->getNumResults() == 1 && !nodeName(op).empty())
-      named.push_back({nodeName(op), op->getResult(0)});
+    else if (op->getNumResults() == 1 && !nn::getNodeName(op).empty())
+      named.push_back({nn::getNodeName(op), op->getResult(0)});
   });
+  Operation *ret = func.getBody().front().getTerminator();
+  for (OpOperand &operand : ret->getOpOperands()) {
+    auto name = func.getResultAttrOfType<StringAttr>(operand.getOperandNumber(),
+                                                     nn::kNameAttr);
+    named.push_back(
+        {name ? name.str()
+              : "output_" + std::to_string(operand.getOperandNumber()),
+         operand.get(), &operand});
+  }
   std::vector<std::string> names;
   for (auto &n : named)
-    names.push_back(n.first);
+    names.push_back(n.name);
   for (const ExplicitPlacement &p : spec.placements) {
-    std::string where = spec.path + ":" + std::to_string(p.line);
+    Location loc(p.loc);
     if (static_cast<int64_t>(p.placements.size()) != mesh.getNumAxes())
-      return module.emitError()
-             << where << ": '" << p.pattern << "' gives " << p.placements.size()
+      return mlir::emitError(loc)
+             << "'" << p.pattern << "' gives " << p.placements.size()
              << " placements but the mesh has " << mesh.getNumAxes() << " axes";
     std::string text = "#dist.sharding<@" + mesh.getSymName().str() + ", [";
     for (size_t i = 0; i < p.placements.size(); ++i)
       text += (i ? ", " : "") + p.placements[i];
     text += "]>";
-    Attribute attr = parseAttribute(text, module.getContext());
+    Attribute attr;
+    {
+      // The attribute parser's own message points into the text we built;
+      // the plan's line says it better.
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      attr = parseAttribute(text, module.getContext());
+    }
     auto sharding = dyn_cast_or_null<dist::ShardingAttr>(attr);
     if (!sharding)
-      return module.emitError() << where << ": bad placements for '"
-                                << p.pattern << "'; use S(dim), R, P(sum) or ?";
-    auto glob = compileGlob(module, p.pattern, where);
+      return mlir::emitError(loc)
+             << "bad placements for '" << p.pattern
+             << "'; use S(dim), S(dim, sizes=[...]), R, P(sum) or ?";
+    auto glob = compileGlob(p.pattern, loc);
     if (failed(glob))
       return failure();
     bool matched = false;
-    for (auto &[name, value] : named) {
-      if (!glob->match(name))
+    for (const Named &n : named) {
+      if (!glob->match(n.name))
         continue;
-      auto type = cast<RankedTensorType>(value.getType());
+      auto type = cast<RankedTensorType>(n.value.getType());
       if (failed(sharding.verifyFor(
-              [&] {
-                return module.emitError() << where << ": '" << name << "': ";
-              },
+              [&] { return mlir::emitError(loc) << "'" << n.name << "': "; },
               type.getRank(), mesh)))
         return failure();
-      annotateValue(value, sharding, p.priority,
-                    "placement '" + p.pattern + "'");
+      std::string source = "placement '" + p.pattern + "'";
+      if (n.output)
+        annotateOperand(ret, n.output->getOperandNumber(), sharding, p.priority,
+                        source);
+      else
+        annotateValue(n.value, sharding, p.priority, source);
       matched = true;
     }
-    if (!matched)
-      warnUnmatched(module, where, p.pattern, names);
+    if (!matched && failed(unmatched(loc, p.pattern, names)))
+      return failure();
   }
   return success();
 }
 
-static LogicalResult applyPreset(ModuleOp module, func::FuncOp func,
-                                 StringRef preset) {
-  if (preset == "replicate")
-    return success(requireMesh(module, "preset 'replicate'") != nullptr);
-  if (preset == "dp")
-    return applyDataParallel(module, func, "dp", 0);
-  if (preset == "fsdp")
-    return applyDataParallel(module, func, "dp", 3);
-  if (preset == "tp")
-    return applyAutoTensorParallel(module, "tp");
-  if (preset == "sp")
-    return applySequenceParallel(module, func, "tp");
-  InFlightDiagnostic d = module.emitError();
-  d << "unknown plan '" << preset << "': not a file, and not a preset (";
-  llvm::interleaveComma(presetNames(), d);
-  return d << ")";
+LogicalResult PlanApplier::checkPipeline(const PipelineSpec &pp) {
+  Location loc(pp.loc);
+  dist::MeshOp mesh = requireMesh(module, loc, "pipeline");
+  if (!mesh)
+    return failure();
+  int64_t axis = requireAxis(mesh, loc, pp.axis, "pipeline");
+  if (axis < 0)
+    return failure();
+  int64_t size = mesh.getAxisSizes()[axis];
+  if (pp.stages && pp.stages != size)
+    return mlir::emitError(loc)
+           << "pipeline.stages is " << pp.stages << " but mesh axis '"
+           << pp.axis << "' has " << size << " positions; one stage runs on "
+           << "each";
+  return success();
 }
 
-LogicalResult distopt::applyPlanSpec(ModuleOp module, const PlanSpec &spec) {
-  func::FuncOp func = mainFunction(module);
-  if (!func)
+LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
+  Location loc(spec.loc);
+  if (preset == "replicate")
+    return success(requireMesh(module, loc, "preset 'replicate'") != nullptr);
+  if (preset == "dp")
+    return applyDataParallel(loc, "dp", 0);
+  if (preset == "fsdp")
+    return applyDataParallel(loc, "dp", 3);
+  if (preset == "tp")
+    return applyAutoTensorParallel(module, loc, "tp", findings.notes);
+  if (preset == "sp")
+    return applySequenceParallel(loc, "tp");
+  return mlir::emitError(loc) << "unknown preset '" << preset << "'";
+}
+
+LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
+  Location loc(spec.loc);
+  for (const std::string &preset : spec.presets)
+    if (failed(applyPreset(spec, preset)))
+      return failure();
+  if (!spec.styles.empty() && failed(applyStyles(spec)))
     return failure();
+  if (spec.sequenceParallel && failed(applySequenceParallel(loc, spec.tpAxis)))
+    return failure();
+  if (spec.dpAxis && failed(applyDataParallel(loc, *spec.dpAxis, spec.dpLevel)))
+    return failure();
+  if (!spec.placements.empty() && failed(applyPlacements(spec)))
+    return failure();
+  if (spec.pipeline && failed(checkPipeline(*spec.pipeline)))
+    return failure();
+  return success();
+}
+
+LogicalResult PlanApplier::apply() {
   // Fused projections split afterwards become one projection per part, so
   // each part can be split over devices on its own.
   splitFusedProjections(func);
-  for (const std::string &preset : spec.presets)
-    if (failed(applyPreset(module, func, preset)))
+  for (const PlanSpec &spec : plan.specs)
+    if (failed(applySpec(spec)))
       return failure();
-  if (!spec.styles.empty() && failed(applyStyles(module, func, spec)))
-    return failure();
-  if (spec.sequenceParallel &&
-      failed(applySequenceParallel(module, func, spec.tpAxis)))
-    return failure();
-  if (spec.dpAxis &&
-      failed(applyDataParallel(module, func, *spec.dpAxis, spec.dpLevel)))
-    return failure();
-  if (!spec.placements.empty() && failed(applyPlacements(module, func, spec)))
-    return failure();
-  if (spec.pipeline) {
-    dist::MeshOp mesh = requireMesh(module, "pipeline");
-    if (!mesh)
-      return failure();
-    int64_t axis = requireAxis(mesh, spec.pipeline->axis, "pipeline");
-    if (axis < 0)
-      return failure();
-    int64_t size = mesh.getAxisSizes()[axis];
-    if (spec.pipeline->stages && spec.pipeline->stages != size)
-      return module.emitError()
-             << spec.path << ": pipeline.stages is " << spec.pipeline->stages
-             << " but mesh axis '" << spec.pipeline->axis << "' has " << size
-             << " positions; one stage runs on each";
-    PipelineConfig config;
-    config.axis = spec.pipeline->axis;
-    config.split = spec.pipeline->split;
-    config.microbatches = spec.pipeline->microbatches;
-    config.schedule = spec.pipeline->schedule;
-    setPipelineConfig(module, config);
-  }
+  // Sharded parameters last: they take the dimension no other part splits.
+  if (!shardedStateAxes.empty())
+    shardParameters();
   return success();
 }
 
-LogicalResult distopt::applyPlan(ModuleOp module, StringRef plan) {
-  bool isFile = plan.ends_with(".yaml") || plan.ends_with(".yml") ||
-                plan.ends_with(".json") || llvm::sys::fs::exists(plan);
-  if (isFile) {
-    auto spec = parsePlanFile(plan);
-    if (!spec)
-      return module.emitError(llvm::toString(spec.takeError()));
-    return applyPlanSpec(module, *spec);
-  }
-  PlanSpec spec;
-  spec.path = "--plan";
-  SmallVector<StringRef> parts;
-  plan.split(parts, ',', -1, false);
-  for (StringRef p : parts)
-    spec.presets.push_back(p.trim().str());
-  return applyPlanSpec(module, spec);
-}
-
-int64_t distopt::plannedMicrobatches(const std::vector<std::string> &plans) {
-  for (const std::string &plan : plans) {
-    bool isFile = StringRef(plan).ends_with(".yaml") ||
-                  StringRef(plan).ends_with(".yml") ||
-                  StringRef(plan).ends_with(".json") ||
-                  llvm::sys::fs::exists(plan);
-    if (!isFile)
-      continue;
-    auto spec = parsePlanFile(plan);
-    if (!spec) {
-      llvm::consumeError(spec.takeError()); // reported when the plan is applied
-      continue;
-    }
-    if (spec->pipeline)
-      return spec->pipeline->microbatches;
-  }
-  return 1;
+FailureOr<PlanFindings> distopt::applyPlan(ModuleOp module, const Plan &plan) {
+  if (plan.empty())
+    return PlanFindings();
+  func::FuncOp func = mainFunction(module);
+  if (!func)
+    return failure();
+  PlanApplier applier(module, func, plan);
+  if (failed(applier.apply()))
+    return failure();
+  return std::move(applier.findings);
 }

@@ -98,15 +98,47 @@ static bool followsProjection(nn::MatMulOp mm) {
   return false;
 }
 
-LogicalResult distopt::plan::applyAutoTensorParallel(ModuleOp module,
-                                                     StringRef axisName) {
+/// Where a column-parallel projection's output is split into heads: a
+/// reshape (after the bias) of its last dimension C into [H, C/H]. Returns
+/// H, or 0 when the output is not split into heads.
+static int64_t headsOf(nn::MatMulOp mm) {
+  Value v = mm.getResult();
+  int64_t features = mm.getResult().getType().getShape().back();
+  for (int depth = 0; depth < 4; ++depth) {
+    Operation *next = nullptr;
+    for (Operation *user : v.getUsers()) {
+      if (auto add = dyn_cast<nn::AddOp>(user);
+          add && add.getResult().getType() == v.getType()) {
+        next = user; // the bias
+        break;
+      }
+      if (auto reshape = dyn_cast<nn::ReshapeOp>(user)) {
+        ArrayRef<int64_t> in = cast<RankedTensorType>(v.getType()).getShape();
+        ArrayRef<int64_t> out = reshape.getResult().getType().getShape();
+        if (out.size() == in.size() + 1 &&
+            out.take_front(in.size() - 1) == in.take_front(in.size() - 1) &&
+            out[in.size() - 1] * out.back() == features)
+          return out[in.size() - 1];
+      }
+    }
+    if (!next)
+      return 0;
+    v = next->getResult(0);
+  }
+  return 0;
+}
+
+LogicalResult
+distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
+                                       StringRef axisName,
+                                       std::vector<std::string> &notes) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
-  dist::MeshOp mesh = requireMesh(module, "preset 'tp'");
+  dist::MeshOp mesh = requireMesh(module, loc, "preset 'tp'");
   if (!mesh)
     return failure();
-  int64_t axis = requireAxis(mesh, axisName, "preset 'tp'");
+  int64_t axis = requireAxis(mesh, loc, axisName, "preset 'tp'");
   if (axis < 0)
     return failure();
   int64_t size = mesh.getAxisSizes()[axis];
@@ -130,10 +162,25 @@ LogicalResult distopt::plan::applyAutoTensorParallel(ModuleOp module,
   for (auto [op, operand] : colwise) {
     auto type = cast<RankedTensorType>(op->getOperand(operand).getType());
     int64_t dim = type.getRank() - 1;
-    if (type.getDimSize(dim) % size != 0)
+    int64_t heads = headsOf(cast<nn::MatMulOp>(op));
+    std::string layer = nn::getNodeModulePath(op);
+    if (heads > 0 && heads % size != 0) {
+      // The head split cannot keep a split that cuts heads apart: the
+      // projection is gathered before it, and the attention runs whole.
+      std::string text =
+          "preset 'tp': '" + (layer.empty() ? nn::getNodeName(op) : layer) +
+          "' splits its output into " + std::to_string(heads) +
+          " heads, which do not divide by " + axisName.str() + "=" +
+          std::to_string(size) +
+          "; the projection is gathered before the head split and its "
+          "attention is not split";
+      op->emitWarning() << text;
+      notes.push_back(text);
+    } else if (type.getDimSize(dim) % size != 0) {
       op->emitWarning("preset 'tp': output features ")
           << type.getDimSize(dim) << " do not divide by " << axisName << "="
           << size << "; the pieces are uneven";
+    }
     annotateOperand(op, operand,
                     oneAxisSharding(mesh, axis, dist::Placement::shard(dim)),
                     kPresetPriority, "preset tp: column-parallel");
@@ -145,9 +192,12 @@ LogicalResult distopt::plan::applyAutoTensorParallel(ModuleOp module,
                     kPresetPriority, "preset tp: vocabulary-parallel");
     ++tables;
   }
-  if (entries == 0 && tables == 0)
-    module.emitWarning("preset 'tp' found no projections or embedding tables "
-                       "to split");
+  if (entries == 0 && tables == 0) {
+    std::string text =
+        "preset 'tp' found no projections or embedding tables to split";
+    mlir::emitWarning(loc) << text;
+    notes.push_back(text);
+  }
   (void)exits;
   return success();
 }

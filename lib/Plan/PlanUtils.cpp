@@ -45,45 +45,16 @@ std::vector<WeightUse> distopt::plan::findWeightUses(func::FuncOp func) {
   return uses;
 }
 
-std::string distopt::plan::nodeName(Operation *op) {
-  Location loc = op->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location l : fused.getLocations())
-      if (auto name = dyn_cast<NameLoc>(l))
-        return name.getName().str();
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  return "";
-}
-
-std::string distopt::plan::nodePath(Operation *op) {
-  std::string name = nodeName(op);
-  StringRef n(name);
-  n = n.ltrim('/');
-  SmallVector<StringRef> parts;
-  n.split(parts, '/', -1, false);
-  if (parts.size() <= 1)
-    return "";
-  parts.pop_back();
-  std::string out;
-  for (StringRef p : parts) {
-    if (!out.empty())
-      out += ".";
-    out += p.str();
-  }
-  return out;
-}
-
 std::vector<std::string> distopt::plan::namesOf(const WeightUse &use) {
   std::vector<std::string> names;
   StringRef w = cast<nn::WeightOp>(use.weight).getName();
   names.push_back(w.str());
   if (w.contains('.'))
     names.push_back(w.rsplit('.').first.str());
-  std::string path = nodePath(use.op);
+  std::string path = nn::getNodeModulePath(use.op);
   if (!path.empty())
     names.push_back(path);
-  std::string node = nodeName(use.op);
+  std::string node = nn::getNodeName(use.op);
   if (!node.empty())
     names.push_back(node);
   return names;
@@ -169,6 +140,17 @@ void distopt::plan::annotateValue(Value v, dist::ShardingAttr sharding,
   v.replaceAllUsesExcept(annotate.getResult(), annotate);
 }
 
+FailureOr<llvm::GlobPattern> distopt::plan::compileGlob(StringRef pattern,
+                                                        Location loc) {
+  // Brace expansions ({q,k,v}_proj) are on; the limit only stops a pattern
+  // from expanding into millions of alternatives.
+  auto glob = llvm::GlobPattern::create(pattern, /*MaxSubPatterns=*/1024);
+  if (!glob)
+    return mlir::emitError(loc) << "bad pattern '" << pattern
+                                << "': " << llvm::toString(glob.takeError());
+  return std::move(*glob);
+}
+
 func::FuncOp distopt::plan::mainFunction(ModuleOp module) {
   if (auto f = module.lookupSymbol<func::FuncOp>("main"))
     return f;
@@ -179,21 +161,22 @@ func::FuncOp distopt::plan::mainFunction(ModuleOp module) {
   return nullptr;
 }
 
-dist::MeshOp distopt::plan::requireMesh(ModuleOp module, StringRef what) {
+dist::MeshOp distopt::plan::requireMesh(ModuleOp module, Location loc,
+                                        StringRef what) {
   auto meshes = module.getOps<dist::MeshOp>();
   if (meshes.empty()) {
-    module.emitError() << what
-                       << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
+    mlir::emitError(loc) << what
+                         << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
     return nullptr;
   }
   return *meshes.begin();
 }
 
-int64_t distopt::plan::requireAxis(dist::MeshOp mesh, StringRef name,
-                                   StringRef what) {
+int64_t distopt::plan::requireAxis(dist::MeshOp mesh, Location loc,
+                                   StringRef name, StringRef what) {
   int64_t idx = mesh.getAxisIndex(name);
   if (idx < 0) {
-    InFlightDiagnostic d = mesh.emitError();
+    InFlightDiagnostic d = mlir::emitError(loc);
     d << what << " uses mesh axis '" << name << "' but the mesh has axes ";
     llvm::interleaveComma(mesh.getAxisNames(), d, [&](Attribute a) {
       d << "'" << cast<StringAttr>(a).getValue() << "'";

@@ -5,6 +5,7 @@
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/GlobPattern.h"
 
 #include <string>
 #include <vector>
@@ -27,11 +28,10 @@ std::vector<WeightUse> findWeightUses(mlir::func::FuncOp func);
 /// path (`/blocks.0/attn/qkv/MatMul` -> `blocks.0.attn.qkv`).
 std::vector<std::string> namesOf(const WeightUse &use);
 
-/// `/a/b/c/MatMul` -> `a.b.c`; empty for unnamed ops.
-std::string nodePath(mlir::Operation *op);
-
-/// The node name of `op` (its NameLoc), or "".
-std::string nodeName(mlir::Operation *op);
+/// A glob pattern (`*`, `?`, `[...]`, `{a,b}`); a diagnostic at `loc` if it
+/// is malformed.
+mlir::FailureOr<llvm::GlobPattern> compileGlob(llvm::StringRef pattern,
+                                               mlir::Location loc);
 
 /// The dimension of the consumer's operand that a style shards, or a failure
 /// with a message saying why the style does not fit.
@@ -56,11 +56,13 @@ void annotateValue(mlir::Value v, dist::ShardingAttr sharding, int64_t priority,
 /// The module's main function (or its only one); null with a diagnostic.
 mlir::func::FuncOp mainFunction(mlir::ModuleOp module);
 
-/// The module's mesh; null with a diagnostic naming `what` needs it.
-dist::MeshOp requireMesh(mlir::ModuleOp module, llvm::StringRef what);
+/// The module's mesh; null with a diagnostic at `loc` (where the plan asks
+/// for it) saying `what` needs it.
+dist::MeshOp requireMesh(mlir::ModuleOp module, mlir::Location loc,
+                         llvm::StringRef what);
 
 /// Index of mesh axis `name`, or -1 with a diagnostic listing the axes.
-int64_t requireAxis(dist::MeshOp mesh, llvm::StringRef name,
+int64_t requireAxis(dist::MeshOp mesh, mlir::Location loc, llvm::StringRef name,
                     llvm::StringRef what);
 
 /// Up to three names from `candidates` closest to `name` (edit distance).
@@ -73,8 +75,12 @@ closestNames(llvm::StringRef name, const std::vector<std::string> &candidates);
 void splitFusedProjections(mlir::func::FuncOp func);
 
 /// The tensor-parallel preset: finds the Megatron structure by itself.
+/// Where it cannot split as Megatron would (heads that do not divide) it
+/// warns at the projection and adds a line to `notes`.
 mlir::LogicalResult applyAutoTensorParallel(mlir::ModuleOp module,
-                                            llvm::StringRef axisName);
+                                            mlir::Location loc,
+                                            llvm::StringRef axisName,
+                                            std::vector<std::string> &notes);
 
 } // namespace distopt::plan
 

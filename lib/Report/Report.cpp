@@ -1,6 +1,11 @@
 //===- Report.cpp - what a partitioned model communicates and costs -*- C++
 //-*-===//
 #include "distopt/Report/Report.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
+#include "distopt/Dialect/NN/IR/NNCost.h"
+#include "distopt/Driver/Compilation.h"
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
@@ -31,45 +36,11 @@ CostModel::Link CostModel::linkFor(StringRef axis, int64_t axisIndex,
   return inner <= devicesPerNode ? intraNode : interNode;
 }
 
-static int64_t bytesOf(Type type) {
-  auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
-    return 0;
-  Type et = t.getElementType();
-  int64_t width = et.isIntOrFloat()
-                      ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8)
-                      : 4;
-  return t.getNumElements() * width;
-}
-
 /// Node names differ per layer only by their indices: `blocks.3` and
 /// `blocks.7` are the same collective repeated.
 static std::string normalizeReason(StringRef reason) {
   static const std::regex layerIndex("([./_])[0-9]+");
   return std::regex_replace(reason.str(), layerIndex, "$1*");
-}
-
-static double flopsOf(Operation *op) {
-  if (auto mm = dyn_cast<nn::MatMulOp>(op)) {
-    auto a = mm.getLhs().getType();
-    auto c = mm.getResult().getType();
-    if (!a.hasStaticShape() || !c.hasStaticShape())
-      return 0;
-    return 2.0 * c.getNumElements() * a.getShape().back();
-  }
-  if (auto conv = dyn_cast<nn::ConvOp>(op)) {
-    auto w = conv.getWeight().getType();
-    auto y = conv.getResult().getType();
-    if (!w.hasStaticShape() || !y.hasStaticShape())
-      return 0;
-    return 2.0 * y.getNumElements() * (w.getNumElements() / w.getDimSize(0));
-  }
-  double n = 0;
-  for (Value r : op->getResults())
-    if (auto t = dyn_cast<RankedTensorType>(r.getType());
-        t && t.hasStaticShape())
-      n += t.getNumElements();
-  return n;
 }
 
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
@@ -92,10 +63,10 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
   report.parameterBytesPerRank.assign(report.ranks, 0);
   sharded.walk([&](nn::WeightOp w) {
     auto type = w.getResult().getType();
-    int64_t total = bytesOf(type);
+    int64_t total = nn::tensorBytes(type);
     report.parameterBytesTotal += total;
     dist::ShardingAttr s;
-    if (auto arr = w->getAttrOfType<ArrayAttr>("dist.sharding");
+    if (auto arr = w->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
         arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
     for (int64_t r = 0; r < report.ranks; ++r) {
@@ -108,7 +79,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       SmallVector<int64_t> coords = mesh.getCoords(r);
       SmallVector<int64_t> shape = dist::localShape(
           type.getShape(), s, meshSizes, ArrayRef<int64_t>(coords));
-      report.parameterBytesPerRank[r] += bytesOf(type.clone(shape));
+      report.parameterBytesPerRank[r] += nn::tensorBytes(type.clone(shape));
     }
   });
 
@@ -136,8 +107,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     for (const std::string &a : axes)
       k *= mesh ? mesh.getAxisSizes()[mesh.getAxisIndex(a)] : 1;
     int64_t in =
-        op->getNumOperands() ? bytesOf(op->getOperand(0).getType()) : 0;
-    int64_t out = op->getNumResults() ? bytesOf(op->getResult(0).getType()) : 0;
+        op->getNumOperands() ? nn::tensorBytes(op->getOperand(0).getType()) : 0;
+    int64_t out =
+        op->getNumResults() ? nn::tensorBytes(op->getResult(0).getType()) : 0;
     double sent = 0;
     if (kind == "all_reduce")
       sent = 2.0 * in * (k - 1) / k;
@@ -150,7 +122,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     else if (kind == "recv")
       sent = 0;
     std::string reason;
-    if (auto r = op->getAttrOfType<StringAttr>("dist.reason"))
+    if (auto r = op->getAttrOfType<StringAttr>(dist::kReasonAttr))
       reason = r.str();
     std::string joined;
     for (const std::string &a : axes)
@@ -196,12 +168,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       if (op == func.getOperation() || isa<nn::WeightOp, nn::ConstantOp>(op))
         return;
       if (isa<nn::NNDialect>(op->getDialect())) {
-        double flops = flopsOf(op);
+        double flops = nn::estimateFlops(op);
         int64_t bytes = 0;
         for (Value v : op->getOperands())
-          bytes += bytesOf(v.getType());
+          bytes += nn::tensorBytes(v.getType());
         for (Value v : op->getResults())
-          bytes += bytesOf(v.getType());
+          bytes += nn::tensorBytes(v.getType());
         report.flopsPerRank += flops;
         bool isMatmul = isa<nn::MatMulOp, nn::ConvOp>(op);
         double computeUs = isMatmul ? flops / (model.peakTflops * 1e6) : 0;
@@ -209,7 +181,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         report.computeUs += std::max(computeUs, memoryUs);
       }
       for (Value r : op->getResults()) {
-        int64_t b = bytesOf(r.getType());
+        int64_t b = nn::tensorBytes(r.getType());
         report.activationBytesTotal += b;
         live += b;
       }
@@ -217,10 +189,90 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       for (Value v : op->getOperands())
         if (lastUse.lookup(v) == op && v.getDefiningOp() &&
             !isa<nn::WeightOp, nn::ConstantOp>(v.getDefiningOp()))
-          live -= bytesOf(v.getType());
+          live -= nn::tensorBytes(v.getType());
     });
     report.activationBytesPeak = std::max(report.activationBytesPeak, peak);
   }
+  return report;
+}
+
+/// "blocks.0 .. blocks.3": the layers a stage holds.
+static std::string layersOfStage(const StageAssignment &stages, int64_t s) {
+  std::string first, last;
+  for (size_t l = 0; l < stages.layers.size(); ++l)
+    if (stages.stageOfLayer[l] == s) {
+      if (first.empty())
+        first = stages.layers[l];
+      last = stages.layers[l];
+    }
+  return first == last ? first : first + " .. " + last;
+}
+
+static std::vector<OutputEntry> outputsOf(ModuleOp module) {
+  std::vector<OutputEntry> out;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    Operation *ret = func.getBody().front().getTerminator();
+    for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      OutputEntry e;
+      auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
+      e.name = name ? name.str() : "output_" + std::to_string(i);
+      if (auto t = dyn_cast<RankedTensorType>(v.getType()))
+        for (int64_t d : t.getShape())
+          e.shape.push_back(ShapedType::isDynamic(d) ? -1 : d);
+      dist::ShardingAttr s =
+          func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
+      if (!s)
+        s = dist::getValueSharding(v, {});
+      e.sharding = s ? dist::placementsStr(s) : "[R]";
+      out.push_back(std::move(e));
+    }
+    break;
+  }
+  return out;
+}
+
+FailureOr<Report> distopt::buildReport(Compilation &c, const CostModel &model) {
+  ModuleOp module = c.module();
+  const StageAssignment *stages = c.stageAssignment();
+  auto rank0 = c.partitionForRank(0);
+  if (failed(rank0))
+    return failure();
+  std::function<bool(Operation *, int64_t)> stores;
+  if (stages)
+    stores = [&](Operation *w, int64_t rank) {
+      return stages->storesWeight(w, c.stageOfRank(rank));
+    };
+  Report report = buildReport(module, {**rank0}, model, stores);
+  report.outputs = outputsOf(module);
+  report.unmatchedPatterns = c.planFindings().unmatchedPatterns;
+  report.planNotes = c.planFindings().notes;
+  if (!stages)
+    return report;
+
+  // Per stage: one representative rank's estimate for one microbatch.
+  const PipelineSpec &pp = *c.pipeline();
+  PipelineReport pr;
+  pr.stages = stages->numStages;
+  pr.microbatches = pp.microbatches;
+  pr.schedule = pp.schedule;
+  pr.stageParameterBytes = stages->stageParameterBytes;
+  std::vector<std::vector<ScheduleAction>> schedule;
+  for (int64_t s = 0; s < pr.stages; ++s) {
+    auto program = c.partitionForRank(c.representativeRank(s));
+    if (failed(program))
+      return failure();
+    Report one = buildReport(module, {**program}, model);
+    pr.stageUs.push_back(one.computeUs + one.communicationUs);
+    pr.layersPerStage.push_back(layersOfStage(*stages, s));
+    schedule.push_back(c.schedule(s));
+  }
+  std::vector<double> none(pr.stages, 0.0);
+  pr.timeline = simulateSchedule(schedule, pr.stageUs, none, 0.0);
+  pr.makespanUs = pr.timeline.makespan;
+  pr.bubbleFraction = pr.timeline.bubbleFraction;
+  report.pipeline = std::move(pr);
   return report;
 }
 
@@ -278,6 +330,22 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
         "  predicted: %.1f us for all microbatches, bubble %.1f%%\n",
         p.makespanUs, 100.0 * p.bubbleFraction);
   }
+  if (!r.outputs.empty()) {
+    os << "\noutputs:\n";
+    for (const OutputEntry &o : r.outputs) {
+      std::string shape;
+      for (int64_t d : o.shape)
+        shape += (shape.empty() ? "" : "x") + (d < 0 ? "?" : std::to_string(d));
+      os << "  " << o.name << " [" << shape << "] " << o.sharding << "\n";
+    }
+  }
+  if (!r.unmatchedPatterns.empty() || !r.planNotes.empty()) {
+    os << "\nplan:\n";
+    for (const std::string &p : r.unmatchedPatterns)
+      os << "  matches nothing: " << p << "\n";
+    for (const std::string &n : r.planNotes)
+      os << "  note: " << n << "\n";
+  }
   os << "\nestimate (rank 0, one step):\n"
      << llvm::format("  compute        %10.1f us (%.3g GFLOP)\n", r.computeUs,
                      r.flopsPerRank / 1e9)
@@ -321,6 +389,25 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
                           {"communication_us", r.communicationUs},
                           {"step_us", r.computeUs + r.communicationUs},
                           {"flops_per_rank", r.flopsPerRank}}}};
+  llvm::json::Array outputs;
+  for (const OutputEntry &o : r.outputs) {
+    llvm::json::Array shape;
+    for (int64_t d : o.shape)
+      shape.push_back(d < 0 ? llvm::json::Value(nullptr)
+                            : llvm::json::Value(d));
+    outputs.push_back(llvm::json::Object{{"name", o.name},
+                                         {"shape", std::move(shape)},
+                                         {"sharding", o.sharding}});
+  }
+  root["outputs"] = std::move(outputs);
+  llvm::json::Array unmatched, notes;
+  for (const std::string &p : r.unmatchedPatterns)
+    unmatched.push_back(p);
+  for (const std::string &n : r.planNotes)
+    notes.push_back(n);
+  root["plan"] =
+      llvm::json::Object{{"unmatched_patterns", std::move(unmatched)},
+                         {"notes", std::move(notes)}};
   if (r.pipeline) {
     const PipelineReport &p = *r.pipeline;
     llvm::json::Array stages;

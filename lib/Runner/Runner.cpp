@@ -2,8 +2,6 @@
 //-*-===//
 #include "distopt/Runner/Runner.h"
 #include "distopt/Export/RankProgramExport.h"
-#include "distopt/Pipeline/Stages.h"
-#include "distopt/Pipeline/SyntheticWeights.h"
 #include "distopt/Runner/Session.h"
 
 #include "distopt/Dialect/NN/IR/NNOps.h"
@@ -27,84 +25,37 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
 }
 
-Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
-                                            StringRef modelPath,
-                                            const CompileOptions &options,
-                                            StringRef workDir) {
-  OwningOpRef<ModuleOp> module = loadModel(ctx, modelPath, options);
-  if (!module)
-    return fail("cannot load " + modelPath);
-  if (options.singleDevice)
-    stripDistribution(*module);
-  if ((!options.singleDevice && (failed(setMesh(*module, options.meshSpec)) ||
-                                 failed(applyPlans(*module, options.plans)))) ||
-      failed(materializeSyntheticWeights(*module, workDir)))
-    return fail("cannot prepare " + modelPath);
-  std::string weightDir = weightDirectory(*module, modelPath);
-  int64_t n = numDevices(*module);
-  bool distributed = !module->getOps<dist::MeshOp>().empty();
-  if (distributed && failed(shardModule(*module)))
-    return fail("cannot shard " + modelPath);
+Expected<Programs> distopt::exportPrograms(Compilation &compilation) {
   Programs programs;
   ExportOptions exportOptions;
-  exportOptions.weightDir = weightDir;
-
-  // Pipelining: cut the sharded model into stages; each rank runs the stage
-  // of its coordinate on the pipeline axis.
-  std::optional<PipelineConfig> pipeline = getPipelineConfig(*module);
-  std::optional<StageAssignment> stages;
-  std::vector<OwningOpRef<ModuleOp>> stageModules;
-  std::vector<std::vector<ScheduleAction>> schedule;
-  int64_t ppAxis = -1;
-  dist::MeshOp mesh;
-  if (pipeline) {
-    mesh = *module->getOps<dist::MeshOp>().begin();
-    ppAxis = mesh.getAxisIndex(pipeline->axis);
-    int64_t numStages = mesh.getAxisSizes()[ppAxis];
-    FailureOr<StageAssignment> assigned =
-        assignStages(*module, *pipeline, numStages);
-    if (failed(assigned))
-      return fail("cannot cut " + modelPath + " into pipeline stages");
-    stages = std::move(*assigned);
-    stageModules.resize(numStages);
-    schedule = buildSchedule(pipeline->schedule, numStages,
-                             pipeline->microbatches, /*withBackward=*/false);
-    exportOptions.microbatches = pipeline->microbatches;
-    exportOptions.numStages = numStages;
-    exportOptions.scheduleKind = pipeline->schedule;
+  exportOptions.weightDir = compilation.weightDirectory();
+  if (const PipelineSpec *pp = compilation.pipeline()) {
+    exportOptions.microbatches = pp->microbatches;
+    exportOptions.numStages = compilation.numStages();
+    exportOptions.scheduleKind = pp->schedule;
   }
-
-  for (int64_t rank = 0; rank < n; ++rank) {
-    OwningOpRef<ModuleOp> local;
-    ModuleOp toExport = *module;
-    if (distributed) {
-      ModuleOp source = *module;
-      if (pipeline) {
-        int64_t stage = mesh.getCoords(rank)[ppAxis];
-        if (!stageModules[stage])
-          stageModules[stage] =
-              extractStage(*module, *stages, *pipeline, stage);
-        source = *stageModules[stage];
-        exportOptions.stage = stage;
-        exportOptions.schedule.clear();
-        for (const ScheduleAction &a : schedule[stage])
-          exportOptions.schedule.push_back({a.microbatch, a.forward});
-      }
-      local = partitionForRank(source, rank);
-      if (!local)
-        return fail("cannot partition " + modelPath + " for rank " +
-                    llvm::Twine(rank));
-      toExport = *local;
+  StringRef modelPath = compilation.modelPath();
+  for (int64_t rank = 0, n = compilation.numRanks(); rank < n; ++rank) {
+    auto local = compilation.partitionForRank(rank);
+    if (failed(local))
+      return fail("cannot partition " + modelPath + " for rank " +
+                  llvm::Twine(rank));
+    if (compilation.pipeline()) {
+      int64_t stage = compilation.stageOfRank(rank);
+      exportOptions.stage = stage;
+      exportOptions.schedule.clear();
+      for (const ScheduleAction &a : compilation.schedule(stage))
+        exportOptions.schedule.push_back({a.microbatch, a.forward});
     }
     FailureOr<distrt::proto::RankProgram> proto =
-        exportRankProgram(toExport, rank, exportOptions);
+        exportRankProgram(**local, rank, exportOptions);
     if (failed(proto))
       return fail("cannot export rank " + llvm::Twine(rank));
     std::shared_ptr<const distrt::Program> program;
-    distrt::Status st = distrt::Program::Create(std::move(*proto),
-                                                "rank " + std::to_string(rank) +
-                                                    " of " + modelPath.str(),
-                                                weightDir, &program);
+    distrt::Status st = distrt::Program::Create(
+        std::move(*proto),
+        "rank " + std::to_string(rank) + " of " + modelPath.str(),
+        exportOptions.weightDir, &program);
     if (!st.ok())
       return fail("rank " + llvm::Twine(rank) + ": " + st.ToString());
     programs.push_back(std::move(program));
@@ -112,6 +63,15 @@ Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
   if (auto err = checkPointToPoint(programs))
     return std::move(err);
   return programs;
+}
+
+Expected<Programs> distopt::compilePrograms(MLIRContext &ctx,
+                                            StringRef modelPath,
+                                            const CompileOptions &options) {
+  auto compilation = Compilation::compile(ctx, modelPath, options);
+  if (failed(compilation))
+    return fail("cannot compile " + modelPath);
+  return exportPrograms(**compilation);
 }
 
 /// Upper bound for an integer input: the size of the table it indexes.

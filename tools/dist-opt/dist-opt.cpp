@@ -1,25 +1,24 @@
 //===- dist-opt.cpp - distopt's compiler driver -----------------*- C++ -*-===//
 //
 // Like mlir-opt on .mlir files with pass flags. Given a model (.onnx) or
-// --mesh/--plan and no pass flags, it runs the whole default flow: import,
-// plan, propagate, reshard, partition, and prints the partitioned IR.
+// --mesh/--plan, it compiles through distopt::Compilation and prints the
+// partitioned IR (or one rank's program, or the report); pass flags then run
+// on the imported, annotated module instead.
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/Driver/Compilation.h"
+#include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
-#include "distopt/Pipeline/Compiler.h"
-#include "distopt/Pipeline/Stages.h"
+#include "distopt/PipelineStages/TimelineSvg.h"
 #include "distopt/Report/Report.h"
 
-#include "distopt/Dialect/Dist/IR/DistOps.h"
-
 #include "mlir/IR/AsmState.h"
-#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
-#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace llvm;
@@ -35,6 +34,10 @@ static cl::list<std::string> plans(
     cl::desc("plan file (YAML/JSON) or presets: replicate, dp, fsdp, tp, sp "
              "(comma-separated, composable); repeatable"),
     cl::value_desc("file|presets"), cl::cat(category));
+static cl::opt<bool> strictPlan(
+    "strict-plan",
+    cl::desc("a plan pattern that matches nothing is an error, not a warning"),
+    cl::cat(category));
 static cl::opt<std::string>
     dimSpec("dim",
             cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
@@ -60,11 +63,14 @@ static cl::opt<std::string> costModelPath(
     cl::desc("link and device parameters for --report (YAML); default: "
              "NVLink-class links inside a node of 8, InfiniBand-class across"),
     cl::value_desc("file"), cl::cat(category));
-
 static cl::opt<std::string> pipelineSvg(
     "pipeline-svg",
     cl::desc("write the pipeline schedule's predicted timeline as an SVG"),
     cl::value_desc("file"), cl::cat(category));
+static cl::opt<bool> debugDiagnostics(
+    "debug-diagnostics",
+    cl::desc("print the IR an error or warning is about, after the message"),
+    cl::cat(category));
 
 /// True if the command line names a pass or pass pipeline to run.
 static bool hasPassFlags(int argc, char **argv) {
@@ -80,208 +86,120 @@ static bool hasPassFlags(int argc, char **argv) {
   return false;
 }
 
+static int fail(const Twine &message) {
+  errs() << "dist-opt: error: " << message << "\n";
+  return 1;
+}
+
+static int writeOutputs(Compilation &c, raw_ostream &out) {
+  if (emitRank >= 0 || !c.pipeline()) {
+    auto program =
+        emitRank >= 0 ? c.partitionForRank(emitRank) : c.partitionStage(0);
+    if (failed(program))
+      return 1;
+    (*program)->print(out);
+    out << "\n";
+    return 0;
+  }
+  // The SPMD program of every stage, one after another.
+  for (int64_t s = 0; s < c.numStages(); ++s) {
+    auto program = c.partitionStage(s);
+    if (failed(program))
+      return 1;
+    out << "// ----- pipeline stage " << s << "\n";
+    (*program)->print(out);
+    out << "\n";
+  }
+  return 0;
+}
+
 static int runModelFlow(int argc, char **argv, StringRef input,
                         StringRef output, mlir::DialectRegistry &registry) {
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  SourceMgr sourceMgr;
-  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &ctx);
+  ToolDiagnostics diagnostics(ctx, "dist-opt", debugDiagnostics);
 
   CompileOptions options;
   options.meshSpec = meshSpec;
-  options.plans.assign(plans.begin(), plans.end());
+  FailureOr<Plan> plan =
+      parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
+  if (failed(plan))
+    return 1;
+  options.plan = std::move(*plan);
+  options.plan.strict |= strictPlan;
   if (!dimSpec.empty()) {
     auto dims = parseDimSpec(dimSpec);
-    if (!dims) {
-      errs() << "dist-opt: error: " << toString(dims.takeError()) << "\n";
-      return 1;
-    }
+    if (!dims)
+      return fail(toString(dims.takeError()));
     options.dims = std::move(*dims);
   }
-  mlir::OwningOpRef<mlir::ModuleOp> module = loadModel(ctx, input, options);
-  if (!module || failed(setMesh(*module, options.meshSpec)) ||
-      failed(applyPlans(*module, options.plans)))
+  std::optional<CostModel> costModel;
+  if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
+    costModel.emplace();
+    if (!costModelPath.empty()) {
+      auto parsed = parseCostModel(costModelPath);
+      if (!parsed)
+        return fail(toString(parsed.takeError()));
+      *costModel = std::move(*parsed);
+    }
+  }
+  auto compilation = Compilation::load(ctx, input, options);
+  if (failed(compilation))
     return 1;
-
+  Compilation &c = **compilation;
   std::string error;
   auto out = mlir::openOutputFile(output, &error);
-  if (!out) {
-    errs() << "dist-opt: error: " << error << "\n";
-    return 1;
-  }
+  if (!out)
+    return fail(error);
 
   if (hasPassFlags(argc, argv)) {
-    // The user's passes run on the imported, annotated module.
-    std::string text;
-    raw_string_ostream os(text);
-    module->print(os);
-    auto buffer = MemoryBuffer::getMemBufferCopy(text, input);
-    if (failed(
-            mlir::MlirOptMain(out->os(), std::move(buffer), registry,
-                              mlir::MlirOptMainConfig::createFromCLOptions())))
+    // The passes named on the command line run on the annotated module.
+    mlir::PassManager pm(&ctx);
+    if (failed(mlir::MlirOptMainConfig::createFromCLOptions().setupPassPipeline(
+            pm)) ||
+        failed(pm.run(c.module())))
       return 1;
+    c.module()->print(out->os());
+    out->os() << "\n";
     out->keep();
     return 0;
   }
 
-  std::optional<PipelineReport> pipelineReport;
-  CostModel costModel;
-  if (!costModelPath.empty()) {
-    auto parsed = parseCostModel(costModelPath);
-    if (!parsed) {
-      errs() << "dist-opt: error: " << toString(parsed.takeError()) << "\n";
-      return 1;
-    }
-    costModel = std::move(*parsed);
-  }
+  if (emitRank >= c.numRanks())
+    return fail("--dist-emit-rank=" + Twine(emitRank) + " but the mesh has " +
+                Twine(c.numRanks()) + " devices");
+  if (!pipelineSvg.empty() && !c.pipeline())
+    return fail("--pipeline-svg needs a plan with a pipeline section and a "
+                "mesh");
+  if (failed(c.shard()))
+    return 1;
 
-  auto cloneOf = [](mlir::ModuleOp m) {
-    return mlir::OwningOpRef<mlir::ModuleOp>(cast<mlir::ModuleOp>(m->clone()));
-  };
-  // One module per pipeline stage (just the model without a pipeline).
-  std::optional<PipelineConfig> pipeline = getPipelineConfig(*module);
-  std::optional<StageAssignment> stages;
-  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules;
-  int64_t ppAxis = -1;
-  mlir::OwningOpRef<mlir::ModuleOp> result, rank0;
-  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stagePrograms;
-  if (!module->getOps<distopt::dist::MeshOp>().empty()) {
-    auto mesh = *module->getOps<distopt::dist::MeshOp>().begin();
-    if (emitRank >= numDevices(*module)) {
-      errs() << "dist-opt: error: --dist-emit-rank=" << emitRank
-             << " but the mesh has " << numDevices(*module) << " devices\n";
+  if (costModel) {
+    FailureOr<Report> report = buildReport(c, *costModel);
+    if (failed(report))
       return 1;
-    }
-    if (failed(shardModule(*module)))
-      return 1;
-    auto stageModuleFor = [&](int64_t rank) -> mlir::ModuleOp {
-      if (!pipeline)
-        return *module;
-      int64_t s = rank >= 0 ? mesh.getCoords(rank)[ppAxis] : 0;
-      if (!stageModules[s])
-        stageModules[s] = extractStage(*module, *stages, *pipeline, s);
-      return *stageModules[s];
-    };
-    if (pipeline) {
-      ppAxis = mesh.getAxisIndex(pipeline->axis);
-      auto assigned =
-          assignStages(*module, *pipeline, mesh.getAxisSizes()[ppAxis]);
-      if (failed(assigned))
-        return 1;
-      stages = std::move(*assigned);
-      stageModules.resize(stages->numStages);
-    }
-    if (pipeline && emitRank < 0) {
-      // The SPMD program of every stage, one after another.
-      for (int64_t s = 0; s < stages->numStages; ++s) {
-        if (!stageModules[s])
-          stageModules[s] = extractStage(*module, *stages, *pipeline, s);
-        auto program = partitionForRank(*stageModules[s], -1);
-        if (!program)
-          return 1;
-        stagePrograms.push_back(std::move(program));
-      }
-    } else {
-      result = partitionForRank(stageModuleFor(emitRank), emitRank);
-      if (!result)
-        return 1;
-    }
-    if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
-      rank0 = emitRank == 0 && result ? cloneOf(*result)
-                                      : partitionForRank(stageModuleFor(0), 0);
-      if (!rank0)
-        return 1;
-    }
-    if (pipeline &&
-        (reportFormat != ReportFormat::None || !pipelineSvg.empty())) {
-      // Per stage: one representative rank's estimate for one microbatch.
-      PipelineReport pr;
-      pr.stages = stages->numStages;
-      pr.microbatches = pipeline->microbatches;
-      pr.schedule = pipeline->schedule;
-      pr.stageParameterBytes = stages->stageParameterBytes;
-      for (int64_t s = 0; s < pr.stages; ++s) {
-        SmallVector<int64_t> coords(mesh.getAxisSizes().size(), 0);
-        coords[ppAxis] = s;
-        int64_t rank = mesh.getRank(coords);
-        auto program = partitionForRank(stageModuleFor(rank), rank);
-        if (!program)
-          return 1;
-        Report one = buildReport(*module, {*program}, costModel);
-        pr.stageUs.push_back(one.computeUs + one.communicationUs);
-        std::string first, last;
-        for (size_t l = 0; l < stages->layers.size(); ++l)
-          if (stages->stageOfLayer[l] == s) {
-            if (first.empty())
-              first = stages->layers[l];
-            last = stages->layers[l];
-          }
-        pr.layersPerStage.push_back(first == last ? first
-                                                  : first + " .. " + last);
-      }
-      auto schedule = buildSchedule(pipeline->schedule, pr.stages,
-                                    pr.microbatches, /*withBackward=*/false);
-      std::vector<double> none(pr.stages, 0.0);
-      ScheduleTimeline tl = simulateSchedule(schedule, pr.stageUs, none, 0.0);
-      pr.makespanUs = tl.makespan;
-      pr.bubbleFraction = tl.bubbleFraction;
-      pipelineReport = pr;
-      if (!pipelineSvg.empty()) {
-        std::string err;
-        auto svg = mlir::openOutputFile(pipelineSvg, &err);
-        if (!svg) {
-          errs() << "dist-opt: error: " << err << "\n";
-          return 1;
-        }
-        writeTimelineSvg(tl, pr.stages, pr.microbatches,
-                         (pipeline->schedule + " schedule, " +
-                          std::to_string(pr.stages) + " stages, " +
-                          std::to_string(pr.microbatches) + " microbatches")
-                             .c_str(),
-                         svg->os());
-        svg->keep();
-      }
-    }
-  } else {
     if (!pipelineSvg.empty()) {
-      errs() << "dist-opt: error: --pipeline-svg needs a plan with a pipeline "
-                "section and a mesh\n";
-      return 1;
+      auto svg = mlir::openOutputFile(pipelineSvg, &error);
+      if (!svg)
+        return fail(error);
+      const PipelineReport &p = *report->pipeline;
+      writeTimelineSvg(p.timeline, p.stages, p.microbatches,
+                       p.schedule + " schedule, " + std::to_string(p.stages) +
+                           " stages, " + std::to_string(p.microbatches) +
+                           " microbatches",
+                       svg->os());
+      svg->keep();
     }
-    result = cloneOf(*module);
-    rank0 = cloneOf(*module);
-  }
-
-  if (reportFormat != ReportFormat::None) {
-    std::function<bool(mlir::Operation *, int64_t)> stores;
-    if (stages) {
-      auto mesh = *module->getOps<distopt::dist::MeshOp>().begin();
-      stores = [&, mesh](mlir::Operation *w, int64_t rank) mutable {
-        int64_t s = mesh.getCoords(rank)[ppAxis];
-        for (mlir::Operation *user : w->getUsers())
-          if (stages->stageOf.lookup(user) == s)
-            return true;
-        return false;
-      };
-    }
-    Report report = buildReport(*module, {*rank0}, costModel, stores);
-    report.pipeline = pipelineReport;
     if (reportFormat == ReportFormat::Json)
-      printReportJson(report, outs());
-    else
-      printReportText(report, outs());
-    if (output == "-")
-      return 0; // the report takes stdout; -o still receives the IR
+      printReportJson(*report, outs());
+    else if (reportFormat == ReportFormat::Text)
+      printReportText(*report, outs());
+    // The report takes stdout; -o still receives the IR.
+    if (reportFormat != ReportFormat::None && output == "-")
+      return 0;
   }
-  if (result) {
-    result->print(out->os());
-    out->os() << "\n";
-  }
-  for (auto [s, program] : llvm::enumerate(stagePrograms)) {
-    out->os() << "// ----- pipeline stage " << s << "\n";
-    program->print(out->os());
-    out->os() << "\n";
-  }
+  if (int status = writeOutputs(c, out->os()))
+    return status;
   out->keep();
   return 0;
 }
@@ -340,6 +258,8 @@ int main(int argc, char **argv) {
       "IR\n"
       "  dist-opt model.onnx --mesh tp=2 --plan tp --dist-emit-rank=1\n"
       "      print the program rank 1 runs\n"
+      "  dist-opt model.onnx --mesh tp=2 --plan tp --report[=json]\n"
+      "      what the partitioned model communicates and costs, and why\n"
       "  dist-opt annotated.mlir --dist-propagate-sharding\n"
       "      run single passes, as mlir-opt does\n",
       registry);

@@ -3,15 +3,16 @@
 // A plan says how a model's tensors are laid out over the mesh, next to an
 // unchanged model: tensor-parallel styles keyed by glob patterns on weight and
 // node names, sequence and data parallelism, explicit placements, and a
-// pipeline section. Everything a plan says becomes dist.annotate constraints
-// with priorities (0 strongest); propagation does the rest. See docs/plans.md.
+// pipeline section. The `--plan` arguments are parsed once into a `Plan`;
+// applying it turns everything it says into dist.annotate constraints with
+// priorities (0 strongest); propagation does the rest. See docs/plans.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_PLAN_PLAN_H
 #define DISTOPT_PLAN_PLAN_H
 
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/Error.h"
+#include "mlir/IR/Location.h"
 
 #include <optional>
 #include <string>
@@ -28,29 +29,34 @@ enum PlanPriority : int64_t {
   kShardedStatePriority = 4, // sharded parameters (FSDP), gathered where used
 };
 
+/// A glob over names and where the plan wrote it.
 struct StyleRule {
   std::string pattern; // glob over module paths (weight or node names)
   std::string style;   // colwise, rowwise, vocab, replicate
-  int line = 0;
+  mlir::LocationAttr loc;
 };
 
 struct ExplicitPlacement {
   std::string pattern; // glob over tensor / input / weight names
   std::vector<std::string> placements; // one per mesh axis, e.g. S(0), R, ?
   int64_t priority = kExplicitPriority;
-  int line = 0;
+  mlir::LocationAttr loc;
 };
 
+/// The pipeline a plan asks for.
 struct PipelineSpec {
   std::string axis = "pp";
   std::string split;  // glob on layer names, e.g. blocks.*
   int64_t stages = 0; // 0: the size of the pipeline axis
   int64_t microbatches = 1;
   std::string schedule = "1f1b";
+  mlir::LocationAttr loc;
 };
 
+/// One `--plan` argument: a plan file, or presets named on the command line.
 struct PlanSpec {
-  std::string path;
+  std::string source; // the plan file's path, or "--plan"
+  mlir::LocationAttr loc;
   std::vector<std::string> presets;
   std::string tpAxis = "tp";
   std::vector<StyleRule> styles;
@@ -59,23 +65,48 @@ struct PlanSpec {
   int64_t dpLevel = 0;
   std::vector<ExplicitPlacement> placements;
   std::optional<PipelineSpec> pipeline;
+  bool strict = false; // `strict: true`: unmatched patterns are errors
 };
 
-/// Parses a plan file (YAML, or JSON which is YAML too).
-llvm::Expected<PlanSpec> parsePlanFile(llvm::StringRef path);
+/// Everything the `--plan` arguments say, in order.
+struct Plan {
+  std::vector<PlanSpec> specs;
+  /// Patterns that match nothing are errors, not warnings.
+  bool strict = false;
 
-/// Applies a plan file, or a comma-separated list of presets
-/// (replicate, dp, fsdp, tp, sp), to the module's main function.
-mlir::LogicalResult applyPlan(mlir::ModuleOp module, llvm::StringRef plan);
+  /// The pipeline section, if a plan has one (at most one may).
+  const PipelineSpec *pipeline() const;
+  /// Microbatches of the pipeline section (1 without one).
+  int64_t microbatches() const;
+  bool empty() const { return specs.empty(); }
+};
 
-/// Applies a parsed plan.
-mlir::LogicalResult applyPlanSpec(mlir::ModuleOp module, const PlanSpec &spec);
+/// Parses the `--plan` arguments: each is a plan file (YAML or JSON) or a
+/// comma-separated list of presets. Errors are diagnostics at the plan
+/// file's line.
+mlir::FailureOr<Plan> parsePlans(mlir::MLIRContext *ctx,
+                                 llvm::ArrayRef<std::string> args);
 
-/// Microbatches the plans' pipeline section asks for (1 without one); read
-/// before import, since the model is compiled at the microbatch size.
-int64_t plannedMicrobatches(const std::vector<std::string> &plans);
+/// Parses one plan file.
+mlir::FailureOr<PlanSpec> parsePlanFile(mlir::MLIRContext *ctx,
+                                        llvm::StringRef path);
 
-/// Names of the presets, for --help.
+/// What applying a plan noticed that does not stop it, for the report: each
+/// entry is also emitted as a warning.
+struct PlanFindings {
+  /// "plan.yaml:4: 'fc3'" for each pattern that matched nothing.
+  std::vector<std::string> unmatchedPatterns;
+  /// Places where the plan could not be followed as written (heads that do
+  /// not divide, batches smaller than the data axis).
+  std::vector<std::string> notes;
+};
+
+/// Applies the plan to the module's main function as dist.annotate
+/// constraints. Needs the module's mesh when the plan splits anything.
+mlir::FailureOr<PlanFindings> applyPlan(mlir::ModuleOp module,
+                                        const Plan &plan);
+
+/// Names of the presets, for --help and messages.
 llvm::ArrayRef<llvm::StringRef> presetNames();
 
 } // namespace distopt

@@ -11,6 +11,8 @@
 #ifndef DISTOPT_REPORT_REPORT_H
 #define DISTOPT_REPORT_REPORT_H
 
+#include "distopt/PipelineStages/Schedule.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -69,6 +71,14 @@ struct PipelineReport {
   std::vector<int64_t> stageParameterBytes;
   double makespanUs = 0;
   double bubbleFraction = 0;
+  ScheduleTimeline timeline;
+};
+
+/// A model output as the ranks hold it.
+struct OutputEntry {
+  std::string name;
+  std::vector<int64_t> shape; // global; -1 where dynamic
+  std::string sharding;       // "[S(0), R]", "[R]" when replicated
 };
 
 struct Report {
@@ -84,7 +94,19 @@ struct Report {
   double communicationUs = 0;
   double computeUs = 0;
   std::optional<PipelineReport> pipeline;
+  std::vector<OutputEntry> outputs;
+  /// What the plan could not follow as written (see PlanFindings).
+  std::vector<std::string> unmatchedPatterns;
+  std::vector<std::string> planNotes;
 };
+
+class Compilation;
+
+/// The report of a sharded compilation: rank 0's program (for a pipeline,
+/// one rank of each stage for the stage estimates), the outputs, and what
+/// the plan could not follow.
+mlir::FailureOr<Report> buildReport(Compilation &compilation,
+                                    const CostModel &model);
 
 /// Builds the report from the global sharded module (after
 /// dist-insert-reshards) and one partitioned module per rank (index = rank).

@@ -9,7 +9,7 @@
 #ifndef DISTOPT_RUNNER_RUNNER_H
 #define DISTOPT_RUNNER_RUNNER_H
 
-#include "distopt/Pipeline/Compiler.h"
+#include "distopt/Driver/Compilation.h"
 
 #include "distrt/launcher.h"
 #include "distrt/program.h"
@@ -25,13 +25,16 @@ namespace distopt {
 
 using Programs = std::vector<std::shared_ptr<const distrt::Program>>;
 
+/// One program per rank of a (sharded) compilation, exported to distrt's
+/// format and checked: every send has its receive.
+llvm::Expected<Programs> exportPrograms(Compilation &compilation);
+
 /// Compiles `modelPath` into one program per rank of the mesh in `options`
 /// (one program without a mesh). Weights without a file (hand-written .mlir)
-/// get deterministic synthetic values written under `workDir`.
+/// get deterministic synthetic values written under `options.workDir`.
 llvm::Expected<Programs> compilePrograms(mlir::MLIRContext &ctx,
                                          llvm::StringRef modelPath,
-                                         const CompileOptions &options,
-                                         llvm::StringRef workDir);
+                                         const CompileOptions &options);
 
 /// Model inputs (every input any rank's program takes): read from
 /// `input_<i>.pb` files (ONNX TensorProto) in `dir`, in the order of the

@@ -311,7 +311,8 @@ TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
     diagnostics.clear();
     CompileOptions distributed;
     distributed.meshSpec = spec;
-    auto programs = compilePrograms(*ctx, path, distributed, dir);
+    distributed.workDir = dir.str().str();
+    auto programs = compilePrograms(*ctx, path, distributed);
     ASSERT_TRUE(static_cast<bool>(programs))
         << llvm::toString(programs.takeError()) << "\n"
         << diagnostics;
@@ -321,7 +322,8 @@ TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
     // The single-device reference: the same graph without its mesh.
     CompileOptions single;
     single.singleDevice = true;
-    auto reference = compilePrograms(*ctx, path, single, dir);
+    single.workDir = dir.str().str();
+    auto reference = compilePrograms(*ctx, path, single);
     ASSERT_TRUE(static_cast<bool>(reference))
         << llvm::toString(reference.takeError()) << "\n"
         << diagnostics;

@@ -1,6 +1,9 @@
 //===- ScheduleTest.cpp - pipeline schedules and their timelines -*- C++
 //-*-===//
-#include "distopt/Pipeline/Stages.h"
+#include "distopt/PipelineStages/Schedule.h"
+#include "distopt/PipelineStages/TimelineSvg.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 //===- RuleHelpers.h - pieces shared by the external models -----*- C++ -*-===//
-#ifndef DIST_EXTERNALMODELS_RULEHELPERS_H
-#define DIST_EXTERNALMODELS_RULEHELPERS_H
+#ifndef DISTOPT_DIALECT_DIST_EXTERNALMODELS_RULEHELPERS_H
+#define DISTOPT_DIALECT_DIST_EXTERNALMODELS_RULEHELPERS_H
 
 #include "distopt/Dialect/Dist/IR/PartitionContext.h"
 #include "distopt/Dialect/Dist/IR/ShardingRule.h"
@@ -33,4 +33,4 @@ mlir::FailureOr<mlir::TypedAttr> localConstantValue(mlir::Operation *op,
 
 } // namespace distopt::dist::external
 
-#endif // DIST_EXTERNALMODELS_RULEHELPERS_H
+#endif // DISTOPT_DIALECT_DIST_EXTERNALMODELS_RULEHELPERS_H

@@ -1,5 +1,6 @@
 //===- DistDialect.cpp - the dist dialect -----------------------*- C++ -*-===//
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 
@@ -27,7 +28,7 @@ void DistDialect::initialize() {
 /// are checked by the passes that read them.
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
-  if (attr.getName() != "dist.sharding")
+  if (attr.getName() != kShardingAttr)
     return success();
   auto array = dyn_cast<ArrayAttr>(attr.getValue());
   if (!array)

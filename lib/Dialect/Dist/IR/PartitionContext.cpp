@@ -1,5 +1,6 @@
 //===- PartitionContext.cpp - what an op sees while partitioned -*- C++ -*-===//
 #include "distopt/Dialect/Dist/IR/PartitionContext.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "mlir/IR/IRMapping.h"
 
@@ -39,7 +40,7 @@ distopt::dist::partitionByCloning(Operation *op, PartitionContext &ctx,
   for (auto [res, sharding] : llvm::zip(clone->getResults(), resultShardings))
     if (auto global = dyn_cast<RankedTensorType>(res.getType()))
       res.setType(ctx.localType(global, sharding));
-  clone->removeAttr("dist.sharding");
+  clone->removeAttr(kShardingAttr);
   llvm::append_range(localResults, clone->getResults());
   return success();
 }

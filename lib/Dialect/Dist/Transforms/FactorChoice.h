@@ -7,8 +7,8 @@
 // follows the choice it votes for.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_TRANSFORMS_FACTORCHOICE_H
-#define DIST_TRANSFORMS_FACTORCHOICE_H
+#ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_FACTORCHOICE_H
+#define DISTOPT_DIALECT_DIST_TRANSFORMS_FACTORCHOICE_H
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/ShardingRule.h"
@@ -77,4 +77,4 @@ mlir::FailureOr<MeshOp> getModuleMesh(mlir::ModuleOp module);
 
 } // namespace distopt::dist
 
-#endif // DIST_TRANSFORMS_FACTORCHOICE_H
+#endif // DISTOPT_DIALECT_DIST_TRANSFORMS_FACTORCHOICE_H

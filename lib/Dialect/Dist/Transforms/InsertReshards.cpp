@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 
@@ -247,7 +248,7 @@ LogicalResult ReshardInserter::handleReturn(Operation *ret,
       continue;
     ShardingAttr wanted;
     if (i < func.getNumResults())
-      wanted = func.getResultAttrOfType<ShardingAttr>(i, "dist.sharding");
+      wanted = func.getResultAttrOfType<ShardingAttr>(i, kShardingAttr);
     if (!wanted) {
       // Keep shards as they are; reduce partial values.
       SmallVector<Placement> ps;
@@ -257,7 +258,7 @@ LogicalResult ReshardInserter::handleReturn(Operation *ret,
     }
     require(ret, i, wanted, "function result");
     if (i < func.getNumResults())
-      func.setResultAttr(i, "dist.sharding", wanted);
+      func.setResultAttr(i, kShardingAttr, wanted);
   }
   return success();
 }

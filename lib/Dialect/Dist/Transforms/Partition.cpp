@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
@@ -127,13 +128,13 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
     // Keep what each local value is a piece of, for readers and export
     // (tensors only: a scalar or unranked value has no placements).
     if (Operation *def = local.getDefiningOp())
-      if (!def->hasAttr("dist.sharding") && def->getNumResults() == 1 &&
+      if (!def->hasAttr(kShardingAttr) && def->getNumResults() == 1 &&
           isa<RankedTensorType>(local.getType())) {
-        def->setAttr("dist.sharding",
+        def->setAttr(kShardingAttr,
                      ArrayAttr::get(op->getContext(), {sharding}));
         if (isa<RankedTensorType>(global.getType()) &&
             global.getType() != local.getType())
-          def->setAttr("dist.global_type", TypeAttr::get(global.getType()));
+          def->setAttr(kGlobalTypeAttr, TypeAttr::get(global.getType()));
       }
   }
   return success();
@@ -165,10 +166,10 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
     NamedAttrList attrs(func.getArgAttrs(arg.getArgNumber()));
     if (auto global = dyn_cast<RankedTensorType>(type)) {
       ShardingAttr s = argShardings[arg];
-      attrs.set("dist.sharding", s);
+      attrs.set(kShardingAttr, s);
       type = types.localType(global, s);
       if (type != global)
-        attrs.set("dist.global_type", TypeAttr::get(global));
+        attrs.set(kGlobalTypeAttr, TypeAttr::get(global));
     }
     argAttrs.push_back(attrs.getDictionary(func->getContext()));
     argTypes.push_back(type);
@@ -185,9 +186,9 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
         resultTypes.push_back(local.getType());
         auto global = dyn_cast<RankedTensorType>(v.getType());
         if (global && i < func.getNumResults()) {
-          func.setResultAttr(i, "dist.sharding", shardingOf(v));
+          func.setResultAttr(i, kShardingAttr, shardingOf(v));
           if (global != local.getType())
-            func.setResultAttr(i, "dist.global_type", TypeAttr::get(global));
+            func.setResultAttr(i, kGlobalTypeAttr, TypeAttr::get(global));
         }
       }
       b.clone(op, map);
@@ -227,7 +228,7 @@ struct PartitionPass
       }
       coords = mesh->getCoords(rank);
       module->setAttr(
-          "dist.rank",
+          kRankAttr,
           IntegerAttr::get(IntegerType::get(&getContext(), 64), rank));
     }
     for (auto func : module.getOps<FunctionOpInterface>()) {

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -454,9 +455,9 @@ void Propagator::materialize(FunctionOpInterface func,
       anyCause |= !c.getValue().empty();
       why.push_back(c);
     }
-    op->setAttr("dist.sharding", ArrayAttr::get(ctx, shardings));
+    op->setAttr(kShardingAttr, ArrayAttr::get(ctx, shardings));
     if (anyCause)
-      op->setAttr("dist.cause", ArrayAttr::get(ctx, why));
+      op->setAttr(kCauseAttr, ArrayAttr::get(ctx, why));
   });
   // All argument attributes at once: setting them one by one rebuilds the
   // whole array each time (quadratic in the argument count).
@@ -465,7 +466,7 @@ void Propagator::materialize(FunctionOpInterface func,
     NamedAttrList attrs(func.getArgAttrs(i));
     Value arg = func.getArgument(i);
     if (isa<RankedTensorType>(arg.getType()))
-      attrs.set("dist.sharding", shardingOf(arg));
+      attrs.set(kShardingAttr, shardingOf(arg));
     argAttrs.push_back(attrs.getDictionary(ctx));
   }
   func.setAllArgAttrs(argAttrs);

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
@@ -161,13 +162,13 @@ LogicalResult Lowering::lower(ReshardOp op) {
                                     reduction);
       break;
     }
-    created->setAttr("dist.sharding", b.getArrayAttr({next}));
+    created->setAttr(kShardingAttr, b.getArrayAttr({next}));
     if (created->getResult(0).getType() != type)
       created->getResult(0).setType(type);
     if (reason)
-      created->setAttr("dist.reason", reason);
+      created->setAttr(kReasonAttr, reason);
     if (plan->gathersThenSlices)
-      created->setAttr("dist.note",
+      created->setAttr(kNoteAttr,
                        b.getStringAttr("cheapest plan gathers then slices"));
     current = created->getResult(0);
     state = next;
@@ -196,13 +197,13 @@ struct ReshardToCollectivesPass
       return signalPassFailure();
     int64_t r = rank;
     if (r < 0)
-      if (auto attr = module->getAttrOfType<IntegerAttr>("dist.rank"))
+      if (auto attr = module->getAttrOfType<IntegerAttr>(kRankAttr))
         r = attr.getInt();
     std::optional<SmallVector<int64_t>> coords;
     if (r >= 0)
       coords = mesh->getCoords(r);
     Lowering lowering(*mesh, coords);
-    if (auto axis = module->getAttrOfType<StringAttr>("dist.pipeline_axis"))
+    if (auto axis = module->getAttrOfType<StringAttr>(kPipelineAxisAttr))
       lowering.freezeAxis(axis.getValue());
     for (ReshardOp op : reshards)
       if (failed(lowering.lower(op)))

@@ -1,6 +1,7 @@
 //===- ValueSharding.cpp - read and write the sharding of a value -*- C++
 //-*-===//
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -12,12 +13,12 @@ ShardingAttr distopt::dist::getValueSharding(Value v, ShardingAttr fallback) {
     auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
     if (func && arg.getOwner()->isEntryBlock())
       if (auto s = func.getArgAttrOfType<ShardingAttr>(arg.getArgNumber(),
-                                                       "dist.sharding"))
+                                                       kShardingAttr))
         return s;
     return fallback;
   }
   Operation *def = v.getDefiningOp();
-  auto array = def->getAttrOfType<ArrayAttr>("dist.sharding");
+  auto array = def->getAttrOfType<ArrayAttr>(kShardingAttr);
   unsigned idx = cast<OpResult>(v).getResultNumber();
   if (!array || idx >= array.size())
     return fallback;
@@ -30,26 +31,26 @@ void distopt::dist::setValueSharding(Value v, ShardingAttr sharding) {
   if (auto arg = dyn_cast<BlockArgument>(v)) {
     if (auto func =
             dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp()))
-      func.setArgAttr(arg.getArgNumber(), "dist.sharding", sharding);
+      func.setArgAttr(arg.getArgNumber(), kShardingAttr, sharding);
     return;
   }
   Operation *def = v.getDefiningOp();
   SmallVector<Attribute> entries;
-  if (auto array = def->getAttrOfType<ArrayAttr>("dist.sharding"))
+  if (auto array = def->getAttrOfType<ArrayAttr>(kShardingAttr))
     entries.assign(array.begin(), array.end());
   ShardingAttr replicated =
       ShardingAttr::getReplicated(sharding.getContext(), sharding.getMesh(),
                                   sharding.getPlacements().size());
   entries.resize(def->getNumResults(), replicated);
   entries[cast<OpResult>(v).getResultNumber()] = sharding;
-  def->setAttr("dist.sharding", ArrayAttr::get(sharding.getContext(), entries));
+  def->setAttr(kShardingAttr, ArrayAttr::get(sharding.getContext(), entries));
 }
 
 StringRef distopt::dist::getValueCause(Value v) {
   Operation *def = v.getDefiningOp();
   if (!def)
     return "";
-  auto array = def->getAttrOfType<ArrayAttr>("dist.cause");
+  auto array = def->getAttrOfType<ArrayAttr>(kCauseAttr);
   unsigned idx = cast<OpResult>(v).getResultNumber();
   if (!array || idx >= array.size())
     return "";

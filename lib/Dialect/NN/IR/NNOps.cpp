@@ -5,6 +5,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace distopt::nn;
@@ -265,3 +266,24 @@ LogicalResult GlobalMaxPoolOp::verify() { return success(); }
 
 #define GET_OP_CLASSES
 #include "distopt/Dialect/NN/IR/NNOps.cpp.inc"
+
+std::string distopt::nn::getNodeName(Operation *op) {
+  Location loc = op->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location l : fused.getLocations())
+      if (auto name = dyn_cast<NameLoc>(l))
+        return name.getName().str();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+std::string distopt::nn::getNodeModulePath(Operation *op) {
+  std::string name = getNodeName(op);
+  SmallVector<StringRef> parts;
+  StringRef(name).ltrim('/').split(parts, '/', -1, false);
+  if (parts.size() <= 1)
+    return "";
+  parts.pop_back(); // the op itself
+  return llvm::join(parts, ".");
+}

@@ -7,8 +7,8 @@
 // reductions and transpose, and arith/math element-wise ops on tensors.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_EXTERNALMODELS_EXTERNALMODELS_H
-#define DIST_EXTERNALMODELS_EXTERNALMODELS_H
+#ifndef DISTOPT_DIALECT_DIST_EXTERNALMODELS_EXTERNALMODELS_H
+#define DISTOPT_DIALECT_DIST_EXTERNALMODELS_EXTERNALMODELS_H
 
 namespace mlir {
 class DialectRegistry;
@@ -31,4 +31,4 @@ void registerExternalModels(mlir::DialectRegistry &registry);
 
 } // namespace distopt::dist
 
-#endif // DIST_EXTERNALMODELS_EXTERNALMODELS_H
+#endif // DISTOPT_DIALECT_DIST_EXTERNALMODELS_EXTERNALMODELS_H

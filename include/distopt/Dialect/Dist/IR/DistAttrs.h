@@ -1,6 +1,6 @@
 //===- DistAttrs.h - placements and the sharding attribute ------*- C++ -*-===//
-#ifndef DIST_IR_DISTATTRS_H
-#define DIST_IR_DISTATTRS_H
+#ifndef DISTOPT_DIALECT_DIST_IR_DISTATTRS_H
+#define DISTOPT_DIALECT_DIST_IR_DISTATTRS_H
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -63,4 +63,4 @@ inline llvm::hash_code hash_value(const Placement &p) {
 #define GET_ATTRDEF_CLASSES
 #include "distopt/Dialect/Dist/IR/DistAttrs.h.inc"
 
-#endif // DIST_IR_DISTATTRS_H
+#endif // DISTOPT_DIALECT_DIST_IR_DISTATTRS_H

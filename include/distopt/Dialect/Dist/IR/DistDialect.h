@@ -1,9 +1,9 @@
 //===- DistDialect.h - the dist dialect -------------------------*- C++ -*-===//
-#ifndef DIST_IR_DISTDIALECT_H
-#define DIST_IR_DISTDIALECT_H
+#ifndef DISTOPT_DIALECT_DIST_IR_DISTDIALECT_H
+#define DISTOPT_DIALECT_DIST_IR_DISTDIALECT_H
 
 #include "mlir/IR/Dialect.h"
 
 #include "distopt/Dialect/Dist/IR/DistDialect.h.inc"
 
-#endif // DIST_IR_DISTDIALECT_H
+#endif // DISTOPT_DIALECT_DIST_IR_DISTDIALECT_H

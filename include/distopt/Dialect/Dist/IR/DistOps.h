@@ -1,6 +1,6 @@
 //===- DistOps.h - dist dialect operations ----------------------*- C++ -*-===//
-#ifndef DIST_IR_DISTOPS_H
-#define DIST_IR_DISTOPS_H
+#ifndef DISTOPT_DIALECT_DIST_IR_DISTOPS_H
+#define DISTOPT_DIALECT_DIST_IR_DISTOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,4 +14,4 @@
 #define GET_OP_CLASSES
 #include "distopt/Dialect/Dist/IR/DistOps.h.inc"
 
-#endif // DIST_IR_DISTOPS_H
+#endif // DISTOPT_DIALECT_DIST_IR_DISTOPS_H

@@ -1,7 +1,7 @@
 //===- PartitionContext.h - what an op sees while it is partitioned -*- C++
 //-*-===//
-#ifndef DIST_IR_PARTITIONCONTEXT_H
-#define DIST_IR_PARTITIONCONTEXT_H
+#ifndef DISTOPT_DIALECT_DIST_IR_PARTITIONCONTEXT_H
+#define DISTOPT_DIALECT_DIST_IR_PARTITIONCONTEXT_H
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "mlir/IR/Builders.h"
@@ -47,4 +47,4 @@ partitionByCloning(mlir::Operation *op, PartitionContext &ctx,
 
 } // namespace distopt::dist
 
-#endif // DIST_IR_PARTITIONCONTEXT_H
+#endif // DISTOPT_DIALECT_DIST_IR_PARTITIONCONTEXT_H

@@ -6,8 +6,8 @@
 // its piece is split again over the next axis.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_IR_PIECES_H
-#define DIST_IR_PIECES_H
+#ifndef DISTOPT_DIALECT_DIST_IR_PIECES_H
+#define DISTOPT_DIALECT_DIST_IR_PIECES_H
 
 #include "distopt/Dialect/Dist/IR/DistAttrs.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -54,4 +54,4 @@ int64_t numPieces(int64_t dim, ShardingAttr sharding,
 
 } // namespace distopt::dist
 
-#endif // DIST_IR_PIECES_H
+#endif // DISTOPT_DIALECT_DIST_IR_PIECES_H

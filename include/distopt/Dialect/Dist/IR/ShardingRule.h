@@ -9,8 +9,8 @@
 // sharded (a softmax axis, a convolution window).
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_IR_SHARDINGRULE_H
-#define DIST_IR_SHARDINGRULE_H
+#ifndef DISTOPT_DIALECT_DIST_IR_SHARDINGRULE_H
+#define DISTOPT_DIALECT_DIST_IR_SHARDINGRULE_H
 
 #include "distopt/Dialect/Dist/IR/DistAttrs.h"
 #include "mlir/IR/Operation.h"
@@ -85,4 +85,4 @@ public:
 
 } // namespace distopt::dist
 
-#endif // DIST_IR_SHARDINGRULE_H
+#endif // DISTOPT_DIALECT_DIST_IR_SHARDINGRULE_H

@@ -1,10 +1,10 @@
 //===- ShardingRuleInterface.h - how an op distributes ----------*- C++ -*-===//
-#ifndef DIST_IR_SHARDINGRULEINTERFACE_H
-#define DIST_IR_SHARDINGRULEINTERFACE_H
+#ifndef DISTOPT_DIALECT_DIST_IR_SHARDINGRULEINTERFACE_H
+#define DISTOPT_DIALECT_DIST_IR_SHARDINGRULEINTERFACE_H
 
 #include "distopt/Dialect/Dist/IR/PartitionContext.h"
 #include "distopt/Dialect/Dist/IR/ShardingRule.h"
 
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h.inc"
 
-#endif // DIST_IR_SHARDINGRULEINTERFACE_H
+#endif // DISTOPT_DIALECT_DIST_IR_SHARDINGRULEINTERFACE_H

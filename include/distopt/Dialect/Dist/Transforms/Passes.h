@@ -1,6 +1,6 @@
 //===- Passes.h - distopt's sharding passes ---------------------*- C++ -*-===//
-#ifndef DIST_TRANSFORMS_PASSES_H
-#define DIST_TRANSFORMS_PASSES_H
+#ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_PASSES_H
+#define DISTOPT_DIALECT_DIST_TRANSFORMS_PASSES_H
 
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
 #include "distopt/Dialect/Dist/IR/DistOps.h"
@@ -21,4 +21,4 @@ namespace distopt::dist {
 
 } // namespace distopt::dist
 
-#endif // DIST_TRANSFORMS_PASSES_H
+#endif // DISTOPT_DIALECT_DIST_TRANSFORMS_PASSES_H

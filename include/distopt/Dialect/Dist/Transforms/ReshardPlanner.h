@@ -7,8 +7,8 @@
 // returns the cheapest sequence. See docs/resharding.md.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_TRANSFORMS_RESHARDPLANNER_H
-#define DIST_TRANSFORMS_RESHARDPLANNER_H
+#ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_RESHARDPLANNER_H
+#define DISTOPT_DIALECT_DIST_TRANSFORMS_RESHARDPLANNER_H
 
 #include "distopt/Dialect/Dist/IR/DistAttrs.h"
 #include "llvm/ADT/SmallVector.h"
@@ -85,4 +85,4 @@ std::optional<ReshardPlan> planReshard(const ReshardProblem &problem,
 
 } // namespace distopt::dist
 
-#endif // DIST_TRANSFORMS_RESHARDPLANNER_H
+#endif // DISTOPT_DIALECT_DIST_TRANSFORMS_RESHARDPLANNER_H

@@ -5,8 +5,8 @@
 // argument attribute. A value without one is replicated.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DIST_TRANSFORMS_VALUESHARDING_H
-#define DIST_TRANSFORMS_VALUESHARDING_H
+#ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_VALUESHARDING_H
+#define DISTOPT_DIALECT_DIST_TRANSFORMS_VALUESHARDING_H
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "mlir/IR/Value.h"
@@ -30,4 +30,4 @@ std::string describeOp(mlir::Operation *op);
 
 } // namespace distopt::dist
 
-#endif // DIST_TRANSFORMS_VALUESHARDING_H
+#endif // DISTOPT_DIALECT_DIST_TRANSFORMS_VALUESHARDING_H

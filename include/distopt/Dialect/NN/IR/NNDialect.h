@@ -1,9 +1,9 @@
 //===- NNDialect.h - the nn dialect -----------------------------*- C++ -*-===//
-#ifndef NN_IR_NNDIALECT_H
-#define NN_IR_NNDIALECT_H
+#ifndef DISTOPT_DIALECT_NN_IR_NNDIALECT_H
+#define DISTOPT_DIALECT_NN_IR_NNDIALECT_H
 
 #include "mlir/IR/Dialect.h"
 
 #include "distopt/Dialect/NN/IR/NNDialect.h.inc"
 
-#endif // NN_IR_NNDIALECT_H
+#endif // DISTOPT_DIALECT_NN_IR_NNDIALECT_H

@@ -1,6 +1,6 @@
 //===- NNOps.h - nn dialect operations --------------------------*- C++ -*-===//
-#ifndef NN_IR_NNOPS_H
-#define NN_IR_NNOPS_H
+#ifndef DISTOPT_DIALECT_NN_IR_NNOPS_H
+#define DISTOPT_DIALECT_NN_IR_NNOPS_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -14,4 +14,16 @@
 #define GET_OP_CLASSES
 #include "distopt/Dialect/NN/IR/NNOps.h.inc"
 
-#endif // NN_IR_NNOPS_H
+namespace distopt::nn {
+
+/// The name of the ONNX node `op` was imported from (the importer records
+/// it as the op's NameLoc), or "".
+std::string getNodeName(mlir::Operation *op);
+
+/// The PyTorch module path in the node's name: `/blocks.0/attn/qkv/MatMul`
+/// gives `blocks.0.attn.qkv`; "" for top-level or unnamed nodes.
+std::string getNodeModulePath(mlir::Operation *op);
+
+} // namespace distopt::nn
+
+#endif // DISTOPT_DIALECT_NN_IR_NNOPS_H

@@ -1,6 +1,6 @@
 //===- ShapeUtils.h - shape arithmetic shared by nn ops ---------*- C++ -*-===//
-#ifndef NN_IR_SHAPEUTILS_H
-#define NN_IR_SHAPEUTILS_H
+#ifndef DISTOPT_DIALECT_NN_IR_SHAPEUTILS_H
+#define DISTOPT_DIALECT_NN_IR_SHAPEUTILS_H
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -30,4 +30,4 @@ int64_t windowExtent(int64_t in, int64_t kernel, int64_t stride,
 
 } // namespace distopt::nn
 
-#endif // NN_IR_SHAPEUTILS_H
+#endif // DISTOPT_DIALECT_NN_IR_SHAPEUTILS_H

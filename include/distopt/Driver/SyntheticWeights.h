@@ -7,8 +7,8 @@
 // same numbers.
 //
 //===----------------------------------------------------------------------===//
-#ifndef DISTOPT_PIPELINE_SYNTHETICWEIGHTS_H
-#define DISTOPT_PIPELINE_SYNTHETICWEIGHTS_H
+#ifndef DISTOPT_DRIVER_SYNTHETICWEIGHTS_H
+#define DISTOPT_DRIVER_SYNTHETICWEIGHTS_H
 
 #include "mlir/IR/BuiltinOps.h"
 
@@ -21,4 +21,4 @@ mlir::LogicalResult materializeSyntheticWeights(mlir::ModuleOp module,
 
 } // namespace distopt
 
-#endif // DISTOPT_PIPELINE_SYNTHETICWEIGHTS_H
+#endif // DISTOPT_DRIVER_SYNTHETICWEIGHTS_H

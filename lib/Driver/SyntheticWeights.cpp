@@ -1,5 +1,5 @@
 //===- SyntheticWeights.cpp - values for weights that have none -*- C++ -*-===//
-#include "distopt/Pipeline/SyntheticWeights.h"
+#include "distopt/Driver/SyntheticWeights.h"
 
 #include "distopt/Dialect/NN/IR/NNOps.h"
 

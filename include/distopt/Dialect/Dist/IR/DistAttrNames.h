@@ -1,0 +1,36 @@
+//===- DistAttrNames.h - names of the dist dialect's attributes -*- C++ -*-===//
+//
+// The discardable attributes the sharding passes, the pipeline cut and the
+// exporter read and write, spelled once (as Shardy's constants.h does).
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_DIALECT_DIST_IR_DISTATTRNAMES_H
+#define DISTOPT_DIALECT_DIST_IR_DISTATTRNAMES_H
+
+#include "llvm/ADT/StringRef.h"
+
+namespace distopt::dist {
+
+/// On an op: an array with one #dist.sharding per result. On a function
+/// argument or result: its #dist.sharding.
+inline constexpr llvm::StringLiteral kShardingAttr = "dist.sharding";
+/// On an op: an array with one string per result, why propagation chose the
+/// result's sharding.
+inline constexpr llvm::StringLiteral kCauseAttr = "dist.cause";
+/// On a reshard or collective: why it exists (which op needed which layout).
+inline constexpr llvm::StringLiteral kReasonAttr = "dist.reason";
+/// On a collective the planner split into steps: the step it is.
+inline constexpr llvm::StringLiteral kNoteAttr = "dist.note";
+/// After partitioning, on an op, argument or result: its global type.
+inline constexpr llvm::StringLiteral kGlobalTypeAttr = "dist.global_type";
+/// On a module partitioned for one rank: the rank.
+inline constexpr llvm::StringLiteral kRankAttr = "dist.rank";
+/// On a pipeline stage's module: the stage index.
+inline constexpr llvm::StringLiteral kStageAttr = "dist.stage";
+/// On a pipeline stage's module: the mesh axis the stages are cut along
+/// (collectives inside the stage never use it).
+inline constexpr llvm::StringLiteral kPipelineAxisAttr = "dist.pipeline_axis";
+
+} // namespace distopt::dist
+
+#endif // DISTOPT_DIALECT_DIST_IR_DISTATTRNAMES_H
