@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Driver/Compilation.h"
+#include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
 #include "distopt/PipelineStages/TimelineSvg.h"
@@ -24,24 +25,7 @@
 using namespace llvm;
 using namespace distopt;
 
-static cl::OptionCategory category("distopt model options");
-static cl::opt<std::string>
-    meshSpec("mesh",
-             cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
-             cl::value_desc("name=size,..."), cl::cat(category));
-static cl::list<std::string> plans(
-    "plan",
-    cl::desc("plan file (YAML/JSON) or presets: replicate, dp, fsdp, tp, sp "
-             "(comma-separated, composable); repeatable"),
-    cl::value_desc("file|presets"), cl::cat(category));
-static cl::opt<bool> strictPlan(
-    "strict-plan",
-    cl::desc("a plan pattern that matches nothing is an error, not a warning"),
-    cl::cat(category));
-static cl::opt<std::string>
-    dimSpec("dim",
-            cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
-            cl::value_desc("name=size,..."), cl::cat(category));
+static cl::OptionCategory &category = compileFlagsCategory();
 static cl::opt<int64_t> emitRank(
     "dist-emit-rank",
     cl::desc("print the program rank N runs (shapes and offsets concrete) "
@@ -67,10 +51,6 @@ static cl::opt<std::string> pipelineSvg(
     "pipeline-svg",
     cl::desc("write the pipeline schedule's predicted timeline as an SVG"),
     cl::value_desc("file"), cl::cat(category));
-static cl::opt<bool> debugDiagnostics(
-    "debug-diagnostics",
-    cl::desc("print the IR an error or warning is about, after the message"),
-    cl::cat(category));
 
 /// True if the command line names a pass or pass pipeline to run.
 static bool hasPassFlags(int argc, char **argv) {
@@ -117,22 +97,11 @@ static int runModelFlow(int argc, char **argv, StringRef input,
                         StringRef output, mlir::DialectRegistry &registry) {
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  ToolDiagnostics diagnostics(ctx, "dist-opt", debugDiagnostics);
+  ToolDiagnostics diagnostics(ctx, "dist-opt", debugDiagnosticsFlag());
 
-  CompileOptions options;
-  options.meshSpec = meshSpec;
-  FailureOr<Plan> plan =
-      parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
-  if (failed(plan))
+  auto options = compileOptionsFromFlags(ctx);
+  if (failed(options))
     return 1;
-  options.plan = std::move(*plan);
-  options.plan.strict |= strictPlan;
-  if (!dimSpec.empty()) {
-    auto dims = parseDimSpec(dimSpec);
-    if (!dims)
-      return fail(toString(dims.takeError()));
-    options.dims = std::move(*dims);
-  }
   std::optional<CostModel> costModel;
   if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
     costModel.emplace();
@@ -143,7 +112,7 @@ static int runModelFlow(int argc, char **argv, StringRef input,
       *costModel = std::move(*parsed);
     }
   }
-  auto compilation = Compilation::load(ctx, input, options);
+  auto compilation = Compilation::load(ctx, input, *options);
   if (failed(compilation))
     return 1;
   Compilation &c = **compilation;
@@ -263,8 +232,8 @@ int main(int argc, char **argv) {
       "  dist-opt annotated.mlir --dist-propagate-sharding\n"
       "      run single passes, as mlir-opt does\n",
       registry);
-  bool modelFlow = StringRef(input).ends_with(".onnx") || !meshSpec.empty() ||
-                   !plans.empty() || emitRank >= 0;
+  bool modelFlow =
+      StringRef(input).ends_with(".onnx") || meshOrPlanGiven() || emitRank >= 0;
   if (!modelFlow)
     return mlir::asMainReturnCode(
         mlir::MlirOptMain(argc, argv, input, output, registry));

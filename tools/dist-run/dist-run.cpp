@@ -5,6 +5,7 @@
 // single device (--check) or an ONNX backend test case (--onnx-test).
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
 #include "distopt/Runner/OnnxTestCase.h"
@@ -26,27 +27,10 @@
 using namespace llvm;
 using namespace distopt;
 
-static cl::OptionCategory category("dist-run options");
+static cl::OptionCategory &category = compileFlagsCategory();
 static cl::opt<std::string> modelPath(cl::Positional,
                                       cl::desc("<model.onnx|model.mlir>"),
                                       cl::cat(category));
-static cl::opt<std::string>
-    meshSpec("mesh",
-             cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
-             cl::value_desc("name=size,..."), cl::cat(category));
-static cl::list<std::string>
-    plans("plan",
-          cl::desc("plan file or presets (replicate, dp, fsdp, tp, sp); "
-                   "repeatable"),
-          cl::value_desc("file|presets"), cl::cat(category));
-static cl::opt<bool> strictPlan(
-    "strict-plan",
-    cl::desc("a plan pattern that matches nothing is an error, not a warning"),
-    cl::cat(category));
-static cl::opt<std::string>
-    dimSpec("dim",
-            cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
-            cl::value_desc("name=size,..."), cl::cat(category));
 static cl::opt<std::string> backendName(
     "backend",
     cl::desc("communicator: local (every rank a thread of this process), mpi "
@@ -79,10 +63,6 @@ static cl::opt<double>
 static cl::opt<double>
     absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
            cl::init(1e-5), cl::cat(category));
-static cl::opt<bool> debugDiagnostics(
-    "debug-diagnostics",
-    cl::desc("print the IR an error or warning is about, after the message"),
-    cl::cat(category));
 
 // `--threads` is parsed by hand: libMLIR already registers an option of that
 // name with LLVM's command-line library.
@@ -213,22 +193,12 @@ int main(int argc, char **argv) {
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
   ctx.loadAllAvailableDialects();
-  ToolDiagnostics diagnostics(ctx, "dist-run", debugDiagnostics);
+  ToolDiagnostics diagnostics(ctx, "dist-run", debugDiagnosticsFlag());
 
-  CompileOptions options;
-  options.meshSpec = meshSpec;
-  auto plan =
-      parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
-  if (failed(plan))
+  auto flags = compileOptionsFromFlags(ctx);
+  if (failed(flags))
     return 1;
-  options.plan = std::move(*plan);
-  options.plan.strict |= strictPlan;
-  if (!dimSpec.empty()) {
-    auto dims = parseDimSpec(dimSpec);
-    if (!dims)
-      return failWith(toString(dims.takeError()));
-    options.dims = std::move(*dims);
-  }
+  CompileOptions &options = *flags;
   SmallString<128> workDir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
     return failWith("cannot create a work directory: " + ec.message());

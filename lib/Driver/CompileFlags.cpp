@@ -1,0 +1,59 @@
+//===- CompileFlags.cpp - the command-line flags every tool shares -===//
+#include "distopt/Driver/CompileFlags.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+
+using namespace llvm;
+using namespace distopt;
+
+cl::OptionCategory &distopt::compileFlagsCategory() {
+  static cl::OptionCategory category("distopt compile options");
+  return category;
+}
+
+static cl::opt<std::string>
+    meshSpec("mesh",
+             cl::desc("device mesh, outer to inner axes, e.g. dp=2,tp=4"),
+             cl::value_desc("name=size,..."), cl::cat(compileFlagsCategory()));
+static cl::list<std::string> plans(
+    "plan",
+    cl::desc("plan file (YAML/JSON) or presets: replicate, dp, fsdp, tp, sp "
+             "(comma-separated, composable); repeatable"),
+    cl::value_desc("file|presets"), cl::cat(compileFlagsCategory()));
+static cl::opt<bool> strictPlan(
+    "strict-plan",
+    cl::desc("a plan pattern that matches nothing is an error, not a warning"),
+    cl::cat(compileFlagsCategory()));
+static cl::opt<std::string>
+    dimSpec("dim",
+            cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
+            cl::value_desc("name=size,..."), cl::cat(compileFlagsCategory()));
+static cl::opt<bool> debugDiagnostics(
+    "debug-diagnostics",
+    cl::desc("print the IR an error or warning is about, after the message"),
+    cl::cat(compileFlagsCategory()));
+
+bool distopt::debugDiagnosticsFlag() { return debugDiagnostics; }
+
+bool distopt::meshOrPlanGiven() { return !meshSpec.empty() || !plans.empty(); }
+
+mlir::FailureOr<CompileOptions>
+distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
+  CompileOptions options;
+  options.meshSpec = meshSpec;
+  auto plan =
+      parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
+  if (failed(plan))
+    return mlir::failure();
+  options.plan = std::move(*plan);
+  options.plan.strict |= strictPlan;
+  if (!dimSpec.empty()) {
+    auto dims = parseDimSpec(dimSpec);
+    if (!dims)
+      return mlir::emitError(mlir::UnknownLoc::get(&ctx))
+             << toString(dims.takeError());
+    options.dims = std::move(*dims);
+  }
+  return options;
+}
