@@ -5,8 +5,12 @@
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
 
 #include <map>
 #include <set>
@@ -239,36 +243,30 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
   return success();
 }
 
-/// The weight dimensions that annotations already split (through layout
-/// ops, following transposes back to the stored dimension).
-static std::set<int64_t> splitWeightDims(nn::WeightOp weight) {
-  std::set<int64_t> dims;
-  // (value, stored dimension of each of its dimensions; -1 unknown)
-  SmallVector<std::pair<Value, SmallVector<int64_t>>> work;
-  SmallVector<int64_t> identity;
-  for (int64_t d = 0; d < weight.getResult().getType().getRank(); ++d)
-    identity.push_back(d);
-  work.push_back({weight.getResult(), identity});
-  while (!work.empty()) {
-    auto [v, map] = work.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (auto ann = dyn_cast<dist::AnnotateOp>(user)) {
-        for (dist::Placement p : ann.getSharding().getPlacements())
-          if (p.isShard() && p.dim < static_cast<int64_t>(map.size()) &&
-              map[p.dim] >= 0)
-            dims.insert(map[p.dim]);
-        work.push_back({ann.getResult(), map});
-      } else if (auto t = dyn_cast<nn::TransposeOp>(user)) {
-        SmallVector<int64_t> next;
-        for (int64_t p : t.getPerm())
-          next.push_back(p < static_cast<int64_t>(map.size()) ? map[p] : -1);
-        work.push_back({t.getResult(), next});
-      } else if (isa<nn::CastOp, nn::IdentityOp>(user)) {
-        work.push_back({user->getResult(0), map});
-      }
-    }
+/// Per weight (in program order), the dimensions the rest of the plan
+/// splits: what propagation gives the weight when every other plan part has
+/// spoken (row-parallel weights get their split from propagation, not from
+/// an annotation of their own). Propagation runs on a copy.
+static std::vector<std::set<int64_t>> splitWeightDims(ModuleOp module) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  std::vector<std::set<int64_t>> taken;
+  {
+    ScopedDiagnosticHandler quiet(module.getContext(),
+                                  [](Diagnostic &) { return success(); });
+    PassManager pm(module.getContext());
+    pm.addPass(dist::createDistPropagateSharding());
+    if (failed(pm.run(*copy)))
+      return taken;
   }
-  return dims;
+  copy->walk([&](nn::WeightOp w) {
+    std::set<int64_t> dims;
+    if (dist::ShardingAttr s = dist::getValueSharding(w.getResult(), {}))
+      for (dist::Placement p : s.getPlacements())
+        if (p.isShard())
+          dims.insert(p.dim);
+    taken.push_back(std::move(dims));
+  });
+  return taken;
 }
 
 /// FSDP: every parameter stored split over the data axis along its largest
@@ -276,11 +274,16 @@ static std::set<int64_t> splitWeightDims(nn::WeightOp weight) {
 /// shard the dimension TP leaves free), gathered where it is used.
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
+  std::vector<std::set<int64_t>> splitDims = splitWeightDims(module);
   for (auto &[axis, name] : shardedStateAxes) {
     int64_t size = mesh.getAxisSizes()[axis];
+    size_t index = 0;
     func.walk([&](nn::WeightOp w) {
       auto type = w.getResult().getType();
-      std::set<int64_t> taken = splitWeightDims(w);
+      std::set<int64_t> taken;
+      if (index < splitDims.size())
+        taken = splitDims[index];
+      ++index;
       int64_t best = -1;
       for (int64_t d = 0; d < type.getRank(); ++d) {
         int64_t extent = type.getDimSize(d);

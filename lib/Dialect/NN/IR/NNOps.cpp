@@ -1,5 +1,6 @@
 //===- NNOps.cpp - nn op verifiers and folders ------------------*- C++ -*-===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -25,8 +26,20 @@ static int64_t numElements(ArrayRef<int64_t> shape) {
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError("needs the initializer's name");
-  if (!getResult().getType().hasStaticShape())
-    return emitOpError("weight '") << getName() << "' needs a static shape";
+  RankedTensorType type = getResult().getType();
+  if (!type.hasStaticShape()) {
+    // In the SPMD program a weight's piece may differ between ranks (`?`);
+    // the tensor it is a piece of is still static.
+    auto global = (*this)->getAttrOfType<TypeAttr>(dist::kGlobalTypeAttr);
+    auto globalType =
+        global ? dyn_cast<RankedTensorType>(global.getValue()) : nullptr;
+    if (!globalType || !globalType.hasStaticShape() ||
+        globalType.getRank() != type.getRank())
+      return emitOpError("weight '")
+             << getName()
+             << "' needs a static shape (only a partitioned weight's piece, "
+                "with a static dist.global_type, may have `?` dimensions)";
+  }
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("weight '") << getName() << "' has a negative offset "
                                    << getOffsetAttr().getInt();
@@ -42,7 +55,8 @@ LogicalResult WeightOp::verify() {
                                      << "': stored_shape and window_offsets "
                                         "need one entry per dimension";
     for (size_t d = 0; d < shape.size(); ++d)
-      if (at[d] < 0 || at[d] + shape[d] > stored[d])
+      if (!ShapedType::isDynamic(shape[d]) &&
+          (at[d] < 0 || at[d] + shape[d] > stored[d]))
         return emitOpError("weight '")
                << getName() << "': window [" << at[d] << ", "
                << at[d] + shape[d] << ") of dimension " << d
