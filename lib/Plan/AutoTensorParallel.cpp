@@ -174,8 +174,11 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
           std::to_string(size) +
           "; the projection is gathered before the head split and its "
           "attention is not split";
-      op->emitWarning() << text;
-      notes.push_back(text);
+      // A fused projection split in parts warns once.
+      if (!llvm::is_contained(notes, text)) {
+        op->emitWarning() << text;
+        notes.push_back(text);
+      }
     } else if (type.getDimSize(dim) % size != 0) {
       op->emitWarning("preset 'tp': output features ")
           << type.getDimSize(dim) << " do not divide by " << axisName << "="

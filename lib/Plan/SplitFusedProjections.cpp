@@ -1,5 +1,5 @@
 //===- SplitFusedProjections.cpp - one projection per slice of a fused one -*-
-//C++ -*-===//
+// C++ -*-===//
 //
 // GPT-2 style attention computes Q, K and V with one fused projection and
 // splits the result. Split column-parallel, each device would hold a mix of
