@@ -7,6 +7,7 @@
 #include "mlir/IR/Verifier.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -282,7 +283,12 @@ DenseElementsAttr distopt::onnximport::denseFromTensorProto(
         type, ArrayRef<char>(t.raw_data().data(), t.raw_data().size()));
   }
   std::vector<char> raw;
-  raw.reserve(n * width);
+  // The declared shape may be huge or wrong: reserve for the values the
+  // tensor really holds (the count checks below refuse a mismatch).
+  int64_t held =
+      std::max({t.float_data_size(), t.double_data_size(), t.int64_data_size(),
+                t.int32_data_size(), t.uint64_data_size()});
+  raw.reserve(std::min(n, static_cast<int64_t>(held)) * width);
   auto count = [&](int64_t have, const char *field) -> bool {
     if (have == n)
       return true;

@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+"""Make the training cases under test/data/train/: PyTorch as the reference trainer.
+
+Run from anywhere with Debian's Python (it sees python3-torch and python3-onnx):
+
+    /usr/bin/python3 scripts/make_training_cases.py [case ...]
+
+Every case is a folder that says what to train and what PyTorch got, so a
+trainer can be checked against it step by step (layout and train.json schema:
+docs/training-cases.md):
+
+    test/data/train/<case>/model.onnx          forward graph, initial weights
+    test/data/train/<case>/train.json          loss, optimizer, globs, torch's losses
+    test/data/train/<case>/step_K/input_I.pb   batch of step K (graph inputs in order)
+    test/data/train/<case>/step_K/labels.pb    its labels
+    test/data/train/<case>/probe/input_I.pb    a batch never trained on
+    test/data/train/<case>/probe/output_0.pb   the trained model's output on it
+
+The model is built with fixed seeds, every parameter randomised (nothing
+exactly 0 or 1), exported with do_constant_folding=False (so initializers keep
+the PyTorch names), and then trained in PyTorch on the same batches
+(float32, eager, one thread, deterministic algorithms).  The script checks
+that the parameters torch optimises are, by name, exactly the float
+initializers of model.onnx minus the `frozen` globs, and that every
+initializer name is a torch parameter or buffer name.  Re-running reproduces
+every file byte for byte with the same torch/onnx versions.
+
+Needs PyTorch >= 1.13 and ONNX >= 1.12 (Debian bookworm: python3-torch,
+python3-onnx, python3-numpy, libopenblas0-pthread).  Nothing in the build or
+CI depends on torch.
+"""
+
+import collections
+import fnmatch
+import json
+import math
+import os
+import shutil
+import sys
+
+import numpy as np
+import onnx
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from onnx import numpy_helper
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TRAIN_DIR = os.path.join(REPO, "test", "data", "train")
+OPSET = 17
+IGNORE_INDEX = -100
+
+# --------------------------------------------------------------------------
+# Models
+# --------------------------------------------------------------------------
+
+
+class GPTAttention(nn.Module):
+    """nanoGPT's causal self-attention: fused c_attn, c_proj, and the causal
+    mask as a registered buffer `bias` that every forward slices."""
+
+    def __init__(self, d, heads, block_size):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(d, 3 * d)
+        self.c_proj = nn.Linear(d, d)
+        self.register_buffer(
+            "bias", torch.tril(torch.ones(block_size, block_size))
+            .view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        hd = C // self.heads
+        q = q.view(B, T, self.heads, hd).transpose(1, 2)
+        k = k.view(B, T, self.heads, hd).transpose(1, 2)
+        v = v.view(B, T, self.heads, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        y = F.softmax(att, dim=-1) @ v
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
+
+
+class GPTMLP(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.c_fc = nn.Linear(d, 4 * d)
+        self.c_proj = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x)))  # exact (erf) GELU
+
+
+class GPTBlock(nn.Module):
+    def __init__(self, d, heads, block_size):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = GPTAttention(d, heads, block_size)
+        self.ln_2 = nn.LayerNorm(d)
+        self.mlp = GPTMLP(d)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    """GPT-2 style pre-LN decoder in nanoGPT's layout: learned positions,
+    biases everywhere, LM head tied to the token embedding."""
+
+    def __init__(self, vocab, d, heads, layers, block_size):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block_size, d)
+        self.h = nn.ModuleList([GPTBlock(d, heads, block_size) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+
+    def forward(self, input_ids):
+        B, T = input_ids.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(pos)
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(d))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class LoRALinear(nn.Module):
+    """y = base_layer(x) + (alpha / r) * lora_B(lora_A(x)) (peft's naming)."""
+
+    def __init__(self, din, dout, r, alpha):
+        super().__init__()
+        self.base_layer = nn.Linear(din, dout, bias=False)
+        self.lora_A = nn.Linear(din, r, bias=False)
+        self.lora_B = nn.Linear(r, dout, bias=False)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        return self.base_layer(x) + self.scaling * self.lora_B(self.lora_A(x))
+
+
+class RotaryEmbedding(nn.Module):
+    """cos/sin tables as buffers (HF's cos_cached/sin_cached), sliced to T."""
+
+    def __init__(self, hd, max_pos, theta=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (theta ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+        t = torch.arange(max_pos, dtype=torch.float32)
+        freqs = torch.outer(t, inv_freq)
+        emb = torch.cat((freqs, freqs), dim=-1)  # max_pos x hd
+        self.register_buffer("cos_cached", emb.cos())
+        self.register_buffer("sin_cached", emb.sin())
+
+    def forward(self, T):
+        return self.cos_cached[:T], self.sin_cached[:T]
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class LlamaAttention(nn.Module):
+    """Grouped-query attention (4 query heads, 2 kv heads), rotary, LoRA on
+    q_proj and v_proj."""
+
+    def __init__(self, d, heads, kv_heads, r, alpha):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.q_proj = LoRALinear(d, heads * self.hd, r, alpha)
+        self.k_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+        self.v_proj = LoRALinear(d, kv_heads * self.hd, r, alpha)
+        self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, _ = x.size()
+        hd = self.hd
+        q = self.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        n_rep = self.heads // self.kv_heads  # HF's repeat_kv
+        k = k[:, :, None, :, :].expand(B, self.kv_heads, n_rep, T, hd).reshape(
+            B, self.heads, T, hd)
+        v = v[:, :, None, :, :].expand(B, self.kv_heads, n_rep, T, hd).reshape(
+            B, self.heads, T, hd)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+        p = torch.arange(T, device=x.device)
+        causal = p.unsqueeze(1) >= p.unsqueeze(0)
+        att = att.masked_fill(~causal, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
+            B, T, self.heads * hd)
+        return self.o_proj(y)
+
+
+class LlamaMLP(nn.Module):
+    def __init__(self, d, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(d, hidden, bias=False)
+        self.up_proj = nn.Linear(d, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, d, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LlamaLayer(nn.Module):
+    def __init__(self, d, heads, kv_heads, hidden, r, alpha):
+        super().__init__()
+        self.input_layernorm = RMSNorm(d)
+        self.self_attn = LlamaAttention(d, heads, kv_heads, r, alpha)
+        self.post_attention_layernorm = RMSNorm(d)
+        self.mlp = LlamaMLP(d, hidden)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaLoRA(nn.Module):
+    def __init__(self, vocab=96, d=32, heads=4, kv_heads=2, layers=2, hidden=88,
+                 max_pos=32, r=4, alpha=8):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, d)
+        self.rotary_emb = RotaryEmbedding(d // heads, max_pos)
+        self.layers = nn.ModuleList(
+            [LlamaLayer(d, heads, kv_heads, hidden, r, alpha) for _ in range(layers)])
+        self.norm = RMSNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)  # untied
+
+    def forward(self, input_ids):
+        cos, sin = self.rotary_emb(input_ids.size(1))
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.lm_head(self.norm(x))
+
+
+class BertSelfAttention(nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.query = nn.Linear(d, d)
+        self.key = nn.Linear(d, d)
+        self.value = nn.Linear(d, d)
+        self.dense = nn.Linear(d, d)
+
+    def forward(self, x, mask_bias):
+        B, T, C = x.size()
+        hd = C // self.heads
+        q = self.query(x).view(B, T, self.heads, hd).transpose(1, 2)
+        k = self.key(x).view(B, T, self.heads, hd).transpose(1, 2)
+        v = self.value(x).view(B, T, self.heads, hd).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd) + mask_bias  # [B,1,1,T]
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.dense(y)
+
+
+class BertLayer(nn.Module):
+    """Post-LN: x = LN(x + attn(x)); x = LN(x + ffn(x))."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.attention = BertSelfAttention(d, heads)
+        self.attention_LayerNorm = nn.LayerNorm(d, eps=1e-12)
+        self.intermediate = nn.Linear(d, 4 * d)
+        self.output = nn.Linear(4 * d, d)
+        self.output_LayerNorm = nn.LayerNorm(d, eps=1e-12)
+
+    def forward(self, x, mask_bias):
+        x = self.attention_LayerNorm(x + self.attention(x, mask_bias))
+        return self.output_LayerNorm(x + self.output(F.gelu(self.intermediate(x))))
+
+
+class BertClassifier(nn.Module):
+    def __init__(self, vocab=96, d=32, heads=4, layers=2, max_pos=16, classes=5):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab, d)
+        self.position_embeddings = nn.Embedding(max_pos, d)
+        self.embeddings_LayerNorm = nn.LayerNorm(d, eps=1e-12)
+        self.layer = nn.ModuleList([BertLayer(d, heads) for _ in range(layers)])
+        self.pooler = nn.Linear(d, d)
+        self.classifier = nn.Linear(d, classes)
+
+    def forward(self, input_ids, attention_mask):
+        # attention_mask: float [B, T], 1 = attend, 0 = padding.
+        B, T = input_ids.size()
+        mask_bias = (1.0 - attention_mask)[:, None, None, :] * -10000.0
+        pos = torch.arange(T, dtype=torch.long, device=input_ids.device)
+        x = self.embeddings_LayerNorm(self.word_embeddings(input_ids)
+                                      + self.position_embeddings(pos))
+        for layer in self.layer:
+            x = layer(x, mask_bias)
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # [CLS] pooling
+        return self.classifier(pooled)
+
+
+class MLPRegressor(nn.Module):
+    def __init__(self, din=16, hidden=64, dout=4):
+        super().__init__()
+        self.fc1 = nn.Linear(din, hidden)
+        self.fc2 = nn.Linear(hidden, hidden)
+        self.fc3 = nn.Linear(hidden, dout)
+
+    def forward(self, x):
+        return self.fc3(torch.sigmoid(self.fc2(torch.tanh(self.fc1(x)))))
+
+
+# --------------------------------------------------------------------------
+# Parameter randomisation
+# --------------------------------------------------------------------------
+
+
+def randomise(model, seed, lora_b_scale=0.2):
+    """Overwrite every parameter with seeded random values (nothing 0 or 1)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def rn(t):
+        return torch.randn(t.shape, generator=g, dtype=t.dtype)
+
+    handled = set()
+    with torch.no_grad():
+        for mod_name, mod in model.named_modules():
+            if isinstance(mod, nn.Linear):
+                scale = 1.0 / math.sqrt(mod.in_features)
+                if mod_name.endswith("lora_B"):
+                    scale *= lora_b_scale  # non-zero, smaller than the base
+                mod.weight.copy_(rn(mod.weight) * scale)
+                if mod.bias is not None:
+                    mod.bias.copy_(0.1 * rn(mod.bias))
+            elif isinstance(mod, nn.LayerNorm):
+                mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
+                mod.bias.copy_(0.1 * rn(mod.bias))
+            elif isinstance(mod, RMSNorm):
+                mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
+            elif isinstance(mod, nn.Embedding):
+                mod.weight.copy_(0.5 * rn(mod.weight))
+            else:
+                continue
+            handled.update(id(p) for p in mod.parameters(recurse=False))
+    for name, p in model.named_parameters():
+        if id(p) not in handled:
+            raise RuntimeError(f"parameter {name} was not randomised")
+        if bool((p == 0).any()) or bool((p == 1).any()):
+            raise RuntimeError(f"parameter {name} has an element exactly 0 or 1")
+    return model
+
+
+# --------------------------------------------------------------------------
+# Data
+# --------------------------------------------------------------------------
+
+
+def lm_tokens(g, perm, batch, seq, noise=0.15):
+    """Token streams with a learnable bigram structure: the next token is
+    perm[token], except with probability `noise` a random token.  Returns
+    (input_ids [B,T], next tokens [B,T])."""
+    vocab = perm.numel()
+    toks = torch.empty(batch, seq + 1, dtype=torch.int64)
+    toks[:, 0] = torch.randint(0, vocab, (batch,), generator=g)
+    for t in range(seq):
+        nxt = perm[toks[:, t]]
+        rnd = torch.randint(0, vocab, (batch,), generator=g)
+        use_rnd = torch.rand(batch, generator=g) < noise
+        toks[:, t + 1] = torch.where(use_rnd, rnd, nxt)
+    return toks[:, :-1].contiguous(), toks[:, 1:].contiguous()
+
+
+def make_lm_data(vocab, batch, seq, steps, seed, ignore):
+    """Batches for a causal LM.  With `ignore`, the last 3 labels of row 0 and
+    3 random other positions of each batch are IGNORE_INDEX."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(vocab, generator=g)
+    batches = []
+    for _ in range(steps + 1):  # the last one is the probe
+        ids, labels = lm_tokens(g, perm, batch, seq)
+        if ignore:
+            labels[0, seq - 3:] = IGNORE_INDEX
+            flat = torch.randperm(batch * seq, generator=g)
+            n = 0
+            for f in flat.tolist():
+                b, t = divmod(f, seq)
+                if b == 0 and t >= seq - 3:
+                    continue
+                labels[b, t] = IGNORE_INDEX
+                n += 1
+                if n == 3:
+                    break
+        batches.append(([ids], labels))
+    return batches[:-1], batches[-1][0]
+
+
+def make_bert_data(vocab, batch, seq, classes, steps, seed):
+    """input_ids (position 0 is [CLS]=1, padding is 0), float attention masks
+    with different padding per row, class = input_ids[:, 1] % classes."""
+    g = torch.Generator().manual_seed(seed)
+    pads = [3, 5, 0, 1]
+    batches = []
+    for _ in range(steps + 1):
+        ids = torch.randint(2, vocab, (batch, seq), generator=g)
+        ids[:, 0] = 1
+        mask = torch.ones(batch, seq, dtype=torch.float32)
+        for b in range(batch):
+            p = pads[b % len(pads)]
+            if p:
+                mask[b, seq - p:] = 0.0
+                ids[b, seq - p:] = 0
+        labels = ids[:, 1] % classes
+        batches.append(([ids, mask], labels))
+    return batches[:-1], batches[-1][0]
+
+
+def make_regression_data(din, dout, batch, steps, seed):
+    """x ~ N(0,1); target = 0.8 * tanh(x @ W) + 0.1 with a fixed random W."""
+    g = torch.Generator().manual_seed(seed)
+    W = torch.randn(din, dout, generator=g) / math.sqrt(din) * 1.5
+    batches = []
+    for _ in range(steps + 1):
+        x = torch.randn(batch, din, generator=g)
+        y = 0.8 * torch.tanh(x @ W) + 0.1
+        batches.append(([x], y))
+    return batches[:-1], batches[-1][0]
+
+
+# --------------------------------------------------------------------------
+# Cases
+# --------------------------------------------------------------------------
+
+GPT_NO_DECAY = ["*.bias", "*ln_*", "wpe.weight"]
+GPT_FROZEN = ["h.*.attn.bias"]  # the causal-mask buffer (deduplicated by the export)
+
+CASES = [
+    dict(
+        name="gpt_adamw",
+        what="GPT-2-style pre-LN decoder, tied head, mask buffer, AdamW, "
+             "clipping, ignored labels",
+        seed=11,
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 4, 211, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=4,
+    ),
+    dict(
+        name="llama_lora",
+        what="Llama-style decoder (RMSNorm, SwiGLU, rotary buffers, GQA 4/2), "
+             "LoRA r=4 alpha=8 on q_proj and v_proj, only LoRA trains",
+        seed=12,
+        ctor=LlamaLoRA,
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(96, 4, 16, 3, 212, ignore=False),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-2, "betas": [0.9, 0.999], "eps": 1e-8,
+                   "weight_decay": 0.0},
+        no_decay=[],
+        frozen=["embed_tokens.weight", "rotary_emb.*", "*norm.weight",
+                "*.base_layer.weight", "*_proj.weight", "lm_head.weight"],
+        clip_grad_norm=None, steps=3,
+    ),
+    dict(
+        name="bert_classifier",
+        what="BERT-style post-LN encoder, two graph inputs (ids, float mask), "
+             "[CLS] pooling with tanh, 5-way classifier, Adam with L2 decay",
+        seed=13,
+        ctor=BertClassifier,
+        inputs=["input_ids", "attention_mask"], output="logits",
+        data=lambda: make_bert_data(96, 4, 12, 5, 3, 213),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adam", "lr": 2e-3, "betas": [0.9, 0.999], "eps": 1e-8,
+                   "weight_decay": 0.01},
+        no_decay=["*.bias", "*LayerNorm*"], frozen=[], clip_grad_norm=None, steps=3,
+    ),
+    dict(
+        name="mlp_regressor",
+        what="3-layer MLP (tanh, sigmoid) on 2-D input (Gemm), MSE, SGD momentum",
+        seed=14,
+        ctor=MLPRegressor,
+        inputs=["x"], output="y",
+        data=lambda: make_regression_data(16, 4, 8, 5, 214),
+        loss={"kind": "mse"},
+        optimizer={"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4},
+        no_decay=[], frozen=[], clip_grad_norm=None, steps=5,
+    ),
+    dict(
+        name="gpt4_pipeline",
+        what="gpt_adamw with 4 blocks, batch 8 (8 microbatches over 4 stages), "
+             "vocab 96, clip 1.0",
+        # Seeds picked so the pre-clip norm falls below 1.0 in the last step:
+        # steps 0 and 1 clip, step 2 does not (clip_coef clamped to 1).
+        seed=56,
+        ctor=lambda: GPT(vocab=96, d=32, heads=4, layers=4, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(96, 8, 16, 3, 256, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=1.0, steps=3,
+    ),
+]
+
+
+# --------------------------------------------------------------------------
+# Export, checks, training
+# --------------------------------------------------------------------------
+
+
+def write_tensor(path, tensor, name):
+    t = numpy_helper.from_array(np.ascontiguousarray(tensor.detach().numpy()), name)
+    with open(path, "wb") as f:
+        f.write(t.SerializeToString())
+
+
+def matches(name, globs):
+    return any(fnmatch.fnmatchcase(name, g) for g in globs)
+
+
+def torch_names(model):
+    """Every parameter and buffer name, tied/shared ones under each name."""
+    names = set()
+    for mod_name, mod in model.named_modules():
+        prefix = mod_name + "." if mod_name else ""
+        for n, t in list(mod._parameters.items()) + list(mod._buffers.items()):
+            if t is not None:
+                names.add(prefix + n)
+    return names
+
+
+FLOAT_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
+               onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE}
+
+
+def check_names(case, model, proto):
+    """The checks that make train.json meaningful for the exported graph."""
+    inits = {i.name: i for i in proto.graph.initializer}
+    known = torch_names(model)
+    unknown = sorted(set(inits) - known)
+    if unknown:
+        raise RuntimeError(f"{case['name']}: initializers that are no torch "
+                           f"parameter or buffer name: {unknown}")
+    float_inits = {n for n, i in inits.items() if i.data_type in FLOAT_TYPES}
+    onnx_trainable = {n for n in float_inits if not matches(n, case["frozen"])}
+    torch_trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+    if onnx_trainable != torch_trainable:
+        raise RuntimeError(
+            f"{case['name']}: trainable sets differ\n"
+            f"  in ONNX (float initializers minus frozen) only: "
+            f"{sorted(onnx_trainable - torch_trainable)}\n"
+            f"  in torch (requires_grad) only: {sorted(torch_trainable - onnx_trainable)}")
+    for g in case["frozen"]:
+        if not any(fnmatch.fnmatchcase(n, g) for n in inits):
+            raise RuntimeError(f"{case['name']}: frozen glob {g!r} matches no initializer")
+    for g in case["no_decay"]:
+        if not any(fnmatch.fnmatchcase(n, g) for n in onnx_trainable):
+            raise RuntimeError(f"{case['name']}: no_decay glob {g!r} matches no "
+                               f"trainable initializer")
+    return inits, onnx_trainable
+
+
+def make_optimizer(case, model):
+    o = case["optimizer"]
+    decay, no_decay = [], []
+    for n, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if matches(n, case["no_decay"]) else decay).append(p)
+    groups = [{"params": decay, "weight_decay": o["weight_decay"]}]
+    if no_decay:
+        groups.append({"params": no_decay, "weight_decay": 0.0})
+    if o["kind"] == "adamw":
+        return torch.optim.AdamW(groups, lr=o["lr"], betas=tuple(o["betas"]),
+                                 eps=o["eps"], foreach=False)
+    if o["kind"] == "adam":
+        return torch.optim.Adam(groups, lr=o["lr"], betas=tuple(o["betas"]),
+                                eps=o["eps"], foreach=False)
+    if o["kind"] == "sgd":
+        return torch.optim.SGD(groups, lr=o["lr"], momentum=o["momentum"],
+                               foreach=False)
+    raise ValueError(o["kind"])
+
+
+def compute_loss(case, out, labels):
+    if case["loss"]["kind"] == "cross_entropy":
+        return F.cross_entropy(out.reshape(-1, out.size(-1)), labels.reshape(-1),
+                               ignore_index=case["loss"]["ignore_index"])
+    return F.mse_loss(out, labels)
+
+
+def f32(x):
+    """A float32 value as the shortest decimal that reads back to it."""
+    return float(np.format_float_positional(np.float32(x), unique=True, trim="-"))
+
+
+def to_json(obj, indent=""):
+    """JSON with one key per line and lists of scalars on one line."""
+    if isinstance(obj, dict):
+        inner = indent + "  "
+        items = [f"{inner}{json.dumps(k)}: {to_json(v, inner)}" for k, v in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    return json.dumps(obj)
+
+
+def make_case(case):
+    case_dir = os.path.join(TRAIN_DIR, case["name"])
+    if os.path.exists(case_dir):
+        shutil.rmtree(case_dir)
+    os.makedirs(case_dir)
+
+    torch.manual_seed(case["seed"])
+    model = case["ctor"]()
+    randomise(model, 1000 + case["seed"])
+    for n, p in model.named_parameters():
+        p.requires_grad_(not matches(n, case["frozen"]))
+    model.eval()  # no dropout or batch norm anywhere: train() would be the same
+    batches, probe = case["data"]()
+
+    # Export the initial model (gradients enabled, no constant folding).
+    model_path = os.path.join(case_dir, "model.onnx")
+    torch.onnx.export(
+        model, tuple(batches[0][0]), model_path,
+        input_names=case["inputs"], output_names=[case["output"]],
+        opset_version=OPSET, do_constant_folding=False,
+        export_params=True, verbose=False)
+    proto = onnx.load(model_path)
+    proto.producer_name = "distopt scripts/make_training_cases.py (torch.onnx)"
+    proto.doc_string = ""
+    for node in proto.graph.node:
+        node.doc_string = ""
+    onnx.save_model(proto, model_path)
+    onnx.checker.check_model(model_path)
+    inits, trainable = check_names(case, model, proto)
+
+    # Train in torch on the same batches.
+    opt = make_optimizer(case, model)
+    params = [p for p in model.parameters() if p.requires_grad]
+    losses, norms = [], []
+    for k, (inputs, labels) in enumerate(batches):
+        sd = os.path.join(case_dir, f"step_{k}")
+        os.makedirs(sd)
+        for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
+            write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
+        write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+        opt.zero_grad()
+        loss = compute_loss(case, model(*inputs), labels)
+        loss.backward()
+        if case["clip_grad_norm"] is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(
+                params, case["clip_grad_norm"])))
+        else:
+            norms.append(float(torch.norm(torch.stack(
+                [torch.norm(p.grad) for p in params]))))
+        opt.step()
+        losses.append(f32(loss.item()))
+
+    pd = os.path.join(case_dir, "probe")
+    os.makedirs(pd)
+    with torch.no_grad():
+        out = model(*probe)
+    for i, (n, t) in enumerate(zip(case["inputs"], probe)):
+        write_tensor(os.path.join(pd, f"input_{i}.pb"), t, n)
+    write_tensor(os.path.join(pd, "output_0.pb"), out, case["output"])
+
+    spec = collections.OrderedDict()
+    spec["output"] = case["output"]
+    spec["loss"] = case["loss"]
+    spec["optimizer"] = case["optimizer"]
+    spec["no_decay"] = case["no_decay"]
+    spec["frozen"] = case["frozen"]
+    if case["clip_grad_norm"] is not None:
+        spec["clip_grad_norm"] = case["clip_grad_norm"]
+    spec["steps"] = case["steps"]
+    spec["losses"] = losses
+    with open(os.path.join(case_dir, "train.json"), "w") as f:
+        f.write(to_json(spec) + "\n")
+
+    assert len(batches) == case["steps"]
+    return summarise(case, case_dir, model, proto, inits, trainable, losses, norms)
+
+
+def summarise(case, case_dir, model, proto, inits, trainable, losses, norms):
+    size = 0
+    for root, _, files in os.walk(case_dir):
+        size += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    hist = collections.Counter(n.op_type for n in proto.graph.node)
+    numel = {n: int(np.prod(i.dims)) for n, i in inits.items()}
+    floats = {n for n, i in inits.items() if i.data_type in FLOAT_TYPES}
+    identities = [(n.input[0], n.output[0]) for n in proto.graph.node
+                  if n.op_type == "Identity"]
+    clip = case["clip_grad_norm"]
+    return dict(
+        name=case["name"], what=case["what"], size=size,
+        model_bytes=os.path.getsize(os.path.join(case_dir, "model.onnx")),
+        hist=hist, n_nodes=len(proto.graph.node),
+        n_init=len(inits), n_float=len(floats),
+        params=sum(numel[n] for n in floats),
+        trainable=sum(numel[n] for n in trainable), n_trainable=len(trainable),
+        frozen=sorted(n for n in inits if n not in trainable),
+        inits=[(i.name, list(i.dims)) for i in proto.graph.initializer],
+        inputs=[(vi.name, onnx.TensorProto.DataType.Name(
+            vi.type.tensor_type.elem_type).lower(),
+            [d.dim_value for d in vi.type.tensor_type.shape.dim]) for vi in proto.graph.input],
+        outputs=[(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
+                 for vi in proto.graph.output],
+        identities=identities, losses=losses, norms=norms, clip=clip,
+        clipped=[k for k, nrm in enumerate(norms) if clip is not None and nrm > clip],
+        torch_params=sum(p.numel() for p in model.parameters()),
+    )
+
+
+def print_summary(s):
+    print(f"== {s['name']}: {s['what']}")
+    print(f"   {s['size']} bytes on disk (model.onnx {s['model_bytes']}), "
+          f"{s['n_nodes']} nodes")
+    print(f"   inputs {s['inputs']}  outputs {s['outputs']}")
+    print(f"   initializers {s['n_init']} ({s['n_float']} float, {s['params']} elements), "
+          f"trainable {s['n_trainable']} ({s['trainable']} elements); "
+          f"torch parameters {s['torch_params']} elements")
+    print(f"   frozen initializers: {s['frozen']}")
+    print(f"   Identity nodes (input -> output): {s['identities']}")
+    print("   ops: " + ", ".join(f"{k} {v}" for k, v in sorted(s["hist"].items())))
+    print(f"   losses: {s['losses']}")
+    kind = "pre-clip grad norms" if s["clip"] is not None else "grad norms"
+    print(f"   {kind}: {[round(n, 4) for n in s['norms']]}"
+          + (f"  clip {s['clip']}: clipped in steps {s['clipped']}"
+             if s["clip"] is not None else ""))
+
+
+def main():
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(1)
+    only = set(sys.argv[1:])
+    unknown = only - {c["name"] for c in CASES}
+    if unknown:
+        raise SystemExit(f"unknown cases: {sorted(unknown)}")
+    os.makedirs(TRAIN_DIR, exist_ok=True)
+    print(f"torch {torch.__version__}, onnx {onnx.__version__}, opset {OPSET}")
+    for case in CASES:
+        if only and case["name"] not in only:
+            continue
+        s = make_case(case)
+        print_summary(s)
+        if s["size"] > 1 << 20:
+            raise RuntimeError(f"{case['name']} is larger than 1 MB")
+        if len(set(s["losses"])) < len(s["losses"]):
+            raise RuntimeError(f"{case['name']}: losses do not change")
+        if s["clip"] is not None and not s["clipped"]:
+            raise RuntimeError(f"{case['name']}: clipping never triggered")
+
+
+if __name__ == "__main__":
+    main()
