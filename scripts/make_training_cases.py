@@ -47,6 +47,7 @@ from onnx import numpy_helper
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_DIR = os.path.join(REPO, "test", "data", "train")
+DOC_PATH = os.path.join(REPO, "docs", "training-cases.md")
 OPSET = 17
 IGNORE_INDEX = -100
 
@@ -454,6 +455,20 @@ CASES = [
         optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
                    "weight_decay": 0.1},
         no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=4,
+        notes="""\
+nanoGPT layout: `wte` [300, 32], `wpe` [24, 32] (block size 24, sequence 16),
+`h.{0,1}`: `ln_1` → `attn.c_attn` Linear(32, 96) split into q, k, v (4 heads
+of 8) → causal mask from the buffer `attn.bias` [1, 1, 24, 24] sliced to
+16×16, `masked_fill(== 0, -inf)` → softmax → `attn.c_proj` → residual →
+`ln_2` → `mlp.c_fc` Linear(32, 128) → GELU (erf) → `mlp.c_proj` → residual;
+`ln_f`; `lm_head` tied to `wte` (one initializer `wte.weight`, read by the
+embedding `Gather` and by `/lm_head/Transpose` → `MatMul`: its gradient is
+the sum of both uses). Labels are the next tokens of a stream with a fixed
+random bigram structure; in every step the last 3 labels of row 0 and 3
+other random positions are -100 (ignored). Rows 16–23 of `wpe.weight` are
+never read (zero gradient) and `wpe.weight` is in `no_decay`, so they stay
+unchanged. The pre-clip norm is above 0.5 in every step (clipping scales
+every step).""",
     ),
     dict(
         name="llama_lora",
@@ -470,6 +485,22 @@ CASES = [
         frozen=["embed_tokens.weight", "rotary_emb.*", "*norm.weight",
                 "*.base_layer.weight", "*_proj.weight", "lm_head.weight"],
         clip_grad_norm=None, steps=3,
+        notes="""\
+`embed_tokens` [96, 32]; `rotary_emb.cos_cached` / `sin_cached` [32, 8]
+buffers (θ = 10000, rotate-half form) sliced to 16 rows once and read by
+every layer; `layers.{0,1}`: `input_layernorm` (RMSNorm
+`x * rsqrt(mean(x²) + 1e-6) * w`, exported as Pow, ReduceMean, Add, Sqrt,
+Div(1, ·), Mul, Mul) → `self_attn` with `q_proj` and `v_proj` as LoRA
+modules (`base_layer` [32, 32] / [16, 32], `lora_A` [4, 32], `lora_B`
+[32, 4] / [16, 4]; output `base(x) + 2.0 * B(A(x))`, the scale a Mul by a
+Constant), plain `k_proj` [16, 32], 4 query heads and 2 kv heads of 8
+(kv heads repeated as HF's `repeat_kv`: Unsqueeze → Expand → Reshape),
+causal mask from `arange` comparisons, `o_proj` → residual →
+`post_attention_layernorm` → `mlp.down_proj(silu(gate_proj(x)) * up_proj(x))`
+(hidden 88; SiLU exported as Sigmoid, Mul) → residual; `norm`; untied
+`lm_head` [96, 32]. Only the 8 LoRA matrices train; every other
+initializer (weights, norms, embeddings, rotary buffers) is frozen, by the
+explicit globs in `frozen`. No ignored labels.""",
     ),
     dict(
         name="bert_classifier",
@@ -483,6 +514,20 @@ CASES = [
         optimizer={"kind": "adam", "lr": 2e-3, "betas": [0.9, 0.999], "eps": 1e-8,
                    "weight_decay": 0.01},
         no_decay=["*.bias", "*LayerNorm*"], frozen=[], clip_grad_norm=None, steps=3,
+        notes="""\
+`word_embeddings` [96, 32] + `position_embeddings` [16, 32] (rows 0–11 read)
+→ `embeddings_LayerNorm`; `layer.{0,1}` (post-LN, LayerNorm eps 1e-12):
+`attention.query/key/value/dense` (separate Linears with biases, 4 heads of
+8), additive mask `(1 - attention_mask)[:, None, None, :] * -10000` →
+residual → `attention_LayerNorm` → `intermediate` Linear(32, 128) → GELU →
+`output` Linear(128, 32) → residual → `output_LayerNorm`; [CLS] pooling
+`x[:, 0]` (a Gather on axis 1) → `pooler` (Gemm) → Tanh → `classifier`
+(Gemm) → `logits` [4, 5]. Inputs `input_ids` int64 [4, 12] (position 0 is
+1, padding is 0) and `attention_mask` float32 [4, 12] (rows pad the last 3,
+5, 0 and 1 positions). Label = `input_ids[:, 1] % 5`. Adam's weight decay
+is L2 added to the gradient, so decayed parameters move even where their
+gradient is zero: rows 12–15 of `position_embeddings.weight` are never read
+but change every step.""",
     ),
     dict(
         name="mlp_regressor",
@@ -494,11 +539,17 @@ CASES = [
         loss={"kind": "mse"},
         optimizer={"kind": "sgd", "lr": 0.05, "momentum": 0.9, "weight_decay": 1e-4},
         no_decay=[], frozen=[], clip_grad_norm=None, steps=5,
+        notes="""\
+`fc1` Linear(16, 64) → Tanh → `fc2` Linear(64, 64) → Sigmoid → `fc3`
+Linear(64, 4). The input is 2-D, so every Linear is one `Gemm` (transB=1)
+reading the torch weight [out, in] directly. Targets are
+`0.8 * tanh(x @ W) + 0.1` for a fixed random W, float32 [8, 4]. Weight
+decay 1e-4 applies to every parameter, biases included.""",
     ),
     dict(
         name="gpt4_pipeline",
-        what="gpt_adamw with 4 blocks, batch 8 (8 microbatches over 4 stages), "
-             "vocab 96, clip 1.0",
+        what="GPT-2-style decoder as gpt_adamw with 4 blocks, batch 8 (8 "
+             "microbatches over 4 stages), vocab 96, clip 1.0",
         # Seeds picked so the pre-clip norm falls below 1.0 in the last step:
         # steps 0 and 1 clip, step 2 does not (clip_coef clamped to 1).
         seed=56,
@@ -509,6 +560,13 @@ CASES = [
         optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
                    "weight_decay": 0.1},
         no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=1.0, steps=3,
+        notes="""\
+The `gpt_adamw` model with 4 blocks (`h.0` … `h.3`), vocabulary 96,
+batch 8 × 16 tokens, so it splits into 8 microbatches of 1 over 4 pipeline
+stages. Same ignored-label pattern (last 3 of row 0, 3 random others per
+step). The four identical mask buffers export as one initializer
+`h.0.attn.bias` plus three Identity nodes. Clipping scales steps 0 and 1;
+in step 2 the norm is below 1.0 and the clamped coefficient is 1.""",
     ),
 ]
 
@@ -700,7 +758,8 @@ def summarise(case, case_dir, model, proto, inits, trainable, losses, norms):
                   if n.op_type == "Identity"]
     clip = case["clip_grad_norm"]
     return dict(
-        name=case["name"], what=case["what"], size=size,
+        name=case["name"], what=case["what"], notes=case["notes"], size=size,
+        spec=case,
         model_bytes=os.path.getsize(os.path.join(case_dir, "model.onnx")),
         hist=hist, n_nodes=len(proto.graph.node),
         n_init=len(inits), n_float=len(floats),
@@ -737,6 +796,190 @@ def print_summary(s):
              if s["clip"] is not None else ""))
 
 
+DOC_HEAD = """\
+# Training cases
+
+Small models with what PyTorch got when it trained them, so that a trainer
+(forward + loss + backward + optimizer compiled from the ONNX forward graph,
+on any mesh) can be checked step by step. Made by
+`scripts/make_training_cases.py`; this page is written by the same script.
+
+```
+test/data/train/<case>/model.onnx          forward graph with the initial weights (inputs -> output)
+test/data/train/<case>/train.json          what to train and torch's losses
+test/data/train/<case>/step_K/input_I.pb   the batch of step K, graph input I (TensorProto named as the input)
+test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int64 class ids, or float32 targets for mse)
+test/data/train/<case>/probe/input_I.pb    a batch never trained on
+test/data/train/<case>/probe/output_0.pb   the model's output on it after the last step (named as the output)
+```
+
+`train.json`:
+
+```
+{"output": "logits",                                  # the graph output the loss reads
+ "loss": {"kind": "cross_entropy", "ignore_index": -100},   # or {"kind": "mse"}
+ "optimizer": {"kind": "adamw", "lr": 0.003, "betas": [0.9, 0.95], "eps": 1e-08,
+               "weight_decay": 0.1},                  # adam: same keys; sgd: lr, momentum, weight_decay
+ "no_decay": ["*.bias", "*ln_*", "wpe.weight"],       # trainable initializers with weight decay 0
+ "frozen": ["h.*.attn.bias"],                         # initializers that do not train
+ "clip_grad_norm": 0.5,                               # only when clipping is on
+ "steps": 4,
+ "losses": [...]}                                     # torch's loss of step K, before its update
+```
+
+Losses are float32 values written as the shortest decimal that reads back to
+the same float32.
+
+## Regenerating
+
+```
+/usr/bin/python3 scripts/make_training_cases.py            # all cases and this page
+/usr/bin/python3 scripts/make_training_cases.py gpt_adamw  # one case (page not rewritten)
+```
+
+Needs Debian's `python3-torch`, `python3-onnx`, `python3-numpy`,
+`libopenblas0-pthread` (use `/usr/bin/python3`). Generated with PyTorch
+@TORCH@ and ONNX @ONNX@, opset @OPSET@, float32, one thread,
+`torch.use_deterministic_algorithms(True)`. Seeds are fixed: a re-run with
+the same versions reproduces every file byte for byte (checked by running
+it three times). The build and CI do not need torch.
+
+How a case is made: build the model (fixed seed), randomise every parameter
+(Linear weights `N(0,1)/sqrt(fan_in)`, LoRA B 0.2 times that, biases
+`0.1·N(0,1)`, norm weights `1 + 0.2·N(0,1)`, norm biases `0.1·N(0,1)`,
+embeddings `0.5·N(0,1)`; the script fails if any element is exactly 0 or
+1), set `requires_grad=False` on parameters matched by `frozen`, export
+(`torch.onnx.export`, static shapes, gradients enabled,
+`do_constant_folding=False`, eval mode — no dropout or batch norm anywhere),
+then train in torch on `step_0 … step_{N-1}` and run the probe batch.
+The script checks, by name, that the parameters torch optimises are exactly
+the float initializers of `model.onnx` not matched by `frozen`, that every
+initializer name is a torch parameter or buffer name, and that every
+`frozen` and `no_decay` glob matches something.
+
+Independent check (once, outside the repository, ONNX Runtime 1.30 via
+`onnxruntime-node`): `model.onnx` on `step_0` gives each case's first loss
+to ≤ 1.5e-7 relative, and `model.onnx` with its initializers replaced by
+torch's trained tensors (matched by name) gives `probe/output_0.pb` to
+≤ 2.3e-6 absolute (outputs up to 3.6 in magnitude).
+
+## Semantics a trainer must follow
+
+Names: trainable = every float initializer not matched by a `frozen` glob.
+Globs are Python `fnmatch.fnmatchcase` (case-sensitive; `*` also matches
+`.`). A trainable initializer matching a `no_decay` glob has weight decay 0;
+frozen wins over `no_decay` (`*.bias` also matches the frozen mask
+`h.0.attn.bias`). An initializer read by several nodes (the tied `wte.weight`)
+gets the sum of the gradients of all its uses.
+
+One step K (t = K + 1), in this order:
+
+1. Forward `step_K` inputs with the current parameters.
+2. Loss, recorded as `losses[K]`:
+   - `cross_entropy`: flatten the output to `[N, C]` with C its last
+     dimension (`[B, T, V]` → `[B·T, V]`) and the labels to `[N]`;
+     `loss = Σ_{i: y_i ≠ ignore_index} (logsumexp(z_i) − z_i[y_i]) / #{i: y_i ≠ ignore_index}`
+     (no label smoothing, no class weights).
+   - `mse`: `mean((output − target)²)` over all elements.
+3. Gradients of that loss for every trainable initializer (none for frozen ones).
+4. If `clip_grad_norm` is set (`torch.nn.utils.clip_grad_norm_`, over all
+   trainable parameters together):
+   `total = sqrt(Σ_p ‖g_p‖²)` (torch: the 2-norm of the per-parameter 2-norms),
+   `coef = min(clip_grad_norm / (total + 1e-6), 1)`, then `g_p ← coef · g_p`
+   for every p (also when coef is 1). Clipping sees the plain loss gradient:
+   Adam's and SGD's L2 term is added after it, inside the optimizer.
+5. Optimizer update of each trainable p with its group's decay `wd`
+   (0 for `no_decay`). State (m, v, momentum buffer) starts at zero / absent.
+   Torch's single-tensor (`foreach=False`) code, float32 tensors, scalars
+   such as `1 − β^t` in double:
+   - `adamw` (decoupled decay, applied first):
+     `p ← p · (1 − lr·wd)`;
+     `m ← β1·m + (1−β1)·g`; `v ← β2·v + (1−β2)·g²`;
+     `p ← p − (lr / (1 − β1^t)) · m / (sqrt(v) / sqrt(1 − β2^t) + eps)`.
+   - `adam` (L2 decay): `g ← g + wd·p`, then the same m, v and p update
+     (no decoupled term). eps is added after the bias-corrected square root.
+   - `sgd` (dampening 0, no Nesterov): `g ← g + wd·p`;
+     `buf ← g` at t = 1, else `buf ← momentum·buf + g`; `p ← p − lr·buf`.
+
+After the last step, the forward of `probe/` inputs gives `probe/output_0.pb`.
+Expected agreement for a float32 trainer: losses about 1e-6 relative, probe
+output about 1e-5.
+
+## What the exports look like (do_constant_folding=False)
+
+- Initializer names are the torch parameter/buffer names. A Linear on a 3-D
+  activation is `Transpose(weight, perm=[1,0])` → `MatMul`, and its bias `Add`
+  takes the bias first; the weight initializer keeps torch's `[out, in]`
+  layout and name (unlike the folded exports in docs/test-models.md, which
+  have transposed copies named `onnx::MatMul_N`). A Linear on a 2-D
+  activation is one `Gemm` with `transB=1`.
+- Tied weights stay one initializer (`wte.weight`, read by `Gather` and by
+  `/lm_head/Transpose`).
+- Identical buffers are de-duplicated: the per-block causal masks
+  `h.N.attn.bias` export as one initializer `h.0.attn.bias` and Identity nodes
+  whose outputs carry the other blocks' names (`h.1.attn.bias`, …), which are
+  values, not initializers.
+- Position ids (`arange(T)`) become int64 `Constant` nodes; the graphs read
+  whole position tables with `Gather`. The causal-mask buffer is read through
+  two `Slice` nodes, `Equal 0`, `Cast` to bool and `Where(-inf)`. Shape
+  arithmetic left by the tracer (`chunk` in rotate-half, torch's `expand`
+  symbolic) appears as Shape/Gather/ConstantOfShape/Equal/Where on constants.
+- No int64 or other non-float initializers: every initializer is float32.
+
+## Cases
+"""
+
+
+def write_doc(summaries):
+    lines = [DOC_HEAD.replace("@TORCH@", torch.__version__.split("+")[0])
+             .replace("@ONNX@", onnx.__version__).replace("@OPSET@", str(OPSET))]
+    lines.append("| case | files (bytes) | model.onnx | nodes | initializers (elements) "
+                 "| trainable (elements) | loss | optimizer | steps | clip |")
+    lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for s in summaries:
+        c = s["spec"]
+        clip = (f"{s['clip']} (steps {', '.join(map(str, s['clipped']))} clipped)"
+                if s["clip"] is not None else "—")
+        lines.append(
+            f"| `{s['name']}` | {s['size']} | {s['model_bytes']} | {s['n_nodes']} "
+            f"| {s['n_init']} ({s['params']}) | {s['n_trainable']} ({s['trainable']}) "
+            f"| {c['loss']['kind']} | {c['optimizer']['kind']} | {c['steps']} | {clip} |")
+    lines.append("")
+    for s in summaries:
+        c = s["spec"]
+        o = c["optimizer"]
+        lines.append(f"### `{s['name']}`")
+        lines.append("")
+        lines.append(s["what"][0].upper() + s["what"][1:] + ".")
+        lines.append("")
+        lines.append(s["notes"])
+        lines.append("")
+        for n, t, dm in s["inputs"]:
+            lines.append(f"- input `{n}`: {t} {dm}")
+        for n, dm in s["outputs"]:
+            lines.append(f"- output `{n}`: float {dm}")
+        lines.append(f"- loss: `{json.dumps(c['loss'])}`; optimizer: `{json.dumps(o)}`"
+                     + (f"; clip_grad_norm {s['clip']}" if s["clip"] is not None else ""))
+        lines.append(f"- initializers: {s['n_init']} ({s['params']} elements); "
+                     f"trainable: {s['n_trainable']} ({s['trainable']} elements)")
+        lines.append(f"- frozen: `{json.dumps(c['frozen'])}` → "
+                     f"{len(s['frozen'])} initializer(s)"
+                     + (": " + ", ".join(f"`{n}`" for n in s["frozen"])
+                        if 0 < len(s["frozen"]) <= 4 else ""))
+        lines.append(f"- no_decay: `{json.dumps(c['no_decay'])}`")
+        lines.append("- losses: " + ", ".join(str(x) for x in s["losses"]))
+        kind = "pre-clip gradient norms" if s["clip"] is not None else "gradient norms"
+        lines.append(f"- {kind}: " + ", ".join(f"{n:.4f}" for n in s["norms"]))
+        if s["identities"]:
+            lines.append("- Identity nodes: " + ", ".join(
+                f"`{a}` → `{b}`" for a, b in s["identities"]))
+        lines.append("- ops: " + ", ".join(
+            f"{k} {v}" for k, v in sorted(s["hist"].items())))
+        lines.append("")
+    with open(DOC_PATH, "w") as f:
+        f.write("\n".join(lines))
+
+
 def main():
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(1)
@@ -746,10 +989,12 @@ def main():
         raise SystemExit(f"unknown cases: {sorted(unknown)}")
     os.makedirs(TRAIN_DIR, exist_ok=True)
     print(f"torch {torch.__version__}, onnx {onnx.__version__}, opset {OPSET}")
+    summaries = []
     for case in CASES:
         if only and case["name"] not in only:
             continue
         s = make_case(case)
+        summaries.append(s)
         print_summary(s)
         if s["size"] > 1 << 20:
             raise RuntimeError(f"{case['name']} is larger than 1 MB")
@@ -757,6 +1002,9 @@ def main():
             raise RuntimeError(f"{case['name']}: losses do not change")
         if s["clip"] is not None and not s["clipped"]:
             raise RuntimeError(f"{case['name']}: clipping never triggered")
+    if not only:
+        write_doc(summaries)
+        print(f"wrote {len(summaries)} cases and {os.path.relpath(DOC_PATH, REPO)}")
 
 
 if __name__ == "__main__":
