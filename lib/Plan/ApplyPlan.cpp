@@ -371,7 +371,7 @@ LogicalResult PlanApplier::applyPlacements(const PlanSpec &spec) {
       auto type = cast<RankedTensorType>(n.value.getType());
       if (failed(sharding.verifyFor(
               [&] { return mlir::emitError(loc) << "'" << n.name << "': "; },
-              type.getRank(), mesh)))
+              type.getRank(), mesh, type.getShape())))
         return failure();
       std::string source = "placement '" + p.pattern + "'";
       if (n.output)

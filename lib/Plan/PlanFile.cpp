@@ -117,10 +117,20 @@ FailureOr<std::vector<std::string>> PlanParser::stringList(yaml::Node *node,
   FailureOr<std::string> s = scalar(node, what);
   if (failed(s))
     return failure();
-  SmallVector<StringRef> parts;
-  StringRef(*s).split(parts, ',', -1, false);
-  for (StringRef p : parts)
-    out.push_back(p.trim().str());
+  // "R, S(1, sizes=[3, 1])": commas inside brackets belong to an entry.
+  int depth = 0;
+  std::string entry;
+  for (char c : *s) {
+    depth += (c == '(' || c == '[') - (c == ')' || c == ']');
+    if (c == ',' && depth == 0) {
+      out.push_back(StringRef(entry).trim().str());
+      entry.clear();
+      continue;
+    }
+    entry += c;
+  }
+  if (!StringRef(entry).trim().empty())
+    out.push_back(StringRef(entry).trim().str());
   return out;
 }
 

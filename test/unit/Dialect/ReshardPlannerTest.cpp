@@ -8,6 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
 
+#include "mlir/IR/MLIRContext.h"
+
 #include <gtest/gtest.h>
 #include <map>
 #include <vector>
@@ -198,6 +200,40 @@ TEST(ReshardPlannerTest, IdentityIsEmpty) {
   ASSERT_TRUE(plan);
   EXPECT_TRUE(plan->steps.empty());
   EXPECT_EQ(plan->bytes, 0);
+}
+
+TEST(ReshardPlannerTest, ExplicitPieceSizesAreReachedDirectly) {
+  // Replicated to pieces of 6, 2, 4, 4: a local slice, nothing sent; the
+  // pieces back to whole: one gather of those pieces; a partial sum to the
+  // pieces: one reduce-scatter.
+  mlir::MLIRContext ctx;
+  ReshardProblem problem{{8, 16}, 4, {4}};
+  Placement sized =
+      Placement::shard(1, mlir::DenseI64ArrayAttr::get(&ctx, {6, 2, 4, 4}));
+  auto slice = planReshard(problem, {Placement::replicate()}, {sized});
+  ASSERT_TRUE(slice);
+  ASSERT_EQ(slice->steps.size(), 1u);
+  EXPECT_EQ(slice->steps[0].kind, ReshardStep::Kind::LocalSlice);
+  EXPECT_EQ(slice->steps[0].after[0], sized);
+  auto gather = planReshard(problem, {sized}, {Placement::replicate()});
+  ASSERT_TRUE(gather);
+  ASSERT_EQ(gather->steps.size(), 1u);
+  EXPECT_EQ(gather->steps[0].kind, ReshardStep::Kind::AllGather);
+  auto scatter =
+      planReshard(problem, {Placement::partial(ReductionKind::Sum)}, {sized});
+  ASSERT_TRUE(scatter);
+  ASSERT_EQ(scatter->steps.size(), 1u);
+  EXPECT_EQ(scatter->steps[0].kind, ReshardStep::Kind::ReduceScatter);
+  EXPECT_EQ(scatter->steps[0].after[0], sized);
+  // From even pieces to explicit ones: through whole data, never a
+  // permute (the pieces differ in size).
+  auto resize = planReshard(problem, {Placement::shard(1)}, {sized});
+  ASSERT_TRUE(resize);
+  for (const ReshardStep &s : resize->steps)
+    EXPECT_NE(s.kind, ReshardStep::Kind::Permute) << s.str();
+  EXPECT_EQ(resize->steps.back().after[0], sized);
+  // The largest piece decides the local bytes.
+  EXPECT_EQ(localBytes(problem, {sized}), 8 * 6 * 4);
 }
 
 } // namespace

@@ -26,8 +26,16 @@ std::string Placement::str() const {
     return "?";
   case Kind::Replicate:
     return "R";
-  case Kind::Shard:
-    return "S(" + std::to_string(dim) + ")";
+  case Kind::Shard: {
+    std::string s = "S(" + std::to_string(dim);
+    if (sizes) {
+      s += ", sizes=[";
+      for (auto [i, v] : llvm::enumerate(sizes.asArrayRef()))
+        s += (i ? ", " : "") + std::to_string(v);
+      s += "]";
+    }
+    return s + ")";
+  }
   case Kind::Partial:
     return "P(" + stringifyReductionKind(reduction).str() + ")";
   }
@@ -49,13 +57,29 @@ static ParseResult parsePlacement(AsmParser &parser, Placement &out) {
   }
   if (kw == "S" || kw == "Shard") {
     int64_t dim;
-    if (parser.parseLParen() || parser.parseInteger(dim) ||
-        parser.parseRParen())
+    if (parser.parseLParen() || parser.parseInteger(dim))
       return failure();
     if (dim < 0)
       return parser.emitError(loc, "shard dimension must be non-negative, got ")
              << dim;
-    out = Placement::shard(dim);
+    DenseI64ArrayAttr sizes;
+    if (succeeded(parser.parseOptionalComma())) {
+      SmallVector<int64_t> values;
+      if (parser.parseKeyword("sizes") || parser.parseEqual() ||
+          parser.parseCommaSeparatedList(AsmParser::Delimiter::Square,
+                                         [&]() -> ParseResult {
+                                           int64_t v;
+                                           if (parser.parseInteger(v))
+                                             return failure();
+                                           values.push_back(v);
+                                           return success();
+                                         }))
+        return failure();
+      sizes = DenseI64ArrayAttr::get(parser.getContext(), values);
+    }
+    if (parser.parseRParen())
+      return failure();
+    out = Placement::shard(dim, sizes);
     return success();
   }
   if (kw == "P" || kw == "Partial") {
@@ -107,16 +131,30 @@ LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    ArrayRef<Placement> placements) {
   if (!mesh)
     return emitError() << "sharding needs a mesh";
-  for (const Placement &p : placements)
+  for (auto [axis, p] : llvm::enumerate(placements)) {
     if (p.isShard() && p.dim < 0)
       return emitError() << "shard dimension must be non-negative, got "
                          << p.dim;
+    if (!p.hasSizes())
+      continue;
+    if (p.sizes.empty() ||
+        llvm::any_of(p.sizes.asArrayRef(), [](int64_t v) { return v < 0; }))
+      return emitError() << "piece sizes of " << p.str()
+                         << " must be non-negative, one per device";
+    for (auto [other, q] : llvm::enumerate(placements))
+      if (other != axis && q.isShardOf(p.dim))
+        return emitError() << "dimension " << p.dim
+                           << " has explicit piece sizes on one mesh axis "
+                              "and is split by another too; sizes work "
+                              "when one axis splits the dimension";
+  }
   return success();
 }
 
 LogicalResult
 ShardingAttr::verifyFor(function_ref<InFlightDiagnostic()> emitError,
-                        int64_t tensorRank, MeshOp mesh) const {
+                        int64_t tensorRank, MeshOp mesh,
+                        std::optional<ArrayRef<int64_t>> globalShape) const {
   ArrayRef<Placement> placements = getPlacements();
   if (static_cast<int64_t>(placements.size()) != mesh.getNumAxes()) {
     InFlightDiagnostic diag = emitError();
@@ -133,6 +171,23 @@ ShardingAttr::verifyFor(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "sharding " << *this << " shards dimension "
                          << p.dim << " on mesh axis '" << mesh.getAxisName(axis)
                          << "', but the tensor has rank " << tensorRank;
+    if (!p.hasSizes())
+      continue;
+    int64_t devices = mesh.getAxisSizes()[axis];
+    if (static_cast<int64_t>(p.sizes.size()) != devices)
+      return emitError() << p.str() << " gives " << p.sizes.size()
+                         << " piece sizes but mesh axis '"
+                         << mesh.getAxisName(axis) << "' has " << devices
+                         << " devices";
+    if (!globalShape || p.dim >= static_cast<int64_t>(globalShape->size()))
+      continue;
+    int64_t extent = (*globalShape)[p.dim];
+    int64_t sum = 0;
+    for (int64_t v : p.sizes.asArrayRef())
+      sum += v;
+    if (!ShapedType::isDynamic(extent) && sum != extent)
+      return emitError() << p.str() << ": the piece sizes add up to " << sum
+                         << " but dimension " << p.dim << " has " << extent;
   }
   return success();
 }

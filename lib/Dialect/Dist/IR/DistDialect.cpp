@@ -52,8 +52,14 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     if (!mesh)
       return op->emitError("'dist.sharding' refers to unknown mesh ")
              << sharding.getMesh();
+    // After partitioning a result's type is the local piece; the global
+    // shape is in dist.global_type.
+    ArrayRef<int64_t> shape = type.getShape();
+    if (auto global = op->getAttrOfType<TypeAttr>(kGlobalTypeAttr))
+      if (auto g = dyn_cast<RankedTensorType>(global.getValue()))
+        shape = g.getShape();
     if (failed(sharding.verifyFor([&] { return op->emitError(); },
-                                  type.getRank(), mesh)))
+                                  type.getRank(), mesh, shape)))
       return failure();
   }
   return success();

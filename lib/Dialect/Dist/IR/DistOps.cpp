@@ -223,7 +223,8 @@ LogicalResult AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(mesh))
     return failure();
   return getSharding().verifyFor([&] { return emitOpError(); },
-                                 getInput().getType().getRank(), *mesh);
+                                 getInput().getType().getRank(), *mesh,
+                                 getInput().getType().getShape());
 }
 
 LogicalResult ReshardOp::verify() {
@@ -253,10 +254,14 @@ LogicalResult ReshardOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   if (failed(mesh))
     return failure();
   int64_t rank = getInput().getType().getRank();
+  ArrayRef<int64_t> shape = getInput().getType().getShape();
+  if (auto global = getGlobalType())
+    if (auto g = dyn_cast<RankedTensorType>(*global))
+      shape = g.getShape();
   if (failed(getFrom().verifyFor([&] { return emitOpError("source: "); }, rank,
-                                 *mesh)) ||
+                                 *mesh, shape)) ||
       failed(getTo().verifyFor([&] { return emitOpError("target: "); }, rank,
-                               *mesh)))
+                               *mesh, shape)))
     return failure();
   return success();
 }

@@ -12,6 +12,20 @@ Piece distopt::dist::splitPiece(int64_t extent, int64_t parts, int64_t index) {
   return p;
 }
 
+/// Piece `index` of `extent` split over an axis with placement `pl`: the
+/// given sizes, or as even as possible.
+static Piece pieceOf(const Placement &pl, int64_t extent, int64_t parts,
+                     int64_t index) {
+  if (!pl.hasSizes())
+    return splitPiece(extent, parts, index);
+  ArrayRef<int64_t> sizes = pl.sizes.asArrayRef();
+  Piece p;
+  for (int64_t i = 0; i < index && i < static_cast<int64_t>(sizes.size()); ++i)
+    p.offset += sizes[i];
+  p.size = index < static_cast<int64_t>(sizes.size()) ? sizes[index] : 0;
+  return p;
+}
+
 Piece distopt::dist::localPiece(int64_t extent, int64_t dim,
                                 ShardingAttr sharding,
                                 ArrayRef<int64_t> meshSizes,
@@ -20,7 +34,7 @@ Piece distopt::dist::localPiece(int64_t extent, int64_t dim,
   for (auto [axis, pl] : llvm::enumerate(sharding.getPlacements())) {
     if (!pl.isShardOf(dim))
       continue;
-    Piece sub = splitPiece(p.size, meshSizes[axis], coords[axis]);
+    Piece sub = pieceOf(pl, p.size, meshSizes[axis], coords[axis]);
     p.offset += sub.offset;
     p.size = sub.size;
   }
@@ -38,17 +52,29 @@ SmallVector<int64_t> distopt::dist::groupPieceSizes(int64_t extent, int64_t dim,
     if (static_cast<int64_t>(a) == axis)
       break;
     if (pl.isShardOf(dim))
-      parent = splitPiece(parent, meshSizes[a], coords[a]).size;
+      parent = pieceOf(pl, parent, meshSizes[a], coords[a]).size;
   }
+  const Placement &pl = sharding.getPlacements()[axis];
   SmallVector<int64_t> sizes;
   for (int64_t i = 0; i < meshSizes[axis]; ++i)
-    sizes.push_back(splitPiece(parent, meshSizes[axis], i).size);
+    sizes.push_back(pieceOf(pl, parent, meshSizes[axis], i).size);
   return sizes;
+}
+
+/// The explicit sizes splitting `dim`, if an axis gives them.
+static std::optional<ArrayRef<int64_t>> givenSizes(int64_t dim,
+                                                   ShardingAttr sharding) {
+  for (const Placement &pl : sharding.getPlacements())
+    if (pl.isShardOf(dim) && pl.hasSizes())
+      return pl.sizes.asArrayRef();
+  return std::nullopt;
 }
 
 bool distopt::dist::splitsEvenly(int64_t extent, int64_t dim,
                                  ShardingAttr sharding,
                                  ArrayRef<int64_t> meshSizes) {
+  if (auto sizes = givenSizes(dim, sharding))
+    return llvm::all_equal(*sizes);
   int64_t n = numPieces(dim, sharding, meshSizes);
   return extent % n == 0;
 }
@@ -75,7 +101,7 @@ distopt::dist::localShape(ArrayRef<int64_t> globalShape, ShardingAttr sharding,
       continue;
     if (coords)
       shape[d] = localPiece(shape[d], d, sharding, meshSizes, *coords).size;
-    else if (shape[d] % n == 0)
+    else if (splitsEvenly(shape[d], d, sharding, meshSizes))
       shape[d] /= n;
     else
       shape[d] = ShapedType::kDynamic;

@@ -24,9 +24,19 @@ static const TensorFactors &tensorFactors(const OpShardingRule &rule,
   return t.isResult ? rule.results[t.index] : rule.operands[t.index];
 }
 
+/// Product of the sizes of the factors after the major one in a dimension
+/// (what one unit of the major factor spans).
+static int64_t minorExtent(const OpShardingRule &rule,
+                           ArrayRef<int64_t> dimFactors) {
+  int64_t n = 1;
+  for (int64_t f : dimFactors.drop_front())
+    n *= rule.factors[f].size;
+  return n;
+}
+
 std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
-                                                AxisChoice choice,
-                                                TensorRef t) {
+                                                const AxisChoice &choice,
+                                                TensorRef t, MLIRContext *ctx) {
   switch (choice.kind) {
   case AxisChoice::Kind::None:
     return Placement::replicate();
@@ -44,8 +54,17 @@ std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
     const Factor &f = rule.factors[choice.factor];
     const TensorFactors &tf = tensorFactors(rule, t);
     int64_t major = OpShardingRule::dimWithMajorFactor(tf, choice.factor);
-    if (major >= 0)
+    if (major >= 0 && choice.sizes.empty())
       return Placement::shard(major);
+    if (major >= 0) {
+      if (!ctx)
+        return std::nullopt;
+      int64_t unit = minorExtent(rule, tf[major]);
+      SmallVector<int64_t> sizes;
+      for (int64_t s : choice.sizes)
+        sizes.push_back(s * unit);
+      return Placement::shard(major, DenseI64ArrayAttr::get(ctx, sizes));
+    }
     if (OpShardingRule::dimContaining(tf, choice.factor) >= 0)
       return std::nullopt; // a minor factor of a merged dimension
     if (t.isResult && f.kind == FactorKind::Reduction)
@@ -63,14 +82,34 @@ std::optional<Placement> distopt::dist::project(const OpShardingRule &rule,
   return std::nullopt;
 }
 
-bool distopt::dist::isValidChoice(const OpShardingRule &rule, AxisChoice choice,
-                                  int64_t axisSize) {
+bool distopt::dist::isValidChoice(const OpShardingRule &rule,
+                                  const AxisChoice &choice, int64_t axisSize) {
   if (choice.kind == AxisChoice::Kind::None)
     return true;
   if (choice.kind == AxisChoice::Kind::PartialFlow)
     return rule.partialFlow != PartialFlow::None;
   const Factor &f = rule.factors[choice.factor];
-  if (f.kind == FactorKind::Whole || f.size < axisSize || axisSize <= 1)
+  if (f.kind == FactorKind::Whole || axisSize <= 1)
+    return false;
+  if (!choice.sizes.empty()) {
+    // Explicit pieces: one per device, covering the factor exactly.
+    int64_t sum = 0;
+    for (int64_t s : choice.sizes)
+      sum += s;
+    if (static_cast<int64_t>(choice.sizes.size()) != axisSize ||
+        (!ShapedType::isDynamic(f.size) && sum != f.size))
+      return false;
+    for (auto [i, tf] : llvm::enumerate(rule.operands))
+      if (OpShardingRule::dimWithMajorFactor(tf, choice.factor) < 0 &&
+          OpShardingRule::dimContaining(tf, choice.factor) >= 0)
+        return false;
+    for (auto [i, tf] : llvm::enumerate(rule.results))
+      if (OpShardingRule::dimWithMajorFactor(tf, choice.factor) < 0 &&
+          OpShardingRule::dimContaining(tf, choice.factor) >= 0)
+        return false;
+    return true;
+  }
+  if (f.size < axisSize)
     return false;
   auto checkTensors = [&](ArrayRef<TensorFactors> tensors, bool isResult) {
     for (auto [i, tf] : llvm::enumerate(tensors)) {
@@ -98,7 +137,18 @@ std::optional<AxisChoice> distopt::dist::voteOf(const OpShardingRule &rule,
     const TensorFactors &tf = tensorFactors(rule, t);
     if (p.dim >= static_cast<int64_t>(tf.size()) || tf[p.dim].empty())
       return std::nullopt;
-    return AxisChoice::ofFactor(tf[p.dim].front());
+    if (!p.hasSizes())
+      return AxisChoice::ofFactor(tf[p.dim].front());
+    // Explicit pieces of the dimension, in units of its major factor: each
+    // piece must hold whole units (heads, not parts of heads).
+    int64_t unit = minorExtent(rule, tf[p.dim]);
+    SmallVector<int64_t> sizes;
+    for (int64_t s : p.sizes.asArrayRef()) {
+      if (unit <= 0 || s % unit != 0)
+        return std::nullopt;
+      sizes.push_back(s / unit);
+    }
+    return AxisChoice::ofFactor(tf[p.dim].front(), sizes);
   }
   case Placement::Kind::Partial: {
     bool linearSum =

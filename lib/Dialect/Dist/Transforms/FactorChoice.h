@@ -22,19 +22,31 @@ struct AxisChoice {
   Kind kind = Kind::None;
   int64_t factor = -1;         // for Factor
   int64_t partialOperand = -1; // for PartialFlow with a multilinear op
+  /// For Factor: explicit piece sizes of the factor, one per device along
+  /// the axis, in units of the factor (empty: as even as possible).
+  llvm::SmallVector<int64_t, 4> sizes;
 
   static AxisChoice none() { return {}; }
-  static AxisChoice ofFactor(int64_t f) { return {Kind::Factor, f, -1}; }
+  static AxisChoice ofFactor(int64_t f, llvm::ArrayRef<int64_t> sizes = {}) {
+    AxisChoice c;
+    c.kind = Kind::Factor;
+    c.factor = f;
+    c.sizes.assign(sizes.begin(), sizes.end());
+    return c;
+  }
   static AxisChoice partial(int64_t operand) {
-    return {Kind::PartialFlow, -1, operand};
+    AxisChoice c;
+    c.kind = Kind::PartialFlow;
+    c.partialOperand = operand;
+    return c;
   }
   bool operator==(const AxisChoice &o) const {
     return kind == o.kind && factor == o.factor &&
-           partialOperand == o.partialOperand;
+           partialOperand == o.partialOperand && sizes == o.sizes;
   }
   bool operator<(const AxisChoice &o) const {
-    return std::tie(kind, factor, partialOperand) <
-           std::tie(o.kind, o.factor, o.partialOperand);
+    return std::tie(kind, factor, partialOperand, sizes) <
+           std::tie(o.kind, o.factor, o.partialOperand, o.sizes);
   }
 };
 
@@ -51,13 +63,15 @@ std::optional<OpShardingRule> getRule(mlir::Operation *op);
 /// Checks that `choice` can be made on an axis of size `axisSize`: the factor
 /// is not whole, is at least as large as the axis, and every tensor can
 /// represent the result (the factor is the major one of its dimension).
-bool isValidChoice(const OpShardingRule &rule, AxisChoice choice,
+bool isValidChoice(const OpShardingRule &rule, const AxisChoice &choice,
                    int64_t axisSize);
 
 /// The placement tensor `t` has on an axis when the op makes `choice`;
-/// std::nullopt if `t` cannot represent it.
-std::optional<Placement> project(const OpShardingRule &rule, AxisChoice choice,
-                                 TensorRef t);
+/// std::nullopt if `t` cannot represent it. `ctx` makes explicit piece
+/// sizes (for choices that have them).
+std::optional<Placement> project(const OpShardingRule &rule,
+                                 const AxisChoice &choice, TensorRef t,
+                                 mlir::MLIRContext *ctx = nullptr);
 
 /// The choice a tensor with placement `p` on an axis votes for, if any.
 std::optional<AxisChoice> voteOf(const OpShardingRule &rule, TensorRef t,

@@ -114,6 +114,17 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
         for (auto [fi, f] : llvm::enumerate(rule.factors))
           if (f.kind == FactorKind::Reduction && f.reduction == p.reduction)
             options.push_back(AxisChoice::ofFactor(fi));
+        // A reduction split into explicit pieces: the operands say how.
+        for (unsigned oi = 0; oi < op->getNumOperands(); ++oi) {
+          if (!isa<RankedTensorType>(op->getOperand(oi).getType()))
+            continue;
+          Placement have = shardingOf(op->getOperand(oi)).getPlacements()[axis];
+          std::optional<AxisChoice> v = voteOf(rule, {false, oi}, have);
+          if (v && !v->sizes.empty() &&
+              rule.factors[v->factor].kind == FactorKind::Reduction &&
+              rule.factors[v->factor].reduction == p.reduction)
+            options.push_back(*v);
+        }
         if (rule.partialFlow != PartialFlow::None)
           for (unsigned oi = 0; oi < op->getNumOperands(); ++oi)
             if (rule.linearOperands[oi])
@@ -124,7 +135,8 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
           for (unsigned oi = 0; oi < op->getNumOperands(); ++oi) {
             if (!isa<RankedTensorType>(op->getOperand(oi).getType()))
               continue;
-            std::optional<Placement> want = project(rule, c, {false, oi});
+            std::optional<Placement> want =
+                project(rule, c, {false, oi}, op->getContext());
             Placement have =
                 shardingOf(op->getOperand(oi)).getPlacements()[axis];
             if (!want ||
@@ -151,8 +163,11 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
       int64_t parts = 1;
       for (int64_t a = 0; a < numAxes; ++a)
         if (choices[a].kind == AxisChoice::Kind::Factor &&
-            choices[a].factor == f)
+            choices[a].factor == f) {
+          if (!choices[a].sizes.empty())
+            return true; // explicit pieces are whole units of the factor
           parts *= meshSizes[a];
+        }
       if (rule.factors[f].size % parts == 0)
         return true;
       for (ArrayRef<TensorFactors> tensors :
@@ -190,7 +205,8 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
       continue;
     SmallVector<Placement> placements;
     for (int64_t axis = 0; axis < numAxes; ++axis) {
-      std::optional<Placement> p = project(*rule, (*choices)[axis], {false, i});
+      std::optional<Placement> p =
+          project(*rule, (*choices)[axis], {false, i}, op->getContext());
       if (!p)
         return op->emitError("internal: operand ")
                << i << " cannot take the op's choice on mesh axis " << axis;
@@ -207,8 +223,9 @@ LogicalResult ReshardInserter::handleOp(Operation *op) {
       continue;
     SmallVector<Placement> produced;
     for (int64_t axis = 0; axis < numAxes; ++axis)
-      produced.push_back(project(*rule, (*choices)[axis], {true, i})
-                             .value_or(Placement::replicate()));
+      produced.push_back(
+          project(*rule, (*choices)[axis], {true, i}, op->getContext())
+              .value_or(Placement::replicate()));
     ShardingAttr wanted = shardingOf(res);
     ShardingAttr made = ShardingAttr::get(op->getContext(), meshRef, produced);
     if (made == wanted)

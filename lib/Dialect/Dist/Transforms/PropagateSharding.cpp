@@ -314,7 +314,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
       for (const Tensor &t : tensors) {
         const ValueState &vs = state(t.value);
         const AxisState &s = vs.axes[axis];
-        std::optional<Placement> proj = project(*r, c, t.ref);
+        std::optional<Placement> proj = project(*r, c, t.ref, op->getContext());
         if (!proj) {
           representable = false;
           break;
@@ -341,7 +341,8 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     int prio = INT_MAX, cause = -1;
     for (const Tensor &t : tensors) {
       const AxisState &s = state(t.value).axes[axis];
-      if (visible(s) && project(*r, *best, t.ref) == s.placement &&
+      if (visible(s) &&
+          project(*r, *best, t.ref, op->getContext()) == s.placement &&
           s.priority < prio) {
         prio = s.priority;
         cause = s.cause;
@@ -353,7 +354,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
       AxisState &s = state(t.value).axes[axis];
       if (!s.placement.isOpen() || s.fixed)
         continue;
-      Placement p = *project(*r, *best, t.ref);
+      Placement p = *project(*r, *best, t.ref, op->getContext());
       // Weights and inputs are never partial: they stay whole and the op
       // masks them (a free local step) if it needs a partial operand.
       if (p.isPartial() && isSourceValue(t.value))

@@ -51,12 +51,15 @@ double distopt::dist::localBytes(const ReshardProblem &problem,
                                  ArrayRef<Placement> state) {
   double bytes = problem.elementBytes;
   for (int64_t d = 0, e = problem.globalShape.size(); d < e; ++d) {
-    int64_t pieces = 1;
+    int64_t pieces = 1, largest = -1;
     for (auto [axis, p] : llvm::enumerate(state))
-      if (p.isShardOf(d))
+      if (p.isShardOf(d)) {
         pieces *= problem.meshSizes[axis];
+        if (p.hasSizes())
+          largest = *llvm::max_element(p.sizes.asArrayRef());
+      }
     int64_t extent = problem.globalShape[d];
-    bytes *= (extent + pieces - 1) / pieces;
+    bytes *= largest >= 0 ? largest : (extent + pieces - 1) / pieces;
   }
   return bytes;
 }
@@ -90,9 +93,13 @@ static bool evenlySplit(const ReshardProblem &problem,
                         ArrayRef<Placement> state) {
   for (int64_t d = 0, e = problem.globalShape.size(); d < e; ++d) {
     int64_t pieces = 1;
-    for (auto [axis, p] : llvm::enumerate(state))
+    for (auto [axis, p] : llvm::enumerate(state)) {
+      if (p.hasSizes() && p.isShardOf(d) &&
+          !llvm::all_equal(p.sizes.asArrayRef()))
+        return false;
       if (p.isShardOf(d))
         pieces *= problem.meshSizes[axis];
+    }
     if (problem.globalShape[d] % pieces != 0)
       return false;
   }
@@ -106,6 +113,25 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
   int64_t numAxes = state.size();
   int64_t rank = problem.globalShape.size();
   double local = localBytes(problem, state);
+  // A split of `d` on `axis`: the target's explicit pieces if it asks for
+  // them there, else even pieces.
+  // A dimension with explicit pieces is split by one axis only.
+  auto blocked = [&](int64_t axis, int64_t d) {
+    for (auto [b, q] : llvm::enumerate(state))
+      if (static_cast<int64_t>(b) != axis && q.isShardOf(d) &&
+          (q.hasSizes() ||
+           (axis < static_cast<int64_t>(problem.targets.size()) &&
+            problem.targets[axis].hasSizes() &&
+            problem.targets[axis].dim == d)))
+        return true;
+    return false;
+  };
+  auto shardOn = [&](int64_t axis, int64_t d) {
+    if (axis < static_cast<int64_t>(problem.targets.size()) &&
+        problem.targets[axis].hasSizes() && problem.targets[axis].dim == d)
+      return problem.targets[axis];
+    return Placement::shard(d);
+  };
   auto add = [&](ReshardStep::Kind kind, int64_t axis,
                  SmallVector<Placement> after, double bytes) -> ReshardStep & {
     ReshardStep s{kind, axis};
@@ -126,9 +152,9 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
       add(ReshardStep::Kind::AllReduce, a, next, 2 * local * (k - 1) / k)
           .reduction = p.reduction;
       for (int64_t d = 0; d < rank; ++d) {
-        if (!isInnermost(state, a, d))
+        if (!isInnermost(state, a, d) || blocked(a, d))
           continue;
-        next[a] = Placement::shard(d);
+        next[a] = shardOn(a, d);
         ReshardStep &s =
             add(ReshardStep::Kind::ReduceScatter, a, next, local * (k - 1) / k);
         s.dim = d;
@@ -142,9 +168,9 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
       add(ReshardStep::Kind::AllGather, a, next, after * (k - 1) / k).dim =
           p.dim;
       for (int64_t d = 0; d < rank; ++d) {
-        if (d == p.dim || !isInnermost(state, a, d))
+        if (d == p.dim || !isInnermost(state, a, d) || blocked(a, d))
           continue;
-        next[a] = Placement::shard(d);
+        next[a] = shardOn(a, d);
         ReshardStep &s =
             add(ReshardStep::Kind::AllToAll, a, next, local * (k - 1) / k);
         s.dim = p.dim;
@@ -152,9 +178,9 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
       }
     } else {
       for (int64_t d = 0; d < rank; ++d) {
-        if (!isInnermost(state, a, d))
+        if (!isInnermost(state, a, d) || blocked(a, d))
           continue;
-        next[a] = Placement::shard(d);
+        next[a] = shardOn(a, d);
         add(ReshardStep::Kind::LocalSlice, a, next, 0).dim = d;
       }
       for (ReductionKind r : {ReductionKind::Sum, ReductionKind::Max,
@@ -204,10 +230,16 @@ namespace {
 using Key = SmallVector<int64_t, 4>;
 Key encode(ArrayRef<Placement> state) {
   Key k;
-  for (const Placement &p : state)
+  for (const Placement &p : state) {
     k.push_back(static_cast<int64_t>(p.kind) * 1024 +
                 (p.isShard() ? p.dim : 0) +
                 (p.isPartial() ? static_cast<int64_t>(p.reduction) : 0));
+    // Explicit pieces by value, so states order the same in every run.
+    if (p.hasSizes()) {
+      k.push_back(-static_cast<int64_t>(p.sizes.size()) - 1);
+      k.append(p.sizes.asArrayRef().begin(), p.sizes.asArrayRef().end());
+    }
+  }
   return k;
 }
 struct KeyLess {
@@ -229,6 +261,8 @@ distopt::dist::planReshard(const ReshardProblem &problem,
   ReshardPlan plan;
   if (from == to)
     return plan;
+  ReshardProblem withTargets = problem;
+  withTargets.targets = to;
 
   // Dijkstra on (cost, steps); ties break on the order steps are generated,
   // which is deterministic.
@@ -281,7 +315,7 @@ distopt::dist::planReshard(const ReshardProblem &problem,
     SmallVector<Placement> state = v.state;
     double cost = v.cost;
     int64_t steps = v.steps;
-    for (ReshardStep &s : possibleSteps(problem, state)) {
+    for (ReshardStep &s : possibleSteps(withTargets, state)) {
       double nb = cost + s.cost;
       int64_t ns = steps + 1;
       Key k = encode(s.after);

@@ -255,3 +255,39 @@ func.func @sharding_attr_rank(%x: tensor<8xf32>) -> tensor<8xf32> {
   %0 = nn.relu %x {dist.sharding = [#dist.sharding<@mesh, [S(1)]>]} : tensor<8xf32>
   return %0 : tensor<8xf32>
 }
+
+// -----
+
+dist.mesh @mesh [dp = 2, tp = 4]
+func.func @piece_sizes_count(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{S(1, sizes=[8, 8]) gives 2 piece sizes but mesh axis 'tp' has 4 devices}}
+  %0 = dist.annotate %x to <@mesh, [R, S(1, sizes=[8, 8])]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh [dp = 2, tp = 4]
+func.func @piece_sizes_sum(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{S(1, sizes=[6, 2, 4, 2]): the piece sizes add up to 14 but dimension 1 has 16}}
+  %0 = dist.annotate %x to <@mesh, [R, S(1, sizes=[6, 2, 4, 2])]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh [dp = 2, tp = 4]
+func.func @piece_sizes_negative(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{piece sizes of S(1, sizes=[-2, 2]) must be non-negative, one per device}}
+  %0 = dist.annotate %x to <@mesh, [S(1, sizes=[-2, 2]), R]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// -----
+
+dist.mesh @mesh [dp = 2, tp = 4]
+func.func @piece_sizes_with_another_axis(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // expected-error @+1 {{dimension 1 has explicit piece sizes on one mesh axis and is split by another too}}
+  %0 = dist.annotate %x to <@mesh, [S(1), S(1, sizes=[2, 2, 2, 2])]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}

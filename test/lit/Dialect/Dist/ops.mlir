@@ -66,3 +66,11 @@ func.func @result_sharding(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   %0 = nn.relu %x {dist.sharding = [#dist.sharding<@mesh, [S(0), R]>]} : tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// A split into pieces of given sizes, one per device along the axis.
+// CHECK-LABEL: func.func @explicit_piece_sizes
+func.func @explicit_piece_sizes(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  // CHECK: dist.annotate %{{.*}} to <@mesh, [R, S(1, sizes=[6, 2, 4, 4])]>
+  %0 = dist.annotate %x to <@mesh, [R, Shard(1, sizes = [6, 2, 4, 4])]> : tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}

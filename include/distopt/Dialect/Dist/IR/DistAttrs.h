@@ -20,15 +20,20 @@ struct Placement {
   Kind kind = Kind::Open;
   int64_t dim = 0;                              // for Shard
   ReductionKind reduction = ReductionKind::Sum; // for Partial
+  /// For Shard: the size of each device's piece, in the axis's order, when
+  /// the user gives them (heterogeneous devices); null: as even as possible.
+  mlir::DenseI64ArrayAttr sizes;
 
   static Placement open() { return {}; }
   static Placement replicate() {
-    return {Kind::Replicate, 0, ReductionKind::Sum};
+    return {Kind::Replicate, 0, ReductionKind::Sum, {}};
   }
-  static Placement shard(int64_t d) {
-    return {Kind::Shard, d, ReductionKind::Sum};
+  static Placement shard(int64_t d, mlir::DenseI64ArrayAttr sizes = {}) {
+    return {Kind::Shard, d, ReductionKind::Sum, sizes};
   }
-  static Placement partial(ReductionKind r) { return {Kind::Partial, 0, r}; }
+  static Placement partial(ReductionKind r) {
+    return {Kind::Partial, 0, r, {}};
+  }
 
   bool isOpen() const { return kind == Kind::Open; }
   bool isReplicate() const { return kind == Kind::Replicate; }
@@ -38,24 +43,29 @@ struct Placement {
   bool isReplicateOrOpen() const { return isOpen() || isReplicate(); }
   bool isShardOf(int64_t d) const { return isShard() && dim == d; }
 
+  /// A shard with explicit piece sizes.
+  bool hasSizes() const { return isShard() && sizes; }
+
   bool operator==(const Placement &o) const {
     if (kind != o.kind)
       return false;
     if (kind == Kind::Shard)
-      return dim == o.dim;
+      return dim == o.dim && sizes == o.sizes;
     if (kind == Kind::Partial)
       return reduction == o.reduction;
     return true;
   }
   bool operator!=(const Placement &o) const { return !(*this == o); }
 
-  /// Short printed form: `S(1)`, `R`, `P(sum)`, `?`.
+  /// Short printed form: `S(1)`, `S(1, sizes=[96, 32])`, `R`, `P(sum)`, `?`.
   std::string str() const;
 };
 
 inline llvm::hash_code hash_value(const Placement &p) {
   return llvm::hash_combine(static_cast<int>(p.kind), p.isShard() ? p.dim : 0,
-                            p.isPartial() ? static_cast<int>(p.reduction) : 0);
+                            p.isPartial() ? static_cast<int>(p.reduction) : 0,
+                            p.hasSizes() ? p.sizes.getAsOpaquePointer()
+                                         : nullptr);
 }
 
 } // namespace distopt::dist

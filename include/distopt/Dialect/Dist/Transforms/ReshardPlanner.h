@@ -66,6 +66,10 @@ struct ReshardProblem {
   /// Per axis; true: no step may use it (a pipeline stage's own axis: the
   /// devices along it run other stages). Empty means none is frozen.
   llvm::SmallVector<bool> frozenAxes;
+  /// Per axis, the placement the plan heads for: a split with explicit piece
+  /// sizes is only reached by steps that make those pieces (planReshard
+  /// fills it in). Empty means even splits only.
+  llvm::SmallVector<Placement> targets;
 };
 
 /// The steps allowed from `state`, each with the state it leads to and its
