@@ -236,6 +236,74 @@ LogicalResult SliceOp::verify() {
 
 LogicalResult GatherOp::verify() { return success(); }
 
+LogicalResult ScatterAddOp::verify() { return success(); }
+
+LogicalResult VariableOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a name");
+  if (!getResult().getType().hasStaticShape() &&
+      !(*this)->hasAttr(dist::kGlobalTypeAttr))
+    return emitOpError("variable '") << getName() << "' needs a static shape";
+  return success();
+}
+
+/// The shapes a convolution's gradient ops relate: input [N, C, ...],
+/// weight [M, C/group, k...], result gradient [N, M, ...].
+static LogicalResult verifyConvGrad(Operation *op, RankedTensorType x,
+                                    RankedTensorType w, RankedTensorType dy,
+                                    ArrayRef<int64_t> strides,
+                                    ArrayRef<int64_t> pads,
+                                    ArrayRef<int64_t> dilations,
+                                    int64_t group) {
+  int64_t rank = x.getRank();
+  if (rank < 3 || w.getRank() != rank || dy.getRank() != rank)
+    return op->emitOpError("expects input, weight and result gradient of "
+                           "equal rank >= 3");
+  int64_t spatial = rank - 2;
+  if (static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(dilations.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return op->emitOpError("strides/dilations need ")
+           << spatial << " entries and pads " << 2 * spatial;
+  if (group <= 0 || x.getDimSize(1) != w.getDimSize(1) * group ||
+      dy.getDimSize(1) != w.getDimSize(0) ||
+      x.getDimSize(0) != dy.getDimSize(0))
+    return op->emitOpError("input ")
+           << x << ", weight " << w << " and result gradient " << dy
+           << " do not belong to one convolution with group " << group;
+  return success();
+}
+
+LogicalResult ConvGradInputOp::verify() {
+  return verifyConvGrad(*this, getResult().getType(), getWeight().getType(),
+                        getResultGrad().getType(), getStrides(), getPads(),
+                        getDilations(), getGroup());
+}
+
+LogicalResult ConvGradWeightOp::verify() {
+  return verifyConvGrad(*this, getInput().getType(), getResult().getType(),
+                        getResultGrad().getType(), getStrides(), getPads(),
+                        getDilations(), getGroup());
+}
+
+template <typename OpTy> static LogicalResult verifyPoolGrad(OpTy op) {
+  auto x = op.getInput().getType(), dy = op.getResultGrad().getType();
+  if (op.getResult().getType() != x)
+    return op.emitOpError("result type must be the input's, ") << x;
+  int64_t spatial = x.getRank() - 2;
+  if (spatial < 1 || dy.getRank() != x.getRank() ||
+      static_cast<int64_t>(op.getKernel().size()) != spatial ||
+      static_cast<int64_t>(op.getStrides().size()) != spatial ||
+      static_cast<int64_t>(op.getPads().size()) != 2 * spatial)
+    return op.emitOpError("expects input and result gradient [N, C, "
+                          "spatial...] and one kernel/stride per spatial "
+                          "dimension");
+  return success();
+}
+
+LogicalResult MaxPoolGradOp::verify() { return verifyPoolGrad(*this); }
+LogicalResult AvgPoolGradOp::verify() { return verifyPoolGrad(*this); }
+
 LogicalResult PadOp::verify() {
   if (getMode() != "constant" && getMode() != "reflect" && getMode() != "edge")
     return emitOpError("mode must be constant, reflect or edge, got ")

@@ -499,3 +499,36 @@ INFER_POOL(AvgPoolOp)
 INFER_GLOBAL_POOL(GlobalAvgPoolOp)
 INFER_GLOBAL_POOL(GlobalMaxPoolOp)
 #undef INFER_GLOBAL_POOL
+
+LogicalResult
+ScatterAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                               ValueRange operands, DictionaryAttr attrs,
+                               OpaqueProperties props, RegionRange regions,
+                               SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto base = rankedType(adaptor.getBase());
+  auto indices = rankedType(adaptor.getIndices());
+  auto updates = rankedType(adaptor.getUpdates());
+  int64_t axis = adaptor.getAxis();
+  if (!base || !indices || !updates)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  if (axis < 0 || axis >= base.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             base.getRank());
+  if (!indices.getElementType().isInteger(64) &&
+      !indices.getElementType().isInteger(32))
+    return emitOptionalError(loc, "indices must be i32 or i64, got ",
+                             indices.getElementType());
+  // `updates` is what gather(base, indices) would produce.
+  SmallVector<int64_t> gathered(base.getShape().take_front(axis));
+  llvm::append_range(gathered, indices.getShape());
+  llvm::append_range(gathered, base.getShape().drop_front(axis + 1));
+  if (updates.getShape() != ArrayRef<int64_t>(gathered) ||
+      updates.getElementType() != base.getElementType())
+    return emitOptionalError(
+        loc, "updates must be ",
+        RankedTensorType::get(gathered, base.getElementType()),
+        " (what gather would produce), got ", updates);
+  out.push_back(base);
+  return success();
+}

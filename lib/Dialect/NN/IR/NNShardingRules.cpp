@@ -553,23 +553,22 @@ OpShardingRule GatherOp::getShardingRule() {
   return rule;
 }
 
-LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
-                                    ValueRange localOperands,
-                                    ArrayRef<ShardingAttr> operandShardings,
-                                    ArrayRef<ShardingAttr> resultShardings,
-                                    SmallVectorImpl<Value> &localResults) {
-  int64_t axis = getAxis();
-  auto globalData = getData().getType();
-  if (operandShardings[0].getAxesForDim(axis).empty())
-    return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
-                                    localResults);
-  // Masked lookup into this rank's rows [offset, offset + rows).
+namespace {
+/// Indices into a table split along `axis`, made local: each index minus
+/// this rank's first row, and whether it falls in this rank's rows.
+struct LocalIndices {
+  Value safe;    // in-range local index, or 0
+  Value inRange; // i1, the shape of the indices
+};
+} // namespace
+
+static LocalIndices localizeIndices(dist::PartitionContext &ctx, Location loc,
+                                    RankedTensorType globalTable,
+                                    ShardingAttr tableSharding, int64_t axis,
+                                    int64_t localRows, Value idx) {
   OpBuilder &b = ctx.builder;
-  Location loc = getLoc();
-  Value data = localOperands[0], idx = localOperands[1];
   auto idxType = cast<RankedTensorType>(idx.getType());
   Type it = idxType.getElementType();
-  int64_t rows = cast<RankedTensorType>(data.getType()).getDimSize(axis);
   auto scalar = [&](int64_t v) -> Value {
     auto t = RankedTensorType::get({}, it);
     return ConstantOp::create(
@@ -579,39 +578,65 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   Value zero = scalar(0);
   Value isNeg = LessOp::create(b, loc, idx, zero);
   Value wrapped =
-      AddOp::create(b, loc, idx, scalar(globalData.getDimSize(axis)));
+      AddOp::create(b, loc, idx, scalar(globalTable.getDimSize(axis)));
   idx = WhereOp::create(b, loc, isNeg, wrapped, idx);
   Value offset;
   if (ctx.coords) {
-    offset =
-        scalar(*ctx.pieceOffset(loc, globalData, operandShardings[0], axis));
+    offset = scalar(*ctx.pieceOffset(loc, globalTable, tableSharding, axis));
   } else {
     offset = dist::PieceOffsetOp::create(
-        b, loc, RankedTensorType::get({}, it), operandShardings[0],
+        b, loc, RankedTensorType::get({}, it), tableSharding,
         b.getI64IntegerAttr(axis),
-        b.getI64IntegerAttr(globalData.getDimSize(axis)));
+        b.getI64IntegerAttr(globalTable.getDimSize(axis)));
   }
   Value shifted = SubOp::create(b, loc, idx, offset);
   Value geLo = GreaterEqualOp::create(b, loc, shifted, zero);
-  Value ltHi = LessOp::create(b, loc, shifted, scalar(rows));
+  Value ltHi = LessOp::create(b, loc, shifted, scalar(localRows));
   Value inRange = AndOp::create(b, loc, geLo, ltHi);
-  Value safe = WhereOp::create(b, loc, inRange, shifted, zero);
-  Value looked = GatherOp::create(b, loc, data, safe, getAxisAttr());
-  // Broadcast the mask over the looked-up row's trailing dims.
-  auto lookedType = cast<RankedTensorType>(looked.getType());
-  SmallVector<int64_t> maskShape(lookedType.getShape().take_front(axis).size(),
-                                 1);
-  llvm::append_range(maskShape, idxType.getShape());
-  maskShape.append(lookedType.getRank() - maskShape.size(), 1);
-  Value mask = ReshapeOp::create(
-      b, loc, RankedTensorType::get(maskShape, b.getI1Type()), inRange);
-  auto et = lookedType.getElementType();
+  return {WhereOp::create(b, loc, inRange, shifted, zero), inRange};
+}
+
+/// `mask` (the indices' shape) reshaped to broadcast over a gathered tensor
+/// of `gathered` type whose index dimensions start at `axis`.
+static Value broadcastMask(OpBuilder &b, Location loc, Value mask,
+                           RankedTensorType gathered, int64_t axis) {
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  SmallVector<int64_t> shape(axis, 1);
+  llvm::append_range(shape, maskType.getShape());
+  shape.append(gathered.getRank() - shape.size(), 1);
+  return ReshapeOp::create(b, loc, RankedTensorType::get(shape, b.getI1Type()),
+                           mask);
+}
+
+static Value zeroScalar(OpBuilder &b, Location loc, Type et) {
   auto zt = RankedTensorType::get({}, et);
-  Attribute zeroAttr = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, 0.0))
-                                          : Attribute(IntegerAttr::get(et, 0));
-  Value fzero =
-      ConstantOp::create(b, loc, zt, DenseElementsAttr::get(zt, zeroAttr));
-  localResults.push_back(WhereOp::create(b, loc, mask, looked, fzero));
+  Attribute zero = isa<FloatType>(et) ? Attribute(FloatAttr::get(et, 0.0))
+                                      : Attribute(IntegerAttr::get(et, 0));
+  return ConstantOp::create(b, loc, zt, DenseElementsAttr::get(zt, zero));
+}
+
+LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
+                                    ValueRange localOperands,
+                                    ArrayRef<ShardingAttr> operandShardings,
+                                    ArrayRef<ShardingAttr> resultShardings,
+                                    SmallVectorImpl<Value> &localResults) {
+  int64_t axis = getAxis();
+  if (operandShardings[0].getAxesForDim(axis).empty())
+    return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
+                                    localResults);
+  // Masked lookup into this rank's rows [offset, offset + rows).
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  Value data = localOperands[0];
+  int64_t rows = cast<RankedTensorType>(data.getType()).getDimSize(axis);
+  LocalIndices local =
+      localizeIndices(ctx, loc, getData().getType(), operandShardings[0], axis,
+                      rows, localOperands[1]);
+  Value looked = GatherOp::create(b, loc, data, local.safe, getAxisAttr());
+  auto lookedType = cast<RankedTensorType>(looked.getType());
+  Value mask = broadcastMask(b, loc, local.inRange, lookedType, axis);
+  localResults.push_back(WhereOp::create(
+      b, loc, mask, looked, zeroScalar(b, loc, lookedType.getElementType())));
   return success();
 }
 
@@ -698,3 +723,129 @@ OpShardingRule MaxPoolOp::getShardingRule() { return poolRule(*this); }
 OpShardingRule AvgPoolOp::getShardingRule() { return poolRule(*this); }
 OpShardingRule GlobalAvgPoolOp::getShardingRule() { return poolRule(*this); }
 OpShardingRule GlobalMaxPoolOp::getShardingRule() { return poolRule(*this); }
+
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+OpShardingRule VariableOp::getShardingRule() {
+  OpShardingRule rule;
+  rule.results.push_back(freshFactors(rule, getResult()));
+  return rule;
+}
+
+/// Like gather: the table's rows are split with a masked local scatter
+/// (only this rank's rows receive their updates); the index positions are a
+/// sum (each rank adds its own updates, so the result is partial).
+OpShardingRule ScatterAddOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> base = shapeOf(getBase()), idx = shapeOf(getIndices());
+  int64_t axis = getAxis();
+  TensorFactors tb, ti, tu;
+  for (int64_t s : base)
+    tb.push_back({rule.addFactor(s)});
+  for (int64_t s : idx)
+    ti.push_back({rule.addFactor(s, FactorKind::Reduction)});
+  for (int64_t d = 0; d < axis; ++d)
+    tu.push_back(tb[d]);
+  for (auto &f : ti)
+    tu.push_back(f);
+  for (int64_t d = axis + 1, e = base.size(); d < e; ++d)
+    tu.push_back(tb[d]);
+  rule.operands = {tb, ti, tu};
+  rule.results = {tb};
+  rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
+  return rule;
+}
+
+LogicalResult ScatterAddOp::partitionOp(dist::PartitionContext &ctx,
+                                        ValueRange localOperands,
+                                        ArrayRef<ShardingAttr> operandShardings,
+                                        ArrayRef<ShardingAttr> resultShardings,
+                                        SmallVectorImpl<Value> &localResults) {
+  int64_t axis = getAxis();
+  if (operandShardings[0].getAxesForDim(axis).empty())
+    return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
+                                    localResults);
+  // Only updates whose index falls in this rank's rows are added.
+  OpBuilder &b = ctx.builder;
+  Location loc = getLoc();
+  Value base = localOperands[0], updates = localOperands[2];
+  int64_t rows = cast<RankedTensorType>(base.getType()).getDimSize(axis);
+  LocalIndices local =
+      localizeIndices(ctx, loc, getBase().getType(), operandShardings[0], axis,
+                      rows, localOperands[1]);
+  auto updatesType = cast<RankedTensorType>(updates.getType());
+  Value mask = broadcastMask(b, loc, local.inRange, updatesType, axis);
+  Value kept = WhereOp::create(
+      b, loc, mask, updates, zeroScalar(b, loc, updatesType.getElementType()));
+  localResults.push_back(
+      ScatterAddOp::create(b, loc, base, local.safe, kept, getAxisAttr()));
+  return success();
+}
+
+/// Factors of a convolution's gradient ops: batch n, output channels m,
+/// input channels c; spatial dimensions whole. Grouped convolutions keep
+/// their channels whole.
+static OpShardingRule convGradRule(Value x, Value w, Value dy, bool grouped,
+                                   FactorKind batchKind, FactorKind mKind,
+                                   FactorKind cKind, bool inputIsResult) {
+  OpShardingRule rule;
+  ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(dy);
+  int64_t n = rule.addFactor(xs[0], batchKind);
+  int64_t m = rule.addFactor(ws[0], grouped ? FactorKind::Whole : mKind);
+  int64_t c = rule.addFactor(xs[1], grouped ? FactorKind::Whole : cKind);
+  TensorFactors tx{{n}, {c}},
+      tw{{m}, {grouped ? rule.addFactor(ws[1], FactorKind::Whole) : c}},
+      ty{{n}, {m}};
+  for (size_t d = 2; d < xs.size(); ++d) {
+    tx.push_back({rule.addFactor(xs[d], FactorKind::Whole)});
+    tw.push_back({rule.addFactor(ws[d], FactorKind::Whole)});
+    ty.push_back({rule.addFactor(ys[d], FactorKind::Whole)});
+  }
+  if (inputIsResult) {
+    rule.operands = {ty, tw};
+    rule.results = {tx};
+  } else {
+    rule.operands = {tx, ty};
+    rule.results = {tw};
+  }
+  rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
+  return rule;
+}
+
+OpShardingRule ConvGradInputOp::getShardingRule() {
+  // dx[n, c] = sum over m of dy[n, m] * w[m, c].
+  return convGradRule(getResult(), getWeight(), getResultGrad(),
+                      getGroup() != 1, FactorKind::Parallel,
+                      FactorKind::Reduction, FactorKind::Parallel,
+                      /*inputIsResult=*/true);
+}
+
+OpShardingRule ConvGradWeightOp::getShardingRule() {
+  // dw[m, c] = sum over n of dy[n, m] * x[n, c].
+  return convGradRule(getInput(), getResult(), getResultGrad(), getGroup() != 1,
+                      FactorKind::Reduction, FactorKind::Parallel,
+                      FactorKind::Parallel,
+                      /*inputIsResult=*/false);
+}
+
+template <typename OpTy> static OpShardingRule poolGradRule(OpTy op) {
+  OpShardingRule rule;
+  ArrayRef<int64_t> x = shapeOf(op.getInput()), y = shapeOf(op.getResultGrad());
+  int64_t n = rule.addFactor(x[0]), c = rule.addFactor(x[1]);
+  TensorFactors tx{{n}, {c}}, ty{{n}, {c}}, tr{{n}, {c}};
+  for (size_t d = 2; d < x.size(); ++d) {
+    int64_t f = rule.addFactor(x[d], FactorKind::Whole);
+    tx.push_back({f});
+    tr.push_back({f});
+    ty.push_back({rule.addFactor(y[d], FactorKind::Whole)});
+  }
+  rule.operands = {tx, ty};
+  rule.results = {tr};
+  rule.linearOperands.assign(2, false);
+  return rule;
+}
+
+OpShardingRule MaxPoolGradOp::getShardingRule() { return poolGradRule(*this); }
+OpShardingRule AvgPoolGradOp::getShardingRule() { return poolGradRule(*this); }

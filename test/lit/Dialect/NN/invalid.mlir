@@ -223,3 +223,20 @@ func.func @range_scalars(%a: tensor<2xi64>) {
   %0 = nn.range %a, %a, %a : (tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> tensor<4xi64>
   return
 }
+
+// -----
+
+func.func @scatter_add_updates_shape(%z: tensor<10x16xf32>, %ids: tensor<2x3xi64>, %rows: tensor<2x16xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{updates must be 'tensor<2x3x16xf32>' (what gather would produce)}}
+  %1 = nn.scatter_add %z, %ids, %rows axis 0 : (tensor<10x16xf32>, tensor<2x3xi64>, tensor<2x16xf32>) -> tensor<10x16xf32>
+  return
+}
+
+// -----
+
+func.func @conv_grad_channels(%dy: tensor<1x8x5x5xf32>, %w: tensor<8x2x3x3xf32>) {
+  // expected-error @+1 {{do not belong to one convolution with group 1}}
+  %2 = nn.conv_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x5x5xf32>, tensor<8x2x3x3xf32>) -> tensor<1x4x9x9xf32>
+  return
+}

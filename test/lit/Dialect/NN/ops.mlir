@@ -165,3 +165,22 @@ func.func @vision(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<8
   %5 = nn.global_max_pool %x : tensor<1x4x9x9xf32> -> tensor<1x4x1x1xf32>
   return
 }
+
+// The ops training steps are built from.
+// CHECK-LABEL: func.func @training
+func.func @training(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %dy: tensor<1x8x5x5xf32>, %ids: tensor<2x3xi64>, %rows: tensor<2x3x16xf32>, %px: tensor<1x4x9x9xf32>, %pdy: tensor<1x4x4x4xf32>) {
+  // CHECK: nn.variable "fc1.weight/exp_avg" : tensor<16x32xf32>
+  %0 = nn.variable "fc1.weight/exp_avg" : tensor<16x32xf32>
+  // CHECK: nn.scatter_add {{.*}} axis 0 : (tensor<10x16xf32>, tensor<2x3xi64>, tensor<2x3x16xf32>) -> tensor<10x16xf32>
+  %z = nn.constant dense<0.0> : tensor<10x16xf32>
+  %1 = nn.scatter_add %z, %ids, %rows axis 0 : (tensor<10x16xf32>, tensor<2x3xi64>, tensor<2x3x16xf32>) -> tensor<10x16xf32>
+  // CHECK: nn.conv_grad_input {{.*}} -> tensor<1x4x9x9xf32>
+  %2 = nn.conv_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x8x5x5xf32>, tensor<8x2x3x3xf32>) -> tensor<1x4x9x9xf32>
+  // CHECK: nn.conv_grad_weight {{.*}} -> tensor<8x2x3x3xf32>
+  %3 = nn.conv_grad_weight %x, %dy {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, group = 2 : i64} : (tensor<1x4x9x9xf32>, tensor<1x8x5x5xf32>) -> tensor<8x2x3x3xf32>
+  // CHECK: nn.max_pool_grad {{.*}} -> tensor<1x4x9x9xf32>
+  %4 = nn.max_pool_grad %px, %pdy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x9x9xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x9x9xf32>
+  // CHECK: nn.avg_pool_grad {{.*}} -> tensor<1x4x9x9xf32>
+  %5 = nn.avg_pool_grad %px, %pdy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x9x9xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x9x9xf32>
+  return
+}

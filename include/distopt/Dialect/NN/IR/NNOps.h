@@ -11,6 +11,12 @@
 #include "distopt/Dialect/Dist/IR/ShardingRuleInterface.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 
+namespace distopt::nn {
+class GradientBuilder;
+} // namespace distopt::nn
+
+#include "distopt/Dialect/NN/IR/GradientOpInterface.h.inc"
+
 #define GET_OP_CLASSES
 #include "distopt/Dialect/NN/IR/NNOps.h.inc"
 

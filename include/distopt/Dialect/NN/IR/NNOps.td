@@ -4,6 +4,7 @@
 
 include "distopt/Dialect/NN/IR/NNBase.td"
 include "distopt/Dialect/Dist/IR/ShardingRuleInterface.td"
+include "distopt/Dialect/NN/IR/GradientOpInterface.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -15,6 +16,9 @@ class NN_Op<string mnemonic, list<Trait> traits = [],
             list<string> localForm = []>
     : Op<NN_Dialect, mnemonic, !listconcat(traits, [Pure,
         DeclareOpInterfaceMethods<Dist_ShardingRuleOpInterface, localForm>])>;
+
+// An op with a gradient rule (GradientOpInterface).
+def NN_Differentiable : DeclareOpInterfaceMethods<NN_GradientOpInterface>;
 
 // An op whose result type follows from its operands and attributes.
 class NN_InferredOp<string mnemonic, list<Trait> traits = [],
@@ -90,13 +94,13 @@ class NN_BinaryOp<string mnemonic, string what, list<Trait> traits = []>
   }];
 }
 
-def NN_AddOp : NN_BinaryOp<"add", "addition">;
-def NN_SubOp : NN_BinaryOp<"sub", "subtraction">;
-def NN_MulOp : NN_BinaryOp<"mul", "multiplication">;
-def NN_DivOp : NN_BinaryOp<"div", "division (integers truncate toward zero)">;
-def NN_PowOp : NN_BinaryOp<"pow", "power">;
-def NN_MaxOp : NN_BinaryOp<"max", "maximum">;
-def NN_MinOp : NN_BinaryOp<"min", "minimum">;
+def NN_AddOp : NN_BinaryOp<"add", "addition", [NN_Differentiable]>;
+def NN_SubOp : NN_BinaryOp<"sub", "subtraction", [NN_Differentiable]>;
+def NN_MulOp : NN_BinaryOp<"mul", "multiplication", [NN_Differentiable]>;
+def NN_DivOp : NN_BinaryOp<"div", "division (integers truncate toward zero)", [NN_Differentiable]>;
+def NN_PowOp : NN_BinaryOp<"pow", "power", [NN_Differentiable]>;
+def NN_MaxOp : NN_BinaryOp<"max", "maximum", [NN_Differentiable]>;
+def NN_MinOp : NN_BinaryOp<"min", "minimum", [NN_Differentiable]>;
 def NN_ModOp : NN_BinaryOp<"mod", "remainder"> {
   let arguments = (ins AnyRankedTensor:$lhs, AnyRankedTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$fmod);
@@ -110,7 +114,7 @@ def NN_AndOp : NN_BinaryOp<"and", "logical and">;
 def NN_OrOp : NN_BinaryOp<"or", "logical or">;
 def NN_XorOp : NN_BinaryOp<"xor", "logical xor">;
 
-def NN_WhereOp : NN_InferredOp<"where"> {
+def NN_WhereOp : NN_InferredOp<"where", [NN_Differentiable]> {
   let summary = "select between two tensors (numpy broadcasting)";
   let description = [{
     `result = condition ? lhs : rhs`, element-wise, all three broadcast.
@@ -135,26 +139,26 @@ class NN_UnaryOp<string mnemonic, string what, list<Trait> traits = []>
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def NN_NegOp : NN_UnaryOp<"neg", "negation">;
-def NN_AbsOp : NN_UnaryOp<"abs", "absolute value">;
-def NN_ExpOp : NN_UnaryOp<"exp", "exponential">;
-def NN_LogOp : NN_UnaryOp<"log", "natural logarithm">;
-def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root">;
-def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", "1/x">;
-def NN_TanhOp : NN_UnaryOp<"tanh", "hyperbolic tangent">;
-def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "logistic sigmoid">;
-def NN_ErfOp : NN_UnaryOp<"erf", "error function">;
-def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)">;
+def NN_NegOp : NN_UnaryOp<"neg", "negation", [NN_Differentiable]>;
+def NN_AbsOp : NN_UnaryOp<"abs", "absolute value", [NN_Differentiable]>;
+def NN_ExpOp : NN_UnaryOp<"exp", "exponential", [NN_Differentiable]>;
+def NN_LogOp : NN_UnaryOp<"log", "natural logarithm", [NN_Differentiable]>;
+def NN_SqrtOp : NN_UnaryOp<"sqrt", "square root", [NN_Differentiable]>;
+def NN_ReciprocalOp : NN_UnaryOp<"reciprocal", "1/x", [NN_Differentiable]>;
+def NN_TanhOp : NN_UnaryOp<"tanh", "hyperbolic tangent", [NN_Differentiable]>;
+def NN_SigmoidOp : NN_UnaryOp<"sigmoid", "logistic sigmoid", [NN_Differentiable]>;
+def NN_ErfOp : NN_UnaryOp<"erf", "error function", [NN_Differentiable]>;
+def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)", [NN_Differentiable]>;
 def NN_NotOp : NN_UnaryOp<"not", "logical not">;
-def NN_SinOp : NN_UnaryOp<"sin", "sine">;
-def NN_CosOp : NN_UnaryOp<"cos", "cosine">;
-def NN_FloorOp : NN_UnaryOp<"floor", "round down">;
-def NN_CeilOp : NN_UnaryOp<"ceil", "round up">;
-def NN_RoundOp : NN_UnaryOp<"round", "round half to even">;
-def NN_SignOp : NN_UnaryOp<"sign", "sign">;
-def NN_IdentityOp : NN_UnaryOp<"identity", "copy">;
+def NN_SinOp : NN_UnaryOp<"sin", "sine", [NN_Differentiable]>;
+def NN_CosOp : NN_UnaryOp<"cos", "cosine", [NN_Differentiable]>;
+def NN_FloorOp : NN_UnaryOp<"floor", "round down", [NN_Differentiable]>;
+def NN_CeilOp : NN_UnaryOp<"ceil", "round up", [NN_Differentiable]>;
+def NN_RoundOp : NN_UnaryOp<"round", "round half to even", [NN_Differentiable]>;
+def NN_SignOp : NN_UnaryOp<"sign", "sign", [NN_Differentiable]>;
+def NN_IdentityOp : NN_UnaryOp<"identity", "copy", [NN_Differentiable]>;
 
-def NN_GeluOp : NN_UnaryOp<"gelu", "Gaussian error linear unit"> {
+def NN_GeluOp : NN_UnaryOp<"gelu", "Gaussian error linear unit", [NN_Differentiable]> {
   let description = [{
     `x * Phi(x)`; `approximate = "tanh"` uses the tanh approximation.
   }];
@@ -163,12 +167,12 @@ def NN_GeluOp : NN_UnaryOp<"gelu", "Gaussian error linear unit"> {
   let hasVerifier = 1;
 }
 
-def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x if x >= 0 else alpha * x"> {
+def NN_LeakyReluOp : NN_UnaryOp<"leaky_relu", "x if x >= 0 else alpha * x", [NN_Differentiable]> {
   let arguments = (ins AnyRankedTensor:$input,
                        DefaultValuedAttr<F64Attr, "0.01">:$alpha);
 }
 
-def NN_ClipOp : NN_UnaryOp<"clip", "clamp to [min, max]"> {
+def NN_ClipOp : NN_UnaryOp<"clip", "clamp to [min, max]", [NN_Differentiable]> {
   let description = [{
     Clamps to `[min, max]`; a missing bound is unbounded.
   }];
@@ -176,7 +180,7 @@ def NN_ClipOp : NN_UnaryOp<"clip", "clamp to [min, max]"> {
                        OptionalAttr<F64Attr>:$max);
 }
 
-def NN_CastOp : NN_Op<"cast"> {
+def NN_CastOp : NN_Op<"cast", [NN_Differentiable]> {
   let summary = "convert the element type";
   let description = [{
     ```mlir
@@ -193,8 +197,9 @@ def NN_CastOp : NN_Op<"cast"> {
 // Reductions and normalisation
 //===----------------------------------------------------------------------===//
 
-class NN_ReduceOp<string mnemonic, string what, list<string> localForm = []>
-    : NN_InferredOp<mnemonic, [], localForm> {
+class NN_ReduceOp<string mnemonic, string what, list<string> localForm = [],
+                  list<Trait> traits = []>
+    : NN_InferredOp<mnemonic, traits, localForm> {
   let summary = what # " over `axes`";
   let description = [{
     Reduces over the listed `axes` (non-negative, sorted, unique). With
@@ -214,10 +219,11 @@ class NN_ReduceOp<string mnemonic, string what, list<string> localForm = []>
   let hasVerifier = 1;
 }
 
-def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "sum">;
-def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "mean", ["partitionOp"]>;
-def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "maximum">;
-def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "minimum">;
+def NN_ReduceSumOp : NN_ReduceOp<"reduce_sum", "sum", [], [NN_Differentiable]>;
+def NN_ReduceMeanOp : NN_ReduceOp<"reduce_mean", "mean", ["partitionOp"],
+                                   [NN_Differentiable]>;
+def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "maximum", [], [NN_Differentiable]>;
+def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "minimum", [], [NN_Differentiable]>;
 def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "product">;
 
 class NN_ArgReduceOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
@@ -238,7 +244,7 @@ def NN_ArgMaxOp : NN_ArgReduceOp<"argmax", "maximum">;
 def NN_ArgMinOp : NN_ArgReduceOp<"argmin", "minimum">;
 
 class NN_SoftmaxLikeOp<string mnemonic, string what>
-    : NN_InferredOp<mnemonic, [SameOperandsAndResultType]> {
+    : NN_InferredOp<mnemonic, [SameOperandsAndResultType, NN_Differentiable]> {
   let summary = what # " along `axis`";
   let description = [{
     ```mlir
@@ -254,7 +260,7 @@ class NN_SoftmaxLikeOp<string mnemonic, string what>
 def NN_SoftmaxOp : NN_SoftmaxLikeOp<"softmax", "softmax">;
 def NN_LogSoftmaxOp : NN_SoftmaxLikeOp<"log_softmax", "log of softmax">;
 
-def NN_LayerNormOp : NN_InferredOp<"layer_norm"> {
+def NN_LayerNormOp : NN_InferredOp<"layer_norm", [NN_Differentiable]> {
   let summary = "layer normalisation over the trailing dimensions";
   let description = [{
     Normalises over dimensions `axis` .. rank-1 (biased variance, as ONNX
@@ -277,7 +283,7 @@ def NN_LayerNormOp : NN_InferredOp<"layer_norm"> {
   let hasVerifier = 1;
 }
 
-def NN_BatchNormOp : NN_InferredOp<"batch_norm"> {
+def NN_BatchNormOp : NN_InferredOp<"batch_norm", [NN_Differentiable]> {
   let summary = "batch normalisation with fixed statistics (inference)";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * scale + bias`, per channel (dim 1).
@@ -298,7 +304,7 @@ def NN_BatchNormOp : NN_InferredOp<"batch_norm"> {
 // Linear algebra and data movement
 //===----------------------------------------------------------------------===//
 
-def NN_MatMulOp : NN_InferredOp<"matmul"> {
+def NN_MatMulOp : NN_InferredOp<"matmul", [NN_Differentiable]> {
   let summary = "matrix product with numpy semantics";
   let description = [{
     As numpy `matmul`: the last two dimensions multiply, leading (batch)
@@ -315,7 +321,7 @@ def NN_MatMulOp : NN_InferredOp<"matmul"> {
   }];
 }
 
-def NN_TransposeOp : NN_InferredOp<"transpose"> {
+def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
   let summary = "permute dimensions";
   let description = [{
     Result dimension `i` is input dimension `perm[i]`.
@@ -330,7 +336,7 @@ def NN_TransposeOp : NN_InferredOp<"transpose"> {
   let hasVerifier = 1;
 }
 
-def NN_ReshapeOp : NN_Op<"reshape"> {
+def NN_ReshapeOp : NN_Op<"reshape", [NN_Differentiable]> {
   let summary = "reinterpret the elements with a new shape";
   let description = [{
     Row-major order is kept; the result type is the new shape.
@@ -346,7 +352,7 @@ def NN_ReshapeOp : NN_Op<"reshape"> {
   let hasFolder = 1;
 }
 
-def NN_ExpandOp : NN_Op<"expand"> {
+def NN_ExpandOp : NN_Op<"expand", [NN_Differentiable]> {
   let summary = "broadcast to a larger shape";
   let description = [{
     Numpy-broadcasts the input to the result type's shape.
@@ -361,7 +367,7 @@ def NN_ExpandOp : NN_Op<"expand"> {
   let hasVerifier = 1;
 }
 
-def NN_ConcatOp : NN_InferredOp<"concat"> {
+def NN_ConcatOp : NN_InferredOp<"concat", [NN_Differentiable]> {
   let summary = "join tensors along a dimension";
   let description = [{
     ```mlir
@@ -376,7 +382,7 @@ def NN_ConcatOp : NN_InferredOp<"concat"> {
   let hasVerifier = 1;
 }
 
-def NN_SliceOp : NN_InferredOp<"slice", [], ["partitionOp"]> {
+def NN_SliceOp : NN_InferredOp<"slice", [NN_Differentiable], ["partitionOp"]> {
   let summary = "strided slice with one start/end/step per dimension";
   let description = [{
     For every dimension `d`, takes indices `starts[d], starts[d] + steps[d], ...`
@@ -398,7 +404,7 @@ def NN_SliceOp : NN_InferredOp<"slice", [], ["partitionOp"]> {
   let hasVerifier = 1;
 }
 
-def NN_GatherOp : NN_InferredOp<"gather", [], ["partitionOp"]> {
+def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable], ["partitionOp"]> {
   let summary = "take slices of `data` along `axis` at `indices` (embedding lookup)";
   let description = [{
     As ONNX Gather: the result shape is `data.shape[:axis] + indices.shape +
@@ -417,7 +423,7 @@ def NN_GatherOp : NN_InferredOp<"gather", [], ["partitionOp"]> {
   let hasVerifier = 1;
 }
 
-def NN_PadOp : NN_InferredOp<"pad"> {
+def NN_PadOp : NN_InferredOp<"pad", [NN_Differentiable]> {
   let summary = "pad (or crop, with negative amounts) every dimension";
   let description = [{
     `pads` holds the amounts before each dimension, then after each.
@@ -448,7 +454,7 @@ def NN_RangeOp : NN_Op<"range"> {
 // Convolution and pooling (NCHW)
 //===----------------------------------------------------------------------===//
 
-def NN_ConvOp : NN_InferredOp<"conv"> {
+def NN_ConvOp : NN_InferredOp<"conv", [NN_Differentiable]> {
   let summary = "N-d convolution, channels first";
   let description = [{
     As ONNX Conv: input `[N, C, spatial...]`, weight `[M, C/group, kernel...]`,
@@ -466,7 +472,8 @@ def NN_ConvOp : NN_InferredOp<"conv"> {
   let hasVerifier = 1;
 }
 
-class NN_PoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
+class NN_PoolOp<string mnemonic, string what>
+    : NN_InferredOp<mnemonic, [NN_Differentiable]> {
   let summary = what # " pooling over the spatial dimensions";
   let description = [{
     As ONNX pooling: input `[N, C, spatial...]`; `pads` holds begin then end
@@ -486,7 +493,8 @@ class NN_PoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
 def NN_MaxPoolOp : NN_PoolOp<"max_pool", "maximum">;
 def NN_AvgPoolOp : NN_PoolOp<"avg_pool", "average">;
 
-class NN_GlobalPoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
+class NN_GlobalPoolOp<string mnemonic, string what>
+    : NN_InferredOp<mnemonic, [NN_Differentiable]> {
   let summary = what # " over all spatial dimensions";
   let description = [{
     Input `[N, C, spatial...]`, result `[N, C, 1, ...]`.
@@ -499,5 +507,106 @@ class NN_GlobalPoolOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
 
 def NN_GlobalAvgPoolOp : NN_GlobalPoolOp<"global_avg_pool", "average">;
 def NN_GlobalMaxPoolOp : NN_GlobalPoolOp<"global_max_pool", "maximum">;
+
+//===----------------------------------------------------------------------===//
+// Training: persistent state and the ops gradients need
+//===----------------------------------------------------------------------===//
+
+def NN_VariableOp : NN_Op<"variable"> {
+  let summary = "persistent state that starts as zeros (optimizer state)";
+  let description = [{
+    A tensor that lives across runs of a training step, like a weight, but
+    created as zeros instead of read from the model file: Adam's moments,
+    SGD's momentum buffer. The step's new value is a function result whose
+    `nn.updates` names the variable (see dist-build-training-step).
+
+    ```mlir
+    %m = nn.variable "fc1.weight/exp_avg" : tensor<64x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def NN_ScatterAddOp : NN_InferredOp<"scatter_add", [], ["partitionOp"]> {
+  let summary = "add slices of `updates` into `base` along `axis` at `indices`";
+  let description = [{
+    The gradient of `nn.gather`: for every index position `j`,
+    `result[..., indices[j], ...] += updates[..., j, ...]` along `axis`
+    (repeated indices accumulate; negative indices count from the end).
+    `updates` has the shape `nn.gather` would produce for `base` and
+    `indices`.
+
+    ```mlir
+    %g = nn.scatter_add %zeros, %ids, %dy axis 0
+        : (tensor<96x64xf32>, tensor<2x16xi64>, tensor<2x16x64xf32>) -> tensor<96x64xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$base, AnyRankedTensor:$indices,
+                       AnyRankedTensor:$updates, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $base `,` $indices `,` $updates `axis` $axis attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ConvGradInputOp : NN_Op<"conv_grad_input"> {
+  let summary = "gradient of a convolution with respect to its input";
+  let description = [{
+    Given the gradient of a convolution's result and its weight, the gradient
+    of its input (a transposed convolution). The result type is the input's.
+    Attributes are the forward convolution's.
+  }];
+  let arguments = (ins AnyRankedTensor:$result_grad, AnyRankedTensor:$weight,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $result_grad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_ConvGradWeightOp : NN_Op<"conv_grad_weight"> {
+  let summary = "gradient of a convolution with respect to its weight";
+  let description = [{
+    Given a convolution's input and the gradient of its result, the gradient
+    of its weight (summed over the batch). The result type is the weight's.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$result_grad,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations,
+                       DefaultValuedAttr<I64Attr, "1">:$group);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class NN_PoolGradOp<string mnemonic, string what> : NN_Op<mnemonic> {
+  let summary = "gradient of " # what # " pooling with respect to its input";
+  let description = [{
+    Given the pooling's input and the gradient of its result, the gradient of
+    its input. Attributes are the forward pooling's.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$result_grad,
+                       DenseI64ArrayAttr:$kernel, DenseI64ArrayAttr:$strides,
+                       DenseI64ArrayAttr:$pads, DenseI64ArrayAttr:$dilations,
+                       UnitAttr:$ceil_mode, UnitAttr:$count_include_pad);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $result_grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_MaxPoolGradOp : NN_PoolGradOp<"max_pool_grad", "maximum">;
+def NN_AvgPoolGradOp : NN_PoolGradOp<"avg_pool_grad", "average">;
 
 #endif // NN_OPS_TD
