@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <unordered_set>
 
 #include "cuda_kernels.h"
 #include "cuda_util.h"
@@ -267,6 +268,40 @@ struct CudaExecutor::Impl {
     }
     return OkStatus();
   }
+  // Copies each update value into its weight's device buffer (in place, so
+  // the weight keeps its buffer), after a successful run only. An update
+  // that aliases another updated weight is snapshotted first, so the order
+  // of the copies does not matter.
+  Status ApplyUpdates(const std::vector<DeviceTensor>& values) {
+    const std::vector<Program::WeightUpdate>& ups = program->updates();
+    if (ups.empty()) return OkStatus();
+    std::unordered_set<const DeviceBuffer*> updated;
+    for (const auto& u : ups) updated.insert(persistent[u.value].buf.get());
+    std::vector<DeviceTensor> src(ups.size());
+    for (size_t k = 0; k < ups.size(); ++k) {
+      const DeviceTensor& v = values[static_cast<size_t>(ups[k].update)];
+      if (v.buf == persistent[ups[k].value].buf) continue;  // already there
+      if (updated.count(v.buf.get())) {
+        DISTRT_RETURN_IF_ERROR(Alloc(v.type, &src[k]));
+        if (v.bytes() > 0) {
+          DISTRT_CUDA(
+              cudaMemcpyAsync(src[k].data(), v.data(), v.bytes(), cudaMemcpyDeviceToDevice, stream),
+              "cudaMemcpyAsync (update snapshot)");
+        }
+      } else {
+        src[k] = v;
+      }
+    }
+    for (size_t k = 0; k < ups.size(); ++k) {
+      if (!src[k].defined() || src[k].bytes() == 0) continue;
+      DeviceTensor& w = persistent[static_cast<size_t>(ups[k].value)];
+      DISTRT_CUDA(
+          cudaMemcpyAsync(w.data(), src[k].data(), w.bytes(), cudaMemcpyDeviceToDevice, stream),
+          "cudaMemcpyAsync (weight update)");
+    }
+    DISTRT_CUDA(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    return OkStatus();
+  }
   Status Download(const DeviceTensor& d, HostTensor* out) {
     DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(d.type.dtype, d.type.shape, out, tracker));
     if (d.bytes() > 0) {
@@ -345,6 +380,23 @@ std::vector<std::string> CudaExecutor::Placement() const {
 }
 
 const CudaRunStats& CudaExecutor::stats() const { return impl_->stats; }
+
+Status CudaExecutor::ReadPersistent(std::vector<PersistentTensor>* out) const {
+  Impl& im = *impl_;
+  const Program& p = *im.program;
+  out->clear();
+  DISTRT_CUDA(cudaSetDevice(im.device), "cudaSetDevice");
+  for (int i = 0; i < p.proto().weights_size(); ++i) {
+    const proto::Weight& w = p.proto().weights(i);
+    if (!w.has_update() && !w.zeros()) continue;
+    PersistentTensor t;
+    t.weight = &w;
+    DISTRT_RETURN_IF_ERROR(
+        im.Download(im.persistent[static_cast<size_t>(p.ValueIndex(w.value()))], &t.value));
+    out->push_back(std::move(t));
+  }
+  return OkStatus();
+}
 
 Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
   Impl& im = *impl_;
@@ -499,6 +551,12 @@ Status CudaExecutor::Run(const std::vector<HostTensor>& inputs, std::vector<Host
     Status st = im.Download(values[p.OutputValue(i)], &h);
     if (!st.ok()) return fail(st);
     outputs->push_back(std::move(h));
+  }
+  // Outputs are host copies already, so only the weights change here.
+  Status applied = im.ApplyUpdates(values);
+  if (!applied.ok()) {
+    outputs->clear();
+    return fail(applied.WithContext(StrCat(p.source(), ": applying weight updates")));
   }
   values.clear();
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -38,6 +38,8 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
   l.last_use.assign(static_cast<size_t>(p.num_values()), -1);
   l.keep = persistent;
   for (int i = 0; i < p.proto().outputs_size(); ++i) l.keep[p.OutputValue(i)] = true;
+  // Updates are copied into their weights after the last instruction.
+  for (const Program::WeightUpdate& u : p.updates()) l.keep[u.update] = true;
   for (int i = 0; i < n; ++i) {
     for (int v : p.InstructionInputs(i)) l.last_use[v] = i;
   }

@@ -21,8 +21,9 @@ Status CheckCommunicator(const Program& program, const Communicator* comm);
 Status CheckInputs(const Program& program, const std::vector<HostTensor>& inputs);
 
 // Buffer lifetimes: each value is released after its last reader, or right
-// after it is produced if nobody reads it. Weights, constants and program
-// outputs are never released.
+// after it is produced if nobody reads it. Weights, constants, program
+// outputs and weight updates (read after the last instruction) are never
+// released during a run.
 struct Liveness {
   std::vector<int> last_use;                    // per value: last reader, -1 if none
   std::vector<bool> keep;                       // per value: never released

@@ -1,6 +1,7 @@
 #include "distrt/executor.h"
 
 #include <chrono>
+#include <unordered_set>
 
 #include "exec_common.h"
 #include "kernel.h"
@@ -22,6 +23,85 @@ struct Executor::Impl {
 };
 
 Executor::~Executor() = default;
+
+namespace {
+
+// A copy of `t` in a buffer of its own.
+Status CopyOf(const HostTensor& t, HostTensor* out) {
+  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype(), t.shape(), out, nullptr, false));
+  if (t.byte_size()) std::memcpy(out->raw(), t.raw(), t.byte_size());
+  return OkStatus();
+}
+
+// memcpy split over the pool: a training step copies every parameter and
+// optimizer state, which is worth the threads for big models.
+void ParallelCopy(void* dst, const void* src, size_t bytes, ThreadPool* pool) {
+  constexpr size_t kChunk = size_t{1} << 20;
+  const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
+  ParallelFor(pool, chunks, 4, [&](int64_t c0, int64_t c1) {
+    const size_t b0 = static_cast<size_t>(c0) * kChunk;
+    const size_t b1 = std::min(bytes, static_cast<size_t>(c1) * kChunk);
+    std::memcpy(static_cast<uint8_t*>(dst) + b0, static_cast<const uint8_t*>(src) + b0, b1 - b0);
+  });
+}
+
+}  // namespace
+
+// Copies each update value into its weight's own buffer. In place, so the
+// weight keeps its buffer (and tracker) across runs. Runs after the last
+// instruction of a successful run only, so a failed run changes nothing.
+Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
+                              std::vector<HostTensor>* outputs) {
+  const Program& p = *program_;
+  Impl& im = *impl_;
+  if (p.updates().empty()) return OkStatus();
+  std::unordered_set<const Buffer*> updated;
+  for (const Program::WeightUpdate& u : p.updates())
+    updated.insert(im.persistent[u.value].buffer().get());
+  // An output that shares an updated weight's buffer (the weight itself or a
+  // reshape of it) must keep this run's contents: give it its own copy.
+  for (HostTensor& o : *outputs) {
+    if (o.defined() && updated.count(o.buffer().get())) {
+      HostTensor copy;
+      DISTRT_RETURN_IF_ERROR(CopyOf(o, &copy));
+      o = std::move(copy);
+    }
+  }
+  // An update that aliases another updated weight (w1 <- w2, w2 <- w1) is
+  // snapshotted before any copy, so the order of the copies does not matter.
+  std::vector<HostTensor> src(p.updates().size());
+  for (size_t k = 0; k < src.size(); ++k) {
+    const Program::WeightUpdate& u = p.updates()[k];
+    const HostTensor& v = values[static_cast<size_t>(u.update)];
+    if (v.buffer() == im.persistent[u.value].buffer()) continue;  // already there
+    if (updated.count(v.buffer().get())) {
+      DISTRT_RETURN_IF_ERROR(CopyOf(v, &src[k]));
+    } else {
+      src[k] = v;
+    }
+  }
+  for (size_t k = 0; k < src.size(); ++k) {
+    if (!src[k].defined() || src[k].byte_size() == 0) continue;
+    HostTensor& w = im.persistent[static_cast<size_t>(p.updates()[k].value)];
+    ParallelCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
+  }
+  return OkStatus();
+}
+
+Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
+  const Program& p = *program_;
+  out->clear();
+  for (int i = 0; i < p.proto().weights_size(); ++i) {
+    const proto::Weight& w = p.proto().weights(i);
+    if (!w.has_update() && !w.zeros()) continue;
+    PersistentTensor t;
+    t.weight = &w;
+    DISTRT_RETURN_IF_ERROR(
+        CopyOf(impl_->persistent[static_cast<size_t>(p.ValueIndex(w.value()))], &t.value));
+    out->push_back(std::move(t));
+  }
+  return OkStatus();
+}
 
 Status Executor::Create(std::shared_ptr<const Program> program, Communicator* comm,
                         const ExecutorOptions& options, std::unique_ptr<Executor>* out) {
@@ -136,6 +216,11 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   }
   outputs->clear();
   for (int i = 0; i < p.proto().outputs_size(); ++i) outputs->push_back(values[p.OutputValue(i)]);
+  Status applied = ApplyUpdates(values, outputs);
+  if (!applied.ok()) {
+    outputs->clear();
+    return fail(applied.WithContext(StrCat(p.source(), ": applying weight updates")));
+  }
   values.clear();
   stats_.peak_live_bytes = im.run_tracker->peak() - baseline;
   stats_.instructions = n;

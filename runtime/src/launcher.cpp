@@ -9,6 +9,11 @@
 
 namespace distrt {
 
+namespace {
+Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
+                      std::vector<NamedTensor>* global);
+}  // namespace
+
 Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& programs,
                             const LocalRunOptions& options, std::unique_ptr<LocalSession>* out) {
   const int n = static_cast<int>(programs.size());
@@ -121,6 +126,15 @@ Status LocalSession::RunSchedule(const std::vector<std::vector<std::vector<HostT
   return OkStatus();
 }
 
+Status LocalSession::ReadPersistent(std::vector<std::vector<PersistentTensor>>* per_rank) const {
+  per_rank->assign(execs_.size(), {});
+  for (size_t r = 0; r < execs_.size(); ++r) {
+    Status st = execs_[r]->ReadPersistent(&(*per_rank)[r]);
+    if (!st.ok()) return st.WithContext(StrCat("rank ", r));
+  }
+  return OkStatus();
+}
+
 Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
                 const std::vector<std::vector<HostTensor>>& inputs,
                 std::vector<std::vector<HostTensor>>* outputs, const LocalRunOptions& options,
@@ -212,8 +226,36 @@ Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& progra
   return AssembleOutputPieces(pieces, global);
 }
 
+Status AssemblePersistent(const std::vector<std::vector<PersistentTensor>>& per_rank,
+                          std::vector<NamedTensor>* global) {
+  // A weight's name and slice are what an output's Argument holds.
+  std::vector<OutputPiece> pieces;
+  for (size_t r = 0; r < per_rank.size(); ++r) {
+    for (const PersistentTensor& t : per_rank[r]) {
+      if (t.weight == nullptr) {
+        return InvalidArgumentError("AssemblePersistent: rank ", r, " has a piece without weight");
+      }
+      OutputPiece piece;
+      piece.rank = static_cast<int>(r);
+      piece.argument.set_name(t.weight->name());
+      *piece.argument.mutable_slice() = t.weight->slice();
+      piece.tensor = t.value;
+      pieces.push_back(std::move(piece));
+    }
+  }
+  return AssemblePieces(pieces, "weight", global);
+}
+
 Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
                             std::vector<NamedTensor>* global) {
+  return AssemblePieces(pieces, "output", global);
+}
+
+namespace {
+
+// AssembleOutputPieces; `what` names the kind of tensor in messages.
+Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
+                      std::vector<NamedTensor>* global) {
   struct Acc {
     std::string name;
     HostTensor tensor;
@@ -239,7 +281,7 @@ Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
       slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
     }
     if (slot->tensor.shape() != s.global_shape || slot->tensor.dtype() != piece.dtype()) {
-      return InvalidArgumentError("output '", a.name(), "': rank ", r, " has a piece of ",
+      return InvalidArgumentError(what, " '", a.name(), "': rank ", r, " has a piece of ",
                                   TensorType{piece.dtype(), s.global_shape}.ToString(),
                                   ", another rank of ", slot->tensor.type().ToString());
     }
@@ -255,7 +297,7 @@ Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
   for (auto& x : acc) {
     for (size_t k = 0; k < x.covered.size(); ++k) {
       if (!x.covered[k]) {
-        return InvalidArgumentError("output '", x.name, "': element ", k,
+        return InvalidArgumentError(what, " '", x.name, "': element ", k,
                                     " of the global tensor is held by no rank");
       }
     }
@@ -263,5 +305,7 @@ Status AssembleOutputPieces(const std::vector<OutputPiece>& pieces,
   }
   return OkStatus();
 }
+
+}  // namespace
 
 }  // namespace distrt

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <functional>
 
 #include "distrt/mpi_comm.h"
 
@@ -266,36 +267,39 @@ Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
 
 // ---- gather / broadcast -----------------------------------------------------
 
-Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_outputs, int root,
-                     std::vector<NamedTensor>* global) {
-  DISTRT_RETURN_IF_ERROR(RequireMpi("GatherOutputs"));
-  global->clear();
+namespace {
+
+// What GatherOutputs and GatherPersistent share: each rank sends its pieces
+// (an Argument: name and slice, and the tensor) or, when `problem` is set,
+// that message; the root assembles (AssembleOutputPieces / AssemblePersistent).
+Status GatherPieces(const char* fn, const std::vector<proto::Argument>& args,
+                    const std::vector<HostTensor>& tensors, const std::string& problem, int root,
+                    const std::function<Status(const std::vector<OutputPiece>&)>& assemble) {
+  DISTRT_RETURN_IF_ERROR(RequireMpi(fn));
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   if (root < 0 || root >= size) {
-    return InvalidArgumentError("GatherOutputs: root ", root, " outside [0, ", size, ")");
+    return InvalidArgumentError(fn, ": root ", root, " outside [0, ", size, ")");
   }
-  // Payload: ok flag; then either an error message or, per output, its
+  // Payload: ok flag; then either an error message or, per piece, its
   // serialized Argument and the tensor. A rank with a problem still takes
   // part so the root can report it instead of hanging.
   std::vector<uint8_t> blob;
-  if (static_cast<int>(my_outputs.size()) != program.proto().outputs_size()) {
+  if (!problem.empty()) {
     PutU64(&blob, 0);
-    const std::string msg = StrCat("rank ", rank, " has ", my_outputs.size(),
-                                   " outputs, its program ", program.proto().outputs_size());
-    PutBytes(&blob, msg.data(), msg.size());
+    PutBytes(&blob, problem.data(), problem.size());
   } else {
     PutU64(&blob, 1);
-    PutU64(&blob, my_outputs.size());
-    for (size_t i = 0; i < my_outputs.size(); ++i) {
-      const std::string arg = program.proto().outputs(static_cast<int>(i)).SerializeAsString();
+    PutU64(&blob, tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const std::string arg = args[i].SerializeAsString();
       PutBytes(&blob, arg.data(), arg.size());
-      PutTensor(&blob, my_outputs[i]);
+      PutTensor(&blob, tensors[i]);
     }
   }
   ScopedComm comm;
-  if (comm.get() == MPI_COMM_NULL) return InternalError("GatherOutputs: MPI_Comm_dup failed");
+  if (comm.get() == MPI_COMM_NULL) return InternalError(fn, ": MPI_Comm_dup failed");
   if (rank != root) return SendBlob(blob, root, comm.get());
 
   std::vector<OutputPiece> pieces;
@@ -306,33 +310,84 @@ Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_o
     const std::vector<uint8_t>& b = r == root ? blob : theirs;
     Reader rd(b.data(), b.size());
     uint64_t ok = 0, n = 0;
-    if (!rd.U64(&ok)) return DataLossError("GatherOutputs: empty message from rank ", r);
+    if (!rd.U64(&ok)) return DataLossError(fn, ": empty message from rank ", r);
     if (!ok) {
       const uint8_t* m;
       size_t len;
       if (first_error.ok()) {
         first_error = rd.Bytes(&m, &len)
                           ? InvalidArgumentError(std::string(reinterpret_cast<const char*>(m), len))
-                          : DataLossError("GatherOutputs: corrupt message from rank ", r);
+                          : DataLossError(fn, ": corrupt message from rank ", r);
       }
       continue;
     }
-    if (!rd.U64(&n)) return DataLossError("GatherOutputs: corrupt message from rank ", r);
+    if (!rd.U64(&n)) return DataLossError(fn, ": corrupt message from rank ", r);
     for (uint64_t i = 0; i < n; ++i) {
       OutputPiece p;
       p.rank = r;
       const uint8_t* a;
       size_t len;
       if (!rd.Bytes(&a, &len) || !p.argument.ParseFromArray(a, static_cast<int>(len))) {
-        return DataLossError("GatherOutputs: corrupt argument from rank ", r);
+        return DataLossError(fn, ": corrupt argument from rank ", r);
       }
       Status st = GetTensor(&rd, &p.tensor);
-      if (!st.ok()) return st.WithContext(StrCat("GatherOutputs: output ", i, " of rank ", r));
+      if (!st.ok()) return st.WithContext(StrCat(fn, ": piece ", i, " of rank ", r));
       pieces.push_back(std::move(p));
     }
   }
   if (!first_error.ok()) return first_error;
-  return AssembleOutputPieces(pieces, global);
+  return assemble(pieces);
+}
+
+}  // namespace
+
+Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_outputs, int root,
+                     std::vector<NamedTensor>* global) {
+  global->clear();
+  std::string problem;
+  std::vector<proto::Argument> args;
+  if (static_cast<int>(my_outputs.size()) != program.proto().outputs_size()) {
+    problem = StrCat("rank ", program.rank(), " has ", my_outputs.size(), " outputs, its program ",
+                     program.proto().outputs_size());
+  } else {
+    args.assign(program.proto().outputs().begin(), program.proto().outputs().end());
+  }
+  return GatherPieces(
+      "GatherOutputs", args, my_outputs, problem, root,
+      [&](const std::vector<OutputPiece>& pieces) { return AssembleOutputPieces(pieces, global); });
+}
+
+Status GatherPersistent(const std::vector<PersistentTensor>& mine, int root,
+                        std::vector<NamedTensor>* global) {
+  global->clear();
+  std::string problem;
+  std::vector<proto::Argument> args;
+  std::vector<HostTensor> tensors;
+  for (const PersistentTensor& t : mine) {
+    if (t.weight == nullptr) {
+      problem = "GatherPersistent: a piece has no weight";
+      break;
+    }
+    proto::Argument a;
+    a.set_name(t.weight->name());
+    *a.mutable_slice() = t.weight->slice();
+    args.push_back(std::move(a));
+    tensors.push_back(t.value);
+  }
+  return GatherPieces("GatherPersistent", args, tensors, problem, root,
+                      [&](const std::vector<OutputPiece>& pieces) {
+                        // Same placement rules as AssemblePersistent: rebuild its input.
+                        std::vector<std::vector<PersistentTensor>> per_rank;
+                        std::vector<proto::Weight> weights(pieces.size());
+                        for (size_t i = 0; i < pieces.size(); ++i) {
+                          weights[i].set_name(pieces[i].argument.name());
+                          *weights[i].mutable_slice() = pieces[i].argument.slice();
+                          const size_t r = static_cast<size_t>(pieces[i].rank);
+                          if (per_rank.size() <= r) per_rank.resize(r + 1);
+                          per_rank[r].push_back({&weights[i], pieces[i].tensor});
+                        }
+                        return AssemblePersistent(per_rank, global);
+                      });
 }
 
 Status BroadcastTensors(int root, std::vector<NamedTensor>* tensors) {

@@ -102,6 +102,24 @@ int ProgramBuilder::Weight(const std::string& name, const std::string& file, uin
   return id;
 }
 
+int ProgramBuilder::ZerosWeight(const std::string& name, DType dtype, const Shape& global_shape,
+                                const Shape& offsets, const Shape& sizes) {
+  int id = Value(dtype, sizes, name);
+  proto::Weight* w = p_.add_weights();
+  w->set_value(id);
+  w->set_name(name);
+  w->set_zeros(true);
+  w->set_dtype(static_cast<proto::DType>(dtype));
+  *w->mutable_slice() = MakeSlice(global_shape, offsets, sizes);
+  return id;
+}
+
+void ProgramBuilder::SetUpdate(int weight, int update) {
+  for (proto::Weight& w : *p_.mutable_weights()) {
+    if (w.value() == weight) w.set_update(update);
+  }
+}
+
 proto::Instruction& ProgramBuilder::Op(
     const std::string& op, const std::vector<int>& inputs, const std::vector<int>& outputs,
     std::initializer_list<std::pair<const std::string, proto::Attribute>> attrs,

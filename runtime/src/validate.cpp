@@ -24,6 +24,7 @@ class ProgramValidator {
     DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/true));
     DISTRT_RETURN_IF_ERROR(Instructions());
     DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/false));
+    DISTRT_RETURN_IF_ERROR(Updates());
     return OkStatus();
   }
 
@@ -58,6 +59,7 @@ class ProgramValidator {
       }
     }
     defined_.assign(p_.values_.size(), false);
+    computed_.assign(p_.values_.size(), false);
     return OkStatus();
   }
 
@@ -89,18 +91,29 @@ class ProgramValidator {
       DISTRT_RETURN_IF_ERROR(Ref(w.value(), what, true, &idx));
       const TensorType& vt = p_.values_[static_cast<size_t>(idx)].type;
       DType wd = static_cast<DType>(w.dtype());
+      // A zeros weight has no stored form: its dtype may be left unspecified.
+      if (w.zeros() && wd == DType::kUnspecified) wd = vt.dtype;
       if (!IsValidDType(static_cast<int>(wd))) {
         return Error(what, " has invalid dtype ", static_cast<int>(wd));
       }
-      bool convertible =
-          wd == vt.dtype || (vt.dtype == DType::kF32 && (wd == DType::kF16 || wd == DType::kBF16));
+      bool convertible = wd == vt.dtype || (!w.zeros() && vt.dtype == DType::kF32 &&
+                                            (wd == DType::kF16 || wd == DType::kBF16));
       if (!convertible) {
         return Error(what, " is stored as ", DTypeName(wd), " but its value is ", vt.ToString());
       }
       SliceInfo s;
       Status st = ResolveSlice(w.slice(), vt.shape, &s);
       if (!st.ok()) return Error(what, ": ", st.message());
-      if (w.file().empty()) return Error(what, " has no file");
+      if (w.zeros()) {
+        // Starts as zeros: nothing to read, so a file would be a contradiction.
+        if (!w.file().empty()) {
+          return Error(what, " is zeros but names file '", w.file(),
+                       "' (a zeros weight has no file)");
+        }
+        p_.weight_paths_.emplace_back();
+        continue;
+      }
+      if (w.file().empty()) return Error(what, " has no file (and is not zeros)");
       std::string path = JoinPath(p_.base_dir_, w.file());
       auto it = sizes.find(path);
       if (it == sizes.end()) {
@@ -202,6 +215,7 @@ class ProgramValidator {
         int idx = -1;
         DISTRT_RETURN_IF_ERROR(Ref(inst.outputs(k), StrCat(what, " output ", k), true, &idx));
         p_.inst_outputs_[static_cast<size_t>(i)].push_back(idx);
+        computed_[static_cast<size_t>(idx)] = true;
         vc.outputs.push_back(p_.values_[static_cast<size_t>(idx)].type);
       }
       std::set<int> seen;
@@ -220,9 +234,45 @@ class ProgramValidator {
     return OkStatus();
   }
 
+  // Weight.update: a value an instruction computes, of the weight's own
+  // local type (the executor copies it into the weight after each run).
+  Status Updates() {
+    for (int i = 0; i < proto_.weights_size(); ++i) {
+      const proto::Weight& w = proto_.weights(i);
+      if (!w.has_update()) continue;
+      const std::string what = StrCat("weight ", i, " '", w.name(), "'");
+      const int widx = p_.ValueIndex(w.value());
+      const int uidx = p_.ValueIndex(w.update());
+      if (uidx < 0) {
+        return Error(what, " has update %", w.update(), ", which is not declared (",
+                     proto_.values_size(), " values)");
+      }
+      if (!computed_[static_cast<size_t>(uidx)]) {
+        const char* kind = "never defined";
+        if (std::find(p_.input_values_.begin(), p_.input_values_.end(), uidx) !=
+            p_.input_values_.end()) {
+          kind = "a program input";
+        } else if (defined_[static_cast<size_t>(uidx)]) {
+          kind = "a weight or constant";
+        }
+        return Error(what, " has update ", p_.DescribeValue(uidx), ", which is ", kind,
+                     ", not a value an instruction computes");
+      }
+      const TensorType& wt = p_.values_[static_cast<size_t>(widx)].type;
+      const TensorType& ut = p_.values_[static_cast<size_t>(uidx)].type;
+      if (wt != ut) {
+        return Error(what, " is ", wt.ToString(), " but its update ", p_.DescribeValue(uidx),
+                     " has another type");
+      }
+      p_.updates_.push_back({i, widx, uidx});
+    }
+    return OkStatus();
+  }
+
   Program& p_;
   const proto::RankProgram& proto_;
   std::vector<bool> defined_;
+  std::vector<bool> computed_;  // defined by an instruction
 };
 
 Status Program::Create(proto::RankProgram proto, const std::string& source,

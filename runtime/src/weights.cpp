@@ -16,6 +16,12 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     const proto::Weight& w = p.weights(i);
     const int idx = program.ValueIndex(w.value());
     const TensorType& vt = program.value(idx).type;
+    if (w.zeros()) {  // optimizer state: no file, starts at zero
+      HostTensor t;
+      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(vt.dtype, vt.shape, &t, tracker, true));
+      (*values)[static_cast<size_t>(idx)] = std::move(t);
+      continue;
+    }
     const std::string& path = program.WeightPath(i);
     auto it = files.find(path);
     if (it == files.end()) {

@@ -215,6 +215,49 @@ TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {
   EXPECT_HAS(st.message(), "'softmax'");
 }
 
+// Training state on the device: zeros weights updated by device kernels
+// (mul/sub/add), through an alias (identity of another updated weight: the
+// copy must use its value from before the run) and through the host
+// fallback (softmax), three runs, against the CPU executor.
+TEST(CudaDevice, WeightUpdatesMatchCpuExecutor) {
+  NEED_DEVICES(1);
+  ProgramBuilder b;
+  const int g = b.Input("g", DType::kF32, {4, 8});
+  const int w = b.ZerosWeight("w", DType::kF32, {4, 8}, {0, 0}, {4, 8});
+  const int m = b.ZerosWeight("m", DType::kF32, {4, 8}, {0, 0}, {4, 8});
+  const int prev = b.ZerosWeight("prev", DType::kF32, {4, 8}, {0, 0}, {4, 8});
+  const int half = b.Constant(*HostTensor::FromVector<float>({}, {0.5f}));
+  const int step = b.Apply("mul", {g, half}, DType::kF32, {4, 8});
+  b.SetUpdate(w, b.Apply("sub", {w, step}, DType::kF32, {4, 8}));
+  const int sm = b.Apply("softmax", {g}, DType::kF32, {4, 8}, {{"axis", AttrInt(1)}});
+  b.SetUpdate(m, b.Apply("add", {m, sm}, DType::kF32, {4, 8}));
+  b.SetUpdate(prev, b.Apply("identity", {w}, DType::kF32, {4, 8}));
+  b.Output("w", w);
+  auto program = Make(b);
+  std::unique_ptr<Executor> cpu;
+  ASSERT_TRUE(Executor::Create(program, nullptr, ExecutorOptions(), &cpu).ok());
+  std::unique_ptr<CudaExecutor> gpu;
+  Status st = CudaExecutor::Create(program, nullptr, CudaExecutorOptions(), &gpu);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int k = 0; k < 3; ++k) {
+    std::vector<HostTensor> want, got;
+    const HostTensor x = Random({4, 8}, 20 + k);
+    ASSERT_TRUE(cpu->Run({x}, &want).ok());
+    st = gpu->Run({x}, &got);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ExpectF32(got[0], {4, 8}, Vec<float>(want[0]), 1e-5f);
+    std::vector<PersistentTensor> cs, gs;
+    ASSERT_TRUE(cpu->ReadPersistent(&cs).ok());
+    st = gpu->ReadPersistent(&gs);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_EQ(gs.size(), 3u);
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(gs[i].weight->name(), cs[i].weight->name());
+      ExpectF32(gs[i].value, {4, 8}, Vec<float>(cs[i].value), 1e-5f);
+    }
+  }
+}
+
 // ---- nccl --------------------------------------------------------------------------
 
 // Runs fn(rank, nccl communicator) on n threads, one GPU each.

@@ -204,6 +204,63 @@ TEST(MpiLauncher, ProgramOfAnotherWorldSizeIsRejected) {
   EXPECT_HAS(st.message(), StrCat("(mpirun -np ", g_size, ")"));
 }
 
+// Training state under MPI: rank r holds rows [2r, 2r + 2) of w [2n, 3]
+// (zeros, updated w - 0.5 g) and a replicated bias updated with the
+// all-reduced column sums of g; GatherPersistent assembles them on a root.
+TEST(MpiLauncher, TrainingStateIsUpdatedAndGathered) {
+  const int64_t rows = 2 * g_size;
+  ProgramBuilder b(g_rank, g_size);
+  const proto::Slice mine = MakeSlice({rows, 3}, {2 * g_rank, 0}, {2, 3});
+  const int g = b.Input("g", DType::kF32, {2, 3}, mine);
+  const int w = b.ZerosWeight("w", DType::kF32, {rows, 3}, {2 * g_rank, 0}, {2, 3});
+  const int bias = b.ZerosWeight("bias", DType::kF32, {3}, {0}, {3});
+  const int half = b.Constant(*HostTensor::FromVector<float>({}, {0.5f}));
+  const int step = b.Apply("mul", {g, half}, DType::kF32, {2, 3});
+  b.SetUpdate(w, b.Apply("sub", {w, step}, DType::kF32, {2, 3}));
+  const int part = b.Apply("reduce_sum", {g}, DType::kF32, {3},
+                           {{"axes", AttrInts({0})}, {"keepdims", AttrInt(0)}});
+  Group all;
+  for (int i = 0; i < g_size; ++i) all.push_back(i);
+  const int col =
+      b.Apply("all_reduce", {part}, DType::kF32, {3}, {{"reduction", AttrString("sum")}}, all);
+  b.SetUpdate(bias, b.Apply("sub", {bias, col}, DType::kF32, {3}));
+  b.Output("col", col);
+  std::shared_ptr<const Program> program;
+  ASSERT_TRUE(Program::Create(b.Build(), StrCat("rank-", g_rank, ".pb"), ".", &program).ok());
+  std::unique_ptr<MpiRank> rank;
+  Status st = MpiRank::Create(program, MpiRunOptions(), &rank);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<float> wv(static_cast<size_t>(rows * 3), 0.0f), bv(3, 0.0f);
+  for (int k = 0; k < 3; ++k) {
+    std::vector<float> gv;
+    for (int64_t i = 0; i < rows * 3; ++i) gv.push_back(0.25f * static_cast<float>(i % 7) - k);
+    const std::vector<NamedTensor> global_in = {
+        {"g", *HostTensor::FromVector<float>({rows, 3}, gv)}};
+    std::vector<HostTensor> ins, outs;
+    ASSERT_TRUE(SliceInputs(*program, global_in, &ins).ok());
+    st = rank->Run(ins, &outs);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    for (size_t i = 0; i < wv.size(); ++i) wv[i] = wv[i] - gv[i] * 0.5f;
+    std::vector<float> col_sum = outs[0].ToVector<float>();
+    for (int j = 0; j < 3; ++j) bv[j] = bv[j] - col_sum[j];
+    std::vector<PersistentTensor> state;
+    ASSERT_TRUE(rank->executor().ReadPersistent(&state).ok());
+    std::vector<NamedTensor> global;
+    st = GatherPersistent(state, /*root=*/0, &global);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    if (g_rank != 0) {
+      EXPECT_TRUE(global.empty());
+      continue;
+    }
+    ASSERT_EQ(global.size(), 2u);
+    EXPECT_EQ(global[0].name, "w");
+    EXPECT_EQ(global[0].tensor.shape(), (Shape{rows, 3}));
+    EXPECT_EQ(global[0].tensor.ToVector<float>(), wv) << "step " << k;
+    EXPECT_EQ(global[1].name, "bias");
+    EXPECT_EQ(global[1].tensor.ToVector<float>(), bv) << "step " << k;
+  }
+}
+
 TEST(MpiLauncher, EnvironmentOverridesOptions) {
   setenv("DISTRT_MPI_TIMEOUT", "2.5", 1);
   setenv("DISTRT_MPI_CHECK", "0", 1);

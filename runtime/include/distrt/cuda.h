@@ -125,7 +125,12 @@ class CudaExecutor {
 
   // Host tensors in, host tensors out (inputs are copied to the device,
   // outputs back). On failure the communicator is aborted, as Executor does.
+  // Weight updates are applied on the device after a successful run, as
+  // Executor::Run does on the host.
   Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
+
+  // As Executor::ReadPersistent: the training state, copied to the host.
+  Status ReadPersistent(std::vector<PersistentTensor>* out) const;
 
   // Per instruction: "device", "alias", "nccl" or "host".
   std::vector<std::string> Placement() const;

@@ -31,6 +31,14 @@ struct RunStats {
   double seconds = 0;           // wall time of the last Run
 };
 
+// A weight that is training state (it has an update or starts as zeros):
+// its proto entry (name, slice: global shape and this rank's offsets) and a
+// copy of this rank's current contents.
+struct PersistentTensor {
+  const proto::Weight* weight = nullptr;  // points into the executor's program
+  HostTensor value;
+};
+
 class Executor {
  public:
   // Loads the program's weights (this rank's slices) and constants and
@@ -44,24 +52,36 @@ class Executor {
   // Fills `outputs` in the order of the program's outputs. Every intermediate
   // buffer is freed right after its last use. On failure the communicator is
   // aborted so peers stop waiting, and the error names the instruction.
+  // After a successful run every weight with an update (Weight.update) gets
+  // its update value's contents, copied into the weight's buffer, so the
+  // next run reads them; a failed run leaves the weights as they were.
+  // Outputs never share memory with an updated weight.
   Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
 
   // A pipeline stage: runs the program once per FORWARD action of its
   // schedule, in schedule order, on that microbatch's inputs, with the
   // microbatch's send/recv tags (see PipelineSchedule in the proto).
   // `inputs[m]` and `(*outputs)[m]` belong to microbatch m. A program without
-  // a schedule runs once, as microbatch 0.
+  // a schedule runs once, as microbatch 0. Weight updates apply after each
+  // of those runs, as after Run (a training schedule that accumulates over
+  // microbatches is future work).
   Status RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
                      std::vector<std::vector<HostTensor>>* outputs);
 
   // Microbatches this program's schedule runs (1 without a schedule).
   int microbatches() const;
 
+  // The training state: every weight with an update or zeros, in weight
+  // order, with a copy of its current local contents. Not while a Run is in
+  // progress.
+  Status ReadPersistent(std::vector<PersistentTensor>* out) const;
+
   const Program& program() const { return *program_; }
   const RunStats& stats() const { return stats_; }
 
  private:
   Executor() = default;
+  Status ApplyUpdates(const std::vector<HostTensor>& values, std::vector<HostTensor>* outputs);
   struct Impl;
   std::shared_ptr<const Program> program_;
   Communicator* comm_ = nullptr;

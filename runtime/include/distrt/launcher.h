@@ -63,6 +63,13 @@ class LocalSession {
                      std::vector<std::vector<std::vector<HostTensor>>>* outputs,
                      std::vector<RunStats>* stats = nullptr);
 
+  // Rank r's executor (0 <= r < world_size()). Use it between runs only.
+  Executor& executor(int rank) { return *execs_[static_cast<size_t>(rank)]; }
+  const Executor& executor(int rank) const { return *execs_[static_cast<size_t>(rank)]; }
+  // Every rank's training state (Executor::ReadPersistent), index = rank.
+  // AssemblePersistent turns it into global tensors.
+  Status ReadPersistent(std::vector<std::vector<PersistentTensor>>* per_rank) const;
+
  private:
   LocalSession() = default;
   Status RunEach(const std::function<Status(Executor&, int)>& body, std::vector<RunStats>* stats);
@@ -94,6 +101,13 @@ Status SliceInputs(const Program& program, const std::vector<NamedTensor>& globa
 Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
                        const std::vector<std::vector<HostTensor>>& per_rank,
                        std::vector<NamedTensor>* global);
+
+// Rebuilds each global training-state tensor (by Weight.name, in order of
+// first appearance) from the ranks' pieces (per_rank[r]: rank r's
+// Executor::ReadPersistent) placed by Weight.slice, as AssembleOutputs does
+// for outputs: replicas taken once, every global element covered.
+Status AssemblePersistent(const std::vector<std::vector<PersistentTensor>>& per_rank,
+                          std::vector<NamedTensor>* global);
 
 // One output tensor of one rank with the Argument (name, slice) its program
 // declares for it.

@@ -142,6 +142,13 @@ Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
 Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_outputs, int root,
                      std::vector<NamedTensor>* global);
 
+// Collective over MPI_COMM_WORLD: every rank sends its training state
+// (`mine`: its Executor::ReadPersistent) to `root`, which assembles the
+// global tensors by Weight.name and slice as AssemblePersistent does.
+// `global` is filled on root and cleared elsewhere.
+Status GatherPersistent(const std::vector<PersistentTensor>& mine, int root,
+                        std::vector<NamedTensor>* global);
+
 // Collective over MPI_COMM_WORLD: root's `tensors` (names, dtypes, shapes,
 // data) replace every other rank's. For tools that read inputs on one rank.
 Status BroadcastTensors(int root, std::vector<NamedTensor>* tensors);

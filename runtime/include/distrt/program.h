@@ -15,8 +15,9 @@
 namespace distrt {
 
 // The only format_version this runtime reads. Bump on any change an older
-// reader could misread.
-constexpr uint32_t kFormatVersion = 1;
+// reader could misread. 2: Weight.update and Weight.zeros (training state),
+// which a version-1 reader would silently ignore.
+constexpr uint32_t kFormatVersion = 2;
 // RankProgram.end_mark / Package.end_mark must hold this ("DRTE").
 constexpr uint32_t kEndMark = 0x44525445u;
 
@@ -55,8 +56,16 @@ class Program {
   const std::vector<int>& InstructionOutputs(int i) const { return inst_outputs_[i]; }
   // "instruction 5 ('matmul' at 'MatMul_3')"
   std::string DescribeInstruction(int i) const;
-  // Resolved path of weight i's file.
+  // Resolved path of weight i's file ("" for a zeros weight).
   const std::string& WeightPath(int i) const { return weight_paths_[i]; }
+  // Weights with an update: (weight index, dense value index of the weight,
+  // dense value index of its update), in weight order.
+  struct WeightUpdate {
+    int weight = -1;
+    int value = -1;
+    int update = -1;
+  };
+  const std::vector<WeightUpdate>& updates() const { return updates_; }
   // Dense value index of input / output argument i.
   int InputValue(int i) const { return input_values_[i]; }
   int OutputValue(int i) const { return output_values_[i]; }
@@ -73,6 +82,7 @@ class Program {
   std::vector<std::vector<int>> inst_inputs_, inst_outputs_;
   std::vector<std::string> weight_paths_;
   std::vector<int> input_values_, output_values_;
+  std::vector<WeightUpdate> updates_;
   bool communicates_ = false;
 };
 

@@ -37,6 +37,13 @@ class ProgramBuilder {
   int Weight(const std::string& name, const std::string& file, uint64_t offset, DType stored,
              DType value_dtype, const Shape& global_shape, const Shape& offsets,
              const Shape& sizes);
+  // A weight with no file that starts as zeros (optimizer state); this rank
+  // holds the window offsets/sizes of `global_shape`.
+  int ZerosWeight(const std::string& name, DType dtype, const Shape& global_shape,
+                  const Shape& offsets, const Shape& sizes);
+  // After each run, `update`'s contents become weight `weight`'s (both value
+  // ids; `weight` must have been declared by Weight or ZerosWeight).
+  void SetUpdate(int weight, int update);
   // Appends an instruction; returns it for attributes / group.
   proto::Instruction& Op(
       const std::string& op, const std::vector<int>& inputs, const std::vector<int>& outputs,
