@@ -126,6 +126,16 @@ void ConfigureBlasThreads();
 // C[m x n] = A[m x k] * B[k x n] (row-major, contiguous), single-threaded.
 void GemmRowMajor(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n);
 void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_t k, int64_t n);
+// C[m x n] (+)= op(A) * op(B), row-major with leading dimensions,
+// single-threaded: op(A) is A [m x k], or with trans_a the transpose of A
+// stored [k x m]; likewise B. `accumulate` adds to C instead of
+// overwriting it.
+void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, bool accumulate, float* c,
+                    int64_t ldc);
+void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
+                    int64_t lda, const double* b, int64_t ldb, bool accumulate, double* c,
+                    int64_t ldc);
 
 }  // namespace distrt
 

@@ -197,6 +197,39 @@ void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_
   Gemm(a, b, c, m, k, n);
 }
 
+void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
+                    int64_t lda, const float* b, int64_t ldb, bool accumulate, float* c,
+                    int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
+    }
+    return;
+  }
+  ConfigureBlasThreads();
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
+}
+void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
+                    int64_t lda, const double* b, int64_t ldb, bool accumulate, double* c,
+                    int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    if (!accumulate) {
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);
+    }
+    return;
+  }
+  ConfigureBlasThreads();
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b,
+              static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
+}
+
 void RegisterMatmulKernels(KernelRegistry& r) {
   r.Add({"matmul", 2, 2, 1, RunMatmul, VerifyMatmul});
 }

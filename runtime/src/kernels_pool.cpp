@@ -1,5 +1,6 @@
 // max_pool, avg_pool (ONNX MaxPool/AveragePool with ceil_mode, dilations,
-// count_include_pad) and the global pools.
+// count_include_pad), their gradients max_pool_grad / avg_pool_grad, and the
+// global pools.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -95,6 +96,134 @@ Status RunPool(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- gradients ---------------------------------------------------------------
+
+// Inputs (x, dy): dy must have the shape the forward pool gives for x.
+Status PoolGradShape(const AttrReader& attrs, const TensorType& x, const TensorType& dy,
+                     Spatial* sp) {
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(PoolShape(attrs, x.shape, sp, &s));
+  if (dy.dtype != x.dtype || dy.shape != s) {
+    return InvalidArgumentError("result_grad is ", dy.ToString(), ", but pooling ", x.ToString(),
+                                " gives ", TensorType{x.dtype, s}.ToString());
+  }
+  return OkStatus();
+}
+
+Status VerifyPoolGrad(const VerifyContext& ctx) {
+  Spatial sp;
+  DISTRT_RETURN_IF_ERROR(PoolGradShape(ctx.attrs(), ctx.inputs[0], ctx.inputs[1], &sp));
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+// Windows are products of per-dim index sets, so each dim's part is
+// tabulated once: for output index o of dim j, the input indices the
+// window covers inside the input (in kernel order) and how many of its taps
+// fall inside the input plus its declared pads (the count_include_pad
+// divisor), as PoolPlane computes them.
+struct WindowTable {
+  std::vector<int64_t> pos[3];    // inside indices, window after window
+  std::vector<int64_t> start[3];  // per output index: offset into pos (+1 entry)
+  std::vector<int64_t> padded[3];
+};
+
+WindowTable MakeWindowTable(const Spatial& s) {
+  WindowTable t;
+  for (int j = 0; j < 3; ++j) {
+    t.start[j].push_back(0);
+    for (int64_t o = 0; o < s.out[j]; ++o) {
+      int64_t padded = 0;
+      for (int64_t k = 0; k < s.k[j]; ++k) {
+        const int64_t p = o * s.s[j] - s.pb[j] + k * s.d[j];
+        if (p >= -s.pb[j] && p < s.in[j] + s.pe[j]) ++padded;
+        if (p >= 0 && p < s.in[j]) t.pos[j].push_back(p);
+      }
+      t.start[j].push_back(static_cast<int64_t>(t.pos[j].size()));
+      t.padded[j].push_back(padded);
+    }
+  }
+  return t;
+}
+
+// One plane of dx (zeroed here) from one plane of dy. Max: all of a
+// window's gradient goes to the first maximum in scan order (a NaN wins, as
+// in PyTorch's max_pool backward, which also takes the last NaN). Avg:
+// spread over the window's elements inside the input, divided by the
+// forward's divisor.
+template <typename T>
+void PoolGradPlane(bool is_max, bool include_pad, const Spatial& s, const WindowTable& w,
+                   const T* x, const T* dy, T* dx) {
+  std::fill(dx, dx + s.in_size(), T(0));
+  for (int64_t od = 0; od < s.out[0]; ++od) {
+    const int64_t* p0 = w.pos[0].data() + w.start[0][od];
+    const int64_t n0 = w.start[0][od + 1] - w.start[0][od];
+    for (int64_t oh = 0; oh < s.out[1]; ++oh) {
+      const int64_t* p1 = w.pos[1].data() + w.start[1][oh];
+      const int64_t n1 = w.start[1][oh + 1] - w.start[1][oh];
+      for (int64_t ow = 0; ow < s.out[2]; ++ow) {
+        const int64_t* p2 = w.pos[2].data() + w.start[2][ow];
+        const int64_t n2 = w.start[2][ow + 1] - w.start[2][ow];
+        const T g = dy[(od * s.out[1] + oh) * s.out[2] + ow];
+        const int64_t count = n0 * n1 * n2;
+        if (count == 0) continue;
+        if (is_max) {
+          int64_t best = -1;
+          T best_v = T(0);
+          for (int64_t a = 0; a < n0; ++a)
+            for (int64_t b = 0; b < n1; ++b) {
+              const int64_t row = (p0[a] * s.in[1] + p1[b]) * s.in[2];
+              for (int64_t c = 0; c < n2; ++c) {
+                const T v = x[row + p2[c]];
+                if (best < 0 || v > best_v || std::isnan(static_cast<double>(v))) {
+                  best = row + p2[c];
+                  best_v = v;
+                }
+              }
+            }
+          dx[best] += g;
+          continue;
+        }
+        const int64_t div =
+            include_pad ? w.padded[0][od] * w.padded[1][oh] * w.padded[2][ow] : count;
+        const T share = static_cast<T>(static_cast<double>(g) / static_cast<double>(div));
+        for (int64_t a = 0; a < n0; ++a)
+          for (int64_t b = 0; b < n1; ++b) {
+            T* row = dx + (p0[a] * s.in[1] + p1[b]) * s.in[2];
+            for (int64_t c = 0; c < n2; ++c) row[p2[c]] += share;
+          }
+      }
+    }
+  }
+}
+
+Status RunPoolGrad(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const HostTensor &x = ctx.input(0), &dy = ctx.input(1);
+  Spatial sp;
+  DISTRT_RETURN_IF_ERROR(PoolGradShape(ctx.attrs(), x.type(), dy.type(), &sp));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t include_pad;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("count_include_pad", 0, &include_pad));
+  HostTensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const bool is_max = name == "max_pool_grad";
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const WindowTable table = MakeWindowTable(sp);
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name, {
+    const T* px = x.data<T>();
+    const T* pdy = dy.data<T>();
+    T* pdx = out->data<T>();
+    // Windows overlap within a plane, never across planes.
+    ParallelFor(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        PoolGradPlane<T>(is_max, include_pad != 0, sp, table, px + p * sp.in_size(),
+                         pdy + p * sp.out_size(), pdx + p * sp.in_size());
+      }
+    });
+  });
+  return OkStatus();
+}
+
 Status GlobalShape(const Shape& x, Shape* out) {
   if (x.size() < 3) {
     return InvalidArgumentError("global pooling needs NC + spatial dims, got ", ShapeToString(x));
@@ -150,6 +279,8 @@ Status RunGlobal(KernelContext& ctx) {
 void RegisterPoolKernels(KernelRegistry& r) {
   r.Add({"max_pool", 1, 1, 1, RunPool, VerifyPool});
   r.Add({"avg_pool", 1, 1, 1, RunPool, VerifyPool});
+  r.Add({"max_pool_grad", 2, 2, 1, RunPoolGrad, VerifyPoolGrad});
+  r.Add({"avg_pool_grad", 2, 2, 1, RunPoolGrad, VerifyPoolGrad});
   r.Add({"global_avg_pool", 1, 1, 1, RunGlobal, VerifyGlobal});
   r.Add({"global_max_pool", 1, 1, 1, RunGlobal, VerifyGlobal});
 }
