@@ -481,6 +481,12 @@ TEST(ConvGrad, ShapeErrors) {
   EXPECT_HAS(st.message(), "group 2");
 }
 
+TEST(ConvGrad, EmptyBatchGivesZeroWeightGradient) {
+  HostTensor dw = Run1("conv_grad_weight", {F32({0, 2, 3, 3}, {}), F32({0, 1, 2, 2}, {})},
+                       {DType::kF32, {1, 2, 2, 2}});
+  ExpectF32(dw, {1, 2, 2, 2}, std::vector<float>(8, 0.0f));
+}
+
 // ---- pool gradients -----------------------------------------------------------------
 
 struct PoolCfg {
