@@ -142,9 +142,19 @@ Compilation::load(MLIRContext &ctx, StringRef modelPath,
   if (!c->globalModule)
     return failure();
   ModuleOp module = *c->globalModule;
-  if (options.singleDevice) {
+  if (options.singleDevice)
     stripDistribution(module);
-  } else {
+  if (options.train) {
+    // Windows of fused projections become parameters of their own before
+    // differentiating, as a plan would split them.
+    splitFusedProjections(module);
+    FailureOr<TrainingStepInfo> step =
+        buildTrainingStep(module, *options.train);
+    if (failed(step))
+      return failure();
+    c->trainingInfo = std::move(*step);
+  }
+  if (!options.singleDevice) {
     if (failed(setMesh(module, options.meshSpec)))
       return failure();
     FailureOr<PlanFindings> findings = applyPlan(module, c->options.plan);
@@ -172,8 +182,15 @@ LogicalResult Compilation::shard() {
   dist::MeshOp m = mesh();
   if (!m)
     return success();
+  PassManager propagate(module.getContext());
+  propagate.addPass(dist::createDistPropagateSharding());
+  if (failed(propagate.run(module)))
+    return failure();
+  // A training step's updates come out as their parameters and states are
+  // laid out, so the runtime writes them back in place.
+  if (isTraining())
+    tieUpdatesToState(module);
   PassManager pm(module.getContext());
-  pm.addPass(dist::createDistPropagateSharding());
   pm.addPass(dist::createDistInsertReshards());
   pm.addPass(createCSEPass());
   if (failed(pm.run(module)))

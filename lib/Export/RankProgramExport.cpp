@@ -14,6 +14,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Path.h"
 
+#include <map>
+
 using namespace mlir;
 using namespace distopt;
 namespace proto = distrt::proto;
@@ -35,6 +37,9 @@ private:
                           RankedTensorType global, dist::ShardingAttr sharding,
                           proto::Slice *out);
   LogicalResult exportWeight(nn::WeightOp op);
+  LogicalResult exportVariable(nn::VariableOp op);
+  /// Weight entries by persistent key (a training step's updates name them).
+  std::map<std::string, SmallVector<int>> persistentEntries;
   LogicalResult exportConstant(nn::ConstantOp op);
   LogicalResult exportNNOp(Operation *op);
   LogicalResult exportDistOp(Operation *op);
@@ -163,6 +168,8 @@ LogicalResult Exporter::exportWeight(nn::WeightOp op) {
   }
   w->set_file(path.str().str());
   w->set_offset(op.getOffset());
+  persistentEntries[nn::getPersistentKey(op)].push_back(prog.weights_size() -
+                                                        1);
   w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
   if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
                        firstSharding(op), w->mutable_slice())))
@@ -175,6 +182,23 @@ LogicalResult Exporter::exportWeight(nn::WeightOp op) {
       s->set_offsets(d, s->offsets(d) + (*op.getWindowOffsets())[d]);
     }
   }
+  return success();
+}
+
+LogicalResult Exporter::exportVariable(nn::VariableOp op) {
+  FailureOr<int32_t> id = define(op.getResult());
+  if (failed(id))
+    return failure();
+  auto local = op.getResult().getType();
+  proto::Weight *w = prog.add_weights();
+  w->set_value(*id);
+  w->set_name(op.getName().str());
+  w->set_zeros(true);
+  w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
+  if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
+                       firstSharding(op), w->mutable_slice())))
+    return failure();
+  persistentEntries[op.getName().str()].push_back(prog.weights_size() - 1);
   return success();
 }
 
@@ -482,6 +506,17 @@ LogicalResult Exporter::exportReturn(func::FuncOp func, Operation *ret) {
     if (failed(id))
       return failure();
     auto local = cast<RankedTensorType>(v.getType());
+    // A training step's next value of a weight or state: written back in
+    // place by the runtime, not an output.
+    if (auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr)) {
+      auto it = persistentEntries.find(key.str());
+      if (it == persistentEntries.end())
+        return ret->emitError("update of '")
+               << key.getValue() << "', which this program does not hold";
+      for (int w : it->second)
+        prog.mutable_weights(w)->set_update(*id);
+      continue;
+    }
     proto::Argument *out = prog.add_outputs();
     out->set_value(*id);
     auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
@@ -569,6 +604,8 @@ FailureOr<proto::RankProgram> Exporter::run() {
     LogicalResult r = success();
     if (auto w = dyn_cast<nn::WeightOp>(op))
       r = exportWeight(w);
+    else if (auto v = dyn_cast<nn::VariableOp>(op))
+      r = exportVariable(v);
     else if (auto c = dyn_cast<nn::ConstantOp>(op))
       r = exportConstant(c);
     else if (isa<nn::NNDialect>(op.getDialect()))

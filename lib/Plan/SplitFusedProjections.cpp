@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "PlanUtils.h"
+#include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
@@ -146,4 +147,8 @@ void distopt::plan::splitFusedProjections(func::FuncOp func) {
   func.walk([&](nn::MatMulOp mm) { candidates.push_back(mm); });
   for (nn::MatMulOp mm : candidates)
     splitOne(mm);
+}
+
+void distopt::splitFusedProjections(ModuleOp module) {
+  module.walk([](func::FuncOp func) { plan::splitFusedProjections(func); });
 }

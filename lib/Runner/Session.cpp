@@ -132,6 +132,16 @@ public:
     return global;
   }
   bool isRoot() const override { return true; }
+  Expected<std::vector<distrt::NamedTensor>> persistentState() override {
+    std::vector<std::vector<distrt::PersistentTensor>> perRank;
+    std::vector<distrt::NamedTensor> global;
+    distrt::Status st = session->ReadPersistent(&perRank);
+    if (st.ok())
+      st = distrt::AssemblePersistent(perRank, &global);
+    if (!st.ok())
+      return fail(st.ToString());
+    return global;
+  }
   std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
     std::vector<std::pair<int, distrt::RunStats>> out;
     for (size_t r = 0; r < stats.size(); ++r)
@@ -158,11 +168,13 @@ public:
       const std::vector<std::vector<distrt::HostTensor>> &,
       std::vector<std::vector<distrt::HostTensor>> *)>;
   using StatsFn = std::function<distrt::RunStats()>;
+  using ReadFn =
+      std::function<distrt::Status(std::vector<distrt::PersistentTensor> *)>;
 
   ProcessRunSession(std::shared_ptr<const distrt::Program> program, int rank,
-                    RunFn runFn, StatsFn statsFn)
+                    RunFn runFn, StatsFn statsFn, ReadFn readFn)
       : program(std::move(program)), rank(rank), runFn(std::move(runFn)),
-        statsFn(std::move(statsFn)) {}
+        statsFn(std::move(statsFn)), readFn(std::move(readFn)) {}
 
   Expected<Microbatches> run(const Microbatches &inputs) override {
     size_t m = inputs.size();
@@ -187,6 +199,22 @@ public:
     return global;
   }
   bool isRoot() const override { return rank == 0; }
+  llvm::Error shareFromRoot(std::vector<distrt::NamedTensor> &t) override {
+    distrt::Status st = distrt::BroadcastTensors(/*root=*/0, &t);
+    if (!st.ok())
+      return fail(st.ToString());
+    return llvm::Error::success();
+  }
+  Expected<std::vector<distrt::NamedTensor>> persistentState() override {
+    std::vector<distrt::PersistentTensor> mine;
+    std::vector<distrt::NamedTensor> global;
+    distrt::Status st = readFn(&mine);
+    if (st.ok())
+      st = distrt::GatherPersistent(mine, /*root=*/0, &global);
+    if (!st.ok())
+      return fail(st.ToString());
+    return global;
+  }
   std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
     return {{rank, statsFn()}};
   }
@@ -196,6 +224,7 @@ private:
   int rank;
   RunFn runFn;
   StatsFn statsFn;
+  ReadFn readFn;
 };
 #endif
 
@@ -245,8 +274,11 @@ distopt::createSession(const Programs &programs, Backend backend,
       return shared->Run(in[0], &(*out)[0]);
     };
     auto statsFn = [shared] { return shared->executor().stats(); };
+    auto readFn = [shared](std::vector<distrt::PersistentTensor> *out) {
+      return shared->executor().ReadPersistent(out);
+    };
     return std::unique_ptr<Session>(
-        new ProcessRunSession(program, rank, runFn, statsFn));
+        new ProcessRunSession(program, rank, runFn, statsFn, readFn));
   }
 #if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
   if (backend == Backend::Nccl) {
@@ -278,8 +310,11 @@ distopt::createSession(const Programs &programs, Backend backend,
     };
     // Device memory is not counted by the host executor statistics.
     auto statsFn = [] { return distrt::RunStats(); };
+    auto readFn = [gpu](std::vector<distrt::PersistentTensor> *out) {
+      return gpu->exec->ReadPersistent(out);
+    };
     return std::unique_ptr<Session>(
-        new ProcessRunSession(program, rank, runFn, statsFn));
+        new ProcessRunSession(program, rank, runFn, statsFn, readFn));
   }
 #endif
 #endif

@@ -16,6 +16,8 @@
 #include "distopt/PipelineStages/Schedule.h"
 #include "distopt/PipelineStages/StageCut.h"
 #include "distopt/Plan/Plan.h"
+#include "distopt/Training/TrainConfig.h"
+#include "distopt/Training/TrainingStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -36,6 +38,9 @@ struct CompileOptions {
   Plan plan;
   /// Bindings of symbolic input dimensions ("batch" -> 2).
   llvm::StringMap<int64_t> dims;
+  /// Compile a training step for this config instead of the forward model
+  /// (see distopt/Training/TrainingStep.h).
+  std::optional<TrainConfig> train;
   /// Drop every mesh, annotation and sharding the model carries: compile it
   /// for one device (the reference a distributed run is checked against).
   bool singleDevice = false;
@@ -80,6 +85,9 @@ public:
   mlir::ModuleOp module() { return *globalModule; }
   const Plan &plan() const { return options.plan; }
   const PlanFindings &planFindings() const { return findings; }
+  /// What the training step trains (empty for a forward compile).
+  const TrainingStepInfo &training() const { return trainingInfo; }
+  bool isTraining() const { return options.train.has_value(); }
   llvm::StringRef modelPath() const { return path; }
   /// Directory relative weight paths resolve against (the model's).
   std::string weightDirectory();
@@ -119,6 +127,7 @@ private:
   CompileOptions options;
   mlir::OwningOpRef<mlir::ModuleOp> globalModule;
   PlanFindings findings;
+  TrainingStepInfo trainingInfo;
   std::optional<StageAssignment> stages;
   int64_t pipelineAxis = -1;
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules;

@@ -106,6 +106,12 @@ struct PlanFindings {
 mlir::FailureOr<PlanFindings> applyPlan(mlir::ModuleOp module,
                                         const Plan &plan);
 
+/// Rewrites each projection whose result is only ever sliced along its last
+/// dimension (a fused QKV) into one projection per slice, each reading a
+/// window of the stored weight. Plans run it first; training runs it before
+/// differentiating, so each window is its own parameter.
+void splitFusedProjections(mlir::ModuleOp module);
+
 /// Names of the presets, for --help and messages.
 llvm::ArrayRef<llvm::StringRef> presetNames();
 

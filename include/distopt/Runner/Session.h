@@ -48,6 +48,17 @@ public:
   run(const std::vector<std::vector<distrt::NamedTensor>> &inputs) = 0;
   /// Whether this process holds the outputs (and should print and check).
   virtual bool isRoot() const = 0;
+  /// A training step's state after the last run (parameters and optimizer
+  /// states), assembled into global tensors by name on the root process;
+  /// empty elsewhere.
+  virtual llvm::Expected<std::vector<distrt::NamedTensor>>
+  persistentState() = 0;
+  /// Makes every process hold the root process's `tensors` (a decision
+  /// only the root can take, such as stopping on a NaN loss). A no-op for
+  /// the local backend.
+  virtual llvm::Error shareFromRoot(std::vector<distrt::NamedTensor> &tensors) {
+    return llvm::Error::success();
+  }
   /// The executor statistics (weight bytes, peak activation bytes) of the
   /// ranks this process runs, after the last run: (rank, stats).
   virtual std::vector<std::pair<int, distrt::RunStats>> rankStats() const = 0;

@@ -360,6 +360,20 @@ std::string distopt::nn::getNodeName(Operation *op) {
   return "";
 }
 
+std::string distopt::nn::getPersistentKey(Operation *op) {
+  if (auto v = dyn_cast<VariableOp>(op))
+    return v.getName().str();
+  auto w = cast<WeightOp>(op);
+  std::string key = w.getName().str();
+  if (auto at = w.getWindowOffsets()) {
+    key += "[";
+    for (auto [i, o] : llvm::enumerate(*at))
+      key += (i ? "," : "") + std::to_string(o);
+    key += "]";
+  }
+  return key;
+}
+
 std::string distopt::nn::getNodeModulePath(Operation *op) {
   std::string name = getNodeName(op);
   SmallVector<StringRef> parts;

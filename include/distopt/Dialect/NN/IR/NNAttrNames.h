@@ -18,6 +18,19 @@ inline constexpr llvm::StringLiteral kModelPathAttr = "nn.model_path";
 /// On the module: the ONNX opset the model was imported at.
 inline constexpr llvm::StringLiteral kOpsetAttr = "nn.opset";
 
+// Training steps (see dist-build-training-step):
+/// On a function result: the persistent tensor (weight or variable, by its
+/// persistent key) whose next value the result is.
+inline constexpr llvm::StringLiteral kUpdatesAttr = "nn.updates";
+/// On an nn.variable: the parameter (persistent key) it is optimizer state
+/// of.
+inline constexpr llvm::StringLiteral kStateOfAttr = "nn.state_of";
+/// On the identity that marks a parameter's final gradient: the parameter.
+inline constexpr llvm::StringLiteral kGradientOfAttr = "nn.gradient_of";
+/// On ops of a training step: "loss", "backward" or "optimizer" (forward
+/// ops carry none).
+inline constexpr llvm::StringLiteral kPhaseAttr = "nn.phase";
+
 } // namespace distopt::nn
 
 #endif // DISTOPT_DIALECT_NN_IR_NNATTRNAMES_H

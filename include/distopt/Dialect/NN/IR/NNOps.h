@@ -26,6 +26,11 @@ namespace distopt::nn {
 /// it as the op's NameLoc), or "".
 std::string getNodeName(mlir::Operation *op);
 
+/// The key that names a persistent tensor across a training step's
+/// programs: a weight's initializer name (with its window when it is one,
+/// `qkv[64,0]`), a variable's name.
+std::string getPersistentKey(mlir::Operation *weightOrVariable);
+
 /// The PyTorch module path in the node's name: `/blocks.0/attn/qkv/MatMul`
 /// gives `blocks.0.attn.qkv`; "" for top-level or unnamed nodes.
 std::string getNodeModulePath(mlir::Operation *op);

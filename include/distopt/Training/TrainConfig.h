@@ -1,0 +1,75 @@
+//===- TrainConfig.h - what a training run asks for -------------*- C++ -*-===//
+//
+// A training config names the model output the loss reads, the loss, the
+// optimizer with PyTorch's hyper-parameters, which parameters train, and
+// for how many steps: the training-case layout's train.json (JSON or YAML).
+// See docs/training.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_TRAINING_TRAINCONFIG_H
+#define DISTOPT_TRAINING_TRAINCONFIG_H
+
+#include "mlir/IR/Location.h"
+#include "mlir/Support/LLVM.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distopt {
+
+struct LossSpec {
+  enum class Kind { CrossEntropy, MeanSquaredError };
+  Kind kind = Kind::CrossEntropy;
+  /// Labels equal to this take no part in a cross-entropy loss.
+  int64_t ignoreIndex = -100;
+};
+
+struct OptimizerSpec {
+  enum class Kind { SGD, Adam, AdamW };
+  Kind kind = Kind::AdamW;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999;
+  double eps = 1e-8;
+  double weightDecay = 0.0;
+  double momentum = 0.0; // SGD
+  bool nesterov = false; // SGD
+};
+
+/// The learning rate over steps: constant, or a linear warm-up followed by
+/// a cosine decay to `minLr` at `totalSteps`.
+struct LrSchedule {
+  enum class Kind { Constant, WarmupCosine };
+  Kind kind = Kind::Constant;
+  int64_t warmupSteps = 0;
+  int64_t totalSteps = 0; // 0: the run's steps
+  double minLr = 0.0;
+
+  /// The learning rate of step `step` (0-based) for base rate `lr`.
+  double at(int64_t step, double lr, int64_t runSteps) const;
+};
+
+struct TrainConfig {
+  std::string path;
+  /// The model output (graph output name) the loss reads.
+  std::string output;
+  LossSpec loss;
+  OptimizerSpec optimizer;
+  LrSchedule schedule;
+  /// Parameter globs without weight decay, and initializers that do not
+  /// train; each glob with where the config wrote it.
+  std::vector<std::pair<std::string, mlir::LocationAttr>> noDecay, frozen;
+  std::optional<double> clipGradNorm;
+  int64_t steps = 1;
+  /// A training case's reference losses (torch's, one per step).
+  std::vector<double> losses;
+  mlir::LocationAttr loc;
+};
+
+/// Parses a training config; errors are diagnostics at the file's line.
+mlir::FailureOr<TrainConfig> parseTrainConfig(mlir::MLIRContext *ctx,
+                                              llvm::StringRef path);
+
+} // namespace distopt
+
+#endif // DISTOPT_TRAINING_TRAINCONFIG_H

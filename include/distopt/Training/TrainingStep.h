@@ -1,0 +1,73 @@
+//===- TrainingStep.h - a forward model becomes a training step -*- C++ -*-===//
+//
+// dist-build-training-step rewrites a forward model's main function into
+// one training step, all in nn IR that every later pass (propagation,
+// resharding, partitioning, stage cuts) treats like any other:
+//
+//   forward -> loss (and its gradient w.r.t. the output) -> backward
+//   (GradientOpInterface) -> global-norm clipping -> optimizer update
+//
+// Trainable parameters stay `nn.weight` ops; optimizer states are
+// `nn.variable` ops; the step returns the loss, the gradient norm and the
+// next value of every parameter and state (results marked `nn.updates`),
+// which the runtime writes back in place. Hyper-parameters that change per
+// step (learning rate, Adam's bias corrections) are scalar inputs the
+// trainer feeds. See docs/training.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_TRAINING_TRAININGSTEP_H
+#define DISTOPT_TRAINING_TRAININGSTEP_H
+
+#include "distopt/Training/TrainConfig.h"
+
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace distopt {
+
+/// Names of the inputs and outputs a training step adds.
+inline constexpr llvm::StringLiteral kLabelsInput = "labels";
+inline constexpr llvm::StringLiteral kLossOutput = "loss";
+inline constexpr llvm::StringLiteral kGradNormOutput = "grad_norm";
+/// Per-step scalar inputs (f32): the learning rate, Adam's step size
+/// lr / (1 - beta1^t) and sqrt(1 - beta2^t), AdamW's decay 1 - lr * wd.
+inline constexpr llvm::StringLiteral kLrInput = "hyper.lr";
+inline constexpr llvm::StringLiteral kStepSizeInput = "hyper.step_size";
+inline constexpr llvm::StringLiteral kBiasCorrection2SqrtInput =
+    "hyper.bias_correction2_sqrt";
+inline constexpr llvm::StringLiteral kDecayInput = "hyper.decay";
+
+struct TrainingStepInfo {
+  /// Persistent keys of the parameters that train.
+  std::vector<std::string> parameters;
+  /// Parameters that do not affect the loss: like torch, they have no
+  /// gradient and are not updated.
+  std::vector<std::string> untouched;
+  /// Names of the optimizer-state variables.
+  std::vector<std::string> states;
+  /// Classes of a cross-entropy loss (the output's last extent), 0 for MSE.
+  int64_t classes = 0;
+};
+
+/// Rewrites `module`'s main function into one training step for `config`.
+/// Errors (an output the model lacks, a glob that matches nothing, an op
+/// without a gradient rule on the path to a parameter) are diagnostics.
+mlir::FailureOr<TrainingStepInfo> buildTrainingStep(mlir::ModuleOp module,
+                                                    const TrainConfig &config);
+
+/// The per-step hyper-parameter inputs of step `step` (0-based), by name.
+std::vector<std::pair<std::string, double>>
+hyperParameters(const TrainConfig &config, int64_t step);
+
+/// Whether `module` is a training step (its main function updates state).
+bool isTrainingStep(mlir::ModuleOp module);
+
+/// After propagation: every update result must come out with the sharding
+/// its parameter or state has, so the runtime writes it back in place.
+void tieUpdatesToState(mlir::ModuleOp module);
+
+} // namespace distopt
+
+#endif // DISTOPT_TRAINING_TRAININGSTEP_H

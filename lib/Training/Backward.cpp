@@ -1,0 +1,101 @@
+//===- Backward.cpp - reverse-mode differentiation of nn IR -----*- C++ -*-===//
+#include "distopt/Training/Backward.h"
+
+#include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Dialect/NN/IR/GradientBuilder.h"
+
+#include "llvm/ADT/SetVector.h"
+
+using namespace mlir;
+using namespace distopt;
+
+static bool isFloatTensor(Value v) {
+  auto t = dyn_cast<RankedTensorType>(v.getType());
+  return t && isa<FloatType>(t.getElementType());
+}
+
+FailureOr<SmallVector<Value>>
+distopt::buildGradients(OpBuilder &builder,
+                        ArrayRef<std::pair<Value, Value>> seeds,
+                        ArrayRef<Value> wrt) {
+  if (seeds.empty())
+    return SmallVector<Value>(wrt.size());
+  Block *block = Value(seeds.front().first).getParentBlock();
+
+  // Values that depend on a `wrt` value through float ops...
+  DenseSet<Value> fromParams(wrt.begin(), wrt.end());
+  for (Operation &op : *block)
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromParams.contains(v); }))
+      for (Value r : op.getResults())
+        if (isFloatTensor(r))
+          fromParams.insert(r);
+  // ... and that the seeds depend on: the ops between are differentiated.
+  DenseSet<Value> toSeeds;
+  SmallVector<Value> work;
+  for (auto &[v, g] : seeds)
+    work.push_back(v);
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!fromParams.contains(v) || !toSeeds.insert(v).second)
+      continue;
+    if (Operation *def = v.getDefiningOp())
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+  }
+
+  DenseMap<Value, Value> grads;
+  auto accumulate = [&](Value v, Value g, nn::GradientBuilder &gb) {
+    auto it = grads.find(v);
+    if (it == grads.end())
+      grads[v] = g;
+    else
+      it->second = gb.create<nn::AddOp>(it->second, g);
+  };
+  nn::GradientBuilder seedBuilder(builder, builder.getUnknownLoc());
+  for (auto &[v, g] : seeds)
+    accumulate(v, g, seedBuilder);
+
+  // An op is differentiated when it reads a value that depends on the
+  // parameters and produces one the seeds depend on (the parameters' own
+  // definitions read nothing).
+  SmallVector<Operation *> ops;
+  for (Operation &op : *block)
+    if (llvm::any_of(op.getResults(),
+                     [&](Value r) { return toSeeds.contains(r); }) &&
+        llvm::any_of(op.getOperands(),
+                     [&](Value v) { return fromParams.contains(v); }))
+      ops.push_back(&op);
+  for (Operation *op : llvm::reverse(ops)) {
+    nn::GradientBuilder g(builder, op->getLoc());
+    SmallVector<Value> resultGrads;
+    for (Value r : op->getResults()) {
+      auto it = grads.find(r);
+      resultGrads.push_back(it != grads.end()  ? it->second
+                            : isFloatTensor(r) ? g.zerosLike(r)
+                                               : Value());
+    }
+    SmallVector<Value> operandGrads(op->getNumOperands());
+    if (isa<dist::AnnotateOp>(op)) {
+      operandGrads[0] = resultGrads[0];
+    } else if (auto rule = dyn_cast<nn::GradientOpInterface>(op)) {
+      if (failed(rule.buildGradient(g, resultGrads, operandGrads)))
+        return failure();
+    } else {
+      std::string node = nn::getNodeName(op);
+      return op->emitError()
+             << (node.empty() ? std::string() : "node '" + node + "' (")
+             << op->getName() << (node.empty() ? "" : ")")
+             << " has no gradient rule, and it lies between trainable "
+                "parameters and the loss; freeze the parameters before it, "
+                "or add the rule (GradientOpInterface)";
+    }
+    for (auto [operand, grad] : llvm::zip(op->getOperands(), operandGrads))
+      if (grad && fromParams.contains(operand))
+        accumulate(operand, grad, g);
+  }
+  SmallVector<Value> out;
+  for (Value v : wrt)
+    out.push_back(grads.lookup(v));
+  return out;
+}

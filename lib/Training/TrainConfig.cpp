@@ -1,0 +1,323 @@
+//===- TrainConfig.cpp - parse training configs -----------------*- C++ -*-===//
+#include "distopt/Training/TrainConfig.h"
+#include "distopt/Support/YamlReader.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace distopt;
+namespace yaml = llvm::yaml;
+
+double LrSchedule::at(int64_t step, double lr, int64_t runSteps) const {
+  if (kind == Kind::Constant)
+    return lr;
+  // torch's linear warm-up (LambdaLR-style step/warmup) then cosine decay.
+  if (step < warmupSteps)
+    return lr * static_cast<double>(step + 1) /
+           static_cast<double>(warmupSteps);
+  int64_t total = totalSteps > 0 ? totalSteps : runSteps;
+  double span = std::max<int64_t>(1, total - warmupSteps);
+  double progress =
+      std::min(1.0, static_cast<double>(step - warmupSteps) / span);
+  return minLr + (lr - minLr) * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+namespace {
+
+class ConfigParser {
+public:
+  ConfigParser(YamlReader &r, TrainConfig &c) : r(r), c(c) {}
+  LogicalResult parse(yaml::Node *root);
+
+private:
+  FailureOr<double> positive(yaml::Node *node, const Twine &what) {
+    FailureOr<double> v = r.number(node, what);
+    if (failed(v))
+      return failure();
+    if (*v <= 0)
+      return r.error(node) << what << " must be positive, got " << *v;
+    return v;
+  }
+  FailureOr<double> nonNegative(yaml::Node *node, const Twine &what) {
+    FailureOr<double> v = r.number(node, what);
+    if (failed(v))
+      return failure();
+    if (*v < 0)
+      return r.error(node) << what << " must not be negative, got " << *v;
+    return v;
+  }
+  LogicalResult parseLoss(yaml::Node *node);
+  LogicalResult parseOptimizer(yaml::Node *node);
+  LogicalResult parseSchedule(yaml::Node *node);
+  LogicalResult
+  parseGlobs(yaml::Node *node, const Twine &what,
+             std::vector<std::pair<std::string, mlir::LocationAttr>> &out);
+
+  YamlReader &r;
+  TrainConfig &c;
+};
+
+} // namespace
+
+LogicalResult ConfigParser::parseLoss(yaml::Node *node) {
+  auto map = r.mapping(node, "loss must be a mapping, e.g. {kind: "
+                             "cross_entropy, ignore_index: -100}");
+  if (failed(map))
+    return failure();
+  return r.forEachKey(
+      *map,
+      [&](StringRef key, yaml::Node *keyNode,
+          yaml::Node *value) -> LogicalResult {
+        if (key == "kind") {
+          FailureOr<std::string> kind = r.scalar(value, "loss.kind");
+          if (failed(kind))
+            return failure();
+          if (*kind == "cross_entropy")
+            c.loss.kind = LossSpec::Kind::CrossEntropy;
+          else if (*kind == "mse")
+            c.loss.kind = LossSpec::Kind::MeanSquaredError;
+          else
+            return r.error(value) << "unknown loss '" << *kind
+                                  << "'; expected cross_entropy or mse";
+          return success();
+        }
+        if (key == "ignore_index") {
+          FailureOr<int64_t> v = r.integer(value, "loss.ignore_index");
+          if (failed(v))
+            return failure();
+          c.loss.ignoreIndex = *v;
+          return success();
+        }
+        return r.error(keyNode) << "unknown key 'loss." << key
+                                << "'; expected kind or ignore_index";
+      });
+}
+
+LogicalResult ConfigParser::parseOptimizer(yaml::Node *node) {
+  auto map = r.mapping(node, "optimizer must be a mapping, e.g. {kind: "
+                             "adamw, lr: 3e-3}");
+  if (failed(map))
+    return failure();
+  OptimizerSpec &o = c.optimizer;
+  bool sawKind = false;
+  if (failed(r.forEachKey(
+          *map,
+          [&](StringRef key, yaml::Node *keyNode,
+              yaml::Node *value) -> LogicalResult {
+            if (key == "kind") {
+              FailureOr<std::string> kind = r.scalar(value, "optimizer.kind");
+              if (failed(kind))
+                return failure();
+              sawKind = true;
+              if (*kind == "sgd")
+                o.kind = OptimizerSpec::Kind::SGD;
+              else if (*kind == "adam")
+                o.kind = OptimizerSpec::Kind::Adam;
+              else if (*kind == "adamw")
+                o.kind = OptimizerSpec::Kind::AdamW;
+              else
+                return r.error(value) << "unknown optimizer '" << *kind
+                                      << "'; expected sgd, adam or adamw";
+              return success();
+            }
+            if (key == "lr") {
+              FailureOr<double> v = positive(value, "optimizer.lr");
+              if (failed(v))
+                return failure();
+              o.lr = *v;
+              return success();
+            }
+            if (key == "betas") {
+              FailureOr<std::vector<double>> v =
+                  r.numberList(value, "optimizer.betas");
+              if (failed(v))
+                return failure();
+              if (v->size() != 2 || (*v)[0] < 0 || (*v)[0] >= 1 ||
+                  (*v)[1] < 0 || (*v)[1] >= 1)
+                return r.error(value)
+                       << "optimizer.betas must be two numbers in [0, 1)";
+              o.beta1 = (*v)[0];
+              o.beta2 = (*v)[1];
+              return success();
+            }
+            if (key == "eps") {
+              FailureOr<double> v = positive(value, "optimizer.eps");
+              if (failed(v))
+                return failure();
+              o.eps = *v;
+              return success();
+            }
+            if (key == "weight_decay" || key == "momentum") {
+              FailureOr<double> v = nonNegative(value, "optimizer." + key);
+              if (failed(v))
+                return failure();
+              (key == "momentum" ? o.momentum : o.weightDecay) = *v;
+              return success();
+            }
+            if (key == "nesterov") {
+              FailureOr<bool> v = r.boolean(value, "optimizer.nesterov");
+              if (failed(v))
+                return failure();
+              o.nesterov = *v;
+              return success();
+            }
+            return r.error(keyNode) << "unknown key 'optimizer." << key
+                                    << "'; expected kind, lr, betas, eps, "
+                                       "weight_decay, momentum "
+                                       "or nesterov";
+          })))
+    return failure();
+  if (!sawKind)
+    return r.error(node) << "optimizer needs a kind: sgd, adam or adamw";
+  if (o.nesterov && (o.kind != OptimizerSpec::Kind::SGD || o.momentum == 0))
+    return r.error(node) << "nesterov needs sgd with momentum";
+  return success();
+}
+
+LogicalResult ConfigParser::parseSchedule(yaml::Node *node) {
+  auto map = r.mapping(node, "lr_schedule must be a mapping, e.g. {kind: "
+                             "cosine, warmup_steps: 100}");
+  if (failed(map))
+    return failure();
+  LrSchedule &s = c.schedule;
+  return r.forEachKey(
+      *map,
+      [&](StringRef key, yaml::Node *keyNode,
+          yaml::Node *value) -> LogicalResult {
+        if (key == "kind") {
+          FailureOr<std::string> kind = r.scalar(value, "lr_schedule.kind");
+          if (failed(kind))
+            return failure();
+          if (*kind == "constant")
+            s.kind = LrSchedule::Kind::Constant;
+          else if (*kind == "cosine")
+            s.kind = LrSchedule::Kind::WarmupCosine;
+          else
+            return r.error(value) << "unknown lr_schedule '" << *kind
+                                  << "'; expected constant or cosine";
+          return success();
+        }
+        if (key == "warmup_steps" || key == "total_steps") {
+          FailureOr<int64_t> v = r.integer(value, "lr_schedule." + key);
+          if (failed(v))
+            return failure();
+          if (*v < 0)
+            return r.error(value)
+                   << "lr_schedule." << key << " must not be negative";
+          (key == "warmup_steps" ? s.warmupSteps : s.totalSteps) = *v;
+          return success();
+        }
+        if (key == "min_lr") {
+          FailureOr<double> v = nonNegative(value, "lr_schedule.min_lr");
+          if (failed(v))
+            return failure();
+          s.minLr = *v;
+          return success();
+        }
+        return r.error(keyNode)
+               << "unknown key 'lr_schedule." << key
+               << "'; expected kind, warmup_steps, total_steps "
+                  "or min_lr";
+      });
+}
+
+LogicalResult ConfigParser::parseGlobs(
+    yaml::Node *node, const Twine &what,
+    std::vector<std::pair<std::string, mlir::LocationAttr>> &out) {
+  auto *seq = dyn_cast_or_null<yaml::SequenceNode>(node);
+  if (!seq)
+    return r.error(node) << what << " must be a list of name patterns";
+  for (yaml::Node &item : *seq) {
+    FailureOr<std::string> s = r.scalar(&item, what + " entries");
+    if (failed(s))
+      return failure();
+    out.push_back({*s, r.locOf(&item)});
+  }
+  return success();
+}
+
+LogicalResult ConfigParser::parse(yaml::Node *root) {
+  auto map = r.mapping(root, "a training config must be a mapping (output, "
+                             "loss, optimizer, steps, ...)");
+  if (failed(map))
+    return failure();
+  bool sawOutput = false, sawOptimizer = false;
+  if (failed(r.forEachKey(
+          *map,
+          [&](StringRef key, yaml::Node *keyNode,
+              yaml::Node *value) -> LogicalResult {
+            if (key == "output") {
+              FailureOr<std::string> v = r.scalar(value, "output");
+              if (failed(v))
+                return failure();
+              c.output = *v;
+              sawOutput = true;
+              return success();
+            }
+            if (key == "loss")
+              return parseLoss(value);
+            if (key == "optimizer") {
+              sawOptimizer = true;
+              return parseOptimizer(value);
+            }
+            if (key == "lr_schedule")
+              return parseSchedule(value);
+            if (key == "no_decay")
+              return parseGlobs(value, "no_decay", c.noDecay);
+            if (key == "frozen")
+              return parseGlobs(value, "frozen", c.frozen);
+            if (key == "clip_grad_norm") {
+              FailureOr<double> v = positive(value, "clip_grad_norm");
+              if (failed(v))
+                return failure();
+              c.clipGradNorm = *v;
+              return success();
+            }
+            if (key == "steps") {
+              FailureOr<int64_t> v = r.integer(value, "steps");
+              if (failed(v))
+                return failure();
+              if (*v <= 0)
+                return r.error(value) << "steps must be positive, got " << *v;
+              c.steps = *v;
+              return success();
+            }
+            if (key == "losses") {
+              FailureOr<std::vector<double>> v = r.numberList(value, "losses");
+              if (failed(v))
+                return failure();
+              c.losses = *v;
+              return success();
+            }
+            return r.error(keyNode)
+                   << "unknown key '" << key
+                   << "'; expected output, loss, optimizer, lr_schedule, "
+                      "no_decay, frozen, clip_grad_norm, steps or losses";
+          })))
+    return failure();
+  if (!sawOutput)
+    return r.error(root) << "a training config needs 'output': the model "
+                            "output the loss reads";
+  if (!sawOptimizer)
+    return r.error(root) << "a training config needs an 'optimizer'";
+  if (!c.losses.empty() && static_cast<int64_t>(c.losses.size()) != c.steps)
+    return r.error(root) << "'losses' has " << c.losses.size()
+                         << " entries but 'steps' is " << c.steps;
+  return success();
+}
+
+FailureOr<TrainConfig> distopt::parseTrainConfig(MLIRContext *ctx,
+                                                 StringRef path) {
+  YamlReader reader(ctx, path);
+  TrainConfig config;
+  config.path = path.str();
+  config.loc = FileLineColLoc::get(ctx, path, 0, 0);
+  ConfigParser parser(reader, config);
+  if (failed(reader.parse("training config", [&](yaml::Node *root) {
+        return parser.parse(root);
+      })))
+    return failure();
+  return config;
+}

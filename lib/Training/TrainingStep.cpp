@@ -1,0 +1,515 @@
+//===- TrainingStep.cpp - a forward model becomes a training step -*- C++
+//-*-===//
+//
+// The loss, clipping and optimizer formulas follow PyTorch 1.13's
+// F.cross_entropy / F.mse_loss, clip_grad_norm_ and SGD / Adam / AdamW, op
+// for op where the order of rounding matters, so that a trained model
+// matches torch's step for step (docs/training-cases.md).
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Training/TrainingStep.h"
+#include "distopt/Training/Backward.h"
+
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+#include "distopt/Dialect/NN/IR/GradientBuilder.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <cmath>
+#include <map>
+
+using namespace mlir;
+using namespace distopt;
+
+namespace {
+
+/// Tags every op created through it with a training phase.
+struct PhaseTagger : public OpBuilder::Listener {
+  StringAttr phase;
+  void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
+    if (phase && !op->hasAttr(nn::kPhaseAttr))
+      op->setAttr(nn::kPhaseAttr, phase);
+  }
+};
+
+struct Parameter {
+  Operation *weight;
+  std::string key;
+  bool decays = true;
+  Value grad;
+};
+
+class StepBuilder {
+public:
+  StepBuilder(ModuleOp module, func::FuncOp func, const TrainConfig &config)
+      : module(module), func(func), config(config), b(func.getContext()),
+        ctx(func.getContext()) {
+    b.setListener(&tagger);
+  }
+
+  FailureOr<TrainingStepInfo> run();
+
+private:
+  void setPhase(StringRef phase) { tagger.phase = b.getStringAttr(phase); }
+  nn::GradientBuilder gb(Location loc) { return nn::GradientBuilder(b, loc); }
+  Value addInput(StringRef name, Type type);
+  void unifyWeights();
+  FailureOr<Value> findOutput();
+  LogicalResult selectParameters();
+  std::pair<Value, Value> crossEntropy(Value logits, Value labels);
+  std::pair<Value, Value> meanSquaredError(Value out, Value target);
+  Value clipGradients(Location loc);
+  void optimizerUpdate(Parameter &p, Location loc);
+  Value variable(Parameter &p, StringRef suffix, RankedTensorType type);
+  void eraseDeadOps();
+
+  ModuleOp module;
+  func::FuncOp func;
+  const TrainConfig &config;
+  OpBuilder b;
+  MLIRContext *ctx;
+  PhaseTagger tagger;
+  std::vector<Parameter> params;
+  TrainingStepInfo info;
+  /// New function results: (value, name, key it updates or "").
+  struct Result {
+    Value value;
+    std::string name, updates;
+  };
+  std::vector<Result> results;
+  std::map<std::string, Value> hyper;
+};
+
+} // namespace
+
+Value StepBuilder::addInput(StringRef name, Type type) {
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type, b.getDictionaryAttr({}),
+                            func.getLoc());
+  func.setArgAttr(index, nn::kNameAttr, b.getStringAttr(name));
+  return func.getArgument(index);
+}
+
+/// One nn.weight op per stored tensor (or window of one): a parameter read
+/// in several places is one parameter with one gradient.
+void StepBuilder::unifyWeights() {
+  std::map<std::pair<std::string, const void *>, nn::WeightOp> first;
+  SmallVector<nn::WeightOp> dup;
+  func.walk([&](nn::WeightOp w) {
+    auto key =
+        std::make_pair(nn::getPersistentKey(w) + "@" + w.getFile().str() + ":" +
+                           std::to_string(w.getOffset()),
+                       w.getResult().getType().getAsOpaquePointer());
+    auto [it, inserted] = first.try_emplace(key, w);
+    if (!inserted) {
+      w.getResult().replaceAllUsesWith(it->second.getResult());
+      dup.push_back(w);
+    }
+  });
+  for (nn::WeightOp w : dup)
+    w.erase();
+}
+
+FailureOr<Value> StepBuilder::findOutput() {
+  Operation *ret = func.getBody().front().getTerminator();
+  std::vector<std::string> names;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
+    std::string n = name ? name.str() : "output_" + std::to_string(i);
+    if (n == config.output)
+      return ret->getOperand(i);
+    names.push_back(n);
+  }
+  return emitError(Location(config.loc))
+         << "the training config's output '" << config.output
+         << "' is not an output of the model; its outputs: "
+         << llvm::join(names, ", ");
+}
+
+/// Compiles the globs of one config list; each must match something.
+static FailureOr<std::vector<llvm::GlobPattern>>
+compileGlobs(const std::vector<std::pair<std::string, LocationAttr>> &globs,
+             StringRef what, ArrayRef<std::string> names) {
+  std::vector<llvm::GlobPattern> out;
+  for (const auto &[pattern, loc] : globs) {
+    auto glob = llvm::GlobPattern::create(pattern, /*MaxSubPatterns=*/1024);
+    if (!glob)
+      return emitError(Location(loc))
+             << "bad " << what << " pattern '" << pattern
+             << "': " << llvm::toString(glob.takeError());
+    if (llvm::none_of(names,
+                      [&](const std::string &n) { return glob->match(n); }))
+      return emitError(Location(loc))
+             << what << " pattern '" << pattern
+             << "' matches no initializer of the model";
+    out.push_back(std::move(*glob));
+  }
+  return out;
+}
+
+LogicalResult StepBuilder::selectParameters() {
+  std::vector<std::string> names;
+  func.walk([&](nn::WeightOp w) { names.push_back(w.getName().str()); });
+  auto frozen = compileGlobs(config.frozen, "frozen", names);
+  auto noDecay = compileGlobs(config.noDecay, "no_decay", names);
+  if (failed(frozen) || failed(noDecay))
+    return failure();
+  auto matches = [](std::vector<llvm::GlobPattern> &globs, StringRef name) {
+    return llvm::any_of(globs,
+                        [&](llvm::GlobPattern &g) { return g.match(name); });
+  };
+  func.walk([&](nn::WeightOp w) {
+    if (!isa<FloatType>(w.getResult().getType().getElementType()) ||
+        matches(*frozen, w.getName()))
+      return;
+    Parameter p{w, nn::getPersistentKey(w)};
+    p.decays = !matches(*noDecay, w.getName());
+    params.push_back(p);
+  });
+  if (params.empty())
+    return emitError(Location(config.loc))
+           << "nothing to train: every float initializer is frozen";
+  return success();
+}
+
+std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels) {
+  // loss = sum over valid positions of (log sum exp(z) - z[label]) / count,
+  // z = logits - max; d loss / d logits = (softmax - onehot) * valid / count.
+  // Every reduction runs over the vocabulary, so logits split over it (a
+  // vocabulary-parallel head) stay split: only per-position scalars are
+  // reduced across devices.
+  Location loc = logits.getLoc();
+  nn::GradientBuilder g = gb(loc);
+  auto t = cast<RankedTensorType>(logits.getType());
+  Type f = t.getElementType();
+  int64_t rank = t.getRank(), vocab = t.getShape().back();
+  SmallVector<int64_t> allAxes;
+  for (int64_t d = 0; d < rank; ++d)
+    allAxes.push_back(d);
+  Value m = nn::ReduceMaxOp::create(
+      b, loc, logits, b.getDenseI64ArrayAttr({rank - 1}), b.getUnitAttr());
+  Value z = g.create<nn::SubOp>(logits, m);
+  Value e = g.create<nn::ExpOp>(z);
+  Value s = g.reduceSum(e, {rank - 1}, /*keepdims=*/true);
+  Value lse = g.create<nn::LogOp>(s);
+  auto labelType = cast<RankedTensorType>(labels.getType());
+  SmallVector<int64_t> keptShape(labelType.getShape());
+  keptShape.push_back(1);
+  Value lab = g.reshape(labels, labelType.clone(keptShape));
+  SmallVector<int64_t> ids(vocab);
+  for (int64_t i = 0; i < vocab; ++i)
+    ids[i] = i;
+  auto idType = RankedTensorType::get({vocab}, labelType.getElementType());
+  Value iota = nn::ConstantOp::create(
+      b, loc, idType, DenseElementsAttr::get(idType, ArrayRef<int64_t>(ids)));
+  Value onehot = g.create<nn::EqualOp>(lab, iota);
+  Value zero = g.scalar(0.0, f);
+  Value zLabel = g.reduceSum(g.create<nn::WhereOp>(onehot, z, zero), {rank - 1},
+                             /*keepdims=*/true);
+  Value nll = g.create<nn::SubOp>(lse, zLabel);
+  Value ignored = g.create<nn::EqualOp>(
+      lab, g.scalar(static_cast<double>(config.loss.ignoreIndex),
+                    labelType.getElementType()));
+  Value valid = g.castLike(g.create<nn::NotOp>(ignored), f);
+  Value count = g.reduceSum(valid, allAxes, /*keepdims=*/false);
+  Value loss = g.create<nn::DivOp>(
+      g.reduceSum(g.create<nn::MulOp>(nll, valid), allAxes, false), count);
+  Value softmax = g.create<nn::DivOp>(e, s);
+  Value grad =
+      g.create<nn::MulOp>(g.create<nn::SubOp>(softmax, g.castLike(onehot, f)),
+                          g.create<nn::DivOp>(valid, count));
+  return {loss, grad};
+}
+
+std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target) {
+  Location loc = out.getLoc();
+  nn::GradientBuilder g = gb(loc);
+  auto t = cast<RankedTensorType>(out.getType());
+  SmallVector<int64_t> allAxes;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    allAxes.push_back(d);
+  Value d = g.create<nn::SubOp>(out, target);
+  Value loss = g.reduceMean(g.create<nn::MulOp>(d, d), allAxes, false);
+  double n = static_cast<double>(t.getNumElements());
+  Value grad = g.create<nn::MulOp>(d, g.scalar(2.0 / n, t.getElementType()));
+  return {loss, grad};
+}
+
+/// The global gradient norm (every gradient, every shard: a cross-device
+/// sum when gradients are split), and torch's clip_grad_norm_ scaling.
+Value StepBuilder::clipGradients(Location loc) {
+  nn::GradientBuilder g = gb(loc);
+  Value sum;
+  for (Parameter &p : params) {
+    auto t = cast<RankedTensorType>(p.grad.getType());
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      axes.push_back(d);
+    Value sq = g.reduceSum(g.create<nn::MulOp>(p.grad, p.grad), axes, false);
+    sum = sum ? g.create<nn::AddOp>(sum, sq) : sq;
+  }
+  Value norm = g.create<nn::SqrtOp>(sum);
+  if (!config.clipGradNorm)
+    return norm;
+  Type f = cast<RankedTensorType>(norm.getType()).getElementType();
+  Value coef =
+      g.create<nn::DivOp>(g.scalar(*config.clipGradNorm, f),
+                          g.create<nn::AddOp>(norm, g.scalar(1e-6, f)));
+  Value clamped = g.create<nn::MinOp>(coef, g.scalar(1.0, f));
+  for (Parameter &p : params)
+    p.grad = g.create<nn::MulOp>(p.grad, clamped);
+  return norm;
+}
+
+Value StepBuilder::variable(Parameter &p, StringRef suffix,
+                            RankedTensorType type) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&func.getBody().front());
+  std::string name = p.key + "/" + suffix.str();
+  auto v = nn::VariableOp::create(b, p.weight->getLoc(), type,
+                                  b.getStringAttr(name));
+  v->setAttr(nn::kStateOfAttr, b.getStringAttr(p.key));
+  info.states.push_back(name);
+  return v.getResult();
+}
+
+void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
+  nn::GradientBuilder g = gb(loc);
+  const OptimizerSpec &o = config.optimizer;
+  Value w = p.weight->getResult(0);
+  auto type = cast<RankedTensorType>(w.getType());
+  Type f = type.getElementType();
+  auto c = [&](double v) { return g.scalar(v, f); };
+  Value lr = g.castLike(hyper.at(kLrInput.str()), f);
+  double wd = p.decays ? o.weightDecay : 0.0;
+  Value grad = p.grad;
+  auto update = [&](Value next, StringRef key) {
+    results.push_back({next, "update:" + key.str(), key.str()});
+  };
+  if (o.kind == OptimizerSpec::Kind::SGD) {
+    // d = g + wd * p; buf = momentum * buf + d; p -= lr * (nesterov ?
+    // d + momentum * buf : buf).
+    if (wd != 0)
+      grad = g.create<nn::AddOp>(grad, g.create<nn::MulOp>(w, c(wd)));
+    Value step = grad;
+    if (o.momentum != 0) {
+      Value buf = variable(p, "momentum_buffer", type);
+      Value next =
+          g.create<nn::AddOp>(g.create<nn::MulOp>(buf, c(o.momentum)), grad);
+      update(next, p.key + "/momentum_buffer");
+      step = o.nesterov ? g.create<nn::AddOp>(
+                              grad, g.create<nn::MulOp>(next, c(o.momentum)))
+                        : next;
+    }
+    Value nextW = g.create<nn::AddOp>(
+        w, g.create<nn::MulOp>(g.create<nn::NegOp>(lr), step));
+    update(nextW, p.key);
+    return;
+  }
+  // Adam / AdamW:
+  //   adam:  g += wd * p        adamw: p *= 1 - lr * wd
+  //   m = b1 m + (1 - b1) g;  v = b2 v + ((1 - b2) g) g
+  //   p += -step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+  Value param = w;
+  if (wd != 0 && o.kind == OptimizerSpec::Kind::Adam)
+    grad = g.create<nn::AddOp>(grad, g.create<nn::MulOp>(w, c(wd)));
+  if (wd != 0 && o.kind == OptimizerSpec::Kind::AdamW)
+    param = g.create<nn::MulOp>(w, g.castLike(hyper.at(kDecayInput.str()), f));
+  Value m = variable(p, "exp_avg", type);
+  Value v = variable(p, "exp_avg_sq", type);
+  Value nextM = g.create<nn::AddOp>(g.create<nn::MulOp>(m, c(o.beta1)),
+                                    g.create<nn::MulOp>(grad, c(1 - o.beta1)));
+  Value nextV = g.create<nn::AddOp>(
+      g.create<nn::MulOp>(v, c(o.beta2)),
+      g.create<nn::MulOp>(g.create<nn::MulOp>(grad, c(1 - o.beta2)), grad));
+  Value denom = g.create<nn::AddOp>(
+      g.create<nn::DivOp>(
+          g.create<nn::SqrtOp>(nextV),
+          g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f)),
+      c(o.eps));
+  Value stepSize =
+      g.create<nn::NegOp>(g.castLike(hyper.at(kStepSizeInput.str()), f));
+  Value nextW = g.create<nn::AddOp>(
+      param, g.create<nn::MulOp>(stepSize, g.create<nn::DivOp>(nextM, denom)));
+  update(nextM, p.key + "/exp_avg");
+  update(nextV, p.key + "/exp_avg_sq");
+  update(nextW, p.key);
+}
+
+void StepBuilder::eraseDeadOps() {
+  Block &body = func.getBody().front();
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
+      if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
+          !isa<nn::NNDialect>(op.getDialect()))
+        continue;
+      op.erase();
+      changed = true;
+    }
+  }
+}
+
+FailureOr<TrainingStepInfo> StepBuilder::run() {
+  unifyWeights();
+  FailureOr<Value> output = findOutput();
+  if (failed(output) || failed(selectParameters()))
+    return failure();
+  auto outType = dyn_cast<RankedTensorType>(output->getType());
+  if (!outType || !isa<FloatType>(outType.getElementType()) ||
+      outType.getRank() == 0)
+    return emitError(Location(config.loc))
+           << "output '" << config.output
+           << "' must be a float tensor of rank 1 or more for a loss, it is "
+           << output->getType();
+
+  if (config.loss.kind == LossSpec::Kind::CrossEntropy)
+    info.classes = outType.getShape().back();
+  Block &body = func.getBody().front();
+  Operation *ret = body.getTerminator();
+  Location loc = ret->getLoc();
+  b.setInsertionPoint(ret);
+
+  // Labels, and the per-step hyper-parameters.
+  Value labels;
+  if (config.loss.kind == LossSpec::Kind::CrossEntropy)
+    labels = addInput(
+        kLabelsInput,
+        RankedTensorType::get(outType.getShape().drop_back(), b.getI64Type()));
+  else
+    labels = addInput(kLabelsInput, outType);
+  auto scalarType = RankedTensorType::get({}, b.getF32Type());
+  hyper[kLrInput.str()] = addInput(kLrInput, scalarType);
+  if (config.optimizer.kind != OptimizerSpec::Kind::SGD) {
+    hyper[kStepSizeInput.str()] = addInput(kStepSizeInput, scalarType);
+    hyper[kBiasCorrection2SqrtInput.str()] =
+        addInput(kBiasCorrection2SqrtInput, scalarType);
+    if (config.optimizer.kind == OptimizerSpec::Kind::AdamW)
+      hyper[kDecayInput.str()] = addInput(kDecayInput, scalarType);
+  }
+
+  setPhase("loss");
+  auto [loss, outputGrad] = config.loss.kind == LossSpec::Kind::CrossEntropy
+                                ? crossEntropy(*output, labels)
+                                : meanSquaredError(*output, labels);
+
+  setPhase("backward");
+  SmallVector<Value> wrt;
+  for (Parameter &p : params)
+    wrt.push_back(p.weight->getResult(0));
+  auto grads = buildGradients(b, {{*output, outputGrad}}, wrt);
+  if (failed(grads))
+    return failure();
+  std::vector<Parameter> trained;
+  for (auto [p, grad] : llvm::zip(params, *grads)) {
+    if (!grad) {
+      info.untouched.push_back(p.key);
+      continue;
+    }
+    // The parameter's final gradient, marked for plans (ZeRO level 2 keeps
+    // it split).
+    p.grad = nn::IdentityOp::create(b, grad.getLoc(), grad);
+    p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
+                                    b.getStringAttr(p.key));
+    trained.push_back(p);
+    info.parameters.push_back(p.key);
+  }
+  params = std::move(trained);
+  if (params.empty())
+    return emitError(Location(config.loc))
+           << "no trainable parameter affects output '" << config.output << "'";
+
+  setPhase("optimizer");
+  Value gradNorm = clipGradients(loc);
+  for (Parameter &p : params)
+    optimizerUpdate(p, loc);
+
+  // The step's results: loss, gradient norm, then every update.
+  SmallVector<Value> values{loss, gradNorm};
+  SmallVector<DictionaryAttr> attrs{
+      b.getDictionaryAttr(
+          {b.getNamedAttr(nn::kNameAttr, b.getStringAttr(kLossOutput))}),
+      b.getDictionaryAttr(
+          {b.getNamedAttr(nn::kNameAttr, b.getStringAttr(kGradNormOutput))})};
+  for (const Result &r : results) {
+    values.push_back(r.value);
+    attrs.push_back(b.getDictionaryAttr(
+        {b.getNamedAttr(nn::kNameAttr, b.getStringAttr(r.name)),
+         b.getNamedAttr(nn::kUpdatesAttr, b.getStringAttr(r.updates))}));
+  }
+  b.setListener(nullptr);
+  func::ReturnOp::create(b, loc, values);
+  ret->erase();
+  SmallVector<Type> types;
+  for (Value v : values)
+    types.push_back(v.getType());
+  func.setType(FunctionType::get(ctx, func.getArgumentTypes(), types));
+  func.setAllResultAttrs(attrs);
+  eraseDeadOps();
+  return info;
+}
+
+FailureOr<TrainingStepInfo>
+distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config) {
+  func::FuncOp func = module.lookupSymbol<func::FuncOp>("main");
+  if (!func) {
+    auto funcs = module.getOps<func::FuncOp>();
+    if (std::distance(funcs.begin(), funcs.end()) != 1)
+      return module.emitError("a training step is built from the function "
+                              "@main (or the module's only function)");
+    func = *funcs.begin();
+  }
+  return StepBuilder(module, func, config).run();
+}
+
+std::vector<std::pair<std::string, double>>
+distopt::hyperParameters(const TrainConfig &config, int64_t step) {
+  const OptimizerSpec &o = config.optimizer;
+  double lr = config.schedule.at(step, o.lr, config.steps);
+  std::vector<std::pair<std::string, double>> out{{kLrInput.str(), lr}};
+  if (o.kind == OptimizerSpec::Kind::SGD)
+    return out;
+  // torch computes these in double from the 1-based step count.
+  double t = static_cast<double>(step + 1);
+  double bc1 = 1.0 - std::pow(o.beta1, t), bc2 = 1.0 - std::pow(o.beta2, t);
+  out.push_back({kStepSizeInput.str(), lr / bc1});
+  out.push_back({kBiasCorrection2SqrtInput.str(), std::sqrt(bc2)});
+  if (o.kind == OptimizerSpec::Kind::AdamW)
+    out.push_back({kDecayInput.str(), 1.0 - lr * o.weightDecay});
+  return out;
+}
+
+bool distopt::isTrainingStep(ModuleOp module) {
+  bool found = false;
+  module.walk([&](func::FuncOp func) {
+    for (unsigned i = 0; i < func.getNumResults(); ++i)
+      found |= static_cast<bool>(func.getResultAttr(i, nn::kUpdatesAttr));
+  });
+  return found;
+}
+
+void distopt::tieUpdatesToState(ModuleOp module) {
+  std::map<std::string, Value> state;
+  module.walk([&](Operation *op) {
+    if (isa<nn::WeightOp, nn::VariableOp>(op))
+      state.emplace(nn::getPersistentKey(op), op->getResult(0));
+  });
+  module.walk([&](func::FuncOp func) {
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr);
+      if (!key)
+        continue;
+      auto it = state.find(key.str());
+      if (it == state.end())
+        continue;
+      if (dist::ShardingAttr s = dist::getValueSharding(it->second, {}))
+        func.setResultAttr(i, dist::kShardingAttr, s);
+    }
+  });
+}
