@@ -128,12 +128,12 @@ const std::vector<OpSpec> &opSpecs() {
     unary("Identity", {1, 13, 14, 16, 19, 21}, {}, identityOp);
     unary("Gelu", {20}, {{"approximate", AP::STRING}}, geluOp);
     unary("LeakyRelu", {6, 16}, {{"alpha", AP::FLOAT}}, leakyReluOp);
-    unary("Softplus", {1}, {}, softplusOp);
-    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
-          hardSigmoidOp);
-    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, eluOp);
-    unary("HardSwish", {14}, {}, hardSwishOp);
     // Short chains of nn ops (mathOp in OpsElementwise.cpp).
+    unary("Softplus", {1}, {}, mathOp);
+    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
+          mathOp);
+    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, mathOp);
+    unary("HardSwish", {14}, {}, mathOp);
     unary("Tan", {7}, {}, mathOp);
     for (const char *v : {"Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
       unary(v, {9}, {}, mathOp);
@@ -145,7 +145,7 @@ const std::vector<OpSpec> &opSpecs() {
     unary("IsNaN", {9, 13, 20}, {}, mathOp);
     unary("IsInf", {10, 20},
           {{"detect_negative", AP::INT}, {"detect_positive", AP::INT}}, mathOp);
-    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, thresholdedReluOp);
+    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, mathOp);
     s.push_back({"PRelu",
                  preluOp,
                  {6, 7, 9, 16},
