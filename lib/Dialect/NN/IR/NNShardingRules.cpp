@@ -726,11 +726,7 @@ OpShardingRule GlobalMaxPoolOp::getShardingRule() { return poolRule(*this); }
 // Training
 //===----------------------------------------------------------------------===//
 
-OpShardingRule VariableOp::getShardingRule() {
-  OpShardingRule rule;
-  rule.results.push_back(freshFactors(rule, getResult()));
-  return rule;
-}
+OpShardingRule VariableOp::getShardingRule() { return sourceRule(getResult()); }
 
 /// Like gather: the table's rows are split with a masked local scatter
 /// (only this rank's rows receive their updates); the index positions are a
