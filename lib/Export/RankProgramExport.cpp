@@ -44,7 +44,16 @@ private:
   LogicalResult exportNNOp(Operation *op);
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
+  /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
+  /// its name, dtype and slice.
+  LogicalResult fillArgument(proto::Argument *arg, Value v, int32_t id,
+                             func::FuncOp func, unsigned i, bool isResult,
+                             Location loc);
+  /// A constant holding value `id`, typed like it; the caller sets its data.
+  proto::Tensor *newConstant(int32_t id);
   proto::Instruction *newInstruction(Operation *op, StringRef kernel);
+  /// The instruction's inputs (op's operands) and outputs (its results).
+  LogicalResult addInputsAndOutputs(proto::Instruction *inst, Operation *op);
   /// Members of the group over `axes` containing this rank, in group order,
   /// and this rank's position in it.
   SmallVector<int64_t> groupOf(ArrayRef<int64_t> axes, int64_t *position);
@@ -202,6 +211,14 @@ LogicalResult Exporter::exportVariable(nn::VariableOp op) {
   return success();
 }
 
+proto::Tensor *Exporter::newConstant(int32_t id) {
+  proto::Constant *c = prog.add_constants();
+  c->set_value(id);
+  proto::Tensor *t = c->mutable_tensor();
+  *t->mutable_type() = prog.values(id).type();
+  return t;
+}
+
 LogicalResult Exporter::exportConstant(nn::ConstantOp op) {
   FailureOr<int32_t> id = define(op.getResult());
   if (failed(id))
@@ -209,10 +226,7 @@ LogicalResult Exporter::exportConstant(nn::ConstantOp op) {
   auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
   if (!dense)
     return op.emitError("only dense constants can be exported");
-  proto::Constant *c = prog.add_constants();
-  c->set_value(*id);
-  proto::Tensor *t = c->mutable_tensor();
-  *t->mutable_type() = prog.values(*id).type();
+  proto::Tensor *t = newConstant(*id);
   Type et = dense.getElementType();
   std::string bytes;
   int64_t n = dense.getNumElements();
@@ -229,6 +243,23 @@ LogicalResult Exporter::exportConstant(nn::ConstantOp op) {
     bytes.assign(raw.data(), raw.size());
   }
   t->set_data(std::move(bytes));
+  return success();
+}
+
+LogicalResult Exporter::addInputsAndOutputs(proto::Instruction *inst,
+                                            Operation *op) {
+  for (Value v : op->getOperands()) {
+    FailureOr<int32_t> id = use(op, v);
+    if (failed(id))
+      return failure();
+    inst->add_inputs(*id);
+  }
+  for (Value v : op->getResults()) {
+    FailureOr<int32_t> id = define(v);
+    if (failed(id))
+      return failure();
+    inst->add_outputs(*id);
+  }
   return success();
 }
 
@@ -249,18 +280,8 @@ static void setInts(proto::Attribute &a, ArrayRef<int64_t> values) {
 
 LogicalResult Exporter::exportNNOp(Operation *op) {
   proto::Instruction *inst = newInstruction(op, op->getName().stripDialect());
-  for (Value v : op->getOperands()) {
-    FailureOr<int32_t> id = use(op, v);
-    if (failed(id))
-      return failure();
-    inst->add_inputs(*id);
-  }
-  for (Value v : op->getResults()) {
-    FailureOr<int32_t> id = define(v);
-    if (failed(id))
-      return failure();
-    inst->add_outputs(*id);
-  }
+  if (failed(addInputsAndOutputs(inst, op)))
+    return failure();
   auto &attrs = *inst->mutable_attrs();
   for (NamedAttribute na : op->getAttrDictionary()) {
     StringRef name = na.getName().getValue();
@@ -342,20 +363,8 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
     for (int64_t r : groupOf(axisIndices(axes), position))
       inst->mutable_group()->add_ranks(r);
   };
-  auto io = [&](proto::Instruction *inst) -> LogicalResult {
-    for (Value v : op->getOperands()) {
-      FailureOr<int32_t> id = use(op, v);
-      if (failed(id))
-        return failure();
-      inst->add_inputs(*id);
-    }
-    for (Value v : op->getResults()) {
-      FailureOr<int32_t> id = define(v);
-      if (failed(id))
-        return failure();
-      inst->add_outputs(*id);
-    }
-    return success();
+  auto io = [&](proto::Instruction *inst) {
+    return addInputsAndOutputs(inst, op);
   };
   auto sizesOr = [](std::optional<ArrayRef<int64_t>> sizes, int64_t n,
                     int64_t each) {
@@ -368,8 +377,8 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
   };
   int64_t pos = 0;
   return TypeSwitch<Operation *, LogicalResult>(op)
-      .Case([&](dist::AllReduceOp o) {
-        auto *inst = newInstruction(op, "all_reduce");
+      .Case<dist::AllReduceOp, dist::ToPartialOp>([&](auto o) {
+        auto *inst = newInstruction(op, op->getName().stripDialect());
         addGroup(inst, o.getAxes(), &pos);
         (*inst->mutable_attrs())["reduction"].set_s(
             dist::stringifyReductionKind(o.getReduction()).str());
@@ -448,24 +457,8 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
         }
         return io(inst);
       })
-      .Case([&](dist::ToPartialOp o) {
-        auto *inst = newInstruction(op, "to_partial");
-        addGroup(inst, o.getAxes(), &pos);
-        (*inst->mutable_attrs())["reduction"].set_s(
-            dist::stringifyReductionKind(o.getReduction()).str());
-        return io(inst);
-      })
-      .Case([&](dist::SendOp o) {
-        auto *inst = newInstruction(op, "send");
-        SmallVector<int64_t> c(coords);
-        c[mesh.getAxisIndex(o.getAxis())] = o.getPeer();
-        auto &attrs = *inst->mutable_attrs();
-        attrs["peer"].set_i(mesh.getRank(c));
-        attrs["tag"].set_i(o.getTag());
-        return io(inst);
-      })
-      .Case([&](dist::RecvOp o) {
-        auto *inst = newInstruction(op, "recv");
+      .Case<dist::SendOp, dist::RecvOp>([&](auto o) {
+        auto *inst = newInstruction(op, op->getName().stripDialect());
         SmallVector<int64_t> c(coords);
         c[mesh.getAxisIndex(o.getAxis())] = o.getPeer();
         auto &attrs = *inst->mutable_attrs();
@@ -482,16 +475,14 @@ LogicalResult Exporter::exportDistOp(Operation *op) {
                                           o.getDimAttr().getInt(),
                                           o.getSharding(), meshSizes, coords)
                              .offset;
-        proto::Constant *c = prog.add_constants();
-        c->set_value(*id);
-        *c->mutable_tensor()->mutable_type() = prog.values(*id).type();
+        proto::Tensor *t = newConstant(*id);
         if (o.getResult().getType().getElementType().isInteger(32)) {
           int32_t v = static_cast<int32_t>(offset);
-          c->mutable_tensor()->set_data(
+          t->set_data(
               std::string(reinterpret_cast<const char *>(&v), sizeof(v)));
         } else {
-          c->mutable_tensor()->set_data(std::string(
-              reinterpret_cast<const char *>(&offset), sizeof(offset)));
+          t->set_data(std::string(reinterpret_cast<const char *>(&offset),
+                                  sizeof(offset)));
         }
         return success();
       })
@@ -505,7 +496,6 @@ LogicalResult Exporter::exportReturn(func::FuncOp func, Operation *ret) {
     FailureOr<int32_t> id = use(ret, v);
     if (failed(id))
       return failure();
-    auto local = cast<RankedTensorType>(v.getType());
     // A training step's next value of a weight or state: written back in
     // place by the runtime, not an output.
     if (auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr)) {
@@ -517,21 +507,32 @@ LogicalResult Exporter::exportReturn(func::FuncOp func, Operation *ret) {
         prog.mutable_weights(w)->set_update(*id);
       continue;
     }
-    proto::Argument *out = prog.add_outputs();
-    out->set_value(*id);
-    auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
-    out->set_name(name ? name.str() : "output_" + std::to_string(i));
-    out->set_dtype(*dtypeOf(ret->getLoc(), local.getElementType()));
-    RankedTensorType global = local;
-    if (auto g = func.getResultAttrOfType<TypeAttr>(i, dist::kGlobalTypeAttr))
-      global = cast<RankedTensorType>(g.getValue());
-    auto sharding =
-        func.getResultAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr);
-    if (failed(fillSlice(ret->getLoc(), local, global, sharding,
-                         out->mutable_slice())))
+    if (failed(fillArgument(prog.add_outputs(), v, *id, func, i,
+                            /*isResult=*/true, ret->getLoc())))
       return failure();
   }
   return success();
+}
+
+LogicalResult Exporter::fillArgument(proto::Argument *arg, Value v, int32_t id,
+                                     func::FuncOp func, unsigned i,
+                                     bool isResult, Location loc) {
+  auto attr = [&](StringRef name) {
+    return isResult ? func.getResultAttr(i, name) : func.getArgAttr(i, name);
+  };
+  auto local = cast<RankedTensorType>(v.getType());
+  arg->set_value(id);
+  auto name = dyn_cast_or_null<StringAttr>(attr(nn::kNameAttr));
+  arg->set_name(name ? name.str()
+                     : (isResult ? "output_" : "input_") + std::to_string(i));
+  arg->set_dtype(*dtypeOf(loc, local.getElementType()));
+  RankedTensorType global = local;
+  if (auto g = dyn_cast_or_null<TypeAttr>(attr(dist::kGlobalTypeAttr)))
+    global = cast<RankedTensorType>(g.getValue());
+  return fillSlice(
+      loc, local, global,
+      dyn_cast_or_null<dist::ShardingAttr>(attr(dist::kShardingAttr)),
+      arg->mutable_slice());
 }
 
 FailureOr<proto::RankProgram> Exporter::run() {
@@ -582,22 +583,9 @@ FailureOr<proto::RankProgram> Exporter::run() {
   Block &entry = func.getBody().front();
   for (BlockArgument arg : entry.getArguments()) {
     FailureOr<int32_t> id = define(arg);
-    if (failed(id))
-      return failure();
-    unsigned i = arg.getArgNumber();
-    auto local = cast<RankedTensorType>(arg.getType());
-    proto::Argument *in = prog.add_inputs();
-    in->set_value(*id);
-    auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
-    in->set_name(name ? name.str() : "input_" + std::to_string(i));
-    in->set_dtype(*dtypeOf(arg.getLoc(), local.getElementType()));
-    RankedTensorType global = local;
-    if (auto g = func.getArgAttrOfType<TypeAttr>(i, dist::kGlobalTypeAttr))
-      global = cast<RankedTensorType>(g.getValue());
-    if (failed(fillSlice(
-            arg.getLoc(), local, global,
-            func.getArgAttrOfType<dist::ShardingAttr>(i, dist::kShardingAttr),
-            in->mutable_slice())))
+    if (failed(id) || failed(fillArgument(prog.add_inputs(), arg, *id, func,
+                                          arg.getArgNumber(),
+                                          /*isResult=*/false, arg.getLoc())))
       return failure();
   }
   for (Operation &op : entry) {

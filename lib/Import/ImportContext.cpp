@@ -526,6 +526,13 @@ FailureOr<Value> ImportContext::reshape(Value x, ArrayRef<int64_t> shape) {
   return createTyped<nn::ReshapeOp>(t.clone(shape), x);
 }
 
+Value OpChain::slice(Value x, ArrayRef<int64_t> starts, ArrayRef<int64_t> ends,
+                     ArrayRef<int64_t> steps) {
+  return make<nn::SliceOp>(x, ctx.b.getDenseI64ArrayAttr(starts),
+                           ctx.b.getDenseI64ArrayAttr(ends),
+                           ctx.b.getDenseI64ArrayAttr(steps));
+}
+
 FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank,
                                        StringRef what) {
   int64_t n = a < 0 ? a + rank : a;

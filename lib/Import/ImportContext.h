@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace distopt::onnximport {
@@ -126,6 +125,10 @@ public:
   mlir::FailureOr<Tensor *> input(unsigned i);
   /// The input as an SSA value (materializing a known value).
   mlir::FailureOr<mlir::Value> value(unsigned i);
+  /// As value(i), or a null Value when the optional input is omitted.
+  mlir::FailureOr<mlir::Value> optionalValue(unsigned i) {
+    return hasInput(i) ? value(i) : mlir::FailureOr<mlir::Value>(mlir::Value());
+  }
   /// The input's type (null if the input is absent).
   mlir::RankedTensorType type(unsigned i);
   /// The input's known values for folding: constants, shape values and
@@ -208,58 +211,68 @@ private:
                                        llvm::StringRef message);
 };
 
-/// Builds a chain of nn ops for a decomposition without checking every
-/// step: after the first failure (its diagnostic already emitted at the
-/// node) every further call returns a null Value, so a handler checks once
-/// at the end with `failed()`.
+/// Builds a handler's nn ops without checking every step: after the first
+/// failure (its diagnostic already emitted at the node) every further call
+/// creates nothing and returns a null Value, and `output` reports the
+/// failure, so a handler checks once. Values made by the chain are null only
+/// after a failure; a null operand given by the caller is an omitted optional
+/// operand. C++ leaves the order of a call's arguments open: where two
+/// arguments create ops, name them first if the IR's order should be fixed.
 class OpChain {
 public:
   explicit OpChain(ImportContext &ctx) : ctx(ctx) {}
 
-  /// ctx.create<OpT>(args...), or null after a failure or on a null operand.
+  ImportContext &ctx;
+
+  /// ctx.create<OpT>(args...).
   template <typename OpT, typename... Args> mlir::Value make(Args &&...args) {
-    if (bad || (isNull(args) || ...))
-      return fail();
-    mlir::FailureOr<mlir::Value> r =
-        ctx.create<OpT>(std::forward<Args>(args)...);
-    return mlir::failed(r) ? fail() : *r;
+    if (bad)
+      return {};
+    return take(ctx.create<OpT>(std::forward<Args>(args)...));
   }
   /// ctx.createTyped<OpT>(type, args...).
   template <typename OpT, typename... Args>
   mlir::Value typed(mlir::Type type, Args &&...args) {
-    if (bad || (isNull(args) || ...))
-      return fail();
-    mlir::FailureOr<mlir::Value> r =
-        ctx.createTyped<OpT>(type, std::forward<Args>(args)...);
-    return mlir::failed(r) ? fail() : *r;
+    if (bad)
+      return {};
+    return take(ctx.createTyped<OpT>(type, std::forward<Args>(args)...));
   }
+  /// ctx.reshape(x, shape).
   mlir::Value reshape(mlir::Value x, llvm::ArrayRef<int64_t> shape) {
-    if (bad || !x)
-      return fail();
-    mlir::FailureOr<mlir::Value> r = ctx.reshape(x, shape);
-    return mlir::failed(r) ? fail() : *r;
+    if (bad)
+      return {};
+    return take(ctx.reshape(x, shape));
   }
+  /// nn.slice of `x`: per dimension [starts, ends) by steps.
+  mlir::Value slice(mlir::Value x, llvm::ArrayRef<int64_t> starts,
+                    llvm::ArrayRef<int64_t> ends,
+                    llvm::ArrayRef<int64_t> steps);
   /// A rank-0 constant of `x`'s element type.
   mlir::Value scalarLike(double v, mlir::Value x) {
-    if (bad || !x)
-      return fail();
+    if (bad)
+      return {};
     return ctx.scalar(
         v, llvm::cast<mlir::RankedTensorType>(x.getType()).getElementType());
+  }
+  /// ctx.value(i).
+  mlir::Value input(unsigned i) {
+    return bad ? mlir::Value() : take(ctx.value(i));
+  }
+  /// Sets output `i` to `v` unless a step failed: the handler's result.
+  mlir::LogicalResult output(unsigned i, mlir::Value v) {
+    if (bad)
+      return mlir::failure();
+    ctx.setOutput(i, v);
+    return mlir::success();
   }
   bool failed() const { return bad; }
 
 private:
-  template <typename T> static bool isNull(const T &v) {
-    if constexpr (std::is_convertible_v<T, mlir::Value>)
-      return !mlir::Value(v);
-    else
-      return false;
+  mlir::Value take(mlir::FailureOr<mlir::Value> v) {
+    if (mlir::failed(v))
+      bad = true;
+    return bad ? mlir::Value() : *v;
   }
-  mlir::Value fail() {
-    bad = true;
-    return {};
-  }
-  ImportContext &ctx;
   bool bad = false;
 };
 

@@ -160,9 +160,36 @@ bool isCompare(Bin b) {
          b == Bin::Ge || b == Bin::And || b == Bin::Or || b == Bin::Xor;
 }
 
+/// A comparison or logic op, which integers and floats share; nullopt for
+/// the arithmetic ones.
+template <typename T> std::optional<bool> compareOp(Bin op, T a, T b) {
+  switch (op) {
+  case Bin::Eq:
+    return a == b;
+  case Bin::Lt:
+    return a < b;
+  case Bin::Le:
+    return a <= b;
+  case Bin::Gt:
+    return a > b;
+  case Bin::Ge:
+    return a >= b;
+  case Bin::And:
+    return (a != 0) && (b != 0);
+  case Bin::Or:
+    return (a != 0) || (b != 0);
+  case Bin::Xor:
+    return (a != 0) != (b != 0);
+  default:
+    return std::nullopt;
+  }
+}
+
 /// One integer op; nullopt where the result is left to run time (division
 /// by zero).
 std::optional<int64_t> intOp(Bin op, int64_t a, int64_t b) {
+  if (std::optional<bool> c = compareOp(op, a, b))
+    return *c;
   auto u = [](int64_t x) { return static_cast<uint64_t>(x); };
   switch (op) {
   case Bin::Add:
@@ -190,29 +217,15 @@ std::optional<int64_t> intOp(Bin op, int64_t a, int64_t b) {
     return std::max(a, b);
   case Bin::Min:
     return std::min(a, b);
-  case Bin::Eq:
-    return a == b;
-  case Bin::Lt:
-    return a < b;
-  case Bin::Le:
-    return a <= b;
-  case Bin::Gt:
-    return a > b;
-  case Bin::Ge:
-    return a >= b;
-  case Bin::And:
-    return (a != 0) && (b != 0);
-  case Bin::Or:
-    return (a != 0) || (b != 0);
-  case Bin::Xor:
-    return (a != 0) != (b != 0);
-  case Bin::None:
+  default:
     break;
   }
   return std::nullopt;
 }
 
 double floatOp(Bin op, double a, double b) {
+  if (std::optional<bool> c = compareOp(op, a, b))
+    return *c;
   switch (op) {
   case Bin::Add:
     return a + b;
@@ -236,37 +249,34 @@ double floatOp(Bin op, double a, double b) {
     return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
   case Bin::Min:
     return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b);
-  case Bin::Eq:
-    return a == b;
-  case Bin::Lt:
-    return a < b;
-  case Bin::Le:
-    return a <= b;
-  case Bin::Gt:
-    return a > b;
-  case Bin::Ge:
-    return a >= b;
-  case Bin::And:
-    return (a != 0) && (b != 0);
-  case Bin::Or:
-    return (a != 0) || (b != 0);
-  case Bin::Xor:
-    return (a != 0) != (b != 0);
-  case Bin::None:
+  default:
     break;
   }
   return 0;
 }
 
-/// Element-wise `a op b` with broadcasting; nullopt if it is not folded.
-std::optional<Known> binary(Bin op, const Known &a, const Known &b,
-                            Type resultType) {
-  auto shape = broadcast(a.shape, b.shape);
-  if (!shape)
-    return std::nullopt;
+/// The broadcast shape of `shapes` when it is small enough to fold.
+std::optional<std::vector<int64_t>>
+foldShape(std::initializer_list<ArrayRef<int64_t>> shapes) {
+  std::optional<std::vector<int64_t>> shape = std::vector<int64_t>();
+  for (ArrayRef<int64_t> s : shapes) {
+    shape = broadcast(*shape, s);
+    if (!shape)
+      return std::nullopt;
+  }
   int64_t n = checkedNumElements(*shape);
   if (n < 0 || n > kMaxFoldElements)
     return std::nullopt;
+  return shape;
+}
+
+/// Element-wise `a op b` with broadcasting; nullopt if it is not folded.
+std::optional<Known> binary(Bin op, const Known &a, const Known &b,
+                            Type resultType) {
+  auto shape = foldShape({a.shape, b.shape});
+  if (!shape)
+    return std::nullopt;
+  int64_t n = checkedNumElements(*shape);
   Known out;
   out.shape = *shape;
   out.isFloat = isa<FloatType>(resultType);
@@ -578,13 +588,10 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
     if (ctx.type(1).getElementType() != ctx.type(2).getElementType() ||
         !ctx.type(0).getElementType().isInteger(1))
       return std::nullopt;
-    auto s1 = broadcast(in[0]->shape, in[1]->shape);
-    auto shape = s1 ? broadcast(*s1, in[2]->shape) : std::nullopt;
+    auto shape = foldShape({in[0]->shape, in[1]->shape, in[2]->shape});
     if (!shape)
       return std::nullopt;
     int64_t n = checkedNumElements(*shape);
-    if (n < 0 || n > kMaxFoldElements)
-      return std::nullopt;
     Known out;
     out.shape = *shape;
     out.isFloat = in[1]->isFloat;

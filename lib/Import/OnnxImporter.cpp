@@ -546,8 +546,11 @@ OwningOpRef<ModuleOp> distopt::importOnnxModel(MLIRContext &ctx, StringRef path,
   return importer.run();
 }
 
-llvm::Expected<std::vector<std::vector<std::string>>>
-distopt::inputDimensionSymbols(StringRef path) {
+/// Calls `f` on each graph input of the model at `path` that is not an
+/// initializer, in order.
+static llvm::Error
+forEachGraphInput(StringRef path,
+                  llvm::function_ref<void(const onnx::ValueInfoProto &)> f) {
   auto loaded = readModel(path);
   if (!loaded)
     return loaded.takeError();
@@ -555,30 +558,33 @@ distopt::inputDimensionSymbols(StringRef path) {
   llvm::StringSet<> initializers;
   for (const auto &t : graph.initializer())
     initializers.insert(t.name());
+  for (const onnx::ValueInfoProto &in : graph.input())
+    if (!initializers.contains(in.name()))
+      f(in);
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<std::vector<std::string>>>
+distopt::inputDimensionSymbols(StringRef path) {
   std::vector<std::vector<std::string>> out;
-  for (const onnx::ValueInfoProto &in : graph.input()) {
-    if (initializers.contains(in.name()))
-      continue;
-    std::vector<std::string> dims;
-    for (const auto &d : in.type().tensor_type().shape().dim())
-      dims.push_back(d.has_dim_param() ? d.dim_param() : "");
-    out.push_back(std::move(dims));
-  }
+  if (llvm::Error e =
+          forEachGraphInput(path, [&](const onnx::ValueInfoProto &in) {
+            std::vector<std::string> dims;
+            for (const auto &d : in.type().tensor_type().shape().dim())
+              dims.push_back(d.has_dim_param() ? d.dim_param() : "");
+            out.push_back(std::move(dims));
+          }))
+    return std::move(e);
   return out;
 }
 
 llvm::Expected<std::vector<std::string>>
 distopt::graphInputNames(StringRef path) {
-  auto loaded = readModel(path);
-  if (!loaded)
-    return loaded.takeError();
-  const onnx::GraphProto &graph = loaded->model.graph();
-  llvm::StringSet<> initializers;
-  for (const auto &t : graph.initializer())
-    initializers.insert(t.name());
   std::vector<std::string> out;
-  for (const onnx::ValueInfoProto &in : graph.input())
-    if (!initializers.contains(in.name()))
-      out.push_back(in.name());
+  if (llvm::Error e =
+          forEachGraphInput(path, [&](const onnx::ValueInfoProto &in) {
+            out.push_back(in.name());
+          }))
+    return std::move(e);
   return out;
 }

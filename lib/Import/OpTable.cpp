@@ -59,19 +59,22 @@ AttrSpec req(AttrSpec a) {
 const std::vector<OpSpec> &opSpecs() {
   static const std::vector<OpSpec> specs = [] {
     std::vector<OpSpec> s;
+    auto op = [&](const char *type, Handler h, std::vector<int> versions,
+                  std::vector<Arity> arity, std::vector<AttrSpec> attrs = {},
+                  const char *notes = "") {
+      s.push_back({type, h, std::move(versions), std::move(arity),
+                   std::move(attrs), notes});
+    };
     // Before opset 7 binary ops broadcast only on request (`broadcast`,
     // `axis`: the second operand aligned at `axis` of the first).
     auto binary = [&](const char *type, std::vector<int> versions,
                       Handler h = binaryOp) {
-      s.push_back({type,
-                   h,
-                   versions,
-                   {{1, 2, 2}},
-                   {{"broadcast", AP::INT, 1, 7}, {"axis", AP::INT, 1, 7}}});
+      op(type, h, versions, {{1, 2, 2}},
+         {{"broadcast", AP::INT, 1, 7}, {"axis", AP::INT, 1, 7}});
     };
     auto unary = [&](const char *type, std::vector<int> versions,
                      std::vector<AttrSpec> attrs = {}, Handler h = unaryOp) {
-      s.push_back({type, h, versions, {{1, 1, 1}}, attrs});
+      op(type, h, versions, {{1, 1, 1}}, attrs);
     };
     // Element-wise arithmetic, comparison and logic (numpy broadcasting).
     binary("Add", {6, 7, 13, 14});
@@ -79,12 +82,8 @@ const std::vector<OpSpec> &opSpecs() {
     binary("Mul", {6, 7, 13, 14});
     binary("Div", {6, 7, 13, 14});
     binary("Pow", {1, 7, 12, 13, 15}, powOp);
-    s.push_back({"Mod",
-                 modOp,
-                 {10, 13},
-                 {{1, 2, 2}},
-                 {{"fmod", AP::INT}},
-                 "fmod=0 needs integer operands"});
+    op("Mod", modOp, {10, 13}, {{1, 2, 2}}, {{"fmod", AP::INT}},
+       "fmod=0 needs integer operands");
     binary("Equal", {1, 7, 11, 13, 19});
     binary("Less", {1, 7, 9, 13});
     binary("Greater", {1, 7, 9, 13});
@@ -93,20 +92,13 @@ const std::vector<OpSpec> &opSpecs() {
     binary("And", {1, 7});
     binary("Or", {1, 7});
     binary("Xor", {1, 7});
-    for (const char *v : {"Max", "Min", "Sum"})
-      s.push_back({v,
-                   variadicOp,
-                   {6, 8, 12, 13},
-                   {{1, 1, kMany}},
-                   {},
-                   "variadic: a chain of binary ops"});
-    s.back().versions = {6, 8, 13}; // Sum
-    s.push_back({"Mean",
-                 variadicOp,
-                 {6, 8, 13},
-                 {{1, 1, kMany}},
-                 {},
-                 "sum chain divided by the input count"});
+    for (const char *v : {"Max", "Min"})
+      op(v, variadicOp, {6, 8, 12, 13}, {{1, 1, kMany}}, {},
+         "variadic: a chain of binary ops");
+    op("Sum", variadicOp, {6, 8, 13}, {{1, 1, kMany}}, {},
+       "variadic: a chain of binary ops");
+    op("Mean", variadicOp, {6, 8, 13}, {{1, 1, kMany}}, {},
+       "sum chain divided by the input count");
     // Element-wise unary.
     unary("Neg", {6, 13});
     unary("Abs", {6, 13});
@@ -128,12 +120,12 @@ const std::vector<OpSpec> &opSpecs() {
     unary("Identity", {1, 13, 14, 16, 19, 21}, {}, identityOp);
     unary("Gelu", {20}, {{"approximate", AP::STRING}}, geluOp);
     unary("LeakyRelu", {6, 16}, {{"alpha", AP::FLOAT}}, leakyReluOp);
-    unary("Softplus", {1}, {}, softplusOp);
-    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
-          hardSigmoidOp);
-    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, eluOp);
-    unary("HardSwish", {14}, {}, hardSwishOp);
     // Short chains of nn ops (mathOp in OpsElementwise.cpp).
+    unary("Softplus", {1}, {}, mathOp);
+    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
+          mathOp);
+    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, mathOp);
+    unary("HardSwish", {14}, {}, mathOp);
     unary("Tan", {7}, {}, mathOp);
     for (const char *v : {"Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
       unary(v, {9}, {}, mathOp);
@@ -145,271 +137,158 @@ const std::vector<OpSpec> &opSpecs() {
     unary("IsNaN", {9, 13, 20}, {}, mathOp);
     unary("IsInf", {10, 20},
           {{"detect_negative", AP::INT}, {"detect_positive", AP::INT}}, mathOp);
-    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, thresholdedReluOp);
-    s.push_back({"PRelu",
-                 preluOp,
-                 {6, 7, 9, 16},
-                 {{1, 2, 2}},
-                 {},
-                 "x < 0 ? slope * x : x"});
-    s.push_back({"Trilu",
-                 triluOp,
-                 {14},
-                 {{1, 1, 2}},
-                 {{"upper", AP::INT}},
-                 "a where with a constant mask; k must be known"});
-    s.push_back({"Clip",
-                 clipOp,
-                 {6, 11, 12, 13},
-                 {{1, 1, 1}, {11, 1, 3}},
-                 {{"min", AP::FLOAT, 1, 11}, {"max", AP::FLOAT, 1, 11}},
-                 "bounds: attributes before 11, inputs from 11"});
-    s.push_back({"Cast",
-                 castOp,
-                 {6, 9, 13, 19, 21},
-                 {{1, 1, 1}},
-                 {req({"to", AP::INT}), {"saturate", AP::INT, 19}}});
-    s.push_back({"CastLike",
-                 castOp,
-                 {15, 19, 21},
-                 {{1, 2, 2}},
-                 {{"saturate", AP::INT, 19}},
-                 "a Cast to input 1's type"});
-    s.push_back({"Where", whereOp, {9, 16}, {{1, 3, 3}}, {}});
-    s.push_back({"Dropout",
-                 dropoutOp,
-                 {6, 7, 10, 12, 13},
-                 {{1, 1, 1, 1, 2}, {12, 1, 3, 1, 2}},
-                 {{"ratio", AP::FLOAT, 1, 12},
-                  {"is_test", AP::INT, 1, 7},
-                  {"seed", AP::INT, 12}},
-                 "inference: identity, mask all true"});
+    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, mathOp);
+    op("PRelu", preluOp, {6, 7, 9, 16}, {{1, 2, 2}}, {},
+       "x < 0 ? slope * x : x");
+    op("Trilu", triluOp, {14}, {{1, 1, 2}}, {{"upper", AP::INT}},
+       "a where with a constant mask; k must be known");
+    op("Clip", clipOp, {6, 11, 12, 13}, {{1, 1, 1}, {11, 1, 3}},
+       {{"min", AP::FLOAT, 1, 11}, {"max", AP::FLOAT, 1, 11}},
+       "bounds: attributes before 11, inputs from 11");
+    op("Cast", castOp, {6, 9, 13, 19, 21}, {{1, 1, 1}},
+       {req({"to", AP::INT}), {"saturate", AP::INT, 19}});
+    op("CastLike", castOp, {15, 19, 21}, {{1, 2, 2}},
+       {{"saturate", AP::INT, 19}}, "a Cast to input 1's type");
+    op("Where", whereOp, {9, 16}, {{1, 3, 3}}, {});
+    op("Dropout", dropoutOp, {6, 7, 10, 12, 13},
+       {{1, 1, 1, 1, 2}, {12, 1, 3, 1, 2}},
+       {{"ratio", AP::FLOAT, 1, 12},
+        {"is_test", AP::INT, 1, 7},
+        {"seed", AP::INT, 12}},
+       "inference: identity, mask all true");
 
     // Constants and shapes.
-    s.push_back({"Constant",
-                 constantOp,
-                 {1, 9, 11, 12, 13, 19, 21},
-                 {{1, 0, 0}},
-                 {{"value", AP::TENSOR},
-                  {"sparse_value", AP::SPARSE_TENSOR, 11},
-                  {"value_float", AP::FLOAT, 12},
-                  {"value_floats", AP::FLOATS, 12},
-                  {"value_int", AP::INT, 12},
-                  {"value_ints", AP::INTS, 12},
-                  {"value_string", AP::STRING, 12},
-                  {"value_strings", AP::STRINGS, 12}},
-                 "all value forms but strings"});
-    s.push_back({"ConstantOfShape",
-                 constantOfShapeOp,
-                 {9, 20, 21},
-                 {{1, 1, 1}},
-                 {{"value", AP::TENSOR}}});
-    s.push_back({"Shape",
-                 shapeOp,
-                 {1, 13, 15, 19, 21},
-                 {{1, 1, 1}},
-                 {{"start", AP::INT, 15}, {"end", AP::INT, 15}},
-                 "evaluated at import"});
-    s.push_back({"Size",
-                 sizeOp,
-                 {1, 13, 19, 21},
-                 {{1, 1, 1}},
-                 {},
-                 "evaluated at import"});
-    s.push_back({"Range",
-                 rangeOp,
-                 {11},
-                 {{1, 3, 3}},
-                 {},
-                 "inputs must be known at import"});
+    op("Constant", constantOp, {1, 9, 11, 12, 13, 19, 21}, {{1, 0, 0}},
+       {{"value", AP::TENSOR},
+        {"sparse_value", AP::SPARSE_TENSOR, 11},
+        {"value_float", AP::FLOAT, 12},
+        {"value_floats", AP::FLOATS, 12},
+        {"value_int", AP::INT, 12},
+        {"value_ints", AP::INTS, 12},
+        {"value_string", AP::STRING, 12},
+        {"value_strings", AP::STRINGS, 12}},
+       "all value forms but strings");
+    op("ConstantOfShape", constantOfShapeOp, {9, 20, 21}, {{1, 1, 1}},
+       {{"value", AP::TENSOR}});
+    op("Shape", shapeOp, {1, 13, 15, 19, 21}, {{1, 1, 1}},
+       {{"start", AP::INT, 15}, {"end", AP::INT, 15}}, "evaluated at import");
+    op("Size", sizeOp, {1, 13, 19, 21}, {{1, 1, 1}}, {}, "evaluated at import");
+    op("Range", rangeOp, {11}, {{1, 3, 3}}, {},
+       "inputs must be known at import");
 
     // Data movement.
-    s.push_back({"Transpose",
-                 transposeOp,
-                 {1, 13, 21},
-                 {{1, 1, 1}},
-                 {{"perm", AP::INTS}}});
-    s.push_back({"Reshape",
-                 reshapeOp,
-                 {5, 13, 14, 19, 21},
-                 {{1, 2, 2}},
-                 {{"allowzero", AP::INT, 14}},
-                 "shape must be known at import"});
-    s.push_back({"Flatten",
-                 flattenOp,
-                 {1, 9, 11, 13, 21},
-                 {{1, 1, 1}},
-                 {{"axis", AP::INT}}});
-    s.push_back({"Squeeze",
-                 squeezeOp,
-                 {1, 11, 13, 21},
-                 {{1, 1, 1}, {13, 1, 2}},
-                 {{"axes", AP::INTS, 1, 13}},
-                 "axes: attribute before 13"});
-    s.push_back({"Unsqueeze",
-                 unsqueezeOp,
-                 {1, 11, 13, 21},
-                 {{1, 1, 1}, {13, 2, 2}},
-                 {{"axes", AP::INTS, 1, 13, /*required=*/true}},
-                 "axes: attribute before 13"});
-    s.push_back({"Concat",
-                 concatOp,
-                 {4, 11, 13},
-                 {{1, 1, kMany}},
-                 {req({"axis", AP::INT})}});
-    s.push_back({"Split",
-                 splitOp,
-                 {2, 11, 13, 18},
-                 {{1, 1, 1, 1, kMany}, {13, 1, 2, 1, kMany}},
-                 {{"axis", AP::INT},
-                  {"split", AP::INTS, 1, 13},
-                  {"num_outputs", AP::INT, 18}},
-                 "split: attribute before 13; num_outputs from 18"});
-    s.push_back({"Slice",
-                 sliceOp,
-                 {1, 10, 11, 13},
-                 {{1, 1, 1}, {10, 3, 5}},
-                 {req({"starts", AP::INTS, 1, 10}),
-                  req({"ends", AP::INTS, 1, 10}),
-                  {"axes", AP::INTS, 1, 10}},
-                 "attributes before 10; bounds clamped, negative steps"});
-    s.push_back(
-        {"Gather", gatherOp, {1, 11, 13}, {{1, 2, 2}}, {{"axis", AP::INT}}});
-    s.push_back({"Expand", expandOp, {8, 13}, {{1, 2, 2}}, {}});
-    s.push_back({"Tile",
-                 tileOp,
-                 {6, 13},
-                 {{1, 2, 2}},
-                 {},
-                 "reshape + expand + reshape"});
-    s.push_back({"Pad",
-                 padOp,
-                 {2, 11, 13, 18, 19, 21},
-                 {{1, 1, 1}, {11, 2, 3}, {18, 2, 4}},
-                 {{"mode", AP::STRING},
-                  {"pads", AP::INTS, 1, 11, true},
-                  {"value", AP::FLOAT, 1, 11}},
-                 "constant, reflect, edge"});
+    op("Transpose", transposeOp, {1, 13, 21}, {{1, 1, 1}},
+       {{"perm", AP::INTS}});
+    op("Reshape", reshapeOp, {5, 13, 14, 19, 21}, {{1, 2, 2}},
+       {{"allowzero", AP::INT, 14}}, "shape must be known at import");
+    op("Flatten", flattenOp, {1, 9, 11, 13, 21}, {{1, 1, 1}},
+       {{"axis", AP::INT}});
+    op("Squeeze", squeezeOp, {1, 11, 13, 21}, {{1, 1, 1}, {13, 1, 2}},
+       {{"axes", AP::INTS, 1, 13}}, "axes: attribute before 13");
+    op("Unsqueeze", unsqueezeOp, {1, 11, 13, 21}, {{1, 1, 1}, {13, 2, 2}},
+       {{"axes", AP::INTS, 1, 13, /*required=*/true}},
+       "axes: attribute before 13");
+    op("Concat", concatOp, {4, 11, 13}, {{1, 1, kMany}},
+       {req({"axis", AP::INT})});
+    op("Split", splitOp, {2, 11, 13, 18},
+       {{1, 1, 1, 1, kMany}, {13, 1, 2, 1, kMany}},
+       {{"axis", AP::INT},
+        {"split", AP::INTS, 1, 13},
+        {"num_outputs", AP::INT, 18}},
+       "split: attribute before 13; num_outputs from 18");
+    op("Slice", sliceOp, {1, 10, 11, 13}, {{1, 1, 1}, {10, 3, 5}},
+       {req({"starts", AP::INTS, 1, 10}),
+        req({"ends", AP::INTS, 1, 10}),
+        {"axes", AP::INTS, 1, 10}},
+       "attributes before 10; bounds clamped, negative steps");
+    op("Gather", gatherOp, {1, 11, 13}, {{1, 2, 2}}, {{"axis", AP::INT}});
+    op("Expand", expandOp, {8, 13}, {{1, 2, 2}}, {});
+    op("Tile", tileOp, {6, 13}, {{1, 2, 2}}, {}, "reshape + expand + reshape");
+    op("Pad", padOp, {2, 11, 13, 18, 19, 21},
+       {{1, 1, 1}, {11, 2, 3}, {18, 2, 4}},
+       {{"mode", AP::STRING},
+        {"pads", AP::INTS, 1, 11, true},
+        {"value", AP::FLOAT, 1, 11}},
+       "constant, reflect, edge");
 
     // Linear algebra, normalisation, reductions.
-    s.push_back({"MatMul", matmulOp, {1, 9, 13}, {{1, 2, 2}}, {}});
-    s.push_back({"Gemm",
-                 gemmOp,
-                 {6, 7, 9, 11, 13},
-                 {{1, 3, 3}, {11, 2, 3}},
-                 {{"alpha", AP::FLOAT},
-                  {"beta", AP::FLOAT},
-                  {"broadcast", AP::INT, 1, 7},
-                  {"transA", AP::INT},
-                  {"transB", AP::INT}},
-                 "transpose/matmul/mul/add"});
+    op("MatMul", matmulOp, {1, 9, 13}, {{1, 2, 2}}, {});
+    op("Gemm", gemmOp, {6, 7, 9, 11, 13}, {{1, 3, 3}, {11, 2, 3}},
+       {{"alpha", AP::FLOAT},
+        {"beta", AP::FLOAT},
+        {"broadcast", AP::INT, 1, 7},
+        {"transA", AP::INT},
+        {"transB", AP::INT}},
+       "transpose/matmul/mul/add");
     for (const char *v : {"Softmax", "LogSoftmax"})
-      s.push_back({v,
-                   softmaxOp,
-                   {1, 11, 13},
-                   {{1, 1, 1}},
-                   {{"axis", AP::INT}},
-                   "before 13: flattened to 2-D at axis"});
-    s.push_back(
-        {"LayerNormalization",
-         layerNormOp,
-         {17},
-         {{1, 2, 3, 1, 3}},
-         {{"axis", AP::INT}, {"epsilon", AP::FLOAT}, {"stash_type", AP::INT}},
-         "Mean/InvStdDev outputs from reductions"});
-    s.push_back({"BatchNormalization",
-                 batchNormOp,
-                 {6, 7, 9, 14, 15},
-                 {{1, 5, 5, 1, 5}},
-                 {{"epsilon", AP::FLOAT},
-                  {"momentum", AP::FLOAT},
-                  {"is_test", AP::INT, 1, 7},
-                  {"spatial", AP::INT, 1, 9},
-                  {"training_mode", AP::INT, 14}},
-                 "inference form only"});
-    s.push_back({"InstanceNormalization",
-                 instanceNormOp,
-                 {1, 6},
-                 {{1, 3, 3}},
-                 {{"epsilon", AP::FLOAT}},
-                 "reduce_mean over the spatial dimensions, then scale/bias"});
-    s.push_back({"ReduceSum",
-                 reduceOp,
-                 {1, 11, 13},
-                 {{1, 1, 1}, {13, 1, 2}},
-                 {{"axes", AP::INTS, 1, 13},
-                  {"keepdims", AP::INT},
-                  {"noop_with_empty_axes", AP::INT, 13}},
-                 "axes: attribute before 13"});
-    for (const char *v : {"ReduceMean", "ReduceProd", "ReduceMax", "ReduceMin"})
-      s.push_back({v,
-                   reduceOp,
-                   {1, 11, 13, 18},
-                   {{1, 1, 1}, {18, 1, 2}},
-                   {{"axes", AP::INTS, 1, 18},
-                    {"keepdims", AP::INT},
-                    {"noop_with_empty_axes", AP::INT, 18}},
-                   "axes: attribute before 18"});
+      op(v, softmaxOp, {1, 11, 13}, {{1, 1, 1}}, {{"axis", AP::INT}},
+         "before 13: flattened to 2-D at axis");
+    op("LayerNormalization", layerNormOp, {17}, {{1, 2, 3, 1, 3}},
+       {{"axis", AP::INT}, {"epsilon", AP::FLOAT}, {"stash_type", AP::INT}},
+       "Mean/InvStdDev outputs from reductions");
+    op("BatchNormalization", batchNormOp, {6, 7, 9, 14, 15}, {{1, 5, 5, 1, 5}},
+       {{"epsilon", AP::FLOAT},
+        {"momentum", AP::FLOAT},
+        {"is_test", AP::INT, 1, 7},
+        {"spatial", AP::INT, 1, 9},
+        {"training_mode", AP::INT, 14}},
+       "inference form only");
+    op("InstanceNormalization", instanceNormOp, {1, 6}, {{1, 3, 3}},
+       {{"epsilon", AP::FLOAT}},
+       "reduce_mean over the spatial dimensions, then scale/bias");
+    // `axes` moved from an attribute to an input at opset `axesInput`.
+    auto reduce = [&](const char *type, std::vector<int> versions,
+                      int axesInput, const char *notes) {
+      op(type, reduceOp, versions, {{1, 1, 1}, {axesInput, 1, 2}},
+         {{"axes", AP::INTS, 1, axesInput},
+          {"keepdims", AP::INT},
+          {"noop_with_empty_axes", AP::INT, axesInput}},
+         notes);
+    };
+    reduce("ReduceSum", {1, 11, 13}, 13, "axes: attribute before 13");
+    for (const char *v : {"ReduceMean", "ReduceProd"})
+      reduce(v, {1, 11, 13, 18}, 18, "axes: attribute before 18");
+    for (const char *v : {"ReduceMax", "ReduceMin"})
+      reduce(v, {1, 11, 12, 13, 18, 20}, 18, "axes: attribute before 18");
     for (const char *v : {"ReduceL1", "ReduceL2", "ReduceLogSum",
                           "ReduceLogSumExp", "ReduceSumSquare"})
-      s.push_back({v,
-                   reduceOp,
-                   {1, 11, 13, 18},
-                   {{1, 1, 1}, {18, 1, 2}},
-                   {{"axes", AP::INTS, 1, 18},
-                    {"keepdims", AP::INT},
-                    {"noop_with_empty_axes", AP::INT, 18}},
-                   "decomposed into abs/mul/exp/log/sqrt and reduce_sum "
-                   "(LogSumExp subtracts the max)"});
-    for (OpSpec &o : s)
-      if (StringRef(o.type) == "ReduceMax" || StringRef(o.type) == "ReduceMin")
-        o.versions = {1, 11, 12, 13, 18, 20};
+      reduce(v, {1, 11, 13, 18}, 18,
+             "decomposed into abs/mul/exp/log/sqrt and reduce_sum "
+             "(LogSumExp subtracts the max)");
     for (const char *v : {"ArgMax", "ArgMin"})
-      s.push_back({v,
-                   argReduceOp,
-                   {1, 11, 12, 13},
-                   {{1, 1, 1}},
-                   {{"axis", AP::INT},
-                    {"keepdims", AP::INT},
-                    {"select_last_index", AP::INT, 12}},
-                   "select_last_index via a reversed slice"});
+      op(v, argReduceOp, {1, 11, 12, 13}, {{1, 1, 1}},
+         {{"axis", AP::INT},
+          {"keepdims", AP::INT},
+          {"select_last_index", AP::INT, 12}},
+         "select_last_index via a reversed slice");
 
     // Convolution and pooling.
-    s.push_back({"Conv",
-                 convOp,
-                 {1, 11},
-                 {{1, 2, 3}},
-                 {{"auto_pad", AP::STRING},
-                  {"dilations", AP::INTS},
-                  {"group", AP::INT},
-                  {"kernel_shape", AP::INTS},
-                  {"pads", AP::INTS},
-                  {"strides", AP::INTS}}});
-    s.push_back({"MaxPool",
-                 poolOp,
-                 {1, 8, 10, 11, 12},
-                 {{1, 1, 1, 1, 2}},
-                 {{"auto_pad", AP::STRING},
-                  {"ceil_mode", AP::INT, 10},
-                  {"dilations", AP::INTS, 10},
-                  req({"kernel_shape", AP::INTS}),
-                  {"pads", AP::INTS},
-                  {"storage_order", AP::INT, 8},
-                  {"strides", AP::INTS}},
-                 "Indices output unsupported"});
-    s.push_back({"AveragePool",
-                 poolOp,
-                 {1, 7, 10, 11, 19},
-                 {{1, 1, 1}},
-                 {{"auto_pad", AP::STRING},
-                  {"ceil_mode", AP::INT, 10},
-                  {"count_include_pad", AP::INT, 7},
-                  {"dilations", AP::INTS, 19},
-                  req({"kernel_shape", AP::INTS}),
-                  {"pads", AP::INTS},
-                  {"strides", AP::INTS}}});
-    s.push_back({"GlobalAveragePool", globalPoolOp, {1}, {{1, 1, 1}}, {}});
-    s.push_back({"GlobalMaxPool", globalPoolOp, {1}, {{1, 1, 1}}, {}});
+    op("Conv", convOp, {1, 11}, {{1, 2, 3}},
+       {{"auto_pad", AP::STRING},
+        {"dilations", AP::INTS},
+        {"group", AP::INT},
+        {"kernel_shape", AP::INTS},
+        {"pads", AP::INTS},
+        {"strides", AP::INTS}});
+    op("MaxPool", poolOp, {1, 8, 10, 11, 12}, {{1, 1, 1, 1, 2}},
+       {{"auto_pad", AP::STRING},
+        {"ceil_mode", AP::INT, 10},
+        {"dilations", AP::INTS, 10},
+        req({"kernel_shape", AP::INTS}),
+        {"pads", AP::INTS},
+        {"storage_order", AP::INT, 8},
+        {"strides", AP::INTS}},
+       "Indices output unsupported");
+    op("AveragePool", poolOp, {1, 7, 10, 11, 19}, {{1, 1, 1}},
+       {{"auto_pad", AP::STRING},
+        {"ceil_mode", AP::INT, 10},
+        {"count_include_pad", AP::INT, 7},
+        {"dilations", AP::INTS, 19},
+        req({"kernel_shape", AP::INTS}),
+        {"pads", AP::INTS},
+        {"strides", AP::INTS}});
+    op("GlobalAveragePool", globalPoolOp, {1}, {{1, 1, 1}}, {});
+    op("GlobalMaxPool", globalPoolOp, {1}, {{1, 1, 1}}, {});
     return s;
   }();
   return specs;
@@ -426,32 +305,17 @@ const llvm::StringMap<const OpSpec *> &specIndex() {
 }
 
 const char *typeName(AP::AttributeType t) {
-  switch (t) {
-  case AP::FLOAT:
-    return "float";
-  case AP::INT:
-    return "int";
-  case AP::STRING:
-    return "string";
-  case AP::TENSOR:
-    return "tensor";
-  case AP::GRAPH:
-    return "graph";
-  case AP::SPARSE_TENSOR:
-    return "sparse tensor";
-  case AP::FLOATS:
-    return "floats";
-  case AP::INTS:
-    return "ints";
-  case AP::STRINGS:
-    return "strings";
-  case AP::TENSORS:
-    return "tensors";
-  case AP::GRAPHS:
-    return "graphs";
-  default:
-    return "unknown";
-  }
+  static const std::pair<AP::AttributeType, const char *> names[] = {
+      {AP::FLOAT, "float"},     {AP::INT, "int"},
+      {AP::STRING, "string"},   {AP::TENSOR, "tensor"},
+      {AP::GRAPH, "graph"},     {AP::SPARSE_TENSOR, "sparse tensor"},
+      {AP::FLOATS, "floats"},   {AP::INTS, "ints"},
+      {AP::STRINGS, "strings"}, {AP::TENSORS, "tensors"},
+      {AP::GRAPHS, "graphs"}};
+  for (auto [type, name] : names)
+    if (type == t)
+      return name;
+  return "unknown";
 }
 
 /// The attribute's type; for old models that leave `type` unset, guessed

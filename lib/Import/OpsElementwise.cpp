@@ -13,12 +13,11 @@ using namespace distopt::onnximport;
 
 namespace {
 
-template <typename OpT>
-FailureOr<Value> makeBinary(ImportContext &ctx, Value a, Value b) {
-  return ctx.create<OpT>(a, b);
+template <typename OpT> Value makeBinary(OpChain &c, Value a, Value b) {
+  return c.make<OpT>(a, b);
 }
 
-using BinaryBuilder = FailureOr<Value> (*)(ImportContext &, Value, Value);
+using BinaryBuilder = Value (*)(OpChain &, Value, Value);
 
 BinaryBuilder binaryBuilder(StringRef op) {
   return llvm::StringSwitch<BinaryBuilder>(op)
@@ -54,12 +53,11 @@ bool isBool(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType().isInteger(1);
 }
 
-template <typename OpT>
-FailureOr<Value> makeUnary(ImportContext &ctx, Value x) {
-  return ctx.create<OpT>(x);
+template <typename OpT> Value makeUnary(OpChain &c, Value x) {
+  return c.make<OpT>(x);
 }
 
-using UnaryBuilder = FailureOr<Value> (*)(ImportContext &, Value);
+using UnaryBuilder = Value (*)(OpChain &, Value);
 
 UnaryBuilder unaryBuilder(StringRef op) {
   return llvm::StringSwitch<UnaryBuilder>(op)
@@ -138,6 +136,14 @@ LogicalResult legacyBroadcast(ImportContext &ctx, Value a, Value &b) {
   return success();
 }
 
+/// clip(alpha * x + beta, 0, 1): HardSigmoid, and HardSwish's factor.
+Value hardSigmoid(OpChain &c, Value x, double alpha, double beta) {
+  Value m = c.make<nn::MulOp>(x, c.scalarLike(alpha, x));
+  Value y = c.make<nn::AddOp>(m, c.scalarLike(beta, x));
+  return c.make<nn::ClipOp>(y, c.ctx.b.getF64FloatAttr(0.0),
+                            c.ctx.b.getF64FloatAttr(1.0));
+}
+
 } // namespace
 
 LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
@@ -149,22 +155,16 @@ LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
   bool logic = op == "And" || op == "Or" || op == "Xor";
   if (logic && !isBool(*a))
     return ctx.error() << "needs bool operands, got " << a->getType();
-  FailureOr<Value> r = binaryBuilder(op)(ctx, *a, *b);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, binaryBuilder(op)(c, *a, *b));
 }
 
 LogicalResult distopt::onnximport::powOp(ImportContext &ctx) {
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
   if (failed(a) || failed(b) || failed(legacyBroadcast(ctx, *a, *b)))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::PowOp>(*a, *b);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::PowOp>(*a, *b));
 }
 
 LogicalResult distopt::onnximport::modOp(ImportContext &ctx) {
@@ -176,35 +176,28 @@ LogicalResult distopt::onnximport::modOp(ImportContext &ctx) {
       isa<FloatType>(cast<RankedTensorType>(a->getType()).getElementType()))
     return ctx.error() << "fmod=0 on floating-point operands is not allowed "
                           "by ONNX";
-  FailureOr<Value> r = ctx.create<nn::ModOp>(*a, *b, ctx.b.getBoolAttr(fmod));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::ModOp>(*a, *b, ctx.b.getBoolAttr(fmod)));
 }
 
 /// Max, Min, Sum, Mean: a chain of binary ops (Mean then divides).
 LogicalResult distopt::onnximport::variadicOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
-  FailureOr<Value> acc = ctx.value(0);
-  if (failed(acc))
+  FailureOr<Value> first = ctx.value(0);
+  if (failed(first))
     return failure();
-  for (unsigned i = 1; i < ctx.numInputs(); ++i) {
+  OpChain c(ctx);
+  Value acc = *first;
+  // The chain keeps input 0's element type.
+  for (unsigned i = 1; i < ctx.numInputs() && !c.failed(); ++i) {
     FailureOr<Value> v = ctx.value(i);
-    if (failed(v) || failed(sameElementType(ctx, *acc, *v, i)))
+    if (failed(v) || failed(sameElementType(ctx, *first, *v, i)))
       return failure();
-    acc = binaryBuilder(op)(ctx, *acc, *v);
-    if (failed(acc))
-      return failure();
+    acc = binaryBuilder(op)(c, acc, *v);
   }
-  if (op == "Mean" && ctx.numInputs() > 1) {
-    Type et = cast<RankedTensorType>(acc->getType()).getElementType();
-    acc = ctx.create<nn::DivOp>(*acc, ctx.scalar(ctx.numInputs(), et));
-    if (failed(acc))
-      return failure();
-  }
-  ctx.setOutput(0, *acc);
-  return success();
+  if (op == "Mean" && ctx.numInputs() > 1)
+    acc = c.make<nn::DivOp>(acc, c.scalarLike(ctx.numInputs(), acc));
+  return c.output(0, acc);
 }
 
 LogicalResult distopt::onnximport::unaryOp(ImportContext &ctx) {
@@ -214,11 +207,8 @@ LogicalResult distopt::onnximport::unaryOp(ImportContext &ctx) {
     return failure();
   if (op == "Not" && !isBool(*x))
     return ctx.error() << "needs a bool input, got " << x->getType();
-  FailureOr<Value> r = unaryBuilder(op)(ctx, *x);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, unaryBuilder(op)(c, *x));
 }
 
 /// Identity passes its input through, known values included.
@@ -239,23 +229,18 @@ LogicalResult distopt::onnximport::geluOp(ImportContext &ctx) {
   if (approx != "none" && approx != "tanh")
     return ctx.error() << "approximate must be \"none\" or \"tanh\", got \""
                        << approx << "\"";
-  FailureOr<Value> r = ctx.create<nn::GeluOp>(*x, ctx.b.getStringAttr(approx));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::GeluOp>(*x, ctx.b.getStringAttr(approx)));
 }
 
 LogicalResult distopt::onnximport::leakyReluOp(ImportContext &ctx) {
   FailureOr<Value> x = floatInput(ctx, 0);
   if (failed(x))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::LeakyReluOp>(
-      *x, ctx.b.getF64FloatAttr(ctx.attrFloat("alpha", 0.01)));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0,
+                  c.make<nn::LeakyReluOp>(
+                      *x, ctx.b.getF64FloatAttr(ctx.attrFloat("alpha", 0.01))));
 }
 
 /// Clip: bounds are attributes before opset 11 and optional inputs from 11.
@@ -265,6 +250,7 @@ LogicalResult distopt::onnximport::clipOp(ImportContext &ctx) {
   if (failed(x))
     return failure();
   FloatAttr lo, hi;
+  OpChain c(ctx);
   Value result = *x;
   if (ctx.opset < 11) {
     if (ctx.hasAttr("min"))
@@ -292,22 +278,16 @@ LogicalResult distopt::onnximport::clipOp(ImportContext &ctx) {
       FailureOr<Value> bound = ctx.value(i);
       if (failed(bound))
         return failure();
-      FailureOr<Value> r = i == 1 ? ctx.create<nn::MaxOp>(result, *bound)
-                                  : ctx.create<nn::MinOp>(result, *bound);
-      if (failed(r))
+      result = i == 1 ? c.make<nn::MaxOp>(result, *bound)
+                      : c.make<nn::MinOp>(result, *bound);
+      // Stop here: the next bound's checks would add errors.
+      if (c.failed())
         return failure();
-      result = *r;
     }
   }
-  if (!lo && !hi) {
-    ctx.setOutput(0, result);
-    return success();
-  }
-  FailureOr<Value> r = ctx.create<nn::ClipOp>(result, lo, hi);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  if (lo || hi)
+    result = c.make<nn::ClipOp>(result, lo, hi);
+  return c.output(0, result);
 }
 
 /// Cast, and CastLike (to the element type of input 1).
@@ -330,11 +310,8 @@ LogicalResult distopt::onnximport::castOp(ImportContext &ctx) {
     ctx.setOutput(0, *x);
     return success();
   }
-  FailureOr<Value> r = ctx.createTyped<nn::CastOp>(t.clone(et), *x);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.typed<nn::CastOp>(t.clone(et), *x));
 }
 
 LogicalResult distopt::onnximport::whereOp(ImportContext &ctx) {
@@ -345,11 +322,8 @@ LogicalResult distopt::onnximport::whereOp(ImportContext &ctx) {
     return ctx.error() << "the condition must be bool, got " << c->getType();
   if (failed(sameElementType(ctx, *a, *b, 2)))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::WhereOp>(*c, *a, *b);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain chain(ctx);
+  return chain.output(0, chain.make<nn::WhereOp>(*c, *a, *b));
 }
 
 /// Inference: the identity; the mask, if requested, is all true (all ones
@@ -379,96 +353,6 @@ LogicalResult distopt::onnximport::dropoutOp(ImportContext &ctx) {
   return success();
 }
 
-/// Softplus = log(exp(x) + 1).
-LogicalResult distopt::onnximport::softplusOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
-  if (failed(x))
-    return failure();
-  Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> e = ctx.create<nn::ExpOp>(*x);
-  if (failed(e))
-    return failure();
-  FailureOr<Value> s = ctx.create<nn::AddOp>(*e, ctx.scalar(1.0, et));
-  if (failed(s))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::LogOp>(*s);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
-}
-
-/// HardSigmoid = clip(alpha * x + beta, 0, 1).
-LogicalResult distopt::onnximport::hardSigmoidOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
-  if (failed(x))
-    return failure();
-  Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> m =
-      ctx.create<nn::MulOp>(*x, ctx.scalar(ctx.attrFloat("alpha", 0.2), et));
-  if (failed(m))
-    return failure();
-  FailureOr<Value> y =
-      ctx.create<nn::AddOp>(*m, ctx.scalar(ctx.attrFloat("beta", 0.5), et));
-  if (failed(y))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::ClipOp>(*y, ctx.b.getF64FloatAttr(0.0),
-                                              ctx.b.getF64FloatAttr(1.0));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
-}
-
-/// Elu = x > 0 ? x : alpha * (exp(x) - 1).
-LogicalResult distopt::onnximport::eluOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
-  if (failed(x))
-    return failure();
-  Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> e = ctx.create<nn::ExpOp>(*x);
-  if (failed(e))
-    return failure();
-  FailureOr<Value> em1 = ctx.create<nn::SubOp>(*e, ctx.scalar(1.0, et));
-  if (failed(em1))
-    return failure();
-  FailureOr<Value> neg =
-      ctx.create<nn::MulOp>(ctx.scalar(ctx.attrFloat("alpha", 1.0), et), *em1);
-  if (failed(neg))
-    return failure();
-  FailureOr<Value> pos = ctx.create<nn::GreaterOp>(*x, ctx.scalar(0.0, et));
-  if (failed(pos))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::WhereOp>(*pos, *x, *neg);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
-}
-
-/// HardSwish = x * clip(x / 6 + 1 / 2, 0, 1).
-LogicalResult distopt::onnximport::hardSwishOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
-  if (failed(x))
-    return failure();
-  Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> m = ctx.create<nn::MulOp>(*x, ctx.scalar(1.0 / 6.0, et));
-  if (failed(m))
-    return failure();
-  FailureOr<Value> y = ctx.create<nn::AddOp>(*m, ctx.scalar(0.5, et));
-  if (failed(y))
-    return failure();
-  FailureOr<Value> c = ctx.create<nn::ClipOp>(*y, ctx.b.getF64FloatAttr(0.0),
-                                              ctx.b.getF64FloatAttr(1.0));
-  if (failed(c))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::MulOp>(*x, *c);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
-}
-
 /// PRelu = x < 0 ? slope * x : x (slope broadcasts to x).
 LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
   FailureOr<Value> x = floatInput(ctx, 0);
@@ -493,46 +377,23 @@ LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
   auto shape = broadcast(tx.getShape(), ts.getShape());
   if (!shape || ArrayRef<int64_t>(*shape) != tx.getShape())
     return ctx.error() << "slope " << ts << " does not broadcast to " << tx;
-  FailureOr<Value> neg =
-      ctx.create<nn::LessOp>(*x, ctx.scalar(0.0, tx.getElementType()));
-  if (failed(neg))
-    return failure();
-  FailureOr<Value> scaled = ctx.create<nn::MulOp>(*x, *slope);
-  if (failed(scaled))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::WhereOp>(*neg, *scaled, *x);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
-}
-
-/// ThresholdedRelu = x > alpha ? x : 0.
-LogicalResult distopt::onnximport::thresholdedReluOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
-  if (failed(x))
-    return failure();
-  Type et = cast<RankedTensorType>(x->getType()).getElementType();
-  FailureOr<Value> above = ctx.create<nn::GreaterOp>(
-      *x, ctx.scalar(ctx.attrFloat("alpha", 1.0), et));
-  if (failed(above))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::WhereOp>(*above, *x, ctx.scalar(0.0, et));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  Value neg = c.make<nn::LessOp>(*x, c.scalarLike(0.0, *x));
+  Value scaled = c.make<nn::MulOp>(*x, *slope);
+  return c.output(0, c.make<nn::WhereOp>(neg, scaled, *x));
 }
 
 /// Element-wise functions that are short chains of nn ops:
-///   Tan = sin / cos, Sinh/Cosh = (exp(x) -/+ exp(-x)) / 2,
-///   Asinh = log(x + sqrt(x^2 + 1)), Acosh = log(x + sqrt(x^2 - 1)),
-///   Atanh = log((1 + x) / (1 - x)) / 2, Softsign = x / (1 + |x|),
-///   Mish = x * tanh(softplus(x)),
-///   Selu = gamma * (x > 0 ? x : alpha * (exp(x) - 1)),
-///   Celu = max(0, x) + min(0, alpha * (exp(x / alpha) - 1)),
-///   Shrink = x < -lambd ? x + bias : x > lambd ? x - bias : 0,
-///   IsNaN = !(x == x), IsInf = x == +inf || x == -inf (as enabled).
+///   Softplus = log(exp(x) + 1), HardSigmoid = clip(alpha * x + beta, 0, 1),
+///   HardSwish = x * clip(x / 6 + 1 / 2, 0, 1),
+///   Elu = x > 0 ? x : alpha * (exp(x) - 1), ThresholdedRelu = x > alpha ? x :
+///   0, Tan = sin / cos, Sinh/Cosh = (exp(x) -/+ exp(-x)) / 2, Asinh = log(x +
+///   sqrt(x^2 + 1)), Acosh = log(x + sqrt(x^2 - 1)), Atanh = log((1 + x) / (1 -
+///   x)) / 2, Softsign = x / (1 + |x|), Mish = x * tanh(softplus(x)), Selu =
+///   gamma * (x > 0 ? x : alpha * (exp(x) - 1)), Celu = max(0, x) + min(0,
+///   alpha * (exp(x / alpha) - 1)), Shrink = x < -lambd ? x + bias : x > lambd
+///   ? x - bias : 0, IsNaN = !(x == x), IsInf = x == +inf || x == -inf (as
+///   enabled).
 LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
   FailureOr<Value> in = op == "Shrink" ? ctx.value(0) : floatInput(ctx, 0);
@@ -543,7 +404,24 @@ LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
   auto k = [&](double v) { return c.scalarLike(v, x); };
   auto exp = [&](Value v) { return c.make<nn::ExpOp>(v); };
   Value r;
-  if (op == "Tan") {
+  if (op == "Softplus") {
+    Value e = exp(x);
+    r = c.make<nn::LogOp>(c.make<nn::AddOp>(e, k(1)));
+  } else if (op == "HardSigmoid") {
+    r = hardSigmoid(c, x, ctx.attrFloat("alpha", 0.2),
+                    ctx.attrFloat("beta", 0.5));
+  } else if (op == "HardSwish") {
+    r = c.make<nn::MulOp>(x, hardSigmoid(c, x, 1.0 / 6.0, 0.5));
+  } else if (op == "Elu") {
+    Value e = exp(x);
+    Value em1 = c.make<nn::SubOp>(e, k(1));
+    Value neg = c.make<nn::MulOp>(k(ctx.attrFloat("alpha", 1.0)), em1);
+    Value pos = c.make<nn::GreaterOp>(x, k(0));
+    r = c.make<nn::WhereOp>(pos, x, neg);
+  } else if (op == "ThresholdedRelu") {
+    Value above = c.make<nn::GreaterOp>(x, k(ctx.attrFloat("alpha", 1.0)));
+    r = c.make<nn::WhereOp>(above, x, k(0));
+  } else if (op == "Tan") {
     r = c.make<nn::DivOp>(c.make<nn::SinOp>(x), c.make<nn::CosOp>(x));
   } else if (op == "Sinh" || op == "Cosh") {
     Value e = exp(x), en = exp(c.make<nn::NegOp>(x));
@@ -602,8 +480,5 @@ LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
   } else {
     return ctx.error() << "has no decomposition";
   }
-  if (c.failed())
-    return failure();
-  ctx.setOutput(0, r);
-  return success();
+  return c.output(0, r);
 }

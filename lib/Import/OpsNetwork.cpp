@@ -6,21 +6,37 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
+#include "llvm/ADT/Sequence.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
 
+namespace {
+
+/// Dimensions [from, rank), as reduction axes.
+DenseI64ArrayAttr trailingAxes(ImportContext &ctx, int64_t from, int64_t rank) {
+  return ctx.b.getDenseI64ArrayAttr(llvm::to_vector(llvm::seq(from, rank)));
+}
+
+/// sqrt(mean(d * d) + epsilon) over `axes` (kept), for `d` = x - mean(x):
+/// the biased standard deviation the normalisations divide by.
+Value stdDev(OpChain &c, Value d, DenseI64ArrayAttr axes, double epsilon) {
+  Value d2 = c.make<nn::MulOp>(d, d);
+  Value var = c.make<nn::ReduceMeanOp>(d2, axes, c.ctx.b.getUnitAttr());
+  Value ve = c.make<nn::AddOp>(var, c.scalarLike(epsilon, var));
+  return c.make<nn::SqrtOp>(ve);
+}
+
+} // namespace
+
 LogicalResult distopt::onnximport::matmulOp(ImportContext &ctx) {
   FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
   if (failed(a) || failed(b))
     return failure();
-  FailureOr<Value> r = ctx.create<nn::MatMulOp>(*a, *b);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::MatMulOp>(*a, *b));
 }
 
 /// Gemm: alpha * op(A) @ op(B) + beta * C, op transposing on request.
@@ -32,44 +48,34 @@ LogicalResult distopt::onnximport::gemmOp(ImportContext &ctx) {
   auto tb = cast<RankedTensorType>(b->getType());
   if (ta.getRank() != 2 || tb.getRank() != 2)
     return ctx.error() << "needs 2-D A and B, got " << ta << " and " << tb;
-  auto transposed = [&](Value x) {
-    return ctx.create<nn::TransposeOp>(x, ctx.b.getDenseI64ArrayAttr({1, 0}));
+  OpChain c(ctx);
+  auto transposed = [&](Value x, StringRef attr) {
+    if (!ctx.attrInt(attr, 0))
+      return x;
+    return c.make<nn::TransposeOp>(x, ctx.b.getDenseI64ArrayAttr({1, 0}));
   };
-  FailureOr<Value> A = ctx.attrInt("transA", 0) ? transposed(*a) : *a;
-  FailureOr<Value> B = ctx.attrInt("transB", 0) ? transposed(*b) : *b;
-  if (failed(A) || failed(B))
-    return failure();
-  FailureOr<Value> y = ctx.create<nn::MatMulOp>(*A, *B);
-  if (failed(y))
-    return failure();
-  auto ty = cast<RankedTensorType>(y->getType());
-  Type et = ty.getElementType();
+  Value A = transposed(*a, "transA");
+  Value B = transposed(*b, "transB");
+  Value y = c.make<nn::MatMulOp>(A, B);
   double alpha = ctx.attrFloat("alpha", 1.0), beta = ctx.attrFloat("beta", 1.0);
-  if (alpha != 1.0) {
-    y = ctx.create<nn::MulOp>(*y, ctx.scalar(alpha, et));
-    if (failed(y))
-      return failure();
-  }
-  if (ctx.hasInput(2) && beta != 0.0) {
-    FailureOr<Value> c = ctx.value(2);
-    if (failed(c))
-      return failure();
-    auto tc = cast<RankedTensorType>(c->getType());
-    auto shape = broadcast(tc.getShape(), ty.getShape());
-    if (!shape || ArrayRef<int64_t>(*shape) != ty.getShape())
-      return ctx.error() << "C of type " << tc
-                         << " does not broadcast to the product " << ty;
-    if (beta != 1.0) {
-      c = ctx.create<nn::MulOp>(*c, ctx.scalar(beta, et));
-      if (failed(c))
-        return failure();
-    }
-    y = ctx.create<nn::AddOp>(*y, *c);
-    if (failed(y))
-      return failure();
-  }
-  ctx.setOutput(0, *y);
-  return success();
+  if (alpha != 1.0)
+    y = c.make<nn::MulOp>(y, c.scalarLike(alpha, y));
+  // C is checked against the product's type, so only after a product.
+  if (!ctx.hasInput(2) || beta == 0.0 || c.failed())
+    return c.output(0, y);
+  FailureOr<Value> cv = ctx.value(2);
+  if (failed(cv))
+    return failure();
+  auto ty = cast<RankedTensorType>(y.getType());
+  auto tc = cast<RankedTensorType>(cv->getType());
+  auto shape = broadcast(tc.getShape(), ty.getShape());
+  if (!shape || ArrayRef<int64_t>(*shape) != ty.getShape())
+    return ctx.error() << "C of type " << tc
+                       << " does not broadcast to the product " << ty;
+  Value cs = *cv;
+  if (beta != 1.0)
+    cs = c.make<nn::MulOp>(cs, c.scalarLike(beta, y));
+  return c.output(0, c.make<nn::AddOp>(y, cs));
 }
 
 /// Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
@@ -91,32 +97,19 @@ LogicalResult distopt::onnximport::softmaxOp(ImportContext &ctx) {
   FailureOr<int64_t> axis = ctx.axis(a, rank, "axis");
   if (failed(axis))
     return failure();
-  auto make = [&](Value v, int64_t ax) -> FailureOr<Value> {
+  OpChain c(ctx);
+  auto make = [&](Value v, int64_t ax) {
     IntegerAttr attr = ctx.b.getI64IntegerAttr(ax);
-    return log ? ctx.create<nn::LogSoftmaxOp>(v, attr)
-               : ctx.create<nn::SoftmaxOp>(v, attr);
+    return log ? c.make<nn::LogSoftmaxOp>(v, attr)
+               : c.make<nn::SoftmaxOp>(v, attr);
   };
-  if (ctx.opset >= 13 || *axis == rank - 1) {
-    FailureOr<Value> r = make(*x, *axis);
-    if (failed(r))
-      return failure();
-    ctx.setOutput(0, *r);
-    return success();
-  }
+  if (ctx.opset >= 13 || *axis == rank - 1)
+    return c.output(0, make(*x, *axis));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d)
     (d < *axis ? outer : inner) *= t.getDimSize(d);
-  FailureOr<Value> flat = ctx.reshape(*x, {outer, inner});
-  if (failed(flat))
-    return failure();
-  FailureOr<Value> s = make(*flat, 1);
-  if (failed(s))
-    return failure();
-  FailureOr<Value> r = ctx.reshape(*s, t.getShape());
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  Value s = make(c.reshape(*x, {outer, inner}), 1);
+  return c.output(0, c.reshape(s, t.getShape()));
 }
 
 LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
@@ -131,64 +124,30 @@ LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
   if (ctx.attrInt("stash_type", 1) != 1)
     return ctx.error() << "stash_type " << ctx.attrInt("stash_type", 1)
                        << " is not supported (only 1, float)";
-  Value bias;
-  if (ctx.hasInput(2)) {
-    FailureOr<Value> b = ctx.value(2);
-    if (failed(b))
-      return failure();
-    bias = *b;
-  }
-  double epsilon = ctx.attrFloat("epsilon", 1e-5);
-  FailureOr<Value> r = ctx.create<nn::LayerNormOp>(
-      *x, *scale, bias, ctx.b.getI64IntegerAttr(*axis),
-      ctx.b.getF64FloatAttr(epsilon));
-  if (failed(r))
+  FailureOr<Value> bias = ctx.optionalValue(2);
+  if (failed(bias))
     return failure();
-  ctx.setOutput(0, *r);
-  if (!ctx.wantsOutput(1) && !ctx.wantsOutput(2))
-    return success();
+  double epsilon = ctx.attrFloat("epsilon", 1e-5);
+  OpChain c(ctx);
+  LogicalResult r =
+      c.output(0, c.make<nn::LayerNormOp>(*x, *scale, *bias,
+                                          ctx.b.getI64IntegerAttr(*axis),
+                                          ctx.b.getF64FloatAttr(epsilon)));
+  if (failed(r) || (!ctx.wantsOutput(1) && !ctx.wantsOutput(2)))
+    return r;
   // The statistics (for training graphs), in float32 (stash_type 1):
   // mean and 1 / sqrt(biased variance + epsilon) over axis.., kept dims.
   Value xs = *x;
   Type f32 = ctx.b.getF32Type();
-  if (t.getElementType() != f32) {
-    FailureOr<Value> c = ctx.createTyped<nn::CastOp>(t.clone(f32), xs);
-    if (failed(c))
-      return failure();
-    xs = *c;
-  }
-  SmallVector<int64_t> axes;
-  for (int64_t d = *axis; d < t.getRank(); ++d)
-    axes.push_back(d);
-  auto axesAttr = ctx.b.getDenseI64ArrayAttr(axes);
-  FailureOr<Value> mean =
-      ctx.create<nn::ReduceMeanOp>(xs, axesAttr, ctx.b.getUnitAttr());
-  if (failed(mean))
-    return failure();
-  ctx.setOutput(1, *mean);
-  if (!ctx.wantsOutput(2))
-    return success();
-  FailureOr<Value> d = ctx.create<nn::SubOp>(xs, *mean);
-  if (failed(d))
-    return failure();
-  FailureOr<Value> d2 = ctx.create<nn::MulOp>(*d, *d);
-  if (failed(d2))
-    return failure();
-  FailureOr<Value> var =
-      ctx.create<nn::ReduceMeanOp>(*d2, axesAttr, ctx.b.getUnitAttr());
-  if (failed(var))
-    return failure();
-  FailureOr<Value> ve = ctx.create<nn::AddOp>(*var, ctx.scalar(epsilon, f32));
-  if (failed(ve))
-    return failure();
-  FailureOr<Value> sd = ctx.create<nn::SqrtOp>(*ve);
-  if (failed(sd))
-    return failure();
-  FailureOr<Value> inv = ctx.create<nn::ReciprocalOp>(*sd);
-  if (failed(inv))
-    return failure();
-  ctx.setOutput(2, *inv);
-  return success();
+  if (t.getElementType() != f32)
+    xs = c.typed<nn::CastOp>(t.clone(f32), xs);
+  DenseI64ArrayAttr axes = trailingAxes(ctx, *axis, t.getRank());
+  Value mean = c.make<nn::ReduceMeanOp>(xs, axes, ctx.b.getUnitAttr());
+  r = c.output(1, mean);
+  if (failed(r) || !ctx.wantsOutput(2))
+    return r;
+  Value sd = stdDev(c, c.make<nn::SubOp>(xs, mean), axes, epsilon);
+  return c.output(2, c.make<nn::ReciprocalOp>(sd));
 }
 
 LogicalResult distopt::onnximport::batchNormOp(ImportContext &ctx) {
@@ -208,13 +167,11 @@ LogicalResult distopt::onnximport::batchNormOp(ImportContext &ctx) {
       return failure();
     in.push_back(*v);
   }
-  FailureOr<Value> r = ctx.create<nn::BatchNormOp>(
-      in[0], in[1], in[2], in[3], in[4],
-      ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5)));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0,
+                  c.make<nn::BatchNormOp>(
+                      in[0], in[1], in[2], in[3], in[4],
+                      ctx.b.getF64FloatAttr(ctx.attrFloat("epsilon", 1e-5))));
 }
 
 /// InstanceNormalization: per (sample, channel) over the spatial
@@ -238,59 +195,27 @@ LogicalResult distopt::onnximport::instanceNormOp(ImportContext &ctx) {
       return ctx.error() << "scale and bias must be [" << channels
                          << "] of the input's element type, got " << pt;
   }
-  SmallVector<int64_t> axes;
-  for (int64_t d = 2; d < t.getRank(); ++d)
-    axes.push_back(d);
-  auto axesAttr = ctx.b.getDenseI64ArrayAttr(axes);
-  FailureOr<Value> mean =
-      ctx.create<nn::ReduceMeanOp>(*x, axesAttr, ctx.b.getUnitAttr());
-  if (failed(mean))
-    return failure();
-  FailureOr<Value> d = ctx.create<nn::SubOp>(*x, *mean);
-  if (failed(d))
-    return failure();
-  FailureOr<Value> d2 = ctx.create<nn::MulOp>(*d, *d);
-  if (failed(d2))
-    return failure();
-  FailureOr<Value> var =
-      ctx.create<nn::ReduceMeanOp>(*d2, axesAttr, ctx.b.getUnitAttr());
-  if (failed(var))
-    return failure();
-  FailureOr<Value> ve = ctx.create<nn::AddOp>(
-      *var, ctx.scalar(ctx.attrFloat("epsilon", 1e-5), t.getElementType()));
-  if (failed(ve))
-    return failure();
-  FailureOr<Value> sd = ctx.create<nn::SqrtOp>(*ve);
-  if (failed(sd))
-    return failure();
-  FailureOr<Value> norm = ctx.create<nn::DivOp>(*d, *sd);
-  if (failed(norm))
-    return failure();
-  FailureOr<Value> s = ctx.reshape(*scale, perChannel);
-  FailureOr<Value> b = ctx.reshape(*bias, perChannel);
-  if (failed(s) || failed(b))
-    return failure();
-  FailureOr<Value> scaled = ctx.create<nn::MulOp>(*norm, *s);
-  if (failed(scaled))
-    return failure();
-  FailureOr<Value> r = ctx.create<nn::AddOp>(*scaled, *b);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  DenseI64ArrayAttr axes = trailingAxes(ctx, 2, t.getRank());
+  OpChain c(ctx);
+  Value mean = c.make<nn::ReduceMeanOp>(*x, axes, ctx.b.getUnitAttr());
+  Value d = c.make<nn::SubOp>(*x, mean);
+  Value norm =
+      c.make<nn::DivOp>(d, stdDev(c, d, axes, ctx.attrFloat("epsilon", 1e-5)));
+  Value s = c.reshape(*scale, perChannel);
+  Value b = c.reshape(*bias, perChannel);
+  Value scaled = c.make<nn::MulOp>(norm, s);
+  return c.output(0, c.make<nn::AddOp>(scaled, b));
 }
 
 namespace {
 
 template <typename OpT>
-FailureOr<Value> makeReduce(ImportContext &ctx, Value x, ArrayRef<int64_t> axes,
-                            bool keep) {
-  return ctx.create<OpT>(x, ctx.b.getDenseI64ArrayAttr(axes),
-                         keep ? ctx.b.getUnitAttr() : UnitAttr());
+Value makeReduce(OpChain &c, Value x, ArrayRef<int64_t> axes, bool keep) {
+  return c.make<OpT>(x, c.ctx.b.getDenseI64ArrayAttr(axes),
+                     keep ? c.ctx.b.getUnitAttr() : UnitAttr());
 }
 
-using ReduceBuilder = FailureOr<Value> (*)(ImportContext &, Value,
-                                           ArrayRef<int64_t>, bool);
+using ReduceBuilder = Value (*)(OpChain &, Value, ArrayRef<int64_t>, bool);
 
 } // namespace
 
@@ -359,42 +284,26 @@ LogicalResult distopt::onnximport::reduceOp(ImportContext &ctx) {
                            .Case("ReduceMin", makeReduce<nn::ReduceMinOp>)
                            .Case("ReduceProd", makeReduce<nn::ReduceProdOp>)
                            .Default(makeReduce<nn::ReduceSumOp>);
-  FailureOr<Value> in = *x;
-  FailureOr<Value> maxKept;
+  OpChain c(ctx);
+  Value in = *x, maxKept;
   if (op == "ReduceL1") {
-    in = ctx.create<nn::AbsOp>(*x);
+    in = c.make<nn::AbsOp>(*x);
   } else if (op == "ReduceL2" || op == "ReduceSumSquare") {
-    in = ctx.create<nn::MulOp>(*x, *x);
+    in = c.make<nn::MulOp>(*x, *x);
   } else if (op == "ReduceLogSumExp") {
     // log(sum(exp(x - m))) + m with m the maximum, for stability.
-    maxKept = makeReduce<nn::ReduceMaxOp>(ctx, *x, axes, /*keep=*/true);
-    if (failed(maxKept))
-      return failure();
-    FailureOr<Value> shifted = ctx.create<nn::SubOp>(*x, *maxKept);
-    if (failed(shifted))
-      return failure();
-    in = ctx.create<nn::ExpOp>(*shifted);
+    maxKept = makeReduce<nn::ReduceMaxOp>(c, *x, axes, /*keep=*/true);
+    in = c.make<nn::ExpOp>(c.make<nn::SubOp>(*x, maxKept));
   }
-  if (failed(in))
-    return failure();
-  FailureOr<Value> r = make(ctx, *in, axes, keep);
-  if (failed(r))
-    return failure();
+  Value r = make(c, in, axes, keep);
   if (op == "ReduceL2")
-    r = ctx.create<nn::SqrtOp>(*r);
+    r = c.make<nn::SqrtOp>(r);
   else if (op == "ReduceLogSum" || op == "ReduceLogSumExp")
-    r = ctx.create<nn::LogOp>(*r);
-  if (succeeded(r) && op == "ReduceLogSumExp") {
-    auto rt = cast<RankedTensorType>(r->getType());
-    FailureOr<Value> m = ctx.reshape(*maxKept, rt.getShape());
-    if (failed(m))
-      return failure();
-    r = ctx.create<nn::AddOp>(*r, *m);
-  }
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+    r = c.make<nn::LogOp>(r);
+  if (op == "ReduceLogSumExp")
+    r = c.make<nn::AddOp>(
+        r, c.reshape(maxKept, nn::reducedShape(t.getShape(), axes, keep)));
+  return c.output(0, r);
 }
 
 /// ArgMax/ArgMin; select_last_index=1 takes the first extreme of the input
@@ -415,6 +324,7 @@ LogicalResult distopt::onnximport::argReduceOp(ImportContext &ctx) {
                           "dimension";
   bool keep = ctx.attrInt("keepdims", 1) != 0;
   bool last = ctx.attrInt("select_last_index", 0) != 0;
+  OpChain c(ctx);
   Value in = *x;
   if (last) {
     SmallVector<int64_t> lo(t.getRank(), 0), hi(t.getShape()),
@@ -422,26 +332,15 @@ LogicalResult distopt::onnximport::argReduceOp(ImportContext &ctx) {
     lo[*axis] = extent - 1;
     hi[*axis] = -1;
     st[*axis] = -1;
-    FailureOr<Value> rev = ctx.create<nn::SliceOp>(
-        in, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
-        ctx.b.getDenseI64ArrayAttr(st));
-    if (failed(rev))
-      return failure();
-    in = *rev;
+    in = c.slice(in, lo, hi, st);
   }
   IntegerAttr axisAttr = ctx.b.getI64IntegerAttr(*axis);
   UnitAttr keepAttr = keep ? ctx.b.getUnitAttr() : UnitAttr();
-  FailureOr<Value> r = isMax ? ctx.create<nn::ArgMaxOp>(in, axisAttr, keepAttr)
-                             : ctx.create<nn::ArgMinOp>(in, axisAttr, keepAttr);
-  if (failed(r))
-    return failure();
-  if (last) {
-    r = ctx.create<nn::SubOp>(ctx.scalar(extent - 1, ctx.b.getI64Type()), *r);
-    if (failed(r))
-      return failure();
-  }
-  ctx.setOutput(0, *r);
-  return success();
+  Value r = isMax ? c.make<nn::ArgMaxOp>(in, axisAttr, keepAttr)
+                  : c.make<nn::ArgMinOp>(in, axisAttr, keepAttr);
+  if (last)
+    r = c.make<nn::SubOp>(c.scalarLike(extent - 1, r), r);
+  return c.output(0, r);
 }
 
 namespace {
@@ -530,27 +429,21 @@ LogicalResult distopt::onnximport::convOp(ImportContext &ctx) {
   FailureOr<Window> win = windowOf(ctx, tx, kernel);
   if (failed(win))
     return failure();
-  Value bias;
-  if (ctx.hasInput(2)) {
-    FailureOr<Value> b = ctx.value(2);
-    if (failed(b))
-      return failure();
-    bias = *b;
-  }
+  FailureOr<Value> bias = ctx.optionalValue(2);
+  if (failed(bias))
+    return failure();
   int64_t group = ctx.attrInt("group", 1);
   if (group <= 0 || tx.getDimSize(1) != tw.getDimSize(1) * group ||
       tw.getDimSize(0) % group != 0)
     return ctx.error() << "channels do not match: input " << tx << ", weight "
                        << tw << ", group " << group;
-  FailureOr<Value> r = ctx.create<nn::ConvOp>(
-      *x, *w, bias, ctx.b.getDenseI64ArrayAttr(win->strides),
-      ctx.b.getDenseI64ArrayAttr(win->pads),
-      ctx.b.getDenseI64ArrayAttr(win->dilations),
-      ctx.b.getI64IntegerAttr(group));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0,
+                  c.make<nn::ConvOp>(*x, *w, *bias,
+                                     ctx.b.getDenseI64ArrayAttr(win->strides),
+                                     ctx.b.getDenseI64ArrayAttr(win->pads),
+                                     ctx.b.getDenseI64ArrayAttr(win->dilations),
+                                     ctx.b.getI64IntegerAttr(group)));
 }
 
 LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
@@ -574,13 +467,10 @@ LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
   auto s = ctx.b.getDenseI64ArrayAttr(win->strides);
   auto p = ctx.b.getDenseI64ArrayAttr(win->pads);
   auto d = ctx.b.getDenseI64ArrayAttr(win->dilations);
-  FailureOr<Value> r =
-      isMax ? ctx.create<nn::MaxPoolOp>(*x, k, s, p, d, ceil, UnitAttr())
-            : ctx.create<nn::AvgPoolOp>(*x, k, s, p, d, ceil, countPad);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(
+      0, isMax ? c.make<nn::MaxPoolOp>(*x, k, s, p, d, ceil, UnitAttr())
+               : c.make<nn::AvgPoolOp>(*x, k, s, p, d, ceil, countPad));
 }
 
 LogicalResult distopt::onnximport::globalPoolOp(ImportContext &ctx) {
@@ -590,11 +480,8 @@ LogicalResult distopt::onnximport::globalPoolOp(ImportContext &ctx) {
   if (cast<RankedTensorType>(x->getType()).getRank() < 3)
     return ctx.error() << "needs input [N, C, spatial...], got "
                        << x->getType();
-  FailureOr<Value> r = ctx.node.op_type() == "GlobalMaxPool"
-                           ? ctx.create<nn::GlobalMaxPoolOp>(*x)
-                           : ctx.create<nn::GlobalAvgPoolOp>(*x);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, ctx.node.op_type() == "GlobalMaxPool"
+                         ? c.make<nn::GlobalMaxPoolOp>(*x)
+                         : c.make<nn::GlobalAvgPoolOp>(*x));
 }

@@ -47,14 +47,8 @@ LogicalResult setReshaped(ImportContext &ctx, ArrayRef<int64_t> shape) {
     ctx.setKnownOutput(0, knownReshape(*k, s), ctx.type(0).getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  FailureOr<Value> r = ctx.reshape(*x, shape);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.reshape(c.input(0), shape));
 }
 
 /// A type for a tensor defined by an attribute; diagnostics name `what`.
@@ -307,22 +301,12 @@ LogicalResult distopt::onnximport::rangeOp(ImportContext &ctx) {
     return ctx.error() << "the range is too long";
   if (n > kMaxFoldElements) {
     // Too long to hold in the IR: an nn.range with its (known) length.
+    OpChain c(ctx);
     Value in[3];
-    for (unsigned i = 0; i < 3; ++i) {
-      FailureOr<Value> v = ctx.value(i);
-      if (failed(v))
-        return failure();
-      FailureOr<Value> s = ctx.reshape(*v, {});
-      if (failed(s))
-        return failure();
-      in[i] = *s;
-    }
-    FailureOr<Value> r = ctx.createTyped<nn::RangeOp>(
-        RankedTensorType::get({n}, et), in[0], in[1], in[2]);
-    if (failed(r))
-      return failure();
-    ctx.setOutput(0, *r);
-    return success();
+    for (unsigned i = 0; i < 3; ++i)
+      in[i] = c.reshape(c.input(i), {});
+    return c.output(0, c.typed<nn::RangeOp>(RankedTensorType::get({n}, et),
+                                            in[0], in[1], in[2]));
   }
   Known out;
   out.shape = {n};
@@ -367,22 +351,14 @@ LogicalResult distopt::onnximport::transposeOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, knownTranspose(*k, perm), t.getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
+  OpChain c(ctx);
+  Value x = c.input(0);
   bool identity = true;
   for (int64_t i = 0; i < rank; ++i)
     identity &= perm[i] == i;
-  if (identity) {
-    ctx.setOutput(0, *x);
-    return success();
-  }
-  FailureOr<Value> r =
-      ctx.create<nn::TransposeOp>(*x, ctx.b.getDenseI64ArrayAttr(perm));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  if (!identity)
+    x = c.make<nn::TransposeOp>(x, ctx.b.getDenseI64ArrayAttr(perm));
+  return c.output(0, x);
 }
 
 LogicalResult distopt::onnximport::reshapeOp(ImportContext &ctx) {
@@ -529,32 +505,20 @@ LogicalResult distopt::onnximport::concatOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, knownConcat(parts, *axis), t0.getElementType());
     return success();
   }
+  OpChain c(ctx);
   SmallVector<Value> inputs;
   for (unsigned i = 0; i < ctx.numInputs(); ++i) {
     // Empty pieces add nothing.
     if (ctx.type(i).getNumElements() == 0 && ctx.numInputs() > 1)
       continue;
-    FailureOr<Value> v = ctx.value(i);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
+    inputs.push_back(c.input(i));
   }
-  if (inputs.empty()) {
-    FailureOr<Value> v = ctx.value(0);
-    if (failed(v))
-      return failure();
-    inputs.push_back(*v);
-  }
-  if (inputs.size() == 1) {
-    ctx.setOutput(0, inputs[0]);
-    return success();
-  }
-  FailureOr<Value> r = ctx.create<nn::ConcatOp>(ValueRange(inputs),
-                                                ctx.b.getI64IntegerAttr(*axis));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  if (inputs.empty())
+    inputs.push_back(c.input(0));
+  if (inputs.size() == 1)
+    return c.output(0, inputs[0]);
+  return c.output(0, c.make<nn::ConcatOp>(ValueRange(inputs),
+                                          ctx.b.getI64IntegerAttr(*axis)));
 }
 
 /// Slice of `t` taking [start, start + size) along `axis`: as a known value
@@ -570,24 +534,16 @@ static LogicalResult setAxisSlice(ImportContext &ctx, unsigned out,
     ctx.setKnownOutput(out, knownSlice(*k, lo, st, shape), t.getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  if (size == t.getDimSize(axis)) {
-    ctx.setOutput(out, *x);
-    return success();
+  OpChain c(ctx);
+  Value x = c.input(0);
+  if (size != t.getDimSize(axis)) {
+    std::vector<int64_t> hi = shapeOf(t);
+    hi[axis] = start + size;
+    if (size == 0)
+      lo[axis] = hi[axis] = 0;
+    x = c.slice(x, lo, hi, st);
   }
-  SmallVector<int64_t> hi(t.getShape());
-  hi[axis] = start + size;
-  if (size == 0)
-    lo[axis] = hi[axis] = 0;
-  FailureOr<Value> r = ctx.create<nn::SliceOp>(
-      *x, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
-      ctx.b.getDenseI64ArrayAttr(st));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(out, *r);
-  return success();
+  return c.output(out, x);
 }
 
 LogicalResult distopt::onnximport::splitOp(ImportContext &ctx) {
@@ -737,20 +693,9 @@ LogicalResult distopt::onnximport::sliceOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, knownSlice(*k, lo, st, shape), t.getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  if (whole) {
-    ctx.setOutput(0, *x);
-    return success();
-  }
-  FailureOr<Value> r = ctx.create<nn::SliceOp>(
-      *x, ctx.b.getDenseI64ArrayAttr(lo), ctx.b.getDenseI64ArrayAttr(hi),
-      ctx.b.getDenseI64ArrayAttr(st));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  Value x = c.input(0);
+  return c.output(0, whole ? x : c.slice(x, lo, hi, st));
 }
 
 LogicalResult distopt::onnximport::gatherOp(ImportContext &ctx) {
@@ -779,30 +724,18 @@ LogicalResult distopt::onnximport::gatherOp(ImportContext &ctx) {
                          t.getElementType());
       return success();
     }
-  FailureOr<Value> data = ctx.value(0), idx = ctx.value(1);
-  if (failed(data) || failed(idx))
-    return failure();
-  FailureOr<Value> r =
-      ctx.create<nn::GatherOp>(*data, *idx, ctx.b.getI64IntegerAttr(*axis));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  Value data = c.input(0), idx = c.input(1);
+  return c.output(
+      0, c.make<nn::GatherOp>(data, idx, ctx.b.getI64IntegerAttr(*axis)));
 }
 
-/// Shared by Expand and Tile: output `out` = input 0 broadcast to `shape`.
-static LogicalResult setBroadcast(ImportContext &ctx, ArrayRef<int64_t> shape,
-                                  Value x) {
+/// Shared by Expand and Tile: `x` broadcast to `shape` (no op if it has it).
+static Value expand(OpChain &c, Value x, ArrayRef<int64_t> shape) {
+  if (c.failed())
+    return {};
   auto t = cast<RankedTensorType>(x.getType());
-  if (t.getShape() == shape) {
-    ctx.setOutput(0, x);
-    return success();
-  }
-  FailureOr<Value> r = ctx.createTyped<nn::ExpandOp>(t.clone(shape), x);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  return t.getShape() == shape ? x : c.typed<nn::ExpandOp>(t.clone(shape), x);
 }
 
 LogicalResult distopt::onnximport::expandOp(ImportContext &ctx) {
@@ -821,10 +754,8 @@ LogicalResult distopt::onnximport::expandOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, knownBroadcast(*k, *shape), t.getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  return setBroadcast(ctx, *shape, *x);
+  OpChain c(ctx);
+  return c.output(0, expand(c, c.input(0), *shape));
 }
 
 /// Tile: [d0, d1] -> reshape [1, d0, 1, d1] -> expand [r0, d0, r1, d1] ->
@@ -853,24 +784,12 @@ LogicalResult distopt::onnximport::tileOp(ImportContext &ctx) {
     ctx.setKnownOutput(0, knownReshape(e, out), t.getElementType());
     return success();
   }
-  FailureOr<Value> x = ctx.value(0);
-  if (failed(x))
-    return failure();
-  if (llvm::all_of(*reps, [](int64_t r) { return r == 1; })) {
-    ctx.setOutput(0, *x);
-    return success();
-  }
-  FailureOr<Value> v = ctx.reshape(*x, split);
-  if (failed(v))
-    return failure();
-  FailureOr<Value> e = ctx.createTyped<nn::ExpandOp>(t.clone(expanded), *v);
-  if (failed(e))
-    return failure();
-  FailureOr<Value> r = ctx.reshape(*e, out);
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  Value x = c.input(0);
+  if (llvm::all_of(*reps, [](int64_t r) { return r == 1; }))
+    return c.output(0, x);
+  Value e = expand(c, c.reshape(x, split), expanded);
+  return c.output(0, c.reshape(e, out));
 }
 
 LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
@@ -938,13 +857,10 @@ LogicalResult distopt::onnximport::padOp(ImportContext &ctx) {
                          << " must be smaller than its extent "
                          << t.getDimSize(d);
   }
-  FailureOr<Value> r = ctx.create<nn::PadOp>(
-      *x, ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getStringAttr(mode),
-      ctx.b.getF64FloatAttr(value));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::PadOp>(*x, ctx.b.getDenseI64ArrayAttr(pads),
+                                       ctx.b.getStringAttr(mode),
+                                       ctx.b.getF64FloatAttr(value)));
 }
 
 /// Trilu: the upper (or lower) triangle of the last two dimensions, the rest
@@ -993,10 +909,6 @@ LogicalResult distopt::onnximport::triluOp(ImportContext &ctx) {
   if (failed(x))
     return failure();
   Value m = ctx.materialize(maskK, ctx.b.getI1Type());
-  FailureOr<Value> r =
-      ctx.create<nn::WhereOp>(m, *x, ctx.scalar(0.0, t.getElementType()));
-  if (failed(r))
-    return failure();
-  ctx.setOutput(0, *r);
-  return success();
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::WhereOp>(m, *x, c.scalarLike(0.0, *x)));
 }

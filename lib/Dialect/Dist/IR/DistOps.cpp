@@ -155,15 +155,23 @@ static LogicalResult checkDim(Operation *op, StringRef what, int64_t dim,
   return success();
 }
 
-/// `input` and `result` must agree on every dimension except `dim`.
-static LogicalResult checkSameExceptDim(Operation *op, RankedTensorType in,
-                                        RankedTensorType out, int64_t dim) {
+static LogicalResult checkSameElementTypeAndRank(Operation *op,
+                                                 RankedTensorType in,
+                                                 RankedTensorType out) {
   if (in.getElementType() != out.getElementType())
     return op->emitOpError("changes the element type from ")
            << in.getElementType() << " to " << out.getElementType();
   if (in.getRank() != out.getRank())
     return op->emitOpError("changes the rank from ")
            << in.getRank() << " to " << out.getRank();
+  return success();
+}
+
+/// `input` and `result` must agree on every dimension except `dim`.
+static LogicalResult checkSameExceptDim(Operation *op, RankedTensorType in,
+                                        RankedTensorType out, int64_t dim) {
+  if (failed(checkSameElementTypeAndRank(op, in, out)))
+    return failure();
   for (int64_t d = 0; d < in.getRank(); ++d) {
     if (d == dim)
       continue;
@@ -175,6 +183,16 @@ static LogicalResult checkSameExceptDim(Operation *op, RankedTensorType in,
              << "; only dimension " << dim << " may change";
   }
   return success();
+}
+
+/// A collective that changes only dimension `dim` of its operand (`what`
+/// names the dimension): all_gather, reduce_scatter, local_slice.
+static LogicalResult verifyOneDim(Operation *op, StringRef what, int64_t dim) {
+  auto in = cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = cast<RankedTensorType>(op->getResult(0).getType());
+  if (failed(checkDim(op, what, dim, in.getRank())))
+    return failure();
+  return checkSameExceptDim(op, in, out, dim);
 }
 
 static int64_t sum(ArrayRef<int64_t> xs) {
@@ -197,6 +215,39 @@ static LogicalResult checkSizes(Operation *op,
     if (s < 0)
       return op->emitOpError() << what << " has a negative extent " << s;
   return success();
+}
+
+/// An optional per-member extent list of a collective and its name.
+using SizesAttr = std::pair<std::optional<ArrayRef<int64_t>>, StringRef>;
+
+/// The number of members of the group a collective runs over (`axes` of the
+/// mesh `meshRef`), after checking the mesh, the axes and the op's extent
+/// lists against it.
+static FailureOr<int64_t> verifyGroup(Operation *op, FlatSymbolRefAttr meshRef,
+                                      ArrayAttr axes, SymbolTableCollection &st,
+                                      ArrayRef<SizesAttr> sizes = {}) {
+  auto mesh = lookupMesh(op, meshRef, st);
+  if (failed(mesh))
+    return failure();
+  auto indices = resolveAxes(op, *mesh, axes);
+  if (failed(indices))
+    return failure();
+  int64_t n = groupSize(*mesh, *indices);
+  for (auto [list, name] : sizes)
+    if (failed(checkSizes(op, list, n, name)))
+      return failure();
+  return n;
+}
+
+/// Whether `n` pieces, of extents `sizes` or else of `piece` each, make up
+/// a whole of extent `whole`; unknown extents fit.
+static bool piecesFit(int64_t whole, int64_t piece, int64_t n,
+                      std::optional<ArrayRef<int64_t>> sizes) {
+  if (ShapedType::isDynamic(whole))
+    return true;
+  if (sizes)
+    return sum(*sizes) == whole;
+  return ShapedType::isDynamic(piece) || piece * n == whole;
 }
 
 template <typename OpT>
@@ -229,13 +280,8 @@ LogicalResult AnnotateOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
 
 LogicalResult ReshardOp::verify() {
   auto in = getInput().getType();
-  auto out = getResult().getType();
-  if (in.getElementType() != out.getElementType())
-    return emitOpError("changes the element type from ")
-           << in.getElementType() << " to " << out.getElementType();
-  if (in.getRank() != out.getRank())
-    return emitOpError("changes the rank from ")
-           << in.getRank() << " to " << out.getRank();
+  if (failed(checkSameElementTypeAndRank(*this, in, getResult().getType())))
+    return failure();
   if (getFrom().getMesh() != getTo().getMesh())
     return emitOpError("moves between meshes ")
            << getFrom().getMesh() << " and " << getTo().getMesh()
@@ -284,84 +330,54 @@ DEFINE_AXIS_INDICES(ToPartialOp)
 #undef DEFINE_AXIS_INDICES
 
 LogicalResult AllGatherOp::verify() {
-  auto in = getInput().getType();
-  auto out = getResult().getType();
-  if (failed(checkDim(*this, "gather dimension", getGatherDim(), in.getRank())))
-    return failure();
-  return checkSameExceptDim(*this, in, out, getGatherDim());
+  return verifyOneDim(*this, "gather dimension", getGatherDim());
 }
 
 LogicalResult AllGatherOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  auto axes = resolveAxes(*this, *mesh, getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t n = groupSize(*mesh, *axes);
-  if (failed(checkSizes(*this, getSizes(), n, "sizes")))
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), st, {{getSizes(), "sizes"}});
+  if (failed(n))
     return failure();
   int64_t d = getGatherDim();
   int64_t inExt = getInput().getType().getDimSize(d);
   int64_t outExt = getResult().getType().getDimSize(d);
-  if (ShapedType::isDynamic(outExt))
+  if (piecesFit(outExt, inExt, *n, getSizes()))
     return success();
-  if (auto sizes = getSizes()) {
-    if (sum(*sizes) != outExt)
-      return emitOpError("gathers pieces of total extent ")
-             << sum(*sizes) << " into a result of extent " << outExt
-             << " along dimension " << d;
-  } else if (!ShapedType::isDynamic(inExt) && inExt * n != outExt) {
-    return emitOpError("gathers ")
-           << n << " pieces of extent " << inExt << " along dimension " << d
-           << " but the result has extent " << outExt;
-  }
-  return success();
+  if (auto sizes = getSizes())
+    return emitOpError("gathers pieces of total extent ")
+           << sum(*sizes) << " into a result of extent " << outExt
+           << " along dimension " << d;
+  return emitOpError("gathers ")
+         << *n << " pieces of extent " << inExt << " along dimension " << d
+         << " but the result has extent " << outExt;
 }
 
 LogicalResult AllReduceOp::verify() { return success(); }
 
 LogicalResult AllReduceOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  return resolveAxes(*this, *mesh, getAxes());
+  return verifyGroup(*this, getMeshAttr(), getAxes(), st);
 }
 
 LogicalResult ReduceScatterOp::verify() {
-  auto in = getInput().getType();
-  auto out = getResult().getType();
-  if (failed(
-          checkDim(*this, "scatter dimension", getScatterDim(), in.getRank())))
-    return failure();
-  return checkSameExceptDim(*this, in, out, getScatterDim());
+  return verifyOneDim(*this, "scatter dimension", getScatterDim());
 }
 
 LogicalResult ReduceScatterOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  auto axes = resolveAxes(*this, *mesh, getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t n = groupSize(*mesh, *axes);
-  if (failed(checkSizes(*this, getSizes(), n, "sizes")))
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), st, {{getSizes(), "sizes"}});
+  if (failed(n))
     return failure();
   int64_t d = getScatterDim();
   int64_t inExt = getInput().getType().getDimSize(d);
   int64_t outExt = getResult().getType().getDimSize(d);
-  if (ShapedType::isDynamic(inExt))
+  if (piecesFit(inExt, outExt, *n, getSizes()))
     return success();
-  if (auto sizes = getSizes()) {
-    if (sum(*sizes) != inExt)
-      return emitOpError("scatters an extent of ")
-             << inExt << " into pieces of total extent " << sum(*sizes);
-  } else if (!ShapedType::isDynamic(outExt) && outExt * n != inExt) {
-    return emitOpError("scatters extent ")
-           << inExt << " along dimension " << d << " over " << n
-           << " members but the result has extent " << outExt;
-  }
-  return success();
+  if (auto sizes = getSizes())
+    return emitOpError("scatters an extent of ")
+           << inExt << " into pieces of total extent " << sum(*sizes);
+  return emitOpError("scatters extent ")
+         << inExt << " along dimension " << d << " over " << *n
+         << " members but the result has extent " << outExt;
 }
 
 LogicalResult AllToAllOp::verify() {
@@ -388,54 +404,40 @@ LogicalResult AllToAllOp::verify() {
 }
 
 LogicalResult AllToAllOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  auto axes = resolveAxes(*this, *mesh, getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t n = groupSize(*mesh, *axes);
-  if (failed(checkSizes(*this, getSplitSizes(), n, "split_sizes")) ||
-      failed(checkSizes(*this, getConcatSizes(), n, "concat_sizes")))
+  FailureOr<int64_t> n = verifyGroup(
+      *this, getMeshAttr(), getAxes(), st,
+      {{getSplitSizes(), "split_sizes"}, {getConcatSizes(), "concat_sizes"}});
+  if (failed(n))
     return failure();
   auto in = getInput().getType();
   auto out = getResult().getType();
   int64_t s = getSplitDim(), c = getConcatDim();
-  if (getSplitSizes() || getConcatSizes())
+  if (getSplitSizes() || getConcatSizes() || !in.hasStaticShape() ||
+      !out.hasStaticShape())
     return success();
-  if (in.hasStaticShape() && out.hasStaticShape() &&
-      (in.getDimSize(s) != out.getDimSize(s) * n ||
-       out.getDimSize(c) != in.getDimSize(c) * n))
+  if (!piecesFit(in.getDimSize(s), out.getDimSize(s), *n, std::nullopt) ||
+      !piecesFit(out.getDimSize(c), in.getDimSize(c), *n, std::nullopt))
     return emitOpError("with ")
-           << n << " members must divide dimension " << s << " by " << n
-           << " and multiply dimension " << c << " by " << n;
+           << *n << " members must divide dimension " << s << " by " << *n
+           << " and multiply dimension " << c << " by " << *n;
   return success();
 }
 
 LogicalResult LocalSliceOp::verify() {
-  auto in = getInput().getType();
-  auto out = getResult().getType();
-  if (failed(checkDim(*this, "dimension", getDim(), in.getRank())))
-    return failure();
-  return checkSameExceptDim(*this, in, out, getDim());
+  return verifyOneDim(*this, "dimension", getDim());
 }
 
 LogicalResult LocalSliceOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  auto axes = resolveAxes(*this, *mesh, getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t n = groupSize(*mesh, *axes);
-  if (failed(checkSizes(*this, getSizes(), n, "sizes")))
+  FailureOr<int64_t> n =
+      verifyGroup(*this, getMeshAttr(), getAxes(), st, {{getSizes(), "sizes"}});
+  if (failed(n))
     return failure();
   int64_t inExt = getInput().getType().getDimSize(getDim());
   int64_t outExt = getResult().getType().getDimSize(getDim());
-  if (!getSizes() && !ShapedType::isDynamic(inExt) &&
-      !ShapedType::isDynamic(outExt) && outExt * n != inExt)
+  // Explicit sizes are not checked against the input's extent.
+  if (!getSizes() && !piecesFit(inExt, outExt, *n, std::nullopt))
     return emitOpError("keeps a piece of extent ")
-           << outExt << " of " << inExt << ", which is not 1/" << n;
+           << outExt << " of " << inExt << ", which is not 1/" << *n;
   return success();
 }
 
@@ -449,13 +451,10 @@ LogicalResult CollectivePermuteOp::verify() {
 }
 
 LogicalResult CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
+  FailureOr<int64_t> group = verifyGroup(*this, getMeshAttr(), getAxes(), st);
+  if (failed(group))
     return failure();
-  auto axes = resolveAxes(*this, *mesh, getAxes());
-  if (failed(axes))
-    return failure();
-  int64_t n = groupSize(*mesh, *axes);
+  int64_t n = *group;
   ArrayRef<int64_t> pairs = getPairs();
   SmallVector<bool> isSource(n, false), isTarget(n, false);
   for (size_t i = 0; i + 1 < pairs.size(); i += 2) {
@@ -473,10 +472,7 @@ LogicalResult CollectivePermuteOp::verifySymbolUses(SymbolTableCollection &st) {
 }
 
 LogicalResult ToPartialOp::verifySymbolUses(SymbolTableCollection &st) {
-  auto mesh = lookupMesh(*this, getMeshAttr(), st);
-  if (failed(mesh))
-    return failure();
-  return resolveAxes(*this, *mesh, getAxes());
+  return verifyGroup(*this, getMeshAttr(), getAxes(), st);
 }
 
 LogicalResult PieceOffsetOp::verifySymbolUses(SymbolTableCollection &st) {

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/Dist/IR/PartitionContext.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/Dist/Transforms/ReshardPlanner.h"
@@ -28,41 +29,35 @@ namespace {
 class Lowering {
 public:
   Lowering(MeshOp mesh, std::optional<SmallVector<int64_t>> coords)
-      : mesh(mesh), coords(std::move(coords)),
-        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())),
-        meshSizes(mesh.getAxisSizes()) {}
+      : b(mesh.getContext()), ctx(b, mesh, std::move(coords)),
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
 
   LogicalResult lower(ReshardOp op);
   /// No collective may run along `axisName` (a pipeline stage's axis).
   void freezeAxis(StringRef axisName) {
-    frozen.assign(meshSizes.size(), false);
-    for (int64_t a = 0; a < static_cast<int64_t>(meshSizes.size()); ++a)
-      if (mesh.getAxisName(a) == axisName)
+    frozen.assign(ctx.meshSizes.size(), false);
+    for (int64_t a = 0; a < static_cast<int64_t>(ctx.meshSizes.size()); ++a)
+      if (ctx.mesh.getAxisName(a) == axisName)
         frozen[a] = true;
   }
 
 private:
-  RankedTensorType localType(RankedTensorType global, ShardingAttr s) {
-    std::optional<ArrayRef<int64_t>> c;
-    if (coords)
-      c = ArrayRef<int64_t>(*coords);
-    return global.clone(localShape(global.getShape(), s, meshSizes, c));
-  }
-  DenseI64ArrayAttr pieceSizes(OpBuilder &b, RankedTensorType global,
-                               ShardingAttr s, int64_t dim, int64_t axis) {
-    if (!coords)
+  DenseI64ArrayAttr pieceSizes(RankedTensorType global, ShardingAttr s,
+                               int64_t dim, int64_t axis) {
+    if (!ctx.coords)
       return {};
     int64_t extent = global.getDimSize(dim);
-    if (splitsEvenly(extent, dim, s, meshSizes))
+    if (splitsEvenly(extent, dim, s, ctx.meshSizes))
       return {};
     return b.getDenseI64ArrayAttr(
-        groupPieceSizes(extent, dim, s, axis, meshSizes, *coords));
+        groupPieceSizes(extent, dim, s, axis, ctx.meshSizes, *ctx.coords));
   }
 
-  MeshOp mesh;
-  std::optional<SmallVector<int64_t>> coords;
+  /// Placed at the reshard being lowered; `ctx` gives the local types, as
+  /// dist-partition's ops see them.
+  OpBuilder b;
+  PartitionContext ctx;
   FlatSymbolRefAttr meshRef;
-  SmallVector<int64_t> meshSizes;
   SmallVector<bool> frozen;
   /// Plans by (global type, from, to): a model repeats the same reshards in
   /// every layer, and the search is the costly part of lowering them.
@@ -82,7 +77,7 @@ LogicalResult Lowering::lower(ReshardOp op) {
   problem.globalShape.assign(global.getShape().begin(),
                              global.getShape().end());
   problem.elementBytes = elementBytes(global.getElementType());
-  problem.meshSizes = meshSizes;
+  problem.meshSizes = ctx.meshSizes;
   problem.frozenAxes = frozen;
   if (!global.hasStaticShape())
     return op.emitOpError("needs a static global shape to plan collectives");
@@ -101,23 +96,23 @@ LogicalResult Lowering::lower(ReshardOp op) {
     return op.emitOpError("no sequence of collectives turns ")
            << op.getFrom() << " into " << op.getTo();
 
-  OpBuilder b(op);
-  MLIRContext *ctx = op.getContext();
+  b.setInsertionPoint(op);
+  MLIRContext *context = op.getContext();
   Value current = op.getInput();
   ShardingAttr state = op.getFrom();
   StringAttr reason = op.getReasonAttr();
   for (const ReshardStep &step : plan->steps) {
-    ShardingAttr next = ShardingAttr::get(ctx, meshRef, step.after);
-    RankedTensorType type = localType(global, next);
-    ArrayAttr axes = b.getStrArrayAttr({mesh.getAxisName(step.axis)});
-    auto reduction = ReductionKindAttr::get(ctx, step.reduction);
+    ShardingAttr next = ShardingAttr::get(context, meshRef, step.after);
+    RankedTensorType type = ctx.localType(global, next);
+    ArrayAttr axes = b.getStrArrayAttr({ctx.mesh.getAxisName(step.axis)});
+    auto reduction = ReductionKindAttr::get(context, step.reduction);
     Operation *created = nullptr;
     switch (step.kind) {
     case ReshardStep::Kind::AllGather:
-      created = AllGatherOp::create(
-          b, op.getLoc(), type, current, meshRef, axes,
-          b.getI64IntegerAttr(step.dim),
-          pieceSizes(b, global, state, step.dim, step.axis));
+      created =
+          AllGatherOp::create(b, op.getLoc(), type, current, meshRef, axes,
+                              b.getI64IntegerAttr(step.dim),
+                              pieceSizes(global, state, step.dim, step.axis));
       break;
     case ReshardStep::Kind::AllReduce:
       created = AllReduceOp::create(b, op.getLoc(), current, meshRef, axes,
@@ -127,23 +122,23 @@ LogicalResult Lowering::lower(ReshardOp op) {
       created = ReduceScatterOp::create(
           b, op.getLoc(), type, current, meshRef, axes,
           b.getI64IntegerAttr(step.dim), reduction,
-          pieceSizes(b, global, next, step.dim, step.axis));
+          pieceSizes(global, next, step.dim, step.axis));
       break;
     case ReshardStep::Kind::AllToAll:
       created = AllToAllOp::create(
           b, op.getLoc(), type, current, meshRef, axes,
           b.getI64IntegerAttr(step.dim2), b.getI64IntegerAttr(step.dim),
-          pieceSizes(b, global, next, step.dim2, step.axis),
-          pieceSizes(b, global, state, step.dim, step.axis));
+          pieceSizes(global, next, step.dim2, step.axis),
+          pieceSizes(global, state, step.dim, step.axis));
       break;
     case ReshardStep::Kind::LocalSlice:
-      created = LocalSliceOp::create(
-          b, op.getLoc(), type, current, meshRef, axes,
-          b.getI64IntegerAttr(step.dim),
-          pieceSizes(b, global, next, step.dim, step.axis));
+      created =
+          LocalSliceOp::create(b, op.getLoc(), type, current, meshRef, axes,
+                               b.getI64IntegerAttr(step.dim),
+                               pieceSizes(global, next, step.dim, step.axis));
       break;
     case ReshardStep::Kind::Permute: {
-      int64_t k = meshSizes[step.axis];
+      int64_t k = ctx.meshSizes[step.axis];
       SmallVector<int64_t> pairs;
       for (int64_t i = 0; i < k; ++i)
         for (int64_t j = 0; j < k; ++j) {
@@ -151,7 +146,7 @@ LogicalResult Lowering::lower(ReshardOp op) {
           pairs.push_back(j * k + i);
         }
       ArrayAttr twoAxes = b.getStrArrayAttr(
-          {mesh.getAxisName(step.axis), mesh.getAxisName(step.axis2)});
+          {ctx.mesh.getAxisName(step.axis), ctx.mesh.getAxisName(step.axis2)});
       created =
           CollectivePermuteOp::create(b, op.getLoc(), current, meshRef, twoAxes,
                                       b.getDenseI64ArrayAttr(pairs));

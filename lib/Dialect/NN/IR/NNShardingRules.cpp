@@ -46,17 +46,16 @@ static OpShardingRule elementwise(Operation *op, PartialFlow flow,
 // Sources
 //===----------------------------------------------------------------------===//
 
-OpShardingRule WeightOp::getShardingRule() {
+/// A source: one free factor per dimension of its result.
+static OpShardingRule sourceRule(Value result) {
   OpShardingRule rule;
-  rule.results.push_back(freshFactors(rule, getResult()));
+  rule.results.push_back(freshFactors(rule, result));
   return rule;
 }
 
-OpShardingRule ConstantOp::getShardingRule() {
-  OpShardingRule rule;
-  rule.results.push_back(freshFactors(rule, getResult()));
-  return rule;
-}
+OpShardingRule WeightOp::getShardingRule() { return sourceRule(getResult()); }
+
+OpShardingRule ConstantOp::getShardingRule() { return sourceRule(getResult()); }
 
 LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
                                       ArrayRef<ShardingAttr>,
@@ -194,21 +193,22 @@ static OpShardingRule reduceRule(Operation *op, ArrayRef<int64_t> axes,
   return rule;
 }
 
-OpShardingRule ReduceSumOp::getShardingRule() {
-  OpShardingRule rule =
-      reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
-                 dist::ReductionKind::Sum);
+/// A reduction whose local results add up to the global one.
+static OpShardingRule sumRule(Operation *op, ArrayRef<int64_t> axes,
+                              bool keepdims) {
+  OpShardingRule rule = reduceRule(op, axes, keepdims, FactorKind::Reduction,
+                                   dist::ReductionKind::Sum);
   rule.setPartialFlow(PartialFlow::AllLinear, {0});
   return rule;
 }
 
+OpShardingRule ReduceSumOp::getShardingRule() {
+  return sumRule(*this, getAxes(), getKeepdims());
+}
+
 OpShardingRule ReduceMeanOp::getShardingRule() {
   // Partitioned as a local sum scaled by 1/global count: a partial sum.
-  OpShardingRule rule =
-      reduceRule(*this, getAxes(), getKeepdims(), FactorKind::Reduction,
-                 dist::ReductionKind::Sum);
-  rule.setPartialFlow(PartialFlow::AllLinear, {0});
-  return rule;
+  return sumRule(*this, getAxes(), getKeepdims());
 }
 
 LogicalResult ReduceMeanOp::partitionOp(dist::PartitionContext &ctx,
@@ -487,12 +487,16 @@ static bool isFullRange(SliceOp op, int64_t d) {
          op.getEnds()[d] == e;
 }
 
-OpShardingRule SliceOp::getShardingRule() {
+/// One operand, one result of the same rank: a dimension `kept` says is
+/// unchanged shares a parallel factor, the others are whole on both sides.
+static OpShardingRule keptOrWholeRule(Operation *op,
+                                      function_ref<bool(int64_t)> kept) {
   OpShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
+  ArrayRef<int64_t> in = shapeOf(op->getOperand(0)),
+                    out = shapeOf(op->getResult(0));
   TensorFactors tin, tout;
   for (int64_t d = 0, e = in.size(); d < e; ++d) {
-    if (isFullRange(*this, d)) {
+    if (kept(d)) {
       int64_t f = rule.addFactor(in[d]);
       tin.push_back({f});
       tout.push_back({f});
@@ -503,6 +507,12 @@ OpShardingRule SliceOp::getShardingRule() {
   }
   rule.operands = {tin};
   rule.results = {tout};
+  return rule;
+}
+
+OpShardingRule SliceOp::getShardingRule() {
+  OpShardingRule rule =
+      keptOrWholeRule(*this, [&](int64_t d) { return isFullRange(*this, d); });
   rule.setPartialFlow(PartialFlow::AllLinear, {0});
   return rule;
 }
@@ -641,22 +651,10 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
 }
 
 OpShardingRule PadOp::getShardingRule() {
-  OpShardingRule rule;
-  ArrayRef<int64_t> in = shapeOf(getInput()), out = shapeOf(getResult());
-  int64_t rank = in.size();
-  TensorFactors tin, tout;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (getPads()[d] == 0 && getPads()[d + rank] == 0) {
-      int64_t f = rule.addFactor(in[d]);
-      tin.push_back({f});
-      tout.push_back({f});
-    } else {
-      tin.push_back({rule.addFactor(in[d], FactorKind::Whole)});
-      tout.push_back({rule.addFactor(out[d], FactorKind::Whole)});
-    }
-  }
-  rule.operands = {tin};
-  rule.results = {tout};
+  int64_t rank = getInput().getType().getRank();
+  OpShardingRule rule = keptOrWholeRule(*this, [&](int64_t d) {
+    return getPads()[d] == 0 && getPads()[d + rank] == 0;
+  });
   if (getMode() == "constant" && getValue().convertToDouble() == 0.0)
     rule.setPartialFlow(PartialFlow::AllLinear, {0});
   else
@@ -728,11 +726,7 @@ OpShardingRule GlobalMaxPoolOp::getShardingRule() { return poolRule(*this); }
 // Training
 //===----------------------------------------------------------------------===//
 
-OpShardingRule VariableOp::getShardingRule() {
-  OpShardingRule rule;
-  rule.results.push_back(freshFactors(rule, getResult()));
-  return rule;
-}
+OpShardingRule VariableOp::getShardingRule() { return sourceRule(getResult()); }
 
 /// Like gather: the table's rows are split with a masked local scatter
 /// (only this rank's rows receive their updates); the index positions are a
