@@ -10,6 +10,7 @@
 #include "distopt/InitAll.h"
 #include "distopt/Runner/OnnxTestCase.h"
 #include "distopt/Runner/ReferenceCheck.h"
+#include "distopt/Runner/RunFlags.h"
 #include "distopt/Runner/Runner.h"
 #include "distopt/Runner/Session.h"
 
@@ -31,12 +32,6 @@ static cl::OptionCategory &category = compileFlagsCategory();
 static cl::opt<std::string> modelPath(cl::Positional,
                                       cl::desc("<model.onnx|model.mlir>"),
                                       cl::cat(category));
-static cl::opt<std::string> backendName(
-    "backend",
-    cl::desc("communicator: local (every rank a thread of this process), mpi "
-             "(one process per rank: mpirun -np N dist-run ...) or nccl (one "
-             "process per GPU under mpirun)"),
-    cl::value_desc("local|mpi|nccl"), cl::init("local"), cl::cat(category));
 static cl::opt<std::string>
     inputsDir("inputs",
               cl::desc("directory with input_<i>.pb (ONNX TensorProto) files; "
@@ -64,33 +59,7 @@ static cl::opt<double>
     absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
            cl::init(1e-5), cl::cat(category));
 
-// `--threads` is parsed by hand: libMLIR already registers an option of that
-// name with LLVM's command-line library.
 static int threads = 1;
-
-/// Removes `--threads N` / `--threads=N` from argv; false if malformed.
-static bool takeThreadsOption(int &argc, char **argv) {
-  int out = 1;
-  for (int i = 1; i < argc; ++i) {
-    StringRef arg(argv[i]);
-    StringRef value;
-    if (arg == "--threads" || arg == "-threads") {
-      if (i + 1 >= argc)
-        return false;
-      value = argv[++i];
-    } else if (arg.consume_front("--threads=") ||
-               arg.consume_front("-threads=")) {
-      value = arg;
-    } else {
-      argv[out++] = argv[i];
-      continue;
-    }
-    if (value.getAsInteger(10, threads) || threads < 1)
-      return false;
-  }
-  argc = out;
-  return true;
-}
 
 static int failWith(const Twine &message) {
   errs() << "dist-run: error: " << message << "\n";
@@ -162,9 +131,10 @@ static int runBench(Session &session, size_t ranks,
 
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  if (!takeThreadsOption(argc, argv))
-    return failWith(
-        "--threads needs a positive number of compute threads per rank");
+  auto threadsFlag = takeThreadsFlag(argc, argv);
+  if (!threadsFlag)
+    return failWith(toString(threadsFlag.takeError()));
+  threads = *threadsFlag;
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -180,7 +150,7 @@ int main(int argc, char **argv) {
   settings.threadsPerRank = threads;
   settings.rtol = relTol;
   settings.atol = absTol;
-  auto chosen = parseBackend(backendName);
+  auto chosen = parseBackend(backendFlag());
   if (!chosen)
     return failWith(toString(chosen.takeError()));
   settings.backend = *chosen;
@@ -243,8 +213,8 @@ int main(int argc, char **argv) {
     return failWith(toString(session.takeError()));
   if (root)
     errs() << "dist-run: loaded " << programs->size() << " rank(s) on the "
-           << backendName << " backend in " << format("%.1f", msSince(started))
-           << " ms\n";
+           << backendFlag() << " backend in "
+           << format("%.1f", msSince(started)) << " ms\n";
   started = std::chrono::steady_clock::now();
   auto outputs = (*session)->run(*inputs);
   if (!outputs)
@@ -271,7 +241,7 @@ int main(int argc, char **argv) {
       outs() << line << "\n";
     outs() << (result->passed ? "check passed: " : "check FAILED: ")
            << result->checked << " output(s) on " << programs->size()
-           << " rank(s) (" << backendName << ") vs single device\n";
+           << " rank(s) (" << backendFlag() << ") vs single device\n";
     status = result->passed ? 0 : 1;
   }
   if (bench > 0)

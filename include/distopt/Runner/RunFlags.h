@@ -1,0 +1,23 @@
+//===- RunFlags.h - the flags of the tools that run programs ----*- C++ -*-===//
+//
+// --backend and --threads mean the same in dist-run and dist-train.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_RUNNER_RUNFLAGS_H
+#define DISTOPT_RUNNER_RUNFLAGS_H
+
+#include "distopt/Runner/Session.h"
+
+namespace distopt {
+
+/// Removes `--threads N` / `--threads=N` from argv (libMLIR registers an
+/// option of that name with LLVM's command-line library, so it is parsed by
+/// hand) and returns N (1 when absent); an error when malformed.
+llvm::Expected<int> takeThreadsFlag(int &argc, char **argv);
+
+/// The --backend flag's value.
+llvm::StringRef backendFlag();
+
+} // namespace distopt
+
+#endif // DISTOPT_RUNNER_RUNFLAGS_H

@@ -1,0 +1,39 @@
+//===- RunFlags.cpp - the flags of the tools that run programs --*- C++ -*-===//
+#include "distopt/Runner/RunFlags.h"
+#include "distopt/Driver/CompileFlags.h"
+
+using namespace llvm;
+
+static cl::opt<std::string> backendName(
+    "backend",
+    cl::desc("communicator: local (every rank a thread of this process), mpi "
+             "(one process per rank: mpirun -np N <tool> ...) or nccl (one "
+             "process per GPU under mpirun)"),
+    cl::value_desc("local|mpi|nccl"), cl::init("local"),
+    cl::cat(distopt::compileFlagsCategory()));
+
+StringRef distopt::backendFlag() { return backendName; }
+
+Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {
+  int threads = 1, out = 1;
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    StringRef value;
+    if (arg == "--threads" || arg == "-threads") {
+      if (i + 1 >= argc)
+        return createStringError("--threads needs a value");
+      value = argv[++i];
+    } else if (arg.consume_front("--threads=") ||
+               arg.consume_front("-threads=")) {
+      value = arg;
+    } else {
+      argv[out++] = argv[i];
+      continue;
+    }
+    if (value.getAsInteger(10, threads) || threads < 1)
+      return createStringError(
+          "--threads needs a positive number of compute threads per rank");
+  }
+  argc = out;
+  return threads;
+}

@@ -1,0 +1,255 @@
+//===- dist-train.cpp - train a model on a mesh -----------------*- C++ -*-===//
+//
+// Compiles a forward ONNX model and a training config into one training
+// step per rank (distopt::Trainer), runs it step after step with the
+// parameters and optimizer states resident on the ranks, and prints one
+// line per step. --train-test checks a training case against PyTorch's
+// losses and trained outputs.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Driver/CompileFlags.h"
+#include "distopt/Driver/ToolDiagnostics.h"
+#include "distopt/InitAll.h"
+#include "distopt/Runner/RunFlags.h"
+#include "distopt/Runner/Trainer.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace llvm;
+using namespace distopt;
+
+static cl::OptionCategory &category = compileFlagsCategory();
+static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    trainConfig("train",
+                cl::desc("training config (JSON or YAML): output, loss, "
+                         "optimizer, frozen, no_decay, clip_grad_norm, steps"),
+                cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> trainTest(
+    "train-test",
+    cl::desc("run a training case (model.onnx, train.json, step_K/, probe/) "
+             "and compare each step's loss and the trained model's outputs "
+             "with PyTorch's; prints PASS or FAIL"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<int64_t> steps("steps",
+                              cl::desc("steps to run (default: the config's)"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    dataDir("data", cl::desc("batches: <dir>/step_K/input_I.pb and labels.pb"),
+            cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string>
+    tokens("tokens",
+           cl::desc("flat uint16 token file (nanoGPT .bin): next-token "
+                    "batches of --batch rows of --seq tokens"),
+           cl::value_desc("file"), cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("rows per batch (--tokens)"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<int64_t> seqLength("seq", cl::desc("tokens per row (--tokens)"),
+                                  cl::init(0), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
+                              cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    saveModel("save",
+              cl::desc("write the trained model as ONNX (single device)"),
+              cl::value_desc("out.onnx"), cl::cat(category));
+static cl::opt<int> bench("bench",
+                          cl::desc("time N steps after one warm-up and print "
+                                   "median_ms"),
+                          cl::init(0), cl::cat(category));
+
+static int failWith(const Twine &message) {
+  errs() << "dist-train: error: " << message << "\n";
+  return 1;
+}
+
+/// Compares the case's reference losses with ours (relative 1e-4) and the
+/// trained model's probe outputs with torch's (atol 1e-3 + rtol 1e-3).
+static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx,
+                     ArrayRef<double> losses,
+                     const std::vector<distrt::NamedTensor> &state,
+                     StringRef workDir, int threads) {
+  const std::vector<double> &want = trainer.config().losses;
+  for (size_t k = 0; k < losses.size() && k < want.size(); ++k) {
+    double rel =
+        std::fabs(losses[k] - want[k]) / std::max(std::fabs(want[k]), 1e-12);
+    if (!(rel <= 1e-4)) {
+      outs() << "FAIL " << trainTest << ": step " << k << " loss "
+             << format("%.7g", losses[k]) << ", torch "
+             << format("%.7g", want[k]) << " (relative difference "
+             << format("%.2g", rel) << ")\n";
+      return 1;
+    }
+  }
+  SmallString<256> probe(trainTest);
+  sys::path::append(probe, "probe");
+  if (losses.size() < want.size() || !sys::fs::is_directory(probe)) {
+    outs() << "PASS " << trainTest << ": " << losses.size()
+           << " step(s) match torch's losses\n";
+    return 0;
+  }
+  SmallString<256> model(trainTest);
+  sys::path::append(model, "model.onnx");
+  auto got = runTrainedModel(ctx, model, state, probe, workDir, threads);
+  if (!got)
+    return failWith("the trained model: " + toString(got.takeError()));
+  double maxAbs = 0;
+  for (size_t i = 0; i < got->size(); ++i) {
+    SmallString<256> path(probe);
+    sys::path::append(path, "output_" + std::to_string(i) + ".pb");
+    if (!sys::fs::exists(path))
+      continue;
+    auto expected = readTensorProto(path);
+    if (!expected)
+      return failWith(toString(expected.takeError()));
+    Comparison c = compareTensors((*got)[i].tensor, *expected, 1e-3, 1e-3);
+    maxAbs = std::max(maxAbs, c.maxAbs);
+    if (!c.ok) {
+      outs() << "FAIL " << trainTest << ": trained output " << i << " ('"
+             << (*got)[i].name << "') on probe/: " << c.message << "\n";
+      return 1;
+    }
+  }
+  outs() << "PASS " << trainTest << ": " << losses.size()
+         << " step(s) match torch's losses; trained outputs on probe/ match, "
+            "max abs diff "
+         << format("%.3g", maxAbs) << "\n";
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  auto threads = takeThreadsFlag(argc, argv);
+  if (!threads)
+    return failWith(toString(threads.takeError()));
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "dist-train: compile a model's training step for a device mesh and "
+      "train it\n\n"
+      "  dist-train model.onnx --train train.json --mesh dp=2,tp=2 --plan "
+      "zero1,tp --steps 100 --tokens data.bin --batch 8 --seq 128\n"
+      "  dist-train --train-test <case dir> --mesh dp=2 --plan fsdp\n"
+      "  mpirun -np 4 dist-train ... --backend mpi\n\n"
+      "  --threads=<N>  compute threads per rank (default 1)\n");
+
+  TrainerOptions trainer;
+  trainer.run.threadsPerRank = *threads;
+  auto chosen = parseBackend(backendFlag());
+  if (!chosen)
+    return failWith(toString(chosen.takeError()));
+  trainer.run.backend = *chosen;
+  auto group = initBackend(trainer.run.backend, argc, argv);
+  if (!group)
+    return failWith(toString(group.takeError()));
+  bool root = group->rank == 0;
+
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext ctx(registry);
+  ctx.loadAllAvailableDialects();
+  ToolDiagnostics diagnostics(ctx, "dist-train", debugDiagnosticsFlag());
+
+  std::string model = modelPath, configPath = trainConfig;
+  trainer.dataDir = dataDir;
+  if (!trainTest.empty()) {
+    SmallString<256> m(trainTest), c(trainTest);
+    sys::path::append(m, "model.onnx");
+    sys::path::append(c, "train.json");
+    model = m.str().str();
+    if (configPath.empty())
+      configPath = c.str().str();
+    if (trainer.dataDir.empty())
+      trainer.dataDir = trainTest;
+  }
+  if (model.empty())
+    return failWith("no model given (see --help)");
+  if (configPath.empty())
+    return failWith("no training config: pass --train <file>");
+  if (!tokens.empty() && !trainer.dataDir.empty())
+    return failWith("--tokens and --data both give batches; pass one");
+  trainer.tokensFile = tokens;
+  trainer.batch = batch;
+  trainer.seq = seqLength;
+  trainer.seed = seed;
+
+  auto options = compileOptionsFromFlags(ctx);
+  if (failed(options))
+    return 1;
+  auto config = parseTrainConfig(&ctx, configPath);
+  if (failed(config))
+    return 1;
+  options->train = *config;
+  SmallString<128> workDir;
+  if (std::error_code ec =
+          sys::fs::createUniqueDirectory("dist-train", workDir))
+    return failWith("cannot create a work directory: " + ec.message());
+  scope_exit removeWorkDir([&] { sys::fs::remove_directories(workDir); });
+  options->workDir = workDir.str().str();
+
+  auto created = Trainer::create(ctx, model, *options, trainer);
+  if (!created)
+    return failWith(toString(created.takeError()));
+  Trainer &t = **created;
+  int64_t total = steps > 0 ? steps.getValue() : config->steps;
+  if (root)
+    errs() << "dist-train: compiled the training step of " << model << " for "
+           << t.programs().size() << " rank(s)\n";
+  std::vector<double> losses;
+  for (int64_t k = 0; k < total; ++k) {
+    auto r = t.step(k);
+    if (!r)
+      return failWith(toString(r.takeError()));
+    losses.push_back(r->loss);
+    if (root)
+      outs() << "step " << k << ": loss " << format("%.7g", r->loss)
+             << " grad_norm " << format("%.5g", r->gradNorm) << " ms "
+             << format("%.1f", r->ms) << " tokens/s "
+             << format("%.0f", r->tokens / std::max(r->ms, 1e-9) * 1e3) << "\n";
+  }
+  if (bench > 0) {
+    std::vector<double> times;
+    for (int i = 0; i < bench; ++i) {
+      auto r = t.step(total + i);
+      if (!r)
+        return failWith(toString(r.takeError()));
+      times.push_back(r->ms);
+    }
+    std::sort(times.begin(), times.end());
+    if (root)
+      outs() << "bench: " << bench << " step(s) on " << t.programs().size()
+             << " rank(s), " << *threads << " thread(s) per rank\n"
+             << "median_ms: " << format("%.3f", times[times.size() / 2])
+             << "\n";
+  }
+  // Reading the trained state back is collective under MPI: every process
+  // takes part, the root gets the tensors.
+  std::vector<distrt::NamedTensor> state;
+  if (!trainTest.empty() || !saveModel.empty()) {
+    auto read = t.trainedState();
+    if (!read)
+      return failWith(toString(read.takeError()));
+    state = std::move(*read);
+  }
+  int status = 0;
+  if (!trainTest.empty() && root)
+    status = checkCase(t, ctx, losses, state, workDir, *threads);
+  if (!saveModel.empty()) {
+    if (root) {
+      if (Error e = saveTrainedModel(model, state, saveModel))
+        return failWith(toString(std::move(e)));
+      errs() << "dist-train: wrote " << saveModel << "\n";
+    }
+  }
+  return status;
+}
