@@ -29,6 +29,12 @@ static cl::opt<std::string>
     dimSpec("dim",
             cl::desc("bind symbolic input dimensions, e.g. batch=2,seq=128"),
             cl::value_desc("name=size,..."), cl::cat(compileFlagsCategory()));
+static cl::opt<std::string>
+    trainConfig("train",
+                cl::desc("compile a training step for this config (JSON or "
+                         "YAML: output, loss, optimizer, frozen, no_decay, "
+                         "clip_grad_norm, steps); see docs/training.md"),
+                cl::value_desc("file"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> debugDiagnostics(
     "debug-diagnostics",
     cl::desc("print the IR an error or warning is about, after the message"),
@@ -36,7 +42,11 @@ static cl::opt<bool> debugDiagnostics(
 
 bool distopt::debugDiagnosticsFlag() { return debugDiagnostics; }
 
-bool distopt::meshOrPlanGiven() { return !meshSpec.empty() || !plans.empty(); }
+bool distopt::meshOrPlanGiven() {
+  return !meshSpec.empty() || !plans.empty() || !trainConfig.empty();
+}
+
+StringRef distopt::trainConfigFlag() { return trainConfig; }
 
 mlir::FailureOr<CompileOptions>
 distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
@@ -54,6 +64,12 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
       return mlir::emitError(mlir::UnknownLoc::get(&ctx))
              << toString(dims.takeError());
     options.dims = std::move(*dims);
+  }
+  if (!trainConfig.empty()) {
+    auto config = parseTrainConfig(&ctx, trainConfig);
+    if (failed(config))
+      return mlir::failure();
+    options.train = std::move(*config);
   }
   return options;
 }

@@ -20,7 +20,8 @@ using namespace distopt;
 using namespace distopt::plan;
 
 ArrayRef<StringRef> distopt::presetNames() {
-  static const StringRef names[] = {"replicate", "dp", "fsdp", "tp", "sp"};
+  static const StringRef names[] = {"replicate", "dp", "zero1", "zero2",
+                                    "fsdp",      "tp", "sp"};
   return names;
 }
 
@@ -64,9 +65,10 @@ private:
   ModuleOp module;
   func::FuncOp func;
   const Plan &plan;
-  /// Sharded parameters requested by fsdp (data parallel level 3): the mesh
-  /// axis, decided once every other plan part has placed its splits.
-  std::map<int64_t, std::string> shardedStateAxes;
+  /// ZeRO levels asked for, by data axis (1: optimizer states split, 2: and
+  /// gradients, 3: and parameters), applied once every other plan part has
+  /// placed its splits.
+  std::map<int64_t, int64_t> zeroLevels;
 };
 
 } // namespace
@@ -236,10 +238,10 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
     annotateValue(arg, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                   kStylePriority, "data_parallel: batch");
   }
-  // Level 3 stores every parameter split over the data axis; levels 1 and 2
-  // shard optimizer states and gradients, which forward programs lack.
-  if (level == 3)
-    shardedStateAxes[axis] = axisName.str();
+  // Levels 1 to 3 split optimizer states, gradients and parameters over the
+  // data axis (forward programs have only parameters).
+  if (level > 0)
+    zeroLevels[axis] = std::max(zeroLevels[axis], level);
   return success();
 }
 
@@ -269,13 +271,22 @@ static std::vector<std::set<int64_t>> splitWeightDims(ModuleOp module) {
   return taken;
 }
 
-/// FSDP: every parameter stored split over the data axis along its largest
-/// dimension that divides and that no other plan part splits (FSDP2 + TP
-/// shard the dimension TP leaves free), gathered where it is used.
+/// ZeRO over a data axis: each parameter's largest dimension that divides
+/// and that no other plan part splits (FSDP2 + TP shard the dimension TP
+/// leaves free) splits, by level, its optimizer states (1), its gradient
+/// (2: reduce-scattered where it is made) and the parameter itself (3:
+/// gathered where it is used).
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
   std::vector<std::set<int64_t>> splitDims = splitWeightDims(module);
-  for (auto &[axis, name] : shardedStateAxes) {
+  std::map<std::string, SmallVector<Value>> statesOf, gradientOf;
+  func.walk([&](Operation *op) {
+    if (auto of = op->getAttrOfType<StringAttr>(nn::kStateOfAttr))
+      statesOf[of.str()].push_back(op->getResult(0));
+    if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr))
+      gradientOf[of.str()].push_back(op->getResult(0));
+  });
+  for (auto &[axis, level] : zeroLevels) {
     int64_t size = mesh.getAxisSizes()[axis];
     size_t index = 0;
     func.walk([&](nn::WeightOp w) {
@@ -294,10 +305,30 @@ void PlanApplier::shardParameters() {
       }
       if (best < 0)
         return;
-      annotateValue(w.getResult(),
-                    oneAxisSharding(mesh, axis, dist::Placement::shard(best)),
-                    kShardedStatePriority,
-                    "data_parallel level 3: sharded parameter");
+      dist::ShardingAttr split =
+          oneAxisSharding(mesh, axis, dist::Placement::shard(best));
+      std::string key = nn::getPersistentKey(w);
+      for (Value state : statesOf[key])
+        annotateValue(state, split, kShardedStatePriority,
+                      "data_parallel level " + std::to_string(level) +
+                          ": sharded optimizer state");
+      if (level >= 2)
+        for (Value grad : gradientOf[key])
+          annotateValue(grad, split, kShardedStatePriority,
+                        "data_parallel level " + std::to_string(level) +
+                            ": sharded gradient");
+      if (level >= 3)
+        annotateValue(w.getResult(), split, kShardedStatePriority,
+                      "data_parallel level 3: sharded parameter");
+      else if (!statesOf[key].empty())
+        // The parameter itself stays whole on every data-parallel rank (its
+        // update is gathered back); without this its split states would
+        // pull it apart.
+        annotateValue(w.getResult(),
+                      oneAxisSharding(mesh, axis, dist::Placement::replicate()),
+                      kShardedStatePriority,
+                      "data_parallel level " + std::to_string(level) +
+                          ": replicated parameter");
     });
   }
 }
@@ -410,6 +441,10 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
     return success(requireMesh(module, loc, "preset 'replicate'") != nullptr);
   if (preset == "dp")
     return applyDataParallel(loc, "dp", 0);
+  if (preset == "zero1")
+    return applyDataParallel(loc, "dp", 1);
+  if (preset == "zero2")
+    return applyDataParallel(loc, "dp", 2);
   if (preset == "fsdp")
     return applyDataParallel(loc, "dp", 3);
   if (preset == "tp")
@@ -445,7 +480,7 @@ LogicalResult PlanApplier::apply() {
     if (failed(applySpec(spec)))
       return failure();
   // Sharded parameters last: they take the dimension no other part splits.
-  if (!shardedStateAxes.empty())
+  if (!zeroLevels.empty())
     shardParameters();
   return success();
 }

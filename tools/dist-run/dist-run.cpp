@@ -169,6 +169,8 @@ int main(int argc, char **argv) {
   if (failed(flags))
     return 1;
   CompileOptions &options = *flags;
+  if (options.train)
+    return failWith("dist-run runs forward models; train with dist-train");
   SmallString<128> workDir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
     return failWith("cannot create a work directory: " + ec.message());

@@ -31,11 +31,6 @@ using namespace distopt;
 static cl::OptionCategory &category = compileFlagsCategory();
 static cl::opt<std::string> modelPath(cl::Positional, cl::desc("<model.onnx>"),
                                       cl::cat(category));
-static cl::opt<std::string>
-    trainConfig("train",
-                cl::desc("training config (JSON or YAML): output, loss, "
-                         "optimizer, frozen, no_decay, clip_grad_norm, steps"),
-                cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> trainTest(
     "train-test",
     cl::desc("run a training case (model.onnx, train.json, step_K/, probe/) "
@@ -160,7 +155,7 @@ int main(int argc, char **argv) {
   ctx.loadAllAvailableDialects();
   ToolDiagnostics diagnostics(ctx, "dist-train", debugDiagnosticsFlag());
 
-  std::string model = modelPath, configPath = trainConfig;
+  std::string model = modelPath, configPath = trainConfigFlag().str();
   trainer.dataDir = dataDir;
   if (!trainTest.empty()) {
     SmallString<256> m(trainTest), c(trainTest);
@@ -186,10 +181,13 @@ int main(int argc, char **argv) {
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
-  auto config = parseTrainConfig(&ctx, configPath);
-  if (failed(config))
-    return 1;
-  options->train = *config;
+  if (!options->train) {
+    auto config = parseTrainConfig(&ctx, configPath);
+    if (failed(config))
+      return 1;
+    options->train = std::move(*config);
+  }
+  const TrainConfig *config = &*options->train;
   SmallString<128> workDir;
   if (std::error_code ec =
           sys::fs::createUniqueDirectory("dist-train", workDir))

@@ -1,7 +1,8 @@
-//===- CompileFlags.h - the command-line flags every tool shares -*- C++ -*-===//
+//===- CompileFlags.h - the command-line flags every tool shares -*- C++
+//-*-===//
 //
-// --mesh, --plan, --strict-plan, --dim and --debug-diagnostics mean the same
-// in dist-opt, dist-run and dist-train: they are declared once, here.
+// --mesh, --plan, --strict-plan, --dim, --train and --debug-diagnostics mean
+// the same in dist-opt, dist-run and dist-train: they are declared once, here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DRIVER_COMPILEFLAGS_H
@@ -19,11 +20,15 @@ llvm::cl::OptionCategory &compileFlagsCategory();
 /// Whether the user asked for the IR around each diagnostic.
 bool debugDiagnosticsFlag();
 
-/// Whether --mesh or --plan was given.
+/// Whether --mesh, --plan or --train was given.
 bool meshOrPlanGiven();
 
-/// CompileOptions from the flags: the mesh, the plans (parsed, with errors
-/// as diagnostics on `ctx`) and the dimension bindings.
+/// The --train flag's value ("" when absent).
+llvm::StringRef trainConfigFlag();
+
+/// CompileOptions from the flags: the mesh, the plans and the training
+/// config (parsed, with errors as diagnostics on `ctx`) and the dimension
+/// bindings.
 mlir::FailureOr<CompileOptions> compileOptionsFromFlags(mlir::MLIRContext &ctx);
 
 } // namespace distopt
