@@ -12,6 +12,7 @@
 #include "PlanUtils.h"
 #include "distopt/Plan/Plan.h"
 
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 using namespace mlir;
@@ -33,6 +34,28 @@ static bool isWeightValue(Value v) {
   return false;
 }
 
+/// Ops of a training step's loss, backward or optimizer: the structure of
+/// the model is read from its forward ops only.
+static bool isForward(Operation *op) { return !op->hasAttr(nn::kPhaseAttr); }
+
+/// Whether `v` depends on an argument of the function (a model input), not
+/// only on weights and constants (positions made by a range).
+static bool fromInputs(Value v) {
+  SmallVector<Value> work{v};
+  DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value x = work.pop_back_val();
+    if (!seen.insert(x).second)
+      continue;
+    if (isa<BlockArgument>(x))
+      return true;
+    if (Operation *def = x.getDefiningOp())
+      for (Value operand : def->getOperands())
+        work.push_back(operand);
+  }
+  return false;
+}
+
 static bool isWeightMatmul(Operation *op) {
   auto mm = dyn_cast_or_null<nn::MatMulOp>(op);
   return mm && isWeightValue(mm.getRhs()) && !isWeightValue(mm.getLhs());
@@ -46,6 +69,8 @@ static bool feedsResidualAdd(nn::MatMulOp mm) {
     SmallVector<Value> next;
     for (Value v : frontier) {
       for (Operation *user : v.getUsers()) {
+        if (!isForward(user))
+          continue;
         if (auto add = dyn_cast<nn::AddOp>(user)) {
           Value other = add.getLhs() == v ? add.getRhs() : add.getLhs();
           if (isWeightValue(other)) {
@@ -146,6 +171,8 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
   int entries = 0, exits = 0, tables = 0;
   SmallVector<std::pair<Operation *, unsigned>> colwise, vocab;
   func.walk([&](Operation *op) {
+    if (!isForward(op))
+      return;
     if (auto mm = dyn_cast<nn::MatMulOp>(op)) {
       if (!isWeightMatmul(op))
         return;
@@ -155,8 +182,12 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
       }
       colwise.push_back({op, 1});
     }
+    // Token embeddings become vocabulary-parallel; a position table read
+    // at positions the model makes itself stays whole (one reduction for
+    // the embedding sum, as Megatron has).
     if (auto g = dyn_cast<nn::GatherOp>(op))
-      if (isWeightValue(g.getData()) && g.getAxis() == 0)
+      if (isWeightValue(g.getData()) && g.getAxis() == 0 &&
+          fromInputs(g.getIndices()))
         vocab.push_back({op, 0});
   });
   for (auto [op, operand] : colwise) {

@@ -219,7 +219,8 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels) {
   Value count = g.reduceSum(valid, allAxes, /*keepdims=*/false);
   Value loss = g.create<nn::DivOp>(
       g.reduceSum(g.create<nn::MulOp>(nll, valid), allAxes, false), count);
-  Value softmax = g.create<nn::DivOp>(e, s);
+  // softmax as torch's log-softmax backward has it: exp(z - lse).
+  Value softmax = g.create<nn::ExpOp>(g.create<nn::SubOp>(z, lse));
   Value grad =
       g.create<nn::MulOp>(g.create<nn::SubOp>(softmax, g.castLike(onehot, f)),
                           g.create<nn::DivOp>(valid, count));
