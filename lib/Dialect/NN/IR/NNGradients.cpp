@@ -570,8 +570,10 @@ LogicalResult MatMulOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   }
   Value da = g.create<MatMulOp>(d, swapLastTwo(g, b));
   Value db = g.create<MatMulOp>(swapLastTwo(g, a), d);
-  dx[0] = g.unbroadcast(da, lt);
-  dx[1] = g.unbroadcast(db, rt);
+  // Sum over broadcast batch dimensions at the promoted rank, then drop the
+  // dimension a 1-D operand was given.
+  dx[0] = g.reshape(g.unbroadcast(da, typeOf(a)), lt);
+  dx[1] = g.reshape(g.unbroadcast(db, typeOf(b)), rt);
   return success();
 }
 

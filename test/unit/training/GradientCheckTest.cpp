@@ -1,0 +1,458 @@
+//===- GradientCheckTest.cpp - every gradient rule vs finite differences --===//
+//
+// For each differentiable nn op: loss = sum(op(x...) * c) with random f64
+// inputs; the gradients the op's rule builds (through buildGradients, the
+// same walk training uses), compiled and run by distrt, must equal central
+// finite differences of the loss in every element.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/InitAll.h"
+#include "distopt/Runner/Runner.h"
+#include "distopt/Training/Backward.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace distopt;
+
+namespace {
+
+struct Case {
+  std::string name;
+  /// Arguments as "%name: type" and whether each must stay positive.
+  std::vector<std::pair<std::string, bool>> args;
+  /// The op, defining %y from the arguments.
+  std::string op;
+  std::string resultType;
+};
+
+std::ostream &operator<<(std::ostream &os, const Case &c) {
+  return os << c.name;
+}
+
+std::string loss(const Case &c) {
+  std::string t = c.resultType;
+  // rank of the result type, for the reduction's axes
+  int rank = 0;
+  for (char ch : t)
+    rank += ch == 'x';
+  std::string axes;
+  for (int d = 0; d < rank; ++d)
+    axes += (d ? ", " : "") + std::to_string(d);
+  std::string text = "func.func @main(";
+  for (auto &[a, positive] : c.args)
+    text += a + ", ";
+  text += "%c: " + t + ") -> tensor<f64> {\n  " + c.op + "\n";
+  text += "  %m = nn.mul %y, %c : " + t + ", " + t + " -> " + t + "\n";
+  if (rank == 0)
+    text += "  return %m : tensor<f64>\n}\n";
+  else
+    text += "  %l = nn.reduce_sum %m axes [" + axes + "] : " + t +
+            " -> tensor<f64>\n  return %l : tensor<f64>\n}\n";
+  return text;
+}
+
+class GradientCheck : public ::testing::TestWithParam<Case> {
+protected:
+  void SetUp() override {
+    registerAllDialects(registry);
+    ctx = std::make_unique<mlir::MLIRContext>(registry);
+    ctx->loadAllAvailableDialects();
+    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
+        ctx.get(), [this](mlir::Diagnostic &d) {
+          diagnostics += d.str() + "\n";
+          return mlir::success();
+        });
+    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("gradcheck", dir));
+  }
+  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+
+  mlir::DialectRegistry registry;
+  std::unique_ptr<mlir::MLIRContext> ctx;
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+  std::string diagnostics;
+  llvm::SmallString<128> dir;
+};
+
+double scalarOf(const distrt::HostTensor &t) { return t.data<double>()[0]; }
+
+TEST_P(GradientCheck, MatchesFiniteDifferences) {
+  const Case &c = GetParam();
+  std::string text = loss(c);
+  SCOPED_TRACE(text);
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, ctx.get());
+  ASSERT_TRUE(module) << diagnostics;
+  auto func = *module->getOps<mlir::func::FuncOp>().begin();
+  mlir::Block &body = func.getBody().front();
+  mlir::Operation *ret = body.getTerminator();
+  mlir::OpBuilder b(ret);
+  mlir::Value l = ret->getOperand(0);
+  auto lt = llvm::cast<mlir::RankedTensorType>(l.getType());
+  mlir::Value seed = nn::ConstantOp::create(
+      b, ret->getLoc(), lt,
+      mlir::DenseElementsAttr::get(lt, b.getF64FloatAttr(1.0)));
+  // Gradients with respect to every float argument but the weighting %c.
+  llvm::SmallVector<mlir::Value> wrt;
+  for (unsigned i = 0; i + 1 < func.getNumArguments(); ++i)
+    if (llvm::isa<mlir::FloatType>(
+            llvm::cast<mlir::RankedTensorType>(func.getArgument(i).getType())
+                .getElementType()))
+      wrt.push_back(func.getArgument(i));
+  auto grads = buildGradients(b, {{l, seed}}, wrt);
+  ASSERT_TRUE(mlir::succeeded(grads)) << diagnostics;
+  llvm::SmallVector<mlir::Value> results{l};
+  for (mlir::Value g : *grads) {
+    ASSERT_TRUE(g) << "no gradient for an argument";
+    results.push_back(g);
+  }
+  mlir::func::ReturnOp::create(b, ret->getLoc(), results);
+  ret->erase();
+  llvm::SmallVector<mlir::Type> types;
+  for (mlir::Value v : results)
+    types.push_back(v.getType());
+  func.setType(b.getFunctionType(func.getArgumentTypes(), types));
+
+  llvm::SmallString<128> path(dir);
+  llvm::sys::path::append(path, c.name + ".mlir");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    ASSERT_FALSE(ec);
+    module->print(os);
+  }
+  CompileOptions options;
+  options.workDir = dir.str().str();
+  auto programs = compilePrograms(*ctx, path, options);
+  ASSERT_TRUE(static_cast<bool>(programs))
+      << llvm::toString(programs.takeError()) << diagnostics;
+  auto inputs = makeInputs(*programs, "", 7);
+  ASSERT_TRUE(static_cast<bool>(inputs)) << llvm::toString(inputs.takeError());
+  // Keep inputs away from where the functions are undefined or kinked.
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> u(0.3, 1.3);
+  for (size_t i = 0; i < c.args.size(); ++i)
+    if (c.args[i].second)
+      for (int64_t k = 0; k < (*inputs)[i].tensor.num_elements(); ++k)
+        (*inputs)[i].tensor.data<double>()[k] = u(rng);
+  auto run = [&](const std::vector<distrt::NamedTensor> &in) {
+    auto out = runLocal(*programs, in, 1);
+    EXPECT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    return out ? std::move(*out) : std::vector<distrt::NamedTensor>();
+  };
+  std::vector<distrt::NamedTensor> base = run(*inputs);
+  ASSERT_EQ(base.size(), wrt.size() + 1);
+  size_t gi = 0;
+  for (unsigned a = 0; a + 1 < func.getNumArguments(); ++a) {
+    distrt::HostTensor &x = (*inputs)[a].tensor;
+    if (x.dtype() != distrt::DType::kF64)
+      continue;
+    const distrt::HostTensor &grad = base[1 + gi++].tensor;
+    ASSERT_EQ(grad.shape(), x.shape());
+    for (int64_t k = 0; k < x.num_elements(); ++k) {
+      double saved = x.data<double>()[k], h = 1e-6;
+      x.data<double>()[k] = saved + h;
+      double up = scalarOf(run(*inputs)[0].tensor);
+      x.data<double>()[k] = saved - h;
+      double down = scalarOf(run(*inputs)[0].tensor);
+      x.data<double>()[k] = saved;
+      double fd = (up - down) / (2 * h), got = grad.data<double>()[k];
+      EXPECT_NEAR(got, fd, 1e-6 * std::max(1.0, std::fabs(fd)))
+          << "argument " << a << " element " << k;
+    }
+  }
+}
+
+#define T(s) "tensor<" s "xf64>"
+const Case
+    kCases
+        [] =
+            {
+                {"add",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("3"), false}},
+                 "%y = nn.add %a, %b : " T("2x3") ", " T("3") " -> " T("2x3"),
+                 T("2x3")},
+                {"sub",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("2x1"), false}},
+                 "%y = nn.sub %a, %b : " T("2x3") ", " T("2x1") " -> " T("2x3"),
+                 T("2x3")},
+                {"mul",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("3"), false}},
+                 "%y = nn.mul %a, %b : " T("2x3") ", " T("3") " -> " T("2x3"),
+                 T("2x3")},
+                {"div",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("2x3"), true}},
+                 "%y = nn.div %a, %b : " T("2x3") ", " T("2x3") " -> " T("2x3"),
+                 T("2x3")},
+                {"pow",
+                 {{"%a: " T("2x3"), true}, {"%b: " T("3"), true}},
+                 "%y = nn.pow %a, %b : " T("2x3") ", " T("3") " -> " T("2x3"),
+                 T("2x3")},
+                {"max",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("2x3"), false}},
+                 "%y = nn.max %a, %b : " T("2x3") ", " T("2x3") " -> " T("2x3"),
+                 T("2x3")},
+                {"min",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("3"), false}},
+                 "%y = nn.min %a, %b : " T("2x3") ", " T("3") " -> " T("2x3"),
+                 T("2x3")},
+                {"where",
+                 {{"%p: tensor<2x3xi1>", false},
+                  {"%a: " T("2x3"), false},
+                  {"%b: " T("3"), false}},
+                 "%y = nn.where %p, %a, %b : tensor<2x3xi1>, " T("2x3") ", " T(
+                     "3") " -> " T("2x3"),
+                 T("2x3")},
+                {"neg",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.neg %a : " T("2x3"),
+                 T("2x3")},
+                {"abs",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.abs %a : " T("2x3"),
+                 T("2x3")},
+                {"exp",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.exp %a : " T("2x3"),
+                 T("2x3")},
+                {"log",
+                 {{"%a: " T("2x3"), true}},
+                 "%y = nn.log %a : " T("2x3"),
+                 T("2x3")},
+                {"sqrt",
+                 {{"%a: " T("2x3"), true}},
+                 "%y = nn.sqrt %a : " T("2x3"),
+                 T("2x3")},
+                {"reciprocal",
+                 {{"%a: " T("2x3"), true}},
+                 "%y = nn.reciprocal %a : " T("2x3"),
+                 T("2x3")},
+                {"tanh",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.tanh %a : " T("2x3"),
+                 T("2x3")},
+                {"sigmoid",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.sigmoid %a : " T("2x3"),
+                 T("2x3")},
+                {"erf",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.erf %a : " T("2x3"),
+                 T("2x3")},
+                {"relu",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.relu %a : " T("2x3"),
+                 T("2x3")},
+                {"sin",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.sin %a : " T("2x3"),
+                 T("2x3")},
+                {"cos",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.cos %a : " T("2x3"),
+                 T("2x3")},
+                {"floor",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.floor %a : " T("2x3"),
+                 T("2x3")},
+                {"ceil",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.ceil %a : " T("2x3"),
+                 T("2x3")},
+                {"round",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.round %a : " T("2x3"),
+                 T("2x3")},
+                {"sign",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.sign %a : " T("2x3"),
+                 T("2x3")},
+                {"identity",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.identity %a : " T("2x3"),
+                 T("2x3")},
+                {"gelu_erf",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.gelu %a : " T("2x3"),
+                 T("2x3")},
+                {"gelu_tanh",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.gelu %a {approximate = \"tanh\"} : " T("2x3"),
+                 T("2x3")},
+                {"leaky_relu",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.leaky_relu %a {alpha = 0.2 : f64} : " T("2x3"),
+                 T("2x3")},
+                {"clip",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.clip %a {min = -0.4 : f64, max = 0.4 : f64} : " T(
+                     "2x3"),
+                 T("2x3")},
+                {"reduce_sum",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.reduce_sum %a axes [0, 2] : " T("2x3x4") " -> " T(
+                     "3"),
+                 T("3")},
+                {"reduce_mean_keep",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.reduce_mean %a axes [1] keepdims : " T(
+                     "2x3x4") " -> " T("2x1x4"),
+                 T("2x1x4")},
+                {"reduce_max",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.reduce_max %a axes [2] : " T("2x3x4") " -> " T("2x3"),
+                 T("2x3")},
+                {"reduce_min_keep",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.reduce_min %a axes [0] keepdims : " T(
+                     "2x3x4") " -> " T("1x3x4"),
+                 T("1x3x4")},
+                {"softmax",
+                 {{"%a: " T("2x5"), false}},
+                 "%y = nn.softmax %a axis 1 : " T("2x5"),
+                 T("2x5")},
+                {"log_softmax",
+                 {{"%a: " T("2x5"), false}},
+                 "%y = nn.log_softmax %a axis 1 : " T("2x5"),
+                 T("2x5")},
+                {"layer_norm",
+                 {{"%a: " T("2x3x4"), false},
+                  {"%g: " T("4"), false},
+                  {"%b: " T("4"), false}},
+                 "%y = nn.layer_norm %a, %g, %b axis 2 epsilon 1.0e-05 : (" T(
+                     "2x3x4") ", " T("4") ", " T("4") ") -> " T("2x3x4"),
+                 T("2x3x4")},
+                {"layer_norm_2d",
+                 {{"%a: " T("2x3x4"), false}, {"%g: " T("3x4"), false}},
+                 "%y = nn.layer_norm %a, %g axis 1 epsilon 1.0e-05 : (" T(
+                     "2x3x4") ", " T("3x4") ") -> " T("2x3x4"),
+                 T("2x3x4")},
+                {"batch_norm",
+                 {{"%x: " T("2x3x2x2"), false},
+                  {"%s: " T("3"), false},
+                  {"%b: " T("3"), false},
+                  {"%mean: " T("3"), false},
+                  {"%v: " T("3"), true}},
+                 "%y = nn.batch_norm %x, %s, %b, %mean, %v epsilon 1.0e-05 : "
+                 "(" T("2x3x2x2") ", " T("3") ", " T("3") ", " T("3") ", " T(
+                     "3") ") -> " T("2x3x2x2"),
+                 T("2x3x2x2")},
+                {"matmul",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("3x4"), false}},
+                 "%y = nn.matmul %a, %b : " T("2x3") ", " T("3x4") " -> " T(
+                     "2x4"),
+                 T("2x4")},
+                {"matmul_batched",
+                 {{"%a: " T("2x2x3"), false}, {"%b: " T("3x4"), false}},
+                 "%y = nn.matmul %a, %b : " T("2x2x3") ", " T("3x4") " -> " T(
+                     "2x2x4"),
+                 T("2x2x4")},
+                {"matmul_broadcast",
+                 {{"%a: " T("1x2x3"), false}, {"%b: " T("2x3x4"), false}},
+                 "%y = nn.matmul %a, %b : " T("1x2x3") ", " T("2x3x4") " -> " T(
+                     "2x2x4"),
+                 T("2x2x4")},
+                {"matmul_vector_lhs",
+                 {{"%a: " T("3"), false}, {"%b: " T("2x3x4"), false}},
+                 "%y = nn.matmul %a, %b : " T("3") ", " T("2x3x4") " -> " T(
+                     "2x4"),
+                 T("2x4")},
+                {"matmul_vector_rhs",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("3"), false}},
+                 "%y = nn.matmul %a, %b : " T("2x3") ", " T("3") " -> " T("2"),
+                 T("2")},
+                {"transpose",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.transpose %a perm [2, 0, 1] : " T("2x3x4") " -> " T(
+                     "4x2x3"),
+                 T("4x2x3")},
+                {"reshape",
+                 {{"%a: " T("2x3x4"), false}},
+                 "%y = nn.reshape %a : " T("2x3x4") " -> " T("6x4"),
+                 T("6x4")},
+                {"expand",
+                 {{"%a: " T("1x3"), false}},
+                 "%y = nn.expand %a : " T("1x3") " -> " T("2x3"),
+                 T("2x3")},
+                {"concat",
+                 {{"%a: " T("2x3"), false}, {"%b: " T("2x1"), false}},
+                 "%y = nn.concat %a, %b axis 1 : (" T("2x3") ", " T(
+                     "2x1") ") -> " T("2x4"),
+                 T("2x4")},
+                {"slice",
+                 {{"%a: " T("4x5"), false}},
+                 "%y = nn.slice %a starts [1, 0] ends [3, 4] steps [1, 1] : " T(
+                     "4x5") " -> " T("2x4"),
+                 T("2x4")},
+                {"pad",
+                 {{"%a: " T("2x3"), false}},
+                 "%y = nn.pad %a pads [1, 0, 0, 2] : " T("2x3") " -> " T("3x5"),
+                 T("3x5")},
+                {"pad_crop",
+                 {{"%a: " T("3x4"), false}},
+                 "%y = nn.pad %a pads [-1, 0, 1, -2] : " T("3x4") " -> " T(
+                     "3x2"),
+                 T("3x2")},
+                {"gather",
+                 {{"%t: " T("5x3"), false}, {"%i: tensor<2x2xi64>", false}},
+                 "%y = nn.gather %t, %i axis 0 : " T(
+                     "5x3") ", tensor<2x2xi64> -> " T("2x2x3"),
+                 T("2x2x3")},
+                {"conv",
+                 {{"%x: " T("1x2x5x5"), false},
+                  {"%w: " T("3x2x3x3"), false},
+                  {"%b: " T("3"), false}},
+                 "%y = nn.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads "
+                 "= array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (" T(
+                     "1x2x5x5") ", " T("3x2x3x3") ", " T("3") ") -> " T("1x3x3x"
+                                                                        "3"),
+                 T("1x3x3x3")},
+                {"conv_grouped",
+                 {{"%x: " T("2x4x4x4"), false}, {"%w: " T("4x2x2x2"), false}},
+                 "%y = nn.conv %x, %w {dilations = array<i64: 1, 1>, pads = "
+                 "array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, group = "
+                 "2 : i64} : (" T("2x4x4x4") ", " T("4x2x2x2") ") -> " T(
+                     "2x4x3x3"),
+                 T("2x4x3x3")},
+                {"max_pool",
+                 {{"%x: " T("1x2x4x4"), false}},
+                 "%y = nn.max_pool %x {kernel = array<i64: 2, 2>, strides = "
+                 "array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = "
+                 "array<i64: 1, 1>} : " T("1x2x4x4") " -> " T("1x2x2x2"),
+                 T("1x2x2x2")},
+                {"avg_pool",
+                 {{"%x: " T("1x2x5x5"), false}},
+                 "%y = nn.avg_pool %x {kernel = array<i64: 3, 3>, strides = "
+                 "array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = "
+                 "array<i64: 1, 1>} : " T("1x2x5x5") " -> " T("1x2x3x3"),
+                 T("1x2x3x3")},
+                {"global_avg_pool",
+                 {{"%x: " T("2x3x2x2"), false}},
+                 "%y = nn.global_avg_pool %x : " T("2x3x2x2") " -> " T(
+                     "2x3x1x1"),
+                 T("2x3x1x1")},
+                {"global_max_pool",
+                 {{"%x: " T("2x3x2x2"), false}},
+                 "%y = nn.global_max_pool %x : " T("2x3x2x2") " -> " T(
+                     "2x3x1x1"),
+                 T("2x3x1x1")},
+};
+#undef T
+
+INSTANTIATE_TEST_SUITE_P(Ops, GradientCheck, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<Case> &info) {
+                           return info.param.name;
+                         });
+
+} // namespace
