@@ -18,8 +18,8 @@ static cl::opt<std::string>
              cl::value_desc("name=size,..."), cl::cat(compileFlagsCategory()));
 static cl::list<std::string> plans(
     "plan",
-    cl::desc("plan file (YAML/JSON) or presets: replicate, dp, fsdp, tp, sp "
-             "(comma-separated, composable); repeatable"),
+    cl::desc("plan file (YAML/JSON) or presets: replicate, dp, zero1, zero2, "
+             "fsdp, tp, sp (comma-separated, composable); repeatable"),
     cl::value_desc("file|presets"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> strictPlan(
     "strict-plan",

@@ -56,7 +56,8 @@ static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
                               cl::init(0), cl::cat(category));
 static cl::opt<std::string>
     saveModel("save",
-              cl::desc("write the trained model as ONNX (single device)"),
+              cl::desc("write the trained model as ONNX (parameters gathered "
+                       "from every rank)"),
               cl::value_desc("out.onnx"), cl::cat(category));
 static cl::opt<int> bench("bench",
                           cl::desc("time N steps after one warm-up and print "
@@ -214,6 +215,8 @@ int main(int argc, char **argv) {
              << " grad_norm " << format("%.5g", r->gradNorm) << " ms "
              << format("%.1f", r->ms) << " tokens/s "
              << format("%.0f", r->tokens / std::max(r->ms, 1e-9) * 1e3) << "\n";
+    // A step's line appears when the step ends, also through a pipe or tee.
+    outs().flush();
   }
   if (bench > 0) {
     std::vector<double> times;
