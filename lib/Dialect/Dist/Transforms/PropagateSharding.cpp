@@ -74,6 +74,14 @@ private:
   /// reducing it once where it is made is then no dearer, and serves all
   /// its readers.
   bool readersKeepPartial(Value v, Operation *except);
+  /// Whether a partial `v` is best reduced where it is made: letting it flow
+  /// on through every reader that could keep it partial would end in
+  /// reductions (one per value some reader needs whole) that move more
+  /// bytes, a collective's latency counted as bytes, than reducing `v` once.
+  /// A gradient that fans out into an activation gradient and two small
+  /// parameter gradients (a norm's backward) is the case: one all-reduce,
+  /// not three.
+  bool cheaperReducedAtSource(Value v);
 
   SmallVector<int64_t> meshSizes;
   int64_t numAxes;
@@ -122,6 +130,45 @@ bool Propagator::readersKeepPartial(Value v, Operation *except) {
       return false;
   }
   return true;
+}
+
+bool Propagator::cheaperReducedAtSource(Value v) {
+  // What one more collective costs, in bytes moved: fewer, larger
+  // collectives win unless flowing on saves real volume.
+  constexpr double kLatencyBytes = 64 * 1024;
+  constexpr size_t kMaxValues = 1024;
+  // Only where the value fans out: a value with one reader can still be
+  // reduced once further on, after a sum of partials, say.
+  if (llvm::hasSingleElement(v.getUsers()) || v.use_empty())
+    return false;
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Value, 16> seen{v};
+  double sinks = 0;
+  while (!work.empty()) {
+    Value w = work.pop_back_val();
+    bool reducedHere = false;
+    for (OpOperand &use : w.getUses()) {
+      Operation *user = use.getOwner();
+      const OpShardingRule *r = rule(user);
+      bool flows = r && r->partialFlow != PartialFlow::None &&
+                   r->linearOperands.size() == user->getNumOperands() &&
+                   r->linearOperands[use.getOperandNumber()] &&
+                   !(r->partialFlow == PartialFlow::OneLinear &&
+                     llvm::count(user->getOperands(), w) > 1);
+      if (!flows) {
+        reducedHere = true;
+        continue;
+      }
+      for (Value res : user->getResults())
+        if (seen.insert(res).second)
+          work.push_back(res);
+    }
+    if (reducedHere)
+      sinks += state(w).globalBytes + kLatencyBytes;
+    if (seen.size() > kMaxValues)
+      return false; // too far to judge: leave the flow to the local rules
+  }
+  return sinks > state(v).globalBytes + kLatencyBytes;
 }
 
 bool Propagator::isSourceValue(Value v) {
@@ -279,10 +326,17 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         // that needs it whole reduces it: reduce once, before). With one
         // reader, delaying the sum costs nothing more. In a multilinear op
         // the partial operand must be read once.
-        bool keep = llvm::all_of(op->getResults(), [&](Value res) {
-          return res.hasOneUse() || res.use_empty() ||
-                 readersKeepPartial(res, nullptr);
+        // Summing two partial operands and reducing the sum once beats
+        // reducing each, whoever reads the sum.
+        int partialOperands = llvm::count_if(tensors, [&](const Tensor &t) {
+          const AxisState &s = state(t.value).axes[axis];
+          return !t.ref.isResult && visible(s) && s.placement.isPartial();
         });
+        bool keep = partialOperands >= 2 ||
+                    llvm::all_of(op->getResults(), [&](Value res) {
+                      return res.hasOneUse() || res.use_empty() ||
+                             readersKeepPartial(res, nullptr);
+                    });
         if (keep && c.partialOperand >= 0 &&
             llvm::count(op->getOperands(), op->getOperand(c.partialOperand)) >
                 1)
@@ -294,7 +348,8 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
             continue;
           const AxisState &s = state(t.value).axes[axis];
           if (visible(s) && s.placement.isPartial() &&
-              !readersKeepPartial(t.value, op))
+              (!readersKeepPartial(t.value, op) ||
+               cheaperReducedAtSource(t.value)))
             keep = false;
         }
         if (!keep)
