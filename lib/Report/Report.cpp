@@ -43,6 +43,36 @@ static std::string normalizeReason(StringRef reason) {
   return std::regex_replace(reason.str(), layerIndex, "$1*");
 }
 
+/// The training phase a collective serves: that of the first op reading
+/// its result (through other collectives), forward for untagged model ops;
+/// a collective only a return reads serves the op that made its operand.
+static std::string phaseOf(Operation *collective) {
+  SmallVector<Operation *> work{collective};
+  llvm::SmallPtrSet<Operation *, 8> seen{collective};
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val();
+    for (Operation *user : op->getUsers()) {
+      if (isa<dist::DistDialect>(user->getDialect())) {
+        if (seen.insert(user).second)
+          work.push_back(user);
+        continue;
+      }
+      if (auto p = user->getAttrOfType<StringAttr>(nn::kPhaseAttr))
+        return p.str();
+      if (isa<nn::NNDialect>(user->getDialect()))
+        return "forward";
+    }
+  }
+  for (Value v : collective->getOperands())
+    if (Operation *def = v.getDefiningOp()) {
+      if (auto p = def->getAttrOfType<StringAttr>(nn::kPhaseAttr))
+        return p.str();
+      if (isa<nn::NNDialect>(def->getDialect()))
+        return "forward";
+    }
+  return "forward";
+}
+
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                             const CostModel &model,
                             std::function<bool(Operation *, int64_t)> stores) {
@@ -59,28 +89,42 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
   }
   report.meshSizes.assign(meshSizes.begin(), meshSizes.end());
 
+  // What rank `r` holds of `op`'s result, by the result's own sharding.
+  auto localBytes = [&](Operation *op, int64_t r) -> int64_t {
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    dist::ShardingAttr s;
+    if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
+        arr && !arr.empty())
+      s = dyn_cast<dist::ShardingAttr>(arr[0]);
+    if (!s || !mesh)
+      return nn::tensorBytes(type);
+    SmallVector<int64_t> coords = mesh.getCoords(r);
+    SmallVector<int64_t> shape = dist::localShape(type.getShape(), s, meshSizes,
+                                                  ArrayRef<int64_t>(coords));
+    return nn::tensorBytes(type.clone(shape));
+  };
   // Parameters: each weight's own sharding decides what every rank stores.
   report.parameterBytesPerRank.assign(report.ranks, 0);
   sharded.walk([&](nn::WeightOp w) {
-    auto type = w.getResult().getType();
-    int64_t total = nn::tensorBytes(type);
-    report.parameterBytesTotal += total;
-    dist::ShardingAttr s;
-    if (auto arr = w->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
-        arr && !arr.empty())
-      s = dyn_cast<dist::ShardingAttr>(arr[0]);
-    for (int64_t r = 0; r < report.ranks; ++r) {
-      if (stores && !stores(w, r))
-        continue;
-      if (!s || !mesh) {
-        report.parameterBytesPerRank[r] += total;
-        continue;
-      }
-      SmallVector<int64_t> coords = mesh.getCoords(r);
-      SmallVector<int64_t> shape = dist::localShape(
-          type.getShape(), s, meshSizes, ArrayRef<int64_t>(coords));
-      report.parameterBytesPerRank[r] += nn::tensorBytes(type.clone(shape));
-    }
+    report.parameterBytesTotal += nn::tensorBytes(w.getResult().getType());
+    for (int64_t r = 0; r < report.ranks; ++r)
+      if (!stores || stores(w, r))
+        report.parameterBytesPerRank[r] += localBytes(w, r);
+  });
+  // Training steps: gradients (marked where backward completes them) and
+  // optimizer states (variables of a parameter).
+  report.gradientBytesPerRank.assign(report.ranks, 0);
+  report.optimizerStateBytesPerRank.assign(report.ranks, 0);
+  sharded.walk([&](Operation *op) {
+    bool gradient = op->hasAttr(nn::kGradientOfAttr);
+    bool state = isa<nn::VariableOp>(op) && op->hasAttr(nn::kStateOfAttr);
+    if (op->hasAttr(nn::kPhaseAttr))
+      report.training = true;
+    if (!gradient && !state)
+      return;
+    for (int64_t r = 0; r < report.ranks; ++r)
+      (gradient ? report.gradientBytesPerRank
+                : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
   });
 
   if (partitioned.empty())
@@ -124,10 +168,11 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     std::string reason;
     if (auto r = op->getAttrOfType<StringAttr>(dist::kReasonAttr))
       reason = r.str();
+    std::string phase = report.training ? phaseOf(op) : "";
     std::string joined;
     for (const std::string &a : axes)
       joined += a + ",";
-    auto key = std::make_tuple(kind, joined, static_cast<int64_t>(sent),
+    auto key = std::make_tuple(kind, joined + phase, static_cast<int64_t>(sent),
                                normalizeReason(reason));
     auto it = index.find(key);
     if (it == index.end()) {
@@ -137,6 +182,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       e.bytes = static_cast<int64_t>(sent);
       e.tensorBytes = std::max(in, out);
       e.reason = reason;
+      e.phase = phase;
       // Time: the slowest link of the axes involved.
       double bw = 1e30, lat = 0;
       for (const std::string &a : axes) {
@@ -215,6 +261,10 @@ static std::vector<OutputEntry> outputsOf(ModuleOp module) {
       continue;
     Operation *ret = func.getBody().front().getTerminator();
     for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+      // A training step's parameter and state updates are not outputs a
+      // user reads; the memory section counts them.
+      if (func.getResultAttr(i, nn::kUpdatesAttr))
+        continue;
       OutputEntry e;
       auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
       e.name = name ? name.str() : "output_" + std::to_string(i);
@@ -303,9 +353,12 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     std::string axes;
     for (const std::string &a : e.axes)
       axes += (axes.empty() ? "" : ",") + a;
-    os << llvm::format("  %-18s %-8s x%-4lld %12s/each  %8.1f us/each\n",
+    os << llvm::format("  %-18s %-8s x%-4lld %12s/each  %8.1f us/each",
                        e.kind.c_str(), axes.c_str(), (long long)e.count,
                        humanBytes(e.bytes).c_str(), e.timeUs);
+    if (!e.phase.empty())
+      os << "  " << e.phase;
+    os << "\n";
     if (!e.reason.empty())
       os << "      why: " << e.reason << "\n";
   }
@@ -317,6 +370,33 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
      << humanBytes(maxParams) << " on the busiest rank\n"
      << "  activations (rank 0): peak " << humanBytes(r.activationBytesPeak)
      << " live, " << humanBytes(r.activationBytesTotal) << " produced\n";
+  if (r.training) {
+    auto busiest = [](const std::vector<int64_t> &v) {
+      return v.empty() ? 0 : *std::max_element(v.begin(), v.end());
+    };
+    int64_t states = 0;
+    for (int64_t k = 0; k < r.ranks; ++k)
+      states = std::max(states, r.parameterBytesPerRank[k] +
+                                    r.gradientBytesPerRank[k] +
+                                    r.optimizerStateBytesPerRank[k]);
+    os << "  gradients: " << humanBytes(busiest(r.gradientBytesPerRank))
+       << " on the busiest rank\n"
+       << "  optimizer states: "
+       << humanBytes(busiest(r.optimizerStateBytesPerRank))
+       << " on the busiest rank, kept between steps\n"
+       << "  model states (parameters + gradients + optimizer states): "
+       << humanBytes(states) << " on the busiest rank\n";
+    std::map<std::string, std::pair<int64_t, int64_t>> byPhase;
+    for (const CollectiveEntry &e : r.collectives) {
+      byPhase[e.phase].first += e.count;
+      byPhase[e.phase].second += e.count * e.bytes;
+    }
+    os << "\ncollectives by phase (rank 0):\n";
+    for (const char *phase : {"forward", "loss", "backward", "optimizer"})
+      os << llvm::format("  %-10s %5lld collective(s) %12s sent\n", phase,
+                         (long long)byPhase[phase].first,
+                         humanBytes(byPhase[phase].second).c_str());
+  }
   if (r.pipeline) {
     const PipelineReport &p = *r.pipeline;
     os << "\npipeline: " << p.stages << " stages, " << p.microbatches
@@ -367,6 +447,8 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
                                              {"count", e.count},
                                              {"reason", e.reason},
                                              {"time_us", e.timeUs}});
+    if (!e.phase.empty())
+      collectives.back().getAsObject()->try_emplace("phase", e.phase);
   }
   llvm::json::Array perRank;
   for (int64_t b : r.parameterBytesPerRank)
@@ -375,15 +457,25 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
   for (size_t a = 0; a < r.meshAxes.size(); ++a)
     meshAxes.push_back(
         llvm::json::Object{{"name", r.meshAxes[a]}, {"size", r.meshSizes[a]}});
+  llvm::json::Object memory{
+      {"per_rank_parameter_bytes", std::move(perRank)},
+      {"parameter_bytes_total", r.parameterBytesTotal},
+      {"activation_bytes_peak", r.activationBytesPeak},
+      {"activation_bytes_total", r.activationBytesTotal}};
+  if (r.training) {
+    llvm::json::Array grads, states;
+    for (int64_t b : r.gradientBytesPerRank)
+      grads.push_back(b);
+    for (int64_t b : r.optimizerStateBytesPerRank)
+      states.push_back(b);
+    memory["per_rank_gradient_bytes"] = std::move(grads);
+    memory["per_rank_optimizer_state_bytes"] = std::move(states);
+  }
   llvm::json::Object root{
       {"ranks", r.ranks},
       {"mesh", std::move(meshAxes)},
       {"collectives", std::move(collectives)},
-      {"memory",
-       llvm::json::Object{{"per_rank_parameter_bytes", std::move(perRank)},
-                          {"parameter_bytes_total", r.parameterBytesTotal},
-                          {"activation_bytes_peak", r.activationBytesPeak},
-                          {"activation_bytes_total", r.activationBytesTotal}}},
+      {"memory", std::move(memory)},
       {"estimate",
        llvm::json::Object{{"compute_us", r.computeUs},
                           {"communication_us", r.communicationUs},

@@ -60,6 +60,9 @@ struct CollectiveEntry {
   int64_t count = 0;
   std::string reason;
   double timeUs = 0; // per occurrence, from the cost model
+  /// In a training step, the phase of the op that needs the collective:
+  /// forward, loss, backward or optimizer; empty otherwise.
+  std::string phase;
 };
 
 struct PipelineReport {
@@ -88,6 +91,12 @@ struct Report {
   std::vector<CollectiveEntry> collectives;
   std::vector<int64_t> parameterBytesPerRank;
   int64_t parameterBytesTotal = 0;  // all parameters, unsharded
+  /// Training steps: whether this is one, and per rank the bytes of the
+  /// gradients backward makes and of the optimizer states kept between
+  /// steps (with the parameters: the model states ZeRO divides).
+  bool training = false;
+  std::vector<int64_t> gradientBytesPerRank;
+  std::vector<int64_t> optimizerStateBytesPerRank;
   int64_t activationBytesPeak = 0;  // rank 0, values live at once
   int64_t activationBytesTotal = 0; // rank 0, every intermediate value
   double flopsPerRank = 0;
