@@ -4,9 +4,8 @@
 // all have gradient rules (or read only the integer target), so a training
 // graph that ends in its loss differentiates through it. The target's class
 // is picked with a one-hot mask, target == iota over the class axis, by a
-// where and a reduce_sum over that axis: no gather, and scores split over
-// the classes stay split. An ignored target matches no class, so it picks
-// 0 and weighs 0.
+// where and a reduce_sum over that axis, rather than a gather along it. An
+// ignored target matches no class, so it picks 0 and weighs 0.
 //
 //===----------------------------------------------------------------------===//
 #include "ImportContext.h"
@@ -20,20 +19,6 @@
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
-
-namespace {
-
-/// Whether `v` is a value of the integer type `t` (of its signedness).
-bool fitsInteger(int64_t v, IntegerType t) {
-  unsigned w = t.getWidth();
-  if (w >= 64)
-    return !t.isUnsigned() || v >= 0;
-  if (t.isUnsigned())
-    return v >= 0 && v < (int64_t(1) << w);
-  return v >= -(int64_t(1) << (w - 1)) && v < (int64_t(1) << (w - 1));
-}
-
-} // namespace
 
 /// NegativeLogLikelihoodLoss (input: log-probabilities) and
 /// SoftmaxCrossEntropyLoss (input: scores; log_softmax over axis 1 first,
@@ -65,28 +50,34 @@ LogicalResult distopt::onnximport::lossOp(ImportContext &ctx) {
                        << xt;
   SmallVector<int64_t> targetShape(xt.getShape());
   targetShape.erase(targetShape.begin() + 1);
-  auto it = dyn_cast<IntegerType>(tt.getElementType());
-  if (!it || it.getWidth() == 1 || tt.getShape() != ArrayRef(targetShape))
-    return ctx.error() << "needs an integer target [N, d1, ..., dk] = "
-                       << RankedTensorType::get(targetShape, ctx.b.getI64Type())
-                       << " (int32 or int64) for an input " << xt << ", got "
-                       << tt;
+  // ONNX's int32 or int64: the class ids 0..C-1 are exact in either.
+  Type it = tt.getElementType();
+  if (!(it.isSignlessInteger(32) || it.isSignlessInteger(64)) ||
+      tt.getShape() != ArrayRef(targetShape)) {
+    InFlightDiagnostic d = ctx.error() << "the target must be int32 or int64 "
+                                          "of shape [";
+    llvm::interleaveComma(targetShape, d);
+    return d << "] ([N, d1, ..., dk] for the input " << xt << "), got " << tt;
+  }
   int64_t classes = xt.getDimSize(1);
   SmallVector<int64_t> classShape(rank, 1);
   classShape[1] = classes;
   if (*weights) {
     auto wt = cast<RankedTensorType>((*weights).getType());
     if (wt.getShape() != ArrayRef<int64_t>{classes} || wt.getElementType() != f)
-      return ctx.error() << "needs weights "
+      return ctx.error() << "the weights must be "
                          << RankedTensorType::get({classes}, f)
-                         << " (one per class, the input's element type), got "
+                         << " (one per class, of the input's element type), "
+                            "got "
                          << wt;
   }
-  // A target of this type never equals an ignore_index outside its range.
+  // An int32 target never equals an ignore_index beyond int32: no target is
+  // ignored then.
   std::optional<int64_t> ignore;
+  int64_t ii = ctx.attrInt("ignore_index", 0);
   if (ctx.hasAttr("ignore_index") &&
-      fitsInteger(ctx.attrInt("ignore_index", 0), it))
-    ignore = ctx.attrInt("ignore_index", 0);
+      (it.isSignlessInteger(64) || ii == static_cast<int32_t>(ii)))
+    ignore = ii;
 
   OpChain c(ctx);
   Value in = *x;
@@ -99,16 +90,28 @@ LogicalResult distopt::onnximport::lossOp(ImportContext &ctx) {
   SmallVector<int64_t> keptShape(targetShape);
   keptShape.insert(keptShape.begin() + 1, 1);
   Value keptTarget = c.reshape(*target, keptShape);
-  std::vector<int64_t> ids(classes);
-  std::iota(ids.begin(), ids.end(), 0);
-  Value iota = ctx.materialize(
-      Known::ofInts({classShape.begin(), classShape.end()}, std::move(ids)),
-      it);
+  // The class ids, a constant when small enough to hold in the IR.
+  Value iota;
+  if (classes <= kMaxFoldElements) {
+    std::vector<int64_t> ids(classes);
+    std::iota(ids.begin(), ids.end(), 0);
+    iota = ctx.materialize(
+        Known::ofInts({classShape.begin(), classShape.end()}, std::move(ids)),
+        it);
+  } else {
+    Value start = ctx.scalar(0, it);
+    Value limit = ctx.scalar(static_cast<double>(classes), it);
+    Value step = ctx.scalar(1, it);
+    Value range = c.typed<nn::RangeOp>(RankedTensorType::get({classes}, it),
+                                       start, limit, step);
+    iota = c.reshape(range, classShape);
+  }
   Value hit = c.make<nn::EqualOp>(keptTarget, iota);
   Value valid;
   if (ignore) {
-    Value ii = ctx.materialize(Known::ofInts({}, {*ignore}), it);
-    valid = c.make<nn::NotOp>(c.make<nn::EqualOp>(*target, ii));
+    Value ignored = c.make<nn::EqualOp>(
+        *target, ctx.materialize(Known::ofInts({}, {*ignore}), it));
+    valid = c.make<nn::NotOp>(ignored);
     // An ignore_index outside [0, C) matches no class anyway.
     if (*ignore >= 0 && *ignore < classes)
       hit = c.make<nn::AndOp>(hit, c.reshape(valid, keptShape));
