@@ -282,7 +282,7 @@ private:
 
 using Handler = mlir::LogicalResult (*)(ImportContext &);
 
-/// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp).
+/// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp, OpsLoss.cpp).
 #define DISTOPT_IMPORT_HANDLER(name)                                           \
   mlir::LogicalResult name(ImportContext &ctx);
 #include "Handlers.def"

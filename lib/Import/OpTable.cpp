@@ -255,6 +255,13 @@ const std::vector<OpSpec> &opSpecs() {
       reduce(v, {1, 11, 13, 18}, 18,
              "decomposed into abs/mul/exp/log/sqrt and reduce_sum "
              "(LogSumExp subtracts the max)");
+    // Training losses (OpsLoss.cpp).
+    op("NegativeLogLikelihoodLoss", lossOp, {12, 13}, {{1, 2, 3}},
+       {{"ignore_index", AP::INT}, {"reduction", AP::STRING}},
+       "one-hot pick: equal/where/reduce_sum");
+    op("SoftmaxCrossEntropyLoss", lossOp, {12, 13}, {{1, 2, 3, 1, 2}},
+       {{"ignore_index", AP::INT}, {"reduction", AP::STRING}},
+       "log_softmax, then as NegativeLogLikelihoodLoss");
     for (const char *v : {"ArgMax", "ArgMin"})
       op(v, argReduceOp, {1, 11, 12, 13}, {{1, 1, 1}},
          {{"axis", AP::INT},
