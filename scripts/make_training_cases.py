@@ -319,6 +319,24 @@ class MLPRegressor(nn.Module):
         return self.fc3(torch.sigmoid(self.fc2(torch.tanh(self.fc1(x)))))
 
 
+class CNNClassifier(nn.Module):
+    """A small convolutional classifier whose graph ends in its loss."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 16, 3, stride=1, padding=1, groups=2)
+        self.conv3 = nn.Conv2d(16, 16, 3, stride=2, padding=1, dilation=1)
+        self.fc = nn.Linear(16 * 2 * 2, classes)
+
+    def forward(self, x, labels):
+        h = F.max_pool2d(torch.relu(self.conv1(x)), 2)       # 8x8 -> 4x4
+        h = torch.tanh(self.conv2(h))
+        h = F.avg_pool2d(torch.relu(self.conv3(h)), 1)      # 4x4 -> 2x2
+        logits = self.fc(h.flatten(1))
+        return F.cross_entropy(logits, labels, ignore_index=IGNORE_INDEX)
+
+
 # --------------------------------------------------------------------------
 # Parameter randomisation
 # --------------------------------------------------------------------------
@@ -339,6 +357,11 @@ def randomise(model, seed, lora_b_scale=0.2):
                 if mod_name.endswith("lora_B"):
                     scale *= lora_b_scale  # non-zero, smaller than the base
                 mod.weight.copy_(rn(mod.weight) * scale)
+                if mod.bias is not None:
+                    mod.bias.copy_(0.1 * rn(mod.bias))
+            elif isinstance(mod, nn.Conv2d):
+                fan_in = mod.in_channels // mod.groups * mod.kernel_size[0] * mod.kernel_size[1]
+                mod.weight.copy_(rn(mod.weight) / math.sqrt(fan_in))
                 if mod.bias is not None:
                     mod.bias.copy_(0.1 * rn(mod.bias))
             elif isinstance(mod, nn.LayerNorm):
@@ -432,6 +455,23 @@ def make_regression_data(din, dout, batch, steps, seed):
         x = torch.randn(batch, din, generator=g)
         y = 0.8 * torch.tanh(x @ W) + 0.1
         batches.append(([x], y))
+    return batches[:-1], batches[-1][0]
+
+
+def make_image_data(batch, classes, steps, seed):
+    """3x8x8 images whose class is the brightest of `classes` fixed random
+    patterns they mix; one label per batch is IGNORE_INDEX."""
+    g = torch.Generator().manual_seed(seed)
+    patterns = torch.randn(classes, 3, 8, 8, generator=g)
+    batches = []
+    for k in range(steps + 1):
+        w = torch.rand(batch, classes, generator=g)
+        x = torch.einsum("bc,chwk->bhwk", w, patterns) + 0.3 * torch.randn(
+            batch, 3, 8, 8, generator=g)
+        labels = w.argmax(1)
+        labels[k % batch] = IGNORE_INDEX
+        # The labels are a graph input: the model computes its own loss.
+        batches.append(([x, labels], None))
     return batches[:-1], batches[-1][0]
 
 
@@ -547,6 +587,34 @@ reading the torch weight [out, in] directly. Targets are
 decay 1e-4 applies to every parameter, biases included.""",
     ),
     dict(
+        name="cnn_loss_in_graph",
+        what="CNN (conv, grouped and strided conv, max/avg pool) whose graph "
+             "ends in its own cross-entropy (SoftmaxCrossEntropyLoss), SGD "
+             "Nesterov momentum, warm-up + cosine learning rate",
+        seed=15,
+        ctor=CNNClassifier,
+        inputs=["x", "labels"], output="loss",
+        data=lambda: make_image_data(4, 10, 4, 215),
+        loss={"kind": "model"},
+        optimizer={"kind": "sgd", "lr": 0.05, "momentum": 0.9, "nesterov": True,
+                   "weight_decay": 1e-3},
+        lr_schedule={"kind": "cosine", "warmup_steps": 2, "total_steps": 4,
+                     "min_lr": 0.005},
+        no_decay=["*.bias"], frozen=[], clip_grad_norm=None, steps=4,
+        notes="""\
+`conv1` Conv2d(3, 8, 3, pad 1) → ReLU → MaxPool 2 → `conv2` Conv2d(8, 16, 3,
+pad 1, groups 2) → Tanh → `conv3` Conv2d(16, 16, 3, stride 2, pad 1) → ReLU
+→ AvgPool 1 → flatten → `fc` Linear(64, 10) → `F.cross_entropy(logits,
+labels, ignore_index=-100)`, exported as `SoftmaxCrossEntropyLoss`: the
+graph's output `loss` is the scalar loss and `labels` int64 [4] is its
+second input (`step_K/input_1.pb`; there is no `labels.pb`), so the config
+says `loss: {kind: model}`. One label per batch is ignored. Images [4, 3, 8,
+8] mix 10 fixed random patterns; the label is the strongest. The probe's
+output is the trained model's loss on the probe batch. Learning rate: linear
+warm-up over 2 steps (0.025, 0.05), then cosine from 0.05 to 0.005 over the
+remaining 2 steps (torch `LambdaLR`).""",
+    ),
+    dict(
         name="gpt4_pipeline",
         what="GPT-2-style decoder as gpt_adamw with 4 blocks, batch 8 (8 "
              "microbatches over 4 stages), vocab 96, clip 1.0",
@@ -577,7 +645,8 @@ in step 2 the norm is below 1.0 and the clamped coefficient is 1.""",
 
 
 def write_tensor(path, tensor, name):
-    t = numpy_helper.from_array(np.ascontiguousarray(tensor.detach().numpy()), name)
+    # np.ascontiguousarray would make a scalar (a loss) 1-D.
+    t = numpy_helper.from_array(np.array(tensor.detach().numpy(), order="C"), name)
     with open(path, "wb") as f:
         f.write(t.SerializeToString())
 
@@ -645,11 +714,30 @@ def make_optimizer(case, model):
                                 eps=o["eps"], foreach=False)
     if o["kind"] == "sgd":
         return torch.optim.SGD(groups, lr=o["lr"], momentum=o["momentum"],
-                               foreach=False)
+                               nesterov=o.get("nesterov", False), foreach=False)
     raise ValueError(o["kind"])
 
 
+def make_scheduler(case, opt):
+    """torch's LambdaLR for the case's lr_schedule: linear warm-up
+    ((k+1)/warmup), then cosine from lr down to min_lr at total_steps."""
+    s = case.get("lr_schedule")
+    if s is None:
+        return None
+    lr = case["optimizer"]["lr"]
+    warm, total, low = s["warmup_steps"], s["total_steps"], s["min_lr"]
+
+    def factor(k):
+        if k < warm:
+            return (k + 1) / warm
+        progress = min(1.0, (k - warm) / max(1, total - warm))
+        return (low + (lr - low) * 0.5 * (1 + math.cos(math.pi * progress))) / lr
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
 def compute_loss(case, out, labels):
+    if case["loss"]["kind"] == "model":
+        return out  # the model computed its own loss
     if case["loss"]["kind"] == "cross_entropy":
         return F.cross_entropy(out.reshape(-1, out.size(-1)), labels.reshape(-1),
                                ignore_index=case["loss"]["ignore_index"])
@@ -702,6 +790,7 @@ def make_case(case):
 
     # Train in torch on the same batches.
     opt = make_optimizer(case, model)
+    sched = make_scheduler(case, opt)
     params = [p for p in model.parameters() if p.requires_grad]
     losses, norms = [], []
     for k, (inputs, labels) in enumerate(batches):
@@ -709,7 +798,8 @@ def make_case(case):
         os.makedirs(sd)
         for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
             write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
-        write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+        if labels is not None:
+            write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
         opt.zero_grad()
         loss = compute_loss(case, model(*inputs), labels)
         loss.backward()
@@ -720,6 +810,8 @@ def make_case(case):
             norms.append(float(torch.norm(torch.stack(
                 [torch.norm(p.grad) for p in params]))))
         opt.step()
+        if sched is not None:
+            sched.step()
         losses.append(f32(loss.item()))
 
     pd = os.path.join(case_dir, "probe")
@@ -734,6 +826,8 @@ def make_case(case):
     spec["output"] = case["output"]
     spec["loss"] = case["loss"]
     spec["optimizer"] = case["optimizer"]
+    if "lr_schedule" in case:
+        spec["lr_schedule"] = case["lr_schedule"]
     spec["no_decay"] = case["no_decay"]
     spec["frozen"] = case["frozen"]
     if case["clip_grad_norm"] is not None:
@@ -808,7 +902,8 @@ on any mesh) can be checked step by step. Made by
 test/data/train/<case>/model.onnx          forward graph with the initial weights (inputs -> output)
 test/data/train/<case>/train.json          what to train and torch's losses
 test/data/train/<case>/step_K/input_I.pb   the batch of step K, graph input I (TensorProto named as the input)
-test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int64 class ids, or float32 targets for mse)
+test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int64 class ids, or float32 targets for mse;
+                                           absent when the graph computes its loss and takes labels as an input)
 test/data/train/<case>/probe/input_I.pb    a batch never trained on
 test/data/train/<case>/probe/output_0.pb   the model's output on it after the last step (named as the output)
 ```
@@ -817,9 +912,12 @@ test/data/train/<case>/probe/output_0.pb   the model's output on it after the la
 
 ```
 {"output": "logits",                                  # the graph output the loss reads
- "loss": {"kind": "cross_entropy", "ignore_index": -100},   # or {"kind": "mse"}
+ "loss": {"kind": "cross_entropy", "ignore_index": -100},   # or {"kind": "mse"}, or {"kind": "model"}:
+                                                      # the output is the loss the graph computes
  "optimizer": {"kind": "adamw", "lr": 0.003, "betas": [0.9, 0.95], "eps": 1e-08,
-               "weight_decay": 0.1},                  # adam: same keys; sgd: lr, momentum, weight_decay
+               "weight_decay": 0.1},                  # adam: same keys; sgd: lr, momentum, nesterov, weight_decay
+ "lr_schedule": {"kind": "cosine", "warmup_steps": 2, "total_steps": 4,
+                 "min_lr": 0.005},                    # only when the rate changes (torch LambdaLR)
  "no_decay": ["*.bias", "*ln_*", "wpe.weight"],       # trainable initializers with weight decay 0
  "frozen": ["h.*.attn.bias"],                         # initializers that do not train
  "clip_grad_norm": 0.5,                               # only when clipping is on
@@ -898,8 +996,12 @@ One step K (t = K + 1), in this order:
      `p ← p − (lr / (1 − β1^t)) · m / (sqrt(v) / sqrt(1 − β2^t) + eps)`.
    - `adam` (L2 decay): `g ← g + wd·p`, then the same m, v and p update
      (no decoupled term). eps is added after the bias-corrected square root.
-   - `sgd` (dampening 0, no Nesterov): `g ← g + wd·p`;
-     `buf ← g` at t = 1, else `buf ← momentum·buf + g`; `p ← p − lr·buf`.
+   - `sgd` (dampening 0): `g ← g + wd·p`;
+     `buf ← g` at t = 1, else `buf ← momentum·buf + g`; `p ← p − lr·buf`,
+     or with `nesterov`: `p ← p − lr·(g + momentum·buf)`.
+   - `lr` is the step's rate: constant, or with `lr_schedule` (kind
+     `cosine`) `lr·(K+1)/warmup_steps` while K < warmup_steps, then
+     `min_lr + (lr − min_lr)·(1 + cos(π·min(1, (K − warmup)/(total − warmup))))/2`.
 
 After the last step, the forward of `probe/` inputs gives `probe/output_0.pb`.
 Expected agreement for a float32 trainer: losses about 1e-6 relative, probe

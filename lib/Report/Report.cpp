@@ -457,11 +457,10 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
   for (size_t a = 0; a < r.meshAxes.size(); ++a)
     meshAxes.push_back(
         llvm::json::Object{{"name", r.meshAxes[a]}, {"size", r.meshSizes[a]}});
-  llvm::json::Object memory{
-      {"per_rank_parameter_bytes", std::move(perRank)},
-      {"parameter_bytes_total", r.parameterBytesTotal},
-      {"activation_bytes_peak", r.activationBytesPeak},
-      {"activation_bytes_total", r.activationBytesTotal}};
+  llvm::json::Object memory{{"per_rank_parameter_bytes", std::move(perRank)},
+                            {"parameter_bytes_total", r.parameterBytesTotal},
+                            {"activation_bytes_peak", r.activationBytesPeak},
+                            {"activation_bytes_total", r.activationBytesTotal}};
   if (r.training) {
     llvm::json::Array grads, states;
     for (int64_t b : r.gradientBytesPerRank)

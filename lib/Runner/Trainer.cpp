@@ -66,6 +66,10 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                 const CompileOptions &options, const TrainerOptions &trainer) {
   if (!options.train)
     return fail("Trainer::create needs a training config");
+  if (!trainer.tokensFile.empty() &&
+      options.train->loss.kind != LossSpec::Kind::CrossEntropy)
+    return fail("--tokens makes next-token labels for a cross_entropy loss; " +
+                options.train->path + " asks for another loss");
   std::unique_ptr<Trainer> t(new Trainer());
   t->train = *options.train;
   t->options = trainer;
@@ -135,7 +139,10 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
       inputs.push_back(std::move(in));
       continue;
     }
-    bool isLabels = proto.name == kLabelsInput;
+    // A model that computes its own loss takes its labels as a graph
+    // input like any other.
+    bool isLabels = proto.name == kLabelsInput &&
+                    train.loss.kind != LossSpec::Kind::ModelOutput;
     if (!options.dataDir.empty()) {
       llvm::SmallString<256> path(options.dataDir);
       llvm::sys::path::append(path, "step_" + std::to_string(step),
@@ -217,9 +224,13 @@ Expected<StepResult> Trainer::step(int64_t k) {
   StepResult r;
   r.step = k;
   for (const distrt::NamedTensor &t : *inputs)
-    if (t.name == kLabelsInput && t.tensor.dtype() == distrt::DType::kI64)
+    if (t.name == kLabelsInput && t.tensor.dtype() == distrt::DType::kI64 &&
+        train.loss.kind == LossSpec::Kind::CrossEntropy)
       for (int64_t i = 0; i < t.tensor.num_elements(); ++i)
         r.tokens += t.tensor.data<int64_t>()[i] != train.loss.ignoreIndex;
+  if (train.loss.kind != LossSpec::Kind::CrossEntropy && !inputs->empty() &&
+      !inputs->front().tensor.shape().empty())
+    r.tokens = inputs->front().tensor.shape()[0];
   auto t0 = std::chrono::steady_clock::now();
   auto outputs = runner->run({*inputs});
   if (!outputs)

@@ -78,9 +78,11 @@ LogicalResult ConfigParser::parseLoss(yaml::Node *node) {
             c.loss.kind = LossSpec::Kind::CrossEntropy;
           else if (*kind == "mse")
             c.loss.kind = LossSpec::Kind::MeanSquaredError;
+          else if (*kind == "model")
+            c.loss.kind = LossSpec::Kind::ModelOutput;
           else
             return r.error(value) << "unknown loss '" << *kind
-                                  << "'; expected cross_entropy or mse";
+                                  << "'; expected cross_entropy, mse or model";
           return success();
         }
         if (key == "ignore_index") {

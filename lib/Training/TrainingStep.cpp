@@ -63,6 +63,8 @@ private:
   LogicalResult selectParameters();
   std::pair<Value, Value> crossEntropy(Value logits, Value labels);
   std::pair<Value, Value> meanSquaredError(Value out, Value target);
+  /// The output itself, read as a scalar, with the seed gradient 1.
+  std::pair<Value, Value> modelOutputLoss(Value out);
   Value clipGradients(Location loc);
   void optimizerUpdate(Parameter &p, Location loc);
   Value variable(Parameter &p, StringRef suffix, RankedTensorType type);
@@ -241,6 +243,28 @@ std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target) {
   return {loss, grad};
 }
 
+static StringRef lossName(LossSpec::Kind kind) {
+  switch (kind) {
+  case LossSpec::Kind::CrossEntropy:
+    return "cross_entropy";
+  case LossSpec::Kind::MeanSquaredError:
+    return "mse";
+  case LossSpec::Kind::ModelOutput:
+    return "model";
+  }
+  return "";
+}
+
+std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out) {
+  nn::GradientBuilder g = gb(out.getLoc());
+  auto t = cast<RankedTensorType>(out.getType());
+  Value loss = g.reshape(out, RankedTensorType::get({}, t.getElementType()));
+  Value seed = nn::ConstantOp::create(
+      b, out.getLoc(), t,
+      DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), 1.0)));
+  return {loss, seed};
+}
+
 /// The global gradient norm (every gradient, every shard: a cross-device
 /// sum when gradients are split), and torch's clip_grad_norm_ scaling.
 Value StepBuilder::clipGradients(Location loc) {
@@ -363,12 +387,34 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   if (failed(output) || failed(selectParameters()))
     return failure();
   auto outType = dyn_cast<RankedTensorType>(output->getType());
-  if (!outType || !isa<FloatType>(outType.getElementType()) ||
+  bool modelLoss = config.loss.kind == LossSpec::Kind::ModelOutput;
+  if (modelLoss && (!outType || !isa<FloatType>(outType.getElementType()) ||
+                    outType.getNumElements() != 1))
+    return emitError(Location(config.loc))
+           << "output '" << config.output
+           << "' must be a float scalar to be the loss (loss kind model), it "
+              "is "
+           << output->getType();
+  if (!modelLoss && outType && isa<FloatType>(outType.getElementType()) &&
       outType.getRank() == 0)
+    return emitError(Location(config.loc))
+           << "output '" << config.output << "' is a scalar, not something a "
+           << lossName(config.loss.kind)
+           << " loss reads; if it is the loss the model computes, say loss: "
+              "{kind: model}";
+  if (!modelLoss && (!outType || !isa<FloatType>(outType.getElementType()) ||
+                     outType.getRank() == 0))
     return emitError(Location(config.loc))
            << "output '" << config.output
            << "' must be a float tensor of rank 1 or more for a loss, it is "
            << output->getType();
+  for (unsigned i = 0; i < func.getNumArguments(); ++i)
+    if (auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
+        !modelLoss && name && name.getValue() == kLabelsInput)
+      return emitError(Location(config.loc))
+             << "the model already has an input named '" << kLabelsInput
+             << "'; if its output '" << config.output
+             << "' is the loss, say loss: {kind: model}";
 
   if (config.loss.kind == LossSpec::Kind::CrossEntropy)
     info.classes = outType.getShape().back();
@@ -383,7 +429,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     labels = addInput(
         kLabelsInput,
         RankedTensorType::get(outType.getShape().drop_back(), b.getI64Type()));
-  else
+  else if (!modelLoss)
     labels = addInput(kLabelsInput, outType);
   auto scalarType = RankedTensorType::get({}, b.getF32Type());
   hyper[kLrInput.str()] = addInput(kLrInput, scalarType);
@@ -396,7 +442,8 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   }
 
   setPhase("loss");
-  auto [loss, outputGrad] = config.loss.kind == LossSpec::Kind::CrossEntropy
+  auto [loss, outputGrad] = modelLoss ? modelOutputLoss(*output)
+                            : config.loss.kind == LossSpec::Kind::CrossEntropy
                                 ? crossEntropy(*output, labels)
                                 : meanSquaredError(*output, labels);
 

@@ -205,6 +205,9 @@ int main(int argc, char **argv) {
     errs() << "dist-train: compiled the training step of " << model << " for "
            << t.programs().size() << " rank(s)\n";
   std::vector<double> losses;
+  const char *rate = options->train->loss.kind == LossSpec::Kind::CrossEntropy
+                         ? " tokens/s "
+                         : " samples/s ";
   for (int64_t k = 0; k < total; ++k) {
     auto r = t.step(k);
     if (!r)
@@ -213,7 +216,7 @@ int main(int argc, char **argv) {
     if (root)
       outs() << "step " << k << ": loss " << format("%.7g", r->loss)
              << " grad_norm " << format("%.5g", r->gradNorm) << " ms "
-             << format("%.1f", r->ms) << " tokens/s "
+             << format("%.1f", r->ms) << rate
              << format("%.0f", r->tokens / std::max(r->ms, 1e-9) * 1e3) << "\n";
     // A step's line appears when the step ends, also through a pipe or tee.
     outs().flush();

@@ -90,7 +90,7 @@ struct Report {
   std::vector<int64_t> meshSizes;
   std::vector<CollectiveEntry> collectives;
   std::vector<int64_t> parameterBytesPerRank;
-  int64_t parameterBytesTotal = 0;  // all parameters, unsharded
+  int64_t parameterBytesTotal = 0; // all parameters, unsharded
   /// Training steps: whether this is one, and per rank the bytes of the
   /// gradients backward makes and of the optimizer states kept between
   /// steps (with the parameters: the model states ZeRO divides).

@@ -33,7 +33,9 @@ struct StepResult {
   int64_t step = 0;
   double loss = 0, gradNorm = 0;
   double ms = 0;
-  int64_t tokens = 0; // label positions in the batch
+  /// Label positions in the batch that count in a cross-entropy loss;
+  /// for other losses, the rows (first dimension) of the batch.
+  int64_t tokens = 0;
 };
 
 class Trainer {

@@ -19,7 +19,9 @@
 namespace distopt {
 
 struct LossSpec {
-  enum class Kind { CrossEntropy, MeanSquaredError };
+  /// ModelOutput: the output already is the loss (a graph ending in
+  /// SoftmaxCrossEntropyLoss, say); its labels are the graph's own inputs.
+  enum class Kind { CrossEntropy, MeanSquaredError, ModelOutput };
   Kind kind = Kind::CrossEntropy;
   /// Labels equal to this take no part in a cross-entropy loss.
   int64_t ignoreIndex = -100;

@@ -381,8 +381,11 @@ OpShardingRule ReshapeOp::getShardingRule() {
   rule.operands = {tin};
   rule.results = {tout};
   rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  // Dynamic or empty shapes: nothing to match dimensions by (and an empty
+  // tensor has nothing worth splitting).
   if (!getInput().getType().hasStaticShape() ||
-      !getResult().getType().hasStaticShape()) {
+      !getResult().getType().hasStaticShape() || llvm::is_contained(in, 0) ||
+      llvm::is_contained(out, 0)) {
     OpShardingRule whole = OpShardingRule::allWhole(*this);
     whole.setPartialFlow(PartialFlow::AllLinear, {0});
     return whole;
