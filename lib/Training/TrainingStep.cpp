@@ -549,15 +549,15 @@ void distopt::tieUpdatesToState(ModuleOp module) {
       state.emplace(nn::getPersistentKey(op), op->getResult(0));
   });
   module.walk([&](func::FuncOp func) {
+    SmallVector<Attribute> shardings(func.getNumResults());
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
       auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr);
       if (!key)
         continue;
       auto it = state.find(key.str());
-      if (it == state.end())
-        continue;
-      if (dist::ShardingAttr s = dist::getValueSharding(it->second, {}))
-        func.setResultAttr(i, dist::kShardingAttr, s);
+      if (it != state.end())
+        shardings[i] = dist::getValueSharding(it->second, {});
     }
+    dist::setResultAttrs(func, dist::kShardingAttr, shardings);
   });
 }

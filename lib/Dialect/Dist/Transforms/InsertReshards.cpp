@@ -260,6 +260,7 @@ LogicalResult ReshardInserter::handleAnnotate(AnnotateOp op) {
 
 LogicalResult ReshardInserter::handleReturn(Operation *ret,
                                             FunctionOpInterface func) {
+  SmallVector<Attribute> resultShardings(func.getNumResults());
   for (unsigned i = 0; i < ret->getNumOperands(); ++i) {
     if (!isa<RankedTensorType>(ret->getOperand(i).getType()))
       continue;
@@ -275,8 +276,9 @@ LogicalResult ReshardInserter::handleReturn(Operation *ret,
     }
     require(ret, i, wanted, "function result");
     if (i < func.getNumResults())
-      func.setResultAttr(i, kShardingAttr, wanted);
+      resultShardings[i] = wanted;
   }
+  setResultAttrs(func, kShardingAttr, resultShardings);
   return success();
 }
 

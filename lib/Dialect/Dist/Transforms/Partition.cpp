@@ -181,16 +181,20 @@ LogicalResult Partitioner::run(FunctionOpInterface func) {
   for (Operation &op : oldEntry.getOperations()) {
     if (op.hasTrait<OpTrait::IsTerminator>()) {
       SmallVector<Type> resultTypes;
+      SmallVector<Attribute> shardings(func.getNumResults()),
+          globalTypes(func.getNumResults());
       for (auto [i, v] : llvm::enumerate(op.getOperands())) {
         Value local = map.lookupOrDefault(v);
         resultTypes.push_back(local.getType());
         auto global = dyn_cast<RankedTensorType>(v.getType());
         if (global && i < func.getNumResults()) {
-          func.setResultAttr(i, kShardingAttr, shardingOf(v));
+          shardings[i] = shardingOf(v);
           if (global != local.getType())
-            func.setResultAttr(i, kGlobalTypeAttr, TypeAttr::get(global));
+            globalTypes[i] = TypeAttr::get(global);
         }
       }
+      setResultAttrs(func, kShardingAttr, shardings);
+      setResultAttrs(func, kGlobalTypeAttr, globalTypes);
       b.clone(op, map);
       func.setType(FunctionType::get(ctx, argTypes, resultTypes));
       continue;

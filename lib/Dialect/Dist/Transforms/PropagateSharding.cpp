@@ -82,12 +82,19 @@ private:
   /// parameter gradients (a norm's backward) is the case: one all-reduce,
   /// not three.
   bool cheaperReducedAtSource(Value v);
+  bool computeCheaperReducedAtSource(Value v);
 
   SmallVector<int64_t> meshSizes;
   int64_t numAxes;
   SmallVector<std::string> axisNames;
   DenseMap<Value, ValueState> states;
-  DenseMap<Operation *, std::optional<OpShardingRule>> rules;
+  /// Rules by op: a compact index into a stable store (rules are large,
+  /// and looked up far more often than made).
+  DenseMap<Operation *, unsigned> ruleIndex;
+  std::deque<std::optional<OpShardingRule>> ruleStore;
+  DenseMap<Value, bool> reducedAtSource;
+  /// Ops with every placement around them decided.
+  DenseSet<Operation *> finished;
   std::vector<std::string> causes;
 };
 
@@ -109,10 +116,11 @@ ValueState &Propagator::state(Value v) {
 }
 
 const OpShardingRule *Propagator::rule(Operation *op) {
-  auto it = rules.find(op);
-  if (it == rules.end())
-    it = rules.try_emplace(op, getRule(op)).first;
-  return it->second ? &*it->second : nullptr;
+  auto [it, inserted] = ruleIndex.try_emplace(op, ruleStore.size());
+  if (inserted)
+    ruleStore.push_back(getRule(op));
+  std::optional<OpShardingRule> &r = ruleStore[it->second];
+  return r ? &*r : nullptr;
 }
 
 bool Propagator::readersKeepPartial(Value v, Operation *except) {
@@ -133,10 +141,19 @@ bool Propagator::readersKeepPartial(Value v, Operation *except) {
 }
 
 bool Propagator::cheaperReducedAtSource(Value v) {
+  // The answer depends on the graph and the rules only: compute it once.
+  if (auto it = reducedAtSource.find(v); it != reducedAtSource.end())
+    return it->second;
+  bool answer = computeCheaperReducedAtSource(v);
+  reducedAtSource[v] = answer;
+  return answer;
+}
+
+bool Propagator::computeCheaperReducedAtSource(Value v) {
   // What one more collective costs, in bytes moved: fewer, larger
   // collectives win unless flowing on saves real volume.
   constexpr double kLatencyBytes = 64 * 1024;
-  constexpr size_t kMaxValues = 1024;
+  constexpr size_t kMaxValues = 64;
   // Only where the value fans out: a value with one reader can still be
   // reduced once further on, after a sum of partials, say.
   if (llvm::hasSingleElement(v.getUsers()) || v.use_empty())
@@ -165,8 +182,13 @@ bool Propagator::cheaperReducedAtSource(Value v) {
     }
     if (reducedHere)
       sinks += state(w).globalBytes + kLatencyBytes;
-    if (seen.size() > kMaxValues)
-      return false; // too far to judge: leave the flow to the local rules
+    if (seen.size() > kMaxValues) {
+      // A flow this wide is cut off: whatever is still to visit counts as
+      // reduced where the search stopped.
+      for (Value rest : work)
+        sinks += state(rest).globalBytes + kLatencyBytes;
+      break;
+    }
   }
   return sinks > state(v).globalBytes + kLatencyBytes;
 }
@@ -257,21 +279,34 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
       r->results.size() != op->getNumResults())
     return changed;
 
+  // Every value's state exists before propagation starts (run), so these
+  // pointers stay valid while the op is decided.
   struct Tensor {
     Value value;
     TensorRef ref;
+    ValueState *vs;
   };
   SmallVector<Tensor> tensors;
   for (auto [i, v] : llvm::enumerate(op->getOperands()))
     if (isa<RankedTensorType>(v.getType()))
-      tensors.push_back({v, {false, static_cast<unsigned>(i)}});
+      tensors.push_back({v, {false, static_cast<unsigned>(i)}, &state(v)});
   for (auto [i, v] : llvm::enumerate(op->getResults()))
     if (isa<RankedTensorType>(v.getType()))
-      tensors.push_back({v, {true, static_cast<unsigned>(i)}});
+      tensors.push_back({v, {true, static_cast<unsigned>(i)}, &state(v)});
+  // Decided placements never change: an op with nothing open is done.
+  bool anythingOpen = llvm::any_of(tensors, [](const Tensor &t) {
+    return llvm::any_of(t.vs->axes, [](const AxisState &s) {
+      return s.placement.isOpen() && !s.fixed;
+    });
+  });
+  if (!anythingOpen) {
+    finished.insert(op);
+    return changed;
+  }
 
   for (int64_t axis = 0; axis < numAxes; ++axis) {
     bool anyOpen = llvm::any_of(tensors, [&](const Tensor &t) {
-      const AxisState &s = state(t.value).axes[axis];
+      const AxisState &s = t.vs->axes[axis];
       return s.placement.isOpen() && !s.fixed;
     });
     if (!anyOpen)
@@ -285,7 +320,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     candidates.insert(AxisChoice::none());
     bool anyVote = false;
     for (const Tensor &t : tensors) {
-      const AxisState &s = state(t.value).axes[axis];
+      const AxisState &s = t.vs->axes[axis];
       if (!visible(s))
         continue;
       anyVote = true;
@@ -308,7 +343,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         for (const Tensor &t : tensors) {
           if (t.ref.isResult || !r->linearOperands[t.ref.index])
             continue;
-          const AxisState &s = state(t.value).axes[axis];
+          const AxisState &s = t.vs->axes[axis];
           if (visible(s) && s.placement.isPartial()) {
             pick = t.ref.index;
             break;
@@ -329,7 +364,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         // Summing two partial operands and reducing the sum once beats
         // reducing each, whoever reads the sum.
         int partialOperands = llvm::count_if(tensors, [&](const Tensor &t) {
-          const AxisState &s = state(t.value).axes[axis];
+          const AxisState &s = t.vs->axes[axis];
           return !t.ref.isResult && visible(s) && s.placement.isPartial();
         });
         bool keep = partialOperands >= 2 ||
@@ -346,7 +381,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         for (const Tensor &t : tensors) {
           if (!keep || t.ref.isResult)
             continue;
-          const AxisState &s = state(t.value).axes[axis];
+          const AxisState &s = t.vs->axes[axis];
           if (visible(s) && s.placement.isPartial() &&
               (!readersKeepPartial(t.value, op) ||
                cheaperReducedAtSource(t.value)))
@@ -367,7 +402,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
       std::map<int, double> score;
       bool representable = true;
       for (const Tensor &t : tensors) {
-        const ValueState &vs = state(t.value);
+        const ValueState &vs = *t.vs;
         const AxisState &s = vs.axes[axis];
         std::optional<Placement> proj = project(*r, c, t.ref, op->getContext());
         if (!proj) {
@@ -395,7 +430,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     // and cause to the placements filled from it.
     int prio = INT_MAX, cause = -1;
     for (const Tensor &t : tensors) {
-      const AxisState &s = state(t.value).axes[axis];
+      const AxisState &s = t.vs->axes[axis];
       if (visible(s) &&
           project(*r, *best, t.ref, op->getContext()) == s.placement &&
           s.priority < prio) {
@@ -406,7 +441,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     if (prio == INT_MAX)
       continue;
     for (const Tensor &t : tensors) {
-      AxisState &s = state(t.value).axes[axis];
+      AxisState &s = t.vs->axes[axis];
       if (!s.placement.isOpen() || s.fixed)
         continue;
       Placement p = *project(*r, *best, t.ref, op->getContext());
@@ -429,7 +464,8 @@ void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
   std::deque<Operation *> work;
   DenseSet<Operation *> queued;
   auto eligible = [&](Operation *op) {
-    return rule(op) && (!passThroughOnly || isPassThrough(op));
+    return !finished.contains(op) && rule(op) &&
+           (!passThroughOnly || isPassThrough(op));
   };
   for (Operation *op : ops)
     if (eligible(op) && queued.insert(op).second)
@@ -458,6 +494,15 @@ LogicalResult Propagator::run(FunctionOpInterface func) {
     if (op != func.getOperation())
       ops.push_back(op);
   });
+  ruleIndex.reserve(ops.size());
+  // Every value's state up front: step() keeps pointers to them.
+  for (Region &region : func->getRegions())
+    for (Block &block : region)
+      for (BlockArgument arg : block.getArguments())
+        state(arg);
+  for (Operation *op : ops)
+    for (Value v : op->getResults())
+      state(v);
   // Keeping a sum partial through a linear op is an optimisation, not a
   // constraint: it is only considered once every annotation has spoken, so
   // a weaker annotation (sequence parallelism) still shapes the values a

@@ -99,3 +99,16 @@ std::string distopt::dist::describeOp(Operation *op) {
   printShortLoc(op->getLoc(), os);
   return s;
 }
+
+void distopt::dist::setResultAttrs(FunctionOpInterface func, StringRef name,
+                                   ArrayRef<Attribute> values) {
+  MLIRContext *ctx = func->getContext();
+  SmallVector<DictionaryAttr> dicts;
+  for (unsigned i = 0; i < func.getNumResults(); ++i) {
+    NamedAttrList attrs(func.getResultAttrDict(i));
+    if (i < values.size() && values[i])
+      attrs.set(name, values[i]);
+    dicts.push_back(attrs.getDictionary(ctx));
+  }
+  func.setAllResultAttrs(dicts);
+}

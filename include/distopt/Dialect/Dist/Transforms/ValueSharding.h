@@ -10,6 +10,7 @@
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "mlir/IR/Value.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace distopt::dist {
 
@@ -24,6 +25,12 @@ llvm::StringRef getValueCause(mlir::Value v);
 
 /// "[R, S(1)]": the placements of a sharding without its mesh.
 std::string placementsStr(ShardingAttr sharding);
+
+/// Sets attribute `name` to `values[i]` on each result `i` of `func` whose
+/// value is non-null, rebuilding the result attributes once (one
+/// setResultAttr per result is quadratic in the results of a training step).
+void setResultAttrs(mlir::FunctionOpInterface func, llvm::StringRef name,
+                    llvm::ArrayRef<mlir::Attribute> values);
 
 /// A short description of where `op` is: its op name and location.
 std::string describeOp(mlir::Operation *op);
