@@ -121,6 +121,7 @@ void RegisterShapeKernels(KernelRegistry& r);
 void RegisterIndexKernels(KernelRegistry& r);
 void RegisterConvKernels(KernelRegistry& r);
 void RegisterPoolKernels(KernelRegistry& r);
+void RegisterOptimizerKernels(KernelRegistry& r);
 void RegisterCommKernels(KernelRegistry& r);
 
 // ---- helpers shared by kernels ------------------------------------------

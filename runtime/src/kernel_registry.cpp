@@ -143,6 +143,7 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterIndexKernels(*r);
     RegisterConvKernels(*r);
     RegisterPoolKernels(*r);
+    RegisterOptimizerKernels(*r);
     RegisterCommKernels(*r);
     std::sort(r->defs_.begin(), r->defs_.end(),
               [](const KernelDef& a, const KernelDef& b) { return a.name < b.name; });

@@ -238,6 +238,39 @@ LogicalResult GatherOp::verify() { return success(); }
 
 LogicalResult ScatterAddOp::verify() { return success(); }
 
+/// An optimizer update: tensors (parameter, gradient, states and the new
+/// values) of one float type, scalars rank-0 of its element type.
+static LogicalResult verifyOptimizerUpdate(Operation *op, unsigned tensors,
+                                           unsigned scalars) {
+  auto type = cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!isa<FloatType>(type.getElementType()))
+    return op->emitOpError("updates float parameters, not ") << type;
+  for (unsigned i = 0; i < tensors; ++i)
+    if (op->getOperand(i).getType() != type)
+      return op->emitOpError("operand ")
+             << i << " is " << op->getOperand(i).getType()
+             << "; the parameter, its gradient and its states must all be "
+             << type;
+  auto scalar = RankedTensorType::get({}, type.getElementType());
+  for (unsigned i = tensors; i < tensors + scalars; ++i)
+    if (op->getOperand(i).getType() != scalar)
+      return op->emitOpError("operand ")
+             << i << " is " << op->getOperand(i).getType() << ", expected "
+             << scalar;
+  for (Type t : op->getResultTypes())
+    if (t != type)
+      return op->emitOpError("results must be ") << type << ", not " << t;
+  return success();
+}
+
+LogicalResult AdamUpdateOp::verify() {
+  return verifyOptimizerUpdate(*this, 4, 4);
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  return verifyOptimizerUpdate(*this, 3, 2);
+}
+
 LogicalResult VariableOp::verify() {
   if (getName().empty())
     return emitOpError("needs a name");

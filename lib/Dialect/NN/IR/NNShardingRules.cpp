@@ -166,6 +166,10 @@ RULE(GeluOp, None)
 RULE(LeakyReluOp, None)
 RULE(ClipOp, None)
 RULE(CastOp, None)
+// Optimizer updates: element by element over the parameter's shape; the
+// per-step scalars are whole.
+RULE(AdamUpdateOp, None)
+RULE(SgdUpdateOp, None)
 #undef RULE
 
 //===----------------------------------------------------------------------===//

@@ -240,3 +240,27 @@ func.func @conv_grad_channels(%dy: tensor<1x8x5x5xf32>, %w: tensor<8x2x3x3xf32>)
   %2 = nn.conv_grad_input %dy, %w {strides = array<i64: 2, 2>, pads = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>} : (tensor<1x8x5x5xf32>, tensor<8x2x3x3xf32>) -> tensor<1x4x9x9xf32>
   return
 }
+
+// -----
+
+func.func @adam_update_state_shape(%p: tensor<4x3xf32>, %m: tensor<3x4xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{operand 2 is 'tensor<3x4xf32>'; the parameter, its gradient and its states must all be 'tensor<4x3xf32>'}}
+  %p1, %m1, %v1 = nn.adam_update %p, %p, %m, %p, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_scalar(%p: tensor<4x3xf32>, %lr: tensor<1xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{operand 4 is 'tensor<1xf32>', expected 'tensor<f32>'}}
+  %p1, %b1 = nn.sgd_update %p, %p, %p, %s, %lr {momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<1xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_int(%p: tensor<4xi32>, %s: tensor<i32>) {
+  // expected-error @+1 {{updates float parameters, not 'tensor<4xi32>'}}
+  %p1, %b1 = nn.sgd_update %p, %p, %p, %s, %s {momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<i32>, tensor<i32>) -> (tensor<4xi32>, tensor<4xi32>)
+  return
+}

@@ -184,3 +184,12 @@ func.func @training(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %dy: tenso
   %5 = nn.avg_pool_grad %px, %pdy {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : (tensor<1x4x9x9xf32>, tensor<1x4x4x4xf32>) -> tensor<1x4x9x9xf32>
   return
 }
+
+// CHECK-LABEL: func @optimizer_updates
+func.func @optimizer_updates(%p: tensor<4x3xf32>, %g: tensor<4x3xf32>, %m: tensor<4x3xf32>, %v: tensor<4x3xf32>, %s: tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  // CHECK: nn.adam_update {{.*}} {beta1 = 9.000000e-01 : f64, beta2 = 5.000000e-01 : f64, eps = 1.000000e-08 : f64, weight_decay = 0.000000e+00 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+  %p1, %m1, %v1 = nn.adam_update %p, %g, %m, %v, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.5 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+  // CHECK: nn.sgd_update {{.*}} {momentum = 9.000000e-01 : f64, nesterov = true, weight_decay = 1.000000e-02 : f64}
+  %p2, %b2 = nn.sgd_update %p1, %g, %m1, %s, %s {momentum = 0.9 : f64, nesterov = true, weight_decay = 0.01 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>)
+  return %p2, %b2 : tensor<4x3xf32>, tensor<4x3xf32>
+}

@@ -609,4 +609,93 @@ class NN_PoolGradOp<string mnemonic, string what> : NN_Op<mnemonic> {
 def NN_MaxPoolGradOp : NN_PoolGradOp<"max_pool_grad", "maximum">;
 def NN_AvgPoolGradOp : NN_PoolGradOp<"avg_pool_grad", "average">;
 
+//===----------------------------------------------------------------------===//
+// Optimizer updates: one op per parameter, element by element
+//===----------------------------------------------------------------------===//
+
+def NN_AdamUpdateOp : NN_Op<"adam_update"> {
+  let summary = "one Adam or AdamW step of a parameter and its two moments";
+  let description = [{
+    Element by element, in the element type, in this order (PyTorch's
+    single-tensor Adam/AdamW):
+
+    ```
+    g  = grad * grad_scale                    (the clipping coefficient, or 1)
+    g  = g + param * weight_decay             (Adam's L2 decay; 0 for AdamW)
+    p  = param * param_scale                  (AdamW's 1 - lr * wd, or 1)
+    m' = exp_avg * beta1 + g * (1 - beta1)
+    v' = exp_avg_sq * beta2 + (g * (1 - beta2)) * g
+    p' = p + (-step_size) * (m' / (sqrt(v') / bias_correction2_sqrt + eps))
+    ```
+
+    The attributes are rounded to the element type as they are used
+    (`1 - beta1` computed in f64 first). The scalar operands change per step
+    (learning-rate schedule, bias corrections, clipping) and are rank-0
+    tensors. Results: the new parameter and moments, typed as `param`.
+
+    ```mlir
+    %p2, %m2, %v2 = nn.adam_update %p, %g, %m, %v, %scale, %pscale, %step, %bc2
+        {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-08 : f64,
+         weight_decay = 0.0 : f64}
+        : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>,
+           tensor<64x32xf32>, tensor<f32>, tensor<f32>, tensor<f32>,
+           tensor<f32>) -> (tensor<64x32xf32>, tensor<64x32xf32>,
+           tensor<64x32xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
+                       AnyRankedTensor:$exp_avg, AnyRankedTensor:$exp_avg_sq,
+                       AnyRankedTensor:$grad_scale,
+                       AnyRankedTensor:$param_scale,
+                       AnyRankedTensor:$step_size,
+                       AnyRankedTensor:$bias_correction2_sqrt,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let results = (outs AnyRankedTensor:$new_param,
+                      AnyRankedTensor:$new_exp_avg,
+                      AnyRankedTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $grad_scale `,`
+    $param_scale `,` $step_size `,` $bias_correction2_sqrt attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_SgdUpdateOp : NN_Op<"sgd_update"> {
+  let summary = "one SGD step with momentum of a parameter and its buffer";
+  let description = [{
+    Element by element, in the element type (PyTorch's single-tensor SGD,
+    dampening 0; the buffer starts at zero, so the first step sets it to
+    the gradient):
+
+    ```
+    g    = grad * grad_scale                  (the clipping coefficient, or 1)
+    g    = g + param * weight_decay
+    buf' = momentum_buffer * momentum + g
+    step = nesterov ? g + buf' * momentum : buf'
+    p'   = param + (-lr) * step
+    ```
+
+    ```mlir
+    %p2, %b2 = nn.sgd_update %p, %g, %buf, %scale, %lr
+        {momentum = 0.9 : f64, weight_decay = 0.0 : f64, nesterov = false}
+        : (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x32xf32>,
+           tensor<f32>, tensor<f32>) -> (tensor<64x32xf32>, tensor<64x32xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$param, AnyRankedTensor:$grad,
+                       AnyRankedTensor:$momentum_buffer,
+                       AnyRankedTensor:$grad_scale, AnyRankedTensor:$lr,
+                       F64Attr:$momentum, F64Attr:$weight_decay,
+                       BoolAttr:$nesterov);
+  let results = (outs AnyRankedTensor:$new_param,
+                      AnyRankedTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `,` $grad_scale `,` $lr attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NN_OPS_TD

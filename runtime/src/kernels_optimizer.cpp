@@ -1,0 +1,129 @@
+// Optimizer updates: adam_update and sgd_update, one pass over a parameter,
+// its gradient and its states, element by element in the element type and in
+// the order the nn ops document (PyTorch's single-tensor Adam/AdamW/SGD), so
+// a training step matches torch's to the rounding.
+#include <cmath>
+
+#include "kernel_util.h"
+
+namespace distrt {
+namespace {
+
+// Parameter, gradient and states share one type; the per-step scalars are
+// rank-0 tensors of its element type.
+Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars) {
+  const TensorType& p = ctx.inputs[0];
+  if (p.dtype != DType::kF32 && p.dtype != DType::kF64)
+    return InvalidArgumentError("optimizer updates need f32 or f64 parameters, not ", p.ToString());
+  for (int i = 1; i < tensors; ++i)
+    if (!(ctx.inputs[static_cast<size_t>(i)] == p))
+      return InvalidArgumentError("operand ", i, " is ",
+                                  ctx.inputs[static_cast<size_t>(i)].ToString(), ", expected ",
+                                  p.ToString());
+  for (int i = tensors; i < tensors + scalars; ++i) {
+    const TensorType& s = ctx.inputs[static_cast<size_t>(i)];
+    if (s.dtype != p.dtype || !s.shape.empty())
+      return InvalidArgumentError("operand ", i, " is ", s.ToString(), ", expected a ",
+                                  DTypeName(p.dtype), " scalar");
+  }
+  for (const TensorType& o : ctx.outputs)
+    if (!(o == p))
+      return InvalidArgumentError("output is ", o.ToString(), ", expected ", p.ToString());
+  return OkStatus();
+}
+
+Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4); }
+Status VerifySgd(const VerifyContext& ctx) { return CheckUpdate(ctx, 3, 2); }
+
+template <typename T>
+T Scalar(const HostTensor& t) {
+  return t.data<T>()[0];
+}
+
+Status RunAdamUpdate(KernelContext& ctx) {
+  AttrReader attrs = ctx.attrs();
+  double beta1 = 0, beta2 = 0, eps = 0, wd = 0;
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("beta1", &beta1));
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("beta2", &beta2));
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("eps", &eps));
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
+  HostTensor *p_out, *m_out, *v_out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
+  const HostTensor& param = ctx.input(0);
+  DISTRT_DISPATCH_FLOAT(param.dtype(), "adam_update", {
+    const T* p = param.data<T>();
+    const T* g = ctx.input(1).data<T>();
+    const T* m = ctx.input(2).data<T>();
+    const T* v = ctx.input(3).data<T>();
+    const T grad_scale = Scalar<T>(ctx.input(4)), param_scale = Scalar<T>(ctx.input(5));
+    const T neg_step = -Scalar<T>(ctx.input(6)), bc2 = Scalar<T>(ctx.input(7));
+    const T b1 = static_cast<T>(beta1), one_b1 = static_cast<T>(1.0 - beta1);
+    const T b2 = static_cast<T>(beta2), one_b2 = static_cast<T>(1.0 - beta2);
+    const T e = static_cast<T>(eps), decay = static_cast<T>(wd);
+    const bool l2 = wd != 0;
+    T* po = p_out->data<T>();
+    T* mo = m_out->data<T>();
+    T* vo = v_out->data<T>();
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        T gi = g[i] * grad_scale;
+        if (l2) gi = gi + p[i] * decay;
+        const T pi = p[i] * param_scale;
+        const T mi = m[i] * b1 + gi * one_b1;
+        const T vi = v[i] * b2 + (gi * one_b2) * gi;
+        const T denom = std::sqrt(vi) / bc2 + e;
+        mo[i] = mi;
+        vo[i] = vi;
+        po[i] = pi + neg_step * (mi / denom);
+      }
+    });
+  });
+  return OkStatus();
+}
+
+Status RunSgdUpdate(KernelContext& ctx) {
+  AttrReader attrs = ctx.attrs();
+  double momentum = 0, wd = 0;
+  int64_t nesterov = 0;
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("momentum", &momentum));
+  DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("nesterov", &nesterov));
+  HostTensor *p_out, *b_out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
+  const HostTensor& param = ctx.input(0);
+  DISTRT_DISPATCH_FLOAT(param.dtype(), "sgd_update", {
+    const T* p = param.data<T>();
+    const T* g = ctx.input(1).data<T>();
+    const T* buf = ctx.input(2).data<T>();
+    const T grad_scale = Scalar<T>(ctx.input(3)), neg_lr = -Scalar<T>(ctx.input(4));
+    const T mom = static_cast<T>(momentum), decay = static_cast<T>(wd);
+    const bool l2 = wd != 0;
+    T* po = p_out->data<T>();
+    T* bo = b_out->data<T>();
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        T gi = g[i] * grad_scale;
+        if (l2) gi = gi + p[i] * decay;
+        const T bi = buf[i] * mom + gi;
+        const T step = nesterov ? gi + bi * mom : bi;
+        bo[i] = bi;
+        po[i] = p[i] + neg_lr * step;
+      }
+    });
+  });
+  return OkStatus();
+}
+
+}  // namespace
+
+void RegisterOptimizerKernels(KernelRegistry& r) {
+  // Element i of every output is written after element i of every input is
+  // read: outputs may take over dying inputs' buffers.
+  r.Add({"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true});
+  r.Add({"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true});
+}
+
+}  // namespace distrt
