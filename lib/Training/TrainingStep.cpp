@@ -343,10 +343,10 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   if (o.momentum != 0) {
     Value buf = variable(p, "momentum_buffer", type);
     OpBuilder &b = g.builder();
-    auto op = nn::SgdUpdateOp::create(
-        b, loc, type, type, w, p.grad, buf, scale, lr,
-        b.getF64FloatAttr(o.momentum), b.getF64FloatAttr(wd),
-        b.getBoolAttr(o.nesterov));
+    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad, buf, scale,
+                                      lr, b.getF64FloatAttr(o.momentum),
+                                      b.getF64FloatAttr(wd),
+                                      b.getBoolAttr(o.nesterov));
     update(op.getNewMomentumBuffer(), p.key + "/momentum_buffer");
     update(op.getNewParam(), p.key);
     return;
