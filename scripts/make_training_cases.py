@@ -13,6 +13,7 @@ docs/training-cases.md):
     test/data/train/<case>/train.json          loss, optimizer, globs, torch's losses
     test/data/train/<case>/step_K/input_I.pb   batch of step K (graph inputs in order)
     test/data/train/<case>/step_K/labels.pb    its labels
+    test/data/train/<case>/step_K/micro_J/     accumulating cases: microbatch J of step K
     test/data/train/<case>/probe/input_I.pb    a batch never trained on
     test/data/train/<case>/probe/output_0.pb   the trained model's output on it
 
@@ -511,6 +512,27 @@ unchanged. The pre-clip norm is above 0.5 in every step (clipping scales
 every step).""",
     ),
     dict(
+        name="gpt_accumulate",
+        what="the GPT of gpt_adamw with 4 microbatches of 2 rows per step "
+             "(gradient accumulation), AdamW, clipping, ignored labels",
+        seed=13,
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 2, 16, 3 * 4, 213, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=3,
+        accumulate=4,
+        notes="""\
+The model of `gpt_adamw` (other random weights) trained with
+`gradient_accumulation_steps: 4`: step K reads `step_K/micro_{0..3}/`, each
+microbatch 2 x 16 tokens with its own ignored labels (so the microbatches'
+token counts differ). torch runs `(loss_j / 4).backward()` for each
+microbatch, then clips the summed gradients and steps once; the step's loss
+is the mean of the 4 microbatch losses.""",
+    ),
+    dict(
         name="llama_lora",
         what="Llama-style decoder (RMSNorm, SwiGLU, rotary buffers, GQA 4/2), "
              "LoRA r=4 alpha=8 on q_proj and v_proj, only LoRA trains",
@@ -793,16 +815,23 @@ def make_case(case):
     sched = make_scheduler(case, opt)
     params = [p for p in model.parameters() if p.requires_grad]
     losses, norms = [], []
-    for k, (inputs, labels) in enumerate(batches):
-        sd = os.path.join(case_dir, f"step_{k}")
-        os.makedirs(sd)
-        for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
-            write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
-        if labels is not None:
-            write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+    micro = case.get("accumulate", 1)
+    for k in range(case["steps"]):
         opt.zero_grad()
-        loss = compute_loss(case, model(*inputs), labels)
-        loss.backward()
+        total = 0.0
+        for j in range(micro):
+            inputs, labels = batches[k * micro + j]
+            sd = os.path.join(case_dir, f"step_{k}")
+            if micro > 1:
+                sd = os.path.join(sd, f"micro_{j}")
+            os.makedirs(sd)
+            for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
+                write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
+            if labels is not None:
+                write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+            loss = compute_loss(case, model(*inputs), labels)
+            (loss / micro).backward()
+            total += loss.item()
         if case["clip_grad_norm"] is not None:
             norms.append(float(torch.nn.utils.clip_grad_norm_(
                 params, case["clip_grad_norm"])))
@@ -812,7 +841,7 @@ def make_case(case):
         opt.step()
         if sched is not None:
             sched.step()
-        losses.append(f32(loss.item()))
+        losses.append(f32(total / micro))
 
     pd = os.path.join(case_dir, "probe")
     os.makedirs(pd)
@@ -833,11 +862,13 @@ def make_case(case):
     if case["clip_grad_norm"] is not None:
         spec["clip_grad_norm"] = case["clip_grad_norm"]
     spec["steps"] = case["steps"]
+    if micro > 1:
+        spec["gradient_accumulation_steps"] = micro
     spec["losses"] = losses
     with open(os.path.join(case_dir, "train.json"), "w") as f:
         f.write(to_json(spec) + "\n")
 
-    assert len(batches) == case["steps"]
+    assert len(batches) == case["steps"] * micro
     return summarise(case, case_dir, model, proto, inits, trainable, losses, norms)
 
 
@@ -904,6 +935,7 @@ test/data/train/<case>/train.json          what to train and torch's losses
 test/data/train/<case>/step_K/input_I.pb   the batch of step K, graph input I (TensorProto named as the input)
 test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int64 class ids, or float32 targets for mse;
                                            absent when the graph computes its loss and takes labels as an input)
+test/data/train/<case>/step_K/micro_J/     with gradient accumulation: microbatch J of step K (input_I.pb, labels.pb)
 test/data/train/<case>/probe/input_I.pb    a batch never trained on
 test/data/train/<case>/probe/output_0.pb   the model's output on it after the last step (named as the output)
 ```
@@ -922,7 +954,9 @@ test/data/train/<case>/probe/output_0.pb   the model's output on it after the la
  "frozen": ["h.*.attn.bias"],                         # initializers that do not train
  "clip_grad_norm": 0.5,                               # only when clipping is on
  "steps": 4,
+ "gradient_accumulation_steps": 4,                    # only when accumulating: microbatches per step
  "losses": [...]}                                     # torch's loss of step K, before its update
+                                                      # (the mean over its microbatches)
 ```
 
 Losses are float32 values written as the shortest decimal that reads back to

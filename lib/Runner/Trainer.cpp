@@ -128,7 +128,16 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
   for (auto &[name, v] : hyperParameters(train, step))
     hyper[name] = v;
   std::mt19937_64 rng(options.seed * 1000003 + step);
-  int modelInput = 0;
+  // Model inputs are numbered in the order of the first microbatch's.
+  const int64_t micro = train.accumulationSteps;
+  std::map<std::string, int> inputIndex;
+  for (const distrt::NamedTensor &proto : randomInputs) {
+    auto [base, j] = splitMicrobatchInputName(proto.name, micro);
+    if (j == 0 && !hyper.count(base) &&
+        !(base == kLabelsInput &&
+          train.loss.kind != LossSpec::Kind::ModelOutput))
+      inputIndex.emplace(base, static_cast<int>(inputIndex.size()));
+  }
   for (const distrt::NamedTensor &proto : randomInputs) {
     distrt::NamedTensor in{proto.name, {}};
     if (auto it = hyper.find(proto.name); it != hyper.end()) {
@@ -141,14 +150,18 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     }
     // A model that computes its own loss takes its labels as a graph
     // input like any other.
-    bool isLabels = proto.name == kLabelsInput &&
-                    train.loss.kind != LossSpec::Kind::ModelOutput;
+    auto [base, micro_j] = splitMicrobatchInputName(proto.name, micro);
+    bool isLabels =
+        base == kLabelsInput && train.loss.kind != LossSpec::Kind::ModelOutput;
     if (!options.dataDir.empty()) {
+      // Accumulating steps read step_K/micro_J/ for each microbatch.
       llvm::SmallString<256> path(options.dataDir);
-      llvm::sys::path::append(path, "step_" + std::to_string(step),
-                              isLabels ? std::string("labels.pb")
-                                       : "input_" + std::to_string(modelInput) +
-                                             ".pb");
+      llvm::sys::path::append(path, "step_" + std::to_string(step));
+      if (micro > 1)
+        llvm::sys::path::append(path, "micro_" + std::to_string(micro_j));
+      llvm::sys::path::append(
+          path, isLabels ? std::string("labels.pb")
+                         : "input_" + std::to_string(inputIndex[base]) + ".pb");
       auto t = readTensorProto(path);
       if (!t)
         return t.takeError();
@@ -160,7 +173,8 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
                     distrt::ShapeToString(proto.tensor.shape()));
       in.tensor = std::move(*t);
     } else if (!options.tokensFile.empty()) {
-      // Next-token batches: row b of step k starts at token (k*B + b)*T.
+      // Next-token batches: row b of microbatch j of step k starts at token
+      // ((k*M + j)*B + b)*T for M microbatches per step.
       const distrt::Shape &shape = proto.tensor.shape();
       if (shape.size() != 2 || proto.tensor.dtype() != distrt::DType::kI64)
         return fail("--tokens feeds models whose inputs and labels are int64 "
@@ -174,9 +188,11 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
       if (!st.ok())
         return fail(st.ToString());
       for (int64_t b = 0; b < shape[0]; ++b) {
-        auto row = readTokens(
-            options.tokensFile,
-            (step * shape[0] + b) * shape[1] + (isLabels ? 1 : 0), shape[1]);
+        auto row =
+            readTokens(options.tokensFile,
+                       ((step * micro + micro_j) * shape[0] + b) * shape[1] +
+                           (isLabels ? 1 : 0),
+                       shape[1]);
         if (!row)
           return row.takeError();
         std::copy(row->begin(), row->end(), t.data<int64_t>() + b * shape[1]);
@@ -208,10 +224,10 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     }
     if (isLabels && classes > 0)
       if (Error e = checkLabels(in.tensor, classes, train.loss.ignoreIndex))
-        return fail("step " + std::to_string(step) + ": " +
-                    llvm::toString(std::move(e)));
-    if (!isLabels)
-      ++modelInput;
+        return fail("step " + std::to_string(step) +
+                    (micro > 1 ? ", microbatch " + std::to_string(micro_j)
+                               : std::string()) +
+                    ": " + llvm::toString(std::move(e)));
     inputs.push_back(std::move(in));
   }
   return inputs;
@@ -224,13 +240,15 @@ Expected<StepResult> Trainer::step(int64_t k) {
   StepResult r;
   r.step = k;
   for (const distrt::NamedTensor &t : *inputs)
-    if (t.name == kLabelsInput && t.tensor.dtype() == distrt::DType::kI64 &&
+    if (splitMicrobatchInputName(t.name, train.accumulationSteps).first ==
+            kLabelsInput &&
+        t.tensor.dtype() == distrt::DType::kI64 &&
         train.loss.kind == LossSpec::Kind::CrossEntropy)
       for (int64_t i = 0; i < t.tensor.num_elements(); ++i)
         r.tokens += t.tensor.data<int64_t>()[i] != train.loss.ignoreIndex;
   if (train.loss.kind != LossSpec::Kind::CrossEntropy && !inputs->empty() &&
       !inputs->front().tensor.shape().empty())
-    r.tokens = inputs->front().tensor.shape()[0];
+    r.tokens = inputs->front().tensor.shape()[0] * train.accumulationSteps;
   auto t0 = std::chrono::steady_clock::now();
   auto outputs = runner->run({*inputs});
   if (!outputs)

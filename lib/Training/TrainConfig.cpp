@@ -286,6 +286,18 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
               c.steps = *v;
               return success();
             }
+            if (key == "gradient_accumulation_steps") {
+              FailureOr<int64_t> v =
+                  r.integer(value, "gradient_accumulation_steps");
+              if (failed(v))
+                return failure();
+              if (*v <= 0 || *v > kMaxAccumulationSteps)
+                return r.error(value)
+                       << "gradient_accumulation_steps must be between 1 and "
+                       << kMaxAccumulationSteps << ", got " << *v;
+              c.accumulationSteps = *v;
+              return success();
+            }
             if (key == "losses") {
               FailureOr<std::vector<double>> v = r.numberList(value, "losses");
               if (failed(v))
@@ -296,7 +308,8 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
             return r.error(keyNode)
                    << "unknown key '" << key
                    << "'; expected output, loss, optimizer, lr_schedule, "
-                      "no_decay, frozen, clip_grad_norm, steps or losses";
+                      "no_decay, frozen, clip_grad_norm, steps, "
+                      "gradient_accumulation_steps or losses";
           })))
     return failure();
   if (!sawOutput)

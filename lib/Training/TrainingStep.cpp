@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -61,10 +62,19 @@ private:
   void unifyWeights();
   FailureOr<Value> findOutput();
   LogicalResult selectParameters();
-  std::pair<Value, Value> crossEntropy(Value logits, Value labels);
-  std::pair<Value, Value> meanSquaredError(Value out, Value target);
+  /// Each loss returns its value and its gradient w.r.t. the output,
+  /// scaled by `seedScale` (1 / microbatches when accumulating).
+  std::pair<Value, Value> crossEntropy(Value logits, Value labels,
+                                       double seedScale);
+  std::pair<Value, Value> meanSquaredError(Value out, Value target,
+                                           double seedScale);
   /// The output itself, read as a scalar, with the seed gradient 1.
-  std::pair<Value, Value> modelOutputLoss(Value out);
+  std::pair<Value, Value> modelOutputLoss(Value out, double seedScale);
+  std::pair<Value, Value> loss(Value out, Value labels, double seedScale);
+  /// A copy of the forward ops for microbatch `j` reading fresh inputs
+  /// (the parameters are shared); returns the copy of `output`.
+  Value cloneForward(ArrayRef<Operation *> forward, unsigned modelInputs,
+                     int64_t j, Value output);
   Value clipGradients(Location loc);
   void optimizerUpdate(Parameter &p, Location loc);
   Value variable(Parameter &p, StringRef suffix, RankedTensorType type);
@@ -181,7 +191,8 @@ LogicalResult StepBuilder::selectParameters() {
   return success();
 }
 
-std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels) {
+std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
+                                                  double seedScale) {
   // loss = sum over valid positions of (log sum exp(z) - z[label]) / count,
   // z = logits - max; d loss / d logits = (softmax - onehot) * valid / count.
   // Every reduction runs over the vocabulary, so logits split over it (a
@@ -225,13 +236,16 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels) {
       g.reduceSum(g.create<nn::MulOp>(nll, valid), allAxes, false), count);
   // softmax as torch's log-softmax backward has it: exp(z - lse).
   Value softmax = g.create<nn::ExpOp>(g.create<nn::SubOp>(z, lse));
-  Value grad =
-      g.create<nn::MulOp>(g.create<nn::SubOp>(softmax, g.castLike(onehot, f)),
-                          g.create<nn::DivOp>(valid, count));
+  Value weight = g.create<nn::DivOp>(valid, count);
+  if (seedScale != 1.0)
+    weight = g.create<nn::MulOp>(weight, g.scalar(seedScale, f));
+  Value grad = g.create<nn::MulOp>(
+      g.create<nn::SubOp>(softmax, g.castLike(onehot, f)), weight);
   return {loss, grad};
 }
 
-std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target) {
+std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target,
+                                                      double seedScale) {
   Location loc = out.getLoc();
   nn::GradientBuilder g = gb(loc);
   auto t = cast<RankedTensorType>(out.getType());
@@ -241,7 +255,8 @@ std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target) {
   Value d = g.create<nn::SubOp>(out, target);
   Value loss = g.reduceMean(g.create<nn::MulOp>(d, d), allAxes, false);
   double n = static_cast<double>(t.getNumElements());
-  Value grad = g.create<nn::MulOp>(d, g.scalar(2.0 / n, t.getElementType()));
+  Value grad =
+      g.create<nn::MulOp>(d, g.scalar(2.0 / n * seedScale, t.getElementType()));
   return {loss, grad};
 }
 
@@ -257,14 +272,43 @@ static StringRef lossName(LossSpec::Kind kind) {
   return "";
 }
 
-std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out) {
+std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out,
+                                                     double seedScale) {
   nn::GradientBuilder g = gb(out.getLoc());
   auto t = cast<RankedTensorType>(out.getType());
   Value loss = g.reshape(out, RankedTensorType::get({}, t.getElementType()));
   Value seed = nn::ConstantOp::create(
       b, out.getLoc(), t,
-      DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), 1.0)));
+      DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), seedScale)));
   return {loss, seed};
+}
+
+std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
+                                          double seedScale) {
+  switch (config.loss.kind) {
+  case LossSpec::Kind::CrossEntropy:
+    return crossEntropy(out, labels, seedScale);
+  case LossSpec::Kind::MeanSquaredError:
+    return meanSquaredError(out, labels, seedScale);
+  case LossSpec::Kind::ModelOutput:
+    return modelOutputLoss(out, seedScale);
+  }
+  llvm_unreachable("unknown loss kind");
+}
+
+Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
+                                unsigned modelInputs, int64_t j, Value output) {
+  IRMapping map;
+  for (unsigned i = 0; i < modelInputs; ++i) {
+    auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
+    std::string base = name ? name.str() : "input_" + std::to_string(i);
+    map.map(func.getArgument(i), addInput(microbatchInputName(base, j),
+                                          func.getArgument(i).getType()));
+  }
+  for (Operation *op : forward)
+    if (!isa<nn::WeightOp>(op))
+      b.clone(*op, map);
+  return map.lookupOrDefault(output);
 }
 
 /// The global gradient norm (every gradient, every shard: a cross-device
@@ -418,6 +462,11 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   Operation *ret = body.getTerminator();
   Location loc = ret->getLoc();
   b.setInsertionPoint(ret);
+  // The forward as the model has it, copied for every further microbatch.
+  SmallVector<Operation *> forward;
+  for (Operation &op : body.without_terminator())
+    forward.push_back(&op);
+  unsigned modelInputs = func.getNumArguments();
 
   // Labels, and the per-step hyper-parameters.
   Value labels;
@@ -437,21 +486,48 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
       hyper[kDecayInput.str()] = addInput(kDecayInput, scalarType);
   }
 
-  setPhase("loss");
-  auto [loss, outputGrad] = modelLoss ? modelOutputLoss(*output)
-                            : config.loss.kind == LossSpec::Kind::CrossEntropy
-                                ? crossEntropy(*output, labels)
-                                : meanSquaredError(*output, labels);
-
-  setPhase("backward");
+  // Each microbatch: forward (a copy after the first), loss, backward; the
+  // gradients add up. Backward k runs before forward k+1, so one
+  // microbatch's activations are live at a time.
+  const int64_t micro = config.accumulationSteps;
+  const double seedScale = 1.0 / static_cast<double>(micro);
   SmallVector<Value> wrt;
   for (Parameter &p : params)
     wrt.push_back(p.weight->getResult(0));
-  auto grads = buildGradients(b, {{*output, outputGrad}}, wrt);
-  if (failed(grads))
-    return failure();
+  SmallVector<Value> grads(wrt.size());
+  SmallVector<Value> losses;
+  for (int64_t j = 0; j < micro; ++j) {
+    Value out = *output, lab = labels;
+    if (j > 0) {
+      tagger.phase = {};
+      out = cloneForward(forward, modelInputs, j, *output);
+      if (labels)
+        lab = addInput(microbatchInputName(kLabelsInput, j), labels.getType());
+    }
+    setPhase("loss");
+    auto [l, seed] = loss(out, lab, seedScale);
+    losses.push_back(l);
+    setPhase("backward");
+    auto g = buildGradients(b, {{out, seed}}, wrt);
+    if (failed(g))
+      return failure();
+    for (auto [sum, gj] : llvm::zip(grads, *g))
+      if (gj)
+        sum = sum ? gb(gj.getLoc()).create<nn::AddOp>(sum, gj) : gj;
+  }
+  setPhase("loss");
+  Value loss = losses.front();
+  if (micro > 1) {
+    nn::GradientBuilder g = gb(loc);
+    for (Value l : ArrayRef<Value>(losses).drop_front())
+      loss = g.create<nn::AddOp>(loss, l);
+    loss = g.create<nn::MulOp>(
+        loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
+  }
+
+  setPhase("backward");
   std::vector<Parameter> trained;
-  for (auto [p, grad] : llvm::zip(params, *grads)) {
+  for (auto [p, grad] : llvm::zip(params, grads)) {
     if (!grad) {
       info.untouched.push_back(p.key);
       continue;
@@ -527,6 +603,21 @@ distopt::hyperParameters(const TrainConfig &config, int64_t step) {
   if (o.kind == OptimizerSpec::Kind::AdamW)
     out.push_back({kDecayInput.str(), 1.0 - lr * o.weightDecay});
   return out;
+}
+
+std::string distopt::microbatchInputName(StringRef name, int64_t j) {
+  return j == 0 ? name.str() : (name + ".mb" + Twine(j)).str();
+}
+
+std::pair<std::string, int64_t>
+distopt::splitMicrobatchInputName(StringRef name, int64_t microbatches) {
+  size_t dot = name.rfind(".mb");
+  int64_t j = 0;
+  if (microbatches > 1 && dot != StringRef::npos &&
+      !name.drop_front(dot + 3).getAsInteger(10, j) && j > 0 &&
+      j < microbatches)
+    return {name.take_front(dot).str(), j};
+  return {name.str(), 0};
 }
 
 bool distopt::isTrainingStep(ModuleOp module) {

@@ -51,6 +51,9 @@ struct LrSchedule {
   double at(int64_t step, double lr, int64_t runSteps) const;
 };
 
+/// Every microbatch is a copy of the forward in the step's IR.
+inline constexpr int64_t kMaxAccumulationSteps = 64;
+
 struct TrainConfig {
   std::string path;
   /// The model output (graph output name) the loss reads.
@@ -63,6 +66,10 @@ struct TrainConfig {
   std::vector<std::pair<std::string, mlir::LocationAttr>> noDecay, frozen;
   std::optional<double> clipGradNorm;
   int64_t steps = 1;
+  /// Microbatches per step: each runs forward and backward on its own
+  /// batch, the gradients are summed (each microbatch's loss divided by
+  /// their number, as `(loss / k).backward()` does), then one update.
+  int64_t accumulationSteps = 1;
   /// A training case's reference losses (torch's, one per step).
   std::vector<double> losses;
   mlir::LocationAttr loc;

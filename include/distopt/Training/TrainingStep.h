@@ -61,6 +61,13 @@ mlir::FailureOr<TrainingStepInfo> buildTrainingStep(mlir::ModuleOp module,
 std::vector<std::pair<std::string, double>>
 hyperParameters(const TrainConfig &config, int64_t step);
 
+/// With gradient accumulation, the inputs of microbatch `j` > 0 are the
+/// model's inputs (and labels) again, named "<name>.mb<j>".
+std::string microbatchInputName(llvm::StringRef name, int64_t j);
+/// The model input (or labels) and microbatch a step input stands for.
+std::pair<std::string, int64_t> splitMicrobatchInputName(llvm::StringRef name,
+                                                         int64_t microbatches);
+
 /// Whether `module` is a training step (its main function updates state).
 bool isTrainingStep(mlir::ModuleOp module);
 
