@@ -72,8 +72,9 @@ Value GradientBuilder::unbroadcast(Value grad, RankedTensorType target) {
     return castLike(grad, target.getElementType());
   int64_t lead = g.getRank() - target.getRank();
   SmallVector<int64_t> axes;
+  // Extents of 1 need no sum (a reshape drops them): no copy of the data.
   for (int64_t d = 0; d < g.getRank(); ++d)
-    if (d < lead || (target.getDimSize(d - lead) == 1 && g.getDimSize(d) != 1))
+    if (g.getDimSize(d) != 1 && (d < lead || target.getDimSize(d - lead) == 1))
       axes.push_back(d);
   Value summed = reduceSum(grad, axes, /*keepdims=*/true);
   return reshape(castLike(summed, target.getElementType()),
@@ -539,13 +540,40 @@ LogicalResult BatchNormOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
 // Linear algebra and data movement
 //===----------------------------------------------------------------------===//
 
+/// `v` transposed by `perm`; a transpose of a transpose is one transpose,
+/// or none when they cancel (the gradient of `x @ transpose(w)` w.r.t. x
+/// reads w itself, not a copy of a copy).
+static Value transposed(GradientBuilder &g, Value v, ArrayRef<int64_t> perm) {
+  SmallVector<int64_t> composed(perm);
+  if (auto inner = v.getDefiningOp<TransposeOp>()) {
+    for (int64_t &p : composed)
+      p = inner.getPerm()[p];
+    v = inner.getInput();
+  }
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(composed))
+    identity = identity && static_cast<int64_t>(i) == p;
+  if (identity)
+    return v;
+  return g.create<TransposeOp>(v, g.builder().getDenseI64ArrayAttr(composed));
+}
+
 /// `v` with its last two dimensions swapped.
 static Value swapLastTwo(GradientBuilder &g, Value v) {
   int64_t rank = typeOf(v).getRank();
   SmallVector<int64_t> perm(rank);
   std::iota(perm.begin(), perm.end(), 0);
   std::swap(perm[rank - 1], perm[rank - 2]);
-  return g.create<TransposeOp>(v, g.builder().getDenseI64ArrayAttr(perm));
+  return transposed(g, v, perm);
+}
+
+/// `v` [..., n] as a matrix [prod(...), n].
+static Value flattenToMatrix(GradientBuilder &g, Value v) {
+  RankedTensorType t = typeOf(v);
+  int64_t rows = 1;
+  for (int64_t d : t.getShape().drop_back())
+    rows *= d;
+  return g.reshape(v, t.clone({rows, t.getShape().back()}));
 }
 
 LogicalResult MatMulOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
@@ -569,7 +597,16 @@ LogicalResult MatMulOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
     d = g.reshape(d, dt.clone(s));
   }
   Value da = g.create<MatMulOp>(d, swapLastTwo(g, b));
-  Value db = g.create<MatMulOp>(swapLastTwo(g, a), d);
+  // A batched activation times a matrix (a linear layer): the weight's
+  // gradient is one matrix product over all rows, a^T d with a as [rows, k]
+  // and d as [rows, n], instead of a batch of products summed afterwards.
+  Value db;
+  if (typeOf(b).getRank() == 2 && typeOf(a).getRank() > 2) {
+    db = g.create<MatMulOp>(swapLastTwo(g, flattenToMatrix(g, a)),
+                            flattenToMatrix(g, d));
+  } else {
+    db = g.create<MatMulOp>(swapLastTwo(g, a), d);
+  }
   // Sum over broadcast batch dimensions at the promoted rank, then drop the
   // dimension a 1-D operand was given.
   dx[0] = g.reshape(g.unbroadcast(da, typeOf(a)), lt);
@@ -583,8 +620,19 @@ LogicalResult TransposeOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   SmallVector<int64_t> inverse(perm.size());
   for (auto [i, p] : llvm::enumerate(perm))
     inverse[p] = i;
-  dx[0] =
-      g.create<TransposeOp>(dy[0], g.builder().getDenseI64ArrayAttr(inverse));
+  // The gradient of a transposed weight is a product of activations
+  // (a^T d); (a^T d)^T = d^T a builds the weight's gradient in its own
+  // layout from two small operands instead of transposing a weight-sized
+  // result. The unused product is erased with the other dead ops.
+  auto mm = dy[0].getDefiningOp<MatMulOp>();
+  if (perm.size() == 2 && perm[0] == 1 && mm && dy[0].use_empty() &&
+      mm.getLhs().getType().getRank() == 2 &&
+      mm.getRhs().getType().getRank() == 2) {
+    dx[0] = g.create<MatMulOp>(swapLastTwo(g, mm.getRhs()),
+                               swapLastTwo(g, mm.getLhs()));
+    return success();
+  }
+  dx[0] = transposed(g, dy[0], inverse);
   return success();
 }
 
