@@ -89,6 +89,53 @@ struct GatherPlan {
   }
 };
 
+// A transpose that moves the input's innermost dimension away from the
+// output's innermost one: reading whole output rows would stride through
+// the input one element per cache line. Instead copy square tiles, each
+// read and written within the cache: output dim `j` (input stride 1) and
+// the output's last dim (input stride `sl`), for every index of the other
+// (outer) output dims.
+template <typename T>
+void TiledTranspose(const T* x, T* y, const std::vector<int64_t>& extents,
+                    const std::vector<int64_t>& in_strides, size_t j, ThreadPool* pool) {
+  constexpr int64_t kTile = 32;
+  const size_t k = extents.size();
+  std::vector<int64_t> out_strides(k, 1);
+  for (size_t d = k - 1; d-- > 0;) out_strides[d] = out_strides[d + 1] * extents[d + 1];
+  std::vector<size_t> outer;
+  int64_t outer_count = 1;
+  for (size_t d = 0; d + 1 < k; ++d) {
+    if (d == j) continue;
+    outer.push_back(d);
+    outer_count *= extents[d];
+  }
+  const int64_t ej = extents[j], oj = out_strides[j];
+  const int64_t el = extents[k - 1], sl = in_strides[k - 1];
+  const int64_t jtiles = (ej + kTile - 1) / kTile;
+  ParallelFor(pool, outer_count * jtiles, std::max<int64_t>(1, kElementwiseGrain / (kTile * el)),
+              [&](int64_t b0, int64_t b1) {
+                for (int64_t b = b0; b < b1; ++b) {
+                  int64_t rest = b / jtiles, in_base = 0, out_base = 0;
+                  for (size_t q = outer.size(); q-- > 0;) {
+                    const size_t d = outer[q];
+                    const int64_t i = rest % extents[d];
+                    rest /= extents[d];
+                    in_base += i * in_strides[d];
+                    out_base += i * out_strides[d];
+                  }
+                  const int64_t j0 = (b % jtiles) * kTile, j1 = std::min(ej, j0 + kTile);
+                  for (int64_t l0 = 0; l0 < el; l0 += kTile) {
+                    const int64_t l1 = std::min(el, l0 + kTile);
+                    for (int64_t jj = j0; jj < j1; ++jj) {
+                      const T* in = x + in_base + jj;
+                      T* out = y + out_base + jj * oj;
+                      for (int64_t ll = l0; ll < l1; ++ll) out[ll] = in[ll * sl];
+                    }
+                  }
+                }
+              });
+}
+
 }  // namespace
 
 void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,
@@ -114,7 +161,33 @@ void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int6
   std::vector<int64_t> in_strides = Strides(kept);
   GatherPlan plan;
   for (int64_t d : p2) plan.AddDim(kept[d], in_strides[d]);
-  GatherRows(x, 0, plan.Finish(), elem, y, pool);
+  const BroadcastPlan& merged = plan.Finish();
+  const std::vector<int64_t>& strides = merged.strides[0];
+  const size_t k = merged.dims.size();
+  // Whole rows when the innermost dim stays innermost, or when output rows
+  // are long enough that the strided reads are not the cost.
+  if (strides.back() != 1 && merged.dims.back() >= 8) {
+    size_t j = 0;
+    while (j < k && strides[j] != 1) ++j;
+    if (j + 1 < k && merged.dims[j] >= 8) {
+      switch (elem) {
+        case 1:
+          return TiledTranspose(x, y, merged.dims, strides, j, pool);
+        case 2:
+          return TiledTranspose(reinterpret_cast<const uint16_t*>(x),
+                                reinterpret_cast<uint16_t*>(y), merged.dims, strides, j, pool);
+        case 4:
+          return TiledTranspose(reinterpret_cast<const uint32_t*>(x),
+                                reinterpret_cast<uint32_t*>(y), merged.dims, strides, j, pool);
+        case 8:
+          return TiledTranspose(reinterpret_cast<const uint64_t*>(x),
+                                reinterpret_cast<uint64_t*>(y), merged.dims, strides, j, pool);
+        default:
+          break;
+      }
+    }
+  }
+  GatherRows(x, 0, merged, elem, y, pool);
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // pad, range.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "test_util.h"
 
 namespace distrt {
@@ -27,6 +29,46 @@ TEST(Transpose, AllPermutationsOfRank3) {
     SCOPED_TRACE(ShapeToString(p));
     ExpectF32(Run1("transpose", {x}, {DType::kF32, out}, {{"perm", AttrInts(p)}}), out, want);
   }
+}
+
+// Extents of 8 and more take the tiled path (tiles of 32, partial at the
+// edges); every permutation of a rank-4 shape, in 4- and 8-byte types.
+TEST(Transpose, TiledAllPermutationsOfRank4) {
+  const Shape s = {3, 40, 9, 35};
+  const int64_t n = NumElements(s);
+  std::vector<int64_t> perm = {0, 1, 2, 3};
+  std::vector<int64_t> src(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) src[static_cast<size_t>(i)] = i * 7 + 3;
+  HostTensor x64 = I64(s, src);
+  HostTensor x32 = Iota(s);
+  do {
+    Shape out;
+    for (int64_t p : perm) out.push_back(s[static_cast<size_t>(p)]);
+    std::vector<int64_t> want(static_cast<size_t>(n));
+    int64_t idx[4];
+    for (idx[0] = 0; idx[0] < s[0]; ++idx[0])
+      for (idx[1] = 0; idx[1] < s[1]; ++idx[1])
+        for (idx[2] = 0; idx[2] < s[2]; ++idx[2])
+          for (idx[3] = 0; idx[3] < s[3]; ++idx[3]) {
+            int64_t o = 0, in = 0;
+            for (int d = 0; d < 4; ++d) {
+              o = o * out[static_cast<size_t>(d)] + idx[perm[static_cast<size_t>(d)]];
+              in = in * s[static_cast<size_t>(d)] + idx[d];
+            }
+            want[static_cast<size_t>(o)] = in;
+          }
+    SCOPED_TRACE(ShapeToString(perm));
+    std::vector<int64_t> got64 =
+        Vec<int64_t>(Run1("transpose", {x64}, {DType::kI64, out}, {{"perm", AttrInts(perm)}}));
+    std::vector<float> got32 =
+        Vec<float>(Run1("transpose", {x32}, {DType::kF32, out}, {{"perm", AttrInts(perm)}}));
+    ASSERT_EQ(got64.size(), want.size());
+    ASSERT_EQ(got32.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got64[i], want[i] * 7 + 3) << "i64 element " << i;
+      ASSERT_EQ(got32[i], static_cast<float>(want[i])) << "f32 element " << i;
+    }
+  } while (std::next_permutation(perm.begin(), perm.end()));
 }
 
 TEST(Transpose, ByteTypesAndUnitDims) {
