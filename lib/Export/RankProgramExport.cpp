@@ -42,6 +42,12 @@ private:
   std::map<std::string, SmallVector<int>> persistentEntries;
   LogicalResult exportConstant(nn::ConstantOp op);
   LogicalResult exportNNOp(Operation *op);
+  /// Marks the transposes a matmul can read through (see exportMatMul).
+  void findFoldedTransposes(Block &entry);
+  LogicalResult exportMatMul(nn::MatMulOp op);
+  /// Transposes of a matrix whose only reader is a matmul: not exported,
+  /// the matmul reads the matrix as stored, with a transpose flag.
+  DenseSet<Operation *> foldedTransposes;
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
   /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
@@ -321,6 +327,54 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
+/// A transpose of a matrix (perm [1, 0]) read only by `user`.
+static nn::TransposeOp matrixTransposeFor(Value v, Operation *user) {
+  auto t = v.getDefiningOp<nn::TransposeOp>();
+  if (!t || t.getInput().getType().getRank() != 2 || t.getPerm()[0] != 1 ||
+      !t->hasOneUse() || *t->getUsers().begin() != user)
+    return {};
+  return t;
+}
+
+void Exporter::findFoldedTransposes(Block &entry) {
+  for (auto mm : entry.getOps<nn::MatMulOp>()) {
+    nn::TransposeOp rhs = matrixTransposeFor(mm.getRhs(), mm);
+    if (rhs)
+      foldedTransposes.insert(rhs);
+    // The kernel transposes a lhs only in a product of two matrices.
+    if (mm.getRhs().getType().getRank() == 2)
+      if (nn::TransposeOp lhs = matrixTransposeFor(mm.getLhs(), mm))
+        foldedTransposes.insert(lhs);
+  }
+}
+
+/// A matmul reading a folded transpose's input with `transpose_lhs` /
+/// `transpose_rhs` set: BLAS reads the stored matrix transposed, so the
+/// weight of a linear layer (x @ transpose(w), as torch exports it) is not
+/// copied every step.
+LogicalResult Exporter::exportMatMul(nn::MatMulOp op) {
+  proto::Instruction *inst = newInstruction(op, "matmul");
+  auto &attrs = *inst->mutable_attrs();
+  const char *flags[] = {"transpose_lhs", "transpose_rhs"};
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+    Value v = operand;
+    if (auto t = v.getDefiningOp<nn::TransposeOp>();
+        t && foldedTransposes.contains(t)) {
+      v = t.getInput();
+      attrs[flags[i]].set_i(1);
+    }
+    FailureOr<int32_t> id = use(op, v);
+    if (failed(id))
+      return failure();
+    inst->add_inputs(*id);
+  }
+  FailureOr<int32_t> id = define(op.getResult());
+  if (failed(id))
+    return failure();
+  inst->add_outputs(*id);
+  return success();
+}
+
 SmallVector<int64_t> Exporter::axisIndices(ArrayAttr axes) {
   SmallVector<int64_t> out;
   for (Attribute a : axes)
@@ -581,6 +635,7 @@ FailureOr<proto::RankProgram> Exporter::run() {
   }
 
   Block &entry = func.getBody().front();
+  findFoldedTransposes(entry);
   for (BlockArgument arg : entry.getArguments()) {
     FailureOr<int32_t> id = define(arg);
     if (failed(id) || failed(fillArgument(prog.add_inputs(), arg, *id, func,
@@ -596,6 +651,10 @@ FailureOr<proto::RankProgram> Exporter::run() {
       r = exportVariable(v);
     else if (auto c = dyn_cast<nn::ConstantOp>(op))
       r = exportConstant(c);
+    else if (foldedTransposes.contains(&op))
+      continue;
+    else if (auto mm = dyn_cast<nn::MatMulOp>(op))
+      r = exportMatMul(mm);
     else if (isa<nn::NNDialect>(op.getDialect()))
       r = exportNNOp(&op);
     else if (isa<dist::DistDialect>(op.getDialect()))

@@ -197,7 +197,14 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
       plan->binary = b.kind;
       return OkStatus();
     }
-    if (op == "matmul" && in_t[0].shape.size() >= 2 && in_t[1].shape.size() >= 2) {
+    // Operands stored transposed run on the host (the cuBLAS plan reads
+    // them as stored).
+    int64_t transpose_lhs = 0, transpose_rhs = 0;
+    DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_lhs", 0, &transpose_lhs));
+    DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_rhs", 0, &transpose_rhs));
+    const bool transposed = transpose_lhs != 0 || transpose_rhs != 0;
+    if (op == "matmul" && !transposed && in_t[0].shape.size() >= 2 &&
+        in_t[1].shape.size() >= 2) {
       const Shape& a = in_t[0].shape;
       const Shape& b = in_t[1].shape;
       const Shape& o = out_t[0].shape;

@@ -52,42 +52,82 @@ Status MatmulShapes(const Shape& a, const Shape& b, MatmulShape* s) {
   return OkStatus();
 }
 
+// Operands stored transposed (`transpose_lhs` / `transpose_rhs`, set by the
+// compiler where a transpose fed only this matmul): a 2-D operand read as its
+// transpose by the GEMM, with no copy.
+struct MatmulFlags {
+  bool ta = false, tb = false;
+};
+
+Status ReadFlags(const AttrReader& attrs, MatmulFlags* f) {
+  int64_t ta = 0, tb = 0;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_lhs", 0, &ta));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_rhs", 0, &tb));
+  f->ta = ta != 0;
+  f->tb = tb != 0;
+  return OkStatus();
+}
+
+// The shapes the product sees: a transposed operand must be a matrix, and a
+// transposed lhs needs a matrix rhs (the one GEMM such products are).
+Status LogicalShapes(const Shape& a, const Shape& b, const MatmulFlags& f, Shape* la, Shape* lb) {
+  *la = a;
+  *lb = b;
+  if (f.ta) {
+    if (a.size() != 2 || b.size() != 2)
+      return InvalidArgumentError("transpose_lhs needs 2-D operands, got ", ShapeToString(a),
+                                  " x ", ShapeToString(b));
+    std::swap((*la)[0], (*la)[1]);
+  }
+  if (f.tb) {
+    if (b.size() != 2)
+      return InvalidArgumentError("transpose_rhs needs a 2-D rhs, got ", ShapeToString(b));
+    std::swap((*lb)[0], (*lb)[1]);
+  }
+  return OkStatus();
+}
+
 Status VerifyMatmul(const VerifyContext& ctx) {
   if (ctx.inputs[0].dtype != ctx.inputs[1].dtype) {
     return InvalidArgumentError("matmul operands have different dtypes");
   }
+  MatmulFlags f;
+  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
+  Shape la, lb;
+  DISTRT_RETURN_IF_ERROR(LogicalShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, f, &la, &lb));
   MatmulShape s;
-  DISTRT_RETURN_IF_ERROR(MatmulShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, &s));
+  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
 }
 
-// C[m x n] = A[m x k] * B[k x n], row-major, with leading dimensions (a
-// column block of B and C is a strided view).
+// C[m x n] = op(A)[m x k] * op(B)[k x n], row-major, with leading dimensions
+// (a block of rows or columns of C is a strided view); op transposes the
+// stored matrix when ta / tb.
 template <typename T>
-void GemmStrided(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t ldc, int64_t m,
-                 int64_t k, int64_t n) {
+void GemmStrided(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
+                 int64_t ldc, int64_t m, int64_t k, int64_t n) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
+  const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same<T, float>::value) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-                static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c,
-                static_cast<blasint>(ldc));
+    cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b,
+                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
   } else if constexpr (std::is_same<T, double>::value) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(m),
-                static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda),
-                b, static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+    cblas_dgemm(CblasRowMajor, op_a, op_b, static_cast<blasint>(m), static_cast<blasint>(n),
+                static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b,
+                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
   } else {
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
       std::fill(row, row + n, T(0));
       for (int64_t p = 0; p < k; ++p) {
-        const T av = a[i * lda + p];
-        const T* brow = b + p * ldb;
-        for (int64_t j = 0; j < n; ++j) row[j] = WrapAdd(row[j], WrapMul(av, brow[j]));
+        const T av = ta ? a[p * lda + i] : a[i * lda + p];
+        for (int64_t j = 0; j < n; ++j)
+          row[j] = WrapAdd(row[j], WrapMul(av, tb ? b[j * ldb + p] : b[p * ldb + j]));
       }
     }
   }
@@ -96,11 +136,12 @@ void GemmStrided(const T* a, int64_t lda, const T* b, int64_t ldb, T* c, int64_t
 // C[m x n] = A[m x k] * B[k x n], row-major, contiguous.
 template <typename T>
 void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
-  GemmStrided(a, k, b, n, c, n, m, k, n);
+  GemmStrided(a, k, false, b, n, false, c, n, m, k, n);
 }
 
 template <typename T>
-void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool* pool) {
+void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const MatmulFlags& f,
+                 ThreadPool* pool) {
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t batches = NumElements(s.batch);
   const int64_t a_batches = NumElements(s.a_batch);
@@ -109,9 +150,11 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool*
   // Rows per chunk so a chunk is worth a thread (~ 2^20 multiply-adds).
   const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
 
-  // b shared by every batch and a not broadcast: one tall GEMM.
+  // b shared by every batch and a not broadcast: one tall GEMM (the only
+  // case with transposed operands: b a matrix, a a matrix when transposed).
   if (b_batches == 1 && a_batches == batches) {
     const int64_t rows = batches * m;
+    const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
     if (threads > 1 && rows < n) {
       // Fewer rows than columns (a few tokens against a weight): split the
       // columns, so each thread packs only its block of the shared operand
@@ -119,12 +162,15 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, ThreadPool*
       const int64_t col_grain =
           std::max<int64_t>(16, (int64_t{1} << 20) / std::max<int64_t>(1, k * rows));
       ParallelFor(pool, n, col_grain, [&](int64_t j0, int64_t j1) {
-        GemmStrided(a, k, b + j0, n, c + j0, n, rows, k, j1 - j0);
+        GemmStrided(a, lda, f.ta, f.tb ? b + j0 * ldb : b + j0, ldb, f.tb, c + j0, n, rows, k,
+                    j1 - j0);
       });
       return;
     }
-    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain,
-                [&](int64_t r0, int64_t r1) { Gemm(a + r0 * k, b, c + r0 * n, r1 - r0, k, n); });
+    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
+      GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0,
+                  k, n);
+    });
     return;
   }
   // Offsets of every batch's a and b matrices (broadcast batch dims).
@@ -160,8 +206,12 @@ Status RunMatmul(KernelContext& ctx) {
     return InvalidArgumentError("matmul operands have different dtypes ", DTypeName(a.dtype()),
                                 " and ", DTypeName(b.dtype()));
   }
+  MatmulFlags f;
+  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
+  Shape la, lb;
+  DISTRT_RETURN_IF_ERROR(LogicalShapes(a.shape(), b.shape(), f, &la, &lb));
   MatmulShape s;
-  DISTRT_RETURN_IF_ERROR(MatmulShapes(a.shape(), b.shape(), &s));
+  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{a.dtype(), s.out}));
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
@@ -169,16 +219,16 @@ Status RunMatmul(KernelContext& ctx) {
   ConfigureBlasThreads();
   switch (a.dtype()) {
     case DType::kF32:
-      BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, ctx.pool);
+      BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
       break;
     case DType::kF64:
-      BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, ctx.pool);
+      BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, f, ctx.pool);
       break;
     case DType::kI64:
-      BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, ctx.pool);
+      BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, f, ctx.pool);
       break;
     case DType::kI32:
-      BatchedGemm(a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), s, ctx.pool);
+      BatchedGemm(a.data<int32_t>(), b.data<int32_t>(), out->data<int32_t>(), s, f, ctx.pool);
       break;
     default:
       return UnimplementedError("matmul does not support dtype ", DTypeName(a.dtype()));
