@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A Llama-2-70B-shaped forward graph (80 layers, d=8192, GQA 64/8 heads,
 # SwiGLU 28672, vocabulary 32000, 4 x 2048 tokens; weights in a sparse
-# external-data file) from ONNX import to partitioned programs.
+# external-data file) from ONNX import to partitioned programs, and its
+# training step (--train) from import to partitioned programs.
 #
 #   bench/compile/llama.sh [REPEATS]
 #
@@ -11,6 +12,17 @@
 #                           microbatches), data, tensor and sequence parallel
 #                           (rep: replicas), the 4 stage programs printed
 #   ... --dist-emit-rank=0  the same, the program rank 0 runs
+#   train:tp=8              the training step (forward, cross-entropy over the
+#                           logits, backward, AdamW lr 3e-4, betas 0.9/0.95,
+#                           weight decay 0.1 except "*norm*"; config written
+#                           to $cache/train.json), tensor parallel, SPMD
+#                           program printed
+#   train:rep=2,dp=4,tp=8   the training step with ZeRO-1 over dp, tensor and
+#                           sequence parallel over tp, SPMD program printed
+#   ... --dist-emit-rank=0  the same, the program rank 0 runs
+# The training rows have no pipeline axis: pipeline training is not
+# supported yet (docs/training.md, Limits; at this writing dist-opt does not
+# refuse --train with a pipeline section, but dist-train cannot run it).
 # Peer, in the same run: ONNX's own shape inference over the same graph
 # (/usr/bin/python3: onnx.load without weights + infer_shapes), the one
 # graph-wide pass every ONNX tool runs. Needs a build and python3-onnx.
@@ -25,6 +37,10 @@ fi
 plan=$cache/pp.yaml
 printf 'pipeline:\n  axis: pp\n  split: "layers.*"\n  microbatches: 4\n  schedule: 1f1b\n' > "$plan"
 model=$cache/model.onnx
+train=$cache/train.json
+printf '%s\n' '{"output": "logits", "loss": {"kind": "cross_entropy"},' \
+  ' "optimizer": {"kind": "adamw", "lr": 3e-4, "betas": [0.9, 0.95], "weight_decay": 0.1},' \
+  ' "no_decay": ["*norm*"]}' > "$train"
 
 measure() {  # prints "median_s max_rss_mib" of REPEATS runs of "$@"
   local times=() rss=() stats
@@ -52,4 +68,7 @@ import-only
 tp=8                                        --mesh tp=8 --plan tp
 pp=4,rep=2,dp=4,tp=8(all-stages)            --mesh pp=4,rep=2,dp=4,tp=8 --plan dp,tp,sp --plan $plan
 pp=4,rep=2,dp=4,tp=8(rank-0)                --mesh pp=4,rep=2,dp=4,tp=8 --plan dp,tp,sp --plan $plan --dist-emit-rank=0
+train:tp=8                                  --train $train --mesh tp=8 --plan tp
+train:rep=2,dp=4,tp=8(SPMD)                 --train $train --mesh rep=2,dp=4,tp=8 --plan zero1,tp,sp
+train:rep=2,dp=4,tp=8(rank-0)               --train $train --mesh rep=2,dp=4,tp=8 --plan zero1,tp,sp --dist-emit-rank=0
 ROWS
