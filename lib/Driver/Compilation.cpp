@@ -145,6 +145,13 @@ Compilation::load(MLIRContext &ctx, StringRef modelPath,
   if (options.singleDevice)
     stripDistribution(module);
   if (options.train) {
+    if (const PipelineSpec *pp = c->options.plan.pipeline()) {
+      emitError(pp->loc ? Location(pp->loc) : UnknownLoc::get(&ctx))
+          << "training with pipeline stages is not supported yet; train "
+             "without the plan's 'pipeline:' section (data, ZeRO, tensor "
+             "and sequence parallelism, gradient accumulation)";
+      return failure();
+    }
     // Windows of fused projections become parameters of their own before
     // differentiating, as a plan would split them.
     splitFusedProjections(module);
