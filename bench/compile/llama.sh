@@ -21,8 +21,8 @@
 #                           sequence parallel over tp, SPMD program printed
 #   ... --dist-emit-rank=0  the same, the program rank 0 runs
 # The training rows have no pipeline axis: pipeline training is not
-# supported yet (docs/training.md, Limits; at this writing dist-opt does not
-# refuse --train with a pipeline section, but dist-train cannot run it).
+# supported yet (docs/training.md, Limits; --train with a pipeline section
+# is refused).
 # Peer, in the same run: ONNX's own shape inference over the same graph
 # (/usr/bin/python3: onnx.load without weights + infer_shapes), the one
 # graph-wide pass every ONNX tool runs. Needs a build and python3-onnx.
