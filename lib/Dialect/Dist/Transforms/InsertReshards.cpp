@@ -38,6 +38,9 @@ public:
 private:
   ShardingAttr shardingOf(Value v) { return getValueSharding(v, replicated); }
   LogicalResult handleOp(Operation *op);
+  /// A sum of operands partial in the same way whose result is wanted in
+  /// another layout: adds the partial values and reshards once.
+  bool reduceAfterSum(Operation *op, const OpShardingRule &rule);
   LogicalResult handleAnnotate(AnnotateOp op);
   LogicalResult handleReturn(Operation *ret, FunctionOpInterface func);
   /// Makes operand `idx` of `user` have `required`, inserting a reshard.
@@ -187,8 +190,52 @@ ReshardInserter::choicesOf(Operation *op, const OpShardingRule &rule) {
   return choices;
 }
 
+/// The sum of values partial over the same axes and wanted reduced (a tied
+/// weight's two gradient contributions under ZeRO, asked for split by the
+/// gradient's layout): summing first and reducing the sum sends one
+/// reduction instead of one per operand (reductions are linear).
+bool ReshardInserter::reduceAfterSum(Operation *op,
+                                     const OpShardingRule &rule) {
+  if (rule.partialFlow != PartialFlow::AllLinear || op->getNumResults() != 1 ||
+      op->getNumOperands() < 2)
+    return false;
+  Value res = op->getResult(0);
+  ShardingAttr partial = shardingOf(op->getOperand(0));
+  bool anyPartial = false;
+  for (const Placement &p : partial.getPlacements()) {
+    if (p.isPartial() && p.reduction != ReductionKind::Sum)
+      return false;
+    anyPartial = anyPartial || p.isPartial();
+  }
+  if (!anyPartial)
+    return false;
+  for (auto [i, v] : llvm::enumerate(op->getOperands()))
+    if (i >= rule.linearOperands.size() || !rule.linearOperands[i] ||
+        v.getType() != res.getType() || shardingOf(v) != partial)
+      return false;
+  ShardingAttr wanted = shardingOf(res);
+  if (wanted == partial)
+    return false;
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  std::string reason;
+  llvm::raw_string_ostream os(reason);
+  os << "sum of partial values: " << describeOp(op) << " adds "
+     << op->getNumOperands() << " operands that are " << placementsStr(partial)
+     << " and its users want " << placementsStr(wanted)
+     << "; reduced once after the sum";
+  auto reshard = ReshardOp::create(b, op->getLoc(), res.getType(), res, partial,
+                                   wanted, b.getStringAttr(reason), TypeAttr());
+  res.replaceAllUsesExcept(reshard.getResult(), reshard);
+  setValueSharding(reshard.getResult(), wanted);
+  setValueSharding(res, partial);
+  return true;
+}
+
 LogicalResult ReshardInserter::handleOp(Operation *op) {
   std::optional<OpShardingRule> rule = getRule(op);
+  if (rule && reduceAfterSum(op, *rule))
+    return success();
   if (!rule) {
     // Ops the sharding passes do not know run on replicated data.
     for (unsigned i = 0; i < op->getNumOperands(); ++i)
