@@ -1,6 +1,7 @@
 #include "distrt/executor.h"
 
 #include <chrono>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "exec_common.h"
@@ -47,8 +48,9 @@ void ParallelCopy(void* dst, const void* src, size_t bytes, ThreadPool* pool) {
 
 }  // namespace
 
-// Copies each update value into its weight's own buffer. In place, so the
-// weight keeps its buffer (and tracker) across runs. Runs after the last
+// Puts each update value into its weight's own buffer (copied, or its bytes
+// swapped in when nothing else holds them), so the weight keeps its buffer
+// (and tracker) across runs. Runs after the last
 // instruction of a successful run only, so a failed run changes nothing.
 Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
                               std::vector<HostTensor>* outputs) {
@@ -80,9 +82,24 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
       src[k] = v;
     }
   }
+  std::unordered_map<const Buffer*, long> held;  // by this run's values and updates
+  for (const HostTensor& v : values)
+    if (v.defined()) ++held[v.buffer().get()];
+  std::unordered_map<const Buffer*, long> in_updates;
+  for (const HostTensor& u : src)
+    if (u.defined()) ++in_updates[u.buffer().get()];
   for (size_t k = 0; k < src.size(); ++k) {
     if (!src[k].defined() || src[k].byte_size() == 0) continue;
     HostTensor& w = im.persistent[static_cast<size_t>(p.updates()[k].value)];
+    // A new value only this run still holds (in `values` and in this one
+    // update) gives its bytes to the weight and takes the old ones, which
+    // the run's buffer cache gets back when `values` goes: no copy of the
+    // model's parameters and optimizer states every step.
+    const std::shared_ptr<Buffer>& b = src[k].buffer();
+    if (in_updates[b.get()] == 1 && b.use_count() == held[b.get()] + 1 &&
+        src[k].byte_size() == b->size() && w.byte_size() == w.buffer()->size() && w.buffer() != b &&
+        w.buffer()->SwapData(*b))
+      continue;
     ParallelCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
   }
   return OkStatus();

@@ -98,6 +98,12 @@ Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
   return OkStatus();
 }
 
+bool Buffer::SwapData(Buffer& other) {
+  if (size_ != other.size_ || capacity_ != other.capacity_) return false;
+  std::swap(data_, other.data_);
+  return true;
+}
+
 Buffer::~Buffer() {
   if (tracker_) {
     tracker_->Remove(static_cast<int64_t>(size_));

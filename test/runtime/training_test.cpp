@@ -192,6 +192,51 @@ TEST(Training, AliasedUpdatesSwapAndBigCopiesUseThreads) {
   }
 }
 
+TEST(Training, SharedAndReturnedUpdateValuesKeepTheirContents) {
+  // Update values usually hand their bytes to the weight (a swap, no copy).
+  // Not when another weight takes the same value (p and q <- v), nor when
+  // the value is also an output (r <- u, output u): those are copied, and
+  // outputs handed out keep their contents after later runs.
+  ProgramBuilder b;
+  const int pw = b.ZerosWeight("p", DType::kF32, {3}, {0}, {3});
+  const int qw = b.ZerosWeight("q", DType::kF32, {3}, {0}, {3});
+  const int rw = b.ZerosWeight("r", DType::kF32, {3}, {0}, {3});
+  const int x = b.Input("x", DType::kF32, {3});
+  const int v = b.Apply("add", {pw, x}, DType::kF32, {3});  // p + x
+  const int u = b.Apply("add", {rw, v}, DType::kF32, {3});  // r + p + x
+  b.SetUpdate(pw, v);
+  b.SetUpdate(qw, v);
+  b.SetUpdate(rw, u);
+  b.Output("u", u);
+  TempDir dir;
+  auto prog = Make(b, dir.path());
+  ASSERT_TRUE(prog);
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(prog, nullptr, ExecutorOptions(), &e).ok());
+  std::vector<float> p(3, 0.0f), r(3, 0.0f);
+  std::vector<std::vector<float>> outs;
+  std::vector<HostTensor> kept;
+  for (int k = 1; k <= 3; ++k) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(e->Run({F32({3}, {1.0f * k, 2.0f * k, -3.0f * k})}, &out).ok());
+    const std::vector<float> xs = {1.0f * k, 2.0f * k, -3.0f * k};
+    for (int i = 0; i < 3; ++i) {
+      p[i] += xs[i];
+      r[i] += p[i];
+    }
+    EXPECT_EQ(Vec<float>(out[0]), r) << "step " << k;
+    outs.push_back(r);
+    kept.push_back(out[0]);
+    std::vector<PersistentTensor> state;
+    ASSERT_TRUE(e->ReadPersistent(&state).ok());
+    ASSERT_EQ(state.size(), 3u);
+    EXPECT_EQ(Vec<float>(state[0].value), p) << "step " << k;
+    EXPECT_EQ(Vec<float>(state[1].value), p) << "step " << k;
+    EXPECT_EQ(Vec<float>(state[2].value), r) << "step " << k;
+  }
+  for (size_t k = 0; k < kept.size(); ++k) EXPECT_EQ(Vec<float>(kept[k]), outs[k]) << k;
+}
+
 TEST(Training, ScheduleAppliesUpdatesAfterEachRun) {
   TempDir dir;
   const Shape shape = {2, 3};

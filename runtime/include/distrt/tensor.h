@@ -77,6 +77,10 @@ class Buffer {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Exchanges the bytes of two buffers of equal size (each keeps its
+  // tracker): how a run's new value of a weight replaces the weight's bytes
+  // without a copy. False, and nothing changes, when the sizes differ.
+  bool SwapData(Buffer& other);
 
  private:
   Buffer() = default;
