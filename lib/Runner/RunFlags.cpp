@@ -14,6 +14,15 @@ static cl::opt<std::string> backendName(
 
 StringRef distopt::backendFlag() { return backendName; }
 
+static cl::opt<bool> profile(
+    "profile",
+    cl::desc("time every instruction of every rank and print, per op kind, "
+             "calls and milliseconds per run and the share of the run "
+             "(costs a clock read per instruction)"),
+    cl::cat(distopt::compileFlagsCategory()));
+
+bool distopt::profileFlag() { return profile; }
+
 Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {
   int threads = 1, out = 1;
   for (int i = 1; i < argc; ++i) {

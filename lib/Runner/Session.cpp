@@ -149,6 +149,13 @@ public:
     return out;
   }
 
+  void clearProfiles() override {
+    for (int r = 0; r < session->world_size(); ++r)
+      session->executor(r).ClearProfile();
+    for (distrt::RunStats &s : stats)
+      s.op_times.clear();
+  }
+
   static std::string prefix(size_t mb, size_t m) {
     return m > 1 ? "microbatch " + std::to_string(mb) + ": " : "";
   }
@@ -218,6 +225,11 @@ public:
   std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
     return {{rank, statsFn()}};
   }
+  void clearProfiles() override {
+    if (clearFn)
+      clearFn();
+  }
+  std::function<void()> clearFn;
 
 private:
   std::shared_ptr<const distrt::Program> program;
@@ -232,10 +244,11 @@ private:
 
 Expected<std::unique_ptr<Session>>
 distopt::createSession(const Programs &programs, Backend backend,
-                       int threadsPerRank) {
+                       int threadsPerRank, bool profile) {
   if (backend == Backend::Local) {
     distrt::LocalRunOptions options;
     options.threads_per_rank = threadsPerRank;
+    options.profile = profile;
     std::unique_ptr<distrt::LocalSession> session;
     distrt::Status st =
         distrt::LocalSession::Create(programs, options, &session);
@@ -260,6 +273,7 @@ distopt::createSession(const Programs &programs, Backend backend,
   if (backend == Backend::Mpi) {
     distrt::MpiRunOptions options;
     options.threads = threadsPerRank;
+    options.profile = profile;
     std::unique_ptr<distrt::MpiRank> mpiRank;
     distrt::Status st = distrt::MpiRank::Create(program, options, &mpiRank);
     if (!st.ok())
@@ -277,8 +291,10 @@ distopt::createSession(const Programs &programs, Backend backend,
     auto readFn = [shared](std::vector<distrt::PersistentTensor> *out) {
       return shared->executor().ReadPersistent(out);
     };
-    return std::unique_ptr<Session>(
-        new ProcessRunSession(program, rank, runFn, statsFn, readFn));
+    auto session = std::make_unique<ProcessRunSession>(program, rank, runFn,
+                                                       statsFn, readFn);
+    session->clearFn = [shared] { shared->executor().ClearProfile(); };
+    return std::unique_ptr<Session>(std::move(session));
   }
 #if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
   if (backend == Backend::Nccl) {

@@ -83,7 +83,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   t->compiled = std::move(*programs);
   t->classes = (*compilation)->training().classes;
   auto session = createSession(t->compiled, trainer.run.backend,
-                               trainer.run.threadsPerRank);
+                               trainer.run.threadsPerRank, trainer.run.profile);
   if (!session)
     return session.takeError();
   t->runner = std::move(*session);

@@ -21,6 +21,9 @@ struct Executor::Impl {
   std::vector<std::vector<int>> release_after;
   // Per instruction and input: the value dies there (candidate for in-place).
   std::vector<std::vector<bool>> dies_at;
+  bool profile = false;
+  // With profiling: each instruction's entry in RunStats::op_times.
+  std::vector<size_t> op_index;
 };
 
 Executor::~Executor() = default;
@@ -105,6 +108,14 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
   return OkStatus();
 }
 
+void Executor::ClearProfile() {
+  for (OpTime& t : stats_.op_times) {
+    t.calls = 0;
+    t.seconds = 0;
+  }
+  stats_.profiled_runs = 0;
+}
+
 Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
   const Program& p = *program_;
   out->clear();
@@ -134,6 +145,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   e->impl_.reset(new Impl());
   Impl& im = *e->impl_;
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
+  im.profile = options.profile;
   // Runs allocate the same sizes every time: keep freed buffers for the next
   // run (no fresh pages, no page faults after the first run).
   im.run_tracker->EnableReuse();
@@ -156,6 +168,17 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     for (int v : p.InstructionInputs(i)) {
       im.dies_at[i].push_back(im.kernels[i]->in_place_ok && live.last_use[v] == i && !live.keep[v]);
     }
+  }
+  if (im.profile) {
+    std::unordered_map<std::string, size_t> kinds;
+    std::vector<OpTime>& times = e->stats_.op_times;
+    for (int i = 0; i < n; ++i) {
+      const std::string& op = p.proto().instructions(i).op();
+      auto [it, added] = kinds.emplace(op, times.size());
+      if (added) times.push_back(OpTime{op, 0, 0});
+      im.op_index.push_back(it->second);
+    }
+    times.push_back(OpTime{"apply updates", 0, 0});
   }
   *out = std::move(e);
   return OkStatus();
@@ -212,6 +235,12 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
       for (size_t k = 0; k < out_ids.size() && st.ok(); ++k)
         st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape, &results[k],
                                   im.run_tracker);
+    } else if (im.profile) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = im.kernels[i]->run(ctx);
+      OpTime& t = stats_.op_times[im.op_index[static_cast<size_t>(i)]];
+      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      ++t.calls;
     } else {
       st = im.kernels[i]->run(ctx);
     }
@@ -233,7 +262,14 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   }
   outputs->clear();
   for (int i = 0; i < p.proto().outputs_size(); ++i) outputs->push_back(values[p.OutputValue(i)]);
+  const auto t_apply = std::chrono::steady_clock::now();
   Status applied = ApplyUpdates(values, outputs);
+  if (im.profile) {
+    OpTime& t = stats_.op_times.back();
+    t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_apply).count();
+    t.calls += p.updates().empty() ? 0 : 1;
+    ++stats_.profiled_runs;
+  }
   if (!applied.ok()) {
     outputs->clear();
     return fail(applied.WithContext(StrCat(p.source(), ": applying weight updates")));

@@ -38,6 +38,7 @@ Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& p
     threads.emplace_back([&, r] {
       ExecutorOptions eo;
       eo.threads = options.threads_per_rank;
+      eo.profile = options.profile;
       status[r] = Executor::Create(programs[r], session->world_->comm(r), eo,
                                    &session->execs_[static_cast<size_t>(r)]);
     });

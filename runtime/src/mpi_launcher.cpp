@@ -225,6 +225,7 @@ Status MpiRank::Create(std::shared_ptr<const Program> program, const MpiRunOptio
   } else {
     ExecutorOptions eo;
     eo.threads = options.threads;
+    eo.profile = options.profile;
     st = Executor::Create(program, comm, eo, &r->exec_);
   }
   if (!st.ok()) {

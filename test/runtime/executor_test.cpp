@@ -296,3 +296,52 @@ TEST(Executor, CommunicatorRequiredAndMatched) {
 
 }  // namespace
 }  // namespace distrt
+
+namespace distrt {
+namespace {
+
+using namespace distrt::testing;  // NOLINT
+
+// With ExecutorOptions::profile each instruction's time goes to its op kind,
+// in order of first appearance; ClearProfile starts afresh; without the
+// option nothing is collected.
+TEST(Executor, ProfileCountsCallsPerOpKind) {
+  ProgramBuilder b;
+  int v = b.Input("x", DType::kF32, {8});
+  v = b.Apply("neg", {v}, DType::kF32, {8});
+  v = b.Apply("exp", {v}, DType::kF32, {8});
+  v = b.Apply("neg", {v}, DType::kF32, {8});
+  b.Output("y", v);
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "profile", ".", &p).ok());
+  ExecutorOptions options;
+  options.profile = true;
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
+  std::vector<HostTensor> out;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(e->Run({Iota({8})}, &out).ok());
+  const RunStats& s = e->stats();
+  EXPECT_EQ(s.profiled_runs, 3);
+  ASSERT_EQ(s.op_times.size(), 3u);  // neg, exp, apply updates
+  EXPECT_EQ(s.op_times[0].op, "neg");
+  EXPECT_EQ(s.op_times[0].calls, 6);
+  EXPECT_EQ(s.op_times[1].op, "exp");
+  EXPECT_EQ(s.op_times[1].calls, 3);
+  EXPECT_EQ(s.op_times[2].op, "apply updates");
+  EXPECT_EQ(s.op_times[2].calls, 0);  // no updates in this program
+  EXPECT_GT(s.op_times[0].seconds, 0.0);
+  e->ClearProfile();
+  EXPECT_EQ(e->stats().profiled_runs, 0);
+  EXPECT_EQ(e->stats().op_times[0].calls, 0);
+  ASSERT_TRUE(e->Run({Iota({8})}, &out).ok());
+  EXPECT_EQ(e->stats().op_times[1].calls, 1);
+
+  std::unique_ptr<Executor> plain;
+  ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &plain).ok());
+  ASSERT_TRUE(plain->Run({Iota({8})}, &out).ok());
+  EXPECT_TRUE(plain->stats().op_times.empty());
+  EXPECT_EQ(plain->stats().profiled_runs, 0);
+}
+
+}  // namespace
+}  // namespace distrt

@@ -9,6 +9,7 @@
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
 #include "distopt/Runner/OnnxTestCase.h"
+#include "distopt/Runner/Profile.h"
 #include "distopt/Runner/ReferenceCheck.h"
 #include "distopt/Runner/RunFlags.h"
 #include "distopt/Runner/Runner.h"
@@ -109,6 +110,8 @@ printOutputs(const std::vector<std::vector<distrt::NamedTensor>> &outputs) {
 /// Times `bench` more steps on the session and prints the median.
 static int runBench(Session &session, size_t ranks,
                     const std::vector<std::vector<distrt::NamedTensor>> &in) {
+  // The profile then covers the timed runs only.
+  session.clearProfiles();
   std::vector<double> times;
   for (int i = 0; i < bench; ++i) {
     auto t0 = std::chrono::steady_clock::now();
@@ -148,6 +151,7 @@ int main(int argc, char **argv) {
 
   RunSettings settings;
   settings.threadsPerRank = threads;
+  settings.profile = profileFlag();
   settings.rtol = relTol;
   settings.atol = absTol;
   auto chosen = parseBackend(backendFlag());
@@ -210,7 +214,8 @@ int main(int argc, char **argv) {
     return failWith(toString(inputs.takeError()));
 
   started = std::chrono::steady_clock::now();
-  auto session = createSession(*programs, settings.backend, threads);
+  auto session =
+      createSession(*programs, settings.backend, threads, settings.profile);
   if (!session)
     return failWith(toString(session.takeError()));
   if (root)
@@ -249,5 +254,11 @@ int main(int argc, char **argv) {
   if (bench > 0)
     if (int s = runBench(**session, programs->size(), *inputs))
       return s;
+  // Every process prints the ranks it runs (under MPI, its own; processes
+  // other than the root on stderr, so the tables do not mix on stdout).
+  outs().flush();
+  if (settings.profile)
+    for (const auto &[rank, stats] : (*session)->rankStats())
+      printProfile(root ? outs() : errs(), rank, stats);
   return status;
 }

@@ -10,6 +10,7 @@
 #include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
+#include "distopt/Runner/Profile.h"
 #include "distopt/Runner/RunFlags.h"
 #include "distopt/Runner/Trainer.h"
 
@@ -141,6 +142,7 @@ int main(int argc, char **argv) {
 
   TrainerOptions trainer;
   trainer.run.threadsPerRank = *threads;
+  trainer.run.profile = profileFlag();
   auto chosen = parseBackend(backendFlag());
   if (!chosen)
     return failWith(toString(chosen.takeError()));
@@ -222,6 +224,8 @@ int main(int argc, char **argv) {
     outs().flush();
   }
   if (bench > 0) {
+    // The profile then covers the timed steps only.
+    t.session().clearProfiles();
     std::vector<double> times;
     for (int i = 0; i < bench; ++i) {
       auto r = t.step(total + i);
@@ -236,6 +240,12 @@ int main(int argc, char **argv) {
              << "median_ms: " << format("%.3f", times[times.size() / 2])
              << "\n";
   }
+  // Every process prints the ranks it runs (under MPI, its own; processes
+  // other than the root on stderr, so the tables do not mix on stdout).
+  outs().flush();
+  if (trainer.run.profile)
+    for (const auto &[rank, stats] : t.session().rankStats())
+      printProfile(root ? outs() : errs(), rank, stats);
   // Reading the trained state back is collective under MPI: every process
   // takes part, the root gets the tensors.
   std::vector<distrt::NamedTensor> state;

@@ -16,6 +16,8 @@ namespace distopt {
 struct RunSettings {
   Backend backend = Backend::Local;
   int threadsPerRank = 1;
+  /// Time every instruction (ExecutorOptions::profile).
+  bool profile = false;
   double rtol = 1e-4, atol = 1e-5;
 };
 

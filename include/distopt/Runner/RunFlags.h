@@ -18,6 +18,10 @@ llvm::Expected<int> takeThreadsFlag(int &argc, char **argv);
 /// The --backend flag's value.
 llvm::StringRef backendFlag();
 
+/// Whether --profile was given: time every instruction and print the time
+/// per op kind after the run (printProfile).
+bool profileFlag();
+
 } // namespace distopt
 
 #endif // DISTOPT_RUNNER_RUNFLAGS_H

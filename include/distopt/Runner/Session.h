@@ -62,13 +62,17 @@ public:
   /// The executor statistics (weight bytes, peak activation bytes) of the
   /// ranks this process runs, after the last run: (rank, stats).
   virtual std::vector<std::pair<int, distrt::RunStats>> rankStats() const = 0;
+  /// Starts the ranks' profiles afresh (--profile after warm-up steps).
+  virtual void clearProfiles() {}
 };
 
 /// Creates the executors of `programs` on `backend` (each process loads only
 /// its own rank's weights under mpi/nccl). The number of processes must
 /// equal the number of programs for mpi/nccl.
-llvm::Expected<std::unique_ptr<Session>>
-createSession(const Programs &programs, Backend backend, int threadsPerRank);
+llvm::Expected<std::unique_ptr<Session>> createSession(const Programs &programs,
+                                                       Backend backend,
+                                                       int threadsPerRank,
+                                                       bool profile = false);
 
 } // namespace distopt
 

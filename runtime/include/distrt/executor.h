@@ -21,6 +21,17 @@ struct ExecutorOptions {
   // N ranks in one process use threads * N <= cores. OpenBLAS itself is set
   // to one thread; big GEMMs are split across these threads instead.
   int threads = 1;
+  // Time every instruction (steady clock around each kernel) and keep the
+  // sums per op kind in RunStats::op_times.
+  bool profile = false;
+};
+
+// Time spent in one kind of instruction (its `op`), summed over every
+// profiled run since the executor was created.
+struct OpTime {
+  std::string op;
+  int64_t calls = 0;
+  double seconds = 0;
 };
 
 struct RunStats {
@@ -29,6 +40,11 @@ struct RunStats {
                                 // (activations and kernel scratch, not inputs)
   int64_t instructions = 0;     // instructions executed by the last Run
   double seconds = 0;           // wall time of the last Run
+  // With ExecutorOptions::profile: per op kind over all runs so far (in order
+  // of first appearance; "apply updates" is writing a training step's
+  // updates into its weights), and how many runs that is.
+  std::vector<OpTime> op_times;
+  int64_t profiled_runs = 0;
 };
 
 // A weight that is training state (it has an update or starts as zeros):
@@ -78,6 +94,8 @@ class Executor {
 
   const Program& program() const { return *program_; }
   const RunStats& stats() const { return stats_; }
+  // Starts the profile afresh (after warm-up runs, say).
+  void ClearProfile();
 
  private:
   Executor() = default;

@@ -17,6 +17,7 @@ namespace distrt {
 
 struct LocalRunOptions {
   int threads_per_rank = 1;  // ExecutorOptions::threads of every rank
+  bool profile = false;      // ExecutorOptions::profile of every rank
   // Longest a rank waits for a peer in a collective or recv.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };

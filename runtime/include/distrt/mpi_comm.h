@@ -94,7 +94,8 @@ Status CreateMpiCommunicator(const MpiCommOptions& options, std::unique_ptr<Comm
 MpiCommOptions ApplyMpiEnvOverrides(MpiCommOptions options);
 
 struct MpiRunOptions {
-  int threads = 1;  // ExecutorOptions::threads of this rank
+  int threads = 1;       // ExecutorOptions::threads of this rank
+  bool profile = false;  // ExecutorOptions::profile of this rank
   MpiCommOptions comm;
 };
 
