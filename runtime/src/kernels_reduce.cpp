@@ -130,6 +130,21 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
       for (int64_t o = o0; o < o1; ++o) {
         const T* row = x + o * R;
         A acc = init();
+        if constexpr (std::is_floating_point<T>::value) {
+          if (op == RedOp::kSum || op == RedOp::kMean) {
+            // Eight running sums (in double) instead of one: no chain of
+            // dependent adds, and the compiler can vectorise them.
+            A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            int64_t r = 0;
+            for (; r + 8 <= R; r += 8)
+              for (int j = 0; j < 8; ++j) part[j] += static_cast<A>(row[r + j]);
+            for (; r < R; ++r) part[r % 8] += static_cast<A>(row[r]);
+            acc = ((part[0] + part[1]) + (part[2] + part[3])) +
+                  ((part[4] + part[5]) + (part[6] + part[7]));
+            y[o] = finish(acc);
+            continue;
+          }
+        }
         if (op == RedOp::kSum || op == RedOp::kMean) {
           for (int64_t r = 0; r < R; ++r) acc = WrapAdd<A>(acc, static_cast<A>(row[r]));
         } else {
