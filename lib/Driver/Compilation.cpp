@@ -1,6 +1,7 @@
 //===- Compilation.cpp - one model compiled for one mesh --------*- C++ -*-===//
 #include "distopt/Driver/Compilation.h"
 #include "distopt/Driver/SyntheticWeights.h"
+#include "distopt/Training/RegatherParameters.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
@@ -202,6 +203,10 @@ LogicalResult Compilation::shard() {
   pm.addPass(createCSEPass());
   if (failed(pm.run(module)))
     return failure();
+  // Split parameters are gathered again for backward (after CSE, which
+  // would merge the two gathers back into one).
+  if (isTraining())
+    regatherParametersForBackward(module);
 
   const PipelineSpec *pp = pipeline();
   if (!pp)
