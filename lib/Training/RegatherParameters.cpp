@@ -24,31 +24,37 @@ int64_t distopt::regatherParametersForBackward(ModuleOp module) {
   });
   int64_t copied = 0;
   for (dist::ReshardOp r : reshards) {
-    SmallVector<OpOperand *> late;
-    bool forwardUse = false;
-    Operation *first = nullptr;
-    for (OpOperand &use : r.getResult().getUses()) {
-      Operation *user = use.getOwner();
-      if (!afterForward(user)) {
-        forwardUse = true;
-        continue;
-      }
-      late.push_back(&use);
-      if (user->getBlock() != r->getBlock())
-        return copied; // not a straight-line step; leave it as it is
-      if (!first || user->isBeforeInBlock(first))
-        first = user;
+    // Readers in program order, cut into runs of one phase (forward or
+    // backward): with gradient accumulation forward and backward alternate
+    // per microbatch. Each run after the first reads its own copy.
+    SmallVector<Operation *> readers;
+    bool straight = true;
+    for (Operation *user : r.getResult().getUsers()) {
+      straight = straight && user->getBlock() == r->getBlock();
+      if (!llvm::is_contained(readers, user))
+        readers.push_back(user);
     }
-    if (!forwardUse || late.empty())
+    if (!straight || readers.size() < 2)
       continue;
-    OpBuilder b(first);
-    auto again = cast<dist::ReshardOp>(b.clone(*r));
+    llvm::sort(readers, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
     std::string reason = r.getReason().value_or("").str();
-    again.setReason(reason + "; gathered again for backward (the forward "
-                             "copy is freed after forward)");
-    for (OpOperand *use : late)
-      use->set(again.getResult());
-    ++copied;
+    Value current = r.getResult();
+    for (size_t i = 1; i < readers.size(); ++i) {
+      if (afterForward(readers[i]) != afterForward(readers[i - 1])) {
+        OpBuilder b(readers[i]);
+        auto again = cast<dist::ReshardOp>(b.clone(*r));
+        again.setReason(reason + (afterForward(readers[i])
+                                      ? "; gathered again for backward (the "
+                                        "forward copy is freed after forward)"
+                                      : "; gathered again for the next "
+                                        "microbatch's forward"));
+        current = again.getResult();
+        ++copied;
+      }
+      readers[i]->replaceUsesOfWith(r.getResult(), current);
+    }
   }
   return copied;
 }
