@@ -19,6 +19,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "../support/CompilerTestContext.h"
+
 #include <gtest/gtest.h>
 #include <random>
 #include <sstream>
@@ -201,26 +203,12 @@ std::ostream &operator<<(std::ostream &os, const Config &c) {
 
 class LayeredGraphTest : public ::testing::TestWithParam<Config> {
 protected:
-  void SetUp() override {
-    registerAllDialects(registry);
-    ctx = std::make_unique<mlir::MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-    ctx->printOpOnDiagnostic(false);
-    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
-        ctx.get(), [this](mlir::Diagnostic &d) {
-          if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-            diagnostics += d.str() + "\n";
-          return mlir::success();
-        });
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("layered-graph", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
+  void SetUp() override { ctx->printOpOnDiagnostic(false); }
 
-  mlir::DialectRegistry registry;
-  std::unique_ptr<mlir::MLIRContext> ctx;
-  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
-  std::string diagnostics;
-  llvm::SmallString<128> dir;
+  distopt::testing::CompilerTestContext env{"layered-graph"};
+  mlir::MLIRContext *ctx = &env.context();
+  std::string &diagnostics = env.diagnostics;
+  const llvm::SmallString<128> &dir = env.dir;
 };
 
 TEST_P(LayeredGraphTest, PartitionedEqualsSingleDevice) {
@@ -230,14 +218,8 @@ TEST_P(LayeredGraphTest, PartitionedEqualsSingleDevice) {
     uint64_t seed = std::hash<std::string>()(config.name) % 100000 + g;
     std::string text = LayeredModelBuilder(seed, config.cnn, config.batch)
                            .build(config.layers);
-    llvm::SmallString<128> path(dir);
-    llvm::sys::path::append(path, "model" + std::to_string(g) + ".mlir");
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      ASSERT_FALSE(ec);
-      os << text;
-    }
+    std::string path =
+        env.writeScratchFile("model" + std::to_string(g) + ".mlir", text);
     SCOPED_TRACE("graph " + std::to_string(g) + ":\n" + text);
     diagnostics.clear();
 
@@ -246,7 +228,7 @@ TEST_P(LayeredGraphTest, PartitionedEqualsSingleDevice) {
     options.workDir = dir.str().str();
     PlanSpec spec;
     spec.source = "--plan";
-    spec.loc = mlir::UnknownLoc::get(ctx.get());
+    spec.loc = mlir::UnknownLoc::get(ctx);
     spec.presets = config.presets;
     if (config.microbatches) {
       PipelineSpec pp;

@@ -16,6 +16,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "../support/CompilerTestContext.h"
+
 #include <gtest/gtest.h>
 #include <numeric>
 #include <random>
@@ -267,25 +269,10 @@ private:
 
 class RandomGraphTest : public ::testing::TestWithParam<std::vector<int64_t>> {
 protected:
-  void SetUp() override {
-    registerAllDialects(registry);
-    ctx = std::make_unique<mlir::MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
-        ctx.get(), [this](mlir::Diagnostic &d) {
-          if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-            diagnostics += d.str() + "\n";
-          return mlir::success();
-        });
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("random-graph", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
-
-  mlir::DialectRegistry registry;
-  std::unique_ptr<mlir::MLIRContext> ctx;
-  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
-  std::string diagnostics;
-  llvm::SmallString<128> dir;
+  distopt::testing::CompilerTestContext env{"random-graph"};
+  mlir::MLIRContext *ctx = &env.context();
+  std::string &diagnostics = env.diagnostics;
+  const llvm::SmallString<128> &dir = env.dir;
 };
 
 TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
@@ -298,14 +285,8 @@ TEST_P(RandomGraphTest, PartitionedEqualsSingleDevice) {
   for (int g = 0; g < graphs; ++g) {
     uint64_t seed = 1000 * mesh.size() + 97 * mesh[0] + g;
     std::string text = GraphBuilder(seed, mesh).build();
-    llvm::SmallString<128> path(dir);
-    llvm::sys::path::append(path, "graph" + std::to_string(g) + ".mlir");
-    {
-      std::error_code ec;
-      llvm::raw_fd_ostream os(path, ec);
-      ASSERT_FALSE(ec);
-      os << text;
-    }
+    std::string path =
+        env.writeScratchFile("graph" + std::to_string(g) + ".mlir", text);
     SCOPED_TRACE("graph " + std::to_string(g) + " (seed " +
                  std::to_string(seed) + "):\n" + text);
     diagnostics.clear();

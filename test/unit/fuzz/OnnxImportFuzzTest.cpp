@@ -7,6 +7,7 @@
 // verifies or a failure with a diagnostic; never a crash.
 //
 //===----------------------------------------------------------------------===//
+#include "../support/CompilerTestContext.h"
 #include "Mutator.h"
 
 #include "distopt/Driver/Compilation.h"
@@ -143,18 +144,10 @@ TEST(OnnxImportFuzz, MutatedModelsImportOrFailWithADiagnostic) {
              std::string(DISTOPT_TEST_DATA "/models/") + name, ".onnx"))
       corpus.push_back(file);
   ASSERT_GE(corpus.size(), 40u);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
+  distopt::testing::CompilerTestContext env("onnx-fuzz");
+  mlir::MLIRContext &ctx = env.context();
   ctx.printOpOnDiagnostic(false);
-  int errors = 0;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error)
-      ++errors;
-    return mlir::success();
-  });
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("onnx-fuzz", dir));
+  int &errors = env.errors;
   bool verbose = std::getenv("DISTOPT_FUZZ_VERBOSE") != nullptr;
   fuzztest::Mutator m(20261124);
   const int perSeed = 200;
@@ -172,14 +165,7 @@ TEST(OnnxImportFuzz, MutatedModelsImportOrFailWithADiagnostic) {
           mutateModel(model, m);
         model.SerializeToString(&mutated);
       }
-      llvm::SmallString<128> path(dir);
-      llvm::sys::path::append(path, "model.onnx");
-      {
-        std::error_code ec;
-        llvm::raw_fd_ostream os(path, ec);
-        ASSERT_FALSE(ec);
-        os << mutated;
-      }
+      std::string path = env.writeScratchFile("model.onnx", mutated);
       if (verbose)
         llvm::errs() << "---- " << seedPath << " #" << i << "\n";
       errors = 0;
@@ -219,7 +205,6 @@ TEST(OnnxImportFuzz, MutatedModelsImportOrFailWithADiagnostic) {
         ++partitioned;
     }
   }
-  llvm::sys::fs::remove_directories(dir);
   EXPECT_GT(imported, 0);
   llvm::outs() << "onnx fuzz: " << corpus.size() * perSeed << " mutations, "
                << imported << " imported (" << partitioned

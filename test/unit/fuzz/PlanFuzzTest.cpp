@@ -8,6 +8,7 @@
 // DISTOPT_FUZZ_VERBOSE=1 to print each input while looking for a crash.
 //
 //===----------------------------------------------------------------------===//
+#include "../support/CompilerTestContext.h"
 #include "Mutator.h"
 
 #include "distopt/Driver/Compilation.h"
@@ -49,21 +50,10 @@ Target targetFor(const std::string &seedPath) {
 TEST(PlanFuzz, MutatedPlansFailWithADiagnosticOrCompile) {
   auto corpus = fuzztest::readCorpus(DISTOPT_FUZZ_CORPUS "/plan", "");
   ASSERT_GE(corpus.size(), 3u);
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  distopt::testing::CompilerTestContext env("plan-fuzz");
+  mlir::MLIRContext &ctx = env.context();
   ctx.printOpOnDiagnostic(false);
-  int errors = 0;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
-      EXPECT_FALSE(d.str().empty());
-      ++errors;
-    }
-    return mlir::success();
-  });
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("plan-fuzz", dir));
+  int &errors = env.errors;
   bool verbose = std::getenv("DISTOPT_FUZZ_VERBOSE") != nullptr;
   fuzztest::Mutator mutator(20261124);
   const int perSeed = 2500;
@@ -73,19 +63,12 @@ TEST(PlanFuzz, MutatedPlansFailWithADiagnosticOrCompile) {
     std::string ext = llvm::sys::path::extension(seedPath).str();
     for (int i = 0; i < perSeed; ++i) {
       std::string text = mutator.mutateText(seed);
-      llvm::SmallString<128> path(dir);
-      llvm::sys::path::append(path, "plan" + ext);
-      {
-        std::error_code ec;
-        llvm::raw_fd_ostream os(path, ec);
-        ASSERT_FALSE(ec);
-        os << text;
-      }
+      std::string path = env.writeScratchFile("plan" + ext, text);
       if (verbose)
         llvm::errs() << "---- " << seedPath << " #" << i << "\n"
                      << text << "\n";
       errors = 0;
-      auto plan = parsePlans(&ctx, {path.str().str()});
+      auto plan = parsePlans(&ctx, {path});
       if (failed(plan)) {
         EXPECT_GT(errors, 0) << "a plan failed to parse without a diagnostic:\n"
                              << text;
@@ -108,7 +91,6 @@ TEST(PlanFuzz, MutatedPlansFailWithADiagnosticOrCompile) {
         ++compiled;
     }
   }
-  llvm::sys::fs::remove_directories(dir);
   // The mutations must reach past the parser, or the test tests little.
   EXPECT_GT(parsed, static_cast<int>(corpus.size()) * perSeed / 10);
   llvm::outs() << "plan fuzz: " << corpus.size() * perSeed << " mutations, "

@@ -8,6 +8,7 @@
 // DISTOPT_FUZZ_VERBOSE=1 to print each input while looking for a crash.
 //
 //===----------------------------------------------------------------------===//
+#include "../support/CompilerTestContext.h"
 #include "Mutator.h"
 
 #include "distopt/Driver/Compilation.h"
@@ -33,21 +34,10 @@ TEST(TrainConfigFuzz, MutatedConfigsFailWithADiagnosticOrBuild) {
   ASSERT_GE(corpus.size(), 3u);
   const std::string model =
       std::string(DISTOPT_TEST_DATA) + "/train/gpt_adamw/model.onnx";
-  mlir::DialectRegistry registry;
-  registerAllDialects(registry);
-  mlir::MLIRContext ctx(registry);
-  ctx.loadAllAvailableDialects();
+  distopt::testing::CompilerTestContext env("train-fuzz");
+  mlir::MLIRContext &ctx = env.context();
   ctx.printOpOnDiagnostic(false);
-  int errors = 0;
-  mlir::ScopedDiagnosticHandler handler(&ctx, [&](mlir::Diagnostic &d) {
-    if (d.getSeverity() == mlir::DiagnosticSeverity::Error) {
-      EXPECT_FALSE(d.str().empty());
-      ++errors;
-    }
-    return mlir::success();
-  });
-  llvm::SmallString<128> dir;
-  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("train-fuzz", dir));
+  int &errors = env.errors;
   bool verbose = std::getenv("DISTOPT_FUZZ_VERBOSE") != nullptr;
   fuzztest::Mutator mutator(20261124);
   const int perSeed = 4000;
@@ -56,14 +46,7 @@ TEST(TrainConfigFuzz, MutatedConfigsFailWithADiagnosticOrBuild) {
     std::string ext = llvm::sys::path::extension(seedPath).str();
     for (int i = 0; i < perSeed; ++i) {
       std::string text = mutator.mutateText(seed);
-      llvm::SmallString<128> path(dir);
-      llvm::sys::path::append(path, "train" + ext);
-      {
-        std::error_code ec;
-        llvm::raw_fd_ostream os(path, ec);
-        ASSERT_FALSE(ec);
-        os << text;
-      }
+      std::string path = env.writeScratchFile("train" + ext, text);
       if (verbose)
         llvm::errs() << "---- " << seedPath << " #" << i << "\n"
                      << text << "\n";
@@ -92,7 +75,6 @@ TEST(TrainConfigFuzz, MutatedConfigsFailWithADiagnosticOrBuild) {
       ++built;
     }
   }
-  llvm::sys::fs::remove_directories(dir);
   // The mutations must reach past the parser, or the test tests little.
   EXPECT_GT(parsed, static_cast<int>(corpus.size()) * perSeed / 20);
   EXPECT_GT(built, 0);

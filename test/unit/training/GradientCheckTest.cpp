@@ -20,6 +20,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include "../support/CompilerTestContext.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,24 +68,11 @@ std::string loss(const Case &c) {
 
 class GradientCheck : public ::testing::TestWithParam<Case> {
 protected:
-  void SetUp() override {
-    registerAllDialects(registry);
-    ctx = std::make_unique<mlir::MLIRContext>(registry);
-    ctx->loadAllAvailableDialects();
-    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
-        ctx.get(), [this](mlir::Diagnostic &d) {
-          diagnostics += d.str() + "\n";
-          return mlir::success();
-        });
-    ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("gradcheck", dir));
-  }
-  void TearDown() override { llvm::sys::fs::remove_directories(dir); }
-
-  mlir::DialectRegistry registry;
-  std::unique_ptr<mlir::MLIRContext> ctx;
-  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
-  std::string diagnostics;
-  llvm::SmallString<128> dir;
+  distopt::testing::CompilerTestContext env{"gradcheck",
+                                            /*allSeverities=*/true};
+  mlir::MLIRContext *ctx = &env.context();
+  std::string &diagnostics = env.diagnostics;
+  const llvm::SmallString<128> &dir = env.dir;
 };
 
 double scalarOf(const distrt::HostTensor &t) { return t.data<double>()[0]; }
@@ -92,7 +81,7 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   const Case &c = GetParam();
   std::string text = loss(c);
   SCOPED_TRACE(text);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, ctx.get());
+  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, ctx);
   ASSERT_TRUE(module) << diagnostics;
   auto func = *module->getOps<mlir::func::FuncOp>().begin();
   mlir::Block &body = func.getBody().front();
@@ -124,14 +113,10 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
     types.push_back(v.getType());
   func.setType(b.getFunctionType(func.getArgumentTypes(), types));
 
-  llvm::SmallString<128> path(dir);
-  llvm::sys::path::append(path, c.name + ".mlir");
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(path, ec);
-    ASSERT_FALSE(ec);
-    module->print(os);
-  }
+  std::string step;
+  llvm::raw_string_ostream os(step);
+  module->print(os);
+  std::string path = env.writeScratchFile(c.name + ".mlir", step);
   CompileOptions options;
   options.workDir = dir.str().str();
   auto programs = compilePrograms(*ctx, path, options);
@@ -346,7 +331,12 @@ const Case kCases[] = {
      {{"%a: " T("2x2x3"), false}, {"%w: " T("4x3"), false}},
      "%wt = nn.transpose %w perm [1, 0] : " T("4x3") " -> " T(
          "3x4") "\n  %y = nn.matmul %a, %wt : " T("2x2x3") ", " T("3x4") " ->"
-                                                                         " " T("2x2x4"),
+                                                                         " " T(
+                                                                             "2"
+                                                                             "x"
+                                                                             "2"
+                                                                             "x"
+                                                                             "4"),
      T("2x2x4")},
     {"linear_transposed_weight_2d",
      {{"%a: " T("2x3"), false}, {"%w: " T("4x3"), false}},
