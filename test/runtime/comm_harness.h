@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "distrt/communicator.h"
+#include "expect_has.h"
 
 namespace distrt {
 namespace testing {

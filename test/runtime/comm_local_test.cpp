@@ -14,10 +14,6 @@
 namespace distrt {
 namespace {
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 using RankFn = std::function<Status(int rank, Communicator* comm)>;
 
 // Runs fn on `n` threads (one per rank) of a fresh local world.

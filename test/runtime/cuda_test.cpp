@@ -18,10 +18,6 @@ namespace distrt {
 namespace testing {
 namespace {
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 #define NEED_DEVICES(k)                                                                            \
   do {                                                                                             \
     std::string why_;                                                                              \

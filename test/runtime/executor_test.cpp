@@ -11,10 +11,6 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 // The MLP y = gelu(x W1 + b1) W2 + b2 with weights stored one after another
 // (plus a 16-byte header) in one file, as an exporter would reference them.
 struct Mlp {

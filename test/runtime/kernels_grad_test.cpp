@@ -16,10 +16,6 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 std::vector<double> RandomValues(int64_t n, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<double> u(-1.0, 1.0);

@@ -11,10 +11,6 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 std::shared_ptr<const Program> Make(const ProgramBuilder& b) {
   std::shared_ptr<const Program> p;
   Status st = Program::Create(b.Build(), StrCat("rank-", b.Build().rank(), ".pb"), ".", &p);

@@ -11,10 +11,6 @@ namespace {
 
 using testing::TempDir;
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 // x -> relu -> y.
 ProgramBuilder SimpleProgram() {
   ProgramBuilder b;

@@ -76,10 +76,6 @@ namespace distrt {
 namespace testing {
 namespace {
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 // ---- launcher -----------------------------------------------------------------------
 
 // Rank r of n holds columns [off_r, off_r + s_r) of x: [2, S], s_r = r % 2 + 1.

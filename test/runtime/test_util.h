@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "distrt/distrt.h"
+#include "expect_has.h"
 
 namespace distrt {
 namespace testing {

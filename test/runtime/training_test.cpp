@@ -12,10 +12,6 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-#define EXPECT_HAS(str, sub)                               \
-  EXPECT_NE(std::string(str).find(sub), std::string::npos) \
-      << "'" << (str) << "' lacks '" << (sub) << "'"
-
 std::shared_ptr<const Program> Make(const ProgramBuilder& b, const std::string& base_dir,
                                     const std::string& source = "train.pb") {
   std::shared_ptr<const Program> p;
