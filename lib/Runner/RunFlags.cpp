@@ -23,6 +23,18 @@ static cl::opt<bool> profile(
 
 bool distopt::profileFlag() { return profile; }
 
+Expected<distopt::RunSettings>
+distopt::runSettingsFromFlags(int threadsPerRank) {
+  auto backend = parseBackend(backendName);
+  if (!backend)
+    return backend.takeError();
+  RunSettings settings;
+  settings.backend = *backend;
+  settings.threadsPerRank = threadsPerRank;
+  settings.profile = profile;
+  return settings;
+}
+
 Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {
   int threads = 1, out = 1;
   for (int i = 1; i < argc; ++i) {

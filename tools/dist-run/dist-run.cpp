@@ -149,15 +149,12 @@ int main(int argc, char **argv) {
       "  dist-run --onnx-test <case dir>\n\n"
       "  --threads=<N>  compute threads per rank (default 1)\n");
 
-  RunSettings settings;
-  settings.threadsPerRank = threads;
-  settings.profile = profileFlag();
+  auto runFlags = runSettingsFromFlags(threads);
+  if (!runFlags)
+    return failWith(toString(runFlags.takeError()));
+  RunSettings settings = *runFlags;
   settings.rtol = relTol;
   settings.atol = absTol;
-  auto chosen = parseBackend(backendFlag());
-  if (!chosen)
-    return failWith(toString(chosen.takeError()));
-  settings.backend = *chosen;
   auto group = initBackend(settings.backend, argc, argv);
   if (!group)
     return failWith(toString(group.takeError()));

@@ -141,12 +141,10 @@ int main(int argc, char **argv) {
       "  --threads=<N>  compute threads per rank (default 1)\n");
 
   TrainerOptions trainer;
-  trainer.run.threadsPerRank = *threads;
-  trainer.run.profile = profileFlag();
-  auto chosen = parseBackend(backendFlag());
-  if (!chosen)
-    return failWith(toString(chosen.takeError()));
-  trainer.run.backend = *chosen;
+  auto flags = runSettingsFromFlags(*threads);
+  if (!flags)
+    return failWith(toString(flags.takeError()));
+  trainer.run = *flags;
   auto group = initBackend(trainer.run.backend, argc, argv);
   if (!group)
     return failWith(toString(group.takeError()));

@@ -6,6 +6,7 @@
 #ifndef DISTOPT_RUNNER_RUNFLAGS_H
 #define DISTOPT_RUNNER_RUNFLAGS_H
 
+#include "distopt/Runner/OnnxTestCase.h"
 #include "distopt/Runner/Session.h"
 
 namespace distopt {
@@ -21,6 +22,10 @@ llvm::StringRef backendFlag();
 /// Whether --profile was given: time every instruction and print the time
 /// per op kind after the run (printProfile).
 bool profileFlag();
+
+/// A run's settings from --backend and --profile, with `threadsPerRank`
+/// (takeThreadsFlag); an error naming an unknown backend.
+llvm::Expected<RunSettings> runSettingsFromFlags(int threadsPerRank);
 
 } // namespace distopt
 
