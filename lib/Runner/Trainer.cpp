@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 
 using namespace distopt;
 using llvm::Error;
@@ -122,22 +123,24 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     if (!made)
       return made.takeError();
     randomInputs = std::move(*made);
+    std::set<std::string> hyperNames;
+    for (auto &[name, v] : hyperParameters(train, 0))
+      hyperNames.insert(name);
+    for (const distrt::NamedTensor &proto : randomInputs) {
+      auto [base, j] =
+          splitMicrobatchInputName(proto.name, train.accumulationSteps);
+      if (j == 0 && !hyperNames.count(base) &&
+          !(base == kLabelsInput &&
+            train.loss.kind != LossSpec::Kind::ModelOutput))
+        inputIndex.emplace(base, static_cast<int>(inputIndex.size()));
+    }
   }
+  const int64_t micro = train.accumulationSteps;
   std::vector<distrt::NamedTensor> inputs;
   std::map<std::string, double> hyper;
   for (auto &[name, v] : hyperParameters(train, step))
     hyper[name] = v;
   std::mt19937_64 rng(options.seed * 1000003 + step);
-  // Model inputs are numbered in the order of the first microbatch's.
-  const int64_t micro = train.accumulationSteps;
-  std::map<std::string, int> inputIndex;
-  for (const distrt::NamedTensor &proto : randomInputs) {
-    auto [base, j] = splitMicrobatchInputName(proto.name, micro);
-    if (j == 0 && !hyper.count(base) &&
-        !(base == kLabelsInput &&
-          train.loss.kind != LossSpec::Kind::ModelOutput))
-      inputIndex.emplace(base, static_cast<int>(inputIndex.size()));
-  }
   for (const distrt::NamedTensor &proto : randomInputs) {
     distrt::NamedTensor in{proto.name, {}};
     if (auto it = hyper.find(proto.name); it != hyper.end()) {

@@ -13,6 +13,7 @@
 #include "distopt/Runner/OnnxTestCase.h"
 #include "distopt/Runner/Runner.h"
 
+#include <map>
 #include <memory>
 
 namespace distopt {
@@ -68,6 +69,9 @@ private:
   Programs compiled;
   std::unique_ptr<Session> runner;
   std::vector<distrt::NamedTensor> randomInputs;
+  /// Each model input's number (input_<I>.pb), in the order of the first
+  /// microbatch's inputs; made with randomInputs.
+  std::map<std::string, int> inputIndex;
   std::string modelPath;
   int64_t classes = 0; // of a cross-entropy loss
 };
