@@ -75,8 +75,8 @@ Status LogicalShapes(const Shape& a, const Shape& b, const MatmulFlags& f, Shape
   *lb = b;
   if (f.ta) {
     if (a.size() != 2 || b.size() != 2)
-      return InvalidArgumentError("transpose_lhs needs 2-D operands, got ", ShapeToString(a),
-                                  " x ", ShapeToString(b));
+      return InvalidArgumentError("transpose_lhs needs 2-D operands, got ", ShapeToString(a), " x ",
+                                  ShapeToString(b));
     std::swap((*la)[0], (*la)[1]);
   }
   if (f.tb) {
@@ -100,30 +100,31 @@ Status VerifyMatmul(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
 }
 
-// C[m x n] = op(A)[m x k] * op(B)[k x n], row-major, with leading dimensions
-// (a block of rows or columns of C is a strided view); op transposes the
-// stored matrix when ta / tb.
+// C[m x n] (+)= op(A)[m x k] * op(B)[k x n], row-major, with leading
+// dimensions (a block of rows or columns of C is a strided view); op
+// transposes the stored matrix when ta / tb; `accumulate` adds to C.
 template <typename T>
 void GemmStrided(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
-                 int64_t ldc, int64_t m, int64_t k, int64_t n) {
+                 int64_t ldc, int64_t m, int64_t k, int64_t n, bool accumulate = false) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
-    for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
+    if (!accumulate)
+      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, T(0));
     return;
   }
   const auto op_a = ta ? CblasTrans : CblasNoTrans, op_b = tb ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same<T, float>::value) {
     cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
   } else if constexpr (std::is_same<T, double>::value) {
     cblas_dgemm(CblasRowMajor, op_a, op_b, static_cast<blasint>(m), static_cast<blasint>(n),
                 static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b,
-                static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
+                static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
   } else {
     for (int64_t i = 0; i < m; ++i) {
       T* row = c + i * ldc;
-      std::fill(row, row + n, T(0));
+      if (!accumulate) std::fill(row, row + n, T(0));
       for (int64_t p = 0; p < k; ++p) {
         const T av = ta ? a[p * lda + i] : a[i * lda + p];
         for (int64_t j = 0; j < n; ++j)
@@ -168,8 +169,8 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
       return;
     }
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0,
-                  k, n);
+      GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0, k,
+                  n);
     });
     return;
   }
@@ -250,34 +251,14 @@ void GemmRowMajor(const double* a, const double* b, double* c, int64_t m, int64_
 void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const float* a,
                     int64_t lda, const float* b, int64_t ldb, bool accumulate, float* c,
                     int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!accumulate) {
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0f);
-    }
-    return;
-  }
   ConfigureBlasThreads();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0f, a, static_cast<blasint>(lda), b,
-              static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, c, static_cast<blasint>(ldc));
+  GemmStrided(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, k, n, accumulate);
 }
 void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const double* a,
                     int64_t lda, const double* b, int64_t ldb, bool accumulate, double* c,
                     int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    if (!accumulate) {
-      for (int64_t i = 0; i < m; ++i) std::fill(c + i * ldc, c + i * ldc + n, 0.0);
-    }
-    return;
-  }
   ConfigureBlasThreads();
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
-              static_cast<blasint>(k), 1.0, a, static_cast<blasint>(lda), b,
-              static_cast<blasint>(ldb), accumulate ? 1.0 : 0.0, c, static_cast<blasint>(ldc));
+  GemmStrided(a, lda, trans_a, b, ldb, trans_b, c, ldc, m, k, n, accumulate);
 }
 
 void RegisterMatmulKernels(KernelRegistry& r) {
