@@ -82,6 +82,26 @@ void Im2Col(const T* x, const ConvParams& p, T* col) {
   }
 }
 
+// Columns [K x P] are "direct" (x itself) for 1x1, stride-1, unpadded convs.
+bool DirectColumns(const ConvParams& p) {
+  const Spatial& s = p.sp;
+  return s.k_size() == 1 && s.s[0] == 1 && s.s[1] == 1 && s.s[2] == 1 &&
+         s.pb[0] + s.pb[1] + s.pb[2] + s.pe[0] + s.pe[1] + s.pe[2] == 0;
+}
+
+// The columns of task t (image t / group, group t % group) of input x:
+// x's own block when `direct`, else im2col into `col`.
+template <typename T>
+const T* ImageColumns(const T* x, const ConvParams& p, bool direct, int64_t t,
+                      std::vector<T>& col) {
+  const int64_t n = t / p.group, g = t % p.group;
+  const T* xg = x + (n * p.c + g * p.cg) * p.sp.in_size();
+  if (direct) return xg;
+  col.resize(static_cast<size_t>(p.cg * p.sp.k_size() * p.sp.out_size()));
+  Im2Col(xg, p, col.data());
+  return col.data();
+}
+
 template <typename T>
 Status Conv(KernelContext& ctx, const ConvParams& p) {
   const HostTensor &x = ctx.input(0), &w = ctx.input(1);
@@ -98,21 +118,14 @@ Status Conv(KernelContext& ctx, const ConvParams& p) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const Spatial& s = p.sp;
   const int64_t P = s.out_size(), K = p.cg * s.k_size();
-  const bool direct = s.k_size() == 1 && s.s[0] == 1 && s.s[1] == 1 && s.s[2] == 1 &&
-                      s.pb[0] + s.pb[1] + s.pb[2] + s.pe[0] + s.pe[1] + s.pe[2] == 0;
+  const bool direct = DirectColumns(p);
   const T* px = x.data<T>();
   const T* pw = w.data<T>();
   T* py = out->data<T>();
   const int64_t tasks = p.n * p.group;
   const int threads = ctx.pool ? ctx.pool->size() : 1;
-  // Columns of image n, group g: x itself for 1x1 stride-1 unpadded convs.
-  auto columns = [&](int64_t t, std::vector<T>& col) -> const T* {
-    const int64_t n = t / p.group, g = t % p.group;
-    const T* xg = px + (n * p.c + g * p.cg) * s.in_size();
-    if (direct) return xg;
-    col.resize(static_cast<size_t>(K * P));
-    Im2Col(xg, p, col.data());
-    return col.data();
+  auto columns = [&](int64_t t, std::vector<T>& col) {
+    return ImageColumns(px, p, direct, t, col);
   };
   auto gemm = [&](int64_t t, const T* cols, int64_t m0, int64_t m1) {
     const int64_t n = t / p.group, g = t % p.group;
@@ -152,13 +165,6 @@ Status RunConv(KernelContext& ctx) {
 }
 
 // ---- gradients ---------------------------------------------------------------
-
-// Columns [K x P] are "direct" (x itself) for 1x1, stride-1, unpadded convs.
-bool DirectColumns(const ConvParams& p) {
-  const Spatial& s = p.sp;
-  return s.k_size() == 1 && s.s[0] == 1 && s.s[1] == 1 && s.s[2] == 1 &&
-         s.pb[0] + s.pb[1] + s.pb[2] + s.pe[0] + s.pe[1] + s.pe[2] == 0;
-}
 
 // The inverse of Im2Col for channels [c0, c1) of one image and group: dx
 // (those channels, zeroed here) receives every column entry at the input
@@ -292,13 +298,8 @@ Status ConvGradWeight(KernelContext& ctx, const ConvParams& p) {
   const int64_t wsize = p.m * K;
   const int64_t tasks = p.n * p.group;
   const int threads = ctx.pool ? ctx.pool->size() : 1;
-  auto columns = [&](int64_t t, std::vector<T>& col) -> const T* {
-    const int64_t n = t / p.group, g = t % p.group;
-    const T* xg = px + (n * p.c + g * p.cg) * s.in_size();
-    if (direct) return xg;
-    col.resize(static_cast<size_t>(K * P));
-    Im2Col(xg, p, col.data());
-    return col.data();
+  auto columns = [&](int64_t t, std::vector<T>& col) {
+    return ImageColumns(px, p, direct, t, col);
   };
   // Rows [m0, m1) of group t % group's block of dw (+)= dy rows x cols^T.
   auto gemm = [&](int64_t t, const T* cols, int64_t m0, int64_t m1, T* dw) {
