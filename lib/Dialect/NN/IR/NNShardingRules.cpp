@@ -677,28 +677,42 @@ OpShardingRule RangeOp::getShardingRule() {
 // Convolution and pooling
 //===----------------------------------------------------------------------===//
 
+/// The factors a convolution relates, for input x [n, c, ...], weight w
+/// [m, c/group, ...] and output y [n, m, ...]: batch n, output channels m,
+/// input channels c with the given kinds (grouped convolutions keep their
+/// channels whole), spatial dimensions whole.
+struct ConvFactors {
+  int64_t m;
+  TensorFactors x, w, y;
+};
+static ConvFactors convFactors(OpShardingRule &rule, Value x, Value w, Value y,
+                               bool grouped, FactorKind batchKind,
+                               FactorKind mKind, FactorKind cKind) {
+  ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(y);
+  int64_t n = rule.addFactor(xs[0], batchKind);
+  int64_t m = rule.addFactor(ws[0], grouped ? FactorKind::Whole : mKind);
+  int64_t c = rule.addFactor(xs[1], grouped ? FactorKind::Whole : cKind);
+  ConvFactors f{m,
+                {{n}, {c}},
+                {{m}, {grouped ? rule.addFactor(ws[1], FactorKind::Whole) : c}},
+                {{n}, {m}}};
+  for (size_t d = 2; d < xs.size(); ++d) {
+    f.x.push_back({rule.addFactor(xs[d], FactorKind::Whole)});
+    f.w.push_back({rule.addFactor(ws[d], FactorKind::Whole)});
+    f.y.push_back({rule.addFactor(ys[d], FactorKind::Whole)});
+  }
+  return f;
+}
+
 OpShardingRule ConvOp::getShardingRule() {
   OpShardingRule rule;
-  ArrayRef<int64_t> x = shapeOf(getInput()), w = shapeOf(getWeight()),
-                    y = shapeOf(getResult());
-  bool grouped = getGroup() != 1;
-  int64_t n = rule.addFactor(x[0]);
-  int64_t m =
-      rule.addFactor(w[0], grouped ? FactorKind::Whole : FactorKind::Parallel);
-  int64_t c =
-      rule.addFactor(x[1], grouped ? FactorKind::Whole : FactorKind::Reduction);
-  TensorFactors tx{{n}, {c}},
-      tw{{m}, {grouped ? rule.addFactor(w[1], FactorKind::Whole) : c}},
-      ty{{n}, {m}};
-  for (size_t d = 2; d < x.size(); ++d) {
-    tx.push_back({rule.addFactor(x[d], FactorKind::Whole)});
-    tw.push_back({rule.addFactor(w[d], FactorKind::Whole)});
-    ty.push_back({rule.addFactor(y[d], FactorKind::Whole)});
-  }
-  rule.operands = {tx, tw};
+  ConvFactors f = convFactors(rule, getInput(), getWeight(), getResult(),
+                              getGroup() != 1, FactorKind::Parallel,
+                              FactorKind::Parallel, FactorKind::Reduction);
+  rule.operands = {f.x, f.w};
   if (getBias())
-    rule.operands.push_back({{m}});
-  rule.results = {ty};
+    rule.operands.push_back({{f.m}});
+  rule.results = {f.y};
   if (getBias()) {
     rule.linearOperands.assign(3, false);
     rule.setAddend(2);
@@ -785,31 +799,19 @@ LogicalResult ScatterAddOp::partitionOp(dist::PartitionContext &ctx,
   return success();
 }
 
-/// Factors of a convolution's gradient ops: batch n, output channels m,
-/// input channels c; spatial dimensions whole. Grouped convolutions keep
-/// their channels whole.
+/// A convolution's gradient ops relate the convolution's factors
+/// (convFactors) with other kinds.
 static OpShardingRule convGradRule(Value x, Value w, Value dy, bool grouped,
                                    FactorKind batchKind, FactorKind mKind,
                                    FactorKind cKind, bool inputIsResult) {
   OpShardingRule rule;
-  ArrayRef<int64_t> xs = shapeOf(x), ws = shapeOf(w), ys = shapeOf(dy);
-  int64_t n = rule.addFactor(xs[0], batchKind);
-  int64_t m = rule.addFactor(ws[0], grouped ? FactorKind::Whole : mKind);
-  int64_t c = rule.addFactor(xs[1], grouped ? FactorKind::Whole : cKind);
-  TensorFactors tx{{n}, {c}},
-      tw{{m}, {grouped ? rule.addFactor(ws[1], FactorKind::Whole) : c}},
-      ty{{n}, {m}};
-  for (size_t d = 2; d < xs.size(); ++d) {
-    tx.push_back({rule.addFactor(xs[d], FactorKind::Whole)});
-    tw.push_back({rule.addFactor(ws[d], FactorKind::Whole)});
-    ty.push_back({rule.addFactor(ys[d], FactorKind::Whole)});
-  }
+  ConvFactors f = convFactors(rule, x, w, dy, grouped, batchKind, mKind, cKind);
   if (inputIsResult) {
-    rule.operands = {ty, tw};
-    rule.results = {tx};
+    rule.operands = {f.y, f.w};
+    rule.results = {f.x};
   } else {
-    rule.operands = {tx, ty};
-    rule.results = {tw};
+    rule.operands = {f.x, f.y};
+    rule.results = {f.w};
   }
   rule.setPartialFlow(PartialFlow::OneLinear, {0, 1});
   return rule;
