@@ -1,6 +1,7 @@
 //===- Compilation.cpp - one model compiled for one mesh --------*- C++ -*-===//
 #include "distopt/Driver/Compilation.h"
 #include "distopt/Driver/SyntheticWeights.h"
+#include "distopt/PipelineStages/StageOrder.h"
 #include "distopt/Training/RegatherParameters.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
@@ -146,18 +147,20 @@ Compilation::load(MLIRContext &ctx, StringRef modelPath,
   if (options.singleDevice)
     stripDistribution(module);
   if (options.train) {
-    if (const PipelineSpec *pp = c->options.plan.pipeline()) {
-      emitError(pp->loc ? Location(pp->loc) : UnknownLoc::get(&ctx))
-          << "training with pipeline stages is not supported yet; train "
-             "without the plan's 'pipeline:' section (data, ZeRO, tensor "
-             "and sequence parallelism, gradient accumulation)";
-      return failure();
-    }
     // Windows of fused projections become parameters of their own before
     // differentiating, as a plan would split them.
     splitFusedProjections(module);
+    // A pipeline's microbatches are slices of the exported batch.
+    int64_t split = 1;
+    if (const PipelineSpec *pp = c->options.plan.pipeline()) {
+      split = pp->microbatches;
+      if (failed(
+              splitBatch(module, split,
+                         pp->loc ? Location(pp->loc) : UnknownLoc::get(&ctx))))
+        return failure();
+    }
     FailureOr<TrainingStepInfo> step =
-        buildTrainingStep(module, *options.train);
+        buildTrainingStep(module, *options.train, split);
     if (failed(step))
       return failure();
     c->trainingInfo = std::move(*step);
@@ -215,17 +218,39 @@ LogicalResult Compilation::shard() {
   // of its coordinate on the pipeline axis.
   pipelineAxis = m.getAxisIndex(pp->axis);
   int64_t numStages = m.getAxisSizes()[pipelineAxis];
+  Location ppLoc = pp->loc ? Location(pp->loc) : module.getLoc();
+  if (pp->virtualStages > 1 && !isTraining())
+    return emitError(ppLoc)
+           << "pipeline.virtual_stages: interleaved schedules order forward "
+              "and backward passes; they apply to training (--train)";
+  if (pp->schedule == "interleaved-1f1b" && isTraining() &&
+      pp->microbatches % numStages != 0)
+    return emitError(ppLoc)
+           << "pipeline: interleaved-1f1b runs microbatches in groups of "
+              "the "
+           << numStages << " stages; " << pp->microbatches
+           << " microbatches do not divide into them";
   FailureOr<StageAssignment> assigned = assignStages(module, *pp, numStages);
   if (failed(assigned))
     return failure();
   stages = std::move(*assigned);
+  // Training compiles the schedule into each stage's program order;
+  // inference runs the stage program once per forward action.
+  stageSchedules = buildSchedule(pp->schedule, numStages, pp->microbatches,
+                                 isTraining(), stages->chunks);
   SmallVector<ModuleOp> modules;
   for (int64_t s = 0; s < numStages; ++s) {
-    stageModules.push_back(extractStage(module, *stages, *pp, s));
+    stageModules.push_back(
+        extractStage(module, *stages, *pp, s,
+                     isTraining() ? ArrayRef<ScheduleAction>(stageSchedules[s])
+                                  : ArrayRef<ScheduleAction>()));
     modules.push_back(*stageModules.back());
   }
-  stageSchedules = buildSchedule(pp->schedule, numStages, pp->microbatches,
-                                 /*withBackward=*/false);
+  if (isTraining()) {
+    alignReceives(modules);
+    if (failed(verifyStageProgress(modules)))
+      return failure();
+  }
   return verifyStagePairing(modules);
 }
 

@@ -1,9 +1,11 @@
 //===- StageCut.cpp - cut a model into pipeline stages ----------*- C++ -*-===//
 #include "distopt/PipelineStages/StageCut.h"
+#include "distopt/PipelineStages/StageOrder.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNCost.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
@@ -11,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/GlobPattern.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -107,9 +110,20 @@ llvm::DenseSet<Operation *> inputIndependentOps(ArrayRef<Operation *> ops) {
 
 bool StageAssignment::storesWeight(Operation *weight, int64_t stage) const {
   for (Operation *user : weight->getUsers())
-    if (stageOf.lookup(user) == stage)
+    if (auto it = stageOf.find(user);
+        it != stageOf.end() && it->second % numStages == stage)
       return true;
   return false;
+}
+
+/// The persistent tensor (weight or optimizer state) a training-step op
+/// updates or reads directly, or null.
+static Operation *persistentOperand(Operation *op) {
+  for (Value v : op->getOperands())
+    if (Operation *def = v.getDefiningOp();
+        def && isa<nn::WeightOp, nn::VariableOp>(def))
+      return def;
+  return nullptr;
 }
 
 FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
@@ -126,12 +140,22 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
            << pipeline.split << "': " << llvm::toString(glob.takeError());
   StageAssignment out;
   out.numStages = numStages;
+  out.chunks = std::max<int64_t>(1, pipeline.virtualStages);
+  const int64_t numVirtual = numStages * out.chunks;
   Block &body = func.getBody().front();
   std::vector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   llvm::DenseSet<Operation *> independent = inputIndependentOps(ops);
 
+  // The model's own forward: in a training step, the ops of neither a
+  // training phase nor a later microbatch's copy.
+  // Reshards belong to no phase: they go with what they read.
+  auto isForward = [](Operation *op) {
+    auto mb = op->getAttrOfType<IntegerAttr>(nn::kMicrobatchAttr);
+    return !op->hasAttr(nn::kPhaseAttr) && (!mb || mb.getInt() == 0) &&
+           !isa<dist::DistDialect>(op->getDialect());
+  };
   std::map<std::string, int64_t> layerIndex;
   std::vector<int64_t> layerOf(ops.size(), -1);
   int64_t first = -1, last = -1;
@@ -143,22 +167,27 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
     if (inserted)
       out.layers.push_back(key);
     layerOf[i] = it->second;
+    if (!isForward(ops[i]))
+      continue;
     if (first < 0)
       first = i;
     last = i;
   }
   int64_t numLayers = out.layers.size();
-  if (numLayers < numStages)
+  if (numLayers < numVirtual)
     return emitError(loc, "pipeline: ")
-           << numStages << " stages on mesh axis '" << pipeline.axis
-           << "' but the split pattern '" << pipeline.split << "' finds "
-           << numLayers << " layer(s)";
+           << numVirtual << " stages"
+           << (out.chunks > 1 ? " (" + std::to_string(numStages) + " x " +
+                                    std::to_string(out.chunks) + " chunks)"
+                              : std::string())
+           << " on mesh axis '" << pipeline.axis << "' but the split pattern '"
+           << pipeline.split << "' finds " << numLayers << " layer(s)";
 
   // Balance layers (with the prologue on stage 0, the epilogue on the last).
   std::vector<double> cost(numLayers, 0);
   double head = 0, tail = 0;
   for (size_t i = 0; i < ops.size(); ++i) {
-    if (independent.contains(ops[i]))
+    if (independent.contains(ops[i]) || !isForward(ops[i]))
       continue;
     double f = nn::estimateFlops(ops[i]);
     if (layerOf[i] >= 0)
@@ -168,22 +197,75 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
     else if (static_cast<int64_t>(i) > last)
       tail += f;
   }
-  out.stageOfLayer = balance(cost, numStages, head, tail);
+  out.stageOfLayer = balance(cost, numVirtual, head, tail);
 
-  // Ops: their layer's stage; before the first layer stage 0, after the
-  // last the final stage; anything else no earlier than its operands.
+  // Forward ops: their layer's stage; before the first layer stage 0, after
+  // the last the final stage; anything else no earlier than its operands.
+  // Every other op of a training step (copies for later microbatches, loss,
+  // backward) goes where the forward op it derives from (same node name)
+  // went; optimizer updates where their parameter lives.
+  std::map<std::string, int64_t> stageOfName;
+  std::vector<Operation *> deferred;
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
     if (independent.contains(op))
       continue;
-    int64_t stage = 0;
-    if (layerOf[i] >= 0)
-      stage = out.stageOfLayer[layerOf[i]];
-    else if (static_cast<int64_t>(i) > last)
-      stage = numStages - 1;
-    for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp(); def && !independent.contains(def))
-        stage = std::max(stage, out.stageOf.lookup(def));
+    std::string name = nn::getNodeName(op);
+    if (layerOf[i] >= 0) {
+      out.stageOf[op] = out.stageOfLayer[layerOf[i]];
+    } else if (isForward(op)) {
+      int64_t stage = static_cast<int64_t>(i) > last ? numVirtual - 1 : 0;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && !independent.contains(def))
+          stage = std::max(stage, out.stageOf.lookup(def));
+      out.stageOf[op] = stage;
+    } else if (auto it = stageOfName.find(name);
+               !name.empty() && it != stageOfName.end()) {
+      out.stageOf[op] = it->second;
+    } else if (persistentOperand(op)) {
+      deferred.push_back(op); // once the parameter's stage is known
+      continue;
+    } else {
+      // No earlier than its operands; what reads only inputs goes where it
+      // is read (below).
+      int64_t stage = -1;
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && !independent.contains(def))
+          if (auto s = out.stageOf.find(def); s != out.stageOf.end())
+            stage = std::max(stage, s->second);
+      if (stage < 0) {
+        deferred.push_back(op);
+        continue;
+      }
+      out.stageOf[op] = stage;
+    }
+    if (isForward(op) && !name.empty())
+      stageOfName.try_emplace(name, out.stageOf[op]);
+  }
+  // Updates of a parameter run where its forward reads it first; ops that
+  // read only inputs sit with their first reader.
+  std::function<int64_t(Operation *)> homeOf = [&](Operation *op) {
+    int64_t stage = numVirtual;
+    for (Operation *user : op->getUsers()) {
+      if (auto it = out.stageOf.find(user); it != out.stageOf.end())
+        stage = std::min(stage, it->second);
+      else if (independent.contains(user)) // a transpose of the weight
+        stage = std::min(stage, homeOf(user));
+    }
+    return stage;
+  };
+  for (Operation *op : deferred)
+    if (Operation *p = persistentOperand(op); p && isa<nn::WeightOp>(p))
+      out.stageOf[op] = std::min(homeOf(p), numVirtual - 1);
+  for (Operation *op : llvm::reverse(deferred)) {
+    if (out.stageOf.count(op))
+      continue;
+    int64_t stage = numVirtual - 1;
+    for (Operation *user : op->getUsers())
+      if (auto it = out.stageOf.find(user); it != out.stageOf.end())
+        stage = std::min(stage, it->second);
     out.stageOf[op] = stage;
   }
   // What does not depend on the inputs sits at the first stage that reads
@@ -191,7 +273,7 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   for (Operation *op : llvm::reverse(ops)) {
     if (!independent.contains(op))
       continue;
-    int64_t stage = numStages - 1;
+    int64_t stage = numVirtual - 1;
     for (Operation *user : op->getUsers())
       if (auto it = out.stageOf.find(user); it != out.stageOf.end())
         stage = std::min(stage, it->second);
@@ -202,7 +284,7 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   out.stageParameterBytes.assign(numStages, 0);
   for (Operation *op : ops) {
     if (!independent.contains(op))
-      out.stageFlops[out.stageOf[op]] += nn::estimateFlops(op);
+      out.stageFlops[out.stageOf[op] % numStages] += nn::estimateFlops(op);
     if (auto w = dyn_cast<nn::WeightOp>(op)) {
       // A weight read by several stages is stored by each of them.
       for (int64_t s = 0; s < numStages; ++s)
@@ -220,9 +302,10 @@ namespace {
 class StageExtractor {
 public:
   StageExtractor(ModuleOp copy, func::FuncOp func, const PipelineSpec &pipeline,
-                 int64_t stage)
+                 int64_t stage, int64_t numStages,
+                 ArrayRef<ScheduleAction> actions)
       : copy(copy), func(func), pipeline(pipeline), stage(stage),
-        b(copy.getContext()) {
+        numStages(numStages), actions(actions), b(copy.getContext()) {
     dist::MeshOp mesh = *copy.getOps<dist::MeshOp>().begin();
     meshRef = FlatSymbolRefAttr::get(mesh.getSymNameAttr());
   }
@@ -235,11 +318,17 @@ private:
   /// producing ops are cloned, each once.
   Value localCopy(Value v, Operation *user);
   void orderReceives();
+  /// The stage (position on the pipeline axis) running `op`: its virtual
+  /// stage modulo the stages.
+  int64_t rankOf(Operation *op) { return stageOf.lookup(op) % numStages; }
+  /// The action a training-step op belongs to, if any.
+  std::optional<ScheduleAction> taskOf(Operation *op);
 
   ModuleOp copy;
   func::FuncOp func;
   const PipelineSpec &pipeline;
-  int64_t stage;
+  int64_t stage, numStages;
+  ArrayRef<ScheduleAction> actions;
   OpBuilder b;
   FlatSymbolRefAttr meshRef;
   DenseMap<Operation *, int64_t> stageOf;
@@ -295,6 +384,16 @@ void StageExtractor::orderReceives() {
   }
 }
 
+std::optional<ScheduleAction> StageExtractor::taskOf(Operation *op) {
+  auto mb = op->getAttrOfType<IntegerAttr>(nn::kMicrobatchAttr);
+  if (!mb || independent.contains(op))
+    return std::nullopt;
+  auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+  bool backward = phase && phase.getValue() == "backward";
+  return ScheduleAction{mb.getInt(), backward ? Pass::Backward : Pass::Forward,
+                        stageOf.lookup(op) / numStages};
+}
+
 void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
                          const llvm::DenseSet<Operation *> &indep) {
   stageOf = std::move(stages);
@@ -302,21 +401,57 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   std::vector<Operation *> ops;
   for (Operation &op : func.getBody().front().without_terminator())
     ops.push_back(&op);
-  auto stageOfUser = [&](Operation *u) -> int64_t {
+  auto rankOfUser = [&](Operation *u) -> int64_t {
     if (u->hasTrait<OpTrait::IsTerminator>())
       return -1;
-    return stageOf.lookup(u);
+    return rankOf(u);
   };
+  Operation *ret = func.getBody().front().getTerminator();
+
+  // Which stages store each parameter (before local copies change users).
+  std::map<std::string, std::set<int64_t>> storedBy;
+  for (Operation *op : ops)
+    if (isa<nn::WeightOp>(op))
+      for (Operation *user : op->getUsers())
+        if (!user->hasTrait<OpTrait::IsTerminator>())
+          storedBy[nn::getPersistentKey(op)].insert(rankOf(user));
 
   // Every crossing gets the same tag in every stage's program: tags count
   // the crossings of activations in program order.
   int64_t tag = 0;
+  auto sendAfter = [&](Operation *op, Value v, int64_t from, int64_t to,
+                       int64_t t) {
+    b.setInsertionPointAfter(op);
+    auto send = dist::SendOp::create(
+        b, op->getLoc(), v, meshRef, b.getStringAttr(pipeline.axis),
+        b.getI64IntegerAttr(to), b.getI64IntegerAttr(t));
+    stageOf[send] = stageOf.lookup(op);
+  };
+  auto recvBefore = [&](Operation *op, Value v, Operation *user, int64_t from,
+                        int64_t t) {
+    b.setInsertionPoint(user);
+    auto recv = dist::RecvOp::create(
+        b, op->getLoc(), v.getType(), meshRef, b.getStringAttr(pipeline.axis),
+        b.getI64IntegerAttr(from), b.getI64IntegerAttr(t));
+    stageOf[recv] = stage;
+    std::string producer = nn::getNodeName(op);
+    recv->setAttr(
+        dist::kReasonAttr,
+        b.getStringAttr("pipeline: stage " + std::to_string(stage) + " reads " +
+                        (producer.empty() ? op->getName().getStringRef().str()
+                                          : "'" + producer + "'") +
+                        " of stage " + std::to_string(from)));
+    if (dist::ShardingAttr sharding = dist::getValueSharding(v, {}))
+      recv->setAttr(dist::kShardingAttr, b.getArrayAttr({sharding}));
+    receives.push_back(recv);
+    return recv.getResult();
+  };
   for (Operation *op : ops) {
-    int64_t from = stageOf[op];
+    int64_t from = rankOf(op);
     for (Value v : op->getResults()) {
       std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
       for (OpOperand &use : v.getUses()) {
-        int64_t to = stageOfUser(use.getOwner());
+        int64_t to = rankOfUser(use.getOwner());
         if (to >= 0 && to != from)
           usesByStage[to].push_back(&use);
       }
@@ -334,35 +469,35 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
           if (use->getOwner()->isBeforeInBlock(firstUser))
             firstUser = use->getOwner();
         int64_t t = tag++;
-        if (from == stage) {
-          b.setInsertionPointAfter(op);
-          auto send = dist::SendOp::create(
-              b, op->getLoc(), v, meshRef, b.getStringAttr(pipeline.axis),
-              b.getI64IntegerAttr(to), b.getI64IntegerAttr(t));
-          stageOf[send] = from;
-        }
+        if (from == stage)
+          sendAfter(op, v, from, to, t);
         if (to == stage) {
-          b.setInsertionPoint(firstUser);
-          auto recv = dist::RecvOp::create(
-              b, op->getLoc(), v.getType(), meshRef,
-              b.getStringAttr(pipeline.axis), b.getI64IntegerAttr(from),
-              b.getI64IntegerAttr(t));
-          stageOf[recv] = to;
-          std::string producer = nn::getNodeName(op);
-          recv->setAttr(
-              dist::kReasonAttr,
-              b.getStringAttr(
-                  "pipeline: stage " + std::to_string(to) + " reads " +
-                  (producer.empty() ? op->getName().getStringRef().str()
-                                    : "'" + producer + "'") +
-                  " of stage " + std::to_string(from)));
-          if (dist::ShardingAttr sharding = dist::getValueSharding(v, {}))
-            recv->setAttr(dist::kShardingAttr, b.getArrayAttr({sharding}));
+          Value received = recvBefore(op, v, firstUser, from, t);
           for (OpOperand *use : uses)
-            use->set(recv.getResult());
-          receives.push_back(recv);
+            use->set(received);
         }
       }
+    }
+  }
+
+  // A parameter several stages store (a tied embedding and head) is updated
+  // where it lives first; the other stages receive the new value and write
+  // it into their copy.
+  DenseMap<unsigned, Value> receivedResults;
+  for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
+    auto updates = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr);
+    Operation *def = v.getDefiningOp();
+    if (!updates || !def || independent.contains(def))
+      continue;
+    int64_t from = rankOf(def);
+    for (int64_t to : storedBy[updates.str()]) {
+      if (to == from)
+        continue;
+      int64_t t = tag++;
+      if (from == stage)
+        sendAfter(def, v, from, to, t);
+      if (to == stage)
+        receivedResults[i] = recvBefore(def, v, ret, from, t);
     }
   }
   orderReceives();
@@ -370,14 +505,14 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   // Results: the stage returns the outputs it produces (inputs returned as
   // they are belong to stage 0).
   MLIRContext *ctx = copy.getContext();
-  Operation *ret = func.getBody().front().getTerminator();
   SmallVector<Value> kept;
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
     Operation *def = v.getDefiningOp();
-    int64_t s = def ? stageOf.lookup(def) : 0;
-    if (s == stage) {
-      kept.push_back(v);
+    int64_t s = def ? rankOf(def) : 0;
+    Value mine = s == stage ? v : receivedResults.lookup(i);
+    if (mine) {
+      kept.push_back(mine);
       resultAttrs.push_back(func.getResultAttrDict(i));
     }
   }
@@ -388,7 +523,7 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   // Drop everything of other stages, then the arguments nobody uses.
   SmallVector<Operation *> doomed;
   for (Operation &op : func.getBody().front().without_terminator())
-    if (stageOf.lookup(&op) != stage)
+    if (rankOf(&op) != stage)
       doomed.push_back(&op);
   for (Operation *op : llvm::reverse(doomed)) {
     op->dropAllUses();
@@ -404,6 +539,9 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
     resultTypes.push_back(v.getType());
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), resultTypes));
   func.setAllResultAttrs(resultAttrs);
+  // A training step runs its schedule in program order.
+  if (!actions.empty())
+    orderStageOps(func, actions, [&](Operation *op) { return taskOf(op); });
   copy->setAttr(dist::kStageAttr, b.getI64IntegerAttr(stage));
   // The stage runs on one slice of the pipeline axis: collectives inside it
   // must not use that axis (dist-reshard-to-collectives reads this).
@@ -413,7 +551,8 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
 OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
                                             const StageAssignment &stages,
                                             const PipelineSpec &pipeline,
-                                            int64_t stage) {
+                                            int64_t stage,
+                                            ArrayRef<ScheduleAction> actions) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   func::FuncOp origFunc = mainFunc(module), func = mainFunc(*copy);
   // The copy's ops, with the stages of the originals they were cloned from.
@@ -432,7 +571,8 @@ OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
       ++o;
     }
   }
-  StageExtractor extractor(*copy, func, pipeline, stage);
+  StageExtractor extractor(*copy, func, pipeline, stage, stages.numStages,
+                           actions);
   extractor.run(std::move(stageOf), independent);
   return copy;
 }

@@ -24,18 +24,28 @@ void distopt::writeTimelineSvg(const ScheduleTimeline &tl, int64_t numStages,
     os << "<text x=\"10\" y=\"" << num(top + s * rowHeight + rowHeight / 2 + 4)
        << "\">stage " << s << "</text>\n";
   for (const auto &slot : tl.slots) {
+    const char *letter = slot.pass == Pass::Forward    ? "F"
+                         : slot.pass == Pass::Backward ? "B"
+                                                       : "W";
+    const char *what = slot.pass == Pass::Forward    ? " forward"
+                       : slot.pass == Pass::Backward ? " backward"
+                                                     : " weight gradients";
+    double lightness = slot.pass == Pass::Forward    ? 60
+                       : slot.pass == Pass::Backward ? 35
+                                                     : 80;
     double hue = microbatches > 0 ? 360.0 * slot.microbatch / microbatches : 0;
     double x = left + slot.start * scale, w = (slot.end - slot.start) * scale;
     double y = top + slot.stage * rowHeight + 4;
     os << "<rect x=\"" << num(x) << "\" y=\"" << num(y) << "\" width=\""
        << num(w) << "\" height=\"" << num(rowHeight - 8) << "\" fill=\"hsl("
-       << num(hue) << (slot.forward ? ",70%,60%)" : ",70%,35%)")
+       << num(hue) << ",70%," << num(lightness) << "%)"
        << "\" stroke=\"#333\"><title>stage " << slot.stage << ", microbatch "
-       << slot.microbatch << (slot.forward ? " forward" : " backward") << ", "
+       << slot.microbatch << what
+       << (slot.chunk ? ", chunk " + std::to_string(slot.chunk) : "") << ", "
        << num(slot.start) << ".." << num(slot.end) << " us</title></rect>\n";
     os << "<text x=\"" << num(x + w / 2 - 8) << "\" y=\""
-       << num(y + rowHeight / 2) << "\">" << (slot.forward ? "F" : "B")
-       << slot.microbatch << "</text>\n";
+       << num(y + rowHeight / 2) << "\">" << letter << slot.microbatch
+       << "</text>\n";
   }
   os << "<text x=\"" << num(left) << "\" y=\"" << num(height - 15)
      << "\">time across (makespan " << num(tl.makespan) << " us), bubble "

@@ -11,6 +11,7 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 
 using namespace mlir;
@@ -181,6 +182,12 @@ LogicalResult PlanParser::parsePlacements(yaml::Node *node, PlanSpec &spec) {
       });
 }
 
+ArrayRef<StringRef> distopt::pipelineScheduleNames() {
+  static const StringRef names[] = {"gpipe", "1f1b", "interleaved-1f1b",
+                                    "zb-h1"};
+  return names;
+}
+
 LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
   auto map = r.mapping(node, "pipeline must be a mapping");
   if (failed(map))
@@ -198,26 +205,37 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
               (key == "axis"    ? pp.axis
                : key == "split" ? pp.split
                                 : pp.schedule) = *v;
-              if (key == "schedule" && *v != "gpipe" && *v != "1f1b")
-                return r.error(value) << "unknown pipeline schedule '" << *v
-                                      << "'; expected gpipe or 1f1b";
+              if (key == "schedule" &&
+                  !llvm::is_contained(pipelineScheduleNames(), *v))
+                return r.error(value)
+                       << "unknown pipeline schedule '" << *v << "'; expected "
+                       << llvm::join(pipelineScheduleNames(), ", ");
               return success();
             }
-            if (key == "stages" || key == "microbatches") {
+            if (key == "stages" || key == "microbatches" ||
+                key == "virtual_stages") {
               FailureOr<int64_t> v = count(value, "pipeline." + key);
               if (failed(v))
                 return failure();
-              (key == "stages" ? pp.stages : pp.microbatches) = *v;
+              (key == "stages"         ? pp.stages
+               : key == "microbatches" ? pp.microbatches
+                                       : pp.virtualStages) = *v;
               return success();
             }
-            return r.error(keyNode) << "unknown key 'pipeline." << key
-                                    << "'; expected axis, split, stages, "
-                                       "microbatches or schedule";
+            return r.error(keyNode)
+                   << "unknown key 'pipeline." << key
+                   << "'; expected axis, split, stages, microbatches, "
+                      "schedule or virtual_stages";
           })))
     return failure();
   if (pp.split.empty())
     return r.error(node) << "pipeline needs a 'split' pattern naming the "
                             "layers to cut between, e.g. split: blocks.*";
+  if (pp.virtualStages > 1 && pp.schedule != "interleaved-1f1b")
+    return r.error(node) << "pipeline.virtual_stages: " << pp.virtualStages
+                         << " chunks per stage need schedule: "
+                            "interleaved-1f1b (the schedule is "
+                         << pp.schedule << ")";
   spec.pipeline = pp;
   return success();
 }

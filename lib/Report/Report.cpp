@@ -197,8 +197,11 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     }
     report.collectives[index[key]].count++;
   });
-  for (const CollectiveEntry &e : report.collectives)
+  for (const CollectiveEntry &e : report.collectives) {
     report.communicationUs += e.timeUs * e.count;
+    if (!e.phase.empty())
+      report.usByPhase[e.phase] += e.timeUs * e.count;
+  }
 
   // Activations and compute of rank 0: a liveness walk over the program.
   for (auto func : rank0.getOps<func::FuncOp>()) {
@@ -225,6 +228,10 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         double computeUs = isMatmul ? flops / (model.peakTflops * 1e6) : 0;
         double memoryUs = bytes / (model.memoryGBps * 1e3);
         report.computeUs += std::max(computeUs, memoryUs);
+        if (auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr))
+          report.usByPhase[phase.getValue()] += std::max(computeUs, memoryUs);
+        else if (report.training)
+          report.usByPhase["forward"] += std::max(computeUs, memoryUs);
       }
       for (Value r : op->getResults()) {
         int64_t b = nn::tensorBytes(r.getType());
@@ -246,7 +253,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
 static std::string layersOfStage(const StageAssignment &stages, int64_t s) {
   std::string first, last;
   for (size_t l = 0; l < stages.layers.size(); ++l)
-    if (stages.stageOfLayer[l] == s) {
+    if (stages.stageOfLayer[l] % stages.numStages == s) {
       if (first.empty())
         first = stages.layers[l];
       last = stages.layers[l];
@@ -308,18 +315,40 @@ FailureOr<Report> distopt::buildReport(Compilation &c, const CostModel &model) {
   pr.microbatches = pp.microbatches;
   pr.schedule = pp.schedule;
   pr.stageParameterBytes = stages->stageParameterBytes;
+  pr.virtualStages = stages->chunks;
   std::vector<std::vector<ScheduleAction>> schedule;
   for (int64_t s = 0; s < pr.stages; ++s) {
     auto program = c.partitionForRank(c.representativeRank(s));
     if (failed(program))
       return failure();
     Report one = buildReport(module, {**program}, model);
-    pr.stageUs.push_back(one.computeUs + one.communicationUs);
+    if (c.isTraining()) {
+      // The stage program holds every microbatch: per microbatch, its
+      // forward (with the loss) and its backward.
+      double m = static_cast<double>(pp.microbatches);
+      pr.stageUs.push_back(
+          (one.usByPhase.lookup("forward") + one.usByPhase.lookup("loss")) / m);
+      pr.stageBackwardUs.push_back(one.usByPhase.lookup("backward") / m);
+      pr.stageActivationPeakBytes.push_back(one.activationBytesPeak);
+    } else {
+      pr.stageUs.push_back(one.computeUs + one.communicationUs);
+    }
     pr.layersPerStage.push_back(layersOfStage(*stages, s));
     schedule.push_back(c.schedule(s));
   }
-  std::vector<double> none(pr.stages, 0.0);
-  pr.timeline = simulateSchedule(schedule, pr.stageUs, none, 0.0);
+  // Per virtual stage (chunks split a stage's time evenly); zero-bubble
+  // weight passes take half a backward (the dW and dX matmuls match).
+  int64_t v = pr.virtualStages;
+  bool weights = pp.schedule == "zb-h1";
+  std::vector<double> fwd, bwd, wgt;
+  for (int64_t vs = 0; vs < pr.stages * v; ++vs) {
+    int64_t s = vs % pr.stages;
+    fwd.push_back(pr.stageUs[s] / v);
+    double b = pr.stageBackwardUs.empty() ? 0 : pr.stageBackwardUs[s] / v;
+    bwd.push_back(weights ? b / 2 : b);
+    wgt.push_back(weights ? b / 2 : 0);
+  }
+  pr.timeline = simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
   pr.makespanUs = pr.timeline.makespan;
   pr.bubbleFraction = pr.timeline.bubbleFraction;
   report.pipeline = std::move(pr);
@@ -401,11 +430,24 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     const PipelineReport &p = *r.pipeline;
     os << "\npipeline: " << p.stages << " stages, " << p.microbatches
        << " microbatch(es), " << p.schedule << " schedule\n";
-    for (int64_t s = 0; s < p.stages; ++s)
-      os << llvm::format(
-          "  stage %lld: %-24s %10.1f us/microbatch  %s parameters\n",
-          (long long)s, p.layersPerStage[s].c_str(), p.stageUs[s],
-          humanBytes(p.stageParameterBytes[s]).c_str());
+    if (p.virtualStages > 1)
+      os << "  " << p.virtualStages << " chunks per stage (interleaved)\n";
+    for (int64_t s = 0; s < p.stages; ++s) {
+      if (p.stageBackwardUs.empty()) {
+        os << llvm::format(
+            "  stage %lld: %-24s %10.1f us/microbatch  %s parameters\n",
+            (long long)s, p.layersPerStage[s].c_str(), p.stageUs[s],
+            humanBytes(p.stageParameterBytes[s]).c_str());
+        continue;
+      }
+      os << llvm::format("  stage %lld: %-24s forward %8.1f us, backward "
+                         "%8.1f us per microbatch; %s parameters, "
+                         "activation peak %s\n",
+                         (long long)s, p.layersPerStage[s].c_str(),
+                         p.stageUs[s], p.stageBackwardUs[s],
+                         humanBytes(p.stageParameterBytes[s]).c_str(),
+                         humanBytes(p.stageActivationPeakBytes[s]).c_str());
+    }
     os << llvm::format(
         "  predicted: %.1f us for all microbatches, bubble %.1f%%\n",
         p.makespanUs, 100.0 * p.bubbleFraction);
@@ -502,17 +544,20 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
   if (r.pipeline) {
     const PipelineReport &p = *r.pipeline;
     llvm::json::Array stages;
-    for (int64_t s = 0; s < p.stages; ++s)
-      stages.push_back(
-          llvm::json::Object{{"layers", p.layersPerStage[s]},
-                             {"time_us_per_microbatch", p.stageUs[s]},
-                             {"parameter_bytes", p.stageParameterBytes[s]}});
-    root["pipeline"] =
-        llvm::json::Object{{"stages", std::move(stages)},
-                           {"microbatches", p.microbatches},
-                           {"schedule", p.schedule},
-                           {"makespan_us", p.makespanUs},
-                           {"bubble_fraction", p.bubbleFraction}};
+    for (int64_t s = 0; s < p.stages; ++s) {
+      llvm::json::Object stage{{"layers", p.layersPerStage[s]},
+                               {"time_us_per_microbatch", p.stageUs[s]},
+                               {"parameter_bytes", p.stageParameterBytes[s]}};
+      if (!p.stageBackwardUs.empty()) {
+        stage["backward_us_per_microbatch"] = p.stageBackwardUs[s];
+        stage["activation_bytes_peak"] = p.stageActivationPeakBytes[s];
+      }
+      stages.push_back(std::move(stage));
+    }
+    root["pipeline"] = llvm::json::Object{
+        {"stages", std::move(stages)}, {"microbatches", p.microbatches},
+        {"schedule", p.schedule},      {"virtual_stages", p.virtualStages},
+        {"makespan_us", p.makespanUs}, {"bubble_fraction", p.bubbleFraction}};
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
 }

@@ -29,7 +29,8 @@ Expected<Programs> distopt::exportPrograms(Compilation &compilation) {
   Programs programs;
   ExportOptions exportOptions;
   exportOptions.weightDir = compilation.weightDirectory();
-  if (const PipelineSpec *pp = compilation.pipeline()) {
+  if (const PipelineSpec *pp = compilation.pipeline();
+      pp && !compilation.isTraining()) {
     exportOptions.microbatches = pp->microbatches;
     exportOptions.numStages = compilation.numStages();
     exportOptions.scheduleKind = pp->schedule;
@@ -44,8 +45,10 @@ Expected<Programs> distopt::exportPrograms(Compilation &compilation) {
       int64_t stage = compilation.stageOfRank(rank);
       exportOptions.stage = stage;
       exportOptions.schedule.clear();
-      for (const ScheduleAction &a : compilation.schedule(stage))
-        exportOptions.schedule.push_back({a.microbatch, a.forward});
+      // A training stage runs its whole schedule in one program.
+      if (!compilation.isTraining())
+        for (const ScheduleAction &a : compilation.schedule(stage))
+          exportOptions.schedule.push_back({a.microbatch, a.forward()});
     }
     FailureOr<distrt::proto::RankProgram> proto =
         exportRankProgram(**local, rank, exportOptions);

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
@@ -83,6 +84,8 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
     return programs.takeError();
   t->compiled = std::move(*programs);
   t->classes = (*compilation)->training().classes;
+  t->microbatches = (*compilation)->training().microbatches;
+  t->batchSplit = (*compilation)->training().batchSplit;
   auto session = createSession(t->compiled, trainer.run.backend,
                                trainer.run.threadsPerRank, trainer.run.profile);
   if (!session)
@@ -127,15 +130,14 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     for (auto &[name, v] : hyperParameters(train, 0))
       hyperNames.insert(name);
     for (const distrt::NamedTensor &proto : randomInputs) {
-      auto [base, j] =
-          splitMicrobatchInputName(proto.name, train.accumulationSteps);
+      auto [base, j] = splitMicrobatchInputName(proto.name, microbatches);
       if (j == 0 && !hyperNames.count(base) &&
           !(base == kLabelsInput &&
             train.loss.kind != LossSpec::Kind::ModelOutput))
         inputIndex.emplace(base, static_cast<int>(inputIndex.size()));
     }
   }
-  const int64_t micro = train.accumulationSteps;
+  const int64_t micro = microbatches;
   std::vector<distrt::NamedTensor> inputs;
   std::map<std::string, double> hyper;
   for (auto &[name, v] : hyperParameters(train, step))
@@ -157,10 +159,11 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     bool isLabels =
         base == kLabelsInput && train.loss.kind != LossSpec::Kind::ModelOutput;
     if (!options.dataDir.empty()) {
-      // Accumulating steps read step_K/micro_J/ for each microbatch.
+      // Accumulating steps read step_K/micro_J/ for each microbatch; a
+      // pipeline's microbatches are row slices of step_K/'s batch.
       llvm::SmallString<256> path(options.dataDir);
       llvm::sys::path::append(path, "step_" + std::to_string(step));
-      if (micro > 1)
+      if (micro > 1 && batchSplit == 1)
         llvm::sys::path::append(path, "micro_" + std::to_string(micro_j));
       llvm::sys::path::append(
           path, isLabels ? std::string("labels.pb")
@@ -168,13 +171,27 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
       auto t = readTensorProto(path);
       if (!t)
         return t.takeError();
-      if (t->shape() != proto.tensor.shape() ||
-          t->dtype() != proto.tensor.dtype())
+      distrt::Shape expected = proto.tensor.shape();
+      if (batchSplit > 1 && !expected.empty())
+        expected[0] *= batchSplit;
+      if (t->shape() != expected || t->dtype() != proto.tensor.dtype())
         return fail(path + " holds " + distrt::DTypeName(t->dtype()) +
-                    distrt::ShapeToString(t->shape()) + " but '" + proto.name +
+                    distrt::ShapeToString(t->shape()) + " but '" + base +
                     "' is " + distrt::DTypeName(proto.tensor.dtype()) +
-                    distrt::ShapeToString(proto.tensor.shape()));
-      in.tensor = std::move(*t);
+                    distrt::ShapeToString(expected));
+      if (batchSplit > 1) {
+        distrt::HostTensor slice;
+        distrt::Status st = distrt::HostTensor::Allocate(
+            proto.tensor.dtype(), proto.tensor.shape(), &slice);
+        if (!st.ok())
+          return fail(st.ToString());
+        const char *from = static_cast<const char *>(t->raw());
+        std::memcpy(slice.raw(), from + micro_j * slice.byte_size(),
+                    slice.byte_size());
+        in.tensor = std::move(slice);
+      } else {
+        in.tensor = std::move(*t);
+      }
     } else if (!options.tokensFile.empty()) {
       // Next-token batches: row b of microbatch j of step k starts at token
       // ((k*M + j)*B + b)*T for M microbatches per step.
@@ -243,15 +260,14 @@ Expected<StepResult> Trainer::step(int64_t k) {
   StepResult r;
   r.step = k;
   for (const distrt::NamedTensor &t : *inputs)
-    if (splitMicrobatchInputName(t.name, train.accumulationSteps).first ==
-            kLabelsInput &&
+    if (splitMicrobatchInputName(t.name, microbatches).first == kLabelsInput &&
         t.tensor.dtype() == distrt::DType::kI64 &&
         train.loss.kind == LossSpec::Kind::CrossEntropy)
       for (int64_t i = 0; i < t.tensor.num_elements(); ++i)
         r.tokens += t.tensor.data<int64_t>()[i] != train.loss.ignoreIndex;
   if (train.loss.kind != LossSpec::Kind::CrossEntropy && !inputs->empty() &&
       !inputs->front().tensor.shape().empty())
-    r.tokens = inputs->front().tensor.shape()[0] * train.accumulationSteps;
+    r.tokens = inputs->front().tensor.shape()[0] * microbatches;
   auto t0 = std::chrono::steady_clock::now();
   auto outputs = runner->run({*inputs});
   if (!outputs)

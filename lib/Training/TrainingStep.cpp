@@ -22,6 +22,7 @@
 #include "llvm/Support/GlobPattern.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 using namespace mlir;
@@ -29,12 +30,17 @@ using namespace distopt;
 
 namespace {
 
-/// Tags every op created through it with a training phase.
+/// Tags every op created through it with a training phase and, inside the
+/// microbatch loop, the microbatch (what pipeline schedules reorder by).
 struct PhaseTagger : public OpBuilder::Listener {
   StringAttr phase;
+  IntegerAttr microbatch;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (phase && !op->hasAttr(nn::kPhaseAttr))
       op->setAttr(nn::kPhaseAttr, phase);
+    // Copies of the forward carry microbatch 0's tag: replace it.
+    if (microbatch)
+      op->setAttr(nn::kMicrobatchAttr, microbatch);
   }
 };
 
@@ -47,9 +53,10 @@ struct Parameter {
 
 class StepBuilder {
 public:
-  StepBuilder(ModuleOp module, func::FuncOp func, const TrainConfig &config)
-      : module(module), func(func), config(config), b(func.getContext()),
-        ctx(func.getContext()) {
+  StepBuilder(ModuleOp module, func::FuncOp func, const TrainConfig &config,
+              int64_t batchSplit)
+      : module(module), func(func), config(config), batchSplit(batchSplit),
+        b(func.getContext()), ctx(func.getContext()) {
     b.setListener(&tagger);
   }
 
@@ -64,13 +71,22 @@ private:
   LogicalResult selectParameters();
   /// Each loss returns its value and its gradient w.r.t. the output,
   /// scaled by `seedScale` (1 / microbatches when accumulating).
+  /// With `count` (the valid labels of the whole batch when a batch is
+  /// split into microbatches), each microbatch's loss and gradient divide
+  /// by it instead of by its own count.
   std::pair<Value, Value> crossEntropy(Value logits, Value labels,
-                                       double seedScale);
+                                       double seedScale, Value count);
   std::pair<Value, Value> meanSquaredError(Value out, Value target,
                                            double seedScale);
   /// The output itself, read as a scalar, with the seed gradient 1.
   std::pair<Value, Value> modelOutputLoss(Value out, double seedScale);
-  std::pair<Value, Value> loss(Value out, Value labels, double seedScale);
+  std::pair<Value, Value> loss(Value out, Value labels, double seedScale,
+                               Value count);
+  /// Valid (not ignored) labels over all of `labels`, as a float scalar.
+  Value validLabels(ArrayRef<Value> labels, Type f);
+  /// Removes the microbatch tag from ops that do not depend on the inputs
+  /// (constants, weight transposes): all microbatches share them.
+  void untagSharedOps();
   /// A copy of the forward ops for microbatch `j` reading fresh inputs
   /// (the parameters are shared); returns the copy of `output`.
   Value cloneForward(ArrayRef<Operation *> forward, unsigned modelInputs,
@@ -83,6 +99,8 @@ private:
   ModuleOp module;
   func::FuncOp func;
   const TrainConfig &config;
+  /// Microbatches one batch is split into (a pipeline's), or 1.
+  int64_t batchSplit;
   OpBuilder b;
   MLIRContext *ctx;
   PhaseTagger tagger;
@@ -192,7 +210,8 @@ LogicalResult StepBuilder::selectParameters() {
 }
 
 std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
-                                                  double seedScale) {
+                                                  double seedScale,
+                                                  Value globalCount) {
   // loss = sum over valid positions of (log sum exp(z) - z[label]) / count,
   // z = logits - max; d loss / d logits = (softmax - onehot) * valid / count.
   // Every reduction runs over the vocabulary, so logits split over it (a
@@ -231,7 +250,8 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
       lab, g.scalar(static_cast<double>(config.loss.ignoreIndex),
                     labelType.getElementType()));
   Value valid = g.castLike(g.create<nn::NotOp>(ignored), f);
-  Value count = g.reduceSum(valid, allAxes, /*keepdims=*/false);
+  Value count = globalCount ? globalCount
+                            : g.reduceSum(valid, allAxes, /*keepdims=*/false);
   Value loss = g.create<nn::DivOp>(
       g.reduceSum(g.create<nn::MulOp>(nll, valid), allAxes, false), count);
   // softmax as torch's log-softmax backward has it: exp(z - lse).
@@ -283,11 +303,42 @@ std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out,
   return {loss, seed};
 }
 
+Value StepBuilder::validLabels(ArrayRef<Value> labels, Type f) {
+  nn::GradientBuilder g = gb(func.getLoc());
+  Value total;
+  for (Value lab : labels) {
+    auto t = cast<RankedTensorType>(lab.getType());
+    SmallVector<int64_t> axes;
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      axes.push_back(d);
+    Value ignored = g.create<nn::EqualOp>(
+        lab, g.scalar(static_cast<double>(config.loss.ignoreIndex),
+                      t.getElementType()));
+    Value n = g.reduceSum(g.castLike(g.create<nn::NotOp>(ignored), f), axes,
+                          /*keepdims=*/false);
+    total = total ? g.create<nn::AddOp>(total, n) : n;
+  }
+  return total;
+}
+
+void StepBuilder::untagSharedOps() {
+  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
+                                  func.getArguments().end());
+  func.walk([&](Operation *op) {
+    bool reads = llvm::any_of(op->getOperands(),
+                              [&](Value v) { return dependent.contains(v); });
+    if (reads)
+      dependent.insert(op->getResults().begin(), op->getResults().end());
+    else
+      op->removeAttr(nn::kMicrobatchAttr);
+  });
+}
+
 std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
-                                          double seedScale) {
+                                          double seedScale, Value count) {
   switch (config.loss.kind) {
   case LossSpec::Kind::CrossEntropy:
-    return crossEntropy(out, labels, seedScale);
+    return crossEntropy(out, labels, seedScale, count);
   case LossSpec::Kind::MeanSquaredError:
     return meanSquaredError(out, labels, seedScale);
   case LossSpec::Kind::ModelOutput:
@@ -315,8 +366,26 @@ Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
 /// sum when gradients are split), and torch's clip_grad_norm_ scaling.
 Value StepBuilder::clipGradients(Location loc) {
   nn::GradientBuilder g = gb(loc);
+  // Summed in the order the forward first reads the parameters, so a
+  // pipeline adds each stage's share before passing the sum on.
+  DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(func.getBody().front()))
+    position[&op] = i;
+  auto firstRead = [&](const Parameter &p) {
+    unsigned first = std::numeric_limits<unsigned>::max();
+    for (Operation *user : p.weight->getUsers())
+      first = std::min(first, position.lookup(user));
+    return first;
+  };
+  std::vector<Parameter *> ordered;
+  for (Parameter &p : params)
+    ordered.push_back(&p);
+  llvm::stable_sort(ordered, [&](Parameter *a, Parameter *b) {
+    return firstRead(*a) < firstRead(*b);
+  });
   Value sum;
-  for (Parameter &p : params) {
+  for (Parameter *pp : ordered) {
+    Parameter &p = *pp;
     auto t = cast<RankedTensorType>(p.grad.getType());
     SmallVector<int64_t> axes;
     for (int64_t d = 0; d < t.getRank(); ++d)
@@ -488,41 +557,102 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
 
   // Each microbatch: forward (a copy after the first), loss, backward; the
   // gradients add up. Backward k runs before forward k+1, so one
-  // microbatch's activations are live at a time.
-  const int64_t micro = config.accumulationSteps;
-  const double seedScale = 1.0 / static_cast<double>(micro);
+  // microbatch's activations are live at a time (pipeline schedules reorder
+  // by the microbatch tags).
+  if (batchSplit > 1 && config.accumulationSteps > 1)
+    return emitError(Location(config.loc))
+           << "gradient_accumulation_steps: " << config.accumulationSteps
+           << " together with a pipeline's " << batchSplit
+           << " microbatches; a pipeline already accumulates over its "
+              "microbatches, so set only pipeline.microbatches";
+  const int64_t micro = std::max(config.accumulationSteps, batchSplit);
+  // A split batch must give the whole batch's loss: cross-entropy divides
+  // by the valid labels of all microbatches; equal-sized means average.
+  Value globalCount;
+  SmallVector<Value> microLabels{labels};
+  if (labels)
+    for (int64_t j = 1; j < micro; ++j)
+      microLabels.push_back(
+          addInput(microbatchInputName(kLabelsInput, j), labels.getType()));
+  if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
+    setPhase("loss");
+    globalCount = validLabels(microLabels, outType.getElementType());
+  }
+  const double seedScale = globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
+  for (Operation *op : forward)
+    op->setAttr(nn::kMicrobatchAttr, b.getI64IntegerAttr(0));
   SmallVector<Value> wrt;
   for (Parameter &p : params)
     wrt.push_back(p.weight->getResult(0));
   SmallVector<Value> grads(wrt.size());
+  // Per parameter, one running sum per term of its gradient: a parameter
+  // read in two places (a tied embedding and head, maybe on two pipeline
+  // stages) sums each place's share over the microbatches on its own and
+  // adds the two once.
+  std::vector<SmallVector<Value>> accumulators(wrt.size());
+  auto sumTerms = [&](Value g) {
+    SmallVector<Value> terms, work{g};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      auto add = v.getDefiningOp<nn::AddOp>();
+      if (add && add->hasAttr(nn::kMicrobatchAttr) &&
+          add.getLhs().getType() == v.getType() &&
+          add.getRhs().getType() == v.getType()) {
+        work.push_back(add.getRhs());
+        work.push_back(add.getLhs());
+        continue;
+      }
+      terms.push_back(v);
+    }
+    return terms;
+  };
   SmallVector<Value> losses;
   for (int64_t j = 0; j < micro; ++j) {
-    Value out = *output, lab = labels;
+    tagger.microbatch = b.getI64IntegerAttr(j);
+    Value out = *output, lab = microLabels[j];
     if (j > 0) {
       tagger.phase = {};
       out = cloneForward(forward, modelInputs, j, *output);
-      if (labels)
-        lab = addInput(microbatchInputName(kLabelsInput, j), labels.getType());
     }
     setPhase("loss");
-    auto [l, seed] = loss(out, lab, seedScale);
+    auto [l, seed] = loss(out, lab, seedScale, globalCount);
     losses.push_back(l);
     setPhase("backward");
     auto g = buildGradients(b, {{out, seed}}, wrt);
     if (failed(g))
       return failure();
-    for (auto [sum, gj] : llvm::zip(grads, *g))
-      if (gj)
-        sum = sum ? gb(gj.getLoc()).create<nn::AddOp>(sum, gj) : gj;
+    for (auto [sums, gj] : llvm::zip(accumulators, *g)) {
+      if (!gj)
+        continue;
+      SmallVector<Value> terms =
+          micro > 1 ? sumTerms(gj) : SmallVector<Value>{gj};
+      if (sums.empty()) {
+        sums = terms;
+        continue;
+      }
+      if (terms.size() != sums.size())
+        terms = {gj};
+      while (sums.size() > terms.size()) { // fold back into one sum
+        Value last = sums.pop_back_val();
+        sums.back() = gb(last.getLoc()).create<nn::AddOp>(sums.back(), last);
+      }
+      for (auto [sum, term] : llvm::zip(sums, terms))
+        sum = gb(term.getLoc()).create<nn::AddOp>(sum, term);
+    }
   }
+  tagger.microbatch = {};
+  for (auto [grad, sums] : llvm::zip(grads, accumulators))
+    for (Value sum : sums)
+      grad = grad ? gb(sum.getLoc()).create<nn::AddOp>(grad, sum) : sum;
   setPhase("loss");
   Value loss = losses.front();
   if (micro > 1) {
     nn::GradientBuilder g = gb(loc);
     for (Value l : ArrayRef<Value>(losses).drop_front())
       loss = g.create<nn::AddOp>(loss, l);
-    loss = g.create<nn::MulOp>(
-        loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
+    if (seedScale != 1.0)
+      loss = g.create<nn::MulOp>(
+          loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
   }
 
   setPhase("backward");
@@ -572,11 +702,15 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), types));
   func.setAllResultAttrs(attrs);
   eraseDeadOps();
+  untagSharedOps();
+  info.microbatches = micro;
+  info.batchSplit = batchSplit;
   return info;
 }
 
 FailureOr<TrainingStepInfo>
-distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config) {
+distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config,
+                           int64_t batchSplit) {
   func::FuncOp func = module.lookupSymbol<func::FuncOp>("main");
   if (!func) {
     auto funcs = module.getOps<func::FuncOp>();
@@ -585,7 +719,7 @@ distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config) {
                               "@main (or the module's only function)");
     func = *funcs.begin();
   }
-  return StepBuilder(module, func, config).run();
+  return StepBuilder(module, func, config, batchSplit).run();
 }
 
 std::vector<std::pair<std::string, double>>

@@ -18,24 +18,42 @@
 
 namespace distopt {
 
+/// What an action runs of one microbatch: its forward, its backward (with
+/// the weight gradients unless the schedule has Weight actions: then only the
+/// input gradients) or its weight gradients.
+enum class Pass { Forward, Backward, Weight };
+
 struct ScheduleAction {
   int64_t microbatch;
-  bool forward;
+  Pass pass = Pass::Forward;
+  /// Which of the rank's model chunks (interleaved schedules: chunk c of
+  /// rank r is virtual stage c * ranks + r); 0 otherwise.
+  int64_t chunk = 0;
+  bool forward() const { return pass == Pass::Forward; }
 };
 
-/// Per stage, its actions in order. GPipe runs all forwards, then all
-/// backwards; 1F1B warms up with (stages - stage - 1) forwards and then
-/// alternates. Without backward passes (inference) both give the forwards
-/// in microbatch order.
-std::vector<std::vector<ScheduleAction>> buildSchedule(llvm::StringRef kind,
-                                                       int64_t numStages,
-                                                       int64_t microbatches,
-                                                       bool withBackward);
+/// Per stage (rank on the pipeline axis), its actions in order, for one of
+/// pipelineScheduleNames() (Plan.h).
+///  - gpipe: all forwards, then all backwards.
+///  - 1f1b: (stages - stage - 1) forwards, then one forward and one backward
+///    at a time; at most (stages - stage) microbatches in flight.
+///  - interleaved-1f1b: each rank holds `virtualStages` chunks; forwards go
+///    through the chunks in groups of `stages` microbatches (Narayanan et
+///    al. 2021), so the bubble shrinks by the number of chunks.
+///  - zb-h1: 1f1b with each backward split into input gradients (Backward)
+///    and weight gradients (Weight); stage s defers (stages - s - 1) weight
+///    passes to fill its cool-down (Qi et al. 2023).
+/// Without backward passes (inference) every kind runs the forwards in
+/// microbatch order.
+std::vector<std::vector<ScheduleAction>>
+buildSchedule(llvm::StringRef kind, int64_t numStages, int64_t microbatches,
+              bool withBackward, int64_t virtualStages = 1);
 
 struct ScheduleTimeline {
   struct Slot {
     int64_t stage, microbatch;
-    bool forward;
+    Pass pass;
+    int64_t chunk;
     double start, end;
   };
   std::vector<Slot> slots;
@@ -43,12 +61,14 @@ struct ScheduleTimeline {
   double bubbleFraction = 0; // idle share of stages x makespan
 };
 
-/// Simulates a schedule with per-stage forward (and backward) times and a
-/// transfer time between stages.
+/// Simulates a schedule with per-virtual-stage (chunk * stages + stage)
+/// forward, backward and weight-gradient times and a transfer time between
+/// different stages. `weightTime` may be empty (no Weight actions).
 ScheduleTimeline
 simulateSchedule(const std::vector<std::vector<ScheduleAction>> &schedule,
                  llvm::ArrayRef<double> forwardTime,
-                 llvm::ArrayRef<double> backwardTime, double transferTime);
+                 llvm::ArrayRef<double> backwardTime, double transferTime,
+                 llvm::ArrayRef<double> weightTime = {});
 
 } // namespace distopt
 

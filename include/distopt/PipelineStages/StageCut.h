@@ -16,6 +16,7 @@
 #ifndef DISTOPT_PIPELINESTAGES_STAGECUT_H
 #define DISTOPT_PIPELINESTAGES_STAGECUT_H
 
+#include "distopt/PipelineStages/Schedule.h"
 #include "distopt/Plan/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -29,12 +30,18 @@ namespace distopt {
 
 struct StageAssignment {
   int64_t numStages = 1;
-  /// The stage of every op of the main function. Ops that do not depend on
-  /// the inputs sit at the first stage that reads them; every later stage
-  /// that reads them computes its own copy.
+  /// Model chunks per stage (interleaved schedules): virtual stage v runs on
+  /// stage v % numStages.
+  int64_t chunks = 1;
+  /// The virtual stage of every op of the main function. Ops that do not
+  /// depend on the inputs sit at the first stage that reads them; every
+  /// later stage that reads them computes its own copy. In a training step,
+  /// later microbatches' copies, the loss and the backward go where the
+  /// forward op they derive from went, a parameter's update where the
+  /// parameter is first read.
   llvm::DenseMap<mlir::Operation *, int64_t> stageOf;
   std::vector<std::string> layers;          // layer keys, in order
-  std::vector<int64_t> stageOfLayer;        // per layer
+  std::vector<int64_t> stageOfLayer;        // per layer: its virtual stage
   std::vector<double> stageFlops;           // estimated per stage
   std::vector<int64_t> stageParameterBytes; // per stage, unsharded
   /// Whether `op` stores a weight that `stage` reads.
@@ -47,14 +54,15 @@ mlir::FailureOr<StageAssignment> assignStages(mlir::ModuleOp module,
                                               const PipelineSpec &pipeline,
                                               int64_t numStages);
 
-/// A copy of the (sharded) module holding only stage `stage`, with sends and
-/// receives for the activations that cross its boundaries. Every crossing
-/// has one tag, counted in program order; a stage receives from a peer in
-/// the order the peer sends.
-mlir::OwningOpRef<mlir::ModuleOp> extractStage(mlir::ModuleOp module,
-                                               const StageAssignment &stages,
-                                               const PipelineSpec &pipeline,
-                                               int64_t stage);
+/// A copy of the (sharded) module holding only stage `stage` (all its
+/// chunks), with sends and receives for the activations that cross its
+/// boundaries. Every crossing has one tag, counted in program order; a stage
+/// receives from a peer in the order the peer sends. A training step's ops
+/// are put in the order of the stage's schedule `actions` (orderStageOps).
+mlir::OwningOpRef<mlir::ModuleOp>
+extractStage(mlir::ModuleOp module, const StageAssignment &stages,
+             const PipelineSpec &pipeline, int64_t stage,
+             llvm::ArrayRef<ScheduleAction> actions = {});
 
 /// Checks that the stage modules pair up: for every two stages, the tags and
 /// tensor types one sends, in program order, equal those the other

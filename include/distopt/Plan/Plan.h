@@ -50,6 +50,9 @@ struct PipelineSpec {
   int64_t stages = 0; // 0: the size of the pipeline axis
   int64_t microbatches = 1;
   std::string schedule = "1f1b";
+  /// Model chunks per stage (interleaved-1f1b): stage s holds chunks s,
+  /// s + stages, ...
+  int64_t virtualStages = 1;
   mlir::LocationAttr loc;
 };
 
@@ -111,6 +114,16 @@ mlir::FailureOr<PlanFindings> applyPlan(mlir::ModuleOp module,
 /// window of the stored weight. Plans run it first; training runs it before
 /// differentiating, so each window is its own parameter.
 void splitFusedProjections(mlir::ModuleOp module);
+
+/// Rewrites a model exported with a fixed batch to take one of
+/// `microbatches` equal slices of it (dimension 0 of every input); an error
+/// at `loc` if the batch does not divide or an op mixes rows of the batch.
+mlir::LogicalResult splitBatch(mlir::ModuleOp module, int64_t microbatches,
+                               mlir::Location loc);
+
+/// The pipeline schedules a plan may name: gpipe, 1f1b, interleaved-1f1b,
+/// zb-h1 (see PipelineStages/Schedule.h).
+llvm::ArrayRef<llvm::StringRef> pipelineScheduleNames();
 
 /// Names of the presets, for --help and messages.
 llvm::ArrayRef<llvm::StringRef> presetNames();

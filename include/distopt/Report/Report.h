@@ -71,6 +71,11 @@ struct PipelineReport {
   std::string schedule;
   std::vector<std::string> layersPerStage; // "blocks.0 .. blocks.1"
   std::vector<double> stageUs;             // one microbatch, forward
+  /// Training: one microbatch's backward per stage, and the peak of the
+  /// activations the stage's schedule keeps live (its representative rank).
+  std::vector<double> stageBackwardUs;
+  std::vector<int64_t> stageActivationPeakBytes;
+  int64_t virtualStages = 1;
   std::vector<int64_t> stageParameterBytes;
   double makespanUs = 0;
   double bubbleFraction = 0;
@@ -102,6 +107,9 @@ struct Report {
   double flopsPerRank = 0;
   double communicationUs = 0;
   double computeUs = 0;
+  /// Training steps: compute and communication time by phase (forward,
+  /// loss, backward, optimizer).
+  llvm::StringMap<double> usByPhase;
   std::optional<PipelineReport> pipeline;
   std::vector<OutputEntry> outputs;
   /// What the plan could not follow as written (see PlanFindings).

@@ -74,6 +74,9 @@ private:
   std::map<std::string, int> inputIndex;
   std::string modelPath;
   int64_t classes = 0; // of a cross-entropy loss
+  /// Microbatches per step, and how many of them one stored batch is split
+  /// into (a pipeline's; see TrainingStepInfo).
+  int64_t microbatches = 1, batchSplit = 1;
 };
 
 /// Checks labels of a cross-entropy step: every one in [0, classes) or the

@@ -49,13 +49,22 @@ struct TrainingStepInfo {
   std::vector<std::string> states;
   /// Classes of a cross-entropy loss (the output's last extent), 0 for MSE.
   int64_t classes = 0;
+  /// Microbatches per step (inputs "<name>.mb<j>" for j > 0), and how many
+  /// of them one batch is split into (a pipeline's microbatches; 1 when
+  /// they are separate batches accumulated).
+  int64_t microbatches = 1;
+  int64_t batchSplit = 1;
 };
 
 /// Rewrites `module`'s main function into one training step for `config`.
 /// Errors (an output the model lacks, a glob that matches nothing, an op
 /// without a gradient rule on the path to a parameter) are diagnostics.
+/// With `batchSplit` > 1 the model already takes one of that many slices of
+/// the batch (splitBatch): the step runs every slice and its loss and update
+/// equal those of the whole batch.
 mlir::FailureOr<TrainingStepInfo> buildTrainingStep(mlir::ModuleOp module,
-                                                    const TrainConfig &config);
+                                                    const TrainConfig &config,
+                                                    int64_t batchSplit = 1);
 
 /// The per-step hyper-parameter inputs of step `step` (0-based), by name.
 std::vector<std::pair<std::string, double>>

@@ -14,7 +14,11 @@ namespace {
 std::string render(const std::vector<ScheduleAction> &actions) {
   std::string s;
   for (const ScheduleAction &a : actions)
-    s += (a.forward ? "F" : "B") + std::to_string(a.microbatch) + " ";
+    s += (a.pass == Pass::Forward    ? "F"
+          : a.pass == Pass::Backward ? "B"
+                                     : "W") +
+         (a.chunk ? std::to_string(a.chunk) + "." : std::string()) +
+         std::to_string(a.microbatch) + " ";
   return s;
 }
 
@@ -29,8 +33,8 @@ TEST(ScheduleTest, ForwardOnlySchedulesRunMicrobatchesInOrder) {
 
 TEST(ScheduleTest, GPipeFillsThenDrains) {
   auto s = buildSchedule("gpipe", 2, 3, /*withBackward=*/true);
-  EXPECT_EQ(render(s[0]), "F0 F1 F2 B2 B1 B0 ");
-  EXPECT_EQ(render(s[1]), "F0 F1 F2 B2 B1 B0 ");
+  EXPECT_EQ(render(s[0]), "F0 F1 F2 B0 B1 B2 ");
+  EXPECT_EQ(render(s[1]), "F0 F1 F2 B0 B1 B2 ");
 }
 
 TEST(ScheduleTest, OneForwardOneBackwardAfterWarmup) {
@@ -42,7 +46,7 @@ TEST(ScheduleTest, OneForwardOneBackwardAfterWarmup) {
   for (int64_t stage = 0; stage < 4; ++stage) {
     int64_t inFlight = 0, most = 0;
     for (const ScheduleAction &a : s[stage]) {
-      inFlight += a.forward ? 1 : -1;
+      inFlight += a.forward() ? 1 : -1;
       most = std::max(most, inFlight);
     }
     EXPECT_LE(most, 4 - stage);
