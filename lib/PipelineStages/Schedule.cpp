@@ -81,17 +81,19 @@ distopt::buildSchedule(StringRef kind, int64_t numStages, int64_t m,
     acts = oneForwardOneBackward(numStages - s - 1, m);
     if (kind != "zb-h1")
       continue;
-    // Weight gradients follow their backward, (stages - s - 1) passes late,
-    // so the cool-down's waits for gradients have weight work to fill them.
+    // Weight gradients wait: in the steady state a stage keeps up to
+    // (stages - 1) of them back, and in the cool-down, where it would wait
+    // for the next stage's gradient, it runs one after each backward.
     std::vector<ScheduleAction> zb;
     std::deque<int64_t> pending;
-    const size_t delay = numStages - s - 1;
-    for (const ScheduleAction &a : acts) {
-      zb.push_back(a);
-      if (a.pass != Pass::Backward)
+    const size_t delay = numStages - 1;
+    for (size_t i = 0; i < acts.size(); ++i) {
+      zb.push_back(acts[i]);
+      if (acts[i].pass != Pass::Backward)
         continue;
-      pending.push_back(a.microbatch);
-      if (pending.size() > delay) {
+      pending.push_back(acts[i].microbatch);
+      bool coolDown = i + 1 == acts.size() || !acts[i + 1].forward();
+      if (pending.size() > delay || coolDown) {
         zb.push_back({pending.front(), Pass::Weight});
         pending.pop_front();
       }

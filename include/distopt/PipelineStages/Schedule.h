@@ -41,8 +41,8 @@ struct ScheduleAction {
 ///    through the chunks in groups of `stages` microbatches (Narayanan et
 ///    al. 2021), so the bubble shrinks by the number of chunks.
 ///  - zb-h1: 1f1b with each backward split into input gradients (Backward)
-///    and weight gradients (Weight); stage s defers (stages - s - 1) weight
-///    passes to fill its cool-down (Qi et al. 2023).
+///    and weight gradients (Weight), which wait (up to stages - 1 of them)
+///    and fill the cool-down's waits for gradients (after Qi et al. 2023).
 /// Without backward passes (inference) every kind runs the forwards in
 /// microbatch order.
 std::vector<std::vector<ScheduleAction>>
