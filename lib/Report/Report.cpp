@@ -214,7 +214,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     });
     int64_t live = 0, peak = 0;
     func.walk([&](Operation *op) {
-      if (op == func.getOperation() || isa<nn::WeightOp, nn::ConstantOp>(op))
+      // Weights, constants and optimizer states are stored, not computed.
+      if (op == func.getOperation() ||
+          isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op))
         return;
       if (isa<nn::NNDialect>(op->getDialect())) {
         double flops = nn::estimateFlops(op);
@@ -238,10 +240,16 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         report.activationBytesTotal += b;
         live += b;
       }
-      peak = std::max(peak, live);
+      // The optimizer's outputs replace the parameters and states in place
+      // (the runtime swaps buffers): the peak is that of forward and
+      // backward.
+      auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+      if (!phase || phase.getValue() != "optimizer")
+        peak = std::max(peak, live);
       for (Value v : op->getOperands())
         if (lastUse.lookup(v) == op && v.getDefiningOp() &&
-            !isa<nn::WeightOp, nn::ConstantOp>(v.getDefiningOp()))
+            !isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(
+                v.getDefiningOp()))
           live -= nn::tensorBytes(v.getType());
     });
     report.activationBytesPeak = std::max(report.activationBytesPeak, peak);

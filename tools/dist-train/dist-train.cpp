@@ -237,6 +237,13 @@ int main(int argc, char **argv) {
              << " rank(s), " << *threads << " thread(s) per rank\n"
              << "median_ms: " << format("%.3f", times[times.size() / 2])
              << "\n";
+    // Measured memory of each rank this process runs.
+    for (const auto &[rank, stats] : t.session().rankStats())
+      (root ? outs() : errs())
+          << "rank " << rank << ": weights and states "
+          << format("%.1f", stats.weight_bytes / 1048576.0)
+          << " MiB, peak activations "
+          << format("%.1f", stats.peak_live_bytes / 1048576.0) << " MiB\n";
   }
   // Every process prints the ranks it runs (under MPI, its own; processes
   // other than the root on stderr, so the tables do not mix on stdout).
