@@ -270,6 +270,8 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
               return parseGlobs(value, "no_decay", c.noDecay);
             if (key == "frozen")
               return parseGlobs(value, "frozen", c.frozen);
+            if (key == "recompute")
+              return parseGlobs(value, "recompute", c.recompute);
             if (key == "clip_grad_norm") {
               FailureOr<double> v = positive(value, "clip_grad_norm");
               if (failed(v))
@@ -308,7 +310,7 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
             return r.error(keyNode)
                    << "unknown key '" << key
                    << "'; expected output, loss, optimizer, lr_schedule, "
-                      "no_decay, frozen, clip_grad_norm, steps, "
+                      "no_decay, frozen, recompute, clip_grad_norm, steps, "
                       "gradient_accumulation_steps or losses";
           })))
     return failure();

@@ -90,7 +90,16 @@ private:
   /// A copy of the forward ops for microbatch `j` reading fresh inputs
   /// (the parameters are shared); returns the copy of `output`.
   Value cloneForward(ArrayRef<Operation *> forward, unsigned modelInputs,
-                     int64_t j, Value output);
+                     int64_t j, Value output,
+                     SmallVectorImpl<Operation *> &copies);
+  /// The layer of `op` a recompute glob names ("" if none).
+  std::string recomputeLayer(Operation *op);
+  /// Activation checkpointing of one microbatch: the backward of a layer
+  /// named by `recompute` reads a copy of the layer's forward made just
+  /// before it, from what entered the layer, not the forward's values.
+  void recomputeLayers(ArrayRef<Operation *> forwardOps);
+  LogicalResult compileRecomputeGlobs();
+  std::vector<llvm::GlobPattern> recomputeGlobs;
   Value clipGradients(Location loc);
   void optimizerUpdate(Parameter &p, Location loc);
   Value variable(Parameter &p, StringRef suffix, RankedTensorType type);
@@ -348,7 +357,8 @@ std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
 }
 
 Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
-                                unsigned modelInputs, int64_t j, Value output) {
+                                unsigned modelInputs, int64_t j, Value output,
+                                SmallVectorImpl<Operation *> &copies) {
   IRMapping map;
   for (unsigned i = 0; i < modelInputs; ++i) {
     auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
@@ -358,8 +368,99 @@ Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
   }
   for (Operation *op : forward)
     if (!isa<nn::WeightOp>(op))
-      b.clone(*op, map);
+      copies.push_back(b.clone(*op, map));
   return map.lookupOrDefault(output);
+}
+
+std::string StepBuilder::recomputeLayer(Operation *op) {
+  SmallVector<StringRef> parts;
+  std::string path = nn::getNodeModulePath(op);
+  StringRef(path).split(parts, '.', -1, false);
+  std::string prefix;
+  for (StringRef part : parts) {
+    prefix += (prefix.empty() ? "" : ".") + part.str();
+    for (llvm::GlobPattern &g : recomputeGlobs)
+      if (g.match(prefix))
+        return prefix;
+  }
+  return "";
+}
+
+LogicalResult StepBuilder::compileRecomputeGlobs() {
+  for (const auto &[pattern, loc] : config.recompute) {
+    auto glob = llvm::GlobPattern::create(pattern, /*MaxSubPatterns=*/1024);
+    if (!glob)
+      return emitError(Location(loc))
+             << "bad recompute pattern '" << pattern
+             << "': " << llvm::toString(glob.takeError());
+    recomputeGlobs.push_back(std::move(*glob));
+  }
+  // Each pattern must name a layer of the model.
+  for (auto [i, spec] : llvm::enumerate(config.recompute)) {
+    bool found = false;
+    func.walk([&](Operation *op) {
+      std::string path = nn::getNodeModulePath(op);
+      SmallVector<StringRef> parts;
+      StringRef(path).split(parts, '.', -1, false);
+      std::string prefix;
+      for (StringRef part : parts) {
+        prefix += (prefix.empty() ? "" : ".") + part.str();
+        found |= recomputeGlobs[i].match(prefix);
+      }
+      return found ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (!found)
+      return emitError(Location(spec.second))
+             << "recompute pattern '" << spec.first
+             << "' matches no layer of the model (layers are module paths "
+                "of node names, e.g. h.0 for '/h.0/attn/MatMul')";
+  }
+  return success();
+}
+
+void StepBuilder::recomputeLayers(ArrayRef<Operation *> forwardOps) {
+  if (recomputeGlobs.empty())
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  // What depends on the inputs (weights and their transposes are kept).
+  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
+                                  func.getArguments().end());
+  func.walk([&](Operation *op) {
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return dependent.contains(v); }))
+      dependent.insert(op->getResults().begin(), op->getResults().end());
+  });
+  std::map<std::string, SmallVector<Operation *>> layers;
+  for (Operation *op : forwardOps)
+    if (op->getNumResults() && dependent.contains(op->getResult(0)))
+      if (std::string layer = recomputeLayer(op); !layer.empty())
+        layers[layer].push_back(op);
+  for (auto &[layer, ops] : layers) {
+    llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
+    // The backward of this layer: its ops carry the forward ops' names.
+    SmallVector<OpOperand *> uses;
+    Operation *first = nullptr;
+    for (Operation *op : ops)
+      for (OpOperand &use : op->getUses()) {
+        Operation *user = use.getOwner();
+        auto phase = user->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+        if (!phase || phase.getValue() != "backward" ||
+            recomputeLayer(user) != layer)
+          continue;
+        uses.push_back(&use);
+        if (!first || user->isBeforeInBlock(first))
+          first = user;
+      }
+    if (uses.empty())
+      continue;
+    // The copy, in forward order, reading what entered the layer.
+    b.setInsertionPoint(first);
+    IRMapping map;
+    for (Operation *op : ops)
+      b.clone(*op, map);
+    for (OpOperand *use : uses)
+      use->set(map.lookup(use->get()));
+  }
 }
 
 /// The global gradient norm (every gradient, every shard: a cross-device
@@ -493,7 +594,8 @@ void StepBuilder::eraseDeadOps() {
 FailureOr<TrainingStepInfo> StepBuilder::run() {
   unifyWeights();
   FailureOr<Value> output = findOutput();
-  if (failed(output) || failed(selectParameters()))
+  if (failed(output) || failed(selectParameters()) ||
+      failed(compileRecomputeGlobs()))
     return failure();
   auto outType = dyn_cast<RankedTensorType>(output->getType());
   bool modelLoss = config.loss.kind == LossSpec::Kind::ModelOutput;
@@ -610,9 +712,11 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   for (int64_t j = 0; j < micro; ++j) {
     tagger.microbatch = b.getI64IntegerAttr(j);
     Value out = *output, lab = microLabels[j];
+    SmallVector<Operation *> forwardOps(forward.begin(), forward.end());
     if (j > 0) {
       tagger.phase = {};
-      out = cloneForward(forward, modelInputs, j, *output);
+      forwardOps.clear();
+      out = cloneForward(forward, modelInputs, j, *output, forwardOps);
     }
     setPhase("loss");
     auto [l, seed] = loss(out, lab, seedScale, globalCount);
@@ -621,6 +725,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     auto g = buildGradients(b, {{out, seed}}, wrt);
     if (failed(g))
       return failure();
+    recomputeLayers(forwardOps);
     for (auto [sums, gj] : llvm::zip(accumulators, *g)) {
       if (!gj)
         continue;

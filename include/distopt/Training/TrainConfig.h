@@ -64,6 +64,10 @@ struct TrainConfig {
   /// Parameter globs without weight decay, and initializers that do not
   /// train; each glob with where the config wrote it.
   std::vector<std::pair<std::string, mlir::LocationAttr>> noDecay, frozen;
+  /// Layers (globs over module paths, e.g. "h.*") whose activations backward
+  /// computes again instead of keeping them from forward (activation
+  /// checkpointing): only what enters such a layer is kept.
+  std::vector<std::pair<std::string, mlir::LocationAttr>> recompute;
   std::optional<double> clipGradNorm;
   int64_t steps = 1;
   /// Microbatches per step: each runs forward and backward on its own
