@@ -562,22 +562,19 @@ static Error checkMatches(const Index &index, StringRef dir,
                 " in index.json differs from the model's " + fp);
   for (const FileEntry &f : index.files) {
     std::string path = join(dir, f.name);
+    // The first tensor with a piece in the file, for the messages.
+    std::string holds;
+    for (const TensorEntry &t : index.tensors)
+      for (const Piece &p : t.pieces)
+        if (holds.empty() && p.file == f.name)
+          holds = " (it holds a piece of '" + t.name + "')";
     struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-      std::string holds;
-      for (const TensorEntry &t : index.tensors)
-        for (const Piece &p : t.pieces)
-          if (holds.empty() && p.file == f.name)
-            holds = t.name;
-      return fail(
-          path + " is missing (index.json lists it" +
-          (holds.empty() ? std::string() : " with a piece of '" + holds + "'") +
-          ")");
-    }
+    if (::stat(path.c_str(), &st) != 0)
+      return fail(path + " is missing; index.json lists it" + holds);
     if (static_cast<uint64_t>(st.st_size) != f.bytes)
       return fail(path + " holds " + Twine(uint64_t(st.st_size)) +
                   " bytes, index.json says " + Twine(f.bytes) +
-                  " (truncated or overwritten)");
+                  ": truncated or overwritten" + holds);
   }
   return Error::success();
 }

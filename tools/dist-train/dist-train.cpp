@@ -156,8 +156,10 @@ static void printCheckpointIO(raw_ostream &os, StringRef verb,
   for (const auto &[rank, bytes] : io.bytesPerRank)
     os << "dist-train: checkpoint: rank " << rank << " " << verb << " " << bytes
        << " bytes\n";
-  os << "dist-train: checkpoint: " << verb << " index.json (" << io.indexBytes
-     << " bytes); " << format("%.3f", io.seconds) << " s\n";
+  os << "dist-train: checkpoint: ";
+  if (io.indexBytes)
+    os << verb << " index.json (" << io.indexBytes << " bytes); ";
+  os << format("%.3f", io.seconds) << " s\n";
 }
 
 int main(int argc, char **argv) {
