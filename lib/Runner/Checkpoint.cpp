@@ -442,7 +442,8 @@ public:
     std::string path = join(dir, piece.file);
     auto file = get(piece.file, bytes);
     if (!file)
-      return file.takeError();
+      return fail(llvm::toString(file.takeError()) +
+                  " (reading a piece of '" + tensor.name + "')");
     const FileEntry &f = *byName[piece.file];
     bool listed = false;
     for (const SafetensorsEntry &e : (*file)->entries)
