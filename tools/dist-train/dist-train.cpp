@@ -86,7 +86,8 @@ static cl::opt<int> bench("bench",
                           cl::init(0), cl::cat(category));
 
 static int failWith(const Twine &message) {
-  errs() << "dist-train: error: " << message << "\n";
+  // One write, so the lines of several mpirun processes do not interleave.
+  errs() << ("dist-train: error: " + message + "\n").str();
   return 1;
 }
 
