@@ -226,7 +226,16 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
   // The root names and creates the temporary directory.
   std::string tmp = dir.str() + ".tmp-" + std::to_string(::getpid());
   Error made = Error::success();
-  if (root) {
+  if (root && llvm::sys::fs::exists(dir) &&
+      !llvm::sys::fs::exists(join(dir, "index.json"))) {
+    // The swap deletes what was there: only ever a checkpoint.
+    std::error_code ec;
+    llvm::sys::fs::directory_iterator it(dir, ec);
+    if (ec || it != llvm::sys::fs::directory_iterator())
+      made = fail(dir + " exists and is not a checkpoint (it has no "
+                        "index.json); not replacing it");
+  }
+  if (root && !made) {
     llvm::sys::fs::remove_directories(tmp);
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
       made = fail("cannot create " + tmp + ": " + ec.message());
@@ -442,8 +451,8 @@ public:
     std::string path = join(dir, piece.file);
     auto file = get(piece.file, bytes);
     if (!file)
-      return fail(llvm::toString(file.takeError()) +
-                  " (reading a piece of '" + tensor.name + "')");
+      return fail(llvm::toString(file.takeError()) + " (reading a piece of '" +
+                  tensor.name + "')");
     const FileEntry &f = *byName[piece.file];
     bool listed = false;
     for (const SafetensorsEntry &e : (*file)->entries)

@@ -113,7 +113,8 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
   }
   SmallString<256> probe(trainTest);
   sys::path::append(probe, "probe");
-  std::string which = first == 0
+  std::string which = losses.empty() ? std::string("0 steps (none ran)")
+                      : first == 0
                           ? std::to_string(losses.size()) + " step(s)"
                           : "steps " + std::to_string(first) + ".." +
                                 std::to_string(first + losses.size() - 1);
