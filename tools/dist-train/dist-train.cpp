@@ -10,7 +10,6 @@
 #include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
-#include "distopt/Runner/Checkpoint.h"
 #include "distopt/Runner/Profile.h"
 #include "distopt/Runner/RunFlags.h"
 #include "distopt/Runner/Trainer.h"
@@ -256,7 +255,7 @@ int main(int argc, char **argv) {
   int64_t start = 0;
   if (!resume.empty()) {
     CheckpointIO io;
-    auto meta = loadCheckpoint(t.session(), t.programs(), resume, &io);
+    auto meta = t.resume(resume, &io);
     if (!meta)
       return failWith(toString(meta.takeError()));
     start = meta->step;
@@ -266,28 +265,17 @@ int main(int argc, char **argv) {
              << meta->plan << "')\n";
     printCheckpointIO(errs(), "read", io);
   }
-  // What the checkpoint records beside the tensors.
-  CheckpointMeta meta;
-  meta.modelFile = model;
-  meta.mesh = meshFlagText();
-  meta.plan = planFlagText();
-  meta.configFile = configPath;
+  // What a checkpoint records of this run beside the tensors and the step.
+  CheckpointMeta run;
+  run.mesh = meshFlagText();
+  run.plan = planFlagText();
+  run.configFile = configPath;
   if (auto text = MemoryBuffer::getFile(configPath))
-    meta.configText = (*text)->getBuffer().str();
-  meta.dataSource = !trainer.dataDir.empty() ? "data"
-                    : !tokens.empty()        ? "tokens"
-                                             : "random";
+    run.configText = (*text)->getBuffer().str();
   int64_t saved = -1;
   auto save = [&](int64_t done) -> int {
-    meta.step = done;
-    // Batches are a function of the step: the data position follows it.
-    meta.dataPosition =
-        meta.dataSource == "tokens"
-            ? done * config->accumulationSteps * batch * seqLength
-            : done;
     CheckpointIO io;
-    if (Error e = distopt::saveCheckpoint(t.session(), t.programs(),
-                                          checkpointDir, meta, &io))
+    if (Error e = t.saveCheckpoint(checkpointDir, done, run, &io))
       return failWith(toString(std::move(e)));
     saved = done;
     if (root)
