@@ -162,6 +162,17 @@ static void maybeKillForTest(int saveNumber) {
     std::raise(SIGKILL);
 }
 
+/// Test hook: DISTOPT_CHECKPOINT_TEST_FAIL_RANK=R makes writing rank R's
+/// file fail, to show that one rank's failure fails the save everywhere and
+/// leaves the previous checkpoint.
+static Error maybeFailForTest(int rank, StringRef path) {
+  const char *v = std::getenv("DISTOPT_CHECKPOINT_TEST_FAIL_RANK");
+  if (v && *v && std::atoi(v) == rank)
+    return fail("cannot write " + path +
+                ": failure injected by DISTOPT_CHECKPOINT_TEST_FAIL_RANK");
+  return Error::success();
+}
+
 /// Puts the finished `tmp` where `dir` is: swapped atomically with an
 /// existing checkpoint (renameat2 RENAME_EXCHANGE), which is then deleted.
 static Error swapIntoPlace(StringRef tmp, StringRef dir) {
@@ -304,6 +315,8 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
             {"crc32", int64_t(crc32(0, bytes.data(), bytes.size()))}});
       }
       std::string name = fileName(rank);
+      if (Error e = maybeFailForTest(rank, join(tmp, name)))
+        return e;
       auto crc = writeSynced(join(tmp, name), parts);
       if (!crc)
         return crc.takeError();
