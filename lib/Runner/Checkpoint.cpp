@@ -634,44 +634,59 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
     std::set<int> mine;
     for (int r : session.localRanks())
       mine.insert(r);
-    std::vector<char> piece;
+    // One tensor at a time over all of this process's ranks: a piece that
+    // several of them need (the local backend runs every rank) is read
+    // once, and only one tensor's pieces are held at a time.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<const Slot *>> byTensor;
     for (const Slot &s : *slots) {
       if (!mine.count(s.rank))
         continue;
-      uint64_t read = 0;
-      distrt::PersistentTensor t;
-      t.weight = s.weight;
-      distrt::Status st = distrt::HostTensor::Allocate(
-          s.dtype, distrt::Shape(s.sizes.begin(), s.sizes.end()), &t.value);
-      if (!st.ok())
-        return fail(st.ToString());
-      const TensorEntry &e = *saved[s.weight->name()];
-      int64_t copied = 0;
-      for (const Piece &p : e.pieces) {
-        if (!boxesOverlap(p.offsets, p.shape, s.offsets, s.sizes))
-          continue;
-        if (Error err = reader.read(e, p, &piece, &read))
-          return err;
-        copied += copyOverlap(piece.data(), p.offsets, p.shape, t.value.raw(),
-                              s.offsets, s.sizes, distrt::DTypeSize(s.dtype));
-      }
-      if (copied != t.value.num_elements())
-        return fail("checkpoint " + dir + ": the pieces of '" +
-                    s.weight->name() + "' cover " + Twine(copied) + " of the " +
-                    Twine(t.value.num_elements()) + " elements rank " +
-                    Twine(s.rank) + " needs");
-      if (io) {
-        bool found = false;
-        for (auto &[r, b] : io->bytesPerRank)
-          if (r == s.rank) {
-            b += read;
-            found = true;
-          }
-        if (!found)
-          io->bytesPerRank.emplace_back(s.rank, read);
-      }
-      values[s.rank].push_back(std::move(t));
+      auto &list = byTensor[s.weight->name()];
+      if (list.empty())
+        order.push_back(s.weight->name());
+      list.push_back(&s);
     }
+    std::map<int, uint64_t> readBy;
+    for (int r : mine)
+      readBy[r] = 0;
+    for (const std::string &name : order) {
+      const TensorEntry &e = *saved[name];
+      std::map<size_t, std::vector<char>> cache; // piece index -> bytes
+      for (const Slot *s : byTensor[name]) {
+        distrt::PersistentTensor t;
+        t.weight = s->weight;
+        distrt::Status st = distrt::HostTensor::Allocate(
+            s->dtype, distrt::Shape(s->sizes.begin(), s->sizes.end()),
+            &t.value);
+        if (!st.ok())
+          return fail(st.ToString());
+        int64_t copied = 0;
+        for (size_t i = 0; i < e.pieces.size(); ++i) {
+          const Piece &p = e.pieces[i];
+          if (!boxesOverlap(p.offsets, p.shape, s->offsets, s->sizes))
+            continue;
+          auto it = cache.find(i);
+          if (it == cache.end()) {
+            it = cache.emplace(i, std::vector<char>()).first;
+            if (Error err = reader.read(e, p, &it->second, &readBy[s->rank]))
+              return err;
+          }
+          copied +=
+              copyOverlap(it->second.data(), p.offsets, p.shape, t.value.raw(),
+                          s->offsets, s->sizes, distrt::DTypeSize(s->dtype));
+        }
+        if (copied != t.value.num_elements())
+          return fail("checkpoint " + dir + ": the pieces of '" + name +
+                      "' cover " + Twine(copied) + " of the " +
+                      Twine(t.value.num_elements()) + " elements rank " +
+                      Twine(s->rank) + " needs");
+        values[s->rank].push_back(std::move(t));
+      }
+    }
+    if (io)
+      for (const auto &[r, b] : readBy)
+        io->bytesPerRank.emplace_back(r, b);
     return Error::success();
   }();
   // Nothing is written into any rank unless every process read its part.
