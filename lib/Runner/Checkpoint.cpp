@@ -226,6 +226,9 @@ static Error agree(Session &session, Error mine, StringRef what) {
 Error distopt::saveCheckpoint(Session &session, const Programs &programs,
                               StringRef dir, const CheckpointMeta &meta,
                               CheckpointIO *io) {
+  // "ck/" names the directory ck: the temporary one goes beside it.
+  while (dir.size() > 1 && dir.ends_with("/"))
+    dir = dir.drop_back();
   static int saves = 0;
   ++saves;
   auto t0 = std::chrono::steady_clock::now();
