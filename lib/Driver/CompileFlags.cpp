@@ -48,6 +48,15 @@ bool distopt::meshOrPlanGiven() {
 
 StringRef distopt::trainConfigFlag() { return trainConfig; }
 
+std::string distopt::meshFlagText() { return meshSpec; }
+
+std::string distopt::planFlagText() {
+  std::string out;
+  for (const std::string &p : plans)
+    out += (out.empty() ? "" : ";") + p;
+  return out;
+}
+
 mlir::FailureOr<CompileOptions>
 distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
   CompileOptions options;

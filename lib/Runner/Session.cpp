@@ -17,6 +17,7 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <cstring>
 #include <functional>
 
 using namespace distopt;
@@ -142,6 +143,32 @@ public:
       return fail(st.ToString());
     return global;
   }
+  Expected<std::vector<std::pair<int, std::vector<distrt::PersistentTensor>>>>
+  localPersistent() override {
+    std::vector<std::vector<distrt::PersistentTensor>> perRank;
+    distrt::Status st = session->ReadPersistent(&perRank);
+    if (!st.ok())
+      return fail(st.ToString());
+    std::vector<std::pair<int, std::vector<distrt::PersistentTensor>>> out;
+    for (size_t r = 0; r < perRank.size(); ++r)
+      out.emplace_back(static_cast<int>(r), std::move(perRank[r]));
+    return out;
+  }
+  llvm::Error writePersistent(
+      int rank, const std::vector<distrt::PersistentTensor> &values) override {
+    if (rank < 0 || rank >= session->world_size())
+      return fail("writePersistent: no rank " + llvm::Twine(rank));
+    distrt::Status st = session->executor(rank).WritePersistent(values);
+    if (!st.ok())
+      return fail(st.ToString());
+    return llvm::Error::success();
+  }
+  std::vector<int> localRanks() const override {
+    std::vector<int> out;
+    for (int r = 0; r < session->world_size(); ++r)
+      out.push_back(r);
+    return out;
+  }
   std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
     std::vector<std::pair<int, distrt::RunStats>> out;
     for (size_t r = 0; r < stats.size(); ++r)
@@ -177,6 +204,8 @@ public:
   using StatsFn = std::function<distrt::RunStats()>;
   using ReadFn =
       std::function<distrt::Status(std::vector<distrt::PersistentTensor> *)>;
+  using WriteFn = std::function<distrt::Status(
+      const std::vector<distrt::PersistentTensor> &)>;
 
   ProcessRunSession(std::shared_ptr<const distrt::Program> program, int rank,
                     RunFn runFn, StatsFn statsFn, ReadFn readFn)
@@ -222,6 +251,53 @@ public:
       return fail(st.ToString());
     return global;
   }
+  Expected<std::vector<std::pair<int, std::vector<distrt::PersistentTensor>>>>
+  localPersistent() override {
+    std::vector<distrt::PersistentTensor> mine;
+    distrt::Status st = readFn(&mine);
+    if (!st.ok())
+      return fail(st.ToString());
+    std::vector<std::pair<int, std::vector<distrt::PersistentTensor>>> out;
+    out.emplace_back(rank, std::move(mine));
+    return out;
+  }
+  llvm::Error writePersistent(
+      int r, const std::vector<distrt::PersistentTensor> &values) override {
+    if (r != rank || !writeFn)
+      return fail("writePersistent: process " + llvm::Twine(rank) +
+                  " does not run rank " + llvm::Twine(r));
+    distrt::Status st = writeFn(values);
+    if (!st.ok())
+      return fail(st.ToString());
+    return llvm::Error::success();
+  }
+  std::vector<int> localRanks() const override { return {rank}; }
+  int processIndex() const override { return rank; }
+  int processCount() const override { return size; }
+  /// One broadcast per process: the messages are small (a checkpoint's
+  /// per-file checksums).
+  Expected<std::vector<std::string>>
+  allGather(const std::string &mine) override {
+    std::vector<std::string> all(size);
+    for (int root = 0; root < size; ++root) {
+      std::vector<distrt::NamedTensor> t(1);
+      if (root == rank) {
+        distrt::Status st = distrt::HostTensor::Allocate(
+            distrt::DType::kU8, {static_cast<int64_t>(mine.size())},
+            &t[0].tensor);
+        if (!st.ok())
+          return fail(st.ToString());
+        if (!mine.empty())
+          std::memcpy(t[0].tensor.raw(), mine.data(), mine.size());
+      }
+      distrt::Status st = distrt::BroadcastTensors(root, &t);
+      if (!st.ok())
+        return fail(st.ToString());
+      all[root].assign(static_cast<const char *>(t[0].tensor.raw()),
+                       t[0].tensor.byte_size());
+    }
+    return all;
+  }
   std::vector<std::pair<int, distrt::RunStats>> rankStats() const override {
     return {{rank, statsFn()}};
   }
@@ -230,6 +306,8 @@ public:
       clearFn();
   }
   std::function<void()> clearFn;
+  WriteFn writeFn;
+  int size = 1;
 
 private:
   std::shared_ptr<const distrt::Program> program;
@@ -294,6 +372,11 @@ distopt::createSession(const Programs &programs, Backend backend,
     auto session = std::make_unique<ProcessRunSession>(program, rank, runFn,
                                                        statsFn, readFn);
     session->clearFn = [shared] { shared->executor().ClearProfile(); };
+    session->writeFn =
+        [shared](const std::vector<distrt::PersistentTensor> &values) {
+          return shared->executor().WritePersistent(values);
+        };
+    session->size = mpi->world_size();
     return std::unique_ptr<Session>(std::move(session));
   }
 #if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
@@ -329,8 +412,14 @@ distopt::createSession(const Programs &programs, Backend backend,
     auto readFn = [gpu](std::vector<distrt::PersistentTensor> *out) {
       return gpu->exec->ReadPersistent(out);
     };
-    return std::unique_ptr<Session>(
-        new ProcessRunSession(program, rank, runFn, statsFn, readFn));
+    auto session = std::make_unique<ProcessRunSession>(program, rank, runFn,
+                                                       statsFn, readFn);
+    session->writeFn =
+        [gpu](const std::vector<distrt::PersistentTensor> &values) {
+          return gpu->exec->WritePersistent(values);
+        };
+    session->size = mpi->world_size();
+    return std::unique_ptr<Session>(std::move(session));
   }
 #endif
 #endif

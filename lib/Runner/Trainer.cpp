@@ -297,6 +297,36 @@ Expected<StepResult> Trainer::step(int64_t k) {
   return r;
 }
 
+Error Trainer::saveCheckpoint(StringRef dir, int64_t stepsDone,
+                              const CheckpointMeta &run, CheckpointIO *io) {
+  CheckpointMeta meta = run;
+  meta.step = stepsDone;
+  meta.modelFile = modelPath;
+  // Batches are a function of the step (see batch()): the data position
+  // follows it; for a token file, as the count of tokens read.
+  meta.dataSource = !options.dataDir.empty()      ? "data"
+                    : !options.tokensFile.empty() ? "tokens"
+                                                  : "random";
+  meta.dataPosition = stepsDone;
+  if (meta.dataSource == "tokens") {
+    // Tokens per microbatch: the model input's rows times columns.
+    auto protos = makeInputs(compiled, "", options.seed);
+    if (!protos)
+      return protos.takeError();
+    int64_t perMicrobatch = 0;
+    for (const distrt::NamedTensor &p : *protos)
+      if (perMicrobatch == 0 && p.tensor.shape().size() == 2 &&
+          p.tensor.dtype() == distrt::DType::kI64)
+        perMicrobatch = p.tensor.num_elements();
+    meta.dataPosition = stepsDone * train.accumulationSteps * perMicrobatch;
+  }
+  return distopt::saveCheckpoint(*runner, compiled, dir, meta, io);
+}
+
+Expected<CheckpointMeta> Trainer::resume(StringRef dir, CheckpointIO *io) {
+  return loadCheckpoint(*runner, compiled, dir, io);
+}
+
 Expected<std::vector<distrt::NamedTensor>> Trainer::trainedState() {
   return runner->persistentState();
 }

@@ -203,8 +203,7 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
     DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_lhs", 0, &transpose_lhs));
     DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_rhs", 0, &transpose_rhs));
     const bool transposed = transpose_lhs != 0 || transpose_rhs != 0;
-    if (op == "matmul" && !transposed && in_t[0].shape.size() >= 2 &&
-        in_t[1].shape.size() >= 2) {
+    if (op == "matmul" && !transposed && in_t[0].shape.size() >= 2 && in_t[1].shape.size() >= 2) {
       const Shape& a = in_t[0].shape;
       const Shape& b = in_t[1].shape;
       const Shape& o = out_t[0].shape;
@@ -402,6 +401,22 @@ Status CudaExecutor::ReadPersistent(std::vector<PersistentTensor>* out) const {
         im.Download(im.persistent[static_cast<size_t>(p.ValueIndex(w.value()))], &t.value));
     out->push_back(std::move(t));
   }
+  return OkStatus();
+}
+
+Status CudaExecutor::WritePersistent(const std::vector<PersistentTensor>& values) {
+  Impl& im = *impl_;
+  std::vector<int> at;
+  DISTRT_RETURN_IF_ERROR(CheckPersistentWrite(*im.program, values, &at));
+  DISTRT_CUDA(cudaSetDevice(im.device), "cudaSetDevice");
+  for (size_t k = 0; k < values.size(); ++k) {
+    DeviceTensor& w = im.persistent[static_cast<size_t>(at[k])];
+    if (w.bytes() == 0) continue;
+    DISTRT_CUDA(cudaMemcpyAsync(w.data(), values[k].value.raw(), w.bytes(), cudaMemcpyHostToDevice,
+                                im.stream),
+                "cudaMemcpyAsync (to device)");
+  }
+  DISTRT_CUDA(cudaStreamSynchronize(im.stream), "cudaStreamSynchronize");
   return OkStatus();
 }
 

@@ -32,6 +32,30 @@ Status CheckInputs(const Program& p, const std::vector<HostTensor>& inputs) {
   return OkStatus();
 }
 
+Status CheckPersistentWrite(const Program& p, const std::vector<PersistentTensor>& entries,
+                            std::vector<int>* values) {
+  values->clear();
+  for (const PersistentTensor& e : entries) {
+    int index = -1;
+    for (int i = 0; i < p.proto().weights_size(); ++i)
+      if (&p.proto().weights(i) == e.weight) index = i;
+    if (index < 0 || (!e.weight->has_update() && !e.weight->zeros())) {
+      return InvalidArgumentError(p.source(), ": WritePersistent: '",
+                                  e.weight ? e.weight->name() : std::string("(none)"),
+                                  "' is not a training-state weight of this program");
+    }
+    const int v = p.ValueIndex(e.weight->value());
+    const TensorType& want = p.value(v).type;
+    if (!e.value.defined() || e.value.type() != want) {
+      return InvalidArgumentError(
+          p.source(), ": WritePersistent: '", e.weight->name(), "' must be ", want.ToString(),
+          ", got ", e.value.defined() ? e.value.type().ToString() : std::string("nothing"));
+    }
+    values->push_back(v);
+  }
+  return OkStatus();
+}
+
 Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) {
   const int n = p.num_instructions();
   Liveness l;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "distrt/communicator.h"
+#include "distrt/executor.h"
 #include "distrt/program.h"
 #include "distrt/tensor.h"
 
@@ -19,6 +20,12 @@ Status CheckCommunicator(const Program& program, const Communicator* comm);
 // INVALID_ARGUMENT unless `inputs` are the program's inputs: as many, each
 // defined and of its declared type.
 Status CheckInputs(const Program& program, const std::vector<HostTensor>& inputs);
+
+// For WritePersistent: INVALID_ARGUMENT unless every entry's weight is one of
+// the program's training-state weights (an update or zeros) and its value has
+// that weight's local type. Fills `values` with each entry's value index.
+Status CheckPersistentWrite(const Program& program, const std::vector<PersistentTensor>& entries,
+                            std::vector<int>* values);
 
 // Buffer lifetimes: each value is released after its last reader, or right
 // after it is produced if nobody reads it. Weights, constants, program

@@ -131,6 +131,16 @@ Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
   return OkStatus();
 }
 
+Status Executor::WritePersistent(const std::vector<PersistentTensor>& values) {
+  std::vector<int> at;
+  DISTRT_RETURN_IF_ERROR(CheckPersistentWrite(*program_, values, &at));
+  for (size_t k = 0; k < values.size(); ++k) {
+    HostTensor& w = impl_->persistent[static_cast<size_t>(at[k])];
+    if (w.byte_size()) std::memcpy(w.raw(), values[k].value.raw(), w.byte_size());
+  }
+  return OkStatus();
+}
+
 Status Executor::Create(std::shared_ptr<const Program> program, Communicator* comm,
                         const ExecutorOptions& options, std::unique_ptr<Executor>* out) {
   if (!program) return InvalidArgumentError("Executor::Create: no program");

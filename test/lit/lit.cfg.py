@@ -15,6 +15,11 @@ llvm_config.use_default_substitutions()
 config.substitutions.append(("%test_data", config.distopt_test_data))
 config.substitutions.append(("%examples", config.distopt_examples))
 config.substitutions.append(("%plugin_dir", config.distopt_plugin_dir))
+# The Python lit runs under (with numpy and onnx, as the training cases'
+# generators need) and the repository's scripts.
+import sys
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("%scripts", os.path.join(os.path.dirname(os.path.dirname(config.test_source_root)), "scripts")))
 # `dist-run --backend mpi` tests need mpirun (REQUIRES: mpi).
 if config.distopt_mpirun:
     config.available_features.add("mpi")

@@ -254,6 +254,43 @@ TEST(CudaDevice, WeightUpdatesMatchCpuExecutor) {
   }
 }
 
+// A checkpoint's state uploaded into the device weights
+// (CudaExecutor::WritePersistent): the next run starts from it, as the CPU
+// executor's does; a wrong type is refused.
+TEST(CudaDevice, WritePersistentMatchesCpuExecutor) {
+  NEED_DEVICES(1);
+  ProgramBuilder b;
+  const int g = b.Input("g", DType::kF32, {4, 8});
+  const int w = b.ZerosWeight("w", DType::kF32, {4, 8}, {0, 0}, {4, 8});
+  b.SetUpdate(w, b.Apply("add", {w, g}, DType::kF32, {4, 8}));
+  b.Output("w", w);
+  auto program = Make(b);
+  std::unique_ptr<Executor> cpu;
+  ASSERT_TRUE(Executor::Create(program, nullptr, ExecutorOptions(), &cpu).ok());
+  std::unique_ptr<CudaExecutor> gpu;
+  Status st = CudaExecutor::Create(program, nullptr, CudaExecutorOptions(), &gpu);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<PersistentTensor> state;
+  ASSERT_TRUE(cpu->ReadPersistent(&state).ok());
+  state[0].value = Random({4, 8}, 30);
+  ASSERT_TRUE(cpu->WritePersistent(state).ok());
+  st = gpu->WritePersistent(state);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const HostTensor x = Random({4, 8}, 31);
+  std::vector<HostTensor> want, got;
+  ASSERT_TRUE(cpu->Run({x}, &want).ok());
+  st = gpu->Run({x}, &got);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectF32(got[0], {4, 8}, Vec<float>(want[0]), 0);
+  std::vector<PersistentTensor> cs, gs;
+  ASSERT_TRUE(cpu->ReadPersistent(&cs).ok());
+  ASSERT_TRUE(gpu->ReadPersistent(&gs).ok());
+  ExpectF32(gs[0].value, {4, 8}, Vec<float>(cs[0].value), 1e-6f);
+  state[0].value = Random({8, 4}, 32);
+  st = gpu->WritePersistent(state);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+}
+
 // ---- nccl --------------------------------------------------------------------------
 
 // Runs fn(rank, nccl communicator) on n threads, one GPU each.

@@ -108,6 +108,57 @@ TEST(Training, HostExecutorUpdatesWeightsRunAfterRun) {
   EXPECT_NE(first_outputs[0], first_outputs[1]);
 }
 
+// A checkpoint's state written into the weights: the next run starts from
+// it; an entry of the wrong type or a weight that is not training state is
+// refused and nothing is written, not even the good entries before it.
+TEST(Training, WritePersistentReplacesStateOrNothing) {
+  TempDir dir;
+  const Shape shape = {2, 3};
+  WriteWeight(dir.File("w.bin"), 6);
+  ProgramBuilder b;
+  BuildSgd(b, shape, "w.bin");
+  auto p = Make(b, dir.path());
+  ASSERT_TRUE(p);
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
+  std::vector<PersistentTensor> state;
+  ASSERT_TRUE(e->ReadPersistent(&state).ok());
+  const std::vector<float> w = {1, 2, 3, 4, 5, 6}, m = {6, 5, 4, 3, 2, 1};
+  state[0].value = F32(shape, w);
+  state[1].value = F32(shape, m);
+  Status st = e->WritePersistent(state);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<HostTensor> out;
+  HostTensor g = Grad(shape, 0);
+  ASSERT_TRUE(e->Run({g}, &out).ok());
+  EXPECT_EQ(Vec<float>(out[0]), w);  // the run read the written weight
+  std::vector<PersistentTensor> after;
+  ASSERT_TRUE(e->ReadPersistent(&after).ok());
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(after[0].value.data<float>()[i], w[i] - g.data<float>()[i] * 0.5f);
+    EXPECT_EQ(after[1].value.data<float>()[i], m[i] + g.data<float>()[i]);
+  }
+  // A wrong shape in the second entry: the first is not written either.
+  std::vector<PersistentTensor> bad = after;
+  bad[0].value = F32(shape, std::vector<float>(6, 9.0f));
+  bad[1].value = F32({6}, m);
+  st = e->WritePersistent(bad);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.ToString().find("WritePersistent: 'm' must be f32[2, 3]"), std::string::npos)
+      << st.ToString();
+  std::vector<PersistentTensor> unchanged;
+  ASSERT_TRUE(e->ReadPersistent(&unchanged).ok());
+  EXPECT_EQ(Vec<float>(unchanged[0].value), Vec<float>(after[0].value));
+  // A weight of another program.
+  std::vector<PersistentTensor> foreign = {after[0]};
+  proto::Weight other = *after[0].weight;
+  foreign[0].weight = &other;
+  st = e->WritePersistent(foreign);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.ToString().find("is not a training-state weight of this program"), std::string::npos)
+      << st.ToString();
+}
+
 TEST(Training, FailedRunLeavesWeightsUnchanged) {
   TempDir dir;
   const Shape shape = {2, 3};

@@ -20,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -38,9 +39,11 @@ static cl::opt<std::string> trainTest(
              "and compare each step's loss and the trained model's outputs "
              "with PyTorch's; prints PASS or FAIL"),
     cl::value_desc("dir"), cl::cat(category));
-static cl::opt<int64_t> steps("steps",
-                              cl::desc("steps to run (default: the config's)"),
-                              cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    steps("steps",
+          cl::desc("train until this many steps are done (default: the "
+                   "config's); with --resume, counted from step 0 too"),
+          cl::init(-1), cl::cat(category));
 static cl::opt<std::string>
     dataDir("data", cl::desc("batches: <dir>/step_K/input_I.pb and labels.pb"),
             cl::value_desc("dir"), cl::cat(category));
@@ -60,29 +63,48 @@ static cl::opt<std::string>
               cl::desc("write the trained model as ONNX (parameters gathered "
                        "from every rank)"),
               cl::value_desc("out.onnx"), cl::cat(category));
+static cl::opt<std::string> checkpointDir(
+    "save-checkpoint",
+    cl::desc("save the sharded training state (parameters, optimizer "
+             "states, step) into this directory at the end (each rank writes "
+             "its own pieces; see docs/checkpoints.md)"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<int64_t> checkpointEvery(
+    "checkpoint-every",
+    cl::desc("also save into the --save-checkpoint directory every N steps, "
+             "replacing the previous checkpoint atomically"),
+    cl::init(0), cl::value_desc("N"), cl::cat(category));
+static cl::opt<std::string>
+    resume("resume",
+           cl::desc("load a checkpoint (saved on any mesh and plan) and "
+                    "continue from its step"),
+           cl::value_desc("dir"), cl::cat(category));
 static cl::opt<int> bench("bench",
                           cl::desc("time N steps after one warm-up and print "
                                    "median_ms"),
                           cl::init(0), cl::cat(category));
 
 static int failWith(const Twine &message) {
-  errs() << "dist-train: error: " << message << "\n";
+  // One write, so the lines of several mpirun processes do not interleave.
+  errs() << ("dist-train: error: " + message + "\n").str();
   return 1;
 }
 
 /// Compares the case's reference losses with ours (relative 1e-4) and the
 /// trained model's probe outputs with torch's (atol 1e-3 + rtol 1e-3).
-static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx,
+static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
                      ArrayRef<double> losses,
                      const std::vector<distrt::NamedTensor> &state,
                      StringRef workDir, int threads) {
+  // losses[i] is step first + i's (a resumed run starts late).
   const std::vector<double> &want = trainer.config().losses;
-  for (size_t k = 0; k < losses.size() && k < want.size(); ++k) {
+  for (size_t i = 0; i < losses.size() && first + i < want.size(); ++i) {
+    size_t k = first + i;
     double rel =
-        std::fabs(losses[k] - want[k]) / std::max(std::fabs(want[k]), 1e-12);
+        std::fabs(losses[i] - want[k]) / std::max(std::fabs(want[k]), 1e-12);
     if (!(rel <= 1e-4)) {
       outs() << "FAIL " << trainTest << ": step " << k << " loss "
-             << format("%.7g", losses[k]) << ", torch "
+             << format("%.7g", losses[i]) << ", torch "
              << format("%.7g", want[k]) << " (relative difference "
              << format("%.2g", rel) << ")\n";
       return 1;
@@ -90,9 +112,14 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx,
   }
   SmallString<256> probe(trainTest);
   sys::path::append(probe, "probe");
-  if (losses.size() < want.size() || !sys::fs::is_directory(probe)) {
-    outs() << "PASS " << trainTest << ": " << losses.size()
-           << " step(s) match torch's losses\n";
+  std::string which = losses.empty() ? std::string("0 steps (none ran)")
+                      : first == 0
+                          ? std::to_string(losses.size()) + " step(s)"
+                          : "steps " + std::to_string(first) + ".." +
+                                std::to_string(first + losses.size() - 1);
+  if (first + losses.size() < want.size() || !sys::fs::is_directory(probe)) {
+    outs() << "PASS " << trainTest << ": " << which
+           << " match torch's losses\n";
     return 0;
   }
   SmallString<256> model(trainTest);
@@ -117,11 +144,23 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx,
       return 1;
     }
   }
-  outs() << "PASS " << trainTest << ": " << losses.size()
-         << " step(s) match torch's losses; trained outputs on probe/ match, "
+  outs() << "PASS " << trainTest << ": " << which
+         << " match torch's losses; trained outputs on probe/ match, "
             "max abs diff "
          << format("%.3g", maxAbs) << "\n";
   return 0;
+}
+
+/// One line per rank this process ran: bytes and the save's or load's time.
+static void printCheckpointIO(raw_ostream &os, StringRef verb,
+                              const CheckpointIO &io) {
+  for (const auto &[rank, bytes] : io.bytesPerRank)
+    os << "dist-train: checkpoint: rank " << rank << " " << verb << " " << bytes
+       << " bytes\n";
+  os << "dist-train: checkpoint: ";
+  if (io.indexBytes)
+    os << verb << " index.json (" << io.indexBytes << " bytes); ";
+  os << format("%.3f", io.seconds) << " s\n";
 }
 
 int main(int argc, char **argv) {
@@ -137,7 +176,13 @@ int main(int argc, char **argv) {
       "  dist-train model.onnx --train train.json --mesh dp=2,tp=2 --plan "
       "zero1,tp --steps 100 --tokens data.bin --batch 8 --seq 128\n"
       "  dist-train --train-test <case dir> --mesh dp=2 --plan fsdp\n"
-      "  mpirun -np 4 dist-train ... --backend mpi\n\n"
+      "  mpirun -np 4 dist-train ... --backend mpi\n"
+      "  dist-train model.onnx --train train.json --mesh tp=2 --plan tp "
+      "--steps 100 --save-checkpoint ck --checkpoint-every 10\n"
+      "  dist-train model.onnx --train train.json --mesh dp=4 --plan fsdp "
+      "--resume ck --steps 200\n"
+      "  dist-train model.onnx --train train.json --resume ck --steps 0 "
+      "--save trained.onnx   (export a checkpoint as ONNX)\n\n"
       "  --threads=<N>  compute threads per rank (default 1)\n");
 
   TrainerOptions trainer;
@@ -200,15 +245,50 @@ int main(int argc, char **argv) {
   if (!created)
     return failWith(toString(created.takeError()));
   Trainer &t = **created;
-  int64_t total = steps > 0 ? steps.getValue() : config->steps;
+  int64_t total = steps >= 0 ? steps.getValue() : config->steps;
   if (root)
     errs() << "dist-train: compiled the training step of " << model << " for "
            << t.programs().size() << " rank(s)\n";
+  if (checkpointEvery < 0 || (checkpointEvery > 0 && checkpointDir.empty()))
+    return failWith("--checkpoint-every N needs N > 0 and --save-checkpoint "
+                    "<dir>");
+  int64_t start = 0;
+  if (!resume.empty()) {
+    CheckpointIO io;
+    auto meta = t.resume(resume, &io);
+    if (!meta)
+      return failWith(toString(meta.takeError()));
+    start = meta->step;
+    if (root)
+      errs() << "dist-train: resumed " << resume << " at step " << start
+             << " (saved with --mesh '" << meta->mesh << "' --plan '"
+             << meta->plan << "')\n";
+    printCheckpointIO(errs(), "read", io);
+  }
+  // What a checkpoint records of this run beside the tensors and the step.
+  CheckpointMeta run;
+  run.mesh = meshFlagText();
+  run.plan = planFlagText();
+  run.configFile = configPath;
+  if (auto text = MemoryBuffer::getFile(configPath))
+    run.configText = (*text)->getBuffer().str();
+  int64_t saved = -1;
+  auto save = [&](int64_t done) -> int {
+    CheckpointIO io;
+    if (Error e = t.saveCheckpoint(checkpointDir, done, run, &io))
+      return failWith(toString(std::move(e)));
+    saved = done;
+    if (root)
+      errs() << "dist-train: saved " << checkpointDir << " at step " << done
+             << "\n";
+    printCheckpointIO(errs(), "wrote", io);
+    return 0;
+  };
   std::vector<double> losses;
   const char *rate = options->train->loss.kind == LossSpec::Kind::CrossEntropy
                          ? " tokens/s "
                          : " samples/s ";
-  for (int64_t k = 0; k < total; ++k) {
+  for (int64_t k = start; k < total; ++k) {
     auto r = t.step(k);
     if (!r)
       return failWith(toString(r.takeError()));
@@ -220,7 +300,14 @@ int main(int argc, char **argv) {
              << format("%.0f", r->tokens / std::max(r->ms, 1e-9) * 1e3) << "\n";
     // A step's line appears when the step ends, also through a pipe or tee.
     outs().flush();
+    if (checkpointEvery > 0 && (k + 1) % checkpointEvery == 0)
+      if (int status = save(k + 1))
+        return status;
   }
+  int64_t done = std::max(start, total);
+  if (!checkpointDir.empty() && saved != done)
+    if (int status = save(done))
+      return status;
   if (bench > 0) {
     // The profile then covers the timed steps only.
     t.session().clearProfiles();
@@ -262,7 +349,7 @@ int main(int argc, char **argv) {
   }
   int status = 0;
   if (!trainTest.empty() && root)
-    status = checkCase(t, ctx, losses, state, workDir, *threads);
+    status = checkCase(t, ctx, start, losses, state, workDir, *threads);
   if (!saveModel.empty()) {
     if (root) {
       if (Error e = saveTrainedModel(model, state, saveModel))

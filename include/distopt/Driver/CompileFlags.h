@@ -26,6 +26,11 @@ bool meshOrPlanGiven();
 /// The --train flag's value ("" when absent).
 llvm::StringRef trainConfigFlag();
 
+/// --mesh and the --plan values joined by ';', as given (a checkpoint
+/// records them).
+std::string meshFlagText();
+std::string planFlagText();
+
 /// CompileOptions from the flags: the mesh, the plans and the training
 /// config (parsed, with errors as diagnostics on `ctx`) and the dimension
 /// bindings.

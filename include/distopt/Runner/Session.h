@@ -53,6 +53,30 @@ public:
   /// empty elsewhere.
   virtual llvm::Expected<std::vector<distrt::NamedTensor>>
   persistentState() = 0;
+  /// The training state of the ranks this process runs, as their local
+  /// pieces (each PersistentTensor's weight points into that rank's
+  /// program): (rank, pieces), by rank.
+  virtual llvm::Expected<
+      std::vector<std::pair<int, std::vector<distrt::PersistentTensor>>>>
+  localPersistent() = 0;
+  /// Replaces the training state of `rank` (one this process runs) with
+  /// `values` (Executor::WritePersistent: all checked before any is
+  /// written).
+  virtual llvm::Error
+  writePersistent(int rank,
+                  const std::vector<distrt::PersistentTensor> &values) = 0;
+  /// The ranks this process runs (every rank for the local backend).
+  virtual std::vector<int> localRanks() const = 0;
+  /// This process's index and the number of processes (0 and 1 for the
+  /// local backend, which runs every rank).
+  virtual int processIndex() const { return 0; }
+  virtual int processCount() const { return 1; }
+  /// Every process's `mine`, in process order, on every process (a
+  /// collective under MPI; also a barrier).
+  virtual llvm::Expected<std::vector<std::string>>
+  allGather(const std::string &mine) {
+    return std::vector<std::string>{mine};
+  }
   /// Makes every process hold the root process's `tensors` (a decision
   /// only the root can take, such as stopping on a NaN loss). A no-op for
   /// the local backend.

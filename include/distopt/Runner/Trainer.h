@@ -10,6 +10,7 @@
 #ifndef DISTOPT_RUNNER_TRAINER_H
 #define DISTOPT_RUNNER_TRAINER_H
 
+#include "distopt/Runner/Checkpoint.h"
 #include "distopt/Runner/OnnxTestCase.h"
 #include "distopt/Runner/Runner.h"
 
@@ -54,6 +55,17 @@ public:
   /// The trained parameters and optimizer states as global tensors, by
   /// name (root process; empty elsewhere).
   llvm::Expected<std::vector<distrt::NamedTensor>> trainedState();
+
+  /// Saves the training state after `stepsDone` steps into `dir`
+  /// (collective; docs/checkpoints.md), recording `run` (mesh, plan, config
+  /// file) and where the batches stand.
+  llvm::Error saveCheckpoint(llvm::StringRef dir, int64_t stepsDone,
+                             const CheckpointMeta &run,
+                             CheckpointIO *io = nullptr);
+  /// Loads a checkpoint saved on any mesh and plan (collective); its
+  /// metadata, whose `step` is the next step to run.
+  llvm::Expected<CheckpointMeta> resume(llvm::StringRef dir,
+                                        CheckpointIO *io = nullptr);
 
   bool isRoot() const;
   const Programs &programs() const { return compiled; }

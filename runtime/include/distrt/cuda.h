@@ -131,6 +131,8 @@ class CudaExecutor {
 
   // As Executor::ReadPersistent: the training state, copied to the host.
   Status ReadPersistent(std::vector<PersistentTensor>* out) const;
+  // As Executor::WritePersistent: host values copied into the weights.
+  Status WritePersistent(const std::vector<PersistentTensor>& values);
 
   // Per instruction: "device", "alias", "nccl" or "host".
   std::vector<std::string> Placement() const;

@@ -92,6 +92,13 @@ class Executor {
   // progress.
   Status ReadPersistent(std::vector<PersistentTensor>* out) const;
 
+  // Replaces training state (a checkpoint being resumed): each entry's
+  // `weight` must be one of this program's weights that ReadPersistent lists
+  // and its value of that weight's local dtype and shape. Every entry is
+  // checked before any is written, so an error changes nothing. Not while a
+  // Run is in progress.
+  Status WritePersistent(const std::vector<PersistentTensor>& values);
+
   const Program& program() const { return *program_; }
   const RunStats& stats() const { return stats_; }
   // Starts the profile afresh (after warm-up runs, say).
