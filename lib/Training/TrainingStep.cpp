@@ -331,6 +331,11 @@ Value StepBuilder::validLabels(ArrayRef<Value> labels, Type f) {
 }
 
 void StepBuilder::untagSharedOps() {
+  // One microbatch has nothing to order: no tags at all.
+  if (std::max(config.accumulationSteps, batchSplit) == 1) {
+    func.walk([](Operation *op) { op->removeAttr(nn::kMicrobatchAttr); });
+    return;
+  }
   llvm::DenseSet<Value> dependent(func.getArguments().begin(),
                                   func.getArguments().end());
   func.walk([&](Operation *op) {
