@@ -21,6 +21,13 @@ struct Executor::Impl {
   std::vector<std::vector<int>> release_after;
   // Per instruction and input: the value dies there (candidate for in-place).
   std::vector<std::vector<bool>> dies_at;
+  // Per instruction and output: the input whose persistent buffer an
+  // optimizer update overwrites in place (the state it updates, read by
+  // nothing later), or -1.
+  std::vector<std::vector<int>> write_into;
+  // A run failed after overwriting state in place: the state is partly this
+  // step's; runs are refused until WritePersistent replaces it.
+  bool partly_updated = false;
   bool profile = false;
   // With profiling: each instruction's entry in RunStats::op_times.
   std::vector<size_t> op_index;
@@ -137,6 +144,7 @@ Status Executor::WritePersistent(const std::vector<PersistentTensor>& values) {
   for (size_t k = 0; k < values.size(); ++k) {
     HostTensor& w = impl_->persistent[static_cast<size_t>(at[k])];
     if (w.byte_size()) std::memcpy(w.raw(), values[k].value.raw(), w.byte_size());
+    impl_->partly_updated = false;
   }
   return OkStatus();
 }
@@ -179,6 +187,27 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
       im.dies_at[i].push_back(im.kernels[i]->in_place_ok && live.last_use[v] == i && !live.keep[v]);
     }
   }
+  // Optimizer updates write into the parameters and states they update
+  // when nothing reads those later: no second copy of the model states at
+  // the end of a step.
+  std::unordered_map<int, int> update_of;  // update value -> its weight
+  for (const Program::WeightUpdate& u : p.updates()) update_of[u.update] = u.value;
+  std::unordered_set<int> outputs;
+  for (int i = 0; i < p.proto().outputs_size(); ++i) outputs.insert(p.OutputValue(i));
+  im.write_into.resize(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    const std::vector<int>& ins = p.InstructionInputs(i);
+    const std::vector<int>& outs = p.InstructionOutputs(i);
+    im.write_into[i].assign(outs.size(), -1);
+    if (!im.kernels[i]->updates_in_place) continue;
+    for (size_t k = 0; k < outs.size(); ++k) {
+      auto it = update_of.find(outs[k]);
+      if (it == update_of.end() || outputs.count(it->second) || live.last_use[it->second] != i)
+        continue;
+      for (size_t j = 0; j < ins.size(); ++j)
+        if (ins[j] == it->second) im.write_into[i][k] = static_cast<int>(j);
+    }
+  }
   if (im.profile) {
     std::unordered_map<std::string, size_t> kinds;
     std::vector<OpTime>& times = e->stats_.op_times;
@@ -202,6 +231,16 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     return st;
   };
   const auto start = std::chrono::steady_clock::now();
+  if (im.partly_updated)
+    return fail(FailedPreconditionError(
+        p.source(),
+        ": an earlier run failed after updating training state in place; "
+        "write the state again (WritePersistent, e.g. from a checkpoint) before running"));
+  bool wrote_in_place = false;
+  auto fail_run = [&](const Status& st) {
+    im.partly_updated = im.partly_updated || wrote_in_place;
+    return fail(st);
+  };
   Status checked = CheckInputs(p, inputs);
   if (!checked.ok()) return fail(checked);
   std::vector<HostTensor> values = im.persistent;
@@ -233,6 +272,17 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     }
     ctx.output_types.clear();
     for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
+    // In place only while the run and the executor are the state's sole
+    // holders (no reshape of it still live).
+    ctx.write_into = im.write_into[i];
+    for (int& j : ctx.write_into)
+      if (j >= 0) {
+        const HostTensor& t = values[in_ids[static_cast<size_t>(j)]];
+        if (!t.defined() || t.buffer().use_count() != 2)
+          j = -1;
+        else
+          wrote_in_place = true;
+      }
     results.assign(out_ids.size(), HostTensor());
     ctx.outputs = &results;
     // A device's piece can be empty (a dimension split over more devices than
@@ -264,8 +314,8 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
       }
     }
     if (!st.ok()) {
-      return fail(Status(st.code(),
-                         StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
+      return fail_run(Status(
+          st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
     }
     for (size_t k = 0; k < out_ids.size(); ++k) values[out_ids[k]] = std::move(results[k]);
     for (int v : im.release_after[i]) values[v] = HostTensor();
@@ -282,7 +332,7 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   }
   if (!applied.ok()) {
     outputs->clear();
-    return fail(applied.WithContext(StrCat(p.source(), ": applying weight updates")));
+    return fail_run(applied.WithContext(StrCat(p.source(), ": applying weight updates")));
   }
   values.clear();
   stats_.peak_live_bytes = im.run_tracker->peak() - baseline;

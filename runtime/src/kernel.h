@@ -54,6 +54,10 @@ class KernelContext {
   // it, so AllocateOutput may hand it out again (set by the executor only
   // for kernels with in_place_ok).
   std::vector<bool> donatable;
+  // Per output: the input whose buffer it must be written into (an
+  // optimizer update overwriting its state), or -1 (set by the executor
+  // only for kernels with updates_in_place).
+  std::vector<int> write_into;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
@@ -96,6 +100,9 @@ struct KernelDef {
   // that output element depends on at the same index (elementwise, row-wise
   // normalisations), so an output may take over a dying input's buffer.
   bool in_place_ok = false;
+  // An optimizer update (outputs in the order of the states they replace):
+  // the executor may have it write each into the state's own buffer.
+  bool updates_in_place = false;
 };
 
 class KernelRegistry {

@@ -97,6 +97,11 @@ Status AttrReader::GetString(const std::string& name, const std::string& default
 Status KernelContext::AllocateOutput(int i, HostTensor** out) {
   auto& slot = (*outputs)[static_cast<size_t>(i)];
   const TensorType& t = output_types[static_cast<size_t>(i)];
+  if (static_cast<size_t>(i) < write_into.size() && write_into[static_cast<size_t>(i)] >= 0) {
+    slot = *inputs[static_cast<size_t>(write_into[static_cast<size_t>(i)])];
+    *out = &slot;
+    return OkStatus();
+  }
   for (size_t k = 0; k < donatable.size() && k < inputs.size(); ++k) {
     if (donatable[k] && inputs[k]->type() == t) {
       donatable[k] = false;

@@ -150,8 +150,9 @@ Status RunSgdUpdate(KernelContext& ctx) {
 void RegisterOptimizerKernels(KernelRegistry& r) {
   // Element i of every output is written after element i of every input is
   // read: outputs may take over dying inputs' buffers.
-  r.Add({"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true});
-  r.Add({"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true});
+  // They may also write into the parameter and states themselves.
+  r.Add({"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true, true});
+  r.Add({"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true, true});
 }
 
 }  // namespace distrt

@@ -190,6 +190,60 @@ TEST(Training, FailedRunLeavesWeightsUnchanged) {
   }
 }
 
+// sgd_update (momentum 0.5, lr 0.25) writes the new weight and momentum
+// into their own buffers: the results are the hand-computed ones run after
+// run, the run allocates no copy of the state, and a run that fails after
+// the update leaves the executor refusing runs until the state is written.
+TEST(Training, OptimizerUpdatesWriteTheStateInPlace) {
+  TempDir dir;
+  const int64_t n = 4096;
+  const Shape shape = {n};
+  const std::vector<float> w0 = WriteWeight(dir.File("w.bin"), n);
+  ProgramBuilder b;
+  const int g = b.Input("g", DType::kF32, shape);
+  const int idx = b.Input("idx", DType::kI64, {1});
+  const int w = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, shape, {0}, shape);
+  const int m = b.ZerosWeight("m", DType::kF32, shape, {0}, shape);
+  const int one = b.Constant(F32({}, {1.0f})), lr = b.Constant(F32({}, {0.25f}));
+  const int w_new = b.Value(DType::kF32, shape), m_new = b.Value(DType::kF32, shape);
+  b.Op("sgd_update", {w, g, m, one, lr}, {w_new, m_new},
+       {{"momentum", AttrFloat(0.5)}, {"weight_decay", AttrFloat(0.0)}, {"nesterov", AttrInt(0)}});
+  b.SetUpdate(w, w_new);
+  b.SetUpdate(m, m_new);
+  // After the update: a gather that fails on a bad index.
+  const int table = b.Constant(F32({2, 1}, {1.0f, 2.0f}));
+  b.Output("row", b.Apply("gather", {table, idx}, DType::kF32, {1, 1}, {{"axis", AttrInt(0)}}));
+  auto p = Make(b, dir.path());
+  ASSERT_TRUE(p);
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
+  std::vector<float> wk = w0, mk(n, 0.0f);
+  std::vector<HostTensor> out;
+  for (int k = 0; k < 2; ++k) {
+    HostTensor gk = Grad(shape, k);
+    ASSERT_TRUE(e->Run({gk, I64({1}, {1})}, &out).ok());
+    for (int64_t i = 0; i < n; ++i) {
+      mk[i] = mk[i] * 0.5f + gk.data<float>()[i];
+      wk[i] = wk[i] + -0.25f * mk[i];
+    }
+    // Only the gather's row is allocated: no copy of w or m.
+    EXPECT_LT(e->stats().peak_live_bytes, 1024);
+  }
+  std::vector<PersistentTensor> state;
+  ASSERT_TRUE(e->ReadPersistent(&state).ok());
+  EXPECT_EQ(Vec<float>(state[0].value), wk);
+  EXPECT_EQ(Vec<float>(state[1].value), mk);
+
+  Status st = e->Run({Grad(shape, 2), I64({1}, {7})}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  st = e->Run({Grad(shape, 2), I64({1}, {1})}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.ToString().find("updating training state in place"), std::string::npos)
+      << st.ToString();
+  ASSERT_TRUE(e->WritePersistent(state).ok());
+  ASSERT_TRUE(e->Run({Grad(shape, 2), I64({1}, {1})}, &out).ok());
+}
+
 TEST(Training, AliasedUpdatesSwapAndBigCopiesUseThreads) {
   // a <- identity(b), b <- identity(a): both updates alias the other
   // weight's buffer, so the result must not depend on the copy order. c is
