@@ -11,7 +11,9 @@
 # split into MICROBATCHES. For each schedule:
 #   step ms      median of STEPS timed `dist-train --bench` steps (1 warm-up)
 #   bubble       measured idle share of the two workers: 1 - t1 / (p x step),
-#                t1 the single-device step at 1 thread
+#                t1 the single-device step at 1 thread running the same
+#                microbatches one after another (the pipeline plan on pp=1:
+#                the same GEMM sizes; the whole batch at once is also shown)
 #   formula      textbook idle share: GPipe and 1F1B (p-1)/(m+p-1),
 #                interleaved over v chunks (p-1)/(v*m+p-1), ZB-H1 as 1F1B
 #                with the weight half of the backward off the critical path
@@ -46,8 +48,11 @@ train() { # [flags]
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')), $(nproc) cores"
 echo "model: $dir/model.onnx, batch $batch x $seq tokens in $m microbatches, p = $p stages"
-single=$(train --threads 1 | median)
-printf "one device, 1 thread: %.1f ms per step\n\n" "$single"
+whole=$(train --threads 1 | median)
+printf 'pipeline: {axis: pp, split: "blocks.*", microbatches: %d}\n' "$m" > "$cache/pipeline-train/one.yaml"
+single=$(train --mesh pp=1 --plan "$cache/pipeline-train/one.yaml" --threads 1 | median)
+printf "one device, 1 thread: %.1f ms per step (whole batch at once), %.1f ms (%d microbatches in turn)\n\n" \
+  "$whole" "$single" "$m"
 printf "%-17s %10s %8s %8s %10s %16s\n" schedule "step ms" bubble formula simulated "peak MiB (0 / 1)"
 for schedule in gpipe 1f1b zb-h1 interleaved-1f1b; do
   v=1

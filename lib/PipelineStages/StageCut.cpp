@@ -26,23 +26,10 @@ namespace {
 /// The shortest prefix of the op's module path (`/blocks.3/attn/...` ->
 /// `blocks.3`) that the split pattern matches; "" if none.
 std::string layerKey(Operation *op, const llvm::GlobPattern &glob) {
-  std::string name = nn::getNodeName(op);
-  SmallVector<StringRef> parts;
-  StringRef(name).ltrim('/').split(parts, '/', -1, false);
-  if (parts.size() < 2)
-    return "";      // a top-level node belongs to no layer
-  parts.pop_back(); // the op itself
-  std::string prefix;
-  for (StringRef part : parts) {
-    SmallVector<StringRef> dots;
-    part.split(dots, '.', -1, false);
-    for (StringRef d : dots) {
-      prefix += (prefix.empty() ? "" : ".") + d.str();
-      if (glob.match(prefix))
-        return prefix;
-    }
-  }
-  return "";
+  for (const std::string &prefix : nn::getNodeModulePrefixes(op))
+    if (glob.match(prefix))
+      return prefix;
+  return ""; // a top-level node belongs to no layer
 }
 
 /// Contiguous groups of `cost` (with extra cost added to the first and last

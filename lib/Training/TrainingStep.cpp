@@ -378,16 +378,10 @@ Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
 }
 
 std::string StepBuilder::recomputeLayer(Operation *op) {
-  SmallVector<StringRef> parts;
-  std::string path = nn::getNodeModulePath(op);
-  StringRef(path).split(parts, '.', -1, false);
-  std::string prefix;
-  for (StringRef part : parts) {
-    prefix += (prefix.empty() ? "" : ".") + part.str();
+  for (const std::string &prefix : nn::getNodeModulePrefixes(op))
     for (llvm::GlobPattern &g : recomputeGlobs)
       if (g.match(prefix))
         return prefix;
-  }
   return "";
 }
 
@@ -398,27 +392,19 @@ LogicalResult StepBuilder::compileRecomputeGlobs() {
       return emitError(Location(loc))
              << "bad recompute pattern '" << pattern
              << "': " << llvm::toString(glob.takeError());
-    recomputeGlobs.push_back(std::move(*glob));
-  }
-  // Each pattern must name a layer of the model.
-  for (auto [i, spec] : llvm::enumerate(config.recompute)) {
-    bool found = false;
-    func.walk([&](Operation *op) {
-      std::string path = nn::getNodeModulePath(op);
-      SmallVector<StringRef> parts;
-      StringRef(path).split(parts, '.', -1, false);
-      std::string prefix;
-      for (StringRef part : parts) {
-        prefix += (prefix.empty() ? "" : ".") + part.str();
-        found |= recomputeGlobs[i].match(prefix);
-      }
-      return found ? WalkResult::interrupt() : WalkResult::advance();
+    // It must name a layer of the model.
+    WalkResult found = func.walk([&](Operation *op) {
+      for (const std::string &prefix : nn::getNodeModulePrefixes(op))
+        if (glob->match(prefix))
+          return WalkResult::interrupt();
+      return WalkResult::advance();
     });
-    if (!found)
-      return emitError(Location(spec.second))
-             << "recompute pattern '" << spec.first
+    if (!found.wasInterrupted())
+      return emitError(Location(loc))
+             << "recompute pattern '" << pattern
              << "' matches no layer of the model (layers are module paths "
                 "of node names, e.g. h.0 for '/h.0/attn/MatMul')";
+    recomputeGlobs.push_back(std::move(*glob));
   }
   return success();
 }

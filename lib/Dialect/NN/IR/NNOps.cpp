@@ -407,6 +407,19 @@ std::string distopt::nn::getPersistentKey(Operation *op) {
   return key;
 }
 
+std::vector<std::string> distopt::nn::getNodeModulePrefixes(Operation *op) {
+  std::string path = getNodeModulePath(op);
+  SmallVector<StringRef> parts;
+  StringRef(path).split(parts, '.', -1, false);
+  std::vector<std::string> out;
+  std::string prefix;
+  for (StringRef part : parts) {
+    prefix += (prefix.empty() ? "" : ".") + part.str();
+    out.push_back(prefix);
+  }
+  return out;
+}
+
 std::string distopt::nn::getNodeModulePath(Operation *op) {
   std::string name = getNodeName(op);
   SmallVector<StringRef> parts;

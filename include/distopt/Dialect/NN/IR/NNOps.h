@@ -34,6 +34,9 @@ std::string getPersistentKey(mlir::Operation *weightOrVariable);
 /// The PyTorch module path in the node's name: `/blocks.0/attn/qkv/MatMul`
 /// gives `blocks.0.attn.qkv`; "" for top-level or unnamed nodes.
 std::string getNodeModulePath(mlir::Operation *op);
+/// The dotted prefixes of that path, shortest first (`h.0.attn` -> `h`,
+/// `h.0`, `h.0.attn`): what layer globs (pipeline split, recompute) match.
+std::vector<std::string> getNodeModulePrefixes(mlir::Operation *op);
 
 } // namespace distopt::nn
 
