@@ -20,9 +20,12 @@
 #   train:rep=2,dp=4,tp=8   the training step with ZeRO-1 over dp, tensor and
 #                           sequence parallel over tp, SPMD program printed
 #   ... --dist-emit-rank=0  the same, the program rank 0 runs
-# The training rows have no pipeline axis: pipeline training is not
-# supported yet (docs/training.md, Limits; --train with a pipeline section
-# is refused).
+#   train:pp=4,dp=2,tp=8    the training step cut into 4 pipeline stages
+#                           (1F1B over 2 microbatches of the 4 sequences,
+#                           the schedule compiled into each stage's
+#                           program), ZeRO-1 over dp, tensor and sequence
+#                           parallel over tp: all stage programs, then the
+#                           program rank 0 runs
 # Peer, in the same run: ONNX's own shape inference over the same graph
 # (/usr/bin/python3: onnx.load without weights + infer_shapes), the one
 # graph-wide pass every ONNX tool runs. Needs a build and python3-onnx.
@@ -36,6 +39,8 @@ if [ ! -f "$cache/model.onnx" ]; then
 fi
 plan=$cache/pp.yaml
 printf 'pipeline:\n  axis: pp\n  split: "layers.*"\n  microbatches: 4\n  schedule: 1f1b\n' > "$plan"
+trainplan=$cache/pp-train.yaml
+printf 'pipeline:\n  axis: pp\n  split: "layers.*"\n  microbatches: 2\n  schedule: 1f1b\n' > "$trainplan"
 model=$cache/model.onnx
 train=$cache/train.json
 printf '%s\n' '{"output": "logits", "loss": {"kind": "cross_entropy"},' \
@@ -71,4 +76,6 @@ pp=4,rep=2,dp=4,tp=8(rank-0)                --mesh pp=4,rep=2,dp=4,tp=8 --plan d
 train:tp=8                                  --train $train --mesh tp=8 --plan tp
 train:rep=2,dp=4,tp=8(SPMD)                 --train $train --mesh rep=2,dp=4,tp=8 --plan zero1,tp,sp
 train:rep=2,dp=4,tp=8(rank-0)               --train $train --mesh rep=2,dp=4,tp=8 --plan zero1,tp,sp --dist-emit-rank=0
+train:pp=4,dp=2,tp=8(all-stages)            --train $train --mesh pp=4,dp=2,tp=8 --plan zero1,tp,sp --plan $trainplan
+train:pp=4,dp=2,tp=8(rank-0)                --train $train --mesh pp=4,dp=2,tp=8 --plan zero1,tp,sp --plan $trainplan --dist-emit-rank=0
 ROWS
