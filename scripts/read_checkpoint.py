@@ -51,6 +51,10 @@ def load(directory):
                 raw = f.read(end - begin)
             if zlib.crc32(raw) != p["crc32"]:
                 sys.exit(f"{p['file']}: piece of {name} fails its crc32")
+            block = index["checksum_block_bytes"]
+            blocks = [zlib.crc32(raw[i:i + block]) for i in range(0, len(raw), block)]
+            if blocks != p["block_crc32"]:
+                sys.exit(f"{p['file']}: piece of {name} fails its block crc32s")
             piece = np.frombuffer(raw, dtype=dtype).reshape(p["shape"])
             box = tuple(slice(o, o + s) for o, s in zip(p["offsets"], p["shape"]))
             out[box] = piece

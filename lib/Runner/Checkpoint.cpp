@@ -315,7 +315,13 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
             {"offsets", shapeText(slotOf[data[i]->weight]->offsets)},
             {"begin", int64_t(header.size() + entries[i].begin)},
             {"end", int64_t(header.size() + entries[i].end)},
-            {"crc32", int64_t(crc32(0, bytes.data(), bytes.size()))}});
+            {"crc32", int64_t(crc32(0, bytes.data(), bytes.size()))},
+            {"blocks", [&] {
+               json::Array crcs;
+               for (uint32_t c : blockChecksums(bytes.data(), bytes.size()))
+                 crcs.push_back(int64_t(c));
+               return crcs;
+             }()}});
       }
       std::string name = fileName(rank);
       if (Error e = maybeFailForTest(rank, join(tmp, name)))
@@ -391,6 +397,9 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
           piece.begin = *po.getInteger("begin");
           piece.end = *po.getInteger("end");
           piece.crc32 = static_cast<uint32_t>(*po.getInteger("crc32"));
+          for (const json::Value &b : *po.getArray("blocks"))
+            piece.blockCrc32.push_back(
+                static_cast<uint32_t>(*b.getAsInteger()));
           stored[{e.name, po.getString("name")->str() + " " +
                               po.getString("offsets")->str()}] = piece;
         }
@@ -460,10 +469,13 @@ public:
         ::close(f.fd);
   }
 
-  /// Reads `piece` of `tensor` (whole, so its CRC can be checked), counting
-  /// the bytes in `*bytes`.
-  Error read(const TensorEntry &tensor, const Piece &piece,
-             std::vector<char> *out, uint64_t *bytes) {
+  /// Reads rows [r0, r1) (along dimension 0; a scalar is one row) of
+  /// `piece` of `tensor`: the checksum blocks that hold them, each checked,
+  /// into `out`, the rows starting at `*skip` in it. Counts the bytes read
+  /// in `*bytes`.
+  Error read(const TensorEntry &tensor, const Piece &piece, int64_t r0,
+             int64_t r1, std::vector<char> *out, uint64_t *skip,
+             uint64_t *bytes) {
     std::string path = join(dir, piece.file);
     auto file = get(piece.file, bytes);
     if (!file)
@@ -481,17 +493,33 @@ public:
       return fail(path + ": its header does not list the piece of '" +
                   tensor.name + "' at " + shapeText(piece.offsets) +
                   " that index.json places there");
-    out->resize(piece.end - piece.begin);
-    if (Error e =
-            readAt((*file)->fd, path, out->data(), out->size(), piece.begin))
+    uint64_t size = piece.end - piece.begin;
+    uint64_t rows = piece.shape.empty() ? 1 : uint64_t(piece.shape[0]);
+    uint64_t rowBytes = rows ? size / rows : 0;
+    uint64_t first = r0 * rowBytes / kChecksumBlock;
+    uint64_t last = rowBytes
+                        ? (r1 * rowBytes + kChecksumBlock - 1) / kChecksumBlock
+                        : first;
+    uint64_t from = first * kChecksumBlock;
+    uint64_t to = std::min(size, last * kChecksumBlock);
+    out->resize(to - from);
+    *skip = r0 * rowBytes - from;
+    if (Error e = readAt((*file)->fd, path, out->data(), out->size(),
+                         piece.begin + from))
       return e;
     *bytes += out->size();
-    uint32_t crc = crc32(0, out->data(), out->size());
-    if (crc != piece.crc32)
-      return fail(path + ": the piece of '" + tensor.name + "' at " +
-                  shapeText(piece.offsets) + " (bytes " + Twine(piece.begin) +
-                  ".." + Twine(piece.end) + ") fails its checksum (crc32 " +
-                  Twine(crc) + ", index.json says " + Twine(piece.crc32) + ")");
+    for (uint64_t b = first; b < last; ++b) {
+      uint64_t at = b * kChecksumBlock - from;
+      uint64_t n = std::min(kChecksumBlock, size - b * kChecksumBlock);
+      uint32_t crc = crc32(0, out->data() + at, n);
+      if (crc != piece.blockCrc32[b])
+        return fail(path + ": the piece of '" + tensor.name + "' at " +
+                    shapeText(piece.offsets) + " (bytes " +
+                    Twine(piece.begin + b * kChecksumBlock) + ".." +
+                    Twine(piece.begin + b * kChecksumBlock + n) +
+                    ") fails its checksum (crc32 " + Twine(crc) +
+                    ", index.json says " + Twine(piece.blockCrc32[b]) + ")");
+    }
     return Error::success();
   }
 
@@ -655,7 +683,29 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
       readBy[r] = 0;
     for (const std::string &name : order) {
       const TensorEntry &e = *saved[name];
-      std::map<size_t, std::vector<char>> cache; // piece index -> bytes
+      // Per piece, the rows (dimension 0) any of this process's ranks
+      // needs: only those are read, once.
+      struct Rows {
+        int64_t r0 = -1, r1 = -1;
+        std::vector<char> data;
+        uint64_t skip = 0;
+      };
+      std::vector<Rows> rows(e.pieces.size());
+      for (const Slot *s : byTensor[name])
+        for (size_t i = 0; i < e.pieces.size(); ++i) {
+          const Piece &p = e.pieces[i];
+          if (!boxesOverlap(p.offsets, p.shape, s->offsets, s->sizes))
+            continue;
+          int64_t lo = 0, hi = 1;
+          if (!p.shape.empty()) {
+            lo = std::max<int64_t>(0, s->offsets[0] - p.offsets[0]);
+            hi = std::min<int64_t>(p.shape[0],
+                                   s->offsets[0] + s->sizes[0] - p.offsets[0]);
+          }
+          Rows &r = rows[i];
+          r.r0 = r.r0 < 0 ? lo : std::min(r.r0, lo);
+          r.r1 = std::max(r.r1, hi);
+        }
       for (const Slot *s : byTensor[name]) {
         distrt::PersistentTensor t;
         t.weight = s->weight;
@@ -669,14 +719,19 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
           const Piece &p = e.pieces[i];
           if (!boxesOverlap(p.offsets, p.shape, s->offsets, s->sizes))
             continue;
-          auto it = cache.find(i);
-          if (it == cache.end()) {
-            it = cache.emplace(i, std::vector<char>()).first;
-            if (Error err = reader.read(e, p, &it->second, &readBy[s->rank]))
+          Rows &r = rows[i];
+          if (r.data.empty() && r.r1 > r.r0)
+            if (Error err = reader.read(e, p, r.r0, r.r1, &r.data, &r.skip,
+                                        &readBy[s->rank]))
               return err;
+          // The rows read, as a box of their own.
+          std::vector<int64_t> offsets = p.offsets, shape = p.shape;
+          if (!shape.empty()) {
+            offsets[0] += r.r0;
+            shape[0] = r.r1 - r.r0;
           }
           copied +=
-              copyOverlap(it->second.data(), p.offsets, p.shape, t.value.raw(),
+              copyOverlap(r.data.data() + r.skip, offsets, shape, t.value.raw(),
                           s->offsets, s->sizes, distrt::DTypeSize(s->dtype));
         }
         if (copied != t.value.num_elements())

@@ -197,6 +197,14 @@ checkpoint::parseSafetensorsHeader(StringRef text, uint64_t dataBytes,
   return out;
 }
 
+std::vector<uint32_t> checkpoint::blockChecksums(const char *data,
+                                                 uint64_t bytes) {
+  std::vector<uint32_t> out;
+  for (uint64_t at = 0; at < bytes; at += kChecksumBlock)
+    out.push_back(crc32(0, data + at, std::min(kChecksumBlock, bytes - at)));
+  return out;
+}
+
 std::string checkpoint::writeIndex(const Index &index) {
   json::Object files;
   for (const FileEntry &f : index.files)
@@ -209,18 +217,21 @@ std::string checkpoint::writeIndex(const Index &index) {
   for (const TensorEntry &t : index.tensors) {
     json::Array pieces;
     for (const Piece &p : t.pieces)
-      pieces.push_back(
-          json::Object{{"file", p.file},
-                       {"offsets", toArray(p.offsets)},
-                       {"shape", toArray(p.shape)},
-                       {"bytes", json::Array{int64_t(p.begin), int64_t(p.end)}},
-                       {"crc32", int64_t(p.crc32)}});
+      pieces.push_back(json::Object{
+          {"file", p.file},
+          {"offsets", toArray(p.offsets)},
+          {"shape", toArray(p.shape)},
+          {"bytes", json::Array{int64_t(p.begin), int64_t(p.end)}},
+          {"crc32", int64_t(p.crc32)},
+          {"block_crc32", toArray(std::vector<int64_t>(p.blockCrc32.begin(),
+                                                       p.blockCrc32.end()))}});
     tensors[t.name] = json::Object{{"dtype", safetensorsDType(t.dtype)},
                                    {"shape", toArray(t.shape)},
                                    {"pieces", std::move(pieces)}};
   }
   json::Object root{{"format", "distopt-checkpoint"},
                     {"version", index.version},
+                    {"checksum_block_bytes", int64_t(kChecksumBlock)},
                     {"step", index.step},
                     {"model", json::Object{{"file", index.modelFile},
                                            {"fingerprint", index.fingerprint}}},
@@ -307,6 +318,11 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
   if (version != 1)
     return r.problem("version " + Twine(version) +
                      " is not one this build reads (1)");
+  TRY(block, r.integer(*root, "checksum_block_bytes", "", 1, kMax));
+  if (static_cast<uint64_t>(block) != kChecksumBlock)
+    return r.problem("checksum_block_bytes " + Twine(block) +
+                     " is not the block size this build reads (" +
+                     Twine(kChecksumBlock) + ")");
   TRY(step, r.integer(*root, "step", "", 0, kMax));
   index.step = step;
   TRY(model, r.object(*root, "model", ""));
@@ -423,6 +439,19 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
             " bytes, not those of " + dtype + shapeText(piece.shape));
       TRY(crc, r.integer(*p, "crc32", pat, 0, kCrcMax));
       piece.crc32 = static_cast<uint32_t>(crc);
+      TRY(blocks, r.ints(*p, "block_crc32", pat));
+      uint64_t bytes = piece.end - piece.begin;
+      if (blocks.size() != (bytes + kChecksumBlock - 1) / kChecksumBlock)
+        return r.problem(pat + "'block_crc32' has " + Twine(blocks.size()) +
+                         " checksum(s); " + Twine(bytes) + " bytes make " +
+                         Twine((bytes + kChecksumBlock - 1) / kChecksumBlock) +
+                         " blocks of " + Twine(kChecksumBlock));
+      for (int64_t b : blocks) {
+        if (b < 0 || b > kCrcMax)
+          return r.problem(pat + "'block_crc32' holds " + Twine(b) +
+                           ", not a CRC-32");
+        piece.blockCrc32.push_back(static_cast<uint32_t>(b));
+      }
       for (const Piece &other : e.pieces)
         if (boxesOverlap(other.offsets, other.shape, piece.offsets,
                          piece.shape) &&

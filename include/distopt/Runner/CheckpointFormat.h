@@ -65,7 +65,17 @@ struct Piece {
   std::vector<int64_t> offsets, shape;
   uint64_t begin = 0, end = 0;
   uint32_t crc32 = 0;
+  /// CRC-32 of each kChecksumBlock bytes of [begin, end) (the last block
+  /// shorter): a reader that needs some rows reads and checks only the
+  /// blocks holding them.
+  std::vector<uint32_t> blockCrc32;
 };
+
+/// Bytes per block of a piece's block checksums.
+inline constexpr uint64_t kChecksumBlock = uint64_t(1) << 20;
+
+/// The block CRCs of `bytes` bytes at `data`.
+std::vector<uint32_t> blockChecksums(const char *data, uint64_t bytes);
 
 struct TensorEntry {
   std::string name;

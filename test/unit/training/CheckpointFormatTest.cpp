@@ -129,8 +129,8 @@ Index twoPieceIndex() {
   t.name = "w";
   t.dtype = distrt::DType::kF32;
   t.shape = {4, 5};
-  t.pieces = {{"a", {0, 0}, {2, 5}, 16, 56, 9},
-              {"b", {2, 0}, {2, 5}, 20, 60, 10}};
+  t.pieces = {{"a", {0, 0}, {2, 5}, 16, 56, 9, {9}},
+              {"b", {2, 0}, {2, 5}, 20, 60, 10, {10}}};
   index.tensors = {t};
   return index;
 }
@@ -149,6 +149,28 @@ TEST(CheckpointFormat, IndexRoundTrips) {
   EXPECT_EQ(p.offsets, (std::vector<int64_t>{2, 0}));
   EXPECT_EQ(p.begin, 20u);
   EXPECT_EQ(p.crc32, 10u);
+  EXPECT_EQ(p.blockCrc32, (std::vector<uint32_t>{10}));
+}
+
+TEST(CheckpointFormat, IndexRefusesWrongBlockChecksums) {
+  Index index = twoPieceIndex();
+  index.tensors[0].pieces[0].blockCrc32 = {9, 9};
+  auto parsed = parseIndex(writeIndex(index), "index.json");
+  ASSERT_FALSE(static_cast<bool>(parsed));
+  EXPECT_EQ(toString(parsed.takeError()),
+            "index.json: tensor 'w': piece 0: 'block_crc32' has 2 "
+            "checksum(s); 40 bytes make 1 blocks of 1048576");
+}
+
+TEST(CheckpointFormat, BlockChecksumsCoverEveryByteOnce) {
+  std::vector<char> data(kChecksumBlock * 2 + 5);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<char>(i * 7);
+  std::vector<uint32_t> blocks = blockChecksums(data.data(), data.size());
+  ASSERT_EQ(blocks.size(), 3u);
+  EXPECT_EQ(blocks[2], crc32(0, data.data() + 2 * kChecksumBlock, 5));
+  EXPECT_EQ(blocks[1], crc32(0, data.data() + kChecksumBlock, kChecksumBlock));
+  EXPECT_TRUE(blockChecksums(data.data(), 0).empty());
 }
 
 TEST(CheckpointFormat, IndexRefusesOverlappingPieces) {
