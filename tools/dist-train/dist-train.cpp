@@ -152,15 +152,20 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
 }
 
 /// One line per rank this process ran: bytes and the save's or load's time.
+/// Written at once, so mpirun processes' lines do not interleave.
 static void printCheckpointIO(raw_ostream &os, StringRef verb,
                               const CheckpointIO &io) {
+  std::string text;
+  raw_string_ostream s(text);
   for (const auto &[rank, bytes] : io.bytesPerRank)
-    os << "dist-train: checkpoint: rank " << rank << " " << verb << " " << bytes
-       << " bytes\n";
-  os << "dist-train: checkpoint: ";
+    s << "dist-train: checkpoint: rank " << rank << " " << verb << " " << bytes
+      << " bytes\n";
+  s << "dist-train: checkpoint: ";
   if (io.indexBytes)
-    os << verb << " index.json (" << io.indexBytes << " bytes); ";
-  os << format("%.3f", io.seconds) << " s\n";
+    s << verb << " index.json (" << io.indexBytes << " bytes); ";
+  s << format("%.3f", io.seconds) << " s\n";
+  os << s.str();
+  os.flush();
 }
 
 int main(int argc, char **argv) {
@@ -264,9 +269,9 @@ int main(int argc, char **argv) {
       return failWith(toString(meta.takeError()));
     start = meta->step;
     if (root)
-      errs() << "dist-train: resumed " << resume << " at step " << start
-             << " (saved with --mesh '" << meta->mesh << "' --plan '"
-             << meta->plan << "')\n";
+      errs() << ("dist-train: resumed " + resume + " at step " +
+                 std::to_string(start) + " (saved with --mesh '" + meta->mesh +
+                 "' --plan '" + meta->plan + "')\n");
     printCheckpointIO(errs(), "read", io);
   }
   // What a checkpoint records of this run beside the tensors and the step.
