@@ -1,6 +1,6 @@
 // A branch-free float erf that GCC can vectorise (std::erf is a scalar libm
 // call). Two near-minimax polynomials, coefficients from
-// scripts/fit_erf_f32.py: erf(x) = x * P(x^2) on |x| < 1, and
+// scripts/fit_f32_math.py: erf(x) = x * P(x^2) on |x| < 1, and
 // erf(x) = 1 - Q((|x| - 2.4375) / 1.4375) on 1 <= |x| < 3.875, beyond which
 // erf rounds to +-1 in float. Max absolute error against std::erf about 1e-7
 // (asserted in kernels_elementwise_test.cpp); NaN stays NaN.

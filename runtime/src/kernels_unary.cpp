@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "erf_f32.h"
+#include "exp_f32.h"
 #include "kernel_util.h"
 
 namespace distrt {
@@ -65,7 +66,8 @@ T Sigmoid(T x) {
   return e / (T(1) + e);
 }
 
-// Float erf by the vectorisable ErfF32 (double keeps libm's), in
+// Float erf and exp by the vectorisable ErfF32 and ExpF32 (double keeps
+// libm's), in
 // non-template loops so that they can carry DISTRT_SIMD_CLONES.
 DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
@@ -73,6 +75,12 @@ DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
 DISTRT_SIMD_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
   const float inv_sqrt2 = 0.70710678118654752440f;
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * inv_sqrt2));
+}
+DISTRT_SIMD_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ExpF32(x[i]);
+}
+void ExpLoop(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
 void ErfLoop(const double* x, double* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
@@ -86,7 +94,8 @@ template <typename T>
 Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
   switch (op) {
     case UnOp::kExp:
-      Map(x, y, n, pool, [](T v) { return std::exp(v); });
+      ParallelFor(pool, n, kElementwiseGrain,
+                  [&](int64_t lo, int64_t hi) { ExpLoop(x + lo, y + lo, hi - lo); });
       break;
     case UnOp::kLog:
       Map(x, y, n, pool, [](T v) { return std::log(v); });

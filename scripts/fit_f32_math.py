@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Fits the coefficients of runtime/src/erf_f32.h: near-minimax polynomials
-(least squares on Chebyshev nodes, then Lawson reweighting) for
-  erf(x) / x    as a polynomial of degree 6 in x*x on [0, 1], and
-  erfc(x)       as a polynomial of degree 12 in t = (x - 2.4375) / 1.4375
-                on [1, 3.875].
+"""Fits the coefficients of runtime/src/erf_f32.h and exp_f32.h: near-minimax
+polynomials (least squares on Chebyshev nodes, then Lawson reweighting) for
+  erf(x) / x     as a polynomial of degree 6 in x*x on [0, 1],
+  erfc(x)        as a polynomial of degree 12 in t = (x - 2.4375) / 1.4375
+                 on [1, 3.875], and
+  expm1(r) / r   as a polynomial of degree 5 in r on [-ln2/2, ln2/2].
 Needs numpy (Debian's python3-numpy). Prints the coefficients, lowest first.
 """
 import math
@@ -28,3 +29,6 @@ small, e1 = fit(lambda t: math.erf(t) / t, 0, 1, 6, lambda x: x * x)
 large, e2 = fit(math.erfc, 1, 3.875, 12, lambda x: (x - 2.4375) / 1.4375)
 print("small (max error %.2g):" % e1, ", ".join("%.9ef" % c for c in small))
 print("large (max error %.2g):" % e2, ", ".join("%.9ef" % c for c in large))
+half = math.log(2) / 2
+expc, e3 = fit(lambda t: math.expm1(t) / t, -half, half, 5, lambda x: x)
+print("exp (max error %.2g):" % e3, ", ".join("%.9ef" % c for c in expc))
