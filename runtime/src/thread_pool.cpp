@@ -1,8 +1,35 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace distrt {
+namespace {
+
+// How long a waiter polls before it blocks on the condition variable: about
+// the length of a small op, short enough that idle workers give the core
+// back (the pool may share cores with other processes).
+constexpr int kSpinIterations = 1000;  // some 20-40 us
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls pred() up to kSpinIterations times; true as soon as it holds.
+template <typename Pred>
+bool SpinFor(Pred pred) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+  }
+  return false;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -22,6 +49,7 @@ void ThreadPool::WorkerLoop(int index) {
   for (;;) {
     std::pair<int64_t, int64_t> chunk;
     const std::function<void(int64_t, int64_t)>* fn;
+    SpinFor([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -64,6 +92,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   }
   work_cv_.notify_all();
   fn(ranges[0].first, ranges[0].second);
+  SpinFor([&] { return pending_.load() == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   chunks_.clear();

@@ -2,6 +2,7 @@
 #ifndef DISTRT_SRC_THREAD_POOL_H_
 #define DISTRT_SRC_THREAD_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -35,9 +36,11 @@ class ThreadPool {
   std::condition_variable work_cv_, done_cv_;
   const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> chunks_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  // Written under mu_; atomic so that waiters can spin on them briefly
+  // before blocking (a futex wake-up costs more than a small op).
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // Runs fn over [0, n) with `pool` if given and the work is big enough, else
