@@ -48,7 +48,7 @@ void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
     std::pair<int64_t, int64_t> chunk;
-    const std::function<void(int64_t, int64_t)>* fn;
+    const RangeFn* fn;
     SpinFor([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -67,8 +67,7 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>(threads_, (n + grain - 1) / grain);
@@ -76,22 +75,24 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  int64_t base = n / chunks, extra = n % chunks, start = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t len = base + (c < extra ? 1 : 0);
-    ranges.emplace_back(start, start + len);
-    start += len;
-  }
+  std::pair<int64_t, int64_t> mine;
   {
+    // chunks_ keeps its capacity between calls: no allocation here.
     std::lock_guard<std::mutex> lock(mu_);
-    chunks_ = ranges;
+    chunks_.clear();
+    int64_t base = n / chunks, extra = n % chunks, start = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t len = base + (c < extra ? 1 : 0);
+      chunks_.emplace_back(start, start + len);
+      start += len;
+    }
+    mine = chunks_[0];
     fn_ = &fn;
     pending_ = static_cast<int>(chunks - 1);
     ++generation_;
   }
   work_cv_.notify_all();
-  fn(ranges[0].first, ranges[0].second);
+  fn(mine.first, mine.second);
   SpinFor([&] { return pending_.load() == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
@@ -99,8 +100,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   fn_ = nullptr;
 }
 
-void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
-                 const std::function<void(int64_t, int64_t)>& fn) {
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain, RangeFn fn) {
   if (pool == nullptr || pool->size() <= 1 || n <= grain) {
     if (n > 0) fn(0, n);
     return;
