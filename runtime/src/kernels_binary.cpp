@@ -346,6 +346,25 @@ Status VerifyWhere(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], t);
 }
 
+// One row of `where` whose operands are contiguous (stride 1) or a single
+// repeated value (stride 0): both branches are read and selected without a
+// branch, so the loop vectorises. T holds the element's bits.
+template <typename T, int kSa, int kSb>
+void WhereRowSelect(const uint8_t* c, const T* a, const T* b, T* o, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const T va = a[i * kSa], vb = b[i * kSb];
+    o[i] = c[i] != 0 ? va : vb;
+  }
+}
+
+template <typename T>
+void WhereRow(const uint8_t* c, const T* a, int64_t sa, const T* b, int64_t sb, T* o, int64_t n) {
+  if (sa == 1 && sb == 1) return WhereRowSelect<T, 1, 1>(c, a, b, o, n);
+  if (sa == 1 && sb == 0) return WhereRowSelect<T, 1, 0>(c, a, b, o, n);
+  if (sa == 0 && sb == 1) return WhereRowSelect<T, 0, 1>(c, a, b, o, n);
+  return WhereRowSelect<T, 0, 0>(c, a, b, o, n);
+}
+
 template <size_t kBytes>
 void WhereLoop(const uint8_t* c, const uint8_t* a, const uint8_t* b, uint8_t* o,
                const BroadcastPlan& p, ThreadPool* pool) {
@@ -358,6 +377,13 @@ void WhereLoop(const uint8_t* c, const uint8_t* a, const uint8_t* b, uint8_t* o,
       const uint8_t* pa = a + off[1] * kBytes;
       const uint8_t* pb = b + off[2] * kBytes;
       uint8_t* po = o + r * inner * static_cast<int64_t>(kBytes);
+      if constexpr (kBytes == 4 || kBytes == 8) {
+        using T = typename std::conditional<kBytes == 4, uint32_t, uint64_t>::type;
+        if (sc == 1 && sa <= 1 && sb <= 1) {
+          return WhereRow(pc, reinterpret_cast<const T*>(pa), sa, reinterpret_cast<const T*>(pb),
+                          sb, reinterpret_cast<T*>(po), inner);
+        }
+      }
       for (int64_t i = 0; i < inner; ++i) {
         const uint8_t* src = pc[i * sc] ? pa + i * sa * kBytes : pb + i * sb * kBytes;
         std::memcpy(po + i * static_cast<int64_t>(kBytes), src, kBytes);

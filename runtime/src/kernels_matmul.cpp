@@ -147,6 +147,9 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
   const int64_t batches = NumElements(s.batch);
   const int64_t a_batches = NumElements(s.a_batch);
   const int64_t b_batches = NumElements(s.b_batch);
+  // Small batched products (attention of a few tokens) take less time than
+  // waking a worker: run them inline.
+  if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
   const int threads = pool ? pool->size() : 1;
   // Rows per chunk so a chunk is worth a thread (~ 2^20 multiply-adds).
   const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "exp_f32.h"
 #include "kernel_util.h"
 
 namespace distrt {
@@ -14,32 +15,95 @@ Status VerifySame(const VerifyContext& ctx) {
 
 // ---- softmax -------------------------------------------------------------------
 
+// Float rows keep their reductions in kLanes partial results, which GCC
+// vectorises without reassociation flags, and exponentiate with ExpF32.
+constexpr int kLanes = 8;
+
+DISTRT_SIMD_CLONES float MaxF32(const float* x, int64_t n) {
+  float lane[kLanes];
+  for (int j = 0; j < kLanes; ++j) lane[j] = -std::numeric_limits<float>::infinity();
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = std::max(lane[j], x[i + j]);
+  }
+  float m = lane[0];
+  for (int j = 1; j < kLanes; ++j) m = std::max(m, lane[j]);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+// Sum of exp(x - m); y (when given) receives the exponentials.
+DISTRT_SIMD_CLONES double SumExpF32(const float* x, float m, float* y, int64_t n) {
+  float lane[kLanes] = {};
+  int64_t i = 0;
+  if (y != nullptr) {
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) {
+        const float e = ExpF32(x[i + j] - m);
+        y[i + j] = e;
+        lane[j] += e;
+      }
+    }
+  } else {
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int j = 0; j < kLanes; ++j) lane[j] += ExpF32(x[i + j] - m);
+    }
+  }
+  double sum = 0;
+  for (int j = 0; j < kLanes; ++j) sum += lane[j];
+  for (; i < n; ++i) {
+    const float e = ExpF32(x[i] - m);
+    if (y != nullptr) y[i] = e;
+    sum += e;
+  }
+  return sum;
+}
+
+DISTRT_SIMD_CLONES void ScaleF32(float* y, float s, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] *= s;
+}
+
+DISTRT_SIMD_CLONES void SubF32(const float* x, float s, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] - s;
+}
+
+void SoftmaxRow(bool log, const float* x, float* y, int64_t n) {
+  float m = MaxF32(x, n);
+  if (std::isinf(m) && m < 0) m = 0;  // all -inf row: avoid inf - inf
+  if (log) {
+    const float lse = static_cast<float>(std::log(SumExpF32(x, m, nullptr, n)));
+    SubF32(x, m + lse, y, n);
+  } else {
+    ScaleF32(y, static_cast<float>(1.0 / SumExpF32(x, m, y, n)), n);
+  }
+}
+
+void SoftmaxRow(bool log, const double* px, double* py, int64_t n) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t k = 0; k < n; ++k) m = std::max(m, px[k]);
+  if (std::isinf(m) && m < 0) m = 0;  // all -inf row: avoid inf - inf
+  double sum = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    double e = std::exp(px[k] - m);
+    if (!log) py[k] = e;
+    sum += e;
+  }
+  if (log) {
+    double lse = std::log(sum);
+    for (int64_t k = 0; k < n; ++k) py[k] = px[k] - m - lse;
+  } else {
+    double inv = 1.0 / sum;
+    for (int64_t k = 0; k < n; ++k) py[k] *= inv;
+  }
+}
+
 template <typename T>
 void SoftmaxRows(bool log, const T* x, T* y, int64_t outer, int64_t n, int64_t inner,
                  ThreadPool* pool) {
   if (inner == 1) {  // fast path: contiguous rows
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
     ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        const T* px = x + o * n;
-        T* py = y + o * n;
-        T m = -std::numeric_limits<T>::infinity();
-        for (int64_t k = 0; k < n; ++k) m = std::max(m, px[k]);
-        if (std::isinf(m) && m < 0) m = 0;  // all -inf row: avoid inf - inf
-        double sum = 0;
-        for (int64_t k = 0; k < n; ++k) {
-          T e = std::exp(px[k] - m);
-          if (!log) py[k] = e;
-          sum += e;
-        }
-        if (log) {
-          T lse = static_cast<T>(std::log(sum));
-          for (int64_t k = 0; k < n; ++k) py[k] = px[k] - m - lse;
-        } else {
-          T inv = static_cast<T>(1.0 / sum);
-          for (int64_t k = 0; k < n; ++k) py[k] *= inv;
-        }
-      }
+      for (int64_t o = o0; o < o1; ++o) SoftmaxRow(log, x + o * n, y + o * n, n);
     });
     return;
   }
@@ -129,14 +193,79 @@ Status ExpandParam(const HostTensor& p, const Shape& norm_shape, const char* wha
   return OkStatus();
 }
 
+// One float row: mean and variance summed in kLanes partial results (see
+// softmax), combined in double.
+DISTRT_SIMD_CLONES void LayerNormRow(const float* x, const float* scale, const float* bias,
+                                     double eps, float* y, int64_t n) {
+  float lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += x[i + j];
+  }
+  double mean = 0;
+  for (int j = 0; j < kLanes; ++j) mean += lane[j];
+  for (; i < n; ++i) mean += x[i];
+  mean /= static_cast<double>(n);
+  const float m = static_cast<float>(mean);
+  float vlane[kLanes] = {};
+  i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) {
+      const float d = x[i + j] - m;
+      vlane[j] += d * d;
+    }
+  }
+  double var = 0;  // biased (population) variance, like ONNX LayerNormalization
+  for (int j = 0; j < kLanes; ++j) var += vlane[j];
+  for (; i < n; ++i) var += static_cast<double>(x[i] - m) * (x[i] - m);
+  var /= static_cast<double>(n);
+  const float inv = static_cast<float>(1.0 / std::sqrt(var + eps));
+  if (bias != nullptr) {
+    for (i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * scale[i] + bias[i];
+  } else {
+    for (i = 0; i < n; ++i) y[i] = (x[i] - m) * inv * scale[i];
+  }
+}
+
+void LayerNormRow(const double* row, const double* scale, const double* bias, double eps,
+                  double* dst, int64_t n) {
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) mean += row[i];
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (int64_t i = 0; i < n; ++i) var += (row[i] - mean) * (row[i] - mean);
+  var /= static_cast<double>(n);
+  const double inv = 1.0 / std::sqrt(var + eps);
+  for (int64_t i = 0; i < n; ++i) {
+    dst[i] = (row[i] - mean) * inv * scale[i] + (bias != nullptr ? bias[i] : 0.0);
+  }
+}
+
+// A parameter's values over the normalised shape: its own buffer when it
+// has that many elements (no copy), else expanded into *storage.
+template <typename T>
+Status ParamValues(const HostTensor& p, const Shape& norm_shape, const char* what,
+                   std::vector<T>* storage, const T** values) {
+  if (p.shape() == norm_shape) {
+    *values = p.data<T>();
+    return OkStatus();
+  }
+  DISTRT_RETURN_IF_ERROR(ExpandParam<T>(p, norm_shape, what, storage));
+  *values = storage->data();
+  return OkStatus();
+}
+
 template <typename T>
 Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
   const HostTensor& x = ctx.input(0);
   Shape norm_shape(x.shape().begin() + axis, x.shape().end());
-  std::vector<T> scale, bias;
-  DISTRT_RETURN_IF_ERROR(ExpandParam<T>(ctx.input(1), norm_shape, "scale", &scale));
-  const bool has_bias = ctx.num_inputs() > 2;
-  if (has_bias) DISTRT_RETURN_IF_ERROR(ExpandParam<T>(ctx.input(2), norm_shape, "bias", &bias));
+  std::vector<T> scale_storage, bias_storage;
+  const T* scale = nullptr;
+  const T* bias = nullptr;
+  DISTRT_RETURN_IF_ERROR(ParamValues<T>(ctx.input(1), norm_shape, "scale", &scale_storage, &scale));
+  if (ctx.num_inputs() > 2) {
+    DISTRT_RETURN_IF_ERROR(ParamValues<T>(ctx.input(2), norm_shape, "bias", &bias_storage, &bias));
+  }
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = NumElements(norm_shape);
@@ -145,26 +274,7 @@ Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
   T* py = out->data<T>();
   int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
   ParallelFor(ctx.pool, rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const T* row = px + r * n;
-      T* dst = py + r * n;
-      double mean = 0;
-      for (int64_t i = 0; i < n; ++i) mean += row[i];
-      mean /= static_cast<double>(n);
-      double var = 0;  // biased (population) variance, like ONNX LayerNormalization
-      for (int64_t i = 0; i < n; ++i) {
-        double d = row[i] - mean;
-        var += d * d;
-      }
-      var /= static_cast<double>(n);
-      const T inv = static_cast<T>(1.0 / std::sqrt(var + eps));
-      const T m = static_cast<T>(mean);
-      if (has_bias) {
-        for (int64_t i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * scale[i] + bias[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i) dst[i] = (row[i] - m) * inv * scale[i];
-      }
-    }
+    for (int64_t r = r0; r < r1; ++r) LayerNormRow(px + r * n, scale, bias, eps, py + r * n, n);
   });
   return OkStatus();
 }

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <limits>
 
+#include "erf_f32.h"
+#include "exp_f32.h"
 #include "kernel_util.h"
 
 namespace distrt {
@@ -64,11 +66,36 @@ T Sigmoid(T x) {
   return e / (T(1) + e);
 }
 
+// Float erf and exp by the vectorisable ErfF32 and ExpF32 (double keeps
+// libm's), in
+// non-template loops so that they can carry DISTRT_SIMD_CLONES.
+DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
+}
+DISTRT_SIMD_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
+  const float inv_sqrt2 = 0.70710678118654752440f;
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * inv_sqrt2));
+}
+DISTRT_SIMD_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = ExpF32(x[i]);
+}
+void ExpLoop(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+void ErfLoop(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+}
+void GeluErfLoop(const double* x, double* y, int64_t n) {
+  const double inv_sqrt2 = 0.70710678118654752440;
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] * inv_sqrt2));
+}
+
 template <typename T>
 Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
   switch (op) {
     case UnOp::kExp:
-      Map(x, y, n, pool, [](T v) { return std::exp(v); });
+      ParallelFor(pool, n, kElementwiseGrain,
+                  [&](int64_t lo, int64_t hi) { ExpLoop(x + lo, y + lo, hi - lo); });
       break;
     case UnOp::kLog:
       Map(x, y, n, pool, [](T v) { return std::log(v); });
@@ -86,7 +113,8 @@ Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
       Map(x, y, n, pool, [](T v) { return Sigmoid(v); });
       break;
     case UnOp::kErf:
-      Map(x, y, n, pool, [](T v) { return std::erf(v); });
+      ParallelFor(pool, n, kElementwiseGrain,
+                  [&](int64_t lo, int64_t hi) { ErfLoop(x + lo, y + lo, hi - lo); });
       break;
     case UnOp::kSin:
       Map(x, y, n, pool, [](T v) { return std::sin(v); });
@@ -193,8 +221,8 @@ Status RunGelu(KernelContext& ctx) {
     const T* px = x.data<T>();
     T* py = out->data<T>();
     if (approx == "none") {
-      const T inv_sqrt2 = static_cast<T>(0.70710678118654752440);
-      Map(px, py, n, ctx.pool, [=](T v) { return T(0.5) * v * (T(1) + std::erf(v * inv_sqrt2)); });
+      ParallelFor(ctx.pool, n, kElementwiseGrain,
+                  [&](int64_t lo, int64_t hi) { GeluErfLoop(px + lo, py + lo, hi - lo); });
     } else {
       const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
       Map(px, py, n, ctx.pool,

@@ -64,15 +64,18 @@ Status LocalSession::RunEach(const std::function<Status(Executor&, int)>& body,
   DISTRT_RETURN_IF_ERROR(world_->StartRun());
   const int n = world_size();
   std::vector<Status> status(static_cast<size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      Status s = body(*execs_[static_cast<size_t>(r)], r);  // aborts the world on failure
-      if (s.ok()) world_->MarkFinished(r);
-      status[r] = s;
-    });
+  auto run_rank = [&](int r) {
+    Status s = body(*execs_[static_cast<size_t>(r)], r);  // aborts the world on failure
+    if (s.ok()) world_->MarkFinished(r);
+    status[r] = s;
+  };
+  if (n == 1) {
+    run_rank(0);  // one rank: on this thread, not a thread started per run
+  } else {
+    std::vector<std::thread> threads;
+    for (int r = 0; r < n; ++r) threads.emplace_back(run_rank, r);
+    for (auto& t : threads) t.join();
   }
-  for (auto& t : threads) t.join();
   // Root cause: the first rank that failed on its own (not ABORTED because of
   // another rank); else the first failure.
   int culprit = -1;

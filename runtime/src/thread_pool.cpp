@@ -1,8 +1,35 @@
 #include "thread_pool.h"
 
 #include <algorithm>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 namespace distrt {
+namespace {
+
+// How long a waiter polls before it blocks on the condition variable: about
+// the length of a small op, short enough that idle workers give the core
+// back (the pool may share cores with other processes).
+constexpr int kSpinIterations = 1000;  // some 20-40 us
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// Polls pred() up to kSpinIterations times; true as soon as it holds.
+template <typename Pred>
+bool SpinFor(Pred pred) {
+  for (int i = 0; i < kSpinIterations; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+  }
+  return false;
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) : threads_(std::max(1, threads)) {
   for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
@@ -21,7 +48,8 @@ void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {
     std::pair<int64_t, int64_t> chunk;
-    const std::function<void(int64_t, int64_t)>* fn;
+    const RangeFn* fn;
+    SpinFor([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -39,8 +67,7 @@ void ThreadPool::WorkerLoop(int index) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::ParallelFor(int64_t n, int64_t grain, RangeFn fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   int64_t chunks = std::min<int64_t>(threads_, (n + grain - 1) / grain);
@@ -48,30 +75,32 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  int64_t base = n / chunks, extra = n % chunks, start = 0;
-  for (int64_t c = 0; c < chunks; ++c) {
-    int64_t len = base + (c < extra ? 1 : 0);
-    ranges.emplace_back(start, start + len);
-    start += len;
-  }
+  std::pair<int64_t, int64_t> mine;
   {
+    // chunks_ keeps its capacity between calls: no allocation here.
     std::lock_guard<std::mutex> lock(mu_);
-    chunks_ = ranges;
+    chunks_.clear();
+    int64_t base = n / chunks, extra = n % chunks, start = 0;
+    for (int64_t c = 0; c < chunks; ++c) {
+      int64_t len = base + (c < extra ? 1 : 0);
+      chunks_.emplace_back(start, start + len);
+      start += len;
+    }
+    mine = chunks_[0];
     fn_ = &fn;
     pending_ = static_cast<int>(chunks - 1);
     ++generation_;
   }
   work_cv_.notify_all();
-  fn(ranges[0].first, ranges[0].second);
+  fn(mine.first, mine.second);
+  SpinFor([&] { return pending_.load() == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   chunks_.clear();
   fn_ = nullptr;
 }
 
-void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain,
-                 const std::function<void(int64_t, int64_t)>& fn) {
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t grain, RangeFn fn) {
   if (pool == nullptr || pool->size() <= 1 || n <= grain) {
     if (n > 0) fn(0, n);
     return;

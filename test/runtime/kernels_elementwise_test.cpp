@@ -224,6 +224,77 @@ TEST(Unary, FloatFunctionsMatchLibm) {
             {0.5f, 1.0f, std::sqrt(2.0f), 10.0f});
 }
 
+// f32 erf (and gelu) use a polynomial approximation instead of libm: its
+// error against double std::erf over a dense sweep, its tails and specials.
+TEST(Unary, ErfF32DenseSweep) {
+  std::vector<float> x;
+  for (int i = -1000000; i <= 1000000; ++i) x.push_back(static_cast<float>(i) * 6e-6f);
+  for (float v = 1e-30f; v < 1e-3f; v *= 1.1f) x.push_back(v);
+  const float specials[] = {0.0f, -0.0f, 1.0f, -1.0f, 3.875f, -3.875f, 9.0f, 1e30f};
+  for (float v : specials) x.push_back(v);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> y = Vec<float>(Run1("erf", {F32({n}, x)}, {DType::kF32, {n}}));
+  double max_abs = 0, max_rel = 0;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const double want = std::erf(static_cast<double>(x[i]));
+    const double err = std::fabs(y[i] - want);
+    max_abs = std::max(max_abs, err);
+    if (want != 0) max_rel = std::max(max_rel, err / std::fabs(want));
+  }
+  EXPECT_LT(max_abs, 2e-7);
+  EXPECT_LT(max_rel, 4e-7);  // small arguments keep their relative accuracy
+  EXPECT_TRUE(std::signbit(y[static_cast<size_t>(n) - 10]));  // erf(-0) = -0
+  EXPECT_EQ(y[static_cast<size_t>(n) - 3], 1.0f);
+  EXPECT_EQ(y[static_cast<size_t>(n) - 2], -1.0f);
+  EXPECT_TRUE(std::isnan(y.back()));
+  // gelu goes through the same erf.
+  std::vector<float> g = Vec<float>(Run1("gelu", {F32({n}, x)}, {DType::kF32, {n}}));
+  double gelu_err = 0;
+  for (int64_t i = 0; i < 2000001; ++i) {
+    const double d = x[i];
+    const double want = 0.5 * d * (1 + std::erf(d / std::sqrt(2.0)));
+    gelu_err = std::max(gelu_err, std::fabs(g[i] - want) / std::max(1.0, std::fabs(want)));
+  }
+  EXPECT_LT(gelu_err, 4e-7);
+  // f64 keeps libm's erf.
+  std::vector<double> xd = {-2.0, -0.3, 1e-5, 0.7, 2.5};
+  std::vector<double> yd = Vec<double>(Run1("erf", {F64({5}, xd)}, {DType::kF64, {5}}));
+  for (size_t i = 0; i < xd.size(); ++i) EXPECT_EQ(yd[i], std::erf(xd[i]));
+}
+
+// f32 exp (and softmax) use ExpF32: relative error over the normal range,
+// overflow, underflow to subnormals and zero, specials.
+TEST(Unary, ExpF32DenseSweep) {
+  std::vector<float> x;
+  for (int i = -1000000; i <= 1000000; ++i) x.push_back(static_cast<float>(i) * 8.8e-5f);
+  const float edges[] = {88.72f, 88.73f, -87.5f, -100.0f, -104.0f, -200.0f};
+  for (float v : edges) x.push_back(v);
+  x.push_back(std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<float> y = Vec<float>(Run1("exp", {F32({n}, x)}, {DType::kF32, {n}}));
+  double max_rel = 0, max_abs_tiny = 0;
+  for (int64_t i = 0; i + 3 < n; ++i) {
+    const double want = std::exp(static_cast<double>(x[i]));
+    if (want > 3.4028234e38) {
+      EXPECT_TRUE(std::isinf(y[i])) << x[i];
+    } else if (want >= 1.1754944e-38) {
+      max_rel = std::max(max_rel, std::fabs(y[i] - want) / want);
+    } else {
+      max_abs_tiny = std::max(max_abs_tiny, std::fabs(y[i] - want));
+    }
+  }
+  EXPECT_LT(max_rel, 2.4e-7);        // 2 ulp
+  EXPECT_LE(max_abs_tiny, 1.5e-45);  // one subnormal step
+  EXPECT_EQ(y[static_cast<size_t>(n) - 3], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(y[static_cast<size_t>(n) - 2], 0.0f);
+  EXPECT_TRUE(std::isnan(y.back()));
+}
+
 TEST(Unary, RoundHalfToEven) {
   ExpectF32(Run1("round", {F32({6}, {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.6f})}, {DType::kF32, {6}}),
             {6}, {0, 2, 2, -0.0f, -2, 3});
