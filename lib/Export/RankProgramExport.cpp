@@ -327,24 +327,26 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
-/// A transpose of a matrix (perm [1, 0]) read only by `user`.
-static nn::TransposeOp matrixTransposeFor(Value v, Operation *user) {
-  auto t = v.getDefiningOp<nn::TransposeOp>();
-  if (!t || t.getInput().getType().getRank() != 2 || t.getPerm()[0] != 1 ||
-      !t->hasOneUse() || *t->getUsers().begin() != user)
-    return {};
-  return t;
+/// Whether matmul `mm` can read its operand `operand` transposed by a flag
+/// (the kernel transposes a lhs only in a product of two matrices).
+static bool readsTransposed(nn::MatMulOp mm, unsigned operand) {
+  return operand == 1 || mm.getRhs().getType().getRank() == 2;
 }
 
 void Exporter::findFoldedTransposes(Block &entry) {
-  for (auto mm : entry.getOps<nn::MatMulOp>()) {
-    nn::TransposeOp rhs = matrixTransposeFor(mm.getRhs(), mm);
-    if (rhs)
-      foldedTransposes.insert(rhs);
-    // The kernel transposes a lhs only in a product of two matrices.
-    if (mm.getRhs().getType().getRank() == 2)
-      if (nn::TransposeOp lhs = matrixTransposeFor(mm.getLhs(), mm))
-        foldedTransposes.insert(lhs);
+  // A matrix transpose (perm [1, 0]) that only matmuls read, each able to
+  // read it through a flag: a weight a linear layer reads transposed, also
+  // when the matmuls of several microbatches share it.
+  for (auto t : entry.getOps<nn::TransposeOp>()) {
+    if (t.getInput().getType().getRank() != 2 || t.getPerm()[0] != 1 ||
+        t->use_empty())
+      continue;
+    bool foldable = llvm::all_of(t->getUses(), [](OpOperand &use) {
+      auto mm = dyn_cast<nn::MatMulOp>(use.getOwner());
+      return mm && readsTransposed(mm, use.getOperandNumber());
+    });
+    if (foldable)
+      foldedTransposes.insert(t);
   }
 }
 
