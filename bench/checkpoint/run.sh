@@ -15,7 +15,7 @@
 # another), and the two crossings (saved at dp=4, loaded on one device; saved
 # on one device, loaded at dp=4: the one process reads the rows its 4 ranks
 # need, here everything once), and the last crossing under mpirun, one
-# process per rank (each reads the 1 MiB checksum blocks holding its rows,
+# process per rank (each reads the 64 KiB checksum blocks holding its rows,
 # about a quarter). It prints the bytes each rank wrote
 # or read (dist-train's own count, safetensors headers included, index.json
 # apart) and the seconds of the save (fsync included) or load (checksums

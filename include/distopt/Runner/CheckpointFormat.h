@@ -72,7 +72,7 @@ struct Piece {
 };
 
 /// Bytes per block of a piece's block checksums.
-inline constexpr uint64_t kChecksumBlock = uint64_t(1) << 20;
+inline constexpr uint64_t kChecksumBlock = uint64_t(1) << 16;
 
 /// The block CRCs of `bytes` bytes at `data`.
 std::vector<uint32_t> blockChecksums(const char *data, uint64_t bytes);

@@ -159,7 +159,7 @@ TEST(CheckpointFormat, IndexRefusesWrongBlockChecksums) {
   ASSERT_FALSE(static_cast<bool>(parsed));
   EXPECT_EQ(toString(parsed.takeError()),
             "index.json: tensor 'w': piece 0: 'block_crc32' has 2 "
-            "checksum(s); 40 bytes make 1 blocks of 1048576");
+            "checksum(s); 40 bytes make 1 blocks of 65536");
 }
 
 TEST(CheckpointFormat, BlockChecksumsCoverEveryByteOnce) {

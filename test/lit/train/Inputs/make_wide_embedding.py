@@ -1,6 +1,6 @@
-"""Writes a model whose embedding table spans several 1 MiB checksum blocks
-(1100 x 256 f32 = 1.07 MiB... x 2 = 2.15 MiB): input_ids [4, 8] -> Gather ->
-MatMul [256, 8] -> logits [4, 8, 8]; and its training config.
+"""Writes a model whose embedding table (2200 x 256 f32, 2.15 MiB) spans
+many checkpoint checksum blocks: input_ids [4, 8] -> Gather -> MatMul
+[256, 8] -> logits [4, 8, 8]; and its training config.
 
     make_wide_embedding.py OUT_DIR
 """
