@@ -1,6 +1,7 @@
 //===- Trainer.cpp - run compiled training steps ----------------*- C++ -*-===//
 #include "distopt/Runner/Trainer.h"
 #include "distopt/Export/RankProgramExport.h"
+#include "distopt/Runner/LoraMerge.h"
 #include "distopt/Training/TrainingStep.h"
 
 #include "onnx/onnx_pb.h"
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <random>
@@ -398,7 +400,8 @@ static int onnxType(distrt::DType t) {
 
 Error distopt::saveTrainedModel(StringRef modelPath,
                                 const std::vector<distrt::NamedTensor> &trained,
-                                StringRef out) {
+                                StringRef out, bool mergeLora,
+                                int *mergedLayers) {
   auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -411,9 +414,17 @@ Error distopt::saveTrainedModel(StringRef modelPath,
   std::map<std::string, const distrt::HostTensor *> byName;
   for (const distrt::NamedTensor &t : trained)
     byName[t.name] = &t.tensor;
+  std::deque<distrt::HostTensor> mergedWeights;
+  if (mergeLora) {
+    auto merged = mergeLoraAdapters(model, byName, mergedWeights);
+    if (!merged)
+      return merged.takeError();
+    if (mergedLayers)
+      *mergedLayers = *merged;
+  }
   size_t total = 0;
-  for (const distrt::NamedTensor &t : trained)
-    total += t.tensor.byte_size();
+  for (const auto &[name, t] : byName)
+    total += t->byte_size();
   bool external = total > (size_t(1) << 30);
   llvm::SmallString<256> dataName(llvm::sys::path::filename(out));
   dataName += ".data";

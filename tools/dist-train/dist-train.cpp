@@ -58,6 +58,11 @@ static cl::opt<int64_t> seqLength("seq", cl::desc("tokens per row (--tokens)"),
                                   cl::init(0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
                               cl::init(0), cl::cat(category));
+static cl::opt<bool> mergeLora(
+    "merge-lora",
+    cl::desc("with --save: fold LoRA adapters (PEFT's base_layer / lora_A / "
+             "lora_B) into their base weights, W + scale * B @ A"),
+    cl::init(false), cl::cat(category));
 static cl::opt<std::string>
     saveModel("save",
               cl::desc("write the trained model as ONNX (parameters gathered "
@@ -361,9 +366,15 @@ int main(int argc, char **argv) {
     status = checkCase(t, ctx, start, losses, state, workDir, *threads);
   if (!saveModel.empty()) {
     if (root) {
-      if (Error e = saveTrainedModel(model, state, saveModel))
+      int merged = 0;
+      if (Error e =
+              saveTrainedModel(model, state, saveModel, mergeLora, &merged))
         return failWith(toString(std::move(e)));
-      errs() << "dist-train: wrote " << saveModel << "\n";
+      errs() << "dist-train: wrote " << saveModel;
+      if (mergeLora)
+        errs() << " (LoRA adapters of " << merged
+               << " layer(s) merged into their base weights)";
+      errs() << "\n";
     }
   }
   return status;

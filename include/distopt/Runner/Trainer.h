@@ -107,10 +107,13 @@ runTrainedModel(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
 /// Writes the ONNX model with its initializers replaced by `trained`
 /// (matched by name; optimizer states ignored): a single-device model any
 /// ONNX runtime loads. Tensors go to an external-data file next to `out`
-/// when they exceed 1 GiB in all.
+/// when they exceed 1 GiB in all. With `mergeLora`, LoRA adapters are
+/// folded into their base weights (LoraMerge.h) and `*mergedLayers` says
+/// how many.
 llvm::Error saveTrainedModel(llvm::StringRef modelPath,
                              const std::vector<distrt::NamedTensor> &trained,
-                             llvm::StringRef out);
+                             llvm::StringRef out, bool mergeLora = false,
+                             int *mergedLayers = nullptr);
 
 } // namespace distopt
 
