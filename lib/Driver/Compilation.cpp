@@ -246,11 +246,10 @@ LogicalResult Compilation::shard() {
                                   : ArrayRef<ScheduleAction>()));
     modules.push_back(*stageModules.back());
   }
-  if (isTraining()) {
-    alignReceives(modules);
-    if (failed(verifyStageProgress(modules)))
-      return failure();
-  }
+  // Every stage receives from a peer in the order the peer sends.
+  alignReceives(modules);
+  if (isTraining() && failed(verifyStageProgress(modules)))
+    return failure();
   return verifyStagePairing(modules);
 }
 

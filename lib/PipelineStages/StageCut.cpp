@@ -304,7 +304,6 @@ private:
   /// `v` (input-independent) computed in this stage before `user`: the
   /// producing ops are cloned, each once.
   Value localCopy(Value v, Operation *user);
-  void orderReceives();
   /// The stage (position on the pipeline axis) running `op`: its virtual
   /// stage modulo the stages.
   int64_t rankOf(Operation *op) { return stageOf.lookup(op) % numStages; }
@@ -321,7 +320,6 @@ private:
   DenseMap<Operation *, int64_t> stageOf;
   llvm::DenseSet<Operation *> independent;
   DenseMap<Value, Value> copies;
-  SmallVector<dist::RecvOp> receives;
 };
 
 } // namespace
@@ -350,25 +348,6 @@ Value StageExtractor::localCopy(Value v, Operation *user) {
   for (auto [orig, copied] : llvm::zip(def->getResults(), clone->getResults()))
     copies[orig] = copied;
   return copies[v];
-}
-
-void StageExtractor::orderReceives() {
-  // Per sending stage, the receives must run in tag order (the order the
-  // sender sends): each moves up to just before the next one if needed.
-  std::map<int64_t, SmallVector<dist::RecvOp>> byPeer;
-  for (dist::RecvOp r : receives)
-    byPeer[r.getPeer()].push_back(r);
-  for (auto &[peer, recvs] : byPeer) {
-    llvm::sort(recvs, [](dist::RecvOp a, dist::RecvOp b) {
-      return a.getTag() < b.getTag();
-    });
-    Operation *limit = nullptr;
-    for (dist::RecvOp r : llvm::reverse(recvs)) {
-      if (limit && !r->isBeforeInBlock(limit))
-        r->moveBefore(limit);
-      limit = r;
-    }
-  }
 }
 
 std::optional<ScheduleAction> StageExtractor::taskOf(Operation *op) {
@@ -430,7 +409,6 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
                         " of stage " + std::to_string(from)));
     if (dist::ShardingAttr sharding = dist::getValueSharding(v, {}))
       recv->setAttr(dist::kShardingAttr, b.getArrayAttr({sharding}));
-    receives.push_back(recv);
     return recv.getResult();
   };
   for (Operation *op : ops) {
@@ -487,7 +465,6 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
         receivedResults[i] = recvBefore(def, v, ret, from, t);
     }
   }
-  orderReceives();
 
   // Results: the stage returns the outputs it produces (inputs returned as
   // they are belong to stage 0).

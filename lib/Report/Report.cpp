@@ -213,10 +213,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         lastUse[v] = op;
     });
     int64_t live = 0, peak = 0;
+    // Weights, constants and optimizer states are stored, not computed.
+    auto stored = [](Operation *op) {
+      return isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op);
+    };
     func.walk([&](Operation *op) {
-      // Weights, constants and optimizer states are stored, not computed.
-      if (op == func.getOperation() ||
-          isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op))
+      if (op == func.getOperation() || stored(op))
         return;
       if (isa<nn::NNDialect>(op->getDialect())) {
         double flops = nn::estimateFlops(op);
@@ -248,8 +250,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         peak = std::max(peak, live);
       for (Value v : op->getOperands())
         if (lastUse.lookup(v) == op && v.getDefiningOp() &&
-            !isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(
-                v.getDefiningOp()))
+            !stored(v.getDefiningOp()))
           live -= nn::tensorBytes(v.getType());
     });
     report.activationBytesPeak = std::max(report.activationBytesPeak, peak);

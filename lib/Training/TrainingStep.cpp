@@ -82,6 +82,8 @@ private:
   std::pair<Value, Value> modelOutputLoss(Value out, double seedScale);
   std::pair<Value, Value> loss(Value out, Value labels, double seedScale,
                                Value count);
+  /// 1 where a label is not the ignore index, else 0, in float type `f`.
+  Value validMask(nn::GradientBuilder &g, Value labels, Type f);
   /// Valid (not ignored) labels over all of `labels`, as a float scalar.
   Value validLabels(ArrayRef<Value> labels, Type f);
   /// Removes the microbatch tag from ops that do not depend on the inputs
@@ -255,10 +257,7 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
   Value zLabel = g.reduceSum(g.create<nn::WhereOp>(onehot, z, zero), {rank - 1},
                              /*keepdims=*/true);
   Value nll = g.create<nn::SubOp>(lse, zLabel);
-  Value ignored = g.create<nn::EqualOp>(
-      lab, g.scalar(static_cast<double>(config.loss.ignoreIndex),
-                    labelType.getElementType()));
-  Value valid = g.castLike(g.create<nn::NotOp>(ignored), f);
+  Value valid = validMask(g, lab, f);
   Value count = globalCount ? globalCount
                             : g.reduceSum(valid, allAxes, /*keepdims=*/false);
   Value loss = g.create<nn::DivOp>(
@@ -312,22 +311,39 @@ std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out,
   return {loss, seed};
 }
 
+Value StepBuilder::validMask(nn::GradientBuilder &g, Value labels, Type f) {
+  Type id = cast<RankedTensorType>(labels.getType()).getElementType();
+  Value ignored = g.create<nn::EqualOp>(
+      labels, g.scalar(static_cast<double>(config.loss.ignoreIndex), id));
+  return g.castLike(g.create<nn::NotOp>(ignored), f);
+}
+
 Value StepBuilder::validLabels(ArrayRef<Value> labels, Type f) {
   nn::GradientBuilder g = gb(func.getLoc());
   Value total;
   for (Value lab : labels) {
-    auto t = cast<RankedTensorType>(lab.getType());
     SmallVector<int64_t> axes;
-    for (int64_t d = 0; d < t.getRank(); ++d)
+    for (int64_t d = 0; d < cast<RankedTensorType>(lab.getType()).getRank();
+         ++d)
       axes.push_back(d);
-    Value ignored = g.create<nn::EqualOp>(
-        lab, g.scalar(static_cast<double>(config.loss.ignoreIndex),
-                      t.getElementType()));
-    Value n = g.reduceSum(g.castLike(g.create<nn::NotOp>(ignored), f), axes,
-                          /*keepdims=*/false);
+    Value n = g.reduceSum(validMask(g, lab, f), axes, /*keepdims=*/false);
     total = total ? g.create<nn::AddOp>(total, n) : n;
   }
   return total;
+}
+
+/// The values that depend on `func`'s arguments, walking `ops` in order
+/// (what does not is shared by every microbatch: weights, constants, their
+/// transposes).
+static llvm::DenseSet<Value> argumentDependent(func::FuncOp func,
+                                               ArrayRef<Operation *> ops) {
+  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
+                                  func.getArguments().end());
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getOperands(),
+                     [&](Value v) { return dependent.contains(v); }))
+      dependent.insert(op->getResults().begin(), op->getResults().end());
+  return dependent;
 }
 
 void StepBuilder::untagSharedOps() {
@@ -336,16 +352,13 @@ void StepBuilder::untagSharedOps() {
     func.walk([](Operation *op) { op->removeAttr(nn::kMicrobatchAttr); });
     return;
   }
-  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
-                                  func.getArguments().end());
-  func.walk([&](Operation *op) {
-    bool reads = llvm::any_of(op->getOperands(),
-                              [&](Value v) { return dependent.contains(v); });
-    if (reads)
-      dependent.insert(op->getResults().begin(), op->getResults().end());
-    else
+  SmallVector<Operation *> ops;
+  for (Operation &op : func.getBody().front())
+    ops.push_back(&op);
+  llvm::DenseSet<Value> dependent = argumentDependent(func, ops);
+  for (Operation *op : ops)
+    if (op->getNumResults() == 0 || !dependent.contains(op->getResult(0)))
       op->removeAttr(nn::kMicrobatchAttr);
-  });
 }
 
 std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
@@ -413,21 +426,15 @@ void StepBuilder::recomputeLayers(ArrayRef<Operation *> forwardOps) {
   if (recomputeGlobs.empty())
     return;
   OpBuilder::InsertionGuard guard(b);
-  // What depends on the inputs (weights and their transposes are kept).
-  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
-                                  func.getArguments().end());
-  func.walk([&](Operation *op) {
-    if (llvm::any_of(op->getOperands(),
-                     [&](Value v) { return dependent.contains(v); }))
-      dependent.insert(op->getResults().begin(), op->getResults().end());
-  });
+  // Only what depends on the inputs is recomputed (weights and their
+  // transposes are kept); the forward reads nothing computed after it.
+  llvm::DenseSet<Value> dependent = argumentDependent(func, forwardOps);
   std::map<std::string, SmallVector<Operation *>> layers;
   for (Operation *op : forwardOps)
     if (op->getNumResults() && dependent.contains(op->getResult(0)))
       if (std::string layer = recomputeLayer(op); !layer.empty())
         layers[layer].push_back(op);
   for (auto &[layer, ops] : layers) {
-    llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
     // The backward of this layer: its ops carry the forward ops' names.
     SmallVector<OpOperand *> uses;
     Operation *first = nullptr;

@@ -56,9 +56,10 @@ mlir::FailureOr<StageAssignment> assignStages(mlir::ModuleOp module,
 
 /// A copy of the (sharded) module holding only stage `stage` (all its
 /// chunks), with sends and receives for the activations that cross its
-/// boundaries. Every crossing has one tag, counted in program order; a stage
-/// receives from a peer in the order the peer sends. A training step's ops
-/// are put in the order of the stage's schedule `actions` (orderStageOps).
+/// boundaries. Every crossing has one tag, counted in program order
+/// (alignReceives, StageOrder.h, then puts each stage's receives in the
+/// order its peers send). A training step's ops are put in the order of the
+/// stage's schedule `actions` (orderStageOps).
 mlir::OwningOpRef<mlir::ModuleOp>
 extractStage(mlir::ModuleOp module, const StageAssignment &stages,
              const PipelineSpec &pipeline, int64_t stage,

@@ -37,7 +37,8 @@ void orderStageOps(mlir::func::FuncOp func,
                    llvm::ArrayRef<ScheduleAction> actions, TaskOfOp taskOf);
 
 /// Moves receives earlier where needed so that every stage receives from a
-/// peer in the order the peer sends (schedules reorder both sides).
+/// peer in the order the peer sends (tag order for inference stages;
+/// training schedules reorder both sides).
 void alignReceives(llvm::ArrayRef<mlir::ModuleOp> stageModules);
 
 /// Checks that stage programs run to the end: simulates every stage's
