@@ -394,7 +394,7 @@ Status CudaExecutor::ReadPersistent(std::vector<PersistentTensor>* out) const {
   DISTRT_CUDA(cudaSetDevice(im.device), "cudaSetDevice");
   for (int i = 0; i < p.proto().weights_size(); ++i) {
     const proto::Weight& w = p.proto().weights(i);
-    if (!w.has_update() && !w.zeros()) continue;
+    if (!IsTrainingState(w)) continue;
     PersistentTensor t;
     t.weight = &w;
     DISTRT_RETURN_IF_ERROR(

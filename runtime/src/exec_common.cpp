@@ -37,9 +37,9 @@ Status CheckPersistentWrite(const Program& p, const std::vector<PersistentTensor
   values->clear();
   for (const PersistentTensor& e : entries) {
     int index = -1;
-    for (int i = 0; i < p.proto().weights_size(); ++i)
+    for (int i = 0; i < p.proto().weights_size() && index < 0; ++i)
       if (&p.proto().weights(i) == e.weight) index = i;
-    if (index < 0 || (!e.weight->has_update() && !e.weight->zeros())) {
+    if (index < 0 || !IsTrainingState(*e.weight)) {
       return InvalidArgumentError(p.source(), ": WritePersistent: '",
                                   e.weight ? e.weight->name() : std::string("(none)"),
                                   "' is not a training-state weight of this program");

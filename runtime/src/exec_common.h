@@ -21,6 +21,9 @@ Status CheckCommunicator(const Program& program, const Communicator* comm);
 // defined and of its declared type.
 Status CheckInputs(const Program& program, const std::vector<HostTensor>& inputs);
 
+// A weight that is training state: it has an update or starts as zeros.
+inline bool IsTrainingState(const proto::Weight& w) { return w.has_update() || w.zeros(); }
+
 // For WritePersistent: INVALID_ARGUMENT unless every entry's weight is one of
 // the program's training-state weights (an update or zeros) and its value has
 // that weight's local type. Fills `values` with each entry's value index.

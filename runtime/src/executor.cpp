@@ -128,7 +128,7 @@ Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
   out->clear();
   for (int i = 0; i < p.proto().weights_size(); ++i) {
     const proto::Weight& w = p.proto().weights(i);
-    if (!w.has_update() && !w.zeros()) continue;
+    if (!IsTrainingState(w)) continue;
     PersistentTensor t;
     t.weight = &w;
     DISTRT_RETURN_IF_ERROR(
@@ -144,8 +144,8 @@ Status Executor::WritePersistent(const std::vector<PersistentTensor>& values) {
   for (size_t k = 0; k < values.size(); ++k) {
     HostTensor& w = impl_->persistent[static_cast<size_t>(at[k])];
     if (w.byte_size()) std::memcpy(w.raw(), values[k].value.raw(), w.byte_size());
-    impl_->partly_updated = false;
   }
+  if (!values.empty()) impl_->partly_updated = false;
   return OkStatus();
 }
 
@@ -198,8 +198,8 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   for (int i = 0; i < n; ++i) {
     const std::vector<int>& ins = p.InstructionInputs(i);
     const std::vector<int>& outs = p.InstructionOutputs(i);
+    if (!im.kernels[i]->updates_in_place) continue;  // empty: nothing in place
     im.write_into[i].assign(outs.size(), -1);
-    if (!im.kernels[i]->updates_in_place) continue;
     for (size_t k = 0; k < outs.size(); ++k) {
       auto it = update_of.find(outs[k]);
       if (it == update_of.end() || outputs.count(it->second) || live.last_use[it->second] != i)

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "expect_has.h"
 #include "test_util.h"
 
 namespace distrt {
@@ -144,8 +145,7 @@ TEST(Training, WritePersistentReplacesStateOrNothing) {
   bad[1].value = F32({6}, m);
   st = e->WritePersistent(bad);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.ToString().find("WritePersistent: 'm' must be f32[2, 3]"), std::string::npos)
-      << st.ToString();
+  EXPECT_HAS(st.ToString(), "WritePersistent: 'm' must be f32[2, 3]");
   std::vector<PersistentTensor> unchanged;
   ASSERT_TRUE(e->ReadPersistent(&unchanged).ok());
   EXPECT_EQ(Vec<float>(unchanged[0].value), Vec<float>(after[0].value));
@@ -155,8 +155,7 @@ TEST(Training, WritePersistentReplacesStateOrNothing) {
   foreign[0].weight = &other;
   st = e->WritePersistent(foreign);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(st.ToString().find("is not a training-state weight of this program"), std::string::npos)
-      << st.ToString();
+  EXPECT_HAS(st.ToString(), "is not a training-state weight of this program");
 }
 
 TEST(Training, FailedRunLeavesWeightsUnchanged) {
@@ -238,8 +237,7 @@ TEST(Training, OptimizerUpdatesWriteTheStateInPlace) {
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
   st = e->Run({Grad(shape, 2), I64({1}, {1})}, &out);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(st.ToString().find("updating training state in place"), std::string::npos)
-      << st.ToString();
+  EXPECT_HAS(st.ToString(), "updating training state in place");
   ASSERT_TRUE(e->WritePersistent(state).ok());
   ASSERT_TRUE(e->Run({Grad(shape, 2), I64({1}, {1})}, &out).ok());
 }
