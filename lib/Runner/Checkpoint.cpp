@@ -40,13 +40,6 @@ static Error fail(const Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 namespace {
 /// One rank's copy of (a piece of) one training-state tensor.
 struct Slot {
@@ -288,17 +281,17 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
         // first get their offsets in their key.
         e.name = t.weight->name();
         if (!names.insert(e.name).second)
-          e.name += "@" + shapeText(s.offsets);
+          e.name += "@" + distrt::ShapeToString(s.offsets);
         e.dtype = s.dtype;
         e.shape = s.sizes;
         e.begin = at;
         e.end = at + t.value.byte_size();
         at = e.end;
         entries.push_back(e);
-        metadata.emplace_back(e.name,
-                              "tensor=" + t.weight->name() +
-                                  " offsets=" + shapeText(s.offsets) +
-                                  " global_shape=" + shapeText(s.global));
+        metadata.emplace_back(
+            e.name, "tensor=" + t.weight->name() +
+                        " offsets=" + distrt::ShapeToString(s.offsets) +
+                        " global_shape=" + distrt::ShapeToString(s.global));
         data.push_back(&t);
       }
       if (entries.empty())
@@ -312,7 +305,8 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
         parts.push_back(bytes);
         pieceInfo.push_back(json::Object{
             {"name", data[i]->weight->name()},
-            {"offsets", shapeText(slotOf[data[i]->weight]->offsets)},
+            {"offsets",
+             distrt::ShapeToString(slotOf[data[i]->weight]->offsets)},
             {"begin", int64_t(header.size() + entries[i].begin)},
             {"end", int64_t(header.size() + entries[i].end)},
             {"crc32", int64_t(crc32(0, bytes.data(), bytes.size()))},
@@ -419,8 +413,9 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
         t.shape = s.global;
         index.tensors.push_back(std::move(t));
       }
-      auto p = stored.find(
-          {fileName(s.rank), s.weight->name() + " " + shapeText(s.offsets)});
+      auto p =
+          stored.find({fileName(s.rank), s.weight->name() + " " +
+                                             distrt::ShapeToString(s.offsets)});
       if (p == stored.end())
         return fail("saving checkpoint " + dir + ": rank " + Twine(s.rank) +
                     " did not write its piece of '" + s.weight->name() + "'");
@@ -459,7 +454,7 @@ struct OpenFile {
 
 class Reader {
 public:
-  Reader(StringRef dir, const Index &index) : dir(dir.str()), index(index) {
+  Reader(StringRef dir, const Index &index) : dir(dir.str()) {
     for (const FileEntry &f : index.files)
       byName[f.name] = &f;
   }
@@ -491,7 +486,7 @@ public:
                 e.end + f.headerEnd == piece.end;
     if (!listed)
       return fail(path + ": its header does not list the piece of '" +
-                  tensor.name + "' at " + shapeText(piece.offsets) +
+                  tensor.name + "' at " + distrt::ShapeToString(piece.offsets) +
                   " that index.json places there");
     uint64_t size = piece.end - piece.begin;
     uint64_t rows = piece.shape.empty() ? 1 : uint64_t(piece.shape[0]);
@@ -514,7 +509,7 @@ public:
       uint32_t crc = crc32(0, out->data() + at, n);
       if (crc != piece.blockCrc32[b])
         return fail(path + ": the piece of '" + tensor.name + "' at " +
-                    shapeText(piece.offsets) + " (bytes " +
+                    distrt::ShapeToString(piece.offsets) + " (bytes " +
                     Twine(piece.begin + b * kChecksumBlock) + ".." +
                     Twine(piece.begin + b * kChecksumBlock + n) +
                     ") fails its checksum (crc32 " + Twine(crc) +
@@ -578,7 +573,6 @@ private:
   }
 
   std::string dir;
-  const Index &index;
   std::map<std::string, const FileEntry *> byName;
   std::map<std::string, OpenFile> open;
 };
@@ -586,13 +580,12 @@ private:
 
 /// Checks that the checkpoint holds exactly the model's training state and
 /// that its files are there with the sizes index.json gives.
-static Error checkMatches(const Index &index, StringRef dir,
-                          const std::vector<Slot> &slots) {
+static Error
+checkMatches(const Index &index,
+             const std::map<std::string, const TensorEntry *> &saved,
+             StringRef dir, const std::vector<Slot> &slots) {
   std::string fp;
   auto model = stateTensors(slots, &fp);
-  std::map<std::string, const TensorEntry *> saved;
-  for (const TensorEntry &t : index.tensors)
-    saved[t.name] = &t;
   std::string where = "checkpoint " + dir.str();
   for (const auto &[name, t] : model) {
     auto it = saved.find(name);
@@ -603,8 +596,9 @@ static Error checkMatches(const Index &index, StringRef dir,
     if (it->second->dtype != t.first || it->second->shape != t.second)
       return fail(where + " holds '" + name + "' as " +
                   safetensorsDType(it->second->dtype) +
-                  shapeText(it->second->shape) + ", the model's is " +
-                  safetensorsDType(t.first) + shapeText(t.second));
+                  distrt::ShapeToString(it->second->shape) +
+                  ", the model's is " + safetensorsDType(t.first) +
+                  distrt::ShapeToString(t.second));
   }
   for (const TensorEntry &t : index.tensors)
     if (!model.count(t.name))
@@ -656,11 +650,11 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
     if (!parsed)
       return parsed.takeError();
     index = std::move(*parsed);
-    if (Error e = checkMatches(index, dir, *slots))
-      return e;
     std::map<std::string, const TensorEntry *> saved;
     for (const TensorEntry &t : index.tensors)
       saved[t.name] = &t;
+    if (Error e = checkMatches(index, saved, dir, *slots))
+      return e;
     Reader reader(dir, index);
     std::set<int> mine;
     for (int r : session.localRanks())

@@ -1,5 +1,6 @@
 //===- CheckpointFormat.cpp - a sharded checkpoint's files ----------------===//
 #include "distopt/Runner/CheckpointFormat.h"
+#include "distrt/tensor.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
@@ -73,13 +74,6 @@ static int64_t elementsOf(llvm::ArrayRef<int64_t> shape) {
     n *= d;
   }
   return n;
-}
-
-static std::string shapeText(llvm::ArrayRef<int64_t> shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 static json::Array toArray(llvm::ArrayRef<int64_t> v) {
@@ -183,7 +177,7 @@ checkpoint::parseSafetensorsHeader(StringRef text, uint64_t dataBytes,
                      static_cast<uint64_t>(n) * distrt::DTypeSize(e.dtype))
       return fail(at + ": data_offsets hold " + Twine(e.end - e.begin) +
                   " bytes, not those of " + safetensorsDType(e.dtype) +
-                  shapeText(e.shape));
+                  distrt::ShapeToString(e.shape));
     out.push_back(std::move(e));
   }
   std::vector<const SafetensorsEntry *> byBegin;
@@ -391,7 +385,8 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
     e.shape = shape;
     int64_t total = elementsOf(e.shape);
     if (total < 0)
-      return r.problem(at + "shape " + shapeText(e.shape) + " is too large");
+      return r.problem(at + "shape " + distrt::ShapeToString(e.shape) +
+                       " is too large");
     const json::Array *pieces = t->getArray("pieces");
     if (!pieces || pieces->empty())
       return r.problem(at + "'pieces' must be a non-empty array");
@@ -418,9 +413,10 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
       for (size_t d = 0; d < e.shape.size(); ++d)
         if (piece.offsets[d] > e.shape[d] ||
             piece.shape[d] > e.shape[d] - piece.offsets[d])
-          return r.problem(pat + "the box at " + shapeText(piece.offsets) +
-                           " of shape " + shapeText(piece.shape) +
-                           " leaves the tensor's shape " + shapeText(e.shape));
+          return r.problem(
+              pat + "the box at " + distrt::ShapeToString(piece.offsets) +
+              " of shape " + distrt::ShapeToString(piece.shape) +
+              " leaves the tensor's shape " + distrt::ShapeToString(e.shape));
       TRY(range, r.ints(*p, "bytes", pat));
       if (range.size() != 2 || range[0] > range[1] ||
           range[0] < static_cast<int64_t>(f->second->headerEnd) ||
@@ -434,9 +430,10 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
       int64_t n = elementsOf(piece.shape);
       if (piece.end - piece.begin !=
           static_cast<uint64_t>(n) * distrt::DTypeSize(e.dtype))
-        return r.problem(
-            pat + "'bytes' span " + Twine(piece.end - piece.begin) +
-            " bytes, not those of " + dtype + shapeText(piece.shape));
+        return r.problem(pat + "'bytes' span " +
+                         Twine(piece.end - piece.begin) +
+                         " bytes, not those of " + dtype +
+                         distrt::ShapeToString(piece.shape));
       TRY(crc, r.integer(*p, "crc32", pat, 0, kCrcMax));
       piece.crc32 = static_cast<uint32_t>(crc);
       TRY(blocks, r.ints(*p, "block_crc32", pat));
@@ -457,8 +454,8 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
                          piece.shape) &&
             n > 0)
           return r.problem(pat + "overlaps another piece (at " +
-                           shapeText(other.offsets) + " in '" + other.file +
-                           "')");
+                           distrt::ShapeToString(other.offsets) + " in '" +
+                           other.file + "')");
       covered += n;
       e.pieces.push_back(std::move(piece));
     }
@@ -484,7 +481,7 @@ std::string checkpoint::fingerprint(
   };
   for (const auto &[name, dtype, shape] : tensors) {
     add(name);
-    add(" " + safetensorsDType(dtype) + shapeText(shape) + "\n");
+    add(" " + safetensorsDType(dtype) + distrt::ShapeToString(shape) + "\n");
   }
   std::string out;
   llvm::raw_string_ostream(out) << llvm::format_hex_no_prefix(h, 16);

@@ -54,11 +54,6 @@ std::optional<LinearOf> linear(const Producers &p, const std::string &value,
   return l;
 }
 
-bool endsWith(const std::string &s, const char *suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 /// A float scalar from a Constant node's `value` or an initializer.
 std::optional<float> scalarOf(const onnx::GraphProto &g, const Producers &p,
                               const std::string &value) {
@@ -138,7 +133,8 @@ Expected<int> distopt::mergeLoraAdapters(
     for (int side = 0; side < 2; ++side) {
       std::optional<LinearOf> base = linear(p, add.input(side), initializers);
       const onnx::NodeProto *mul = p.of(add.input(1 - side), "Mul");
-      if (!base || !mul || !endsWith(base->weight, "base_layer.weight"))
+      if (!base || !mul ||
+          !llvm::StringRef(base->weight).ends_with("base_layer.weight"))
         continue;
       std::optional<LinearOf> b, a;
       std::optional<float> scale;
@@ -148,8 +144,9 @@ Expected<int> distopt::mergeLoraAdapters(
       }
       if (b)
         a = linear(p, b->matmul->input(0), initializers);
-      if (!a || !scale || !endsWith(a->weight, "lora_A.weight") ||
-          !endsWith(b->weight, "lora_B.weight") ||
+      if (!a || !scale ||
+          !llvm::StringRef(a->weight).ends_with("lora_A.weight") ||
+          !llvm::StringRef(b->weight).ends_with("lora_B.weight") ||
           a->matmul->input(0) != base->matmul->input(0))
         continue;
       std::string layer = base->weight.substr(

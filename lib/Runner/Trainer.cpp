@@ -145,6 +145,7 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
   for (auto &[name, v] : hyperParameters(train, step))
     hyper[name] = v;
   std::mt19937_64 rng(options.seed * 1000003 + step);
+  std::map<std::string, distrt::HostTensor> stepFiles;
   for (const distrt::NamedTensor &proto : randomInputs) {
     distrt::NamedTensor in{proto.name, {}};
     if (auto it = hyper.find(proto.name); it != hyper.end()) {
@@ -170,9 +171,15 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
       llvm::sys::path::append(
           path, isLabels ? std::string("labels.pb")
                          : "input_" + std::to_string(inputIndex[base]) + ".pb");
-      auto t = readTensorProto(path);
-      if (!t)
-        return t.takeError();
+      // A pipeline's microbatches share one file: read it once per step.
+      auto cached = stepFiles.find(path.str().str());
+      if (cached == stepFiles.end()) {
+        auto read = readTensorProto(path);
+        if (!read)
+          return read.takeError();
+        cached = stepFiles.emplace(path.str().str(), std::move(*read)).first;
+      }
+      const distrt::HostTensor *t = &cached->second;
       distrt::Shape expected = proto.tensor.shape();
       if (batchSplit > 1 && !expected.empty())
         expected[0] *= batchSplit;
@@ -192,7 +199,7 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
                     slice.byte_size());
         in.tensor = std::move(slice);
       } else {
-        in.tensor = std::move(*t);
+        in.tensor = *t;
       }
     } else if (!options.tokensFile.empty()) {
       // Next-token batches: row b of microbatch j of step k starts at token
