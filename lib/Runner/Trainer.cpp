@@ -327,7 +327,7 @@ Error Trainer::saveCheckpoint(StringRef dir, int64_t stepsDone,
       if (perMicrobatch == 0 && p.tensor.shape().size() == 2 &&
           p.tensor.dtype() == distrt::DType::kI64)
         perMicrobatch = p.tensor.num_elements();
-    meta.dataPosition = stepsDone * train.accumulationSteps * perMicrobatch;
+    meta.dataPosition = stepsDone * microbatches * perMicrobatch;
   }
   return distopt::saveCheckpoint(*runner, compiled, dir, meta, io);
 }
