@@ -11,6 +11,8 @@ packages=(
   # model format and runtime dependencies
   libprotobuf-dev protobuf-compiler libonnx-dev
   libopenblas-dev libopenblas0-pthread
+  # GEMMs over weights packed once (oneDNN); without it all go to OpenBLAS
+  libdnnl-dev
   libopenmpi-dev openmpi-bin
   libgtest-dev libgmock-dev
   # test data and Python peers (exported models, conformance suite)

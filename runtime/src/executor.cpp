@@ -29,6 +29,11 @@ struct Executor::Impl {
   // step's; runs are refused until WritePersistent replaces it.
   bool partly_updated = false;
   bool profile = false;
+  // Per instruction: its KernelState (packed weights), kept across runs;
+  // empty when weights are not packed.
+  std::vector<std::unique_ptr<KernelState>> states;
+  uint64_t persistent_version = 0;  // bumped whenever `persistent` changes
+  std::vector<bool> updated;        // per value: a weight the program updates
   // With profiling: each instruction's entry in RunStats::op_times.
   std::vector<size_t> op_index;
 };
@@ -112,6 +117,7 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
       continue;
     ParallelCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
   }
+  ++im.persistent_version;
   return OkStatus();
 }
 
@@ -146,6 +152,7 @@ Status Executor::WritePersistent(const std::vector<PersistentTensor>& values) {
     if (w.byte_size()) std::memcpy(w.raw(), values[k].value.raw(), w.byte_size());
   }
   if (!values.empty()) impl_->partly_updated = false;
+  ++impl_->persistent_version;
   return OkStatus();
 }
 
@@ -164,6 +171,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   Impl& im = *e->impl_;
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
   im.profile = options.profile;
+  if (options.pack_weights) im.states.resize(static_cast<size_t>(p.num_instructions()));
   // Runs allocate the same sizes every time: keep freed buffers for the next
   // run (no fresh pages, no page faults after the first run).
   im.run_tracker->EnableReuse();
@@ -191,7 +199,11 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   // when nothing reads those later: no second copy of the model states at
   // the end of a step.
   std::unordered_map<int, int> update_of;  // update value -> its weight
-  for (const Program::WeightUpdate& u : p.updates()) update_of[u.update] = u.value;
+  im.updated.assign(static_cast<size_t>(p.num_values()), false);
+  for (const Program::WeightUpdate& u : p.updates()) {
+    update_of[u.update] = u.value;
+    im.updated[static_cast<size_t>(u.value)] = true;
+  }
   std::unordered_set<int> outputs;
   for (int i = 0; i < p.proto().outputs_size(); ++i) outputs.insert(p.OutputValue(i));
   im.write_into.resize(static_cast<size_t>(n));
@@ -254,6 +266,8 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   ctx.rank = p.rank();
   ctx.tag_offset = tag_offset_;
   ctx.tracker = im.run_tracker;
+  ctx.state_tracker = im.weight_tracker;
+  ctx.persistent_version = im.persistent_version;
   std::vector<HostTensor> results;
   const int n = p.num_instructions();
   for (int i = 0; i < n; ++i) {
@@ -263,9 +277,14 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     ctx.inst = &inst;
     ctx.inputs.clear();
     ctx.donatable.clear();
+    ctx.constant_input.clear();
+    ctx.state = im.states.empty() ? nullptr : &im.states[static_cast<size_t>(i)];
     for (size_t k = 0; k < in_ids.size(); ++k) {
       HostTensor& t = values[in_ids[k]];
       ctx.inputs.push_back(&t);
+      const HostTensor& held = im.persistent[static_cast<size_t>(in_ids[k])];
+      ctx.constant_input.push_back(held.defined() && held.buffer() == t.buffer() &&
+                                   !im.updated[static_cast<size_t>(in_ids[k])]);
       // Only buffers nobody else holds (not the caller's inputs, not an
       // alias kept by another value) may be overwritten.
       ctx.donatable.push_back(im.dies_at[i][k] && t.defined() && t.buffer().use_count() == 1);
@@ -335,6 +354,7 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     return fail_run(applied.WithContext(StrCat(p.source(), ": applying weight updates")));
   }
   values.clear();
+  stats_.weight_bytes = im.weight_tracker->current();
   stats_.peak_live_bytes = im.run_tracker->peak() - baseline;
   stats_.instructions = n;
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -36,6 +36,14 @@ class AttrReader {
   const proto::Instruction& inst_;
 };
 
+// What a kernel derives from its persistent inputs and keeps from one run to
+// the next (a weight packed for the GEMM): one slot per instruction, owned
+// by the executor.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
 // Everything a kernel sees for one instruction.
 class KernelContext {
  public:
@@ -58,6 +66,18 @@ class KernelContext {
   // optimizer update overwriting its state), or -1 (set by the executor
   // only for kernels with updates_in_place).
   std::vector<int> write_into;
+  // Per input: a weight or constant the executor holds, in the same buffer
+  // on every run, that no update of this program writes (inference weights;
+  // a training step's parameters are not constant).
+  std::vector<bool> constant_input;
+  // Changes whenever the executor's persistent values change (a training
+  // step's updates, WritePersistent): state derived from them is stale.
+  uint64_t persistent_version = 0;
+  // This instruction's slot for KernelState (null: the kernel keeps none,
+  // e.g. the executor was told not to pack weights).
+  std::unique_ptr<KernelState>* state = nullptr;
+  // Counts memory that lives as long as the executor (KernelState's).
+  std::shared_ptr<MemoryTracker> state_tracker;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }

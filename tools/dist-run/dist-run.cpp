@@ -107,6 +107,14 @@ printOutputs(const std::vector<std::vector<distrt::NamedTensor>> &outputs) {
              << o.tensor.DebugString(6) << "\n";
 }
 
+/// The GEMM kernels a run uses: oneDNN's (unless DISTRT_GEMM=openblas or
+/// not built in) and OpenBLAS's kernel set.
+static std::string gemmKernels() {
+  std::string onednn = distrt::OneDnnGemmName();
+  return (onednn.empty() ? "" : onednn + " + ") + "OpenBLAS " +
+         distrt::BlasCoreName();
+}
+
 /// Times `bench` more steps on the session and prints the median.
 static int runBench(Session &session, size_t ranks,
                     const std::vector<std::vector<distrt::NamedTensor>> &in) {
@@ -125,8 +133,8 @@ static int runBench(Session &session, size_t ranks,
   std::sort(times.begin(), times.end());
   if (session.isRoot())
     outs() << "bench: " << bench << " run(s) on " << ranks << " rank(s), "
-           << threads << " thread(s) per rank, BLAS " << distrt::BlasCoreName()
-           << ": min " << format("%.3f", times.front()) << " ms, max "
+           << threads << " thread(s) per rank, GEMM " << gemmKernels()
+           << "; min " << format("%.3f", times.front()) << " ms, max "
            << format("%.3f", times.back()) << " ms\n"
            << "median_ms: " << format("%.3f", times[times.size() / 2]) << "\n";
   return 0;

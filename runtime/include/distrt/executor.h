@@ -15,6 +15,12 @@ namespace distrt {
 // The OpenBLAS kernel set GEMMs run with ("SkylakeX", "Haswell", ...), after
 // distrt's one-time BLAS set-up (see docs/runtime.md, "Threads and BLAS").
 std::string BlasCoreName();
+// oneDNN's f32 GEMM kernel, e.g. "oneDNN 2.6.3 brg:avx512_core": the one
+// that multiplies by packed weights and most other f32 products (see
+// docs/runtime.md, "Matmul"). "" when distrt was built without oneDNN or
+// the environment sets DISTRT_GEMM=openblas, which sends every GEMM to
+// OpenBLAS.
+std::string OneDnnGemmName();
 
 struct ExecutorOptions {
   // Intra-op threads for this rank, the calling thread included (>= 1). With
@@ -24,6 +30,11 @@ struct ExecutorOptions {
   // Time every instruction (steady clock around each kernel) and keep the
   // sums per op kind in RunStats::op_times.
   bool profile = false;
+  // Keep the weights that no update of the program writes (inference
+  // weights, frozen LoRA bases) packed in oneDNN's layout for the GEMM from
+  // one run to the next. Costs one more copy of those weights (counted in
+  // RunStats::weight_bytes); needs oneDNN (see OneDnnGemmName).
+  bool pack_weights = true;
 };
 
 // Time spent in one kind of instruction (its `op`), summed over every
@@ -35,7 +46,8 @@ struct OpTime {
 };
 
 struct RunStats {
-  int64_t weight_bytes = 0;     // weights + constants held by the executor
+  int64_t weight_bytes = 0;     // weights + constants held by the executor, and
+                                // the weights it packed for the GEMM
   int64_t peak_live_bytes = 0;  // peak bytes of buffers allocated by the last Run
                                 // (activations and kernel scratch, not inputs)
   int64_t instructions = 0;     // instructions executed by the last Run

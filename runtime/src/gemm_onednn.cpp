@@ -1,0 +1,305 @@
+#include "gemm_onednn.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#ifdef DISTRT_HAS_DNNL
+#include <omp.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+namespace distrt {
+
+#ifdef DISTRT_HAS_DNNL
+
+namespace {
+
+using dnnl::memory;
+constexpr auto kF32 = memory::data_type::f32;
+
+const dnnl::engine& Engine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// oneDNN is built with OpenMP here; each call runs on the thread that makes
+// it, because distrt's own pool already splits the product.
+dnnl::stream& ThreadStream() {
+  thread_local bool one_thread = (omp_set_num_threads(1), true);
+  (void)one_thread;
+  thread_local dnnl::stream stream(Engine());
+  return stream;
+}
+
+// A row-major [rows x cols] matrix with leading dimension ld; `transposed`:
+// stored as its transpose ([cols x rows], leading dimension ld).
+memory::desc Matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed = false) {
+  return memory::desc({rows, cols}, kF32, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+}
+
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+// The matmul oneDNN picks for [64 x k] x [k x n] with the weights' layout
+// left to it.
+dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n) {
+  memory::desc any({k, n}, kF32, memory::format_tag::any);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(Matrix(64, k, k), any, Matrix(64, n, n)),
+                                      UserScratchpad(), Engine());
+}
+
+std::string Message(const dnnl::error& e) { return StrCat("oneDNN: ", e.what()); }
+
+// A matmul primitive with its operand layouts and scratch size. `fast`:
+// not oneDNN's reference loop, which it picks for layouts its kernels do
+// not take (a result with a row stride wider than its columns).
+struct Product {
+  dnnl::matmul matmul;
+  memory::desc a, b, c, scratch;
+  bool fast = false;
+};
+
+// Runs `p` on the calling thread with a scratchpad of that thread's.
+void Execute(const Product& p, const float* a, const void* b, float* c) {
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < p.scratch.get_size()) scratch.resize(p.scratch.get_size());
+  const dnnl::engine& e = Engine();
+  memory ma(p.a, e, const_cast<float*>(a)), mb(p.b, e, const_cast<void*>(b)), mc(p.c, e, c),
+      ms(p.scratch, e, scratch.data());
+  dnnl::stream& stream = ThreadStream();
+  p.matmul.execute(
+      stream,
+      {{DNNL_ARG_SRC, ma}, {DNNL_ARG_WEIGHTS, mb}, {DNNL_ARG_DST, mc}, {DNNL_ARG_SCRATCHPAD, ms}});
+  stream.wait();
+}
+
+Product MakeProduct(const memory::desc& a, const memory::desc& b, const memory::desc& c) {
+  Product p;
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), UserScratchpad(), Engine());
+  p.a = a;
+  p.b = b;
+  p.c = c;
+  p.scratch = pd.scratchpad_desc();
+  p.matmul = dnnl::matmul(pd);
+  p.fast = std::strncmp(pd.impl_info_str(), "ref", 3) != 0;
+  return p;
+}
+
+}  // namespace
+
+bool OneDnnEnabled() {
+  static const bool enabled = [] {
+    const char* choice = std::getenv("DISTRT_GEMM");
+    return !(choice && std::strcmp(choice, "openblas") == 0);
+  }();
+  return enabled;
+}
+
+bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
+                float* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
+  if (!OneDnnEnabled()) return false;
+  // Primitives are made once per geometry (a few dozen in a model) and
+  // shared by every thread; executing one concurrently is safe with
+  // per-thread scratchpads.
+  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  static std::mutex mu;
+  static std::map<Key, Product> products;
+  try {
+    const Product* p;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      const Key key{m, k, n, lda, ldb, ldc, ta, tb};
+      auto it = products.find(key);
+      if (it == products.end())
+        it = products
+                 .emplace(key, MakeProduct(Matrix(m, k, lda, ta), Matrix(k, n, ldb, tb),
+                                           Matrix(m, n, ldc)))
+                 .first;
+      p = &it->second;
+    }
+    if (!p->fast) return false;
+    Execute(*p, a, b, c);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  return true;
+}
+
+struct PackedWeights::Impl {
+  struct Slab {
+    int64_t begin = 0, end = 0;
+    memory::desc packed;
+    std::shared_ptr<Buffer> bytes;
+    mutable std::mutex mu;
+    mutable std::map<std::tuple<int64_t, int64_t>, Product> products;  // by rows, lda
+  };
+  const float* b = nullptr;
+  int64_t ldb = 0, k = 0, n = 0;
+  bool tb = false;
+  std::vector<std::unique_ptr<Slab>> slabs;
+
+  Status Pack(const float* src) {
+    b = src;
+    try {
+      for (auto& s : slabs) {
+        const int64_t w = s->end - s->begin;
+        const float* first = tb ? src + s->begin * ldb : src + s->begin;
+        memory from(Matrix(k, w, ldb, tb), Engine(), const_cast<float*>(first));
+        memory to(s->packed, Engine(), s->bytes->data());
+        dnnl::reorder(from, to).execute(ThreadStream(), from, to);
+      }
+      ThreadStream().wait();
+    } catch (const dnnl::error& e) {
+      return InternalError(Message(e));
+    }
+    return OkStatus();
+  }
+};
+
+PackedWeights::PackedWeights() : impl_(new Impl()) {}
+PackedWeights::~PackedWeights() = default;
+
+bool PackedWeights::Worthwhile(int64_t k, int64_t n) {
+  if (!OneDnnEnabled()) return false;
+  static std::mutex mu;
+  static std::map<std::pair<int64_t, int64_t>, bool> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find({k, n});
+  if (it != known.end()) return it->second;
+  bool worth = false;
+  try {
+    dnnl::matmul::primitive_desc pd = Probe(k, n);
+    const std::string impl = pd.impl_info_str();
+    worth = impl.rfind("brg", 0) == 0 &&
+            pd.weights_desc().get_size() * 4 <= static_cast<size_t>(k * n) * sizeof(float) * 5;
+  } catch (const dnnl::error&) {
+    worth = false;
+  }
+  known[{k, n}] = worth;
+  return worth;
+}
+
+Status PackedWeights::Create(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n, int slabs,
+                             std::shared_ptr<MemoryTracker> tracker,
+                             std::unique_ptr<PackedWeights>* out) {
+  std::unique_ptr<PackedWeights> w(new PackedWeights());
+  Impl& im = *w->impl_;
+  im.ldb = ldb;
+  im.k = k;
+  im.n = n;
+  im.tb = tb;
+  slabs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slabs, n / 64)));
+  try {
+    for (int s = 0; s < slabs; ++s) {
+      auto slab = std::make_unique<Impl::Slab>();
+      // Slab edges on multiples of 64 columns (oneDNN's widest block).
+      slab->begin = n * s / slabs / 64 * 64;
+      slab->end = s + 1 == slabs ? n : n * (s + 1) / slabs / 64 * 64;
+      slab->packed = Probe(k, slab->end - slab->begin).weights_desc();
+      DISTRT_RETURN_IF_ERROR(
+          Buffer::Allocate(slab->packed.get_size(), tracker, &slab->bytes, /*zero=*/true));
+      im.slabs.push_back(std::move(slab));
+    }
+  } catch (const dnnl::error& e) {
+    return InternalError(Message(e));
+  }
+  DISTRT_RETURN_IF_ERROR(im.Pack(b));
+  *out = std::move(w);
+  return OkStatus();
+}
+
+bool PackedWeights::Packs(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n) const {
+  return impl_->b == b && impl_->ldb == ldb && impl_->tb == tb && impl_->k == k && impl_->n == n;
+}
+
+Status PackedWeights::Repack(const float* b) { return impl_->Pack(b); }
+
+int PackedWeights::slabs() const { return static_cast<int>(impl_->slabs.size()); }
+int64_t PackedWeights::slab_begin(int s) const {
+  return impl_->slabs[static_cast<size_t>(s)]->begin;
+}
+int64_t PackedWeights::slab_end(int s) const { return impl_->slabs[static_cast<size_t>(s)]->end; }
+
+Status PackedWeights::Multiply(int s, const float* a, int64_t lda, int64_t rows, float* c,
+                               int64_t ldc) const {
+  const Impl::Slab& slab = *impl_->slabs[static_cast<size_t>(s)];
+  const int64_t k = impl_->k, w = slab.end - slab.begin;
+  // A slab narrower than C's rows is computed into rows of its own width
+  // and copied: oneDNN's kernels want a dense result.
+  const bool dense = ldc == w;
+  try {
+    const Product* p;
+    {
+      std::lock_guard<std::mutex> lock(slab.mu);
+      auto key = std::make_tuple(rows, lda);
+      auto it = slab.products.find(key);
+      if (it == slab.products.end())
+        it = slab.products
+                 .emplace(key, MakeProduct(Matrix(rows, k, lda), slab.packed, Matrix(rows, w, w)))
+                 .first;
+      p = &it->second;  // map nodes stay put
+    }
+    if (dense) {
+      Execute(*p, a, slab.bytes->data(), c);
+    } else {
+      thread_local std::vector<float> result;
+      result.resize(static_cast<size_t>(rows * w));
+      Execute(*p, a, slab.bytes->data(), result.data());
+      for (int64_t r = 0; r < rows; ++r)
+        std::memcpy(c + r * ldc, result.data() + r * w, static_cast<size_t>(w) * sizeof(float));
+    }
+  } catch (const dnnl::error& e) {
+    return InternalError(Message(e));
+  }
+  return OkStatus();
+}
+
+std::string PackedWeights::KernelName() {
+  try {
+    const dnnl_version_t* v = dnnl_version();
+    return StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ",
+                  Probe(768, 768).impl_info_str());
+  } catch (const dnnl::error&) {
+    return "";
+  }
+}
+
+#else  // no oneDNN: products go to OpenBLAS
+
+bool OneDnnEnabled() { return false; }
+bool OneDnnGemm(const float*, int64_t, bool, const float*, int64_t, bool, float*, int64_t, int64_t,
+                int64_t, int64_t) {
+  return false;
+}
+
+struct PackedWeights::Impl {};
+PackedWeights::PackedWeights() = default;
+PackedWeights::~PackedWeights() = default;
+bool PackedWeights::Worthwhile(int64_t, int64_t) { return false; }
+Status PackedWeights::Create(const float*, int64_t, bool, int64_t, int64_t, int,
+                             std::shared_ptr<MemoryTracker>, std::unique_ptr<PackedWeights>*) {
+  return UnimplementedError("distrt was built without oneDNN");
+}
+bool PackedWeights::Packs(const float*, int64_t, bool, int64_t, int64_t) const { return false; }
+Status PackedWeights::Repack(const float*) {
+  return UnimplementedError("distrt was built without oneDNN");
+}
+int PackedWeights::slabs() const { return 0; }
+int64_t PackedWeights::slab_begin(int) const { return 0; }
+int64_t PackedWeights::slab_end(int) const { return 0; }
+Status PackedWeights::Multiply(int, const float*, int64_t, int64_t, float*, int64_t) const {
+  return UnimplementedError("distrt was built without oneDNN");
+}
+std::string PackedWeights::KernelName() { return ""; }
+
+#endif
+
+}  // namespace distrt

@@ -1,0 +1,141 @@
+// The f32 GEMM paths of the matmul kernel against a double-precision
+// reference: oneDNN with weights packed once (row and column splits, a
+// transposed weight, widths that are not whole blocks), oneDNN and OpenBLAS
+// on plain operands, and repacking after a weight changes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "test_util.h"
+
+namespace distrt {
+namespace {
+
+using namespace distrt::testing;  // NOLINT
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// op(A) [m x k] * op(B) [k x n] in double; A stored [m x k] or, when ta,
+// [k x m]; B stored [k x n] or, when tb, [n x k].
+std::vector<float> Reference(const std::vector<float>& a, bool ta, const std::vector<float>& b,
+                             bool tb, int64_t m, int64_t k, int64_t n) {
+  std::vector<float> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += double(ta ? a[p * m + i] : a[i * k + p]) * double(tb ? b[j * k + p] : b[p * n + j]);
+      c[static_cast<size_t>(i * n + j)] = static_cast<float>(s);
+    }
+  return c;
+}
+
+void ExpectClose(const HostTensor& t, const std::vector<float>& want, int64_t k) {
+  ASSERT_EQ(t.num_elements(), static_cast<int64_t>(want.size()));
+  const float* got = t.data<float>();
+  // Rounding of k products and sums of terms below 1 each.
+  const float tol = 2e-6f * static_cast<float>(k);
+  for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+struct WeightCase {
+  int64_t rows, k, n;
+  bool tb;
+  int threads;
+};
+
+// x [rows x k] times a weight stored in a file (as [k x n], or [n x k]
+// read transposed): the packed path, checked over three runs.
+void CheckPackedWeight(const WeightCase& c) {
+  SCOPED_TRACE(::testing::Message()
+               << c.rows << "x" << c.k << "x" << c.n << " tb=" << c.tb << " threads=" << c.threads);
+  TempDir dir;
+  const std::vector<float> w = Random(c.k * c.n, 7);
+  WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
+  const Shape stored = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, {c.rows, c.k});
+  int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, stored, {0, 0}, stored);
+  int y = b.Apply("matmul", {x, wv}, DType::kF32, {c.rows, c.n},
+                  {{"transpose_rhs", AttrInt(c.tb ? 1 : 0)}});
+  b.Output("y", y);
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "gemm", dir.path(), &p).ok());
+  ExecutorOptions options;
+  options.threads = c.threads;
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
+  const int64_t plain_bytes = e->stats().weight_bytes;
+  for (uint32_t run = 0; run < 3; ++run) {
+    const std::vector<float> xs = Random(c.rows * c.k, 100 + run);
+    std::vector<HostTensor> out;
+    Status st = e->Run({F32({c.rows, c.k}, xs)}, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ExpectClose(out[0], Reference(xs, false, w, c.tb, c.rows, c.k, c.n), c.k);
+  }
+  // With oneDNN the executor holds the packed copy too.
+  if (!OneDnnGemmName().empty())
+    EXPECT_GE(e->stats().weight_bytes, 2 * plain_bytes);
+  else
+    EXPECT_EQ(e->stats().weight_bytes, plain_bytes);
+}
+
+TEST(Gemm, PackedWeightRowSplit) { CheckPackedWeight({130, 96, 240, false, 2}); }
+TEST(Gemm, PackedWeightOneThread) { CheckPackedWeight({64, 300, 256, false, 1}); }
+TEST(Gemm, PackedWeightTransposed) { CheckPackedWeight({70, 128, 190, true, 3}); }
+// Few rows: threads take column slabs of their own.
+TEST(Gemm, PackedWeightColumnSlabs) { CheckPackedWeight({3, 512, 1000, false, 4}); }
+TEST(Gemm, PackedWeightOneRowTransposed) { CheckPackedWeight({1, 1024, 1100, true, 2}); }
+
+// A weight updated by the program (a training step) is not packed: each run
+// multiplies by the weight as it is then.
+TEST(Gemm, UpdatedWeightUsesItsCurrentValue) {
+  const int64_t m = 40, k = 64, n = 96;
+  TempDir dir;
+  std::vector<float> w = Random(k * n, 3);
+  WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, {m, k});
+  int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, {k, n}, {0, 0}, {k, n});
+  int y = b.Apply("matmul", {x, wv}, DType::kF32, {m, n});
+  int w2 = b.Apply("mul", {wv, b.Constant(F32({}, {0.5f}))}, DType::kF32, {k, n});
+  b.SetUpdate(wv, w2);  // w <- w / 2 after every run
+  b.Output("y", y);
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "gemm", dir.path(), &p).ok());
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+  const std::vector<float> xs = Random(m * k, 11);
+  for (int run = 0; run < 3; ++run) {
+    std::vector<HostTensor> out;
+    ASSERT_TRUE(e->Run({F32({m, k}, xs)}, &out).ok());
+    ExpectClose(out[0], Reference(xs, false, w, false, m, k, n), k);
+    for (float& v : w) v *= 0.5f;
+  }
+}
+
+// Plain operands, with either transposed (as the gradients of a training
+// step read them), through whichever library the dispatch picks.
+TEST(Gemm, PlainOperandsWithTransposes) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true})
+      for (int64_t m : {1, 37, 128}) {
+        const int64_t k = 72, n = 160;
+        SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb << " m=" << m);
+        const std::vector<float> a = Random(m * k, 21), bw = Random(k * n, 22);
+        const Shape sa = ta ? Shape{k, m} : Shape{m, k}, sb = tb ? Shape{n, k} : Shape{k, n};
+        HostTensor out = Run1("matmul", {F32(sa, a), F32(sb, bw)}, {DType::kF32, {m, n}},
+                              {{"transpose_lhs", AttrInt(ta)}, {"transpose_rhs", AttrInt(tb)}});
+        ExpectClose(out, Reference(a, ta, bw, tb, m, k, n), k);
+      }
+}
+
+}  // namespace
+}  // namespace distrt
