@@ -28,29 +28,58 @@ fi
 median() { sed -n 's/median_ms: //p'; }
 ort() { NODE_PATH="$cache/ort/node_modules" node "$root/bench/runtime/ort_bench.js" "$@" | median; }
 distrun() { "$bin/dist-run" "$@" --bench "$iters" 2>/dev/null | median; }
-blas() { "$bin/dist-run" "$@" --bench 1 2>/dev/null | sed -n 's/.*BLAS \([^:]*\):.*/\1/p'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # OpenBLAS picks its kernels by CPU unless OPENBLAS_CORETYPE says otherwise;
-# when the environment pins a core type, distrt is measured both ways.
-pinned=${OPENBLAS_CORETYPE:-}
-echo "OPENBLAS_CORETYPE in the environment: ${pinned:-(unset)}"
+# some machines of ours set it to Haswell. distrt is measured both ways,
+# and each way also with every GEMM on OpenBLAS (DISTRT_GEMM=openblas, as
+# distrt was before it used oneDNN). ONNX Runtime uses its own kernels
+# (MLAS): it is timed once per model and thread count.
+echo "OPENBLAS_CORETYPE in the environment: ${OPENBLAS_CORETYPE:-(unset)}"
+echo "GEMM kernels: $(env -u OPENBLAS_CORETYPE "$bin/dist-run" "$root/test/data/models/gpt_op17/model.onnx" --bench 1 2>/dev/null | sed -n 's/.*GEMM \([^;]*\);.*/\1/p')"
 echo
-printf "%-34s %-18s %11s %9s %11s\n" "single rank vs ONNX Runtime" "distrt BLAS" "distrt ms" "ORT ms" "ORT/distrt"
+printf "%-26s %-10s %10s %10s %9s %11s %11s\n" "single rank vs ONNX Runtime" "OpenBLAS" "distrt ms" "OpenBLAS" "ORT ms" "ORT/distrt" "ORT/OpenBLAS"
+printf "%-26s %-10s %10s %10s %9s %11s %11s\n" "" "core type" "" "only ms" "" "" "only"
 for threads in 1 2; do
   # (model, token-id bound: the test GPT has a vocabulary of 96)
   for spec in "$gpt2 50257" "$root/test/data/models/gpt_op17/model.onnx 96"; do
     read -r model ids <<<"$spec"
     name="$(basename "$(dirname "$model")"), $threads thread(s)"
     o=$(ort "$model" "$threads" "$iters" "$ids")
-    d=$(distrun "$model" --threads "$threads")
-    printf "%-34s %-18s %11s %9s %11s\n" "$name" "$(blas "$model")" "$d" "$o" "$(ratio "$o" "$d")"
-    if [ -n "$pinned" ]; then
-      d=$(env -u OPENBLAS_CORETYPE "$bin/dist-run" "$model" --threads "$threads" --bench "$iters" 2>/dev/null | median)
-      printf "%-34s %-18s %11s %9s %11s\n" "" "$(env -u OPENBLAS_CORETYPE "$bin/dist-run" "$model" --bench 1 2>/dev/null | sed -n 's/.*BLAS \([^:]*\):.*/\1/p') (detected)" "$d" "$o" "$(ratio "$o" "$d")"
-    fi
+    for core in detected Haswell; do
+      if [ "$core" = detected ]; then run=(env -u OPENBLAS_CORETYPE); else run=(env OPENBLAS_CORETYPE=Haswell); fi
+      d=$("${run[@]}" "$bin/dist-run" "$model" --threads "$threads" --bench "$iters" 2>/dev/null | median)
+      b=$("${run[@]}" DISTRT_GEMM=openblas "$bin/dist-run" "$model" --threads "$threads" --bench "$iters" 2>/dev/null | median)
+      label=$("${run[@]}" "$bin/dist-run" "$model" --bench 1 2>/dev/null | sed -n 's/.*OpenBLAS \([^;]*\);.*/\1/p')
+      printf "%-26s %-10s %10s %10s %9s %11s %11s\n" "$name" "$label" "$d" "$b" "$o" "$(ratio "$o" "$d")" "$(ratio "$o" "$b")"
+      name=""
+      [ "$model" = "$gpt2" ] && [ "$threads" = 1 ] && [ "$core" = detected ] && gpt2_ms=$d
+    done
   done
 done
+
+# How close GPT-2-small at one thread comes to the machine's GEMM rate: its
+# FLOPs (2 per multiply-add of every matmul: 12 layers of QKV, projection
+# and MLP, attention scores and values, the vocabulary head; 1 x 128
+# tokens) over the time, against one large GEMM by a packed weight
+# ([1024 x 1024] x [1024 x 4096]) at one thread.
+gemm=$cache/gemm_rate.mlir
+cat > "$gemm" <<'MLIR'
+func.func @main(%x: tensor<1024x1024xf32>) -> tensor<1024x4096xf32> {
+  %w = nn.weight "w" : tensor<1024x4096xf32>
+  %y = nn.matmul %x, %w : tensor<1024x1024xf32>, tensor<1024x4096xf32> -> tensor<1024x4096xf32>
+  return %y : tensor<1024x4096xf32>
+}
+MLIR
+gemm_ms=$(distrun "$gemm" --threads 1)
+echo
+awk -v g="$gemm_ms" -v m="$gpt2_ms" 'BEGIN {
+  L = 12; d = 768; s = 128; V = 50257
+  flops = L * (2 * s * 12 * d * d + 4 * s * s * d) + 2 * s * d * V
+  big = 2 * 1024 * 1024 * 4096 / (g / 1000) / 1e9
+  got = flops / (m / 1000) / 1e9
+  printf "GPT-2-small 1x128: %.2f GFLOP per run; at 1 thread %.1f GFLOP/s (%.0f%% of one large GEMM: %.1f GFLOP/s, %s ms)\n", flops / 1e9, got, 100 * got / big, big, g
+}'
 
 # Memory per rank: GPT-2-small on one rank and under tp=2 with one process
 # per rank (mpirun), peak RSS of each process, and the executor's own
