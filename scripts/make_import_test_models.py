@@ -170,6 +170,31 @@ def more_models(rng):
                 boolean("and", [2, 3]), boolean("or", [2, 3]), f32("where", [2, 3])]),
          "compare.onnx")
 
+    # The exact GELU written out, as exporters do before opset 20: fused into
+    # one nn.gelu when the constants are GELU's and nothing else reads the
+    # pieces.
+    def const(name, value):
+        return node("Constant", [], [name], value=helper.make_tensor(name, TensorProto.FLOAT, [], [value]))
+
+    def erf_gelu(tag, divisor=1.4142135, scale_first=False, extra_erf_use=False):
+        nodes = [const(tag + "_root2", divisor), const(tag + "_one", 1.0), const(tag + "_half", 0.5),
+                 node("Div", ["x", tag + "_root2"], [tag + "_scaled"]),
+                 node("Erf", [tag + "_scaled"], [tag + "_erf"]),
+                 node("Add", [tag + "_erf", tag + "_one"], [tag + "_cdf2"])]
+        if scale_first:  # (0.5 * x) * (1 + erf)
+            nodes += [node("Mul", [tag + "_half", "x"], [tag + "_halfx"]),
+                      node("Mul", [tag + "_halfx", tag + "_cdf2"], [tag])]
+        else:  # (x * (1 + erf)) * 0.5
+            nodes += [node("Mul", ["x", tag + "_cdf2"], [tag + "_xcdf2"]),
+                      node("Mul", [tag + "_xcdf2", tag + "_half"], [tag])]
+        outs = [f32(tag, [2, 3])] + ([f32(tag + "_erf", [2, 3])] if extra_erf_use else [])
+        return nodes, outs
+
+    parts = [erf_gelu("torch_form"), erf_gelu("half_first", scale_first=True),
+             erf_gelu("not_gelu", divisor=1.5), erf_gelu("erf_read_too", extra_erf_use=True)]
+    save(model([n for p in parts for n in p[0]], [x23], [o for p in parts for o in p[1]]),
+         "gelu_erf_forms.onnx")
+
     # Gelu is an opset-20 op.
     save_unchecked(model([node("Gelu", ["x"], ["gelu"], approximate="tanh")],
                          [x23], [f32("gelu", [2, 3])], opset=20), "gelu_opset20.onnx")

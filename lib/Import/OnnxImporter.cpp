@@ -11,6 +11,7 @@
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Import/ModelReader.h"
 
+#include "FuseGelu.h"
 #include "ImportContext.h"
 #include "KnownFolding.h"
 
@@ -530,8 +531,10 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (auto [i, out] : llvm::enumerate(graph.output()))
     func.setResultAttr(i, nn::kNameAttr, b.getStringAttr(out.name()));
 
+  fuseErfGelu(*entry);
   // Drop what nothing uses: unused weights and constants, dead branches
-  // such as a Dropout mask or shape computations already evaluated.
+  // such as a Dropout mask or shape computations already evaluated, the
+  // pieces of a fused GELU.
   for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*entry)))
     if (isOpTriviallyDead(&op))
       op.erase();
