@@ -89,8 +89,8 @@ pt() { # THREADS
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')$(grep -q avx512f /proc/cpuinfo && echo ', AVX-512')), $(nproc) cores; load average at start: $(load)"
 echo "OPENBLAS_CORETYPE in the environment: ${OPENBLAS_CORETYPE:-(unset)}"
-echo "distrt BLAS: $("$bin/dist-run" "$root/test/data/models/gpt_op17/model.onnx" --bench 1 2>/dev/null |
-  sed -n 's/.*BLAS \([^:]*\):.*/OpenBLAS \1/p'), one thread per BLAS call (distrt splits the work itself)"
+echo "distrt GEMM: $("$bin/dist-run" "$root/test/data/models/gpt_op17/model.onnx" --bench 1 2>/dev/null |
+  sed -n 's/.*GEMM \([^;]*\);.*/\1/p'), one thread per GEMM call (distrt splits the work itself)"
 "$py" -c 'import torch; print("torch: %s (%s)" % (torch.__version__, torch.__file__))'
 echo "model: $dir/model.onnx ($(shape_of "$dir" layers) layers, d=$(shape_of "$dir" d), vocabulary $(shape_of "$dir" vocab), 1 x $seq tokens); AdamW lr 1e-4, weight decay 0.01"
 echo "each run: $warmup warm-up steps, then the median of $steps steps; $rounds runs of each side"

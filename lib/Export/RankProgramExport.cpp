@@ -48,6 +48,17 @@ private:
   /// Transposes of a matrix whose only reader is a matmul: not exported,
   /// the matmul reads the matrix as stored, with a transpose flag.
   DenseSet<Operation *> foldedTransposes;
+  /// Finds the bias adds and GELUs a matmul applies on its way out (see
+  /// exportMatMul).
+  void findMatMulEpilogues(Block &entry);
+  struct MatMulEpilogue {
+    Value bias;                // added to every row, or null
+    Operation *last = nullptr; // the folded op whose result the matmul defines
+    bool gelu = false;
+  };
+  DenseMap<Operation *, MatMulEpilogue> epilogues;
+  /// Adds and GELUs a matmul applies: not exported on their own.
+  DenseSet<Operation *> foldedIntoMatMul;
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
   /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
@@ -350,6 +361,48 @@ void Exporter::findFoldedTransposes(Block &entry) {
   }
 }
 
+void Exporter::findMatMulEpilogues(Block &entry) {
+  // mm + bias, then gelu(that): each step only when its input has no other
+  // reader, so nothing else needs the value the kernel no longer writes (a
+  // training step's backward reads a GELU's input: that GELU stays).
+  for (auto mm : entry.getOps<nn::MatMulOp>()) {
+    Type et = cast<RankedTensorType>(mm.getResult().getType()).getElementType();
+    if (mm.getRhs().getType().getRank() < 2 || !mm->hasOneUse() ||
+        !(et.isF32() || et.isF64()))
+      continue;
+    MatMulEpilogue e;
+    Value out = mm.getResult();
+    auto outType = cast<RankedTensorType>(out.getType());
+    if (auto add = dyn_cast<nn::AddOp>(*mm->user_begin())) {
+      Value bias = add.getLhs() == out ? add.getRhs() : add.getLhs();
+      auto biasType = dyn_cast<RankedTensorType>(bias.getType());
+      Operation *def = bias.getDefiningOp();
+      if (biasType && biasType.getRank() == 1 &&
+          biasType.getDimSize(0) == outType.getShape().back() &&
+          biasType.getElementType() == outType.getElementType() &&
+          add.getType() == outType && bias != out &&
+          (!def || def->isBeforeInBlock(mm))) {
+        e.bias = bias;
+        e.last = add;
+        out = add.getResult();
+      }
+    }
+    if (out.hasOneUse())
+      if (auto g = dyn_cast<nn::GeluOp>(*out.user_begin());
+          g && g.getApproximate() == "none") {
+        e.gelu = true;
+        e.last = g;
+      }
+    if (!e.last)
+      continue;
+    if (e.bias)
+      foldedIntoMatMul.insert(*mm->user_begin());
+    if (e.gelu)
+      foldedIntoMatMul.insert(e.last);
+    epilogues[mm] = e;
+  }
+}
+
 /// A matmul reading a folded transpose's input with `transpose_lhs` /
 /// `transpose_rhs` set: BLAS reads the stored matrix transposed, so the
 /// weight of a linear layer (x @ transpose(w), as torch exports it) is not
@@ -370,7 +423,22 @@ LogicalResult Exporter::exportMatMul(nn::MatMulOp op) {
       return failure();
     inst->add_inputs(*id);
   }
-  FailureOr<int32_t> id = define(op.getResult());
+  // A bias add and a GELU folded in: the kernel adds the bias (a third
+  // input) to every row and applies the GELU on its way out, and the
+  // instruction defines the last folded op's result.
+  Value result = op.getResult();
+  if (auto it = epilogues.find(op); it != epilogues.end()) {
+    if (it->second.bias) {
+      FailureOr<int32_t> bias = use(op, it->second.bias);
+      if (failed(bias))
+        return failure();
+      inst->add_inputs(*bias);
+    }
+    if (it->second.gelu)
+      attrs["epilogue"].set_s("gelu");
+    result = it->second.last->getResult(0);
+  }
+  FailureOr<int32_t> id = define(result);
   if (failed(id))
     return failure();
   inst->add_outputs(*id);
@@ -638,6 +706,7 @@ FailureOr<proto::RankProgram> Exporter::run() {
 
   Block &entry = func.getBody().front();
   findFoldedTransposes(entry);
+  findMatMulEpilogues(entry);
   for (BlockArgument arg : entry.getArguments()) {
     FailureOr<int32_t> id = define(arg);
     if (failed(id) || failed(fillArgument(prog.add_inputs(), arg, *id, func,
@@ -653,7 +722,7 @@ FailureOr<proto::RankProgram> Exporter::run() {
       r = exportVariable(v);
     else if (auto c = dyn_cast<nn::ConstantOp>(op))
       r = exportConstant(c);
-    else if (foldedTransposes.contains(&op))
+    else if (foldedTransposes.contains(&op) || foldedIntoMatMul.contains(&op))
       continue;
     else if (auto mm = dyn_cast<nn::MatMulOp>(op))
       r = exportMatMul(mm);

@@ -203,7 +203,9 @@ Status PlanInstruction(const Program& p, int i, bool have_nccl, Plan* plan) {
     DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_lhs", 0, &transpose_lhs));
     DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_rhs", 0, &transpose_rhs));
     const bool transposed = transpose_lhs != 0 || transpose_rhs != 0;
-    if (op == "matmul" && !transposed && in_t[0].shape.size() >= 2 && in_t[1].shape.size() >= 2) {
+    // So do matmuls with a bias or epilogue (the host kernel applies them).
+    if (op == "matmul" && in_t.size() == 2 && !transposed && in_t[0].shape.size() >= 2 &&
+        in_t[1].shape.size() >= 2 && !attrs.Has("epilogue")) {
       const Shape& a = in_t[0].shape;
       const Shape& b = in_t[1].shape;
       const Shape& o = out_t[0].shape;

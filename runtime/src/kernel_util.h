@@ -125,6 +125,11 @@ void ForEachRow(const BroadcastPlan& p, int64_t row_begin, int64_t row_end, Fn&&
 // Elements per parallel chunk for cheap elementwise work.
 constexpr int64_t kElementwiseGrain = 1 << 15;
 
+// y[i] = x[i] * Phi(x[i]), the exact GELU (float through ErfF32); `gelu`
+// and matmul's epilogue (kernels_unary.cpp).
+void GeluErfLoop(const float* x, float* y, int64_t n);
+void GeluErfLoop(const double* x, double* y, int64_t n);
+
 // Copies a window (offsets/sizes) out of a row-major source of shape
 // `src_shape` into a contiguous destination; element size in bytes.
 void CopyWindow(const uint8_t* src, const Shape& src_shape, const Shape& offsets,

@@ -90,6 +90,31 @@ Status LogicalShapes(const Shape& a, const Shape& b, const MatmulFlags& f, Shape
   return OkStatus();
 }
 
+// What the kernel applies to the product on its way out: a bias (third
+// input, one value per column) added to every row, then `epilogue` ("gelu":
+// the exact GELU). The exporter folds a linear layer's bias add and GELU
+// into the matmul when nothing else reads the values in between.
+Status CheckEpilogue(const AttrReader& attrs, const std::vector<TensorType>& inputs,
+                     const MatmulShape& s, bool* gelu) {
+  std::string epilogue;
+  DISTRT_RETURN_IF_ERROR(attrs.GetString("epilogue", "", &epilogue));
+  if (!epilogue.empty() && epilogue != "gelu")
+    return InvalidArgumentError("matmul epilogue must be 'gelu' or absent, got '", epilogue, "'");
+  *gelu = epilogue == "gelu";
+  const DType dtype = inputs[0].dtype;
+  if ((*gelu || inputs.size() > 2) && dtype != DType::kF32 && dtype != DType::kF64)
+    return InvalidArgumentError("matmul bias and epilogue need f32 or f64 operands, got ",
+                                DTypeName(dtype));
+  if (inputs.size() > 2) {
+    const TensorType& bias = inputs[2];
+    if (bias.dtype != dtype || bias.shape != Shape{s.n} || s.out.empty() || s.out.back() != s.n)
+      return InvalidArgumentError("matmul bias must be ", DTypeName(dtype), "[", s.n,
+                                  "] (one value per column of a matrix product), got ",
+                                  DTypeName(bias.dtype), ShapeToString(bias.shape));
+  }
+  return OkStatus();
+}
+
 Status VerifyMatmul(const VerifyContext& ctx) {
   if (ctx.inputs[0].dtype != ctx.inputs[1].dtype) {
     return InvalidArgumentError("matmul operands have different dtypes");
@@ -100,7 +125,24 @@ Status VerifyMatmul(const VerifyContext& ctx) {
   DISTRT_RETURN_IF_ERROR(LogicalShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, f, &la, &lb));
   MatmulShape s;
   DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  bool gelu;
+  DISTRT_RETURN_IF_ERROR(CheckEpilogue(ctx.attrs(), ctx.inputs, s, &gelu));
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
+}
+
+// out[r, :] = gelu?(out[r, :] + bias) for every row: the same operations,
+// in the same order, as the add and gelu kernels would apply.
+template <typename T>
+void ApplyEpilogue(T* out, int64_t rows, int64_t n, const T* bias, bool gelu, ThreadPool* pool) {
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+  ParallelFor(pool, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      T* row = out + r * n;
+      if (bias != nullptr)
+        for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+      if (gelu) GeluErfLoop(row, row, n);
+    }
+  });
 }
 
 // Products smaller than this many multiply-adds (about 20 us of work) stay
@@ -298,6 +340,11 @@ Status RunMatmul(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(LogicalShapes(a.shape(), b.shape(), f, &la, &lb));
   MatmulShape s;
   DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  std::vector<TensorType> types;
+  for (const HostTensor* t : ctx.inputs) types.push_back(t->type());
+  bool gelu;
+  DISTRT_RETURN_IF_ERROR(CheckEpilogue(ctx.attrs(), types, s, &gelu));
+  const HostTensor* bias = ctx.num_inputs() > 2 ? &ctx.input(2) : nullptr;
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{a.dtype(), s.out}));
   HostTensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
@@ -309,10 +356,16 @@ Status RunMatmul(KernelContext& ctx) {
       DISTRT_RETURN_IF_ERROR(
           PackedGemm(ctx, a.data<float>(), b.data<float>(), out->data<float>(), s, f, &done));
       if (!done) BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
+      if (bias || gelu)
+        ApplyEpilogue(out->data<float>(), out->num_elements() / s.n, s.n,
+                      bias ? bias->data<float>() : nullptr, gelu, ctx.pool);
       break;
     }
     case DType::kF64:
       BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, f, ctx.pool);
+      if (bias || gelu)
+        ApplyEpilogue(out->data<double>(), out->num_elements() / s.n, s.n,
+                      bias ? bias->data<double>() : nullptr, gelu, ctx.pool);
       break;
     case DType::kI64:
       BatchedGemm(a.data<int64_t>(), b.data<int64_t>(), out->data<int64_t>(), s, f, ctx.pool);
@@ -351,7 +404,7 @@ void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 }
 
 void RegisterMatmulKernels(KernelRegistry& r) {
-  r.Add({"matmul", 2, 2, 1, RunMatmul, VerifyMatmul});
+  r.Add({"matmul", 2, 3, 1, RunMatmul, VerifyMatmul});
 }
 
 }  // namespace distrt

@@ -7,6 +7,16 @@
 #include "kernel_util.h"
 
 namespace distrt {
+// Exact GELU, also applied by matmul's epilogue (kernel_util.h).
+DISTRT_SIMD_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
+  const float inv_sqrt2 = 0.70710678118654752440f;
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * inv_sqrt2));
+}
+void GeluErfLoop(const double* x, double* y, int64_t n) {
+  const double inv_sqrt2 = 0.70710678118654752440;
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] * inv_sqrt2));
+}
+
 namespace {
 
 template <typename T, typename R = T, typename F>
@@ -72,10 +82,6 @@ T Sigmoid(T x) {
 DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
 }
-DISTRT_SIMD_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
-  const float inv_sqrt2 = 0.70710678118654752440f;
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * inv_sqrt2));
-}
 DISTRT_SIMD_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ExpF32(x[i]);
 }
@@ -84,10 +90,6 @@ void ExpLoop(const double* x, double* y, int64_t n) {
 }
 void ErfLoop(const double* x, double* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
-}
-void GeluErfLoop(const double* x, double* y, int64_t n) {
-  const double inv_sqrt2 = 0.70710678118654752440;
-  for (int64_t i = 0; i < n; ++i) y[i] = 0.5 * x[i] * (1.0 + std::erf(x[i] * inv_sqrt2));
 }
 
 template <typename T>

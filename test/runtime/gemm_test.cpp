@@ -137,5 +137,31 @@ TEST(Gemm, PlainOperandsWithTransposes) {
       }
 }
 
+// A bias (third input) and the GELU epilogue, and what is refused.
+TEST(Gemm, BiasAndGeluEpilogue) {
+  const int64_t m = 5, k = 7, n = 9;
+  const std::vector<float> a = Random(m * k, 31), w = Random(k * n, 32), b = Random(n, 33);
+  HostTensor out = Run1("matmul", {F32({m, k}, a), F32({k, n}, w), F32({n}, b)},
+                        {DType::kF32, {m, n}}, {{"epilogue", AttrString("gelu")}});
+  std::vector<float> want = Reference(a, false, w, false, m, k, n);
+  for (int64_t i = 0; i < m * n; ++i) {
+    const double v = double(want[i]) + b[i % n];
+    want[i] = static_cast<float>(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+  }
+  ExpectClose(out, want, k);
+
+  std::vector<HostTensor> outs;
+  Status st = RunOp("matmul", {F32({m, k}, a), F32({k, n}, w), F32({n - 1}, Random(n - 1, 1))},
+                    {{DType::kF32, {m, n}}}, {}, &outs);
+  EXPECT_HAS(st.message(),
+             "matmul bias must be f32[9] (one value per column of a matrix product), got f32[8]");
+  st = RunOp("matmul", {F32({m, k}, a), F32({k, n}, w)}, {{DType::kF32, {m, n}}},
+             {{"epilogue", AttrString("relu")}}, &outs);
+  EXPECT_HAS(st.message(), "matmul epilogue must be 'gelu' or absent, got 'relu'");
+  st = RunOp("matmul", {I64({1, 2}, {1, 2}), I64({2, 1}, {3, 4}), I64({1}, {5})},
+             {{DType::kI64, {1, 1}}}, {}, &outs);
+  EXPECT_HAS(st.message(), "matmul bias and epilogue need f32 or f64 operands, got i64");
+}
+
 }  // namespace
 }  // namespace distrt

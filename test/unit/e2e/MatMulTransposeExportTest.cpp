@@ -1,10 +1,12 @@
-//===- MatMulTransposeExportTest.cpp - transposes a matmul reads through
-//---===//
+//===- MatMulTransposeExportTest.cpp - what a matmul reads through and
+// applies on its way out ---===//
 //
 // A transpose of a matrix whose only reader is a matmul is not exported: the
-// matmul reads the stored matrix with `transpose_lhs` / `transpose_rhs`. Each
-// case checks the exported instructions and runs the program against a
-// product computed here from the untransposed inputs.
+// matmul reads the stored matrix with `transpose_lhs` / `transpose_rhs`. A
+// bias add and an exact GELU that only the matmul's result feeds are folded
+// into it (a third input, `epilogue = "gelu"`). Each case checks the
+// exported instructions and runs the program against a result computed
+// here from the inputs.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Export/RankProgramExport.h"
@@ -14,6 +16,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include <cmath>
 #include <gtest/gtest.h>
 #include <random>
 
@@ -24,6 +27,8 @@ namespace {
 struct Exported {
   std::vector<std::string> ops;
   std::map<std::string, int64_t> matmulFlags;
+  std::string epilogue;
+  int matmulInputs = 0;
   std::vector<distrt::HostTensor> outputs;
 };
 
@@ -54,9 +59,13 @@ Exported exportAndRun(const std::string &text,
     return e;
   for (const auto &inst : proto->instructions()) {
     e.ops.push_back(inst.op());
-    if (inst.op() == "matmul")
+    if (inst.op() == "matmul") {
       for (const auto &[name, a] : inst.attrs())
         e.matmulFlags[name] = a.i();
+      if (inst.attrs().count("epilogue"))
+        e.epilogue = inst.attrs().at("epilogue").s();
+      e.matmulInputs = inst.inputs_size();
+    }
   }
   std::shared_ptr<const distrt::Program> program;
   distrt::Status st = distrt::Program::Create(*proto, "<memory>", "", &program);
@@ -203,6 +212,98 @@ func.func @main(%a: tensor<64x600xf32>, %b: tensor<64x64xf32>) -> tensor<600x64x
   ASSERT_EQ(rows.outputs.size(), 1u);
   expectNear(rows.outputs[0], product(randomMatrix({64, 600}, 11), true,
                                       randomMatrix({64, 64}, 12), false));
+}
+
+/// gelu?(x w + b) in double, from the inputs.
+std::vector<float> linear(const distrt::HostTensor &x,
+                          const distrt::HostTensor &w,
+                          const std::vector<float> &bias, bool gelu) {
+  std::vector<float> y = product(x, false, w, false);
+  const size_t n = bias.size();
+  for (size_t i = 0; i < y.size(); ++i) {
+    double v = double(y[i]) + bias[i % n];
+    y[i] = static_cast<float>(
+        gelu ? 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))) : v);
+  }
+  return y;
+}
+
+const char *kLinearGelu = R"(
+func.func @main(%x: tensor<40x24xf32>, %w: tensor<24x300xf32>) -> (tensor<40x300xf32>, tensor<40x300xf32>) {
+  %b = nn.constant dense<0.25> : tensor<300xf32>
+  %m = nn.matmul %x, %w : tensor<40x24xf32>, tensor<24x300xf32> -> tensor<40x300xf32>
+  %h = nn.add %b, %m : tensor<300xf32>, tensor<40x300xf32> -> tensor<40x300xf32>
+  %g = nn.gelu %h : tensor<40x300xf32>
+  return %g, %RESULT2 : tensor<40x300xf32>, tensor<40x300xf32>
+})";
+
+std::string withSecondResult(const std::string &v) {
+  std::string text = kLinearGelu;
+  text.replace(text.find("%RESULT2"), 8, v);
+  return text;
+}
+
+TEST(MatMulEpilogueExport, BiasAndGeluFoldIntoTheMatmul) {
+  // The second result is the GELU again: nothing reads %m or %h but the
+  // next op, so one matmul instruction computes gelu(x w + b).
+  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 21),
+                                        randomMatrix({24, 300}, 22)};
+  Exported e = exportAndRun(withSecondResult("%g"), in, 2);
+  EXPECT_EQ(e.ops, std::vector<std::string>{"matmul"});
+  EXPECT_EQ(e.matmulInputs, 3);
+  EXPECT_EQ(e.epilogue, "gelu");
+  ASSERT_EQ(e.outputs.size(), 2u);
+  expectNear(e.outputs[0],
+             linear(in[0], in[1], std::vector<float>(300, 0.25f), true));
+}
+
+TEST(MatMulEpilogueExport, GeluWhoseInputIsReadElsewhereStays) {
+  // %h is a result too (as a training step's backward reads a GELU's
+  // input): the bias still folds, the GELU runs on its own.
+  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 23),
+                                        randomMatrix({24, 300}, 24)};
+  Exported e = exportAndRun(withSecondResult("%h"), in);
+  EXPECT_EQ(e.ops, (std::vector<std::string>{"matmul", "gelu"}));
+  EXPECT_EQ(e.matmulInputs, 3);
+  EXPECT_EQ(e.epilogue, "");
+  ASSERT_EQ(e.outputs.size(), 2u);
+  std::vector<float> bias(300, 0.25f);
+  expectNear(e.outputs[0], linear(in[0], in[1], bias, true));
+  expectNear(e.outputs[1], linear(in[0], in[1], bias, false));
+}
+
+TEST(MatMulEpilogueExport, ProductReadElsewhereFoldsNothing) {
+  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 25),
+                                        randomMatrix({24, 300}, 26)};
+  Exported e = exportAndRun(withSecondResult("%m"), in);
+  EXPECT_EQ(e.ops, (std::vector<std::string>{"matmul", "add", "gelu"}));
+  EXPECT_EQ(e.matmulInputs, 2);
+  ASSERT_EQ(e.outputs.size(), 2u);
+  expectNear(e.outputs[0],
+             linear(in[0], in[1], std::vector<float>(300, 0.25f), true));
+}
+
+TEST(MatMulEpilogueExport, BiasComputedAfterTheProductIsAnAdd) {
+  // The bias is computed after the matmul in program order: the matmul
+  // cannot read it, the add stays (the GELU still folds into nothing).
+  std::vector<distrt::HostTensor> in = {randomMatrix({8, 24}, 27),
+                                        randomMatrix({24, 300}, 28),
+                                        randomMatrix({1, 300}, 29)};
+  Exported e = exportAndRun(R"(
+func.func @main(%x: tensor<8x24xf32>, %w: tensor<24x300xf32>, %c: tensor<1x300xf32>) -> tensor<8x300xf32> {
+  %m = nn.matmul %x, %w : tensor<8x24xf32>, tensor<24x300xf32> -> tensor<8x300xf32>
+  %b = nn.reshape %c : tensor<1x300xf32> -> tensor<300xf32>
+  %h = nn.add %m, %b : tensor<8x300xf32>, tensor<300xf32> -> tensor<8x300xf32>
+  return %h : tensor<8x300xf32>
+})",
+                            in);
+  EXPECT_EQ(e.ops, (std::vector<std::string>{"matmul", "reshape", "add"}));
+  EXPECT_EQ(e.matmulInputs, 2);
+  ASSERT_EQ(e.outputs.size(), 1u);
+  expectNear(e.outputs[0], linear(in[0], in[1],
+                                  std::vector<float>(in[2].data<float>(),
+                                                     in[2].data<float>() + 300),
+                                  false));
 }
 
 } // namespace
