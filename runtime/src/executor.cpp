@@ -1,6 +1,8 @@
 #include "distrt/executor.h"
 
 #include <chrono>
+#include <cstdlib>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -171,7 +173,9 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   Impl& im = *e->impl_;
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
   im.profile = options.profile;
-  if (options.pack_weights) im.states.resize(static_cast<size_t>(p.num_instructions()));
+  const char* pack = std::getenv("DISTRT_PACK_WEIGHTS");
+  if (options.pack_weights && !(pack && std::string(pack) == "0"))
+    im.states.resize(static_cast<size_t>(p.num_instructions()));
   // Runs allocate the same sizes every time: keep freed buffers for the next
   // run (no fresh pages, no page faults after the first run).
   im.run_tracker->EnableReuse();

@@ -28,10 +28,16 @@ const dnnl::engine& Engine() {
 }
 
 // oneDNN is built with OpenMP here; each call runs on the thread that makes
-// it, because distrt's own pool already splits the product.
+// it, because distrt's own pool already splits the product. A primitive
+// takes its thread count when it is made, so every entry point sets it
+// first.
+void UseOneThread() {
+  thread_local bool done = (omp_set_num_threads(1), true);
+  (void)done;
+}
+
 dnnl::stream& ThreadStream() {
-  thread_local bool one_thread = (omp_set_num_threads(1), true);
-  (void)one_thread;
+  UseOneThread();
   thread_local dnnl::stream stream(Engine());
   return stream;
 }
@@ -51,6 +57,7 @@ dnnl::primitive_attr UserScratchpad() {
 // The matmul oneDNN picks for [64 x k] x [k x n] with the weights' layout
 // left to it.
 dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n) {
+  UseOneThread();
   memory::desc any({k, n}, kF32, memory::format_tag::any);
   return dnnl::matmul::primitive_desc(dnnl::matmul::desc(Matrix(64, k, k), any, Matrix(64, n, n)),
                                       UserScratchpad(), Engine());
@@ -82,6 +89,7 @@ void Execute(const Product& p, const float* a, const void* b, float* c) {
 }
 
 Product MakeProduct(const memory::desc& a, const memory::desc& b, const memory::desc& c) {
+  UseOneThread();
   Product p;
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), UserScratchpad(), Engine());
   p.a = a;
@@ -147,6 +155,7 @@ struct PackedWeights::Impl {
   std::vector<std::unique_ptr<Slab>> slabs;
 
   Status Pack(const float* src) {
+    UseOneThread();
     b = src;
     try {
       for (auto& s : slabs) {

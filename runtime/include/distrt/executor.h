@@ -33,7 +33,9 @@ struct ExecutorOptions {
   // Keep the weights that no update of the program writes (inference
   // weights, frozen LoRA bases) packed in oneDNN's layout for the GEMM from
   // one run to the next. Costs one more copy of those weights (counted in
-  // RunStats::weight_bytes); needs oneDNN (see OneDnnGemmName).
+  // RunStats::weight_bytes); needs oneDNN (see OneDnnGemmName). The
+  // environment variable DISTRT_PACK_WEIGHTS=0 turns it off for every
+  // executor (the tools have no flag of their own).
   bool pack_weights = true;
 };
 
