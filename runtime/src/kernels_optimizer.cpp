@@ -40,6 +40,13 @@ T Scalar(const HostTensor& t) {
   return t.data<T>()[0];
 }
 
+// Adam's per-step scalars (the bias corrections folded in by the caller).
+template <typename T>
+struct AdamScalars {
+  T grad_scale, param_scale, neg_step, bc2, b1, one_b1, b2, one_b2, e, decay;
+  bool l2;  // weight decay added to the gradient (Adam), not decoupled
+};
+
 // The element loops take restrict pointers: outputs never overlap inputs
 // except element for element (a donated buffer), which a loop that reads
 // element i before writing it allows, and the compiler can then vectorise
@@ -49,8 +56,10 @@ inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, con
                                                      const T* __restrict g, const T* __restrict m,
                                                      const T* __restrict v, T* __restrict po,
                                                      T* __restrict mo, T* __restrict vo,
-                                                     T grad_scale, T param_scale, T neg_step, T bc2,
-                                                     T b1, T one_b1, T b2, T one_b2, T e, T decay) {
+                                                     const AdamScalars<T>& s) {
+  const T grad_scale = s.grad_scale, param_scale = s.param_scale, neg_step = s.neg_step;
+  const T bc2 = s.bc2, b1 = s.b1, one_b1 = s.one_b1, b2 = s.b2, one_b2 = s.one_b2, e = s.e;
+  const T decay = s.decay;
   for (int64_t i = lo; i < hi; ++i) {
     T gi = g[i] * grad_scale;
     if (kL2) gi = gi + p[i] * decay;
@@ -64,34 +73,27 @@ inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, con
   }
 }
 
-// The float loops with an AVX2 clone (DISTRT_SIMD_CLONES): per element
-// Adam takes a square root and two divisions, which the baseline build
-// does four at a time and AVX2 eight.
-DISTRT_SIMD_CLONES void AdamLoop(bool l2, int64_t lo, int64_t hi, const float* __restrict p,
-                                 const float* __restrict g, const float* __restrict m,
-                                 const float* __restrict v, float* __restrict po,
-                                 float* __restrict mo, float* __restrict vo, float grad_scale,
-                                 float param_scale, float neg_step, float bc2, float b1,
-                                 float one_b1, float b2, float one_b2, float e, float decay) {
-  if (l2)
-    AdamRange<float, true>(lo, hi, p, g, m, v, po, mo, vo, grad_scale, param_scale, neg_step, bc2,
-                           b1, one_b1, b2, one_b2, e, decay);
+template <typename T>
+inline __attribute__((always_inline)) void AdamEither(int64_t lo, int64_t hi, const T* p,
+                                                      const T* g, const T* m, const T* v, T* po,
+                                                      T* mo, T* vo, const AdamScalars<T>& s) {
+  if (s.l2)
+    AdamRange<T, true>(lo, hi, p, g, m, v, po, mo, vo, s);
   else
-    AdamRange<float, false>(lo, hi, p, g, m, v, po, mo, vo, grad_scale, param_scale, neg_step, bc2,
-                            b1, one_b1, b2, one_b2, e, decay);
+    AdamRange<T, false>(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
-void AdamLoop(bool l2, int64_t lo, int64_t hi, const double* __restrict p,
-              const double* __restrict g, const double* __restrict m, const double* __restrict v,
-              double* __restrict po, double* __restrict mo, double* __restrict vo,
-              double grad_scale, double param_scale, double neg_step, double bc2, double b1,
-              double one_b1, double b2, double one_b2, double e, double decay) {
-  if (l2)
-    AdamRange<double, true>(lo, hi, p, g, m, v, po, mo, vo, grad_scale, param_scale, neg_step, bc2,
-                            b1, one_b1, b2, one_b2, e, decay);
-  else
-    AdamRange<double, false>(lo, hi, p, g, m, v, po, mo, vo, grad_scale, param_scale, neg_step, bc2,
-                             b1, one_b1, b2, one_b2, e, decay);
+// The float loop has an AVX2 clone (DISTRT_SIMD_CLONES): per element Adam
+// takes a square root and two divisions, which the baseline build does four
+// at a time and AVX2 eight.
+DISTRT_SIMD_CLONES void AdamLoop(int64_t lo, int64_t hi, const float* p, const float* g,
+                                 const float* m, const float* v, float* po, float* mo, float* vo,
+                                 const AdamScalars<float>& s) {
+  AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
+}
+void AdamLoop(int64_t lo, int64_t hi, const double* p, const double* g, const double* m,
+              const double* v, double* po, double* mo, double* vo, const AdamScalars<double>& s) {
+  AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
 template <typename T, bool kL2>
@@ -125,19 +127,23 @@ Status RunAdamUpdate(KernelContext& ctx) {
     const T* g = ctx.input(1).data<T>();
     const T* m = ctx.input(2).data<T>();
     const T* v = ctx.input(3).data<T>();
-    const T grad_scale = Scalar<T>(ctx.input(4)), param_scale = Scalar<T>(ctx.input(5));
-    const T neg_step = -Scalar<T>(ctx.input(6)), bc2 = Scalar<T>(ctx.input(7));
-    const T b1 = static_cast<T>(beta1), one_b1 = static_cast<T>(1.0 - beta1);
-    const T b2 = static_cast<T>(beta2), one_b2 = static_cast<T>(1.0 - beta2);
-    const T e = static_cast<T>(eps), decay = static_cast<T>(wd);
-    const bool l2 = wd != 0;
+    AdamScalars<T> s;
+    s.grad_scale = Scalar<T>(ctx.input(4));
+    s.param_scale = Scalar<T>(ctx.input(5));
+    s.neg_step = -Scalar<T>(ctx.input(6));
+    s.bc2 = Scalar<T>(ctx.input(7));
+    s.b1 = static_cast<T>(beta1);
+    s.one_b1 = static_cast<T>(1.0 - beta1);
+    s.b2 = static_cast<T>(beta2);
+    s.one_b2 = static_cast<T>(1.0 - beta2);
+    s.e = static_cast<T>(eps);
+    s.decay = static_cast<T>(wd);
+    s.l2 = wd != 0;
     T* po = p_out->data<T>();
     T* mo = m_out->data<T>();
     T* vo = v_out->data<T>();
-    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      AdamLoop(l2, lo, hi, p, g, m, v, po, mo, vo, grad_scale, param_scale, neg_step, bc2, b1,
-               one_b1, b2, one_b2, e, decay);
-    });
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain,
+                [&](int64_t lo, int64_t hi) { AdamLoop(lo, hi, p, g, m, v, po, mo, vo, s); });
   });
   return OkStatus();
 }
