@@ -31,9 +31,9 @@ struct Executor::Impl {
   // step's; runs are refused until WritePersistent replaces it.
   bool partly_updated = false;
   bool profile = false;
-  // Per instruction: its KernelState (packed weights), kept across runs;
-  // empty when weights are not packed.
-  std::vector<std::unique_ptr<KernelState>> states;
+  // Kernel states (packed weights) kept across runs; null when weights are
+  // not packed.
+  std::unique_ptr<KernelStates> states;
   uint64_t persistent_version = 0;  // bumped whenever `persistent` changes
   std::vector<bool> updated;        // per value: a weight the program updates
   // With profiling: each instruction's entry in RunStats::op_times.
@@ -175,7 +175,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   im.profile = options.profile;
   const char* pack = std::getenv("DISTRT_PACK_WEIGHTS");
   if (options.pack_weights && !(pack && std::string(pack) == "0"))
-    im.states.resize(static_cast<size_t>(p.num_instructions()));
+    im.states.reset(new KernelStates());
   // Runs allocate the same sizes every time: keep freed buffers for the next
   // run (no fresh pages, no page faults after the first run).
   im.run_tracker->EnableReuse();
@@ -271,6 +271,7 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   ctx.tag_offset = tag_offset_;
   ctx.tracker = im.run_tracker;
   ctx.state_tracker = im.weight_tracker;
+  ctx.states = im.states.get();
   ctx.persistent_version = im.persistent_version;
   std::vector<HostTensor> results;
   const int n = p.num_instructions();
@@ -282,7 +283,6 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     ctx.inputs.clear();
     ctx.donatable.clear();
     ctx.constant_input.clear();
-    ctx.state = im.states.empty() ? nullptr : &im.states[static_cast<size_t>(i)];
     for (size_t k = 0; k < in_ids.size(); ++k) {
       HostTensor& t = values[in_ids[k]];
       ctx.inputs.push_back(&t);

@@ -3,6 +3,7 @@
 #ifndef DISTRT_SRC_KERNEL_H_
 #define DISTRT_SRC_KERNEL_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,11 +38,22 @@ class AttrReader {
 };
 
 // What a kernel derives from its persistent inputs and keeps from one run to
-// the next (a weight packed for the GEMM): one slot per instruction, owned
-// by the executor.
+// the next (a weight packed for the GEMM), owned by the executor.
 class KernelState {
  public:
   virtual ~KernelState() = default;
+};
+
+// An executor's kernel states by key, shared by its instructions: the
+// matmuls of several microbatches (or tied layers) that read one weight
+// keep one packed copy of it. Instructions run one at a time, so slots need
+// no lock.
+class KernelStates {
+ public:
+  std::shared_ptr<KernelState>& Slot(const std::string& key) { return slots_[key]; }
+
+ private:
+  std::map<std::string, std::shared_ptr<KernelState>> slots_;
 };
 
 // Everything a kernel sees for one instruction.
@@ -73,9 +85,9 @@ class KernelContext {
   // Changes whenever the executor's persistent values change (a training
   // step's updates, WritePersistent): state derived from them is stale.
   uint64_t persistent_version = 0;
-  // This instruction's slot for KernelState (null: the kernel keeps none,
-  // e.g. the executor was told not to pack weights).
-  std::unique_ptr<KernelState>* state = nullptr;
+  // The executor's kernel states (null: kernels keep none, e.g. the
+  // executor was told not to pack weights).
+  KernelStates* states = nullptr;
   // Counts memory that lives as long as the executor (KernelState's).
   std::shared_ptr<MemoryTracker> state_tracker;
 

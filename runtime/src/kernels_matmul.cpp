@@ -268,18 +268,19 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
 // was packed at.
 struct MatmulState : KernelState {
   std::unique_ptr<PackedWeights> packed;
-  int slabs = 0;  // as asked for
   uint64_t version = 0;
 };
 
 // [rows x k] x op(B) with B a weight the executor holds: B is packed once
-// (again only after an update) and kept in the instruction's state. Sets
-// `*done` when it computed the product; otherwise the caller's GEMM runs.
+// (again only after WritePersistent changed it) and kept in the executor's
+// states under the weight's address and geometry, so the matmuls of every
+// microbatch reading it share one packed copy. Sets `*done` when it
+// computed the product; otherwise the caller's GEMM runs.
 Status PackedGemm(KernelContext& ctx, const float* a, const float* b, float* c,
                   const MatmulShape& s, const MatmulFlags& f, bool* done) {
   *done = false;
   const int64_t rows = NumElements(s.batch) * s.m, k = s.k, n = s.n;
-  if (ctx.state == nullptr || f.ta || !ctx.constant_input[1] || rows * k * n < kOneDnnMinWork ||
+  if (ctx.states == nullptr || f.ta || !ctx.constant_input[1] || rows * k * n < kOneDnnMinWork ||
       NumElements(s.b_batch) != 1 || NumElements(s.a_batch) != NumElements(s.batch) ||
       !PackedWeights::Worthwhile(k, n))
     return OkStatus();
@@ -290,15 +291,17 @@ Status PackedGemm(KernelContext& ctx, const float* a, const float* b, float* c,
   const bool by_columns = threads > 1 && rows < 32 * threads;
   const int slabs = by_columns ? threads : 1;
   const int64_t ldb = f.tb ? k : n;
-  auto* state = dynamic_cast<MatmulState*>(ctx.state->get());
-  if (state == nullptr || state->slabs != slabs || !state->packed->Packs(b, ldb, f.tb, k, n)) {
+  std::shared_ptr<KernelState>& slot =
+      ctx.states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b), " ", ldb, " ", f.tb,
+                              " ", k, " ", n, " ", slabs));
+  auto* state = dynamic_cast<MatmulState*>(slot.get());
+  if (state == nullptr || !state->packed->Packs(b, ldb, f.tb, k, n)) {
     auto made = std::make_unique<MatmulState>();
     DISTRT_RETURN_IF_ERROR(
         PackedWeights::Create(b, ldb, f.tb, k, n, slabs, ctx.state_tracker, &made->packed));
-    made->slabs = slabs;
     made->version = ctx.persistent_version;
     state = made.get();
-    *ctx.state = std::move(made);
+    slot = std::move(made);
   } else if (state->version != ctx.persistent_version) {
     DISTRT_RETURN_IF_ERROR(state->packed->Repack(b));
     state->version = ctx.persistent_version;

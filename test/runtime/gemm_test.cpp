@@ -106,6 +106,38 @@ TEST(Gemm, PackingOffByEnvironment) {
   unsetenv("DISTRT_PACK_WEIGHTS");
 }
 
+// Two matmuls reading one weight (the microbatches of a pipeline, a tied
+// layer) share one packed copy of it.
+TEST(Gemm, MatmulsOfOneWeightShareItsPackedCopy) {
+  const int64_t m = 64, k = 128, n = 256;
+  TempDir dir;
+  const std::vector<float> w = Random(k * n, 41);
+  WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
+  auto weight_bytes = [&](int matmuls, std::vector<HostTensor>* out,
+                          const std::vector<HostTensor>& in) {
+    ProgramBuilder b;
+    int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, {k, n}, {0, 0}, {k, n});
+    for (int i = 0; i < matmuls; ++i) {
+      int x = b.Input("x" + std::to_string(i), DType::kF32, {m, k});
+      b.Output("y" + std::to_string(i), b.Apply("matmul", {x, wv}, DType::kF32, {m, n}));
+    }
+    std::shared_ptr<const Program> p;
+    EXPECT_TRUE(Program::Create(b.Build(), "gemm", dir.path(), &p).ok());
+    std::unique_ptr<Executor> e;
+    EXPECT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+    Status st = e->Run(in, out);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return e->stats().weight_bytes;
+  };
+  const std::vector<float> x0 = Random(m * k, 42), x1 = Random(m * k, 43);
+  std::vector<HostTensor> one, two;
+  const int64_t single = weight_bytes(1, &one, {F32({m, k}, x0)});
+  EXPECT_EQ(weight_bytes(2, &two, {F32({m, k}, x0), F32({m, k}, x1)}), single);
+  ASSERT_EQ(two.size(), 2u);
+  ExpectClose(two[0], Reference(x0, false, w, false, m, k, n), k);
+  ExpectClose(two[1], Reference(x1, false, w, false, m, k, n), k);
+}
+
 // A weight updated by the program (a training step) is not packed: each run
 // multiplies by the weight as it is then.
 TEST(Gemm, UpdatedWeightUsesItsCurrentValue) {
