@@ -35,6 +35,15 @@ distopt::runSettingsFromFlags(int threadsPerRank) {
   return settings;
 }
 
+const char *const distopt::kRunHelpTail =
+    "  --threads=<N>  compute threads per rank (default 1)\n\n"
+    "Environment:\n"
+    "  DISTRT_GEMM=openblas    every GEMM on OpenBLAS (default: oneDNN where "
+    "it is faster, docs/runtime.md \"Matmul\")\n"
+    "  DISTRT_PACK_WEIGHTS=0   no packed copies of constant weights (less "
+    "memory, slower inference)\n"
+    "  OPENBLAS_CORETYPE       OpenBLAS's kernel set (e.g. Haswell)\n";
+
 Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {
   int threads = 1, out = 1;
   for (int i = 1; i < argc; ++i) {

@@ -147,15 +147,17 @@ int main(int argc, char **argv) {
     return failWith(toString(threadsFlag.takeError()));
   threads = *threadsFlag;
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "dist-run: compile a model for a device mesh, run every rank, and check "
-      "the result against a single-device run\n\n"
-      "  dist-run model.onnx --mesh tp=2 --plan tp --check\n"
-      "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp --backend mpi "
-      "--check\n"
-      "  dist-run --onnx-test <case dir>\n\n"
-      "  --threads=<N>  compute threads per rank (default 1)\n");
+  const std::string overview =
+      std::string("dist-run: compile a model for a device mesh, run every "
+                  "rank, and check "
+                  "the result against a single-device run\n\n"
+                  "  dist-run model.onnx --mesh tp=2 --plan tp --check\n"
+                  "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp "
+                  "--backend mpi "
+                  "--check\n"
+                  "  dist-run --onnx-test <case dir>\n\n") +
+      kRunHelpTail;
+  cl::ParseCommandLineOptions(argc, argv, overview);
 
   auto runFlags = runSettingsFromFlags(threads);
   if (!runFlags)

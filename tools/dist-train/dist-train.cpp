@@ -179,25 +179,26 @@ int main(int argc, char **argv) {
   if (!threads)
     return failWith(toString(threads.takeError()));
   cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "dist-train: compile a model's training step for a device mesh and "
-      "train it\n\n"
-      "  dist-train model.onnx --train train.json --mesh dp=2,tp=2 --plan "
-      "zero1,tp --steps 100 --tokens data.bin --batch 8 --seq 128\n"
-      "  dist-train --train-test <case dir> --mesh dp=2 --plan fsdp\n"
-      "  mpirun -np 4 dist-train ... --backend mpi\n"
-      "  dist-train model.onnx --train train.json --mesh pp=2,dp=2 --plan "
-      "pp.yaml ...   "
-      "(pipeline: a plan with pipeline: {split: \"h.*\", microbatches: 8, "
-      "schedule: 1f1b})\n"
-      "  dist-train model.onnx --train train.json --mesh tp=2 --plan tp "
-      "--steps 100 --save-checkpoint ck --checkpoint-every 10\n"
-      "  dist-train model.onnx --train train.json --mesh dp=4 --plan fsdp "
-      "--resume ck --steps 200\n"
-      "  dist-train model.onnx --train train.json --resume ck --steps 0 "
-      "--save trained.onnx   (export a checkpoint as ONNX)\n\n"
-      "  --threads=<N>  compute threads per rank (default 1)\n");
+  const std::string overview =
+      std::string(
+          "dist-train: compile a model's training step for a device mesh and "
+          "train it\n\n"
+          "  dist-train model.onnx --train train.json --mesh dp=2,tp=2 --plan "
+          "zero1,tp --steps 100 --tokens data.bin --batch 8 --seq 128\n"
+          "  dist-train --train-test <case dir> --mesh dp=2 --plan fsdp\n"
+          "  mpirun -np 4 dist-train ... --backend mpi\n"
+          "  dist-train model.onnx --train train.json --mesh pp=2,dp=2 --plan "
+          "pp.yaml ...   "
+          "(pipeline: a plan with pipeline: {split: \"h.*\", microbatches: 8, "
+          "schedule: 1f1b})\n"
+          "  dist-train model.onnx --train train.json --mesh tp=2 --plan tp "
+          "--steps 100 --save-checkpoint ck --checkpoint-every 10\n"
+          "  dist-train model.onnx --train train.json --mesh dp=4 --plan fsdp "
+          "--resume ck --steps 200\n"
+          "  dist-train model.onnx --train train.json --resume ck --steps 0 "
+          "--save trained.onnx   (export a checkpoint as ONNX)\n\n") +
+      kRunHelpTail;
+  cl::ParseCommandLineOptions(argc, argv, overview);
 
   TrainerOptions trainer;
   auto flags = runSettingsFromFlags(*threads);

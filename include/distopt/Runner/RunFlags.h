@@ -16,6 +16,10 @@ namespace distopt {
 /// hand) and returns N (1 when absent); an error when malformed.
 llvm::Expected<int> takeThreadsFlag(int &argc, char **argv);
 
+/// The --threads line and the runtime's environment variables, for the
+/// tools' --help.
+extern const char *const kRunHelpTail;
+
 /// The --backend flag's value.
 llvm::StringRef backendFlag();
 
