@@ -34,8 +34,10 @@ struct Executor::Impl {
   // Kernel states (packed weights) kept across runs; null when weights are
   // not packed.
   std::unique_ptr<KernelStates> states;
-  uint64_t persistent_version = 0;  // bumped whenever `persistent` changes
-  std::vector<bool> updated;        // per value: a weight the program updates
+  // Bumped by WritePersistent. Updates need not bump it: they only write
+  // weights the program updates, which no kernel sees as constant.
+  uint64_t persistent_version = 0;
+  std::vector<bool> updated;  // per value: a weight the program updates
   // With profiling: each instruction's entry in RunStats::op_times.
   std::vector<size_t> op_index;
 };
@@ -119,7 +121,6 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
       continue;
     ParallelCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
   }
-  ++im.persistent_version;
   return OkStatus();
 }
 

@@ -82,8 +82,9 @@ class KernelContext {
   // on every run, that no update of this program writes (inference weights;
   // a training step's parameters are not constant).
   std::vector<bool> constant_input;
-  // Changes whenever the executor's persistent values change (a training
-  // step's updates, WritePersistent): state derived from them is stale.
+  // Changes whenever WritePersistent replaced persistent values (a training
+  // state weight this program reads but does not update may be one of
+  // them): state derived from constant inputs is stale.
   uint64_t persistent_version = 0;
   // The executor's kernel states (null: kernels keep none, e.g. the
   // executor was told not to pack weights).

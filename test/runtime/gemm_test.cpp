@@ -138,6 +138,33 @@ TEST(Gemm, MatmulsOfOneWeightShareItsPackedCopy) {
   ExpectClose(two[1], Reference(x1, false, w, false, m, k, n), k);
 }
 
+// A weight of the training state that this program reads but does not
+// update (zeros at first, written by WritePersistent as a checkpoint resume
+// would) is packed, and packed again once it is written.
+TEST(Gemm, WrittenStateIsPackedAgain) {
+  const int64_t m = 64, k = 128, n = 256;
+  ProgramBuilder b;
+  int x = b.Input("x", DType::kF32, {m, k});
+  int wv = b.ZerosWeight("w", DType::kF32, {k, n}, {0, 0}, {k, n});
+  b.Output("y", b.Apply("matmul", {x, wv}, DType::kF32, {m, n}));
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(b.Build(), "gemm", ".", &p).ok());
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+  const std::vector<float> xs = Random(m * k, 51);
+  std::vector<HostTensor> out;
+  ASSERT_TRUE(e->Run({F32({m, k}, xs)}, &out).ok());
+  ExpectClose(out[0], std::vector<float>(static_cast<size_t>(m * n), 0.0f), k);
+  std::vector<PersistentTensor> state;
+  ASSERT_TRUE(e->ReadPersistent(&state).ok());
+  ASSERT_EQ(state.size(), 1u);
+  const std::vector<float> w = Random(k * n, 52);
+  state[0].value = F32({k, n}, w);
+  ASSERT_TRUE(e->WritePersistent(state).ok());
+  ASSERT_TRUE(e->Run({F32({m, k}, xs)}, &out).ok());
+  ExpectClose(out[0], Reference(xs, false, w, false, m, k, n), k);
+}
+
 // A weight updated by the program (a training step) is not packed: each run
 // multiplies by the weight as it is then.
 TEST(Gemm, UpdatedWeightUsesItsCurrentValue) {
