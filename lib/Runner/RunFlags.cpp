@@ -40,8 +40,8 @@ const char *const distopt::kRunHelpTail =
     "Environment:\n"
     "  DISTRT_GEMM=openblas    every GEMM on OpenBLAS (default: oneDNN where "
     "it is faster, docs/runtime.md \"Matmul\")\n"
-    "  DISTRT_PACK_WEIGHTS=0   no packed copies of constant weights (less "
-    "memory, slower inference)\n"
+    "  DISTRT_PACK_WEIGHTS=0   constant weights not packed for the GEMM "
+    "(slower inference)\n"
     "  OPENBLAS_CORETYPE       OpenBLAS's kernel set (e.g. Haswell)\n";
 
 Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {

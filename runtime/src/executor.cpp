@@ -132,6 +132,57 @@ void Executor::ClearProfile() {
   stats_.profiled_runs = 0;
 }
 
+// Runs every kernel's load-time preparation (packing constant weights for
+// the GEMM), then frees the bytes of each constant weight that no reader
+// needs any more: not training state (WritePersistent cannot replace it),
+// not an output, held by nothing else, and every instruction reading it
+// said so. Then only the packed copy stays in memory.
+Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
+  const Program& p = *program_;
+  Impl& im = *impl_;
+  const int threads = im.pool ? im.pool->size() : 1;
+  std::vector<bool> training_state(static_cast<size_t>(p.num_values()), false);
+  for (const proto::Weight& w : p.proto().weights())
+    if (IsTrainingState(w)) training_state[static_cast<size_t>(p.ValueIndex(w.value()))] = true;
+  std::vector<int> readers(static_cast<size_t>(p.num_values()), 0);
+  for (int i = 0; i < p.num_instructions(); ++i)
+    for (int v : p.InstructionInputs(i)) ++readers[static_cast<size_t>(v)];
+  // Freed as soon as its last reader is prepared, so that the load holds
+  // one weight's two copies at a time, not the whole model's.
+  std::vector<int> unneeded(static_cast<size_t>(p.num_values()), 0);
+  auto release_if_unneeded = [&](int v) {
+    HostTensor& t = im.persistent[static_cast<size_t>(v)];
+    if (unneeded[v] == readers[v] && t.defined() && !training_state[v] &&
+        !im.updated[static_cast<size_t>(v)] && !outputs.count(v) && t.buffer().use_count() == 1)
+      t.buffer()->ReleaseData();
+  };
+  for (int i = 0; i < p.num_instructions(); ++i) {
+    if (im.kernels[i] == nullptr || im.kernels[i]->prepare == nullptr) continue;
+    const std::vector<int>& ins = p.InstructionInputs(i);
+    PrepareContext ctx;
+    ctx.inst = &p.proto().instructions(i);
+    ctx.threads = threads;
+    ctx.states = im.states.get();
+    ctx.state_tracker = im.weight_tracker;
+    for (int v : ins) {
+      ctx.inputs.push_back(p.value(v).type);
+      const HostTensor& held = im.persistent[static_cast<size_t>(v)];
+      ctx.constant_inputs.push_back(
+          held.defined() && !im.updated[static_cast<size_t>(v)] ? &held : nullptr);
+    }
+    ctx.data_unneeded.assign(ins.size(), false);
+    Status st = im.kernels[i]->prepare(ctx);
+    if (!st.ok()) return Status(st.code(), StrCat(p.DescribeInstruction(i), ": ", st.message()));
+    for (size_t k = 0; k < ins.size(); ++k) {
+      if (!ctx.data_unneeded[k]) continue;
+      ++unneeded[static_cast<size_t>(ins[k])];
+      release_if_unneeded(ins[k]);
+    }
+  }
+  stats_.weight_bytes = im.weight_tracker->current();
+  return OkStatus();
+}
+
 Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
   const Program& p = *program_;
   out->clear();
@@ -224,6 +275,10 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
       for (size_t j = 0; j < ins.size(); ++j)
         if (ins[j] == it->second) im.write_into[i][k] = static_cast<int>(j);
     }
+  }
+  if (im.states) {
+    Status prepared = e->PrepareKernels(outputs);
+    if (!prepared.ok()) return prepared.WithContext(p.source());
   }
   if (im.profile) {
     std::unordered_map<std::string, size_t> kinds;

@@ -149,14 +149,12 @@ struct PackedWeights::Impl {
     mutable std::mutex mu;
     mutable std::map<std::tuple<int64_t, int64_t>, Product> products;  // by rows, lda
   };
-  const float* b = nullptr;
   int64_t ldb = 0, k = 0, n = 0;
   bool tb = false;
   std::vector<std::unique_ptr<Slab>> slabs;
 
   Status Pack(const float* src) {
     UseOneThread();
-    b = src;
     try {
       for (auto& s : slabs) {
         const int64_t w = s->end - s->begin;
@@ -223,10 +221,6 @@ Status PackedWeights::Create(const float* b, int64_t ldb, bool tb, int64_t k, in
   DISTRT_RETURN_IF_ERROR(im.Pack(b));
   *out = std::move(w);
   return OkStatus();
-}
-
-bool PackedWeights::Packs(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n) const {
-  return impl_->b == b && impl_->ldb == ldb && impl_->tb == tb && impl_->k == k && impl_->n == n;
 }
 
 Status PackedWeights::Repack(const float* b) { return impl_->Pack(b); }
@@ -297,7 +291,6 @@ Status PackedWeights::Create(const float*, int64_t, bool, int64_t, int64_t, int,
                              std::shared_ptr<MemoryTracker>, std::unique_ptr<PackedWeights>*) {
   return UnimplementedError("distrt was built without oneDNN");
 }
-bool PackedWeights::Packs(const float*, int64_t, bool, int64_t, int64_t) const { return false; }
 Status PackedWeights::Repack(const float*) {
   return UnimplementedError("distrt was built without oneDNN");
 }

@@ -41,8 +41,6 @@ class PackedWeights {
   static Status Create(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n, int slabs,
                        std::shared_ptr<MemoryTracker> tracker, std::unique_ptr<PackedWeights>* out);
 
-  // Whether this packs `b` with this geometry.
-  bool Packs(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n) const;
   // Packs new contents of the same weight (a training step updated it).
   Status Repack(const float* b);
 

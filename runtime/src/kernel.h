@@ -121,6 +121,26 @@ struct VerifyContext {
 };
 using VerifyFn = Status (*)(const VerifyContext& ctx);
 
+// Load-time preparation of one instruction from its constant inputs (a
+// weight packed for the GEMM), run once by the executor when it keeps
+// kernel states.
+struct PrepareContext {
+  const proto::Instruction* inst = nullptr;
+  std::vector<TensorType> inputs;  // declared types
+  // Per input: the value when it is a constant (as KernelContext's
+  // constant_input), else null.
+  std::vector<const HostTensor*> constant_inputs;
+  int threads = 1;  // the executor's pool size
+  KernelStates* states = nullptr;
+  std::shared_ptr<MemoryTracker> state_tracker;
+  // Out, per input: the kernel will not read this constant's bytes again
+  // (what it needs is in `states`). When no reader needs a weight's bytes
+  // the executor frees them.
+  std::vector<bool> data_unneeded;
+  AttrReader attrs() const { return AttrReader(*inst); }
+};
+using PrepareFn = Status (*)(PrepareContext& ctx);
+
 struct KernelDef {
   std::string name;
   int min_inputs = 0;
@@ -136,6 +156,7 @@ struct KernelDef {
   // An optimizer update (outputs in the order of the states they replace):
   // the executor may have it write each into the state's own buffer.
   bool updates_in_place = false;
+  PrepareFn prepare = nullptr;  // optional
 };
 
 class KernelRegistry {

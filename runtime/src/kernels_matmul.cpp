@@ -271,41 +271,77 @@ struct MatmulState : KernelState {
   uint64_t version = 0;
 };
 
-// [rows x k] x op(B) with B a weight the executor holds: B is packed once
-// (again only after WritePersistent changed it) and kept in the executor's
-// states under the weight's address and geometry, so the matmuls of every
-// microbatch reading it share one packed copy. Sets `*done` when it
-// computed the product; otherwise the caller's GEMM runs.
-Status PackedGemm(KernelContext& ctx, const float* a, const float* b, float* c,
-                  const MatmulShape& s, const MatmulFlags& f, bool* done) {
-  *done = false;
+// How a matmul multiplies by a packed constant weight, from shapes alone.
+struct PackPlan {
+  int64_t rows = 0, k = 0, n = 0, ldb = 0;
+  bool tb = false;
+  int threads = 1;  // of the pool, when the product uses it
+  int slabs = 1;    // column slabs (one per thread when there are few rows)
+};
+
+// Whether [rows x k] x op(B) packs B: a plain lhs, a matrix rhs, enough
+// work for oneDNN, and a kernel that pays for it (PackedWeights::Worthwhile).
+bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, int pool_threads, PackPlan* plan) {
   const int64_t rows = NumElements(s.batch) * s.m, k = s.k, n = s.n;
-  if (ctx.states == nullptr || f.ta || !ctx.constant_input[1] || rows * k * n < kOneDnnMinWork ||
-      NumElements(s.b_batch) != 1 || NumElements(s.a_batch) != NumElements(s.batch) ||
-      !PackedWeights::Worthwhile(k, n))
-    return OkStatus();
-  ThreadPool* pool = rows * k * n < (int64_t{1} << 18) ? nullptr : ctx.pool;
-  const int threads = pool ? pool->size() : 1;
+  if (f.ta || rows * k * n < kOneDnnMinWork || NumElements(s.b_batch) != 1 ||
+      NumElements(s.a_batch) != NumElements(s.batch) || !PackedWeights::Worthwhile(k, n))
+    return false;
+  plan->rows = rows;
+  plan->k = k;
+  plan->n = n;
+  plan->tb = f.tb;
+  plan->ldb = f.tb ? k : n;
+  plan->threads = pool_threads;
   // Few rows (decoding a few tokens): each thread takes its own columns,
   // packed as a slab of their own; otherwise threads split the rows.
-  const bool by_columns = threads > 1 && rows < 32 * threads;
-  const int slabs = by_columns ? threads : 1;
-  const int64_t ldb = f.tb ? k : n;
+  plan->slabs = pool_threads > 1 && rows < 32 * pool_threads ? pool_threads : 1;
+  return true;
+}
+
+// The packed copy of weight `b` for `plan`, made (or packed again after
+// WritePersistent, `version`) as needed. Kept in the executor's states under
+// the weight's buffer and the geometry, so the matmuls of every microbatch
+// reading it share one copy.
+Status PackedState(KernelStates* states, const std::shared_ptr<MemoryTracker>& tracker,
+                   const HostTensor& b, const PackPlan& plan, uint64_t version, MatmulState** out) {
   std::shared_ptr<KernelState>& slot =
-      ctx.states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b), " ", ldb, " ", f.tb,
-                              " ", k, " ", n, " ", slabs));
+      states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ",
+                          plan.ldb, " ", plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs));
   auto* state = dynamic_cast<MatmulState*>(slot.get());
-  if (state == nullptr || !state->packed->Packs(b, ldb, f.tb, k, n)) {
+  const float* data = b.data<float>();
+  if (state == nullptr) {
+    if (data == nullptr) return InternalError("matmul: a released weight was never packed");
     auto made = std::make_unique<MatmulState>();
-    DISTRT_RETURN_IF_ERROR(
-        PackedWeights::Create(b, ldb, f.tb, k, n, slabs, ctx.state_tracker, &made->packed));
-    made->version = ctx.persistent_version;
+    DISTRT_RETURN_IF_ERROR(PackedWeights::Create(data, plan.ldb, plan.tb, plan.k, plan.n,
+                                                 plan.slabs, tracker, &made->packed));
+    made->version = version;
     state = made.get();
     slot = std::move(made);
-  } else if (state->version != ctx.persistent_version) {
-    DISTRT_RETURN_IF_ERROR(state->packed->Repack(b));
-    state->version = ctx.persistent_version;
+  } else if (state->version != version && data != nullptr) {
+    // (A weight whose bytes were released is no training state:
+    // WritePersistent cannot have changed it.)
+    DISTRT_RETURN_IF_ERROR(state->packed->Repack(data));
+    state->version = version;
   }
+  *out = state;
+  return OkStatus();
+}
+
+// [rows x k] x op(B) with B a constant the executor holds, by B's packed
+// copy (PackedState). Sets `*done` when it computed the product; otherwise
+// the caller's GEMM runs.
+Status PackedGemm(KernelContext& ctx, const float* a, const HostTensor& b, float* c,
+                  const MatmulShape& s, const MatmulFlags& f, bool* done) {
+  *done = false;
+  PackPlan plan;
+  if (ctx.states == nullptr || !ctx.constant_input[1] ||
+      !PlanPacking(s, f, ctx.pool ? ctx.pool->size() : 1, &plan))
+    return OkStatus();
+  ThreadPool* pool = ctx.pool;
+  const int64_t rows = plan.rows, k = plan.k, n = plan.n;
+  MatmulState* state;
+  DISTRT_RETURN_IF_ERROR(
+      PackedState(ctx.states, ctx.state_tracker, b, plan, ctx.persistent_version, &state));
   const PackedWeights& w = *state->packed;
   std::mutex mu;
   Status first_error;
@@ -328,6 +364,27 @@ Status PackedGemm(KernelContext& ctx, const float* a, const float* b, float* c,
   }
   DISTRT_RETURN_IF_ERROR(first_error);
   *done = true;
+  return OkStatus();
+}
+
+// At load: packs a constant rhs now, and tells the executor the kernel will
+// not read the weight's bytes again.
+Status PrepareMatmul(PrepareContext& ctx) {
+  if (ctx.constant_inputs.size() < 2 || ctx.constant_inputs[1] == nullptr ||
+      ctx.inputs[0].dtype != DType::kF32 || ctx.inputs[1].dtype != DType::kF32)
+    return OkStatus();
+  MatmulFlags f;
+  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
+  Shape la, lb;
+  DISTRT_RETURN_IF_ERROR(LogicalShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, f, &la, &lb));
+  MatmulShape s;
+  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  PackPlan plan;
+  if (!PlanPacking(s, f, ctx.threads, &plan)) return OkStatus();
+  MatmulState* state;
+  DISTRT_RETURN_IF_ERROR(
+      PackedState(ctx.states, ctx.state_tracker, *ctx.constant_inputs[1], plan, 0, &state));
+  ctx.data_unneeded[1] = true;
   return OkStatus();
 }
 
@@ -356,8 +413,9 @@ Status RunMatmul(KernelContext& ctx) {
   switch (a.dtype()) {
     case DType::kF32: {
       bool done = false;
-      DISTRT_RETURN_IF_ERROR(
-          PackedGemm(ctx, a.data<float>(), b.data<float>(), out->data<float>(), s, f, &done));
+      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a.data<float>(), b, out->data<float>(), s, f, &done));
+      if (!done && b.raw() == nullptr)
+        return InternalError("matmul: the weight's bytes were released but it is not packed");
       if (!done) BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
       if (bias || gelu)
         ApplyEpilogue(out->data<float>(), out->num_elements() / s.n, s.n,
@@ -407,7 +465,9 @@ void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 }
 
 void RegisterMatmulKernels(KernelRegistry& r) {
-  r.Add({"matmul", 2, 3, 1, RunMatmul, VerifyMatmul});
+  KernelDef matmul{"matmul", 2, 3, 1, RunMatmul, VerifyMatmul};
+  matmul.prepare = PrepareMatmul;
+  r.Add(matmul);
 }
 
 }  // namespace distrt

@@ -104,6 +104,14 @@ bool Buffer::SwapData(Buffer& other) {
   return true;
 }
 
+void Buffer::ReleaseData() {
+  if (tracker_) tracker_->Remove(static_cast<int64_t>(size_));
+  std::free(data_);
+  data_ = nullptr;
+  size_ = 0;
+  capacity_ = 0;
+}
+
 Buffer::~Buffer() {
   if (tracker_) {
     tracker_->Remove(static_cast<int64_t>(size_));

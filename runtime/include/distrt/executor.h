@@ -3,6 +3,7 @@
 #define DISTRT_EXECUTOR_H_
 
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "distrt/communicator.h"
@@ -30,12 +31,12 @@ struct ExecutorOptions {
   // Time every instruction (steady clock around each kernel) and keep the
   // sums per op kind in RunStats::op_times.
   bool profile = false;
-  // Keep the weights that no update of the program writes (inference
-  // weights, frozen LoRA bases) packed in oneDNN's layout for the GEMM from
-  // one run to the next. Costs one more copy of those weights (counted in
-  // RunStats::weight_bytes); needs oneDNN (see OneDnnGemmName). The
-  // environment variable DISTRT_PACK_WEIGHTS=0 turns it off for every
-  // executor (the tools have no flag of their own).
+  // Pack the weights that no update of the program writes (inference
+  // weights, frozen LoRA bases) in oneDNN's layout for the GEMM when the
+  // program loads, and free a weight's own bytes when only packed matmuls
+  // read it (counted in RunStats::weight_bytes); needs oneDNN (see
+  // OneDnnGemmName). The environment variable DISTRT_PACK_WEIGHTS=0 turns
+  // it off for every executor (the tools have no flag of their own).
   bool pack_weights = true;
 };
 
@@ -121,6 +122,7 @@ class Executor {
  private:
   Executor() = default;
   Status ApplyUpdates(const std::vector<HostTensor>& values, std::vector<HostTensor>* outputs);
+  Status PrepareKernels(const std::unordered_set<int>& outputs);
   struct Impl;
   std::shared_ptr<const Program> program_;
   Communicator* comm_ = nullptr;

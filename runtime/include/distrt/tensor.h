@@ -81,6 +81,10 @@ class Buffer {
   // tracker): how a run's new value of a weight replaces the weight's bytes
   // without a copy. False, and nothing changes, when the sizes differ.
   bool SwapData(Buffer& other);
+  // Frees the bytes and keeps the (now empty) buffer: a constant weight
+  // whose every reader works from a packed copy of it, so that only the
+  // copy stays in memory. data() is null afterwards.
+  void ReleaseData();
 
  private:
   Buffer() = default;
