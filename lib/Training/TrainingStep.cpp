@@ -262,13 +262,15 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
                             : g.reduceSum(valid, allAxes, /*keepdims=*/false);
   Value loss = g.create<nn::DivOp>(
       g.reduceSum(g.create<nn::MulOp>(nll, valid), allAxes, false), count);
-  // softmax as torch's log-softmax backward has it: exp(z - lse).
-  Value softmax = g.create<nn::ExpOp>(g.create<nn::SubOp>(z, lse));
+  // (softmax - onehot) * weight as three passes over the logits' shape:
+  // softmax * weight = e * (weight / s) reuses exp(z) (a per-position
+  // factor, no second exp), and the label's entry takes off weight.
   Value weight = g.create<nn::DivOp>(valid, count);
   if (seedScale != 1.0)
     weight = g.create<nn::MulOp>(weight, g.scalar(seedScale, f));
-  Value grad = g.create<nn::MulOp>(
-      g.create<nn::SubOp>(softmax, g.castLike(onehot, f)), weight);
+  Value scaled = g.create<nn::MulOp>(e, g.create<nn::DivOp>(weight, s));
+  Value grad = g.create<nn::WhereOp>(
+      onehot, g.create<nn::SubOp>(scaled, weight), scaled);
   return {loss, grad};
 }
 
