@@ -90,6 +90,16 @@ Status LogicalShapes(const Shape& a, const Shape& b, const MatmulFlags& f, Shape
   return OkStatus();
 }
 
+// The flags and the product's shapes of a matmul of stored operand shapes
+// a and b.
+Status ProductShape(const AttrReader& attrs, const Shape& a, const Shape& b, MatmulFlags* f,
+                    MatmulShape* s) {
+  DISTRT_RETURN_IF_ERROR(ReadFlags(attrs, f));
+  Shape la, lb;
+  DISTRT_RETURN_IF_ERROR(LogicalShapes(a, b, *f, &la, &lb));
+  return MatmulShapes(la, lb, s);
+}
+
 // What the kernel applies to the product on its way out: a bias (third
 // input, one value per column) added to every row, then `epilogue` ("gelu":
 // the exact GELU). The exporter folds a linear layer's bias add and GELU
@@ -120,11 +130,9 @@ Status VerifyMatmul(const VerifyContext& ctx) {
     return InvalidArgumentError("matmul operands have different dtypes");
   }
   MatmulFlags f;
-  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
-  Shape la, lb;
-  DISTRT_RETURN_IF_ERROR(LogicalShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, f, &la, &lb));
   MatmulShape s;
-  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  DISTRT_RETURN_IF_ERROR(
+      ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s));
   bool gelu;
   DISTRT_RETURN_IF_ERROR(CheckEpilogue(ctx.attrs(), ctx.inputs, s, &gelu));
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s.out});
@@ -374,11 +382,9 @@ Status PrepareMatmul(PrepareContext& ctx) {
       ctx.inputs[0].dtype != DType::kF32 || ctx.inputs[1].dtype != DType::kF32)
     return OkStatus();
   MatmulFlags f;
-  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
-  Shape la, lb;
-  DISTRT_RETURN_IF_ERROR(LogicalShapes(ctx.inputs[0].shape, ctx.inputs[1].shape, f, &la, &lb));
   MatmulShape s;
-  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  DISTRT_RETURN_IF_ERROR(
+      ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s));
   PackPlan plan;
   if (!PlanPacking(s, f, ctx.threads, &plan)) return OkStatus();
   MatmulState* state;
@@ -395,11 +401,8 @@ Status RunMatmul(KernelContext& ctx) {
                                 " and ", DTypeName(b.dtype()));
   }
   MatmulFlags f;
-  DISTRT_RETURN_IF_ERROR(ReadFlags(ctx.attrs(), &f));
-  Shape la, lb;
-  DISTRT_RETURN_IF_ERROR(LogicalShapes(a.shape(), b.shape(), f, &la, &lb));
   MatmulShape s;
-  DISTRT_RETURN_IF_ERROR(MatmulShapes(la, lb, &s));
+  DISTRT_RETURN_IF_ERROR(ProductShape(ctx.attrs(), a.shape(), b.shape(), &f, &s));
   std::vector<TensorType> types;
   for (const HostTensor* t : ctx.inputs) types.push_back(t->type());
   bool gelu;

@@ -16,13 +16,7 @@ namespace {
 
 using namespace distrt::testing;  // NOLINT
 
-std::vector<float> Random(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(gen);
-  return v;
-}
+std::vector<float> Random(int64_t n, uint32_t seed) { return RandomUniform<float>(n, seed); }
 
 // op(A) [m x k] * op(B) [k x n] in double; A stored [m x k] or, when ta,
 // [k x m]; B stored [k x n] or, when tb, [n x k].

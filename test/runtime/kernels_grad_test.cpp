@@ -17,11 +17,7 @@ namespace {
 using namespace distrt::testing;  // NOLINT
 
 std::vector<double> RandomValues(int64_t n, uint32_t seed) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (double& x : v) x = u(gen);
-  return v;
+  return RandomUniform<double>(n, seed);
 }
 
 // A tensor of dtype `dt` (f32 or f64) holding `v`.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,16 @@ inline HostTensor F64(const Shape& shape, const std::vector<double>& v) {
   return Make<double>(shape, v);
 }
 HostTensor Bool(const Shape& shape, const std::vector<int>& v);
+// n values drawn uniformly from [-1, 1) by a seeded generator (float or
+// double).
+template <typename T>
+std::vector<T> RandomUniform(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<T> dist(T(-1), T(1));
+  std::vector<T> v(static_cast<size_t>(n));
+  for (T& x : v) x = dist(gen);
+  return v;
+}
 // 0, 1, 2, ... as float (scaled).
 HostTensor Iota(const Shape& shape, float scale = 1.0f, float offset = 0.0f);
 
