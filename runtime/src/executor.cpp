@@ -31,9 +31,9 @@ struct Executor::Impl {
   // step's; runs are refused until WritePersistent replaces it.
   bool partly_updated = false;
   bool profile = false;
-  // Kernel states (packed weights) kept across runs; null when weights are
-  // not packed.
-  std::unique_ptr<KernelStates> states;
+  // Per instruction, what its prepare made (a packed weight), kept across
+  // runs; empty when weights are not packed.
+  std::vector<std::shared_ptr<KernelState>> prepared;
   // Bumped by WritePersistent. Updates need not bump it: they only write
   // weights the program updates, which no kernel sees as constant.
   uint64_t persistent_version = 0;
@@ -144,6 +144,10 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
   std::vector<bool> training_state(static_cast<size_t>(p.num_values()), false);
   for (const proto::Weight& w : p.proto().weights())
     if (IsTrainingState(w)) training_state[static_cast<size_t>(p.ValueIndex(w.value()))] = true;
+  // Shared by the instructions while they prepare; what each made lives on
+  // in `prepared`.
+  KernelStates states;
+  im.prepared.assign(static_cast<size_t>(p.num_instructions()), nullptr);
   std::vector<int> readers(static_cast<size_t>(p.num_values()), 0);
   for (int i = 0; i < p.num_instructions(); ++i)
     for (int v : p.InstructionInputs(i)) ++readers[static_cast<size_t>(v)];
@@ -162,7 +166,7 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
     PrepareContext ctx;
     ctx.inst = &p.proto().instructions(i);
     ctx.threads = threads;
-    ctx.states = im.states.get();
+    ctx.states = &states;
     ctx.state_tracker = im.weight_tracker;
     for (int v : ins) {
       ctx.inputs.push_back(p.value(v).type);
@@ -173,6 +177,7 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
     ctx.data_unneeded.assign(ins.size(), false);
     Status st = im.kernels[i]->prepare(ctx);
     if (!st.ok()) return Status(st.code(), StrCat(p.DescribeInstruction(i), ": ", st.message()));
+    im.prepared[static_cast<size_t>(i)] = std::move(ctx.prepared);
     for (size_t k = 0; k < ins.size(); ++k) {
       if (!ctx.data_unneeded[k]) continue;
       ++unneeded[static_cast<size_t>(ins[k])];
@@ -226,8 +231,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
   im.profile = options.profile;
   const char* pack = std::getenv("DISTRT_PACK_WEIGHTS");
-  if (options.pack_weights && !(pack && std::string(pack) == "0"))
-    im.states.reset(new KernelStates());
+  const bool pack_weights = options.pack_weights && !(pack && std::string(pack) == "0");
   // Runs allocate the same sizes every time: keep freed buffers for the next
   // run (no fresh pages, no page faults after the first run).
   im.run_tracker->EnableReuse();
@@ -276,7 +280,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
         if (ins[j] == it->second) im.write_into[i][k] = static_cast<int>(j);
     }
   }
-  if (im.states) {
+  if (pack_weights) {
     Status prepared = e->PrepareKernels(outputs);
     if (!prepared.ok()) return prepared.WithContext(p.source());
   }
@@ -326,8 +330,6 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   ctx.rank = p.rank();
   ctx.tag_offset = tag_offset_;
   ctx.tracker = im.run_tracker;
-  ctx.state_tracker = im.weight_tracker;
-  ctx.states = im.states.get();
   ctx.persistent_version = im.persistent_version;
   std::vector<HostTensor> results;
   const int n = p.num_instructions();
@@ -338,13 +340,10 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     ctx.inst = &inst;
     ctx.inputs.clear();
     ctx.donatable.clear();
-    ctx.constant_input.clear();
+    ctx.prepared = im.prepared.empty() ? nullptr : im.prepared[static_cast<size_t>(i)].get();
     for (size_t k = 0; k < in_ids.size(); ++k) {
       HostTensor& t = values[in_ids[k]];
       ctx.inputs.push_back(&t);
-      const HostTensor& held = im.persistent[static_cast<size_t>(in_ids[k])];
-      ctx.constant_input.push_back(held.defined() && held.buffer() == t.buffer() &&
-                                   !im.updated[static_cast<size_t>(in_ids[k])]);
       // Only buffers nobody else holds (not the caller's inputs, not an
       // alias kept by another value) may be overwritten.
       ctx.donatable.push_back(im.dies_at[i][k] && t.defined() && t.buffer().use_count() == 1);

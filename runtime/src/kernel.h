@@ -78,19 +78,12 @@ class KernelContext {
   // optimizer update overwriting its state), or -1 (set by the executor
   // only for kernels with updates_in_place).
   std::vector<int> write_into;
-  // Per input: a weight or constant the executor holds, in the same buffer
-  // on every run, that no update of this program writes (inference weights;
-  // a training step's parameters are not constant).
-  std::vector<bool> constant_input;
+  // What this instruction's prepare made at load (a packed weight), or null.
+  KernelState* prepared = nullptr;
   // Changes whenever WritePersistent replaced persistent values (a training
   // state weight this program reads but does not update may be one of
-  // them): state derived from constant inputs is stale.
+  // them): what prepare derived from constant inputs is stale.
   uint64_t persistent_version = 0;
-  // The executor's kernel states (null: kernels keep none, e.g. the
-  // executor was told not to pack weights).
-  KernelStates* states = nullptr;
-  // Counts memory that lives as long as the executor (KernelState's).
-  std::shared_ptr<MemoryTracker> state_tracker;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
@@ -127,12 +120,18 @@ using VerifyFn = Status (*)(const VerifyContext& ctx);
 struct PrepareContext {
   const proto::Instruction* inst = nullptr;
   std::vector<TensorType> inputs;  // declared types
-  // Per input: the value when it is a constant (as KernelContext's
-  // constant_input), else null.
+  // Per input: the value when it is a weight or constant the executor
+  // holds and no update of this program writes (inference weights; a
+  // training step's parameters are not constant), else null.
   std::vector<const HostTensor*> constant_inputs;
   int threads = 1;  // the executor's pool size
+  // The executor's states, shared by its instructions (one packed copy of a
+  // weight several matmuls read).
   KernelStates* states = nullptr;
+  // Counts memory that lives as long as the executor.
   std::shared_ptr<MemoryTracker> state_tracker;
+  // Out: what the instruction's runs find as KernelContext::prepared.
+  std::shared_ptr<KernelState> prepared;
   // Out, per input: the kernel will not read this constant's bytes again
   // (what it needs is in `states`). When no reader needs a weight's bytes
   // the executor frees them.

@@ -272,19 +272,19 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
   }
 }
 
-// A matmul's packed weight, kept across runs with the persistent version it
-// was packed at.
-struct MatmulState : KernelState {
-  std::unique_ptr<PackedWeights> packed;
-  uint64_t version = 0;
-};
-
 // How a matmul multiplies by a packed constant weight, from shapes alone.
 struct PackPlan {
   int64_t rows = 0, k = 0, n = 0, ldb = 0;
   bool tb = false;
-  int threads = 1;  // of the pool, when the product uses it
-  int slabs = 1;    // column slabs (one per thread when there are few rows)
+  int slabs = 1;  // column slabs (one per thread when there are few rows)
+};
+
+// A packed weight with its geometry, kept across runs with the persistent
+// version it was packed at.
+struct MatmulState : KernelState {
+  PackPlan plan;
+  std::unique_ptr<PackedWeights> packed;
+  uint64_t version = 0;
 };
 
 // Whether [rows x k] x op(B) packs B: a plain lhs, a matrix rhs, enough
@@ -299,57 +299,28 @@ bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, int pool_threads, P
   plan->n = n;
   plan->tb = f.tb;
   plan->ldb = f.tb ? k : n;
-  plan->threads = pool_threads;
   // Few rows (decoding a few tokens): each thread takes its own columns,
   // packed as a slab of their own; otherwise threads split the rows.
   plan->slabs = pool_threads > 1 && rows < 32 * pool_threads ? pool_threads : 1;
   return true;
 }
 
-// The packed copy of weight `b` for `plan`, made (or packed again after
-// WritePersistent, `version`) as needed. Kept in the executor's states under
-// the weight's buffer and the geometry, so the matmuls of every microbatch
-// reading it share one copy.
-Status PackedState(KernelStates* states, const std::shared_ptr<MemoryTracker>& tracker,
-                   const HostTensor& b, const PackPlan& plan, uint64_t version, MatmulState** out) {
-  std::shared_ptr<KernelState>& slot =
-      states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ",
-                          plan.ldb, " ", plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs));
-  auto* state = dynamic_cast<MatmulState*>(slot.get());
-  const float* data = b.data<float>();
-  if (state == nullptr) {
-    if (data == nullptr) return InternalError("matmul: a released weight was never packed");
-    auto made = std::make_unique<MatmulState>();
-    DISTRT_RETURN_IF_ERROR(PackedWeights::Create(data, plan.ldb, plan.tb, plan.k, plan.n,
-                                                 plan.slabs, tracker, &made->packed));
-    made->version = version;
-    state = made.get();
-    slot = std::move(made);
-  } else if (state->version != version && data != nullptr) {
-    // (A weight whose bytes were released is no training state:
-    // WritePersistent cannot have changed it.)
-    DISTRT_RETURN_IF_ERROR(state->packed->Repack(data));
-    state->version = version;
-  }
-  *out = state;
-  return OkStatus();
-}
-
-// [rows x k] x op(B) with B a constant the executor holds, by B's packed
-// copy (PackedState). Sets `*done` when it computed the product; otherwise
-// the caller's GEMM runs.
-Status PackedGemm(KernelContext& ctx, const float* a, const HostTensor& b, float* c,
-                  const MatmulShape& s, const MatmulFlags& f, bool* done) {
+// [rows x k] x op(B) with B a constant the executor holds, by the packed
+// copy the instruction's prepare made (PrepareMatmul), packed again first
+// if WritePersistent changed B. Sets `*done` when it computed the product;
+// otherwise the caller's GEMM runs.
+Status PackedGemm(KernelContext& ctx, const float* a, const HostTensor& b, float* c, bool* done) {
   *done = false;
-  PackPlan plan;
-  if (ctx.states == nullptr || !ctx.constant_input[1] ||
-      !PlanPacking(s, f, ctx.pool ? ctx.pool->size() : 1, &plan))
-    return OkStatus();
+  auto* state = static_cast<MatmulState*>(ctx.prepared);  // only PrepareMatmul's
+  if (state == nullptr) return OkStatus();
+  // (A weight whose bytes were freed is no training state: WritePersistent
+  // cannot have changed it.)
+  if (state->version != ctx.persistent_version && b.raw() != nullptr) {
+    DISTRT_RETURN_IF_ERROR(state->packed->Repack(b.data<float>()));
+    state->version = ctx.persistent_version;
+  }
   ThreadPool* pool = ctx.pool;
-  const int64_t rows = plan.rows, k = plan.k, n = plan.n;
-  MatmulState* state;
-  DISTRT_RETURN_IF_ERROR(
-      PackedState(ctx.states, ctx.state_tracker, b, plan, ctx.persistent_version, &state));
+  const int64_t rows = state->plan.rows, k = state->plan.k, n = state->plan.n;
   const PackedWeights& w = *state->packed;
   std::mutex mu;
   Status first_error;
@@ -375,8 +346,10 @@ Status PackedGemm(KernelContext& ctx, const float* a, const HostTensor& b, float
   return OkStatus();
 }
 
-// At load: packs a constant rhs now, and tells the executor the kernel will
-// not read the weight's bytes again.
+// At load: packs a constant rhs now, once per weight and geometry (the
+// matmuls of every microbatch reading it share the copy, kept in the
+// executor's states under the weight's buffer), and tells the executor the
+// kernel will not read the weight's bytes again.
 Status PrepareMatmul(PrepareContext& ctx) {
   if (ctx.constant_inputs.size() < 2 || ctx.constant_inputs[1] == nullptr ||
       ctx.inputs[0].dtype != DType::kF32 || ctx.inputs[1].dtype != DType::kF32)
@@ -387,9 +360,18 @@ Status PrepareMatmul(PrepareContext& ctx) {
       ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s));
   PackPlan plan;
   if (!PlanPacking(s, f, ctx.threads, &plan)) return OkStatus();
-  MatmulState* state;
-  DISTRT_RETURN_IF_ERROR(
-      PackedState(ctx.states, ctx.state_tracker, *ctx.constant_inputs[1], plan, 0, &state));
+  const HostTensor& b = *ctx.constant_inputs[1];
+  std::shared_ptr<KernelState>& slot =
+      ctx.states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ",
+                              plan.ldb, " ", plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs));
+  if (slot == nullptr) {
+    auto made = std::make_shared<MatmulState>();
+    made->plan = plan;
+    DISTRT_RETURN_IF_ERROR(PackedWeights::Create(b.data<float>(), plan.ldb, plan.tb, plan.k, plan.n,
+                                                 plan.slabs, ctx.state_tracker, &made->packed));
+    slot = std::move(made);
+  }
+  ctx.prepared = slot;
   ctx.data_unneeded[1] = true;
   return OkStatus();
 }
@@ -416,7 +398,7 @@ Status RunMatmul(KernelContext& ctx) {
   switch (a.dtype()) {
     case DType::kF32: {
       bool done = false;
-      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a.data<float>(), b, out->data<float>(), s, f, &done));
+      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a.data<float>(), b, out->data<float>(), &done));
       if (!done && b.raw() == nullptr)
         return InternalError("matmul: the weight's bytes were released but it is not packed");
       if (!done) BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
