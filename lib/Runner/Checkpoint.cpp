@@ -107,16 +107,13 @@ static std::string join(StringRef dir, StringRef name) {
   return p.str().str();
 }
 
-/// Writes `parts` one after another into a new file and fsyncs it; returns
-/// the CRC-32 of everything written.
-static Expected<uint32_t> writeSynced(const std::string &path,
-                                      const std::vector<StringRef> &parts) {
+/// Writes `parts` one after another into a new file and fsyncs it.
+static Error writeSynced(const std::string &path,
+                         const std::vector<StringRef> &parts) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return fail("cannot create " + path + ": " + std::strerror(errno));
-  uint32_t crc = 0;
   for (StringRef part : parts) {
-    crc = crc32(crc, part.data(), part.size());
     const char *at = part.data();
     size_t left = part.size();
     while (left > 0) {
@@ -134,7 +131,7 @@ static Expected<uint32_t> writeSynced(const std::string &path,
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0)
     return fail("cannot write " + path + ": " + std::strerror(errno));
-  return crc;
+  return Error::success();
 }
 
 /// Makes a directory's entries (new files, renames) durable.
@@ -299,41 +296,49 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
       std::string header = writeSafetensorsHeader(entries, metadata);
       std::vector<StringRef> parts{header};
       json::Array pieceInfo;
+      // One pass over the data: each 64 KiB block's CRC, and from those the
+      // piece's and the file's.
+      const uint32_t headerCrc = crc32(0, header.data(), header.size());
+      uint32_t fileCrc = headerCrc;
       for (size_t i = 0; i < data.size(); ++i) {
         StringRef bytes(static_cast<const char *>(data[i]->value.raw()),
                         data[i]->value.byte_size());
         parts.push_back(bytes);
+        uint32_t pieceCrc = 0;
+        json::Array blocks;
+        uint64_t summed = 0;
+        for (uint32_t c : blockChecksums(bytes.data(), bytes.size())) {
+          uint64_t n =
+              std::min<uint64_t>(kChecksumBlock, bytes.size() - summed);
+          pieceCrc = crc32Combine(pieceCrc, c, n);
+          blocks.push_back(int64_t(c));
+          summed += n;
+        }
+        fileCrc = crc32Combine(fileCrc, pieceCrc, bytes.size());
         pieceInfo.push_back(json::Object{
             {"name", data[i]->weight->name()},
             {"offsets",
              distrt::ShapeToString(slotOf[data[i]->weight]->offsets)},
             {"begin", int64_t(header.size() + entries[i].begin)},
             {"end", int64_t(header.size() + entries[i].end)},
-            {"crc32", int64_t(crc32(0, bytes.data(), bytes.size()))},
-            {"blocks", [&] {
-               json::Array crcs;
-               for (uint32_t c : blockChecksums(bytes.data(), bytes.size()))
-                 crcs.push_back(int64_t(c));
-               return crcs;
-             }()}});
+            {"crc32", int64_t(pieceCrc)},
+            {"blocks", std::move(blocks)}});
       }
       std::string name = fileName(rank);
       if (Error e = maybeFailForTest(rank, join(tmp, name)))
         return e;
-      auto crc = writeSynced(join(tmp, name), parts);
-      if (!crc)
-        return crc.takeError();
+      if (Error e = writeSynced(join(tmp, name), parts))
+        return e;
       uint64_t bytes = header.size() + at;
       if (io)
         io->bytesPerRank.emplace_back(rank, bytes);
-      written.push_back(json::Object{
-          {"file", name},
-          {"rank", rank},
-          {"bytes", int64_t(bytes)},
-          {"header_bytes", int64_t(header.size())},
-          {"header_crc32", int64_t(crc32(0, header.data(), header.size()))},
-          {"crc32", int64_t(*crc)},
-          {"pieces", std::move(pieceInfo)}});
+      written.push_back(json::Object{{"file", name},
+                                     {"rank", rank},
+                                     {"bytes", int64_t(bytes)},
+                                     {"header_bytes", int64_t(header.size())},
+                                     {"header_crc32", int64_t(headerCrc)},
+                                     {"crc32", int64_t(fileCrc)},
+                                     {"pieces", std::move(pieceInfo)}});
       maybeKillForTest(saves);
     }
     return Error::success();
@@ -427,9 +432,8 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
     std::string text = writeIndex(index);
     if (io)
       io->indexBytes = text.size();
-    auto crc = writeSynced(join(tmp, "index.json"), {text});
-    if (!crc)
-      return crc.takeError();
+    if (Error e = writeSynced(join(tmp, "index.json"), {text}))
+      return e;
     syncDirectory(tmp);
     return swapIntoPlace(tmp, dir);
   }();

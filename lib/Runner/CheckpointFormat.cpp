@@ -2,6 +2,8 @@
 #include "distopt/Runner/CheckpointFormat.h"
 #include "distrt/tensor.h"
 
+#include <zlib.h>
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/Twine.h"
@@ -60,6 +62,12 @@ uint32_t checkpoint::crc32(uint32_t crc, const void *data, size_t bytes) {
   // llvm::crc32 takes an ArrayRef sized by size_t; split nothing.
   return llvm::crc32(
       crc, llvm::ArrayRef<uint8_t>(static_cast<const uint8_t *>(data), bytes));
+}
+
+uint32_t checkpoint::crc32Combine(uint32_t first, uint32_t second,
+                                  uint64_t secondBytes) {
+  return static_cast<uint32_t>(
+      crc32_combine(first, second, static_cast<z_off_t>(secondBytes)));
 }
 
 /// Elements of `shape`, or -1 when the product leaves [0, 2^62) (a

@@ -33,6 +33,10 @@ bool parseSafetensorsDType(llvm::StringRef name, distrt::DType *out);
 /// CRC-32 (the IEEE polynomial of zlib and Python's zlib.crc32), continued
 /// from `crc`.
 uint32_t crc32(uint32_t crc, const void *data, size_t bytes);
+/// The CRC-32 of A followed by B from the CRC-32s of A and of B (B being
+/// `secondBytes` long), without reading either: a piece's checksum from its
+/// blocks', a file's from its parts'.
+uint32_t crc32Combine(uint32_t first, uint32_t second, uint64_t secondBytes);
 
 /// One entry of a safetensors header. `begin`/`end` are relative to the
 /// data section (after the 8-byte length and the JSON), as the format says.

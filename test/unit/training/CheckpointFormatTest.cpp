@@ -152,14 +152,18 @@ TEST(CheckpointFormat, IndexRoundTrips) {
   EXPECT_EQ(p.blockCrc32, (std::vector<uint32_t>{10}));
 }
 
+/// `index`, written and parsed again, is refused with `message`.
+void expectRefused(const Index &index, const std::string &message) {
+  auto parsed = parseIndex(writeIndex(index), "index.json");
+  ASSERT_FALSE(static_cast<bool>(parsed));
+  EXPECT_EQ(toString(parsed.takeError()), message);
+}
+
 TEST(CheckpointFormat, IndexRefusesWrongBlockChecksums) {
   Index index = twoPieceIndex();
   index.tensors[0].pieces[0].blockCrc32 = {9, 9};
-  auto parsed = parseIndex(writeIndex(index), "index.json");
-  ASSERT_FALSE(static_cast<bool>(parsed));
-  EXPECT_EQ(toString(parsed.takeError()),
-            "index.json: tensor 'w': piece 0: 'block_crc32' has 2 "
-            "checksum(s); 40 bytes make 1 blocks of 65536");
+  expectRefused(index, "index.json: tensor 'w': piece 0: 'block_crc32' has 2 "
+                       "checksum(s); 40 bytes make 1 blocks of 65536");
 }
 
 TEST(CheckpointFormat, BlockChecksumsCoverEveryByteOnce) {
@@ -173,14 +177,29 @@ TEST(CheckpointFormat, BlockChecksumsCoverEveryByteOnce) {
   EXPECT_TRUE(blockChecksums(data.data(), 0).empty());
 }
 
+// A piece's checksum folded from its blocks' (zlib's crc32_combine), as a
+// save computes it, equals LLVM's CRC-32 of the whole piece.
+TEST(CheckpointFormat, CombinedBlockChecksumsEqualTheWhole) {
+  std::vector<char> data(kChecksumBlock * 3 + 123);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<char>(i * 31 + (i >> 9));
+  uint32_t folded = 0;
+  uint64_t done = 0;
+  for (uint32_t c : blockChecksums(data.data(), data.size())) {
+    uint64_t n = std::min<uint64_t>(kChecksumBlock, data.size() - done);
+    folded = crc32Combine(folded, c, n);
+    done += n;
+  }
+  EXPECT_EQ(folded, crc32(0, data.data(), data.size()));
+  EXPECT_EQ(crc32Combine(crc32(0, "ab", 2), crc32(0, "cde", 3), 3),
+            crc32(0, "abcde", 5));
+}
+
 TEST(CheckpointFormat, IndexRefusesOverlappingPieces) {
   Index index = twoPieceIndex();
   index.tensors[0].pieces[1].offsets = {1, 0};
-  auto parsed = parseIndex(writeIndex(index), "index.json");
-  ASSERT_FALSE(static_cast<bool>(parsed));
-  EXPECT_EQ(toString(parsed.takeError()),
-            "index.json: tensor 'w': piece 1: overlaps another piece (at "
-            "[0, 0] in 'a')");
+  expectRefused(index, "index.json: tensor 'w': piece 1: overlaps another "
+                       "piece (at [0, 0] in 'a')");
 }
 
 TEST(CheckpointFormat, FingerprintIgnoresOrderButNotShapes) {
