@@ -707,7 +707,7 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
       for (const Slot *s : byTensor[name]) {
         distrt::PersistentTensor t;
         t.weight = s->weight;
-        distrt::Status st = distrt::HostTensor::Allocate(
+        distrt::Status st = distrt::Tensor::Allocate(
             s->dtype, distrt::Shape(s->sizes.begin(), s->sizes.end()),
             &t.value);
         if (!st.ok())

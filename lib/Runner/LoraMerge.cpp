@@ -88,8 +88,8 @@ std::optional<float> scalarOf(const onnx::GraphProto &g, const Producers &p,
 
 Expected<int> distopt::mergeLoraAdapters(
     onnx::ModelProto &model,
-    std::map<std::string, const distrt::HostTensor *> &values,
-    std::deque<distrt::HostTensor> &storage) {
+    std::map<std::string, const distrt::Tensor *> &values,
+    std::deque<distrt::Tensor> &storage) {
   onnx::GraphProto &g = *model.mutable_graph();
   std::set<std::string> initializers;
   std::map<std::string, const onnx::TensorProto *> initByName;
@@ -166,8 +166,8 @@ Expected<int> distopt::mergeLoraAdapters(
                     std::to_string(ina) + " does not fit the base weight " +
                     std::to_string(out) + "x" + std::to_string(in));
       // W' = W + s * B @ A, accumulated in double.
-      distrt::HostTensor &merged_w = storage.emplace_back();
-      distrt::Status st = distrt::HostTensor::Allocate(distrt::DType::kF32,
+      distrt::Tensor &merged_w = storage.emplace_back();
+      distrt::Status st = distrt::Tensor::Allocate(distrt::DType::kF32,
                                                        {out, in}, &merged_w);
       if (!st.ok())
         return fail(st.ToString());

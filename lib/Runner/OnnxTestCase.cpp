@@ -59,7 +59,7 @@ constexpr int64_t kMaxImportReadableElements = 1 << 16;
 /// Whether the importer may need a test input's values: backend tests feed
 /// as inputs operands the importer needs as values (Reshape shapes, Slice
 /// bounds, axes, pads, repeats, a Pad value, Range bounds...).
-static bool importerMayRead(const distrt::HostTensor &t) {
+static bool importerMayRead(const distrt::Tensor &t) {
   switch (t.dtype()) {
   case distrt::DType::kI64:
   case distrt::DType::kI32:
@@ -75,7 +75,7 @@ static bool importerMayRead(const distrt::HostTensor &t) {
   }
 }
 
-static InputValues inputValuesOf(const distrt::HostTensor &t) {
+static InputValues inputValuesOf(const distrt::Tensor &t) {
   InputValues v;
   v.shape = std::vector<int64_t>(t.shape().begin(), t.shape().end());
   v.isFloat =
@@ -175,7 +175,8 @@ distopt::runOnnxTestCase(mlir::MLIRContext &ctx, StringRef caseDir,
       perMicrobatch = std::move(*split);
     }
     auto session =
-        createSession(*programs, settings.backend, settings.threadsPerRank);
+        createSession(*programs, settings.backend, settings.threadsPerRank,
+                      settings.profile, settings.device);
     if (!session)
       return session.takeError();
     auto ran = (*session)->run(perMicrobatch);

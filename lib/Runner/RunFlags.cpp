@@ -23,6 +23,21 @@ static cl::opt<bool> profile(
 
 bool distopt::profileFlag() { return profile; }
 
+static cl::opt<std::string> deviceName(
+    "device",
+    cl::desc("where the ranks run: cpu, cuda (rank r on GPU r % GPUs; under "
+             "mpirun the process's rank) or cuda:N (every rank on GPU N); "
+             "ranks sharing GPUs on the local or mpi backend exchange "
+             "collectives through the host"),
+    cl::value_desc("cpu|cuda|cuda:N"), cl::init("cpu"),
+    cl::cat(distopt::compileFlagsCategory()));
+
+static cl::opt<bool> noHostFallback(
+    "no-host-fallback",
+    cl::desc("on a GPU, fail naming the first instruction that has no "
+             "device kernel instead of running it on the host"),
+    cl::cat(distopt::compileFlagsCategory()));
+
 Expected<distopt::RunSettings>
 distopt::runSettingsFromFlags(int threadsPerRank) {
   auto backend = parseBackend(backendName);
@@ -32,6 +47,8 @@ distopt::runSettingsFromFlags(int threadsPerRank) {
   settings.backend = *backend;
   settings.threadsPerRank = threadsPerRank;
   settings.profile = profile;
+  settings.device.device = deviceName;
+  settings.device.hostFallback = !noHostFallback;
   return settings;
 }
 

@@ -136,7 +136,7 @@ distopt::makeInputs(const Programs &programs, StringRef dir, uint64_t seed) {
     named.name = arg.name();
     if (!dir.empty()) {
       // ONNX test data names its tensors; match by name, else by position.
-      std::optional<distrt::HostTensor> found;
+      std::optional<distrt::Tensor> found;
       for (int k = 0;; ++k) {
         SmallString<256> path(dir);
         llvm::sys::path::append(path, "input_" + std::to_string(k) + ".pb");
@@ -167,8 +167,8 @@ distopt::makeInputs(const Programs &programs, StringRef dir, uint64_t seed) {
     distrt::Shape shape(arg.slice().global_shape().begin(),
                         arg.slice().global_shape().end());
     auto dtype = static_cast<distrt::DType>(arg.dtype());
-    distrt::HostTensor t;
-    distrt::Status st = distrt::HostTensor::Allocate(dtype, shape, &t);
+    distrt::Tensor t;
+    distrt::Status st = distrt::Tensor::Allocate(dtype, shape, &t);
     if (!st.ok())
       return fail(st.ToString());
     int64_t n = t.num_elements();
@@ -216,7 +216,7 @@ distopt::runLocal(const Programs &programs,
   return std::move(outputs->front());
 }
 
-static bool readAsDouble(const distrt::HostTensor &t, int64_t i, double &out) {
+static bool readAsDouble(const distrt::Tensor &t, int64_t i, double &out) {
   switch (t.dtype()) {
   case distrt::DType::kF32:
     out = t.data<float>()[i];
@@ -251,8 +251,8 @@ static bool readAsDouble(const distrt::HostTensor &t, int64_t i, double &out) {
   }
 }
 
-Comparison distopt::compareTensors(const distrt::HostTensor &actual,
-                                   const distrt::HostTensor &expected,
+Comparison distopt::compareTensors(const distrt::Tensor &actual,
+                                   const distrt::Tensor &expected,
                                    double rtol, double atol) {
   Comparison c;
   if (actual.shape() != expected.shape()) {
@@ -374,8 +374,8 @@ distopt::splitBatch(const std::vector<distrt::NamedTensor> &tensors,
     shape[0] /= parts;
     size_t bytes = t.tensor.byte_size() / parts;
     for (int64_t i = 0; i < parts; ++i) {
-      distrt::HostTensor piece;
-      distrt::Status st = distrt::HostTensor::FromBytes(
+      distrt::Tensor piece;
+      distrt::Status st = distrt::Tensor::FromBytes(
           t.tensor.dtype(), shape,
           static_cast<const uint8_t *>(t.tensor.raw()) + i * bytes, bytes,
           &piece);
@@ -395,15 +395,15 @@ Expected<std::vector<distrt::NamedTensor>> distopt::concatBatch(
   if (parts.size() == 1)
     return parts[0]; // nothing to join (scalars included)
   for (size_t i = 0; i < parts[0].size(); ++i) {
-    const distrt::HostTensor &first = parts[0][i].tensor;
+    const distrt::Tensor &first = parts[0][i].tensor;
     distrt::Shape shape = first.shape();
     if (shape.empty())
       return fail("output '" + parts[0][i].name +
                   "' is a scalar per microbatch");
     shape[0] *= parts.size();
-    distrt::HostTensor whole;
+    distrt::Tensor whole;
     distrt::Status st =
-        distrt::HostTensor::Allocate(first.dtype(), shape, &whole);
+        distrt::Tensor::Allocate(first.dtype(), shape, &whole);
     if (!st.ok())
       return fail(st.ToString());
     size_t bytes = first.byte_size();

@@ -1,8 +1,9 @@
 //===- Session.cpp - compiled rank programs ready to run repeatedly -------===//
 //
 // Local: a distrt::LocalSession (threads). MPI: this process's MpiRank plus
-// GatherOutputs to rank 0. NCCL: a CudaExecutor on an MPI-bootstrapped nccl
-// communicator. The MPI session is process-wide (MPI_Init once).
+// GatherOutputs to rank 0. NCCL: an executor on a CUDA device over an
+// MPI-bootstrapped nccl communicator. The MPI session is process-wide
+// (MPI_Init once).
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Runner/Session.h"
@@ -85,6 +86,38 @@ Expected<ProcessGroup> distopt::initBackend(Backend backend, int &argc,
 #endif
 }
 
+/// The device `settings` names for the rank that is `ordinal`-th on this
+/// process's GPUs; null for the host. Errors begin with `flag` (the flag
+/// that asked for the device; --device by default).
+static Expected<std::shared_ptr<distrt::Device>>
+openDevice(const DeviceSettings &settings, int ordinal,
+           llvm::StringRef flag = "") {
+  std::string label =
+      flag.empty() ? "--device " + settings.device : flag.str();
+  distrt::DeviceSpec spec;
+  distrt::Status st = distrt::ParseDeviceSpec(settings.device, &spec);
+  if (!st.ok())
+    return fail("--device: " + st.message());
+  if (spec.kind == distrt::DeviceKind::kCpu)
+    return std::shared_ptr<distrt::Device>();
+#ifdef DISTRT_HAS_CUDA
+  std::string why;
+  int gpus = distrt::CudaDeviceCount(&why);
+  if (gpus == 0)
+    return fail(label + ": " + why);
+  bool explicitIndex = settings.device.find(':') != std::string::npos;
+  int index = explicitIndex ? spec.index : ordinal % gpus;
+  std::shared_ptr<distrt::Device> device;
+  st = distrt::OpenCudaDevice(index, &device);
+  if (!st.ok())
+    return fail(label + ": " + st.ToString());
+  return device;
+#else
+  (void)ordinal;
+  return fail(label + ": this build has no CUDA (CMake found no CUDA toolkit)");
+#endif
+}
+
 namespace {
 
 /// Every rank a thread of this process.
@@ -95,10 +128,10 @@ public:
 
   Expected<Microbatches> run(const Microbatches &inputs) override {
     size_t ranks = programs.size(), m = inputs.size();
-    std::vector<std::vector<std::vector<distrt::HostTensor>>> perRank(
-        ranks, std::vector<std::vector<distrt::HostTensor>>(m));
+    std::vector<std::vector<std::vector<distrt::Tensor>>> perRank(
+        ranks, std::vector<std::vector<distrt::Tensor>>(m));
     for (size_t mb = 0; mb < m; ++mb) {
-      std::vector<std::vector<distrt::HostTensor>> scattered;
+      std::vector<std::vector<distrt::Tensor>> scattered;
       distrt::Status st =
           distrt::ScatterInputs(programs, inputs[mb], &scattered);
       if (!st.ok())
@@ -106,10 +139,10 @@ public:
       for (size_t r = 0; r < ranks; ++r)
         perRank[r][mb] = std::move(scattered[r]);
     }
-    std::vector<std::vector<std::vector<distrt::HostTensor>>> outputs;
+    std::vector<std::vector<std::vector<distrt::Tensor>>> outputs;
     distrt::Status st;
     if (microbatchesOf(programs) == 1 && m == 1) {
-      std::vector<std::vector<distrt::HostTensor>> in(ranks), out;
+      std::vector<std::vector<distrt::Tensor>> in(ranks), out;
       for (size_t r = 0; r < ranks; ++r)
         in[r] = std::move(perRank[r][0]);
       st = session->Run(in, &out, &stats);
@@ -123,7 +156,7 @@ public:
       return fail(st.ToString());
     Microbatches global(m);
     for (size_t mb = 0; mb < m; ++mb) {
-      std::vector<std::vector<distrt::HostTensor>> pieces(ranks);
+      std::vector<std::vector<distrt::Tensor>> pieces(ranks);
       for (size_t r = 0; r < ranks; ++r)
         pieces[r] = std::move(outputs[r][mb]);
       st = distrt::AssembleOutputs(programs, pieces, &global[mb]);
@@ -199,8 +232,8 @@ private:
 class ProcessRunSession : public Session {
 public:
   using RunFn = std::function<distrt::Status(
-      const std::vector<std::vector<distrt::HostTensor>> &,
-      std::vector<std::vector<distrt::HostTensor>> *)>;
+      const std::vector<std::vector<distrt::Tensor>> &,
+      std::vector<std::vector<distrt::Tensor>> *)>;
   using StatsFn = std::function<distrt::RunStats()>;
   using ReadFn =
       std::function<distrt::Status(std::vector<distrt::PersistentTensor> *)>;
@@ -214,7 +247,7 @@ public:
 
   Expected<Microbatches> run(const Microbatches &inputs) override {
     size_t m = inputs.size();
-    std::vector<std::vector<distrt::HostTensor>> mine(m), outputs;
+    std::vector<std::vector<distrt::Tensor>> mine(m), outputs;
     for (size_t mb = 0; mb < m; ++mb) {
       distrt::Status st = distrt::SliceInputs(*program, inputs[mb], &mine[mb]);
       if (!st.ok())
@@ -282,7 +315,7 @@ public:
     for (int root = 0; root < size; ++root) {
       std::vector<distrt::NamedTensor> t(1);
       if (root == rank) {
-        distrt::Status st = distrt::HostTensor::Allocate(
+        distrt::Status st = distrt::Tensor::Allocate(
             distrt::DType::kU8, {static_cast<int64_t>(mine.size())},
             &t[0].tensor);
         if (!st.ok())
@@ -322,11 +355,21 @@ private:
 
 Expected<std::unique_ptr<Session>>
 distopt::createSession(const Programs &programs, Backend backend,
-                       int threadsPerRank, bool profile) {
+                       int threadsPerRank, bool profile,
+                       const DeviceSettings &device) {
   if (backend == Backend::Local) {
     distrt::LocalRunOptions options;
     options.threads_per_rank = threadsPerRank;
     options.profile = profile;
+    options.allow_host_fallback = device.hostFallback;
+    for (size_t r = 0; r < programs.size(); ++r) {
+      auto d = openDevice(device, static_cast<int>(r));
+      if (!d)
+        return d.takeError();
+      if (!*d)
+        break;  // the host
+      options.devices.push_back(std::move(*d));
+    }
     std::unique_ptr<distrt::LocalSession> session;
     distrt::Status st =
         distrt::LocalSession::Create(programs, options, &session);
@@ -352,14 +395,19 @@ distopt::createSession(const Programs &programs, Backend backend,
     distrt::MpiRunOptions options;
     options.threads = threadsPerRank;
     options.profile = profile;
+    options.allow_host_fallback = device.hostFallback;
+    auto d = openDevice(device, rank);
+    if (!d)
+      return d.takeError();
+    options.device = std::move(*d);
     std::unique_ptr<distrt::MpiRank> mpiRank;
     distrt::Status st = distrt::MpiRank::Create(program, options, &mpiRank);
     if (!st.ok())
       return fail(st.ToString());
     std::shared_ptr<distrt::MpiRank> shared(std::move(mpiRank));
     auto runFn = [shared, scheduled](
-                     const std::vector<std::vector<distrt::HostTensor>> &in,
-                     std::vector<std::vector<distrt::HostTensor>> *out) {
+                     const std::vector<std::vector<distrt::Tensor>> &in,
+                     std::vector<std::vector<distrt::Tensor>> *out) {
       if (scheduled)
         return shared->RunSchedule(in, out);
       out->assign(1, {});
@@ -381,39 +429,46 @@ distopt::createSession(const Programs &programs, Backend backend,
   }
 #if defined(DISTRT_HAS_CUDA) && defined(DISTRT_HAS_NCCL_MPI)
   if (backend == Backend::Nccl) {
-    if (scheduled)
-      return fail("pipeline schedules run on the local and mpi backends; "
-                  "the nccl backend runs programs without a schedule");
-    std::string why;
-    if (distrt::CudaDeviceCount(&why) == 0)
-      return fail(why);
     struct Gpu {
       std::unique_ptr<distrt::Communicator> comm;
-      std::unique_ptr<distrt::CudaExecutor> exec;
+      std::unique_ptr<distrt::Executor> exec;
     };
     auto gpu = std::make_shared<Gpu>();
-    distrt::Status st = distrt::CreateNcclCommunicatorMpi(
-        distrt::NcclCommOptions(), &gpu->comm);
+    DeviceSettings onGpu = device;
+    if (onGpu.device == "cpu")
+      onGpu.device = "cuda";  // NCCL moves device buffers only
+    auto d = openDevice(onGpu, rank, "--backend nccl");
+    if (!d)
+      return d.takeError();
+    distrt::NcclCommOptions commOptions;
+    commOptions.device = (*d)->index();
+    distrt::Status st = distrt::CreateNcclCommunicatorMpi(commOptions, &gpu->comm);
     if (st.ok()) {
-      distrt::CudaExecutorOptions options;
-      options.host_threads = threadsPerRank;
-      st = distrt::CudaExecutor::Create(program, gpu->comm.get(), options,
-                                        &gpu->exec);
+      distrt::ExecutorOptions options;
+      options.threads = threadsPerRank;
+      options.profile = profile;
+      options.device = *d;
+      options.allow_host_fallback = device.hostFallback;
+      st = distrt::Executor::Create(program, gpu->comm.get(), options,
+                                    &gpu->exec);
     }
     if (!st.ok())
       return fail(st.ToString());
-    auto runFn = [gpu](const std::vector<std::vector<distrt::HostTensor>> &in,
-                       std::vector<std::vector<distrt::HostTensor>> *out) {
+    auto runFn = [gpu, scheduled](
+                     const std::vector<std::vector<distrt::Tensor>> &in,
+                     std::vector<std::vector<distrt::Tensor>> *out) {
+      if (scheduled)
+        return gpu->exec->RunSchedule(in, out);
       out->assign(1, {});
       return gpu->exec->Run(in[0], &(*out)[0]);
     };
-    // Device memory is not counted by the host executor statistics.
-    auto statsFn = [] { return distrt::RunStats(); };
+    auto statsFn = [gpu] { return gpu->exec->stats(); };
     auto readFn = [gpu](std::vector<distrt::PersistentTensor> *out) {
       return gpu->exec->ReadPersistent(out);
     };
     auto session = std::make_unique<ProcessRunSession>(program, rank, runFn,
                                                        statsFn, readFn);
+    session->clearFn = [gpu] { gpu->exec->ClearProfile(); };
     session->writeFn =
         [gpu](const std::vector<distrt::PersistentTensor> &values) {
           return gpu->exec->WritePersistent(values);

@@ -52,7 +52,7 @@ static bool toDType(int onnxType, distrt::DType &out) {
   }
 }
 
-llvm::Expected<distrt::HostTensor>
+llvm::Expected<distrt::Tensor>
 distopt::readTensorProto(llvm::StringRef path, std::string *name) {
   std::ifstream in(path.str(), std::ios::binary);
   if (!in)
@@ -106,8 +106,8 @@ distopt::readTensorProto(llvm::StringRef path, std::string *name) {
                 " but it holds " +
                 (have < 0 ? std::string("a partial element")
                           : std::to_string(have) + " values"));
-  distrt::HostTensor out;
-  distrt::Status st = distrt::HostTensor::Allocate(dtype, shape, &out);
+  distrt::Tensor out;
+  distrt::Status st = distrt::Tensor::Allocate(dtype, shape, &out);
   if (!st.ok())
     return fail(st.ToString());
   size_t bytes = out.byte_size();

@@ -29,16 +29,16 @@ static Error fail(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
 }
 
-static Expected<distrt::HostTensor> scalarF32(double v) {
-  distrt::HostTensor t;
-  distrt::Status st = distrt::HostTensor::Allocate(distrt::DType::kF32, {}, &t);
+static Expected<distrt::Tensor> scalarF32(double v) {
+  distrt::Tensor t;
+  distrt::Status st = distrt::Tensor::Allocate(distrt::DType::kF32, {}, &t);
   if (!st.ok())
     return fail(st.ToString());
   t.data<float>()[0] = static_cast<float>(v);
   return t;
 }
 
-Error distopt::checkLabels(const distrt::HostTensor &labels, int64_t classes,
+Error distopt::checkLabels(const distrt::Tensor &labels, int64_t classes,
                            int64_t ignoreIndex) {
   if (labels.dtype() != distrt::DType::kI64)
     return fail("labels must be int64 class ids, got " +
@@ -88,8 +88,9 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   t->classes = (*compilation)->training().classes;
   t->microbatches = (*compilation)->training().microbatches;
   t->batchSplit = (*compilation)->training().batchSplit;
-  auto session = createSession(t->compiled, trainer.run.backend,
-                               trainer.run.threadsPerRank, trainer.run.profile);
+  auto session =
+      createSession(t->compiled, trainer.run.backend, trainer.run.threadsPerRank,
+                    trainer.run.profile, trainer.run.device);
   if (!session)
     return session.takeError();
   t->runner = std::move(*session);
@@ -145,7 +146,7 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
   for (auto &[name, v] : hyperParameters(train, step))
     hyper[name] = v;
   std::mt19937_64 rng(options.seed * 1000003 + step);
-  std::map<std::string, distrt::HostTensor> stepFiles;
+  std::map<std::string, distrt::Tensor> stepFiles;
   for (const distrt::NamedTensor &proto : randomInputs) {
     distrt::NamedTensor in{proto.name, {}};
     if (auto it = hyper.find(proto.name); it != hyper.end()) {
@@ -179,7 +180,7 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
           return read.takeError();
         cached = stepFiles.emplace(path.str().str(), std::move(*read)).first;
       }
-      const distrt::HostTensor *t = &cached->second;
+      const distrt::Tensor *t = &cached->second;
       distrt::Shape expected = proto.tensor.shape();
       if (batchSplit > 1 && !expected.empty())
         expected[0] *= batchSplit;
@@ -189,8 +190,8 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
                     "' is " + distrt::DTypeName(proto.tensor.dtype()) +
                     distrt::ShapeToString(expected));
       if (batchSplit > 1) {
-        distrt::HostTensor slice;
-        distrt::Status st = distrt::HostTensor::Allocate(
+        distrt::Tensor slice;
+        distrt::Status st = distrt::Tensor::Allocate(
             proto.tensor.dtype(), proto.tensor.shape(), &slice);
         if (!st.ok())
           return fail(st.ToString());
@@ -211,9 +212,9 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
                     proto.name + "' is " +
                     distrt::DTypeName(proto.tensor.dtype()) +
                     distrt::ShapeToString(shape));
-      distrt::HostTensor t;
+      distrt::Tensor t;
       distrt::Status st =
-          distrt::HostTensor::Allocate(distrt::DType::kI64, shape, &t);
+          distrt::Tensor::Allocate(distrt::DType::kI64, shape, &t);
       if (!st.ok())
         return fail(st.ToString());
       for (int64_t b = 0; b < shape[0]; ++b) {
@@ -228,8 +229,8 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
       }
       in.tensor = std::move(t);
     } else if (isLabels) {
-      distrt::HostTensor t;
-      distrt::Status st = distrt::HostTensor::Allocate(
+      distrt::Tensor t;
+      distrt::Status st = distrt::Tensor::Allocate(
           proto.tensor.dtype(), proto.tensor.shape(), &t);
       if (!st.ok())
         return fail(st.ToString());
@@ -418,10 +419,10 @@ Error distopt::saveTrainedModel(StringRef modelPath,
   if (!model.ParseFromArray((*buffer)->getBufferStart(),
                             static_cast<int>((*buffer)->getBufferSize())))
     return fail(modelPath + " is not an ONNX model");
-  std::map<std::string, const distrt::HostTensor *> byName;
+  std::map<std::string, const distrt::Tensor *> byName;
   for (const distrt::NamedTensor &t : trained)
     byName[t.name] = &t.tensor;
-  std::deque<distrt::HostTensor> mergedWeights;
+  std::deque<distrt::Tensor> mergedWeights;
   if (mergeLora) {
     auto merged = mergeLoraAdapters(model, byName, mergedWeights);
     if (!merged)
@@ -450,7 +451,7 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     auto it = byName.find(init.name());
     if (it == byName.end())
       continue;
-    const distrt::HostTensor &t = *it->second;
+    const distrt::Tensor &t = *it->second;
     if (onnxType(t.dtype()) != init.data_type())
       return fail("trained '" + init.name() + "' is " +
                   distrt::DTypeName(t.dtype()) +

@@ -44,6 +44,84 @@ std::string GroupToString(const Group& group) {
   return os.str();
 }
 
+int64_t CollectiveCall::SendElements(int rank) const {
+  int me = -1;
+  for (size_t i = 0; i < group.size(); ++i)
+    if (group[i] == rank) me = static_cast<int>(i);
+  if (me < 0) return -1;
+  int64_t total = 0;
+  switch (kind) {
+    case Kind::kAllReduce:
+      return count;
+    case Kind::kAllGather:
+      return me < static_cast<int>(counts.size()) ? counts[static_cast<size_t>(me)] : -1;
+    case Kind::kReduceScatter:
+    case Kind::kAllToAll:
+      for (int64_t c : counts) total += c;
+      return total;
+    case Kind::kCollectivePermute:
+      return send_count;
+  }
+  return -1;
+}
+
+int64_t CollectiveCall::RecvElements(int rank) const {
+  int me = -1;
+  for (size_t i = 0; i < group.size(); ++i)
+    if (group[i] == rank) me = static_cast<int>(i);
+  if (me < 0) return -1;
+  int64_t total = 0;
+  switch (kind) {
+    case Kind::kAllReduce:
+      return count;
+    case Kind::kAllGather:
+      for (int64_t c : counts) total += c;
+      return total;
+    case Kind::kReduceScatter:
+      return me < static_cast<int>(counts.size()) ? counts[static_cast<size_t>(me)] : -1;
+    case Kind::kAllToAll:
+      for (int64_t c : recv_counts) total += c;
+      return total;
+    case Kind::kCollectivePermute:
+      return recv_count;
+  }
+  return -1;
+}
+
+Status Communicator::Run(const CollectiveCall& c) {
+  switch (c.kind) {
+    case CollectiveCall::Kind::kAllReduce:
+      return AllReduce(c.group, c.send, c.recv, c.count, c.dtype, c.op);
+    case CollectiveCall::Kind::kAllGather:
+      return AllGather(c.group, c.send, c.recv, c.counts, c.dtype);
+    case CollectiveCall::Kind::kReduceScatter:
+      return ReduceScatter(c.group, c.send, c.recv, c.counts, c.dtype, c.op);
+    case CollectiveCall::Kind::kAllToAll:
+      return AllToAll(c.group, c.send, c.counts, c.recv, c.recv_counts, c.dtype);
+    case CollectiveCall::Kind::kCollectivePermute:
+      return CollectivePermute(c.group, c.send, c.send_count, c.target, c.recv, c.recv_count,
+                               c.source, c.dtype);
+  }
+  return InvalidArgumentError("unknown collective kind");
+}
+
+namespace {
+
+// What a blocking backend's Start hands back: the call is already done.
+class DoneCollective : public PendingCollective {
+ public:
+  Status Wait() override { return OkStatus(); }
+};
+
+}  // namespace
+
+Status Communicator::Start(const CollectiveCall& call, void* stream,
+                           std::unique_ptr<PendingCollective>* pending) {
+  DISTRT_RETURN_IF_ERROR(Run(call));
+  *pending = std::make_unique<DoneCollective>();
+  return OkStatus();
+}
+
 namespace {
 
 template <typename T>

@@ -15,7 +15,7 @@ Status CheckCommunicator(const Program& p, const Communicator* comm) {
   return OkStatus();
 }
 
-Status CheckInputs(const Program& p, const std::vector<HostTensor>& inputs) {
+Status CheckInputs(const Program& p, const std::vector<Tensor>& inputs) {
   const int nin = p.proto().inputs_size();
   if (static_cast<int>(inputs.size()) != nin) {
     return InvalidArgumentError(p.source(), ": expected ", nin, " inputs, got ", inputs.size());

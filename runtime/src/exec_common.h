@@ -19,7 +19,7 @@ Status CheckCommunicator(const Program& program, const Communicator* comm);
 
 // INVALID_ARGUMENT unless `inputs` are the program's inputs: as many, each
 // defined and of its declared type.
-Status CheckInputs(const Program& program, const std::vector<HostTensor>& inputs);
+Status CheckInputs(const Program& program, const std::vector<Tensor>& inputs);
 
 // A weight that is training state: it has an update or starts as zeros.
 inline bool IsTrainingState(const proto::Weight& w) { return w.has_update() || w.zeros(); }

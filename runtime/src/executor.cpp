@@ -1,6 +1,7 @@
 #include "distrt/executor.h"
 
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <string>
 #include <unordered_map>
@@ -14,11 +15,16 @@
 namespace distrt {
 
 struct Executor::Impl {
+  std::shared_ptr<Device> device;  // where the program runs
+  bool on_host = true;             // device is the host
   std::unique_ptr<ThreadPool> pool;
   std::shared_ptr<MemoryTracker> weight_tracker = std::make_shared<MemoryTracker>();
   std::shared_ptr<MemoryTracker> run_tracker = std::make_shared<MemoryTracker>();
-  std::vector<HostTensor> persistent;     // weights and constants, by value index
+  std::vector<Tensor> persistent;     // weights and constants, by value index
   std::vector<const KernelDef*> kernels;  // per instruction
+  // Per instruction: where its kernel runs (the device, or the host for an
+  // instruction without a device kernel).
+  std::vector<std::shared_ptr<Device>> runs_on;
   // Values to release after each instruction (last use there, or never used).
   std::vector<std::vector<int>> release_after;
   // Per instruction and input: the value dies there (candidate for in-place).
@@ -46,16 +52,14 @@ Executor::~Executor() = default;
 
 namespace {
 
-// A copy of `t` in a buffer of its own.
-Status CopyOf(const HostTensor& t, HostTensor* out) {
-  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype(), t.shape(), out, nullptr, false));
-  if (t.byte_size()) std::memcpy(out->raw(), t.raw(), t.byte_size());
-  return OkStatus();
+// A copy of `t` in a buffer of its own, on t's device.
+Status CopyOf(const Tensor& t, Tensor* out) {
+  return t.CopyTo(t.buffer()->shared_device(), out);
 }
 
 // memcpy split over the pool: a training step copies every parameter and
 // optimizer state, which is worth the threads for big models.
-void ParallelCopy(void* dst, const void* src, size_t bytes, ThreadPool* pool) {
+void ParallelHostCopy(void* dst, const void* src, size_t bytes, ThreadPool* pool) {
   constexpr size_t kChunk = size_t{1} << 20;
   const int64_t chunks = static_cast<int64_t>((bytes + kChunk - 1) / kChunk);
   ParallelFor(pool, chunks, 4, [&](int64_t c0, int64_t c1) {
@@ -71,8 +75,8 @@ void ParallelCopy(void* dst, const void* src, size_t bytes, ThreadPool* pool) {
 // swapped in when nothing else holds them), so the weight keeps its buffer
 // (and tracker) across runs. Runs after the last
 // instruction of a successful run only, so a failed run changes nothing.
-Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
-                              std::vector<HostTensor>* outputs) {
+Status Executor::ApplyUpdates(const std::vector<Tensor>& values,
+                              std::vector<Tensor>* outputs) {
   const Program& p = *program_;
   Impl& im = *impl_;
   if (p.updates().empty()) return OkStatus();
@@ -81,19 +85,19 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
     updated.insert(im.persistent[u.value].buffer().get());
   // An output that shares an updated weight's buffer (the weight itself or a
   // reshape of it) must keep this run's contents: give it its own copy.
-  for (HostTensor& o : *outputs) {
+  for (Tensor& o : *outputs) {
     if (o.defined() && updated.count(o.buffer().get())) {
-      HostTensor copy;
+      Tensor copy;
       DISTRT_RETURN_IF_ERROR(CopyOf(o, &copy));
       o = std::move(copy);
     }
   }
   // An update that aliases another updated weight (w1 <- w2, w2 <- w1) is
   // snapshotted before any copy, so the order of the copies does not matter.
-  std::vector<HostTensor> src(p.updates().size());
+  std::vector<Tensor> src(p.updates().size());
   for (size_t k = 0; k < src.size(); ++k) {
     const Program::WeightUpdate& u = p.updates()[k];
-    const HostTensor& v = values[static_cast<size_t>(u.update)];
+    const Tensor& v = values[static_cast<size_t>(u.update)];
     if (v.buffer() == im.persistent[u.value].buffer()) continue;  // already there
     if (updated.count(v.buffer().get())) {
       DISTRT_RETURN_IF_ERROR(CopyOf(v, &src[k]));
@@ -102,14 +106,14 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
     }
   }
   std::unordered_map<const Buffer*, long> held;  // by this run's values and updates
-  for (const HostTensor& v : values)
+  for (const Tensor& v : values)
     if (v.defined()) ++held[v.buffer().get()];
   std::unordered_map<const Buffer*, long> in_updates;
-  for (const HostTensor& u : src)
+  for (const Tensor& u : src)
     if (u.defined()) ++in_updates[u.buffer().get()];
   for (size_t k = 0; k < src.size(); ++k) {
     if (!src[k].defined() || src[k].byte_size() == 0) continue;
-    HostTensor& w = im.persistent[static_cast<size_t>(p.updates()[k].value)];
+    Tensor& w = im.persistent[static_cast<size_t>(p.updates()[k].value)];
     // A new value only this run still holds (in `values` and in this one
     // update) gives its bytes to the weight and takes the old ones, which
     // the run's buffer cache gets back when `values` goes: no copy of the
@@ -119,7 +123,13 @@ Status Executor::ApplyUpdates(const std::vector<HostTensor>& values,
         src[k].byte_size() == b->size() && w.byte_size() == w.buffer()->size() && w.buffer() != b &&
         w.buffer()->SwapData(*b))
       continue;
-    ParallelCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
+    if (w.on_host() && src[k].on_host()) {
+      ParallelHostCopy(w.raw(), src[k].raw(), w.byte_size(), im.pool.get());
+    } else if (w.device() == src[k].device()) {
+      DISTRT_RETURN_IF_ERROR(w.device()->CopyWithin(w.raw(), src[k].raw(), w.byte_size()));
+    } else {  // a host fallback computed the update
+      DISTRT_RETURN_IF_ERROR(w.device()->CopyFromHost(w.raw(), src[k].raw(), w.byte_size()));
+    }
   }
   return OkStatus();
 }
@@ -155,7 +165,7 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
   // one weight's two copies at a time, not the whole model's.
   std::vector<int> unneeded(static_cast<size_t>(p.num_values()), 0);
   auto release_if_unneeded = [&](int v) {
-    HostTensor& t = im.persistent[static_cast<size_t>(v)];
+    Tensor& t = im.persistent[static_cast<size_t>(v)];
     if (unneeded[v] == readers[v] && t.defined() && !training_state[v] &&
         !im.updated[static_cast<size_t>(v)] && !outputs.count(v) && t.buffer().use_count() == 1)
       t.buffer()->ReleaseData();
@@ -170,7 +180,7 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
     ctx.state_tracker = im.weight_tracker;
     for (int v : ins) {
       ctx.inputs.push_back(p.value(v).type);
-      const HostTensor& held = im.persistent[static_cast<size_t>(v)];
+      const Tensor& held = im.persistent[static_cast<size_t>(v)];
       ctx.constant_inputs.push_back(
           held.defined() && !im.updated[static_cast<size_t>(v)] ? &held : nullptr);
     }
@@ -196,8 +206,8 @@ Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
     if (!IsTrainingState(w)) continue;
     PersistentTensor t;
     t.weight = &w;
-    DISTRT_RETURN_IF_ERROR(
-        CopyOf(impl_->persistent[static_cast<size_t>(p.ValueIndex(w.value()))], &t.value));
+    DISTRT_RETURN_IF_ERROR(impl_->persistent[static_cast<size_t>(p.ValueIndex(w.value()))].CopyTo(
+        CpuDevice(), &t.value));
     out->push_back(std::move(t));
   }
   return OkStatus();
@@ -206,13 +216,56 @@ Status Executor::ReadPersistent(std::vector<PersistentTensor>* out) const {
 Status Executor::WritePersistent(const std::vector<PersistentTensor>& values) {
   std::vector<int> at;
   DISTRT_RETURN_IF_ERROR(CheckPersistentWrite(*program_, values, &at));
+  for (const PersistentTensor& v : values)
+    if (!v.value.on_host()) return InvalidArgumentError("WritePersistent takes host tensors");
   for (size_t k = 0; k < values.size(); ++k) {
-    HostTensor& w = impl_->persistent[static_cast<size_t>(at[k])];
-    if (w.byte_size()) std::memcpy(w.raw(), values[k].value.raw(), w.byte_size());
+    Tensor& w = impl_->persistent[static_cast<size_t>(at[k])];
+    if (w.byte_size() == 0) continue;
+    DISTRT_RETURN_IF_ERROR(w.device()->CopyFromHost(w.raw(), values[k].value.raw(), w.byte_size()));
   }
+  DISTRT_RETURN_IF_ERROR(impl_->device->Synchronize());
   if (!values.empty()) impl_->partly_updated = false;
   ++impl_->persistent_version;
   return OkStatus();
+}
+
+// Where instruction i runs and with which kernel: the device's kernel for
+// its compute dtype when there is one that accepts it, else the host's.
+static Status ChooseKernel(const Program& p, int i, Device* device, bool allow_host_fallback,
+                           const KernelDef** def, bool* on_device) {
+  const proto::Instruction& inst = p.proto().instructions(i);
+  const KernelRegistry& reg = KernelRegistry::Get();
+  *on_device = device->kind() == DeviceKind::kCpu;
+  *def = reg.Find(inst.op());
+  if (*on_device) return OkStatus();
+  VerifyContext v;
+  v.inst = &inst;
+  for (int id : p.InstructionInputs(i)) v.inputs.push_back(p.value(id).type);
+  for (int id : p.InstructionOutputs(i)) v.outputs.push_back(p.value(id).type);
+  v.rank = p.rank();
+  v.world_size = p.world_size();
+  const DType dtype = ComputeDType(v.inputs, v.outputs);
+  const KernelDef* d = reg.Find(inst.op(), device->kind(), dtype);
+  if (d != nullptr && (d->accepts == nullptr || d->accepts(v))) {
+    *def = d;
+    *on_device = true;
+    return OkStatus();
+  }
+  if (!allow_host_fallback) {
+    return UnimplementedError(p.DescribeInstruction(i), ": no ", DeviceKindName(device->kind()),
+                              " kernel for ", inst.op(), " on ", DTypeName(dtype),
+                              d != nullptr ? " with these operands" : "",
+                              ", and host fallback is off");
+  }
+  return OkStatus();
+}
+
+Device* Executor::device() const { return impl_->device.get(); }
+
+std::vector<std::string> Executor::Placement() const {
+  std::vector<std::string> out;
+  for (const auto& d : impl_->runs_on) out.push_back(d->name());
+  return out;
 }
 
 Status Executor::Create(std::shared_ptr<const Program> program, Communicator* comm,
@@ -228,23 +281,47 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   e->comm_ = comm;
   e->impl_.reset(new Impl());
   Impl& im = *e->impl_;
+  im.device = options.device ? options.device : CpuDevice();
+  im.on_host = im.device->kind() == DeviceKind::kCpu;
   if (options.threads > 1) im.pool.reset(new ThreadPool(options.threads));
   im.profile = options.profile;
   const char* pack = std::getenv("DISTRT_PACK_WEIGHTS");
-  const bool pack_weights = options.pack_weights && !(pack && std::string(pack) == "0");
+  const bool pack_weights =
+      im.on_host && options.pack_weights && !(pack && std::string(pack) == "0");
   // Runs allocate the same sizes every time: keep freed buffers for the next
-  // run (no fresh pages, no page faults after the first run).
+  // run (no fresh pages, no page faults or device allocations after the
+  // first run).
   im.run_tracker->EnableReuse();
-  im.persistent.resize(static_cast<size_t>(p.num_values()));
-  Status st = LoadWeightsAndConstants(p, im.weight_tracker, &im.persistent);
-  if (!st.ok()) return st.WithContext(p.source());
-  e->stats_.weight_bytes = im.weight_tracker->current();
 
   const int n = p.num_instructions();
   im.kernels.resize(static_cast<size_t>(n));
+  im.runs_on.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    im.kernels[i] = KernelRegistry::Get().Find(p.proto().instructions(i).op());
+    bool on_device;
+    Status st = ChooseKernel(p, i, im.device.get(), options.allow_host_fallback, &im.kernels[i],
+                             &on_device);
+    if (!st.ok()) return st.WithContext(p.source());
+    im.runs_on[i] = on_device ? im.device : CpuDevice();
   }
+
+  im.persistent.resize(static_cast<size_t>(p.num_values()));
+  if (im.on_host) {
+    Status st = LoadWeightsAndConstants(p, im.weight_tracker, &im.persistent);
+    if (!st.ok()) return st.WithContext(p.source());
+  } else {  // read on the host, then moved to the device one by one
+    Status st = LoadWeightsAndConstants(p, nullptr, &im.persistent);
+    for (Tensor& t : im.persistent) {
+      if (!st.ok()) break;
+      if (!t.defined()) continue;
+      Tensor on_device;
+      st = t.CopyTo(im.device, &on_device, im.weight_tracker);
+      t = std::move(on_device);
+    }
+    if (st.ok()) st = im.device->Synchronize();
+    if (!st.ok()) return st.WithContext(p.source());
+  }
+  e->stats_.weight_bytes = im.weight_tracker->current();
+
   std::vector<bool> persistent(static_cast<size_t>(p.num_values()));
   for (int v = 0; v < p.num_values(); ++v) persistent[v] = im.persistent[v].defined();
   Liveness live = ComputeLiveness(p, persistent);
@@ -270,7 +347,9 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   for (int i = 0; i < n; ++i) {
     const std::vector<int>& ins = p.InstructionInputs(i);
     const std::vector<int>& outs = p.InstructionOutputs(i);
-    if (!im.kernels[i]->updates_in_place) continue;  // empty: nothing in place
+    // Empty: nothing in place (a host fallback of a device program works
+    // on copies of the states, not on the states).
+    if (!im.kernels[i]->updates_in_place || im.runs_on[i] != im.device) continue;
     im.write_into[i].assign(outs.size(), -1);
     for (size_t k = 0; k < outs.size(); ++k) {
       auto it = update_of.find(outs[k]);
@@ -285,21 +364,21 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     if (!prepared.ok()) return prepared.WithContext(p.source());
   }
   if (im.profile) {
-    std::unordered_map<std::string, size_t> kinds;
+    std::map<std::pair<std::string, Device*>, size_t> kinds;
     std::vector<OpTime>& times = e->stats_.op_times;
     for (int i = 0; i < n; ++i) {
       const std::string& op = p.proto().instructions(i).op();
-      auto [it, added] = kinds.emplace(op, times.size());
-      if (added) times.push_back(OpTime{op, 0, 0});
+      auto [it, added] = kinds.emplace(std::make_pair(op, im.runs_on[i].get()), times.size());
+      if (added) times.push_back(OpTime{op, 0, 0, im.runs_on[i]->name()});
       im.op_index.push_back(it->second);
     }
-    times.push_back(OpTime{"apply updates", 0, 0});
+    times.push_back(OpTime{"apply updates", 0, 0, im.device->name()});
   }
   *out = std::move(e);
   return OkStatus();
 }
 
-Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
+Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
   const Program& p = *program_;
   Impl& im = *impl_;
   auto fail = [&](const Status& st) {
@@ -319,8 +398,27 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   };
   Status checked = CheckInputs(p, inputs);
   if (!checked.ok()) return fail(checked);
-  std::vector<HostTensor> values = im.persistent;
+  std::vector<Tensor> values = im.persistent;
   for (size_t i = 0; i < inputs.size(); ++i) values[p.InputValue(static_cast<int>(i))] = inputs[i];
+  // A value's copy on the other side (host or device) for the instructions
+  // that read it there; dropped with the value.
+  std::vector<Tensor> mirror(values.size());
+  int64_t host_instructions = 0, to_device = 0, to_host = 0;
+  auto on = [&](int v, const std::shared_ptr<Device>& where, Tensor** t) -> Status {
+    Tensor& value = values[static_cast<size_t>(v)];
+    if (!value.defined() || value.device() == where.get()) {
+      *t = &value;
+      return OkStatus();
+    }
+    Tensor& copy = mirror[static_cast<size_t>(v)];
+    if (!copy.defined() || copy.device() != where.get()) {
+      DISTRT_RETURN_IF_ERROR(value.CopyTo(where, &copy, im.run_tracker));
+      (where->kind() == DeviceKind::kCpu ? to_host : to_device) +=
+          static_cast<int64_t>(value.byte_size());
+    }
+    *t = &copy;
+    return OkStatus();
+  };
   const int64_t baseline = im.run_tracker->current();
   im.run_tracker->ResetPeak();
 
@@ -331,22 +429,33 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   ctx.tag_offset = tag_offset_;
   ctx.tracker = im.run_tracker;
   ctx.persistent_version = im.persistent_version;
-  std::vector<HostTensor> results;
+  std::vector<Tensor> results;
   const int n = p.num_instructions();
   for (int i = 0; i < n; ++i) {
     const proto::Instruction& inst = p.proto().instructions(i);
     const std::vector<int>& in_ids = p.InstructionInputs(i);
     const std::vector<int>& out_ids = p.InstructionOutputs(i);
+    const std::shared_ptr<Device>& where = im.runs_on[static_cast<size_t>(i)];
+    const bool fallback = where != im.device;
+    host_instructions += fallback ? 1 : 0;
     ctx.inst = &inst;
+    ctx.device = where;
     ctx.inputs.clear();
     ctx.donatable.clear();
     ctx.prepared = im.prepared.empty() ? nullptr : im.prepared[static_cast<size_t>(i)].get();
-    for (size_t k = 0; k < in_ids.size(); ++k) {
-      HostTensor& t = values[in_ids[k]];
-      ctx.inputs.push_back(&t);
+    Status st;
+    for (size_t k = 0; k < in_ids.size() && st.ok(); ++k) {
+      Tensor* t = nullptr;
+      st = on(in_ids[k], where, &t);
+      ctx.inputs.push_back(t);
       // Only buffers nobody else holds (not the caller's inputs, not an
-      // alias kept by another value) may be overwritten.
-      ctx.donatable.push_back(im.dies_at[i][k] && t.defined() && t.buffer().use_count() == 1);
+      // alias kept by another value, not a copy) may be overwritten.
+      ctx.donatable.push_back(st.ok() && t == &values[static_cast<size_t>(in_ids[k])] &&
+                              im.dies_at[i][k] && t->defined() && t->buffer().use_count() == 1);
+    }
+    if (!st.ok()) {
+      return fail_run(Status(
+          st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
     }
     ctx.output_types.clear();
     for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
@@ -355,27 +464,27 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
     ctx.write_into = im.write_into[i];
     for (int& j : ctx.write_into)
       if (j >= 0) {
-        const HostTensor& t = values[in_ids[static_cast<size_t>(j)]];
+        const Tensor& t = values[in_ids[static_cast<size_t>(j)]];
         if (!t.defined() || t.buffer().use_count() != 2)
           j = -1;
         else
           wrote_in_place = true;
       }
-    results.assign(out_ids.size(), HostTensor());
+    results.assign(out_ids.size(), Tensor());
     ctx.outputs = &results;
     // A device's piece can be empty (a dimension split over more devices than
     // it has elements): compute on nothing, but still take part in
     // communication.
     bool empty = !im.kernels[i]->communicates && !out_ids.empty();
     for (int v : out_ids) empty = empty && NumElements(p.value(v).type.shape) == 0;
-    Status st;
     if (empty) {
       for (size_t k = 0; k < out_ids.size() && st.ok(); ++k)
-        st = HostTensor::Allocate(ctx.output_types[k].dtype, ctx.output_types[k].shape, &results[k],
-                                  im.run_tracker);
+        st = Tensor::AllocateOn(where, ctx.output_types[k].dtype, ctx.output_types[k].shape,
+                                &results[k], im.run_tracker);
     } else if (im.profile) {
       const auto t0 = std::chrono::steady_clock::now();
       st = im.kernels[i]->run(ctx);
+      if (st.ok()) st = where->Synchronize();
       OpTime& t = stats_.op_times[im.op_index[static_cast<size_t>(i)]];
       t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       ++t.calls;
@@ -395,13 +504,36 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
       return fail_run(Status(
           st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
     }
-    for (size_t k = 0; k < out_ids.size(); ++k) values[out_ids[k]] = std::move(results[k]);
-    for (int v : im.release_after[i]) values[v] = HostTensor();
+    for (size_t k = 0; k < out_ids.size(); ++k) {
+      values[out_ids[k]] = std::move(results[k]);
+      mirror[static_cast<size_t>(out_ids[k])] = Tensor();
+    }
+    for (int v : im.release_after[i]) {
+      values[v] = Tensor();
+      mirror[static_cast<size_t>(v)] = Tensor();
+    }
   }
+  mirror.clear();
   outputs->clear();
-  for (int i = 0; i < p.proto().outputs_size(); ++i) outputs->push_back(values[p.OutputValue(i)]);
+  Status copied;
+  for (int i = 0; i < p.proto().outputs_size() && copied.ok(); ++i) {
+    const Tensor& v = values[p.OutputValue(i)];
+    if (v.on_host()) {
+      outputs->push_back(v);
+      continue;
+    }
+    Tensor host;
+    copied = v.CopyTo(CpuDevice(), &host);
+    to_host += static_cast<int64_t>(v.byte_size());
+    outputs->push_back(std::move(host));
+  }
+  if (!copied.ok()) {
+    outputs->clear();
+    return fail_run(copied.WithContext(StrCat(p.source(), ": copying the outputs to the host")));
+  }
   const auto t_apply = std::chrono::steady_clock::now();
   Status applied = ApplyUpdates(values, outputs);
+  if (applied.ok()) applied = im.device->Synchronize();
   if (im.profile) {
     OpTime& t = stats_.op_times.back();
     t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t_apply).count();
@@ -416,6 +548,9 @@ Status Executor::Run(const std::vector<HostTensor>& inputs, std::vector<HostTens
   stats_.weight_bytes = im.weight_tracker->current();
   stats_.peak_live_bytes = im.run_tracker->peak() - baseline;
   stats_.instructions = n;
+  stats_.host_instructions = im.on_host ? 0 : host_instructions;
+  stats_.bytes_to_device = to_device;
+  stats_.bytes_to_host = to_host;
   stats_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return OkStatus();
 }
@@ -432,8 +567,8 @@ int Executor::microbatches() const {
   return p.has_schedule() && p.schedule().microbatches() > 0 ? p.schedule().microbatches() : 1;
 }
 
-Status Executor::RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
-                             std::vector<std::vector<HostTensor>>* outputs) {
+Status Executor::RunSchedule(const std::vector<std::vector<Tensor>>& inputs,
+                             std::vector<std::vector<Tensor>>* outputs) {
   const proto::RankProgram& p = program_->proto();
   const int m = microbatches();
   if (static_cast<int>(inputs.size()) != m) {

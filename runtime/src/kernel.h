@@ -3,12 +3,16 @@
 #ifndef DISTRT_SRC_KERNEL_H_
 #define DISTRT_SRC_KERNEL_H_
 
+#include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "distrt/communicator.h"
+#include "distrt/device.h"
 #include "distrt/proto/rank_program.pb.h"
 #include "distrt/status.h"
 #include "distrt/tensor.h"
@@ -60,9 +64,12 @@ class KernelStates {
 class KernelContext {
  public:
   const proto::Instruction* inst = nullptr;
-  std::vector<const HostTensor*> inputs;
+  std::vector<const Tensor*> inputs;
   std::vector<TensorType> output_types;  // declared by the program
-  std::vector<HostTensor>* outputs = nullptr;
+  std::vector<Tensor>* outputs = nullptr;
+  // Where this instruction runs: its inputs are there, and its outputs and
+  // scratch are allocated there.
+  std::shared_ptr<Device> device = CpuDevice();
   ThreadPool* pool = nullptr;    // intra-op threads, may be null
   Communicator* comm = nullptr;  // null when the program has no collectives
   int rank = 0;
@@ -86,19 +93,21 @@ class KernelContext {
   uint64_t persistent_version = 0;
 
   int num_inputs() const { return static_cast<int>(inputs.size()); }
-  const HostTensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
+  const Tensor& input(int i) const { return *inputs[static_cast<size_t>(i)]; }
   AttrReader attrs() const { return AttrReader(*inst); }
+  // The device's queue (a cudaStream_t), null on the host.
+  void* stream() const { return device->stream(); }
 
   // Allocates output i with its declared type (contents undefined: the kernel
   // must write every element). May reuse a donatable input of that type.
-  Status AllocateOutput(int i, HostTensor** out);
+  Status AllocateOutput(int i, Tensor** out);
   // Same, zero-filled.
-  Status AllocateZeroedOutput(int i, HostTensor** out);
+  Status AllocateZeroedOutput(int i, Tensor** out);
   // Makes output i share `t`'s buffer (reshape, identity). The type must match
   // the declared one.
-  Status SetOutput(int i, const HostTensor& t);
+  Status SetOutput(int i, const Tensor& t);
   // A counted scratch tensor.
-  Status AllocateTemp(DType dtype, const Shape& shape, HostTensor* out, bool zero = false);
+  Status AllocateTemp(DType dtype, const Shape& shape, Tensor* out, bool zero = false);
 };
 
 using KernelFn = Status (*)(KernelContext& ctx);
@@ -123,7 +132,7 @@ struct PrepareContext {
   // Per input: the value when it is a weight or constant the executor
   // holds and no update of this program writes (inference weights; a
   // training step's parameters are not constant), else null.
-  std::vector<const HostTensor*> constant_inputs;
+  std::vector<const Tensor*> constant_inputs;
   int threads = 1;  // the executor's pool size
   // The executor's states, shared by its instructions (one packed copy of a
   // weight several matmuls read).
@@ -139,6 +148,18 @@ struct PrepareContext {
   AttrReader attrs() const { return AttrReader(*inst); }
 };
 using PrepareFn = Status (*)(PrepareContext& ctx);
+
+// Whether a device kernel handles this instruction (its types and
+// attributes); when it does not, the executor runs the host kernel instead.
+using AcceptFn = bool (*)(const VerifyContext& ctx);
+
+// The bit set of `dtypes` for KernelDef::dtypes.
+uint32_t DTypeMask(std::initializer_list<DType> dtypes);
+
+// The dtype an instruction computes in, by which its kernel is chosen: its
+// first floating-point input's, else its first input's, else its first
+// output's.
+DType ComputeDType(const std::vector<TensorType>& inputs, const std::vector<TensorType>& outputs);
 
 struct KernelDef {
   std::string name;
@@ -156,18 +177,34 @@ struct KernelDef {
   // the executor may have it write each into the state's own buffer.
   bool updates_in_place = false;
   PrepareFn prepare = nullptr;  // optional
+  // Where the kernel runs; its inputs and outputs live there.
+  DeviceKind device = DeviceKind::kCpu;
+  // The compute dtypes it handles (see ComputeDType), a bit per DType
+  // (DTypeMask); 0: any (the kernel dispatches on dtype itself, as the host
+  // kernels do).
+  uint32_t dtypes = 0;
+  AcceptFn accepts = nullptr;  // optional: finer than `dtypes`
 };
 
+// Kernels by (op, device, dtype). The host kernels are there from the
+// start; a device's kernels join when the device is first opened.
 class KernelRegistry {
  public:
-  // The registry with every built-in kernel.
-  static const KernelRegistry& Get();
-  const KernelDef* Find(const std::string& name) const;
-  std::vector<std::string> Names() const;
+  static KernelRegistry& Get();
+  // The kernel for `op` on `device` registered for `dtype`, else one
+  // registered for any dtype; null when there is none. With kUnspecified:
+  // any kernel of `op` on `device`.
+  const KernelDef* Find(const std::string& op, DeviceKind device = DeviceKind::kCpu,
+                        DType dtype = DType::kUnspecified) const;
+  // The ops with a kernel on `device`, sorted.
+  std::vector<std::string> Names(DeviceKind device = DeviceKind::kCpu) const;
   void Add(KernelDef def);
 
  private:
-  std::vector<KernelDef> defs_;  // sorted by name after construction
+  KernelRegistry() = default;
+  mutable std::mutex mu_;
+  // Never moved once added: Find hands out pointers into it.
+  std::vector<std::unique_ptr<KernelDef>> defs_;
 };
 
 // One registration function per kernel family (kernels_*.cpp).

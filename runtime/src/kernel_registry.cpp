@@ -94,7 +94,7 @@ Status AttrReader::GetString(const std::string& name, const std::string& default
 
 // ---- KernelContext ------------------------------------------------------------
 
-Status KernelContext::AllocateOutput(int i, HostTensor** out) {
+Status KernelContext::AllocateOutput(int i, Tensor** out) {
   auto& slot = (*outputs)[static_cast<size_t>(i)];
   const TensorType& t = output_types[static_cast<size_t>(i)];
   if (static_cast<size_t>(i) < write_into.size() && write_into[static_cast<size_t>(i)] >= 0) {
@@ -110,33 +110,33 @@ Status KernelContext::AllocateOutput(int i, HostTensor** out) {
       return OkStatus();
     }
   }
-  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype, t.shape, &slot, tracker, /*zero=*/false));
+  DISTRT_RETURN_IF_ERROR(Tensor::AllocateOn(device, t.dtype, t.shape, &slot, tracker, /*zero=*/false));
   *out = &slot;
   return OkStatus();
 }
 
-Status KernelContext::AllocateZeroedOutput(int i, HostTensor** out) {
+Status KernelContext::AllocateZeroedOutput(int i, Tensor** out) {
   auto& slot = (*outputs)[static_cast<size_t>(i)];
   const TensorType& t = output_types[static_cast<size_t>(i)];
-  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(t.dtype, t.shape, &slot, tracker, /*zero=*/true));
+  DISTRT_RETURN_IF_ERROR(Tensor::AllocateOn(device, t.dtype, t.shape, &slot, tracker, /*zero=*/true));
   *out = &slot;
   return OkStatus();
 }
 
-Status KernelContext::SetOutput(int i, const HostTensor& t) {
+Status KernelContext::SetOutput(int i, const Tensor& t) {
   DISTRT_RETURN_IF_ERROR(CheckOutputType(output_types[static_cast<size_t>(i)], t.type()));
   (*outputs)[static_cast<size_t>(i)] = t;
   return OkStatus();
 }
 
-Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, HostTensor* out, bool zero) {
-  return HostTensor::Allocate(dtype, shape, out, tracker, zero);
+Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, Tensor* out, bool zero) {
+  return Tensor::AllocateOn(device, dtype, shape, out, tracker, zero);
 }
 
 // ---- registry -----------------------------------------------------------------
 
-const KernelRegistry& KernelRegistry::Get() {
-  static const KernelRegistry* const kRegistry = [] {
+KernelRegistry& KernelRegistry::Get() {
+  static KernelRegistry* const kRegistry = [] {
     auto* r = new KernelRegistry();
     RegisterBinaryKernels(*r);
     RegisterUnaryKernels(*r);
@@ -150,26 +150,50 @@ const KernelRegistry& KernelRegistry::Get() {
     RegisterPoolKernels(*r);
     RegisterOptimizerKernels(*r);
     RegisterCommKernels(*r);
-    std::sort(r->defs_.begin(), r->defs_.end(),
-              [](const KernelDef& a, const KernelDef& b) { return a.name < b.name; });
     return r;
   }();
   return *kRegistry;
 }
 
-void KernelRegistry::Add(KernelDef def) { defs_.push_back(std::move(def)); }
-
-const KernelDef* KernelRegistry::Find(const std::string& name) const {
-  auto it = std::lower_bound(defs_.begin(), defs_.end(), name,
-                             [](const KernelDef& d, const std::string& n) { return d.name < n; });
-  if (it == defs_.end() || it->name != name) return nullptr;
-  return &*it;
+void KernelRegistry::Add(KernelDef def) {
+  std::lock_guard<std::mutex> lock(mu_);
+  defs_.push_back(std::make_unique<KernelDef>(std::move(def)));
 }
 
-std::vector<std::string> KernelRegistry::Names() const {
+const KernelDef* KernelRegistry::Find(const std::string& op, DeviceKind device, DType dtype) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const KernelDef* any = nullptr;
+  for (const auto& d : defs_) {
+    if (d->name != op || d->device != device) continue;
+    if (dtype == DType::kUnspecified) return d.get();
+    if (d->dtypes & DTypeMask({dtype})) return d.get();
+    if (d->dtypes == 0 && any == nullptr) any = d.get();
+  }
+  return any;
+}
+
+std::vector<std::string> KernelRegistry::Names(DeviceKind device) const {
+  std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> names;
-  for (const auto& d : defs_) names.push_back(d.name);
+  for (const auto& d : defs_)
+    if (d->device == device) names.push_back(d->name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
+}
+
+uint32_t DTypeMask(std::initializer_list<DType> dtypes) {
+  uint32_t mask = 0;
+  for (DType d : dtypes) mask |= uint32_t{1} << static_cast<int>(d);
+  return mask;
+}
+
+DType ComputeDType(const std::vector<TensorType>& inputs, const std::vector<TensorType>& outputs) {
+  for (const TensorType& t : inputs)
+    if (IsFloat(t.dtype)) return t.dtype;
+  if (!inputs.empty()) return inputs[0].dtype;
+  if (!outputs.empty()) return outputs[0].dtype;
+  return DType::kUnspecified;
 }
 
 // ---- helpers ------------------------------------------------------------------

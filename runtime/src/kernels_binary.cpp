@@ -95,7 +95,7 @@ T FloatMin(T a, T b) {
 }
 
 template <typename T>
-Status CheckNoZero(const HostTensor& t, const char* op) {
+Status CheckNoZero(const Tensor& t, const char* op) {
   const T* d = t.data<T>();
   for (int64_t i = 0, n = t.num_elements(); i < n; ++i) {
     if (d[i] == 0) return InvalidArgumentError("integer ", op, " by zero");
@@ -104,7 +104,7 @@ Status CheckNoZero(const HostTensor& t, const char* op) {
 }
 
 template <typename T>
-Status Arith(BinOp op, int64_t fmod, const HostTensor& A, const HostTensor& B, HostTensor* out,
+Status Arith(BinOp op, int64_t fmod, const Tensor& A, const Tensor& B, Tensor* out,
              const BroadcastPlan& p, ThreadPool* pool) {
   const T* a = A.data<T>();
   const T* b = B.data<T>();
@@ -195,7 +195,7 @@ Status Arith(BinOp op, int64_t fmod, const HostTensor& A, const HostTensor& B, H
 }
 
 template <typename T>
-Status Compare(BinOp op, const HostTensor& A, const HostTensor& B, HostTensor* out,
+Status Compare(BinOp op, const Tensor& A, const Tensor& B, Tensor* out,
                const BroadcastPlan& p, ThreadPool* pool) {
   const T* a = A.data<T>();
   const T* b = B.data<T>();
@@ -277,20 +277,20 @@ Status VerifyBinary(const VerifyContext& ctx) {
 Status RunBinaryKernel(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const BinOp op = OpOf(name);
-  const HostTensor& a = ctx.input(0);
-  HostTensor b = ctx.input(1);
+  const Tensor& a = ctx.input(0);
+  Tensor b = ctx.input(1);
   TensorType rt;
   DISTRT_RETURN_IF_ERROR(BinaryResultType(op, name, a.type(), b.type(), &rt));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], rt));
   if (op == BinOp::kPow && b.dtype() != a.dtype()) {  // exponent converted to the base's type
-    HostTensor conv;
+    Tensor conv;
     DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(a.dtype(), b.shape(), &conv));
     DISTRT_RETURN_IF_ERROR(CastBuffer(b.raw(), b.dtype(), conv.raw(), a.dtype(), b.num_elements()));
     b = conv;
   }
   int64_t fmod = 0;
   if (op == BinOp::kMod) DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("fmod", 0, &fmod));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   BroadcastPlan plan = MakeBroadcastPlan(rt.shape, {a.shape(), b.shape()});
@@ -393,11 +393,11 @@ void WhereLoop(const uint8_t* c, const uint8_t* a, const uint8_t* b, uint8_t* o,
 }
 
 Status RunWhere(KernelContext& ctx) {
-  const HostTensor &c = ctx.input(0), &a = ctx.input(1), &b = ctx.input(2);
+  const Tensor &c = ctx.input(0), &a = ctx.input(1), &b = ctx.input(2);
   TensorType rt;
   DISTRT_RETURN_IF_ERROR(WhereResultType(c.type(), a.type(), b.type(), &rt));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], rt));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   BroadcastPlan plan = MakeBroadcastPlan(rt.shape, {c.shape(), a.shape(), b.shape()});

@@ -96,11 +96,11 @@ Status CastFrom(const void* src, void* dst, DType dst_dtype, int64_t n) {
 }
 
 Status RunCast(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const TensorType& ot = ctx.output_types[0];
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ot, TensorType{ot.dtype, x.shape()}));
   if (x.dtype() == ot.dtype) return ctx.SetOutput(0, x);
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   return CastBuffer(x.raw(), x.dtype(), out->raw(), ot.dtype, x.num_elements());
 }

@@ -200,91 +200,169 @@ Status BeginCollective(const KernelContext& ctx, GroupInfo* g) {
   return ReadGroup(*ctx.inst, ctx.rank, g);
 }
 
+// Pieces of a row-major tensor of `shape` along `dim`: `outer` rows (the
+// dims before it) of extent x `inner` bytes each.
+struct PieceGeometry {
+  size_t outer = 1, inner = 1;
+  PieceGeometry(const Shape& shape, int64_t dim, size_t es) {
+    for (int64_t d = 0; d < dim; ++d) outer *= static_cast<size_t>(shape[static_cast<size_t>(d)]);
+    inner = es;
+    for (size_t d = static_cast<size_t>(dim) + 1; d < shape.size(); ++d)
+      inner *= static_cast<size_t>(shape[d]);
+  }
+};
+
 // Copies x's pieces along `dim` (extents `sizes`, in member order) into
-// contiguous member-major blocks at `packed`.
-void PackPieces(const HostTensor& x, int64_t dim, const std::vector<int64_t>& sizes,
-                uint8_t* packed) {
-  const size_t es = DTypeSize(x.dtype());
-  Shape offsets(static_cast<size_t>(x.rank()), 0);
+// contiguous member-major blocks at `packed`, on x's device.
+Status PackPieces(Device* device, const Tensor& x, int64_t dim, const std::vector<int64_t>& sizes,
+                  uint8_t* packed) {
+  const PieceGeometry g(x.shape(), dim, DTypeSize(x.dtype()));
+  const size_t pitch = static_cast<size_t>(x.dim(static_cast<int>(dim))) * g.inner;
+  size_t offset = 0;
   for (int64_t size : sizes) {
-    const Shape piece = WithDim(x.shape(), dim, size);
-    CopyWindow(x.data<uint8_t>(), x.shape(), offsets, piece, es, packed);
-    packed += NumElements(piece) * es;
-    offsets[static_cast<size_t>(dim)] += size;
+    const size_t width = static_cast<size_t>(size) * g.inner;
+    DISTRT_RETURN_IF_ERROR(
+        device->Copy2D(packed, width, x.data<uint8_t>() + offset, pitch, width, g.outer));
+    packed += width * g.outer;
+    offset += width;
   }
-}
-
-// The inverse: member-major blocks at `packed` become y's pieces along `dim`.
-void UnpackPieces(const uint8_t* packed, int64_t dim, const std::vector<int64_t>& sizes,
-                  HostTensor* y) {
-  const size_t es = DTypeSize(y->dtype());
-  Shape offsets(static_cast<size_t>(y->rank()), 0);
-  for (int64_t size : sizes) {
-    const Shape piece = WithDim(y->shape(), dim, size);
-    PasteWindow(packed, piece, y->data<uint8_t>(), y->shape(), offsets, es);
-    packed += NumElements(piece) * es;
-    offsets[static_cast<size_t>(dim)] += size;
-  }
-}
-
-Status RunAllReduce(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
-  GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
-  ReduceOp op;
-  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
-  HostTensor* y;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  return ctx.comm->AllReduce(g.group, x.raw(), y->raw(), x.num_elements(), x.dtype(), op);
-}
-
-Status RunAllGather(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
-  GroupInfo g;
-  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
-  int64_t dim;
-  std::vector<int64_t> sizes;
-  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
-  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "sizes", g.group.size(), &sizes));
-  HostTensor* y;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  std::vector<int64_t> counts;
-  for (int64_t s : sizes) counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
-  if (LeadingOnly(x.shape(), dim)) {  // pieces are contiguous in y already
-    return ctx.comm->AllGather(g.group, x.raw(), y->raw(), counts, x.dtype());
-  }
-  HostTensor tmp;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {Sum(counts)}, &tmp));
-  DISTRT_RETURN_IF_ERROR(ctx.comm->AllGather(g.group, x.raw(), tmp.raw(), counts, x.dtype()));
-  UnpackPieces(tmp.data<uint8_t>(), dim, sizes, y);
   return OkStatus();
 }
 
-Status RunReduceScatter(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+// The inverse: member-major blocks at `packed` become y's pieces along `dim`.
+Status UnpackPieces(Device* device, const uint8_t* packed, int64_t dim,
+                    const std::vector<int64_t>& sizes, Tensor* y) {
+  const PieceGeometry g(y->shape(), dim, DTypeSize(y->dtype()));
+  const size_t pitch = static_cast<size_t>(y->dim(static_cast<int>(dim))) * g.inner;
+  size_t offset = 0;
+  for (int64_t size : sizes) {
+    const size_t width = static_cast<size_t>(size) * g.inner;
+    DISTRT_RETURN_IF_ERROR(
+        device->Copy2D(y->data<uint8_t>() + offset, pitch, packed, width, width, g.outer));
+    packed += width * g.outer;
+    offset += width;
+  }
+  return OkStatus();
+}
+
+// Where the communicator takes buffers where this instruction's live (the
+// host for local and mpi, a GPU for nccl) the call goes straight to it;
+// a device program over a host communicator stages its buffers through the
+// host (host-staged collectives: how several ranks share one GPU).
+bool Staged(const KernelContext& ctx) {
+  return ctx.device->kind() != ctx.comm->buffer_device();
+}
+
+Status CheckStageable(const KernelContext& ctx) {
+  if (Staged(ctx) && ctx.device->kind() == DeviceKind::kCpu) {
+    return FailedPreconditionError("the ", ctx.comm->backend(),
+                                   " communicator needs the program on a ",
+                                   DeviceKindName(ctx.comm->buffer_device()), " device");
+  }
+  return OkStatus();
+}
+
+Status Communicate(KernelContext& ctx, CollectiveCall call) {
+  DISTRT_RETURN_IF_ERROR(CheckStageable(ctx));
+  if (!Staged(ctx)) {
+    std::unique_ptr<PendingCollective> pending;
+    DISTRT_RETURN_IF_ERROR(ctx.comm->Start(call, ctx.stream(), &pending));
+    return pending->Wait();
+  }
+  Device* device = ctx.device.get();
+  const size_t es = DTypeSize(call.dtype);
+  const int64_t sent = call.SendElements(ctx.rank), received = call.RecvElements(ctx.rank);
+  if (sent < 0 || received < 0) {
+    return InvalidArgumentError("rank ", ctx.rank, " is not in group ", GroupToString(call.group));
+  }
+  Tensor send, recv;
+  DISTRT_RETURN_IF_ERROR(Tensor::Allocate(DType::kU8, {sent * static_cast<int64_t>(es)}, &send,
+                                          ctx.tracker, false));
+  DISTRT_RETURN_IF_ERROR(Tensor::Allocate(DType::kU8, {received * static_cast<int64_t>(es)},
+                                          &recv, ctx.tracker, false));
+  DISTRT_RETURN_IF_ERROR(device->CopyToHost(send.raw(), call.send, send.byte_size()));
+  void* out = call.recv;
+  call.send = send.raw();
+  call.recv = recv.raw();
+  DISTRT_RETURN_IF_ERROR(ctx.comm->Run(call));
+  DISTRT_RETURN_IF_ERROR(device->CopyFromHost(out, recv.raw(), recv.byte_size()));
+  return device->Synchronize();  // the host buffer goes with this call
+}
+
+Status RunAllReduce(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
+  CollectiveCall call;
+  call.kind = CollectiveCall::Kind::kAllReduce;
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &call.op));
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  call.group = g.group;
+  call.send = x.raw();
+  call.recv = y->raw();
+  call.count = x.num_elements();
+  call.dtype = x.dtype();
+  return Communicate(ctx, call);
+}
+
+Status RunAllGather(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
   GroupInfo g;
   DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   int64_t dim;
   std::vector<int64_t> sizes;
-  ReduceOp op;
   DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
   DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "sizes", g.group.size(), &sizes));
-  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
-  HostTensor* y;
+  Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  std::vector<int64_t> counts;
-  for (int64_t s : sizes) counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
-  if (LeadingOnly(x.shape(), dim)) {
-    return ctx.comm->ReduceScatter(g.group, x.raw(), y->raw(), counts, x.dtype(), op);
+  CollectiveCall call;
+  call.kind = CollectiveCall::Kind::kAllGather;
+  call.group = g.group;
+  call.dtype = x.dtype();
+  call.send = x.raw();
+  for (int64_t s : sizes) call.counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
+  if (LeadingOnly(x.shape(), dim)) {  // pieces are contiguous in y already
+    call.recv = y->raw();
+    return Communicate(ctx, call);
   }
-  HostTensor packed;
+  Tensor tmp;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {Sum(call.counts)}, &tmp));
+  call.recv = tmp.raw();
+  DISTRT_RETURN_IF_ERROR(Communicate(ctx, call));
+  return UnpackPieces(ctx.device.get(), tmp.data<uint8_t>(), dim, sizes, y);
+}
+
+Status RunReduceScatter(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  GroupInfo g;
+  DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
+  int64_t dim;
+  std::vector<int64_t> sizes;
+  CollectiveCall call;
+  call.kind = CollectiveCall::Kind::kReduceScatter;
+  DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "dim", x.rank(), &dim));
+  DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "sizes", g.group.size(), &sizes));
+  DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &call.op));
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  call.group = g.group;
+  call.dtype = x.dtype();
+  call.recv = y->raw();
+  for (int64_t s : sizes) call.counts.push_back(NumElements(WithDim(x.shape(), dim, s)));
+  if (LeadingOnly(x.shape(), dim)) {
+    call.send = x.raw();
+    return Communicate(ctx, call);
+  }
+  Tensor packed;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
-  PackPieces(x, dim, sizes, packed.data<uint8_t>());
-  return ctx.comm->ReduceScatter(g.group, packed.raw(), y->raw(), counts, x.dtype(), op);
+  DISTRT_RETURN_IF_ERROR(PackPieces(ctx.device.get(), x, dim, sizes, packed.data<uint8_t>()));
+  call.send = packed.raw();
+  return Communicate(ctx, call);
 }
 
 Status RunAllToAll(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   GroupInfo g;
   DISTRT_RETURN_IF_ERROR(BeginCollective(ctx, &g));
   const size_t n = g.group.size();
@@ -294,64 +372,89 @@ Status RunAllToAll(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ReadDim(ctx.attrs(), "concat_dim", x.rank(), &cd));
   DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "split_sizes", n, &ss));
   DISTRT_RETURN_IF_ERROR(ReadSizes(ctx.attrs(), "concat_sizes", n, &cs));
-  HostTensor* y;
+  Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  CollectiveCall call;
+  call.kind = CollectiveCall::Kind::kAllToAll;
+  call.group = g.group;
+  call.dtype = x.dtype();
   // Send: piece k is x's window [split offset_k, +ss[k]) along split_dim.
-  std::vector<int64_t> send_counts, recv_counts;
-  for (size_t k = 0; k < n; ++k) send_counts.push_back(NumElements(WithDim(x.shape(), sd, ss[k])));
-  for (size_t j = 0; j < n; ++j) recv_counts.push_back(NumElements(WithDim(y->shape(), cd, cs[j])));
-  const void* send = x.raw();
-  HostTensor packed;
+  for (size_t k = 0; k < n; ++k) call.counts.push_back(NumElements(WithDim(x.shape(), sd, ss[k])));
+  for (size_t j = 0; j < n; ++j)
+    call.recv_counts.push_back(NumElements(WithDim(y->shape(), cd, cs[j])));
+  call.send = x.raw();
+  Tensor packed;
   if (!LeadingOnly(x.shape(), sd)) {
     DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {x.num_elements()}, &packed));
-    PackPieces(x, sd, ss, packed.data<uint8_t>());
-    send = packed.raw();
+    DISTRT_RETURN_IF_ERROR(PackPieces(ctx.device.get(), x, sd, ss, packed.data<uint8_t>()));
+    call.send = packed.raw();
   }
   if (LeadingOnly(y->shape(), cd)) {
-    return ctx.comm->AllToAll(g.group, send, send_counts, y->raw(), recv_counts, x.dtype());
+    call.recv = y->raw();
+    return Communicate(ctx, call);
   }
-  HostTensor tmp;
+  Tensor tmp;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype(), {y->num_elements()}, &tmp));
-  DISTRT_RETURN_IF_ERROR(
-      ctx.comm->AllToAll(g.group, send, send_counts, tmp.raw(), recv_counts, x.dtype()));
-  UnpackPieces(tmp.data<uint8_t>(), cd, cs, y);
-  return OkStatus();
+  call.recv = tmp.raw();
+  DISTRT_RETURN_IF_ERROR(Communicate(ctx, call));
+  return UnpackPieces(ctx.device.get(), tmp.data<uint8_t>(), cd, cs, y);
 }
 
 Status RunPermute(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   GroupInfo g;
   DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
-  int target, source;
-  DISTRT_RETURN_IF_ERROR(ReadPermute(*ctx.inst, ctx.rank, &target, &source));
-  HostTensor* y;
+  CollectiveCall call;
+  call.kind = CollectiveCall::Kind::kCollectivePermute;
+  DISTRT_RETURN_IF_ERROR(ReadPermute(*ctx.inst, ctx.rank, &call.target, &call.source));
+  Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateZeroedOutput(0, &y));  // zeros if nothing arrives
-  return ctx.comm->CollectivePermute(g.group, x.raw(), target >= 0 ? x.num_elements() : 0, target,
-                                     y->raw(), source >= 0 ? y->num_elements() : 0, source,
-                                     x.dtype());
+  call.group = g.group;
+  call.dtype = x.dtype();
+  call.send = x.raw();
+  call.send_count = call.target >= 0 ? x.num_elements() : 0;
+  call.recv = y->raw();
+  call.recv_count = call.source >= 0 ? y->num_elements() : 0;
+  return Communicate(ctx, call);
 }
 
 Status RunSend(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  DISTRT_RETURN_IF_ERROR(CheckStageable(ctx));
   int64_t peer, tag;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("peer", &peer));
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
-  const HostTensor& x = ctx.input(0);
-  return ctx.comm->Send(x.raw(), static_cast<int64_t>(x.byte_size()), static_cast<int>(peer),
+  const Tensor* x = &ctx.input(0);
+  Tensor host;
+  if (Staged(ctx)) {
+    DISTRT_RETURN_IF_ERROR(x->CopyTo(CpuDevice(), &host, ctx.tracker));
+    x = &host;
+  }
+  return ctx.comm->Send(x->raw(), static_cast<int64_t>(x->byte_size()), static_cast<int>(peer),
                         static_cast<int>(tag + ctx.tag_offset));
 }
 
 Status RunRecv(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(NeedComm(ctx));
+  DISTRT_RETURN_IF_ERROR(CheckStageable(ctx));
   int64_t peer, tag;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("peer", &peer));
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("tag", 0, &tag));
-  HostTensor* y;
+  Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  return ctx.comm->Recv(y->raw(), static_cast<int64_t>(y->byte_size()), static_cast<int>(peer),
-                        static_cast<int>(tag + ctx.tag_offset));
+  if (!Staged(ctx)) {
+    return ctx.comm->Recv(y->raw(), static_cast<int64_t>(y->byte_size()), static_cast<int>(peer),
+                          static_cast<int>(tag + ctx.tag_offset));
+  }
+  Tensor host;
+  DISTRT_RETURN_IF_ERROR(Tensor::Allocate(y->dtype(), y->shape(), &host, ctx.tracker, false));
+  DISTRT_RETURN_IF_ERROR(ctx.comm->Recv(host.raw(), static_cast<int64_t>(host.byte_size()),
+                                        static_cast<int>(peer),
+                                        static_cast<int>(tag + ctx.tag_offset)));
+  DISTRT_RETURN_IF_ERROR(ctx.device->CopyFromHost(y->raw(), host.raw(), host.byte_size()));
+  return ctx.device->Synchronize();
 }
 
 // to_partial: a replicated value becomes a Partial(reduction) one without
@@ -367,38 +470,51 @@ Status VerifyToPartial(const VerifyContext& ctx) {
 }
 
 Status RunToPartial(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   GroupInfo g;
   DISTRT_RETURN_IF_ERROR(ReadGroup(*ctx.inst, ctx.rank, &g));
   ReduceOp op;
   DISTRT_RETURN_IF_ERROR(ReadReduction(ctx.attrs(), &op));
   if (g.me == 0 || (op != ReduceOp::kSum && op != ReduceOp::kProd)) return ctx.SetOutput(0, x);
-  HostTensor* y;
+  Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateZeroedOutput(0, &y));
-  if (op == ReduceOp::kProd) {
+  if (op == ReduceOp::kProd) {  // ones, written on the host
+    Tensor ones;
+    DISTRT_RETURN_IF_ERROR(Tensor::Allocate(x.dtype(), x.shape(), &ones, ctx.tracker, false));
     double one = 1.0;
     uint8_t bytes[8] = {0};
     DISTRT_RETURN_IF_ERROR(CastBuffer(&one, DType::kF64, bytes, x.dtype(), 1));
     const size_t es = DTypeSize(x.dtype());
-    for (int64_t i = 0; i < y->num_elements(); ++i) {
-      std::memcpy(y->data<uint8_t>() + static_cast<size_t>(i) * es, bytes, es);
+    for (int64_t i = 0; i < ones.num_elements(); ++i) {
+      std::memcpy(ones.data<uint8_t>() + static_cast<size_t>(i) * es, bytes, es);
     }
+    DISTRT_RETURN_IF_ERROR(ctx.device->CopyFromHost(y->raw(), ones.raw(), ones.byte_size()));
+    return ctx.device->Synchronize();
   }
   return OkStatus();
 }
 
 }  // namespace
 
+// The kernels touch their buffers only through the device interface
+// (pieces moved with Copy2D, host staging with copies), so the same kernels
+// serve every device.
 void RegisterCommKernels(KernelRegistry& r) {
-  r.Add({"all_reduce", 1, 1, 1, RunAllReduce, VerifyCollective, true});
-  r.Add({"all_gather", 1, 1, 1, RunAllGather, VerifyCollective, true});
-  r.Add({"reduce_scatter", 1, 1, 1, RunReduceScatter, VerifyCollective, true});
-  r.Add({"all_to_all", 1, 1, 1, RunAllToAll, VerifyCollective, true});
-  r.Add({"collective_permute", 1, 1, 1, RunPermute, VerifyCollective, true});
-  r.Add({"to_partial", 1, 1, 1, RunToPartial, VerifyToPartial, false});
-  r.Add({"send", 1, 1, 0, RunSend, VerifyP2P, true});
-  r.Add({"recv", 0, 0, 1, RunRecv, VerifyP2P, true});
+  for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kCuda}) {
+    auto add = [&](KernelDef d) {
+      d.device = device;
+      r.Add(std::move(d));
+    };
+    add({"all_reduce", 1, 1, 1, RunAllReduce, VerifyCollective, true});
+    add({"all_gather", 1, 1, 1, RunAllGather, VerifyCollective, true});
+    add({"reduce_scatter", 1, 1, 1, RunReduceScatter, VerifyCollective, true});
+    add({"all_to_all", 1, 1, 1, RunAllToAll, VerifyCollective, true});
+    add({"collective_permute", 1, 1, 1, RunPermute, VerifyCollective, true});
+    add({"to_partial", 1, 1, 1, RunToPartial, VerifyToPartial, false});
+    add({"send", 1, 1, 0, RunSend, VerifyP2P, true});
+    add({"recv", 0, 0, 1, RunRecv, VerifyP2P, true});
+  }
 }
 
 }  // namespace distrt

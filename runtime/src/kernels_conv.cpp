@@ -104,17 +104,17 @@ const T* ImageColumns(const T* x, const ConvParams& p, bool direct, int64_t t,
 
 template <typename T>
 Status Conv(KernelContext& ctx, const ConvParams& p) {
-  const HostTensor &x = ctx.input(0), &w = ctx.input(1);
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
   const T* bias = nullptr;
   if (ctx.num_inputs() > 2) {
-    const HostTensor& b = ctx.input(2);
+    const Tensor& b = ctx.input(2);
     if (b.num_elements() != p.m || b.dtype() != x.dtype()) {
       return InvalidArgumentError("conv bias is ", b.type().ToString(), ", expected ", p.m,
                                   " values");
     }
     bias = b.data<T>();
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const Spatial& s = p.sp;
   const int64_t P = s.out_size(), K = p.cg * s.k_size();
@@ -155,7 +155,7 @@ Status Conv(KernelContext& ctx, const ConvParams& p) {
 }
 
 Status RunConv(KernelContext& ctx) {
-  const HostTensor &x = ctx.input(0), &w = ctx.input(1);
+  const Tensor &x = ctx.input(0), &w = ctx.input(1);
   if (x.dtype() != w.dtype()) return InvalidArgumentError("conv x and w dtypes differ");
   ConvParams p;
   DISTRT_RETURN_IF_ERROR(ConvShape(ctx.attrs(), x.shape(), w.shape(), &p));
@@ -239,8 +239,8 @@ Status VerifyConvGradWeight(const VerifyContext& ctx) {
 // dx[n, g] = col2im(w_g^T dy[n, g]) for every image n and group g.
 template <typename T>
 Status ConvGradInput(KernelContext& ctx, const ConvParams& p) {
-  const HostTensor &dy = ctx.input(0), &w = ctx.input(1);
-  HostTensor* out;
+  const Tensor &dy = ctx.input(0), &w = ctx.input(1);
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const Spatial& s = p.sp;
   const int64_t P = s.out_size(), ks = s.k_size(), K = p.cg * ks;
@@ -286,8 +286,8 @@ Status ConvGradInput(KernelContext& ctx, const ConvParams& p) {
 // dw_g += dy[n, g] im2col(x[n, g])^T, summed over the images n.
 template <typename T>
 Status ConvGradWeight(KernelContext& ctx, const ConvParams& p) {
-  const HostTensor &x = ctx.input(0), &dy = ctx.input(1);
-  HostTensor* out;
+  const Tensor &x = ctx.input(0), &dy = ctx.input(1);
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateZeroedOutput(0, &out));
   const Spatial& s = p.sp;
   const int64_t P = s.out_size(), K = p.cg * s.k_size();
@@ -342,7 +342,7 @@ Status ConvGradWeight(KernelContext& ctx, const ConvParams& p) {
 }
 
 Status RunConvGradInput(KernelContext& ctx) {
-  const HostTensor &dy = ctx.input(0), &w = ctx.input(1);
+  const Tensor &dy = ctx.input(0), &w = ctx.input(1);
   ConvParams p;
   DISTRT_RETURN_IF_ERROR(GradInputShape(ctx.attrs(), dy.type(), w.type(), ctx.output_types[0], &p));
   DISTRT_DISPATCH_FLOAT(w.dtype(), "conv_grad_input", return ConvGradInput<T>(ctx, p));
@@ -350,7 +350,7 @@ Status RunConvGradInput(KernelContext& ctx) {
 }
 
 Status RunConvGradWeight(KernelContext& ctx) {
-  const HostTensor &x = ctx.input(0), &dy = ctx.input(1);
+  const Tensor &x = ctx.input(0), &dy = ctx.input(1);
   ConvParams p;
   DISTRT_RETURN_IF_ERROR(
       GradWeightShape(ctx.attrs(), x.type(), dy.type(), ctx.output_types[0], &p));

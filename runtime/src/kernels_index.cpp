@@ -45,7 +45,7 @@ Status ResolveIndices(const char* op, const I* idx, int64_t n, int64_t dim,
 }
 
 // Indices of either integer dtype, normalised to [0, dim).
-Status ReadIndices(const char* op, const HostTensor& idx, int64_t dim, std::vector<int64_t>* out) {
+Status ReadIndices(const char* op, const Tensor& idx, int64_t dim, std::vector<int64_t>* out) {
   if (idx.dtype() == DType::kI64) {
     return ResolveIndices(op, idx.data<int64_t>(), idx.num_elements(), dim, out);
   }
@@ -53,7 +53,7 @@ Status ReadIndices(const char* op, const HostTensor& idx, int64_t dim, std::vect
 }
 
 Status RunGather(KernelContext& ctx) {
-  const HostTensor &data = ctx.input(0), &idx = ctx.input(1);
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
   int64_t axis;
   TensorType t;
   DISTRT_RETURN_IF_ERROR(GatherShape(ctx.attrs(), data.type(), idx.type(), &axis, &t));
@@ -61,7 +61,7 @@ Status RunGather(KernelContext& ctx) {
   const int64_t dim = data.dim(static_cast<int>(axis));
   std::vector<int64_t> ids;
   DISTRT_RETURN_IF_ERROR(ReadIndices("gather", idx, dim, &ids));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   int64_t outer = 1, inner = 1;
   for (int i = 0; i < data.rank(); ++i) {
@@ -168,7 +168,7 @@ void ScatterAdd(const T* upd, const std::vector<int64_t>& ids, int64_t outer, in
 }
 
 Status RunScatterAdd(KernelContext& ctx) {
-  const HostTensor &base = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
+  const Tensor &base = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
   int64_t axis;
   DISTRT_RETURN_IF_ERROR(ScatterAddShape(ctx.attrs(), base.type(), idx.type(), upd.type(), &axis));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], base.type()));
@@ -182,7 +182,7 @@ Status RunScatterAdd(KernelContext& ctx) {
   }
   // Only base may become the output: updates is read while it is written.
   if (ctx.donatable.size() > 2) ctx.donatable[2] = false;
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const size_t bytes = base.byte_size();
   if (bytes > 0 && out->raw() != base.raw()) {

@@ -8,6 +8,7 @@
 
 #include "gemm_onednn.h"
 #include "kernel_util.h"
+#include "matmul_shape.h"
 
 namespace distrt {
 
@@ -25,105 +26,6 @@ std::string BlasCoreName() {
 std::string OneDnnGemmName() { return OneDnnEnabled() ? PackedWeights::KernelName() : ""; }
 
 namespace {
-
-struct MatmulShape {
-  Shape batch;  // broadcast batch dims
-  Shape a_batch, b_batch;
-  int64_t m = 1, k = 1, n = 1;
-  Shape out;
-};
-
-Status MatmulShapes(const Shape& a, const Shape& b, MatmulShape* s) {
-  if (a.empty() || b.empty()) return InvalidArgumentError("matmul operands must have rank >= 1");
-  Shape a2 = a, b2 = b;
-  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
-  if (a_vec) a2.insert(a2.begin(), 1);
-  if (b_vec) b2.push_back(1);
-  s->m = a2[a2.size() - 2];
-  s->k = a2.back();
-  s->n = b2.back();
-  if (b2[b2.size() - 2] != s->k) {
-    return InvalidArgumentError("matmul inner dimensions differ: ", ShapeToString(a), " x ",
-                                ShapeToString(b));
-  }
-  s->a_batch.assign(a2.begin(), a2.end() - 2);
-  s->b_batch.assign(b2.begin(), b2.end() - 2);
-  DISTRT_RETURN_IF_ERROR(BroadcastShapes(s->a_batch, s->b_batch, &s->batch));
-  s->out = s->batch;
-  if (!a_vec) s->out.push_back(s->m);
-  if (!b_vec) s->out.push_back(s->n);
-  return OkStatus();
-}
-
-// Operands stored transposed (`transpose_lhs` / `transpose_rhs`, set by the
-// compiler where a transpose fed only this matmul): a 2-D operand read as its
-// transpose by the GEMM, with no copy.
-struct MatmulFlags {
-  bool ta = false, tb = false;
-};
-
-Status ReadFlags(const AttrReader& attrs, MatmulFlags* f) {
-  int64_t ta = 0, tb = 0;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_lhs", 0, &ta));
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("transpose_rhs", 0, &tb));
-  f->ta = ta != 0;
-  f->tb = tb != 0;
-  return OkStatus();
-}
-
-// The shapes the product sees: a transposed operand must be a matrix, and a
-// transposed lhs needs a matrix rhs (the one GEMM such products are).
-Status LogicalShapes(const Shape& a, const Shape& b, const MatmulFlags& f, Shape* la, Shape* lb) {
-  *la = a;
-  *lb = b;
-  if (f.ta) {
-    if (a.size() != 2 || b.size() != 2)
-      return InvalidArgumentError("transpose_lhs needs 2-D operands, got ", ShapeToString(a), " x ",
-                                  ShapeToString(b));
-    std::swap((*la)[0], (*la)[1]);
-  }
-  if (f.tb) {
-    if (b.size() != 2)
-      return InvalidArgumentError("transpose_rhs needs a 2-D rhs, got ", ShapeToString(b));
-    std::swap((*lb)[0], (*lb)[1]);
-  }
-  return OkStatus();
-}
-
-// The flags and the product's shapes of a matmul of stored operand shapes
-// a and b.
-Status ProductShape(const AttrReader& attrs, const Shape& a, const Shape& b, MatmulFlags* f,
-                    MatmulShape* s) {
-  DISTRT_RETURN_IF_ERROR(ReadFlags(attrs, f));
-  Shape la, lb;
-  DISTRT_RETURN_IF_ERROR(LogicalShapes(a, b, *f, &la, &lb));
-  return MatmulShapes(la, lb, s);
-}
-
-// What the kernel applies to the product on its way out: a bias (third
-// input, one value per column) added to every row, then `epilogue` ("gelu":
-// the exact GELU). The exporter folds a linear layer's bias add and GELU
-// into the matmul when nothing else reads the values in between.
-Status CheckEpilogue(const AttrReader& attrs, const std::vector<TensorType>& inputs,
-                     const MatmulShape& s, bool* gelu) {
-  std::string epilogue;
-  DISTRT_RETURN_IF_ERROR(attrs.GetString("epilogue", "", &epilogue));
-  if (!epilogue.empty() && epilogue != "gelu")
-    return InvalidArgumentError("matmul epilogue must be 'gelu' or absent, got '", epilogue, "'");
-  *gelu = epilogue == "gelu";
-  const DType dtype = inputs[0].dtype;
-  if ((*gelu || inputs.size() > 2) && dtype != DType::kF32 && dtype != DType::kF64)
-    return InvalidArgumentError("matmul bias and epilogue need f32 or f64 operands, got ",
-                                DTypeName(dtype));
-  if (inputs.size() > 2) {
-    const TensorType& bias = inputs[2];
-    if (bias.dtype != dtype || bias.shape != Shape{s.n} || s.out.empty() || s.out.back() != s.n)
-      return InvalidArgumentError("matmul bias must be ", DTypeName(dtype), "[", s.n,
-                                  "] (one value per column of a matrix product), got ",
-                                  DTypeName(bias.dtype), ShapeToString(bias.shape));
-  }
-  return OkStatus();
-}
 
 Status VerifyMatmul(const VerifyContext& ctx) {
   if (ctx.inputs[0].dtype != ctx.inputs[1].dtype) {
@@ -309,7 +211,7 @@ bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, int pool_threads, P
 // copy the instruction's prepare made (PrepareMatmul), packed again first
 // if WritePersistent changed B. Sets `*done` when it computed the product;
 // otherwise the caller's GEMM runs.
-Status PackedGemm(KernelContext& ctx, const float* a, const HostTensor& b, float* c, bool* done) {
+Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c, bool* done) {
   *done = false;
   auto* state = static_cast<MatmulState*>(ctx.prepared);  // only PrepareMatmul's
   if (state == nullptr) return OkStatus();
@@ -360,7 +262,7 @@ Status PrepareMatmul(PrepareContext& ctx) {
       ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s));
   PackPlan plan;
   if (!PlanPacking(s, f, ctx.threads, &plan)) return OkStatus();
-  const HostTensor& b = *ctx.constant_inputs[1];
+  const Tensor& b = *ctx.constant_inputs[1];
   std::shared_ptr<KernelState>& slot =
       ctx.states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ",
                               plan.ldb, " ", plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs));
@@ -377,7 +279,7 @@ Status PrepareMatmul(PrepareContext& ctx) {
 }
 
 Status RunMatmul(KernelContext& ctx) {
-  const HostTensor &a = ctx.input(0), &b = ctx.input(1);
+  const Tensor &a = ctx.input(0), &b = ctx.input(1);
   if (a.dtype() != b.dtype()) {
     return InvalidArgumentError("matmul operands have different dtypes ", DTypeName(a.dtype()),
                                 " and ", DTypeName(b.dtype()));
@@ -386,12 +288,12 @@ Status RunMatmul(KernelContext& ctx) {
   MatmulShape s;
   DISTRT_RETURN_IF_ERROR(ProductShape(ctx.attrs(), a.shape(), b.shape(), &f, &s));
   std::vector<TensorType> types;
-  for (const HostTensor* t : ctx.inputs) types.push_back(t->type());
+  for (const Tensor* t : ctx.inputs) types.push_back(t->type());
   bool gelu;
   DISTRT_RETURN_IF_ERROR(CheckEpilogue(ctx.attrs(), types, s, &gelu));
-  const HostTensor* bias = ctx.num_inputs() > 2 ? &ctx.input(2) : nullptr;
+  const Tensor* bias = ctx.num_inputs() > 2 ? &ctx.input(2) : nullptr;
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{a.dtype(), s.out}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   ConfigureBlasThreads();

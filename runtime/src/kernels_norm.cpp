@@ -144,7 +144,7 @@ void SoftmaxRows(bool log, const T* x, T* y, int64_t outer, int64_t n, int64_t i
 
 Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   int64_t axis;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
@@ -155,7 +155,7 @@ Status RunSoftmax(KernelContext& ctx) {
     if (i < axis) outer *= x.dim(i);
     if (i > axis) inner *= x.dim(i);
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   DISTRT_DISPATCH_FLOAT(x.dtype(), name,
@@ -169,7 +169,7 @@ Status RunSoftmax(KernelContext& ctx) {
 // Expands a parameter (scale/bias) that broadcasts to `norm_shape` into a
 // dense vector of NumElements(norm_shape) values.
 template <typename T>
-Status ExpandParam(const HostTensor& p, const Shape& norm_shape, const char* what,
+Status ExpandParam(const Tensor& p, const Shape& norm_shape, const char* what,
                    std::vector<T>* out) {
   Shape b;
   Status st = BroadcastShapes(p.shape(), norm_shape, &b);
@@ -244,7 +244,7 @@ void LayerNormRow(const double* row, const double* scale, const double* bias, do
 // A parameter's values over the normalised shape: its own buffer when it
 // has that many elements (no copy), else expanded into *storage.
 template <typename T>
-Status ParamValues(const HostTensor& p, const Shape& norm_shape, const char* what,
+Status ParamValues(const Tensor& p, const Shape& norm_shape, const char* what,
                    std::vector<T>* storage, const T** values) {
   if (p.shape() == norm_shape) {
     *values = p.data<T>();
@@ -257,7 +257,7 @@ Status ParamValues(const HostTensor& p, const Shape& norm_shape, const char* wha
 
 template <typename T>
 Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   Shape norm_shape(x.shape().begin() + axis, x.shape().end());
   std::vector<T> scale_storage, bias_storage;
   const T* scale = nullptr;
@@ -266,7 +266,7 @@ Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
   if (ctx.num_inputs() > 2) {
     DISTRT_RETURN_IF_ERROR(ParamValues<T>(ctx.input(2), norm_shape, "bias", &bias_storage, &bias));
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = NumElements(norm_shape);
   const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
@@ -280,7 +280,7 @@ Status LayerNorm(KernelContext& ctx, int64_t axis, double eps) {
 }
 
 Status RunLayerNorm(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   int64_t axis;
   double eps;
@@ -301,10 +301,10 @@ Status RunLayerNorm(KernelContext& ctx) {
 
 template <typename T>
 Status BatchNorm(KernelContext& ctx, double eps) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const int64_t c = x.dim(1);
   for (int i = 1; i < 5; ++i) {
-    const HostTensor& p = ctx.input(i);
+    const Tensor& p = ctx.input(i);
     if (p.num_elements() != c || p.dtype() != x.dtype()) {
       return InvalidArgumentError("batch_norm input ", i, " is ", p.type().ToString(),
                                   ", expected ", c, " ", DTypeName(x.dtype()), " values");
@@ -318,7 +318,7 @@ Status BatchNorm(KernelContext& ctx, double eps) {
     mul[k] = static_cast<T>(m);
     add[k] = static_cast<T>(bias[k] - mean[k] * m);
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   int64_t spatial = 1;
   for (int i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
@@ -337,7 +337,7 @@ Status BatchNorm(KernelContext& ctx, double eps) {
 }
 
 Status RunBatchNorm(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   if (x.rank() < 2) return InvalidArgumentError("batch_norm needs rank >= 2, got ", x.rank());
   double eps;

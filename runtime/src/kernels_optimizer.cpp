@@ -36,7 +36,7 @@ Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4); }
 Status VerifySgd(const VerifyContext& ctx) { return CheckUpdate(ctx, 3, 2); }
 
 template <typename T>
-T Scalar(const HostTensor& t) {
+T Scalar(const Tensor& t) {
   return t.data<T>()[0];
 }
 
@@ -117,11 +117,11 @@ Status RunAdamUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("beta2", &beta2));
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("eps", &eps));
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
-  HostTensor *p_out, *m_out, *v_out;
+  Tensor *p_out, *m_out, *v_out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
-  const HostTensor& param = ctx.input(0);
+  const Tensor& param = ctx.input(0);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "adam_update", {
     const T* p = param.data<T>();
     const T* g = ctx.input(1).data<T>();
@@ -155,10 +155,10 @@ Status RunSgdUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("momentum", &momentum));
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
   DISTRT_RETURN_IF_ERROR(attrs.GetInt("nesterov", &nesterov));
-  HostTensor *p_out, *b_out;
+  Tensor *p_out, *b_out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
-  const HostTensor& param = ctx.input(0);
+  const Tensor& param = ctx.input(0);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "sgd_update", {
     const T* p = param.data<T>();
     const T* g = ctx.input(1).data<T>();

@@ -73,14 +73,14 @@ void PoolPlane(bool is_max, bool include_pad, const Spatial& s, const T* x, T* y
 
 Status RunPool(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   Spatial sp;
   Shape s;
   DISTRT_RETURN_IF_ERROR(PoolShape(ctx.attrs(), x.shape(), &sp, &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
   int64_t include_pad;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("count_include_pad", 0, &include_pad));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "max_pool";
   const int64_t planes = x.dim(0) * x.dim(1);
@@ -198,13 +198,13 @@ void PoolGradPlane(bool is_max, bool include_pad, const Spatial& s, const Window
 
 Status RunPoolGrad(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
-  const HostTensor &x = ctx.input(0), &dy = ctx.input(1);
+  const Tensor &x = ctx.input(0), &dy = ctx.input(1);
   Spatial sp;
   DISTRT_RETURN_IF_ERROR(PoolGradShape(ctx.attrs(), x.type(), dy.type(), &sp));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   int64_t include_pad;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("count_include_pad", 0, &include_pad));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "max_pool_grad";
   const int64_t planes = x.dim(0) * x.dim(1);
@@ -241,11 +241,11 @@ Status VerifyGlobal(const VerifyContext& ctx) {
 
 Status RunGlobal(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   Shape s;
   DISTRT_RETURN_IF_ERROR(GlobalShape(x.shape(), &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "global_max_pool";
   const int64_t planes = x.dim(0) * x.dim(1);

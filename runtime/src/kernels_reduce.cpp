@@ -213,19 +213,19 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
 Status RunReduce(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const RedOp op = RedOpOf(name);
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   std::vector<int64_t> axes;
   Shape out_shape;
   DISTRT_RETURN_IF_ERROR(ReduceShape(ctx.attrs(), x.shape(), &axes, &out_shape));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), out_shape}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const Shape& s = x.shape();
   const int r = x.rank();
   // Contiguous block of reduced axes -> (outer, R, inner) directly; otherwise
   // move the reduced axes last first.
-  const HostTensor* src = &x;
-  HostTensor moved;
+  const Tensor* src = &x;
+  Tensor moved;
   int64_t outer = 1, R = 1, inner = 1;
   bool contiguous =
       axes.empty() || axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
@@ -323,7 +323,7 @@ void ArgLoop(bool is_max, bool last, const T* x, int64_t* y, int64_t outer, int6
 
 Status RunArg(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   int64_t axis;
   Shape s;
   DISTRT_RETURN_IF_ERROR(ArgShape(ctx.attrs(), x.shape(), &axis, &s));
@@ -337,7 +337,7 @@ Status RunArg(KernelContext& ctx) {
     if (i < axis) outer *= x.dim(i);
     if (i > axis) inner *= x.dim(i);
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "argmax";
   DISTRT_DISPATCH_NUMERIC_BOOL(

@@ -215,12 +215,12 @@ Status VerifyTranspose(const VerifyContext& ctx) {
 }
 
 Status RunTranspose(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   std::vector<int64_t> perm;
   Shape s;
   DISTRT_RETURN_IF_ERROR(TransposeShape(ctx.attrs(), x.shape(), &perm, &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   TransposeBytes(x.data<uint8_t>(), x.shape(), perm, DTypeSize(x.dtype()), out->data<uint8_t>(),
                  ctx.pool);
@@ -238,13 +238,13 @@ Status VerifyReshape(const VerifyContext& ctx) {
 }
 
 Status RunReshape(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const TensorType& ot = ctx.output_types[0];
   if (ot.dtype != x.dtype()) {
     return InvalidArgumentError("reshape changes the dtype from ", DTypeName(x.dtype()), " to ",
                                 DTypeName(ot.dtype));
   }
-  HostTensor y;
+  Tensor y;
   DISTRT_RETURN_IF_ERROR(x.Reshaped(ot.shape, &y));  // shares the buffer
   return ctx.SetOutput(0, y);
 }
@@ -262,7 +262,7 @@ Status VerifyExpand(const VerifyContext& ctx) {
 }
 
 Status RunExpand(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   const TensorType& ot = ctx.output_types[0];
   Shape b;
   DISTRT_RETURN_IF_ERROR(BroadcastShapes(x.shape(), ot.shape, &b));
@@ -271,7 +271,7 @@ Status RunExpand(KernelContext& ctx) {
   }
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ot, TensorType{x.dtype(), b}));
   if (x.shape() == ot.shape) return ctx.SetOutput(0, x);
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   BroadcastPlan plan = MakeBroadcastPlan(ot.shape, {x.shape()});
@@ -314,12 +314,12 @@ Status VerifyConcat(const VerifyContext& ctx) {
 
 Status RunConcat(KernelContext& ctx) {
   std::vector<TensorType> types;
-  for (const HostTensor* t : ctx.inputs) types.push_back(t->type());
+  for (const Tensor* t : ctx.inputs) types.push_back(t->type());
   int64_t axis;
   TensorType t;
   DISTRT_RETURN_IF_ERROR(ConcatShape(ctx.attrs(), types, &axis, &t));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], t));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const size_t elem = DTypeSize(t.dtype);
   int64_t outer = 1, inner = 1;
@@ -330,7 +330,7 @@ Status RunConcat(KernelContext& ctx) {
   const size_t out_row = static_cast<size_t>(t.shape[static_cast<size_t>(axis)] * inner) * elem;
   uint8_t* dst = out->data<uint8_t>();
   size_t col = 0;
-  for (const HostTensor* in : ctx.inputs) {
+  for (const Tensor* in : ctx.inputs) {
     const size_t row = static_cast<size_t>(in->dim(static_cast<int>(axis)) * inner) * elem;
     const uint8_t* src = in->data<uint8_t>();
     if (row > 0) {
@@ -385,12 +385,12 @@ Status VerifySlice(const VerifyContext& ctx) {
 }
 
 Status RunSlice(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   std::vector<int64_t> starts, steps;
   Shape s;
   DISTRT_RETURN_IF_ERROR(SliceParams(ctx.attrs(), x.shape(), &starts, &steps, &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   std::vector<int64_t> in_strides = Strides(x.shape());
@@ -465,7 +465,7 @@ int64_t PadSource(int64_t o, int64_t begin, int64_t n, PadMode mode) {
 }
 
 Status RunPad(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   std::vector<int64_t> pads;
   PadMode mode;
   Shape s;
@@ -473,7 +473,7 @@ Status RunPad(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), s}));
   double value;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("value", 0.0, &value));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t total = out->num_elements();
   if (total == 0) return OkStatus();
@@ -561,7 +561,7 @@ Status RangeImpl(KernelContext& ctx) {
   }
   if (n < 0) n = 0;
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DTypeOf<T>::value, {n}}));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   T* y = out->data<T>();
   for (int64_t i = 0; i < n; ++i) y[i] = static_cast<T>(start + static_cast<T>(i) * delta);
@@ -597,6 +597,11 @@ Status RunRange(KernelContext& ctx) {
 void RegisterShapeKernels(KernelRegistry& r) {
   r.Add({"transpose", 1, 1, 1, RunTranspose, VerifyTranspose});
   r.Add({"reshape", 1, 1, 1, RunReshape, VerifyReshape});
+  // Only views its input's buffer with a new shape: the same kernel serves
+  // every device.
+  KernelDef reshape{"reshape", 1, 1, 1, RunReshape, VerifyReshape};
+  reshape.device = DeviceKind::kCuda;
+  r.Add(reshape);
   r.Add({"expand", 1, 1, 1, RunExpand, VerifyExpand});
   r.Add({"concat", 1, -1, 1, RunConcat, VerifyConcat});
   r.Add({"slice", 1, 1, 1, RunSlice, VerifySlice});

@@ -184,12 +184,12 @@ Status RunUnary(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const UnaryInfo* info = Find(name);
   if (info == nullptr) return InternalError("unary kernel '", name, "' has no entry");
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
   if (info->op == UnOp::kNot && x.dtype() != DType::kBool) {
     return InvalidArgumentError("'not' needs a bool operand, got ", DTypeName(x.dtype()));
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = x.num_elements();
   if (info->op == UnOp::kNot) {
@@ -209,14 +209,14 @@ Status RunUnary(KernelContext& ctx) {
 Status RunIdentity(KernelContext& ctx) { return ctx.SetOutput(0, ctx.input(0)); }
 
 Status RunGelu(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
   std::string approx;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetString("approximate", "none", &approx));
   if (approx != "none" && approx != "tanh") {
     return InvalidArgumentError("gelu: approximate must be 'none' or 'tanh', got '", approx, "'");
   }
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = x.num_elements();
   DISTRT_DISPATCH_FLOAT(x.dtype(), "gelu", {
@@ -235,11 +235,11 @@ Status RunGelu(KernelContext& ctx) {
 }
 
 Status RunLeakyRelu(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
   double alpha;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("alpha", 0.01, &alpha));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   DISTRT_DISPATCH_FLOAT(x.dtype(), "leaky_relu", {
     const T a = static_cast<T>(alpha);
@@ -264,14 +264,14 @@ T ClampAttr(double v) {
 }
 
 Status RunClip(KernelContext& ctx) {
-  const HostTensor& x = ctx.input(0);
+  const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
   AttrReader attrs = ctx.attrs();
   const bool has_min = attrs.Has("min"), has_max = attrs.Has("max");
   double lo = 0, hi = 0;
   if (has_min) DISTRT_RETURN_IF_ERROR(attrs.GetFloat("min", &lo));
   if (has_max) DISTRT_RETURN_IF_ERROR(attrs.GetFloat("max", &hi));
-  HostTensor* out;
+  Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   DISTRT_DISPATCH_NUMERIC(x.dtype(), "clip", {
     const T tlo = has_min ? ClampAttr<T>(lo) : std::numeric_limits<T>::lowest();
@@ -292,6 +292,10 @@ Status RunClip(KernelContext& ctx) {
 void RegisterUnaryKernels(KernelRegistry& r) {
   for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType, false, true});
   r.Add({"identity", 1, 1, 1, RunIdentity, VerifySameType});
+  // Only shares its input's buffer: the same kernel serves every device.
+  KernelDef identity{"identity", 1, 1, 1, RunIdentity, VerifySameType};
+  identity.device = DeviceKind::kCuda;
+  r.Add(identity);
   r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true});
   r.Add({"leaky_relu", 1, 1, 1, RunLeakyRelu, VerifySameType, false, true});
   r.Add({"clip", 1, 1, 1, RunClip, VerifySameType, false, true});

@@ -26,6 +26,10 @@ Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& p
                                   programs[r]->world_size(), ", expected rank ", r, " of ", n);
     }
   }
+  if (!options.devices.empty() && static_cast<int>(options.devices.size()) != n) {
+    return InvalidArgumentError("LocalRunOptions.devices has ", options.devices.size(),
+                                " entries for ", n, " ranks");
+  }
   std::unique_ptr<LocalSession> session(new LocalSession());
   LocalCommOptions copts;
   copts.timeout = options.timeout;
@@ -39,6 +43,8 @@ Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& p
       ExecutorOptions eo;
       eo.threads = options.threads_per_rank;
       eo.profile = options.profile;
+      eo.allow_host_fallback = options.allow_host_fallback;
+      if (!options.devices.empty()) eo.device = options.devices[static_cast<size_t>(r)];
       status[r] = Executor::Create(programs[r], session->world_->comm(r), eo,
                                    &session->execs_[static_cast<size_t>(r)]);
     });
@@ -96,14 +102,14 @@ Status LocalSession::RunEach(const std::function<Status(Executor&, int)>& body,
   return OkStatus();
 }
 
-Status LocalSession::Run(const std::vector<std::vector<HostTensor>>& inputs,
-                         std::vector<std::vector<HostTensor>>* outputs,
+Status LocalSession::Run(const std::vector<std::vector<Tensor>>& inputs,
+                         std::vector<std::vector<Tensor>>* outputs,
                          std::vector<RunStats>* stats) {
   if (inputs.size() != execs_.size()) {
     return InvalidArgumentError("RunLocal: ", execs_.size(), " programs but inputs for ",
                                 inputs.size(), " ranks");
   }
-  std::vector<std::vector<HostTensor>> outs(execs_.size());
+  std::vector<std::vector<Tensor>> outs(execs_.size());
   DISTRT_RETURN_IF_ERROR(RunEach(
       [&](Executor& e, int r) {
         return e.Run(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
@@ -113,14 +119,14 @@ Status LocalSession::Run(const std::vector<std::vector<HostTensor>>& inputs,
   return OkStatus();
 }
 
-Status LocalSession::RunSchedule(const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
-                                 std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+Status LocalSession::RunSchedule(const std::vector<std::vector<std::vector<Tensor>>>& inputs,
+                                 std::vector<std::vector<std::vector<Tensor>>>* outputs,
                                  std::vector<RunStats>* stats) {
   if (inputs.size() != execs_.size()) {
     return InvalidArgumentError("RunLocalSchedule: ", execs_.size(), " programs but inputs for ",
                                 inputs.size(), " ranks");
   }
-  std::vector<std::vector<std::vector<HostTensor>>> outs(execs_.size());
+  std::vector<std::vector<std::vector<Tensor>>> outs(execs_.size());
   DISTRT_RETURN_IF_ERROR(RunEach(
       [&](Executor& e, int r) {
         return e.RunSchedule(inputs[static_cast<size_t>(r)], &outs[static_cast<size_t>(r)]);
@@ -140,8 +146,8 @@ Status LocalSession::ReadPersistent(std::vector<std::vector<PersistentTensor>>* 
 }
 
 Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
-                const std::vector<std::vector<HostTensor>>& inputs,
-                std::vector<std::vector<HostTensor>>* outputs, const LocalRunOptions& options,
+                const std::vector<std::vector<Tensor>>& inputs,
+                std::vector<std::vector<Tensor>>* outputs, const LocalRunOptions& options,
                 std::vector<RunStats>* stats) {
   if (inputs.size() != programs.size()) {
     return InvalidArgumentError("RunLocal: ", programs.size(), " programs but inputs for ",
@@ -153,8 +159,8 @@ Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
 }
 
 Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& programs,
-                        const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
-                        std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                        const std::vector<std::vector<std::vector<Tensor>>>& inputs,
+                        std::vector<std::vector<std::vector<Tensor>>>* outputs,
                         const LocalRunOptions& options, std::vector<RunStats>* stats) {
   if (inputs.size() != programs.size()) {
     return InvalidArgumentError("RunLocalSchedule: ", programs.size(), " programs but inputs for ",
@@ -166,7 +172,7 @@ Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& progr
 }
 
 namespace {
-const HostTensor* FindNamed(const std::vector<NamedTensor>& v, const std::string& name) {
+const Tensor* FindNamed(const std::vector<NamedTensor>& v, const std::string& name) {
   for (const auto& t : v) {
     if (t.name == name) return &t.tensor;
   }
@@ -175,12 +181,12 @@ const HostTensor* FindNamed(const std::vector<NamedTensor>& v, const std::string
 }  // namespace
 
 Status SliceInputs(const Program& p, const std::vector<NamedTensor>& global,
-                   std::vector<HostTensor>* mine) {
+                   std::vector<Tensor>* mine) {
   mine->clear();
   for (int i = 0; i < p.proto().inputs_size(); ++i) {
     const proto::Argument& a = p.proto().inputs(i);
     const TensorType& local = p.value(p.InputValue(i)).type;
-    const HostTensor* g = FindNamed(global, a.name());
+    const Tensor* g = FindNamed(global, a.name());
     if (g == nullptr) return NotFoundError("no global input named '", a.name(), "'");
     SliceInfo s;
     DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), local.shape, &s));
@@ -189,8 +195,8 @@ Status SliceInputs(const Program& p, const std::vector<NamedTensor>& global,
                                   ", rank ", p.rank(), " expects ",
                                   TensorType{local.dtype, s.global_shape}.ToString());
     }
-    HostTensor piece;
-    DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(local.dtype, local.shape, &piece));
+    Tensor piece;
+    DISTRT_RETURN_IF_ERROR(Tensor::Allocate(local.dtype, local.shape, &piece));
     CopyWindow(g->data<uint8_t>(), g->shape(), s.offsets, s.sizes, DTypeSize(local.dtype),
                piece.data<uint8_t>());
     mine->push_back(std::move(piece));
@@ -200,7 +206,7 @@ Status SliceInputs(const Program& p, const std::vector<NamedTensor>& global,
 
 Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs,
                      const std::vector<NamedTensor>& global,
-                     std::vector<std::vector<HostTensor>>* per_rank) {
+                     std::vector<std::vector<Tensor>>* per_rank) {
   per_rank->assign(programs.size(), {});
   for (size_t r = 0; r < programs.size(); ++r) {
     DISTRT_RETURN_IF_ERROR(SliceInputs(*programs[r], global, &(*per_rank)[r]));
@@ -209,7 +215,7 @@ Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs
 }
 
 Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
-                       const std::vector<std::vector<HostTensor>>& per_rank,
+                       const std::vector<std::vector<Tensor>>& per_rank,
                        std::vector<NamedTensor>* global) {
   if (per_rank.size() != programs.size()) {
     return InvalidArgumentError("AssembleOutputs: ", programs.size(), " programs but outputs of ",
@@ -262,7 +268,7 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
                       std::vector<NamedTensor>* global) {
   struct Acc {
     std::string name;
-    HostTensor tensor;
+    Tensor tensor;
     std::vector<uint8_t> covered;           // per element
     std::set<std::vector<int64_t>> placed;  // offsets already written
   };
@@ -270,7 +276,7 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
   for (const OutputPiece& op : pieces) {
     const int r = op.rank;
     const proto::Argument& a = op.argument;
-    const HostTensor& piece = op.tensor;
+    const Tensor& piece = op.tensor;
     SliceInfo s;
     DISTRT_RETURN_IF_ERROR(ResolveSlice(a.slice(), piece.shape(), &s));
     Acc* slot = nullptr;
@@ -281,7 +287,7 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
       acc.push_back(Acc());
       slot = &acc.back();
       slot->name = a.name();
-      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
+      DISTRT_RETURN_IF_ERROR(Tensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
       slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
     }
     if (slot->tensor.shape() != s.global_shape || slot->tensor.dtype() != piece.dtype()) {

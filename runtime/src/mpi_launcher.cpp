@@ -75,14 +75,14 @@ class Reader {
   size_t n_, at_ = 0;
 };
 
-void PutTensor(std::vector<uint8_t>* out, const HostTensor& t) {
+void PutTensor(std::vector<uint8_t>* out, const Tensor& t) {
   PutU64(out, static_cast<uint64_t>(t.dtype()));
   PutU64(out, t.shape().size());
   for (int64_t d : t.shape()) PutU64(out, static_cast<uint64_t>(d));
   PutBytes(out, t.raw(), t.byte_size());
 }
 
-Status GetTensor(Reader* r, HostTensor* t) {
+Status GetTensor(Reader* r, Tensor* t) {
   uint64_t dt, rank;
   if (!r->U64(&dt) || !r->U64(&rank) || rank > 64 || !IsValidDType(static_cast<int>(dt))) {
     return DataLossError("corrupt tensor header");
@@ -96,7 +96,7 @@ Status GetTensor(Reader* r, HostTensor* t) {
   const uint8_t* data;
   size_t len;
   if (!r->Bytes(&data, &len)) return DataLossError("corrupt tensor data");
-  DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(static_cast<DType>(dt), shape, t));
+  DISTRT_RETURN_IF_ERROR(Tensor::Allocate(static_cast<DType>(dt), shape, t));
   if (len != t->byte_size())
     return DataLossError("tensor data has ", len, " bytes, expected ", t->byte_size());
   if (len) std::memcpy(t->raw(), data, len);
@@ -226,6 +226,8 @@ Status MpiRank::Create(std::shared_ptr<const Program> program, const MpiRunOptio
     ExecutorOptions eo;
     eo.threads = options.threads;
     eo.profile = options.profile;
+    eo.device = options.device;
+    eo.allow_host_fallback = options.allow_host_fallback;
     st = Executor::Create(program, comm, eo, &r->exec_);
   }
   if (!st.ok()) {
@@ -236,17 +238,17 @@ Status MpiRank::Create(std::shared_ptr<const Program> program, const MpiRunOptio
   return OkStatus();
 }
 
-Status MpiRank::Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs) {
+Status MpiRank::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
   return exec_->Run(inputs, outputs);  // the executor aborts the communicator on failure
 }
 
-Status MpiRank::RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
-                            std::vector<std::vector<HostTensor>>* outputs) {
+Status MpiRank::RunSchedule(const std::vector<std::vector<Tensor>>& inputs,
+                            std::vector<std::vector<Tensor>>* outputs) {
   return exec_->RunSchedule(inputs, outputs);
 }
 
-Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<HostTensor>& my_inputs,
-                  std::vector<HostTensor>* my_outputs, const MpiRunOptions& options,
+Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<Tensor>& my_inputs,
+                  std::vector<Tensor>* my_outputs, const MpiRunOptions& options,
                   RunStats* stats) {
   std::unique_ptr<MpiRank> r;
   DISTRT_RETURN_IF_ERROR(MpiRank::Create(std::move(program), options, &r));
@@ -256,8 +258,8 @@ Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<Host
 }
 
 Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
-                          const std::vector<std::vector<HostTensor>>& my_inputs,
-                          std::vector<std::vector<HostTensor>>* my_outputs,
+                          const std::vector<std::vector<Tensor>>& my_inputs,
+                          std::vector<std::vector<Tensor>>* my_outputs,
                           const MpiRunOptions& options, RunStats* stats) {
   std::unique_ptr<MpiRank> r;
   DISTRT_RETURN_IF_ERROR(MpiRank::Create(std::move(program), options, &r));
@@ -274,7 +276,7 @@ namespace {
 // (an Argument: name and slice, and the tensor) or, when `problem` is set,
 // that message; the root assembles (AssembleOutputPieces / AssemblePersistent).
 Status GatherPieces(const char* fn, const std::vector<proto::Argument>& args,
-                    const std::vector<HostTensor>& tensors, const std::string& problem, int root,
+                    const std::vector<Tensor>& tensors, const std::string& problem, int root,
                     const std::function<Status(const std::vector<OutputPiece>&)>& assemble) {
   DISTRT_RETURN_IF_ERROR(RequireMpi(fn));
   int rank = 0, size = 1;
@@ -342,7 +344,7 @@ Status GatherPieces(const char* fn, const std::vector<proto::Argument>& args,
 
 }  // namespace
 
-Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_outputs, int root,
+Status GatherOutputs(const Program& program, const std::vector<Tensor>& my_outputs, int root,
                      std::vector<NamedTensor>* global) {
   global->clear();
   std::string problem;
@@ -363,7 +365,7 @@ Status GatherPersistent(const std::vector<PersistentTensor>& mine, int root,
   global->clear();
   std::string problem;
   std::vector<proto::Argument> args;
-  std::vector<HostTensor> tensors;
+  std::vector<Tensor> tensors;
   for (const PersistentTensor& t : mine) {
     if (t.weight == nullptr) {
       problem = "GatherPersistent: a piece has no weight";

@@ -79,7 +79,7 @@ void ProgramBuilder::Output(const std::string& name, int value, const proto::Sli
   *p_.mutable_outputs(p_.outputs_size() - 1)->mutable_slice() = slice;
 }
 
-int ProgramBuilder::Constant(const HostTensor& t, const std::string& name) {
+int ProgramBuilder::Constant(const Tensor& t, const std::string& name) {
   int id = Value(t.dtype(), t.shape(), name);
   proto::Constant* c = p_.add_constants();
   c->set_value(id);

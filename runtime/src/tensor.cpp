@@ -4,7 +4,8 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 namespace distrt {
 
@@ -37,7 +38,10 @@ void MemoryTracker::Add(int64_t bytes) {
 
 struct MemoryTracker::Cache {
   std::mutex mu;
-  std::unordered_multimap<size_t, void*> blocks;  // by rounded size
+  // Kept blocks by device and rounded size; `devices` keeps every device a
+  // block came from alive until the blocks are freed.
+  std::multimap<std::pair<Device*, size_t>, void*> blocks;
+  std::vector<std::shared_ptr<Device>> devices;
   int64_t bytes = 0;
 };
 
@@ -53,10 +57,10 @@ int64_t MemoryTracker::cached_bytes() const {
   return cache_->bytes;
 }
 
-void* MemoryTracker::TakeCached(size_t bytes) {
+void* MemoryTracker::TakeCached(Device* device, size_t bytes) {
   if (!cache_) return nullptr;
   std::lock_guard<std::mutex> lock(cache_->mu);
-  auto it = cache_->blocks.find(bytes);
+  auto it = cache_->blocks.find({device, bytes});
   if (it == cache_->blocks.end()) return nullptr;
   void* p = it->second;
   cache_->blocks.erase(it);
@@ -64,34 +68,53 @@ void* MemoryTracker::TakeCached(size_t bytes) {
   return p;
 }
 
-bool MemoryTracker::Keep(void* p, size_t bytes) {
+bool MemoryTracker::Keep(const std::shared_ptr<Device>& device, void* p, size_t bytes) {
   if (!cache_) return false;
   std::lock_guard<std::mutex> lock(cache_->mu);
-  cache_->blocks.emplace(bytes, p);
+  cache_->blocks.emplace(std::make_pair(device.get(), bytes), p);
+  bool known = false;
+  for (const auto& d : cache_->devices) known = known || d == device;
+  if (!known) cache_->devices.push_back(device);
   cache_->bytes += static_cast<int64_t>(bytes);
   return true;
 }
 
 MemoryTracker::~MemoryTracker() {
   if (!cache_) return;
-  for (auto& kv : cache_->blocks) std::free(kv.second);
+  for (auto& kv : cache_->blocks) kv.first.first->Free(kv.second);
 }
 
 Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
                         std::shared_ptr<Buffer>* out, bool zero) {
+  return AllocateOn(CpuDevice(), bytes, std::move(tracker), out, zero);
+}
+
+Status Buffer::AllocateOn(const std::shared_ptr<Device>& device, size_t bytes,
+                          std::shared_ptr<MemoryTracker> tracker, std::shared_ptr<Buffer>* out,
+                          bool zero) {
+  const std::shared_ptr<Device>& dev = device ? device : CpuDevice();
   std::shared_ptr<Buffer> b(new Buffer());
-  // aligned_alloc needs a size that is a multiple of the alignment; always
-  // allocate at least one line so empty tensors still have a valid pointer.
+  // Always at least one line, so that empty tensors still have a valid
+  // pointer; sizes in whole lines, so that blocks are reused by size.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   if (rounded < bytes) return ResourceExhaustedError("allocation of ", bytes, " bytes overflows");
-  void* p = tracker ? tracker->TakeCached(rounded) : nullptr;
-  if (p == nullptr) p = std::aligned_alloc(64, rounded);
-  if (p == nullptr) return ResourceExhaustedError("out of memory allocating ", bytes, " bytes");
-  if (zero) std::memset(p, 0, rounded);
+  void* p = tracker ? tracker->TakeCached(dev.get(), rounded) : nullptr;
+  if (p == nullptr) p = dev->Allocate(rounded);
+  if (p == nullptr) {
+    return ResourceExhaustedError("out of memory allocating ", bytes, " bytes on ", dev->name());
+  }
+  if (zero) {
+    Status st = dev->Zero(p, rounded);
+    if (!st.ok()) {
+      dev->Free(p);
+      return st;
+    }
+  }
   b->data_ = static_cast<uint8_t*>(p);
   b->size_ = bytes;
   b->capacity_ = rounded;
+  b->device_ = dev;
   b->tracker_ = std::move(tracker);
   if (b->tracker_) b->tracker_->Add(static_cast<int64_t>(bytes));
   *out = std::move(b);
@@ -99,14 +122,15 @@ Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
 }
 
 bool Buffer::SwapData(Buffer& other) {
-  if (size_ != other.size_ || capacity_ != other.capacity_) return false;
+  if (size_ != other.size_ || capacity_ != other.capacity_ || device_ != other.device_)
+    return false;
   std::swap(data_, other.data_);
   return true;
 }
 
 void Buffer::ReleaseData() {
   if (tracker_) tracker_->Remove(static_cast<int64_t>(size_));
-  std::free(data_);
+  if (data_) device_->Free(data_);
   data_ = nullptr;
   size_ = 0;
   capacity_ = 0;
@@ -115,13 +139,18 @@ void Buffer::ReleaseData() {
 Buffer::~Buffer() {
   if (tracker_) {
     tracker_->Remove(static_cast<int64_t>(size_));
-    if (data_ && tracker_->Keep(data_, capacity_)) return;
+    if (data_ && tracker_->Keep(device_, data_, capacity_)) return;
   }
-  std::free(data_);
+  if (data_) device_->Free(data_);
 }
 
-Status HostTensor::Allocate(DType dtype, const Shape& shape, HostTensor* out,
-                            std::shared_ptr<MemoryTracker> tracker, bool zero) {
+Status Tensor::Allocate(DType dtype, const Shape& shape, Tensor* out,
+                        std::shared_ptr<MemoryTracker> tracker, bool zero) {
+  return AllocateOn(CpuDevice(), dtype, shape, out, std::move(tracker), zero);
+}
+
+Status Tensor::AllocateOn(const std::shared_ptr<Device>& device, DType dtype, const Shape& shape,
+                          Tensor* out, std::shared_ptr<MemoryTracker> tracker, bool zero) {
   if (DTypeSize(dtype) == 0) {
     return InvalidArgumentError("cannot allocate a tensor of dtype ", DTypeName(dtype));
   }
@@ -130,24 +159,24 @@ Status HostTensor::Allocate(DType dtype, const Shape& shape, HostTensor* out,
   if (static_cast<uint64_t>(n) > std::numeric_limits<uint64_t>::max() / DTypeSize(dtype)) {
     return ResourceExhaustedError("tensor shape ", ShapeToString(shape), " is too large");
   }
-  HostTensor t;
-  DISTRT_RETURN_IF_ERROR(Buffer::Allocate(static_cast<size_t>(n) * DTypeSize(dtype),
-                                          std::move(tracker), &t.buffer_, zero));
+  Tensor t;
+  DISTRT_RETURN_IF_ERROR(Buffer::AllocateOn(device, static_cast<size_t>(n) * DTypeSize(dtype),
+                                            std::move(tracker), &t.buffer_, zero));
   t.type_.dtype = dtype;
   t.type_.shape = shape;
   *out = std::move(t);
   return OkStatus();
 }
 
-StatusOr<HostTensor> HostTensor::Make(DType dtype, const Shape& shape) {
-  HostTensor t;
+StatusOr<Tensor> Tensor::Make(DType dtype, const Shape& shape) {
+  Tensor t;
   DISTRT_RETURN_IF_ERROR(Allocate(dtype, shape, &t));
   return t;
 }
 
-Status HostTensor::FromBytes(DType dtype, const Shape& shape, const void* data, size_t bytes,
-                             HostTensor* out) {
-  HostTensor t;
+Status Tensor::FromBytes(DType dtype, const Shape& shape, const void* data, size_t bytes,
+                             Tensor* out) {
+  Tensor t;
   DISTRT_RETURN_IF_ERROR(Allocate(dtype, shape, &t));
   if (t.byte_size() != bytes) {
     return InvalidArgumentError("FromBytes: ", t.type().ToString(), " needs ", t.byte_size(),
@@ -158,28 +187,55 @@ Status HostTensor::FromBytes(DType dtype, const Shape& shape, const void* data, 
   return OkStatus();
 }
 
-Status HostTensor::Reshaped(const Shape& shape, HostTensor* out) const {
+Status Tensor::Reshaped(const Shape& shape, Tensor* out) const {
   int64_t n = NumElements(shape);
   if (n < 0 || n != num_elements()) {
     return InvalidArgumentError("cannot reshape ", type_.ToString(), " (", num_elements(),
                                 " elements) to ", ShapeToString(shape));
   }
-  HostTensor t = *this;
+  Tensor t = *this;
   t.type_.shape = shape;
   *out = std::move(t);
   return OkStatus();
 }
 
-HostTensor HostTensor::Clone() const {
-  HostTensor t;
+Tensor Tensor::Clone() const {
+  Tensor t;
   if (!defined()) return t;
-  if (!Allocate(type_.dtype, type_.shape, &t).ok()) return HostTensor();
-  if (byte_size()) std::memcpy(t.raw(), raw(), byte_size());
+  if (!CopyTo(buffer_->shared_device(), &t).ok()) return Tensor();
   return t;
 }
 
-bool HostTensor::Equals(const HostTensor& other) const {
+Status Tensor::CopyTo(const std::shared_ptr<Device>& device, Tensor* out,
+                      std::shared_ptr<MemoryTracker> tracker) const {
+  if (!defined()) return InvalidArgumentError("cannot copy an undefined tensor");
+  const std::shared_ptr<Device>& to = device ? device : CpuDevice();
+  Tensor t;
+  DISTRT_RETURN_IF_ERROR(AllocateOn(to, type_.dtype, type_.shape, &t, std::move(tracker), false));
+  const size_t n = byte_size();
+  if (n) {
+    Device* from = this->device();
+    if (from == to.get()) {
+      DISTRT_RETURN_IF_ERROR(from->CopyWithin(t.raw(), raw(), n));
+    } else if (from->kind() == DeviceKind::kCpu) {
+      DISTRT_RETURN_IF_ERROR(to->CopyFromHost(t.raw(), raw(), n));
+    } else if (to->kind() == DeviceKind::kCpu) {
+      DISTRT_RETURN_IF_ERROR(from->CopyToHost(t.raw(), raw(), n));
+    } else {  // between two devices: through the host
+      Tensor host;
+      DISTRT_RETURN_IF_ERROR(CopyTo(CpuDevice(), &host));
+      DISTRT_RETURN_IF_ERROR(to->CopyFromHost(t.raw(), host.raw(), n));
+      // The host copy must outlive the queued copy.
+      DISTRT_RETURN_IF_ERROR(to->Synchronize());
+    }
+  }
+  *out = std::move(t);
+  return OkStatus();
+}
+
+bool Tensor::Equals(const Tensor& other) const {
   if (type_ != other.type_) return false;
+  if (!on_host() || !other.on_host()) return false;
   if (byte_size() == 0) return true;
   return std::memcmp(raw(), other.raw(), byte_size()) == 0;
 }
@@ -199,10 +255,11 @@ void PrintElems(std::ostream& os, const void* p, int64_t n) {
 }
 }  // namespace
 
-std::string HostTensor::DebugString(int max_elements) const {
+std::string Tensor::DebugString(int max_elements) const {
   std::ostringstream os;
   os << type_.ToString();
   if (!defined()) return os.str() + " <undefined>";
+  if (!on_host()) return os.str() + " on " + device()->name();
   int64_t n = num_elements();
   int64_t shown = n < max_elements ? n : max_elements;
   os << " {";

@@ -9,7 +9,7 @@
 namespace distrt {
 
 Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTracker> tracker,
-                               std::vector<HostTensor>* values) {
+                               std::vector<Tensor>* values) {
   const proto::RankProgram& p = program.proto();
   std::map<std::string, std::unique_ptr<MappedFile>> files;  // unmapped on return
   for (int i = 0; i < p.weights_size(); ++i) {
@@ -17,8 +17,8 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     const int idx = program.ValueIndex(w.value());
     const TensorType& vt = program.value(idx).type;
     if (w.zeros()) {  // optimizer state: no file, starts at zero
-      HostTensor t;
-      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(vt.dtype, vt.shape, &t, tracker, true));
+      Tensor t;
+      DISTRT_RETURN_IF_ERROR(Tensor::Allocate(vt.dtype, vt.shape, &t, tracker, true));
       (*values)[static_cast<size_t>(idx)] = std::move(t);
       continue;
     }
@@ -41,8 +41,8 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
                              " bytes");
     }
     const uint8_t* base = file.data() + w.offset();
-    HostTensor t;
-    DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(vt.dtype, vt.shape, &t, tracker, false));
+    Tensor t;
+    DISTRT_RETURN_IF_ERROR(Tensor::Allocate(vt.dtype, vt.shape, &t, tracker, false));
     // A slice's rows may be spread over the whole tensor; prefault the
     // tensor's bytes only when this rank reads most of them.
     if (static_cast<uint64_t>(t.byte_size()) * 2 >= bytes) file.Prefault(w.offset(), bytes);
@@ -50,8 +50,8 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     if (wd == vt.dtype) {
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, t.data<uint8_t>());
     } else {  // f16/bf16 stored, f32 wanted
-      HostTensor raw;
-      DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(wd, vt.shape, &raw, nullptr, false));
+      Tensor raw;
+      DISTRT_RETURN_IF_ERROR(Tensor::Allocate(wd, vt.shape, &raw, nullptr, false));
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, raw.data<uint8_t>());
       DISTRT_RETURN_IF_ERROR(CastBuffer(raw.raw(), wd, t.raw(), vt.dtype, t.num_elements()));
     }
@@ -62,8 +62,8 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     const proto::Constant& c = p.constants(i);
     const int idx = program.ValueIndex(c.value());
     const TensorType& vt = program.value(idx).type;
-    HostTensor t;
-    DISTRT_RETURN_IF_ERROR(HostTensor::Allocate(vt.dtype, vt.shape, &t, tracker, false));
+    Tensor t;
+    DISTRT_RETURN_IF_ERROR(Tensor::Allocate(vt.dtype, vt.shape, &t, tracker, false));
     if (t.byte_size()) std::memcpy(t.raw(), c.tensor().data().data(), t.byte_size());
     (*values)[static_cast<size_t>(idx)] = std::move(t);
   }

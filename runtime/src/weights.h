@@ -12,7 +12,7 @@ namespace distrt {
 // through a memory map, copying only this rank's slice; zeros weights are
 // allocated zero-filled.
 Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTracker> tracker,
-                               std::vector<HostTensor>* values);
+                               std::vector<Tensor>* values);
 
 }  // namespace distrt
 

@@ -106,11 +106,11 @@ void CheckMegatron(const std::vector<int64_t>& split) {
   TempDir dir;
   Mlp mlp;
   mlp.Write(dir.File("model.bin"));
-  HostTensor x = Iota({mlp.batch, mlp.hidden}, 0.13f, -1.5f);
+  Tensor x = Iota({mlp.batch, mlp.hidden}, 0.13f, -1.5f);
 
   // Single rank: the whole MLP.
   auto single = SaveAndLoad(dir, {mlp.Program(0, {mlp.ffn}, "model.bin")});
-  std::vector<std::vector<HostTensor>> ref_out;
+  std::vector<std::vector<Tensor>> ref_out;
   Status st = RunLocal(single, {{x}}, &ref_out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ExpectF32(ref_out[0][0], {mlp.batch, mlp.hidden}, mlp.Reference(Vec<float>(x)), 1e-5f);
@@ -122,7 +122,7 @@ void CheckMegatron(const std::vector<int64_t>& split) {
     progs.push_back(mlp.Program(static_cast<int>(r), split, dir.File("model.bin")));
   }
   auto tp = SaveAndLoad(dir2, progs);
-  std::vector<std::vector<HostTensor>> in(split.size(), std::vector<HostTensor>{x}), out;
+  std::vector<std::vector<Tensor>> in(split.size(), std::vector<Tensor>{x}), out;
   std::vector<RunStats> stats;
   st = RunLocal(tp, in, &out, LocalRunOptions(), &stats);
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -158,7 +158,7 @@ TEST(Executor, LivenessKeepsPeakAtTwoBuffers) {
   const int n = 24;
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(Chain(n, false, shape), nullptr, {}, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({Iota(shape, 1e-4f)}, &out).ok());
   EXPECT_LE(e->stats().peak_live_bytes, 2 * bytes);  // (1 with in-place reuse)
   EXPECT_GE(e->stats().peak_live_bytes, bytes);
@@ -180,8 +180,8 @@ TEST(Executor, ElementwiseChainRunsInPlaceWithoutTouchingInputs) {
   const int64_t bytes = 32 * 32 * 4;
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(Chain(9, false, shape), nullptr, {}, &e).ok());
-  HostTensor x = Iota(shape, 1e-3f);
-  std::vector<HostTensor> out;
+  Tensor x = Iota(shape, 1e-3f);
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({x}, &out).ok());
   EXPECT_EQ(e->stats().peak_live_bytes, bytes);
   EXPECT_EQ(x.data<float>()[7], 7e-3f);
@@ -217,7 +217,7 @@ TEST(Executor, DeadResultsAreFreedAndReshapeAliases) {
   ASSERT_TRUE(Program::Create(b.Build(), "", ".", &p).ok());
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({Iota(shape)}, &out).ok());
   EXPECT_EQ(e->stats().peak_live_bytes, bytes);
   EXPECT_EQ(out[0].data<float>()[5], -5.0f);
@@ -241,9 +241,9 @@ TEST(Executor, ThreadedKernelsMatchSingleThreaded) {
   b.Output("tr", tr);
   std::shared_ptr<const Program> p;
   ASSERT_TRUE(Program::Create(b.Build(), "", ".", &p).ok());
-  std::vector<HostTensor> ins = {Iota({2, m, k}, 1e-4f, -1), Iota({k, n}, -2e-4f, 0.5f),
+  std::vector<Tensor> ins = {Iota({2, m, k}, 1e-4f, -1), Iota({k, n}, -2e-4f, 0.5f),
                                  Iota({n}, 0.01f)};
-  std::vector<HostTensor> one, four;
+  std::vector<Tensor> one, four;
   std::unique_ptr<Executor> e1, e4;
   ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e1).ok());
   ExecutorOptions o4;
@@ -264,7 +264,7 @@ TEST(Executor, ThreadedKernelsMatchSingleThreaded) {
 TEST(Executor, InputChecks) {
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(Chain(2, false, {3}), nullptr, {}, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = e->Run({}, &out);
   EXPECT_HAS(st.message(), "expected 1 inputs, got 0");
   st = e->Run({Iota({4})}, &out);
@@ -314,7 +314,7 @@ TEST(Executor, ProfileCountsCallsPerOpKind) {
   options.profile = true;
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(e->Run({Iota({8})}, &out).ok());
   const RunStats& s = e->stats();
   EXPECT_EQ(s.profiled_runs, 3);

@@ -47,7 +47,7 @@ TEST(Binary, BroadcastingMatchesReference) {
   for (const auto& c : cases) {
     std::vector<float> av = Seq(static_cast<int>(NumElements(c.a)), 1.5f, -2.0f);
     std::vector<float> bv = Seq(static_cast<int>(NumElements(c.b)), -0.5f, 3.0f);
-    HostTensor a = F32(c.a, av), b = F32(c.b, bv);
+    Tensor a = F32(c.a, av), b = F32(c.b, bv);
     const int64_t n = NumElements(c.out);
     struct Op {
       const char* name;
@@ -70,7 +70,7 @@ TEST(Binary, BroadcastingMatchesReference) {
 }
 
 TEST(Binary, IncompatibleShapesFail) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("add", {F32({2, 3}, Seq(6, 1, 0)), F32({2}, {1, 2})}, {{DType::kF32, {2, 3}}},
                     {}, &out);
   EXPECT_FALSE(st.ok());
@@ -78,18 +78,18 @@ TEST(Binary, IncompatibleShapesFail) {
 }
 
 TEST(Binary, IntegerDivTruncatesTowardZero) {
-  HostTensor a = I64({6}, {7, -7, 7, -7, std::numeric_limits<int64_t>::min(), 0});
-  HostTensor b = I64({6}, {2, 2, -2, -2, -1, 5});
-  HostTensor y = Run1("div", {a, b}, {DType::kI64, {6}});
+  Tensor a = I64({6}, {7, -7, 7, -7, std::numeric_limits<int64_t>::min(), 0});
+  Tensor b = I64({6}, {2, 2, -2, -2, -1, 5});
+  Tensor y = Run1("div", {a, b}, {DType::kI64, {6}});
   EXPECT_EQ(Vec<int64_t>(y),
             (std::vector<int64_t>{3, -3, -3, 3, std::numeric_limits<int64_t>::min(), 0}));
-  HostTensor a32 = I32({2}, {9, -9});
+  Tensor a32 = I32({2}, {9, -9});
   EXPECT_EQ(Vec<int32_t>(Run1("div", {a32, I32({}, {4})}, {DType::kI32, {2}})),
             (std::vector<int32_t>{2, -2}));
 }
 
 TEST(Binary, IntegerDivisionByZeroIsAnError) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("div", {I32({2}, {1, 2}), I32({2}, {1, 0})}, {{DType::kI32, {2}}}, {}, &out);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("division by zero"), std::string::npos);
@@ -97,21 +97,21 @@ TEST(Binary, IntegerDivisionByZeroIsAnError) {
 }
 
 TEST(Binary, ModSignFollowsDivisorUnlessFmod) {
-  HostTensor a = I64({4}, {-7, 7, -7, 7}), b = I64({4}, {3, -3, -3, 3});
+  Tensor a = I64({4}, {-7, 7, -7, 7}), b = I64({4}, {3, -3, -3, 3});
   EXPECT_EQ(Vec<int64_t>(Run1("mod", {a, b}, {DType::kI64, {4}})),
             (std::vector<int64_t>{2, -2, -1, 1}));
   EXPECT_EQ(Vec<int64_t>(Run1("mod", {a, b}, {DType::kI64, {4}}, {{"fmod", AttrInt(1)}})),
             (std::vector<int64_t>{-1, 1, -1, 1}));
-  HostTensor fa = F32({3}, {-7.5f, 7.5f, 5.0f}), fb = F32({3}, {2.0f, -2.0f, 2.5f});
+  Tensor fa = F32({3}, {-7.5f, 7.5f, 5.0f}), fb = F32({3}, {2.0f, -2.0f, 2.5f});
   ExpectF32(Run1("mod", {fa, fb}, {DType::kF32, {3}}, {{"fmod", AttrInt(1)}}), {3},
             {-1.5f, 1.5f, 0.0f});
   ExpectF32(Run1("mod", {fa, fb}, {DType::kF32, {3}}), {3}, {0.5f, -0.5f, 0.0f});
 }
 
 TEST(Binary, IntegerArithmeticWraps) {
-  HostTensor a =
+  Tensor a =
       I32({3}, {std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min(), 65536});
-  HostTensor b = I32({3}, {1, 1, 65536});
+  Tensor b = I32({3}, {1, 1, 65536});
   EXPECT_EQ(Vec<int32_t>(Run1("add", {a, b}, {DType::kI32, {3}})),
             (std::vector<int32_t>{std::numeric_limits<int32_t>::min(),
                                   std::numeric_limits<int32_t>::min() + 1, 131072}));
@@ -141,12 +141,12 @@ TEST(Binary, MaxMinPropagateNaN) {
 }
 
 TEST(Binary, Float64) {
-  HostTensor y = Run1("add", {F64({2}, {0.1, 1e300}), F64({2}, {0.2, 1e300})}, {DType::kF64, {2}});
+  Tensor y = Run1("add", {F64({2}, {0.1, 1e300}), F64({2}, {0.2, 1e300})}, {DType::kF64, {2}});
   EXPECT_EQ(Vec<double>(y), (std::vector<double>{0.1 + 0.2, 2e300}));
 }
 
 TEST(Compare, ResultsAreBoolWithBroadcast) {
-  HostTensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6}), b = F32({3}, {2, 2, 7});
+  Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6}), b = F32({3}, {2, 2, 7});
   const struct {
     const char* op;
     std::vector<uint8_t> want;
@@ -156,37 +156,37 @@ TEST(Compare, ResultsAreBoolWithBroadcast) {
                {"greater", {0, 0, 0, 1, 1, 0}},
                {"greater_equal", {0, 1, 0, 1, 1, 0}}};
   for (const auto& c : cases) {
-    HostTensor y = Run1(c.op, {a, b}, {DType::kBool, {2, 3}});
+    Tensor y = Run1(c.op, {a, b}, {DType::kBool, {2, 3}});
     ASSERT_EQ(y.dtype(), DType::kBool) << c.op;
     EXPECT_EQ(std::vector<uint8_t>(y.data<uint8_t>(), y.data<uint8_t>() + 6), c.want) << c.op;
   }
-  HostTensor e = Run1("equal", {I64({3}, {1, -1, 5}), I64({1}, {-1})}, {DType::kBool, {3}});
+  Tensor e = Run1("equal", {I64({3}, {1, -1, 5}), I64({1}, {-1})}, {DType::kBool, {3}});
   EXPECT_EQ(std::vector<uint8_t>(e.data<uint8_t>(), e.data<uint8_t>() + 3),
             (std::vector<uint8_t>{0, 1, 0}));
   // NaN compares false.
-  HostTensor n = Run1("less", {F32({1}, {NAN}), F32({1}, {1})}, {DType::kBool, {1}});
+  Tensor n = Run1("less", {F32({1}, {NAN}), F32({1}, {1})}, {DType::kBool, {1}});
   EXPECT_EQ(n.data<uint8_t>()[0], 0);
 }
 
 TEST(Logic, AndOrXorNot) {
-  HostTensor a = Bool({4}, {0, 0, 1, 1}), b = Bool({4}, {0, 1, 0, 1});
-  auto bytes = [](const HostTensor& t) {
+  Tensor a = Bool({4}, {0, 0, 1, 1}), b = Bool({4}, {0, 1, 0, 1});
+  auto bytes = [](const Tensor& t) {
     return std::vector<uint8_t>(t.data<uint8_t>(), t.data<uint8_t>() + t.num_elements());
   };
   EXPECT_EQ(bytes(Run1("and", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 0, 0, 1}));
   EXPECT_EQ(bytes(Run1("or", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 1, 1, 1}));
   EXPECT_EQ(bytes(Run1("xor", {a, b}, {DType::kBool, {4}})), (std::vector<uint8_t>{0, 1, 1, 0}));
   EXPECT_EQ(bytes(Run1("not", {a}, {DType::kBool, {4}})), (std::vector<uint8_t>{1, 1, 0, 0}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   EXPECT_FALSE(RunOp("and", {F32({1}, {1}), F32({1}, {1})}, {{DType::kBool, {1}}}, {}, &out).ok());
 }
 
 TEST(Where, ThreeWayBroadcast) {
-  HostTensor c = Bool({2, 1}, {1, 0});
-  HostTensor a = F32({3}, {1, 2, 3});
-  HostTensor b = F32({2, 3}, {10, 20, 30, 40, 50, 60});
+  Tensor c = Bool({2, 1}, {1, 0});
+  Tensor a = F32({3}, {1, 2, 3});
+  Tensor b = F32({2, 3}, {10, 20, 30, 40, 50, 60});
   ExpectF32(Run1("where", {c, a, b}, {DType::kF32, {2, 3}}), {2, 3}, {1, 2, 3, 40, 50, 60});
-  HostTensor yi =
+  Tensor yi =
       Run1("where", {Bool({3}, {0, 1, 0}), I64({3}, {1, 2, 3}), I64({}, {-1})}, {DType::kI64, {3}});
   EXPECT_EQ(Vec<int64_t>(yi), (std::vector<int64_t>{-1, 2, -1}));
 }
@@ -301,7 +301,7 @@ TEST(Unary, RoundHalfToEven) {
 }
 
 TEST(Unary, IntegerNegAbsReluSign) {
-  HostTensor x = I64({4}, {-3, 0, 5, std::numeric_limits<int64_t>::min()});
+  Tensor x = I64({4}, {-3, 0, 5, std::numeric_limits<int64_t>::min()});
   EXPECT_EQ(Vec<int64_t>(Run1("neg", {x}, {DType::kI64, {4}})),
             (std::vector<int64_t>{3, 0, -5, std::numeric_limits<int64_t>::min()}));
   EXPECT_EQ(Vec<int64_t>(Run1("abs", {x}, {DType::kI64, {4}}))[0], 3);
@@ -309,7 +309,7 @@ TEST(Unary, IntegerNegAbsReluSign) {
             (std::vector<int64_t>{0, 0, 5, 0}));
   EXPECT_EQ(Vec<int64_t>(Run1("sign", {x}, {DType::kI64, {4}})),
             (std::vector<int64_t>{-1, 0, 1, -1}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("exp", {I64({1}, {1})}, {{DType::kI64, {1}}}, {}, &out);
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
   EXPECT_NE(st.message().find("'exp' does not support dtype i64"), std::string::npos);
@@ -333,7 +333,7 @@ TEST(Unary, GeluErfAndTanh) {
 }
 
 TEST(Unary, LeakyReluAndClip) {
-  HostTensor x = F32({5}, {-10, -1, 0, 1, 10});
+  Tensor x = F32({5}, {-10, -1, 0, 1, 10});
   ExpectF32(Run1("leaky_relu", {x}, {DType::kF32, {5}}, {{"alpha", AttrFloat(0.1)}}), {5},
             {-1, -0.1f, 0, 1, 10});
   ExpectF32(Run1("leaky_relu", {x}, {DType::kF32, {5}}), {5}, {-0.1f, -0.01f, 0, 1, 10});
@@ -347,41 +347,41 @@ TEST(Unary, LeakyReluAndClip) {
 }
 
 TEST(Unary, IdentitySharesBuffer) {
-  HostTensor x = I64({2}, {4, 5});
-  HostTensor y = Run1("identity", {x}, {DType::kI64, {2}});
+  Tensor x = I64({2}, {4, 5});
+  Tensor y = Run1("identity", {x}, {DType::kI64, {2}});
   EXPECT_EQ(Vec<int64_t>(y), (std::vector<int64_t>{4, 5}));
 }
 
 TEST(Cast, NumericConversions) {
-  HostTensor f = F32({5}, {-2.7f, -0.5f, 0.0f, 1.9f, 300.0f});
+  Tensor f = F32({5}, {-2.7f, -0.5f, 0.0f, 1.9f, 300.0f});
   EXPECT_EQ(Vec<int32_t>(Run1("cast", {f}, {DType::kI32, {5}})),
             (std::vector<int32_t>{-2, 0, 0, 1, 300}));
   EXPECT_EQ(Vec<int64_t>(Run1("cast", {f}, {DType::kI64, {5}})),
             (std::vector<int64_t>{-2, 0, 0, 1, 300}));
-  HostTensor u8 = Run1("cast", {f}, {DType::kU8, {5}});
+  Tensor u8 = Run1("cast", {f}, {DType::kU8, {5}});
   EXPECT_EQ(u8.data<uint8_t>()[4], 44);  // 300 wraps modulo 256, as numpy
-  HostTensor b = Run1("cast", {f}, {DType::kBool, {5}});
+  Tensor b = Run1("cast", {f}, {DType::kBool, {5}});
   EXPECT_EQ(std::vector<uint8_t>(b.data<uint8_t>(), b.data<uint8_t>() + 5),
             (std::vector<uint8_t>{1, 1, 0, 1, 1}));
   ExpectF32(Run1("cast", {Bool({3}, {1, 0, 1})}, {DType::kF32, {3}}), {3}, {1, 0, 1});
   ExpectF32(Run1("cast", {I64({2}, {-5, 1LL << 40})}, {DType::kF32, {2}}), {2},
             {-5.0f, 1099511627776.0f});
-  HostTensor d = Run1("cast", {F32({1}, {0.1f})}, {DType::kF64, {1}});
+  Tensor d = Run1("cast", {F32({1}, {0.1f})}, {DType::kF64, {1}});
   EXPECT_EQ(Vec<double>(d)[0], static_cast<double>(0.1f));
   EXPECT_EQ(Vec<int32_t>(Run1("cast", {I64({2}, {(1LL << 32) + 7, -1})}, {DType::kI32, {2}})),
             (std::vector<int32_t>{7, -1}));
 }
 
 TEST(Cast, HalfPrecision) {
-  HostTensor h = Run1("cast", {F32({3}, {1.0f, -0.5f, 65504.0f})}, {DType::kF16, {3}});
+  Tensor h = Run1("cast", {F32({3}, {1.0f, -0.5f, 65504.0f})}, {DType::kF16, {3}});
   ASSERT_EQ(h.dtype(), DType::kF16);
   EXPECT_EQ(h.data<uint16_t>()[0], 0x3c00);
   EXPECT_EQ(h.data<uint16_t>()[1], 0xb800);
   EXPECT_EQ(h.data<uint16_t>()[2], 0x7bff);
   ExpectF32(Run1("cast", {h}, {DType::kF32, {3}}), {3}, {1.0f, -0.5f, 65504.0f});
-  HostTensor bf = Run1("cast", {I64({1}, {3})}, {DType::kBF16, {1}});
+  Tensor bf = Run1("cast", {I64({1}, {3})}, {DType::kBF16, {1}});
   EXPECT_EQ(bf.data<uint16_t>()[0], 0x4040);
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   EXPECT_FALSE(RunOp("cast", {F32({2}, {1, 2})}, {{DType::kI32, {3}}}, {}, &out).ok());
 }
 

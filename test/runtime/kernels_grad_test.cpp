@@ -21,9 +21,9 @@ std::vector<double> RandomValues(int64_t n, uint32_t seed) {
 }
 
 // A tensor of dtype `dt` (f32 or f64) holding `v`.
-HostTensor Tensor(DType dt, const Shape& shape, const std::vector<double>& v) {
-  HostTensor t;
-  EXPECT_TRUE(HostTensor::Allocate(dt, shape, &t).ok());
+Tensor FloatTensor(DType dt, const Shape& shape, const std::vector<double>& v) {
+  Tensor t;
+  EXPECT_TRUE(Tensor::Allocate(dt, shape, &t).ok());
   EXPECT_EQ(static_cast<size_t>(t.num_elements()), v.size());
   for (size_t i = 0; i < v.size(); ++i) {
     if (dt == DType::kF32) t.data<float>()[i] = static_cast<float>(v[i]);
@@ -32,7 +32,7 @@ HostTensor Tensor(DType dt, const Shape& shape, const std::vector<double>& v) {
   return t;
 }
 
-std::vector<double> Values(const HostTensor& t) {
+std::vector<double> Values(const Tensor& t) {
   std::vector<double> v;
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     v.push_back(t.dtype() == DType::kF32 ? static_cast<double>(t.data<float>()[i])
@@ -49,7 +49,7 @@ std::vector<double> Rounded(DType dt, std::vector<double> v) {
   return v;
 }
 
-void ExpectNear(const HostTensor& got, const Shape& shape, const std::vector<double>& want,
+void ExpectNear(const Tensor& got, const Shape& shape, const std::vector<double>& want,
                 double tol) {
   ASSERT_TRUE(got.defined());
   ASSERT_EQ(got.shape(), shape);
@@ -87,15 +87,15 @@ class OneOp {
     status_ = Executor::Create(p, nullptr, o, &exec_);
   }
   const Status& status() const { return status_; }
-  Status Run(const std::vector<HostTensor>& ins, HostTensor* out) {
+  Status Run(const std::vector<Tensor>& ins, Tensor* out) {
     DISTRT_RETURN_IF_ERROR(status_);
-    std::vector<HostTensor> outs;
+    std::vector<Tensor> outs;
     DISTRT_RETURN_IF_ERROR(exec_->Run(ins, &outs));
     *out = outs[0];
     return OkStatus();
   }
-  HostTensor Run(const std::vector<HostTensor>& ins) {
-    HostTensor out;
+  Tensor Run(const std::vector<Tensor>& ins) {
+    Tensor out;
     Status st = Run(ins, &out);
     EXPECT_TRUE(st.ok()) << st.ToString();
     return out;
@@ -138,7 +138,7 @@ void CheckScatterAdd(const Shape& bshape, const Shape& ishape, const std::vector
   ushape.insert(ushape.end(), bshape.begin() + axis + 1, bshape.end());
   const std::vector<double> bv = Rounded(dt, RandomValues(NumElements(bshape), seed));
   const std::vector<double> uv = Rounded(dt, RandomValues(NumElements(ushape), seed + 1));
-  HostTensor ids;
+  Tensor ids;
   if (index_dtype == DType::kI64) {
     ids = I64(ishape, idx);
   } else {
@@ -147,7 +147,7 @@ void CheckScatterAdd(const Shape& bshape, const Shape& ishape, const std::vector
   OneOp op("scatter_add", {{dt, bshape}, {index_dtype, ishape}, {dt, ushape}}, {dt, bshape},
            {{"axis", AttrInt(axis)}}, threads);
   ASSERT_TRUE(op.status().ok()) << op.status().ToString();
-  HostTensor got = op.Run({Tensor(dt, bshape, bv), ids, Tensor(dt, ushape, uv)});
+  Tensor got = op.Run({FloatTensor(dt, bshape, bv), ids, FloatTensor(dt, ushape, uv)});
   // Same additions in the same order: bitwise equal.
   const std::vector<T> want = RefScatterAdd<T>(std::vector<T>(bv.begin(), bv.end()), bshape, idx,
                                                std::vector<T>(uv.begin(), uv.end()), axis);
@@ -189,26 +189,26 @@ TEST(ScatterAdd, LargeTablesSplitColumnsOrRowsAcrossThreads) {
 }
 
 TEST(ScatterAdd, IntegerAndHalfTypes) {
-  HostTensor base = I32({3, 2}, {1, 2, 3, 4, 5, 6});
-  HostTensor upd = I32({2, 2}, {10, 20, 100, 200});
-  HostTensor out = Run1("scatter_add", {base, I64({2}, {2, 2}), upd}, {DType::kI32, {3, 2}},
+  Tensor base = I32({3, 2}, {1, 2, 3, 4, 5, 6});
+  Tensor upd = I32({2, 2}, {10, 20, 100, 200});
+  Tensor out = Run1("scatter_add", {base, I64({2}, {2, 2}), upd}, {DType::kI32, {3, 2}},
                         {{"axis", AttrInt(0)}});
   EXPECT_EQ(Vec<int32_t>(out), (std::vector<int32_t>{1, 2, 3, 4, 115, 226}));
   // bf16: each addition rounds to bf16.
-  HostTensor hb, hu;
-  ASSERT_TRUE(HostTensor::Allocate(DType::kBF16, {2}, &hb).ok());
-  ASSERT_TRUE(HostTensor::Allocate(DType::kBF16, {3}, &hu).ok());
+  Tensor hb, hu;
+  ASSERT_TRUE(Tensor::Allocate(DType::kBF16, {2}, &hb).ok());
+  ASSERT_TRUE(Tensor::Allocate(DType::kBF16, {3}, &hu).ok());
   const float bvals[] = {1.0f, -2.0f}, uvals[] = {0.5f, 0.25f, 3.0f};
   for (int i = 0; i < 2; ++i) hb.data<bf16_t>()[i].bits = FloatToBF16(bvals[i]);
   for (int i = 0; i < 3; ++i) hu.data<bf16_t>()[i].bits = FloatToBF16(uvals[i]);
-  HostTensor hout = Run1("scatter_add", {hb, I64({3}, {0, 0, 1}), hu}, {DType::kBF16, {2}});
+  Tensor hout = Run1("scatter_add", {hb, I64({3}, {0, 0, 1}), hu}, {DType::kBF16, {2}});
   ASSERT_TRUE(hout.defined());
   EXPECT_EQ(BF16ToFloat(hout.data<bf16_t>()[0].bits), 1.75f);
   EXPECT_EQ(BF16ToFloat(hout.data<bf16_t>()[1].bits), 1.0f);
 }
 
 TEST(ScatterAdd, OutOfRangeIndexAndBadShapesAreErrors) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("scatter_add", {Iota({5, 2}), I64({3}, {0, 5, 1}), Iota({3, 2})},
                     {{DType::kF32, {5, 2}}}, {{"axis", AttrInt(0)}}, &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
@@ -234,7 +234,7 @@ TEST(ScatterAdd, OutOfRangeIndexAndBadShapesAreErrors) {
 // Runs y = scatter_add(base, idx, upd) where base is neg(a) (a temporary
 // dying there) or a itself (the caller's, never overwritten) and upd is
 // always neg(c); returns y and the run's peak of live bytes.
-void RunScatterAddChain(bool base_is_temporary, HostTensor* y, int64_t* peak) {
+void RunScatterAddChain(bool base_is_temporary, Tensor* y, int64_t* peak) {
   const Shape shape = {256, 4};
   ProgramBuilder b;
   const int a = b.Input("a", DType::kF32, shape);
@@ -249,7 +249,7 @@ void RunScatterAddChain(bool base_is_temporary, HostTensor* y, int64_t* peak) {
   ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 256; ++i) ids.push_back((i * 7) % 5);  // rows 0..4, repeated
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({Iota(shape), Iota(shape, 0.5f, 1.0f), I64({256}, ids)}, &out).ok());
   *y = out[0];
   *peak = e->stats().peak_live_bytes;
@@ -264,7 +264,7 @@ TEST(ScatterAdd, TakesOverADyingBaseButNeverTheUpdates) {
   for (float v : a) neg_a.push_back(-v);
   for (float v : c) neg_c.push_back(-v);
   const int64_t bytes = 256 * 4 * 4;
-  HostTensor y;
+  Tensor y;
   int64_t peak = 0;
   // base dies here: the result takes its buffer (two live buffers, not three).
   RunScatterAddChain(true, &y, &peak);
@@ -374,10 +374,10 @@ void CheckConvGrads(const ConvCfg& c, DType dt, int threads, uint32_t seed) {
   const double tol = dt == DType::kF32 ? 2e-5 : 1e-12;
   OneOp gi("conv_grad_input", {{dt, y}, {dt, c.w}}, {dt, c.x}, ConvAttrs(c), threads);
   ASSERT_TRUE(gi.status().ok()) << gi.status().ToString();
-  ExpectNear(gi.Run({Tensor(dt, y, dyv), Tensor(dt, c.w, wv)}), c.x, dx, tol);
+  ExpectNear(gi.Run({FloatTensor(dt, y, dyv), FloatTensor(dt, c.w, wv)}), c.x, dx, tol);
   OneOp gw("conv_grad_weight", {{dt, c.x}, {dt, y}}, {dt, c.w}, ConvAttrs(c), threads);
   ASSERT_TRUE(gw.status().ok()) << gw.status().ToString();
-  ExpectNear(gw.Run({Tensor(dt, c.x, xv), Tensor(dt, y, dyv)}), c.w, dw, tol);
+  ExpectNear(gw.Run({FloatTensor(dt, c.x, xv), FloatTensor(dt, y, dyv)}), c.w, dw, tol);
 }
 
 const std::vector<ConvCfg>& ConvConfigs() {
@@ -422,7 +422,7 @@ void CheckConvFiniteDifferences(const ConvCfg& c, uint32_t seed) {
   OneOp fwd("conv", {{dt, c.x}, {dt, c.w}}, {dt, y}, ConvAttrs(c));
   ASSERT_TRUE(fwd.status().ok()) << fwd.status().ToString();
   auto loss = [&]() {
-    std::vector<double> yv = Values(fwd.Run({Tensor(dt, c.x, xv), Tensor(dt, c.w, wv)}));
+    std::vector<double> yv = Values(fwd.Run({FloatTensor(dt, c.x, xv), FloatTensor(dt, c.w, wv)}));
     double l = 0;
     for (size_t i = 0; i < yv.size(); ++i) l += dyv[i] * yv[i];
     return l;
@@ -443,9 +443,9 @@ void CheckConvFiniteDifferences(const ConvCfg& c, uint32_t seed) {
   };
   const std::vector<double> dx = fd(xv), dw = fd(wv);
   OneOp gi("conv_grad_input", {{dt, y}, {dt, c.w}}, {dt, c.x}, ConvAttrs(c));
-  ExpectNear(gi.Run({Tensor(dt, y, dyv), Tensor(dt, c.w, wv)}), c.x, dx, 1e-8);
+  ExpectNear(gi.Run({FloatTensor(dt, y, dyv), FloatTensor(dt, c.w, wv)}), c.x, dx, 1e-8);
   OneOp gw("conv_grad_weight", {{dt, c.x}, {dt, y}}, {dt, c.w}, ConvAttrs(c));
-  ExpectNear(gw.Run({Tensor(dt, c.x, xv), Tensor(dt, y, dyv)}), c.w, dw, 1e-8);
+  ExpectNear(gw.Run({FloatTensor(dt, c.x, xv), FloatTensor(dt, y, dyv)}), c.w, dw, 1e-8);
 }
 
 TEST(ConvGrad, AreTheGradientsOfConvByFiniteDifferences) {
@@ -458,7 +458,7 @@ TEST(ConvGrad, AreTheGradientsOfConvByFiniteDifferences) {
 }
 
 TEST(ConvGrad, ShapeErrors) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   // result_grad of the wrong spatial size for this input.
   Status st = RunOp("conv_grad_input", {Iota({1, 2, 3, 3}), Iota({2, 3, 2, 2})},
                     {{DType::kF32, {1, 3, 5, 5}}}, {}, &out);
@@ -474,7 +474,7 @@ TEST(ConvGrad, ShapeErrors) {
 }
 
 TEST(ConvGrad, EmptyBatchGivesZeroWeightGradient) {
-  HostTensor dw = Run1("conv_grad_weight", {F32({0, 2, 3, 3}, {}), F32({0, 1, 2, 2}, {})},
+  Tensor dw = Run1("conv_grad_weight", {F32({0, 2, 3, 3}, {}), F32({0, 1, 2, 2}, {})},
                        {DType::kF32, {1, 2, 2, 2}});
   ExpectF32(dw, {1, 2, 2, 2}, std::vector<float>(8, 0.0f));
 }
@@ -580,7 +580,7 @@ void CheckPoolGrads(const PoolCfg& c, DType dt, int threads, uint32_t seed) {
     SCOPED_TRACE(op);
     OneOp g(op, {{dt, c.x}, {dt, y}}, {dt, c.x}, PoolAttrs(c), threads);
     ASSERT_TRUE(g.status().ok()) << g.status().ToString();
-    ExpectNear(g.Run({Tensor(dt, c.x, xv), Tensor(dt, y, dyv)}), c.x,
+    ExpectNear(g.Run({FloatTensor(dt, c.x, xv), FloatTensor(dt, y, dyv)}), c.x,
                std::string(op) == "max_pool_grad" ? dmax : davg, tol);
   }
 }
@@ -629,7 +629,7 @@ TEST(PoolGrad, AreTheGradientsOfPoolingByFiniteDifferences) {
       OneOp fwd(op, {{dt, c.x}}, {dt, y}, PoolAttrs(c));
       ASSERT_TRUE(fwd.status().ok()) << fwd.status().ToString();
       auto loss = [&]() {
-        std::vector<double> yv = Values(fwd.Run({Tensor(dt, c.x, xv)}));
+        std::vector<double> yv = Values(fwd.Run({FloatTensor(dt, c.x, xv)}));
         double l = 0;
         for (size_t i = 0; i < yv.size(); ++i) l += dyv[i] * yv[i];
         return l;
@@ -647,7 +647,7 @@ TEST(PoolGrad, AreTheGradientsOfPoolingByFiniteDifferences) {
       }
       OneOp g(StrCat(op, "_grad"), {{dt, c.x}, {dt, y}}, {dt, c.x}, PoolAttrs(c));
       ASSERT_TRUE(g.status().ok()) << g.status().ToString();
-      ExpectNear(g.Run({Tensor(dt, c.x, xv), Tensor(dt, y, dyv)}), c.x, want, 1e-9);
+      ExpectNear(g.Run({FloatTensor(dt, c.x, xv), FloatTensor(dt, y, dyv)}), c.x, want, 1e-9);
     }
     seed += 10;
   }
@@ -657,7 +657,7 @@ TEST(PoolGrad, TiesGoToTheFirstMaximumAndNaNWins) {
   // Windows {0, 1} and {1, 2} of equal values: each gradient goes to the
   // window's first element.
   const Attrs attrs = {{"kernel", AttrInts({2})}};
-  HostTensor g = Run1("max_pool_grad", {F32({1, 1, 3}, {1, 1, 1}), F32({1, 1, 2}, {10, 20})},
+  Tensor g = Run1("max_pool_grad", {F32({1, 1, 3}, {1, 1, 1}), F32({1, 1, 2}, {10, 20})},
                       {DType::kF32, {1, 1, 3}}, attrs);
   ExpectF32(g, {1, 1, 3}, {10, 20, 0});
   // A NaN is the maximum of its windows (the forward propagates it).
@@ -673,7 +673,7 @@ TEST(PoolGrad, TiesGoToTheFirstMaximumAndNaNWins) {
 }
 
 TEST(PoolGrad, ShapeErrors) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("avg_pool_grad", {Iota({1, 1, 4, 4}), Iota({1, 1, 3, 3})},
                     {{DType::kF32, {1, 1, 4, 4}}},
                     {{"kernel", AttrInts({2, 2})}, {"strides", AttrInts({2, 2})}}, &out);

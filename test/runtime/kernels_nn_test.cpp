@@ -24,14 +24,14 @@ std::vector<float> RefMatmul(const std::vector<float>& a, const std::vector<floa
 }
 
 TEST(Matmul, TwoD) {
-  HostTensor a = Iota({3, 4}, 0.5f, -1), b = Iota({4, 5}, -0.25f, 2);
+  Tensor a = Iota({3, 4}, 0.5f, -1), b = Iota({4, 5}, -0.25f, 2);
   ExpectF32(Run1("matmul", {a, b}, {DType::kF32, {3, 5}}), {3, 5},
             RefMatmul(Vec<float>(a), Vec<float>(b), 3, 4, 5));
 }
 
 TEST(Matmul, BatchBroadcastAndVectors) {
   // a [2, 1, 3, 4] x b [3, 4, 2] -> [2, 3, 3, 2]
-  HostTensor a = Iota({2, 1, 3, 4}, 0.1f, -1), b = Iota({3, 4, 2}, 0.2f, -2);
+  Tensor a = Iota({2, 1, 3, 4}, 0.1f, -1), b = Iota({3, 4, 2}, 0.2f, -2);
   std::vector<float> av = Vec<float>(a), bv = Vec<float>(b), want;
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < 3; ++j) {
@@ -42,15 +42,15 @@ TEST(Matmul, BatchBroadcastAndVectors) {
     }
   ExpectF32(Run1("matmul", {a, b}, {DType::kF32, {2, 3, 3, 2}}), {2, 3, 3, 2}, want);
   // Shared rhs: [2, 3, 4] x [4, 2] (folded into one GEMM).
-  HostTensor a3 = Iota({2, 3, 4}, 0.3f, -2);
+  Tensor a3 = Iota({2, 3, 4}, 0.3f, -2);
   std::vector<float> b0(bv.begin(), bv.begin() + 8);
   ExpectF32(Run1("matmul", {a3, F32({4, 2}, b0)}, {DType::kF32, {2, 3, 2}}), {2, 3, 2},
             RefMatmul(Vec<float>(a3), b0, 6, 4, 2));
   // 1-D operands: [4] x [4, 2] -> [2]; [3, 4] x [4] -> [3]; [4] x [4] -> [].
-  HostTensor v = F32({4}, {1, -1, 2, 0.5f});
+  Tensor v = F32({4}, {1, -1, 2, 0.5f});
   ExpectF32(Run1("matmul", {v, F32({4, 2}, b0)}, {DType::kF32, {2}}), {2},
             RefMatmul(Vec<float>(v), b0, 1, 4, 2));
-  HostTensor m = Iota({3, 4});
+  Tensor m = Iota({3, 4});
   ExpectF32(Run1("matmul", {m, v}, {DType::kF32, {3}}), {3},
             RefMatmul(Vec<float>(m), Vec<float>(v), 3, 4, 1));
   ExpectF32(Run1("matmul", {v, v}, {DType::kF32, {}}), {}, {1 + 1 + 4 + 0.25f});
@@ -60,13 +60,13 @@ TEST(Matmul, BatchBroadcastAndVectors) {
 }
 
 TEST(Matmul, IntegersFloat64AndErrors) {
-  HostTensor a = I64({2, 2}, {1, 2, 3, 4}), b = I64({2, 2}, {5, 6, 7, 8});
+  Tensor a = I64({2, 2}, {1, 2, 3, 4}), b = I64({2, 2}, {5, 6, 7, 8});
   EXPECT_EQ(Vec<int64_t>(Run1("matmul", {a, b}, {DType::kI64, {2, 2}})),
             (std::vector<int64_t>{19, 22, 43, 50}));
-  HostTensor c =
+  Tensor c =
       Run1("matmul", {F64({1, 2}, {0.5, 0.25}), F64({2, 1}, {4, 8})}, {DType::kF64, {1, 1}});
   EXPECT_EQ(Vec<double>(c)[0], 4.0);
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("matmul", {Iota({2, 3}), Iota({2, 3})}, {{DType::kF32, {2, 3}}}, {}, &out);
   EXPECT_NE(st.message().find("inner dimensions differ"), std::string::npos);
   // K = 0 gives zeros.
@@ -127,13 +127,13 @@ std::vector<float> RefConv(const std::vector<float>& x, const std::vector<float>
 }
 
 void CheckConv(const ConvCfg& c, bool with_bias) {
-  HostTensor x = Iota(c.x, 0.1f, -1.0f), w = Iota(c.w, -0.05f, 0.7f);
+  Tensor x = Iota(c.x, 0.1f, -1.0f), w = Iota(c.w, -0.05f, 0.7f);
   std::vector<float> bias;
   for (int64_t m = 0; m < c.w[0]; ++m) bias.push_back(0.5f * m - 1);
   Shape out;
   std::vector<float> want =
       RefConv(Vec<float>(x), Vec<float>(w), with_bias ? &bias : nullptr, c, &out);
-  std::vector<HostTensor> ins = {x, w};
+  std::vector<Tensor> ins = {x, w};
   if (with_bias) ins.push_back(F32({c.w[0]}, bias));
   SCOPED_TRACE(StrCat("x ", ShapeToString(c.x), " w ", ShapeToString(c.w), " group ", c.group));
   ExpectF32(Run1("conv", ins, {DType::kF32, out},
@@ -173,8 +173,8 @@ TEST(Conv, ManyOutputChannelsSplitAcrossThreads) {
   ExecutorOptions opts;
   opts.threads = 3;
   ASSERT_TRUE(Executor::Create(p, nullptr, opts, &e).ok());
-  HostTensor xt = Iota({1, 3, 6, 6}, 0.1f, -1), wt = Iota({40, 3, 3, 3}, 0.01f, -0.5f);
-  std::vector<HostTensor> out;
+  Tensor xt = Iota({1, 3, 6, 6}, 0.1f, -1), wt = Iota({40, 3, 3, 3}, 0.01f, -0.5f);
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({xt, wt}, &out).ok());
   Shape os;
   ConvCfg c{{1, 3, 6, 6}, {40, 3, 3, 3}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1};
@@ -182,7 +182,7 @@ TEST(Conv, ManyOutputChannelsSplitAcrossThreads) {
 }
 
 TEST(Conv, BadGroupIsAnError) {
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("conv", {Iota({1, 3, 4, 4}), Iota({4, 3, 1, 1})}, {{DType::kF32, {1, 4, 4, 4}}},
                     {{"group", AttrInt(2)}}, &out);
   EXPECT_FALSE(st.ok());
@@ -192,7 +192,7 @@ TEST(Conv, BadGroupIsAnError) {
 // ---- pooling -------------------------------------------------------------------
 
 TEST(Pool, MaxAndAvgFloorMode) {
-  HostTensor x = Iota({1, 1, 4, 4});
+  Tensor x = Iota({1, 1, 4, 4});
   ExpectF32(Run1("max_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
                  {{"kernel", AttrInts({2, 2})}, {"strides", AttrInts({2, 2})}}),
             {1, 1, 2, 2}, {5, 7, 13, 15});
@@ -206,7 +206,7 @@ TEST(Pool, MaxAndAvgFloorMode) {
 }
 
 TEST(Pool, CeilModeAddsPartialWindows) {
-  HostTensor x = Iota({1, 1, 4, 4});
+  Tensor x = Iota({1, 1, 4, 4});
   ExpectF32(
       Run1(
           "max_pool", {x}, {DType::kF32, {1, 1, 2, 2}},
@@ -223,7 +223,7 @@ TEST(Pool, CeilModeAddsPartialWindows) {
 TEST(Pool, CeilModeDropsWindowStartingInEndPadding) {
   // Width 5, kernel 2, stride 2, pads 1/1: ceil gives 4 windows but the 4th
   // would start at index 5 (in the end padding), so it is dropped -> 3.
-  HostTensor x = F32({1, 1, 5}, {1, 2, 3, 4, 5});
+  Tensor x = F32({1, 1, 5}, {1, 2, 3, 4, 5});
   ExpectF32(Run1("max_pool", {x}, {DType::kF32, {1, 1, 3}},
                  {{"kernel", AttrInts({2})},
                   {"strides", AttrInts({2})},
@@ -232,7 +232,7 @@ TEST(Pool, CeilModeDropsWindowStartingInEndPadding) {
             {1, 1, 3}, {1, 3, 5});
   // Width 6, kernel 3, stride 2, pads 1/1, ceil: 4 windows, the last one
   // starts inside the input and is kept.
-  HostTensor y = F32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
+  Tensor y = F32({1, 1, 6}, {1, 2, 3, 4, 5, 6});
   ExpectF32(Run1("avg_pool", {y}, {DType::kF32, {1, 1, 4}},
                  {{"kernel", AttrInts({3})},
                   {"strides", AttrInts({2})},
@@ -242,7 +242,7 @@ TEST(Pool, CeilModeDropsWindowStartingInEndPadding) {
 }
 
 TEST(Pool, CountIncludePadAndDilations) {
-  HostTensor x = F32({1, 1, 3}, {3, 6, 9});
+  Tensor x = F32({1, 1, 3}, {3, 6, 9});
   // Window of 3 with one pad on each side.
   ExpectF32(Run1("avg_pool", {x}, {DType::kF32, {1, 1, 3}},
                  {{"kernel", AttrInts({3})},
@@ -255,7 +255,7 @@ TEST(Pool, CountIncludePadAndDilations) {
                   {"count_include_pad", AttrInt(1)}}),
             {1, 1, 3}, {3, 6, 5});
   // Dilation 2: window {i, i + 2}.
-  HostTensor z = F32({1, 1, 5}, {1, 9, 2, 8, 3});
+  Tensor z = F32({1, 1, 5}, {1, 9, 2, 8, 3});
   ExpectF32(Run1("max_pool", {z}, {DType::kF32, {1, 1, 3}},
                  {{"kernel", AttrInts({2})}, {"dilations", AttrInts({2})}}),
             {1, 1, 3}, {2, 9, 3});
@@ -266,7 +266,7 @@ TEST(Pool, CountIncludePadAndDilations) {
 }
 
 TEST(Pool, GlobalPools) {
-  HostTensor x = Iota({2, 3, 2, 2});
+  Tensor x = Iota({2, 3, 2, 2});
   std::vector<float> avg, mx;
   for (int p = 0; p < 6; ++p) {
     avg.push_back(4 * p + 1.5f);

@@ -25,20 +25,20 @@ std::vector<double> Random(uint32_t seed, double lo, double hi) {
   return v;
 }
 
-HostTensor Tensor(DType dt, const std::vector<double>& v) {
+Tensor FloatTensor(DType dt, const std::vector<double>& v) {
   if (dt == DType::kF64) return F64({kN}, v);
   return F32({kN}, std::vector<float>(v.begin(), v.end()));
 }
-HostTensor Scalar(DType dt, double x) {
+Tensor Scalar(DType dt, double x) {
   if (dt == DType::kF64) return F64({}, {x});
   return F32({}, {static_cast<float>(x)});
 }
-std::vector<double> Values(const HostTensor& t) {
+std::vector<double> Values(const Tensor& t) {
   if (t.dtype() == DType::kF64) return Vec<double>(t);
   std::vector<float> f = Vec<float>(t);
   return {f.begin(), f.end()};
 }
-void ExpectClose(const HostTensor& got, const std::vector<double>& want, double rtol) {
+void ExpectClose(const Tensor& got, const std::vector<double>& want, double rtol) {
   std::vector<double> g = Values(got);
   ASSERT_EQ(g.size(), want.size());
   for (size_t i = 0; i < g.size(); ++i)
@@ -57,7 +57,7 @@ void CheckAdam(DType dt, const AdamCase& c) {
   std::vector<double> p = Random(1, -1, 1), m(kN, 0.0), v(kN, 0.0);
   if (dt == DType::kF32)
     for (double& x : p) x = static_cast<float>(x);
-  HostTensor pt = Tensor(dt, p), mt = Tensor(dt, m), vt = Tensor(dt, v);
+  Tensor pt = FloatTensor(dt, p), mt = FloatTensor(dt, m), vt = FloatTensor(dt, v);
   for (int t = 1; t <= 3; ++t) {
     std::vector<double> g = Random(10 + t, -2, 2);
     if (dt == DType::kF32)
@@ -77,9 +77,9 @@ void CheckAdam(DType dt, const AdamCase& c) {
       p[i] -= c.lr * mhat / (std::sqrt(vhat) + c.eps);
     }
     // Kernel.
-    std::vector<HostTensor> out;
+    std::vector<Tensor> out;
     Status st = RunOp("adam_update",
-                      {pt, Tensor(dt, g), mt, vt, Scalar(dt, c.clip),
+                      {pt, FloatTensor(dt, g), mt, vt, Scalar(dt, c.clip),
                        Scalar(dt, c.decoupled ? 1 - c.lr * c.weight_decay : 1.0),
                        Scalar(dt, c.lr / bc1), Scalar(dt, std::sqrt(bc2))},
                       {pt.type(), pt.type(), pt.type()},
@@ -115,7 +115,7 @@ void CheckSgd(DType dt, double lr, double momentum, double wd, bool nesterov, do
   std::vector<double> p = Random(2, -1, 1), buf(kN, 0.0);
   if (dt == DType::kF32)
     for (double& x : p) x = static_cast<float>(x);
-  HostTensor pt = Tensor(dt, p), bt = Tensor(dt, buf);
+  Tensor pt = FloatTensor(dt, p), bt = FloatTensor(dt, buf);
   for (int t = 1; t <= 3; ++t) {
     std::vector<double> g = Random(20 + t, -2, 2);
     if (dt == DType::kF32)
@@ -126,8 +126,8 @@ void CheckSgd(DType dt, double lr, double momentum, double wd, bool nesterov, do
       buf[i] = t == 1 ? d : momentum * buf[i] + d;
       p[i] -= lr * (nesterov ? d + momentum * buf[i] : buf[i]);
     }
-    std::vector<HostTensor> out;
-    Status st = RunOp("sgd_update", {pt, Tensor(dt, g), bt, Scalar(dt, clip), Scalar(dt, lr)},
+    std::vector<Tensor> out;
+    Status st = RunOp("sgd_update", {pt, FloatTensor(dt, g), bt, Scalar(dt, clip), Scalar(dt, lr)},
                       {pt.type(), pt.type()},
                       {{"momentum", AttrFloat(momentum)},
                        {"weight_decay", AttrFloat(wd)},
@@ -153,8 +153,8 @@ TEST(OptimizerKernels, SgdNesterovClipped) {
 }
 
 TEST(OptimizerKernels, MismatchedStateIsRejected) {
-  std::vector<HostTensor> out;
-  HostTensor p = F32({4}, {1, 2, 3, 4}), s = F32({}, {1});
+  std::vector<Tensor> out;
+  Tensor p = F32({4}, {1, 2, 3, 4}), s = F32({}, {1});
   Status st = RunOp(
       "sgd_update", {p, F32({3}, {1, 2, 3}), p, s, s}, {p.type(), p.type()},
       {{"momentum", AttrFloat(0.9)}, {"weight_decay", AttrFloat(0.0)}, {"nesterov", AttrInt(0)}},

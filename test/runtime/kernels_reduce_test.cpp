@@ -46,7 +46,7 @@ std::vector<float> RefReduce(const std::string& op, const std::vector<int>& axes
 }
 
 TEST(Reduce, AllOpsAllAxisSets) {
-  HostTensor x = Iota({2, 3, 4}, 0.5f, -3.0f);
+  Tensor x = Iota({2, 3, 4}, 0.5f, -3.0f);
   const std::vector<std::vector<int>> axis_sets = {{0},    {1},    {2},      {0, 1},
                                                    {1, 2}, {0, 2}, {0, 1, 2}};
   for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
@@ -70,13 +70,13 @@ TEST(Reduce, AllOpsAllAxisSets) {
 }
 
 TEST(Reduce, EmptyAxesReducesEverything) {
-  HostTensor x = Iota({3, 2});
+  Tensor x = Iota({3, 2});
   ExpectF32(Run1("reduce_sum", {x}, {DType::kF32, {}}, {{"keepdims", AttrInt(0)}}), {}, {15});
   ExpectF32(Run1("reduce_max", {x}, {DType::kF32, {1, 1}}), {1, 1}, {5});
 }
 
 TEST(Reduce, IntegersAndWrongDeclaredShape) {
-  HostTensor x = I64({2, 3}, {1, -2, 3, 4, 5, 7});
+  Tensor x = I64({2, 3}, {1, -2, 3, 4, 5, 7});
   EXPECT_EQ(Vec<int64_t>(Run1("reduce_sum", {x}, {DType::kI64, {2}},
                               {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{2, 16}));
@@ -86,7 +86,7 @@ TEST(Reduce, IntegersAndWrongDeclaredShape) {
   EXPECT_EQ(Vec<int64_t>(Run1("reduce_prod", {x}, {DType::kI64, {3}},
                               {{"axes", AttrInts({0})}, {"keepdims", AttrInt(0)}})),
             (std::vector<int64_t>{4, -10, 21}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("reduce_sum", {x}, {{DType::kI64, {3}}},
                     {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}}, &out);
   EXPECT_FALSE(st.ok());
@@ -94,12 +94,12 @@ TEST(Reduce, IntegersAndWrongDeclaredShape) {
 }
 
 TEST(Reduce, Float64Sum) {
-  HostTensor x = F64({4}, {1e-3, 2e-3, 3e-3, 4e-3});
+  Tensor x = F64({4}, {1e-3, 2e-3, 3e-3, 4e-3});
   EXPECT_NEAR(Vec<double>(Run1("reduce_sum", {x}, {DType::kF64, {1}}))[0], 1e-2, 1e-15);
 }
 
 TEST(ArgReduce, FirstOccurrenceAndKeepdims) {
-  HostTensor x = F32({2, 4}, {1, 5, 5, 0, 7, -1, 7, -1});
+  Tensor x = F32({2, 4}, {1, 5, 5, 0, 7, -1, 7, -1});
   EXPECT_EQ(Vec<int64_t>(Run1("argmax", {x}, {DType::kI64, {2, 1}}, {{"axis", AttrInt(1)}})),
             (std::vector<int64_t>{1, 0}));
   EXPECT_EQ(Vec<int64_t>(Run1("argmin", {x}, {DType::kI64, {2}},
@@ -134,7 +134,7 @@ std::vector<float> RefSoftmax(const std::vector<float>& x, int outer, int n, int
 }
 
 TEST(Softmax, LastAndMiddleAxis) {
-  HostTensor x = Iota({2, 3, 4}, 0.7f, -4.0f);
+  Tensor x = Iota({2, 3, 4}, 0.7f, -4.0f);
   std::vector<float> xv = Vec<float>(x);
   ExpectF32(Run1("softmax", {x}, {DType::kF32, {2, 3, 4}}, {{"axis", AttrInt(2)}}), {2, 3, 4},
             RefSoftmax(xv, 6, 4, 1, false));
@@ -153,8 +153,8 @@ TEST(Softmax, LargeValuesAreStable) {
 }
 
 TEST(LayerNorm, BiasedVarianceWithScaleAndBias) {
-  HostTensor x = F32({2, 4}, {1, 2, 3, 4, -1, 0, 0, 5});
-  HostTensor scale = F32({4}, {1, 2, 0.5f, 1}), bias = F32({4}, {0, 1, 0, -1});
+  Tensor x = F32({2, 4}, {1, 2, 3, 4, -1, 0, 0, 5});
+  Tensor scale = F32({4}, {1, 2, 0.5f, 1}), bias = F32({4}, {0, 1, 0, -1});
   std::vector<float> xv = Vec<float>(x), want;
   for (int r = 0; r < 2; ++r) {
     double mean = 0, var = 0;
@@ -174,8 +174,8 @@ TEST(LayerNorm, BiasedVarianceWithScaleAndBias) {
 }
 
 TEST(LayerNorm, OverTwoAxesWithoutBias) {
-  HostTensor x = Iota({2, 2, 3}, 1.0f, 0.0f);
-  HostTensor scale = F32({2, 3}, {1, 1, 1, 2, 2, 2});
+  Tensor x = Iota({2, 2, 3}, 1.0f, 0.0f);
+  Tensor scale = F32({2, 3}, {1, 1, 1, 2, 2, 2});
   std::vector<float> want;
   for (int r = 0; r < 2; ++r) {
     // each row: 6 consecutive values 6r..6r+5, mean 6r+2.5, biased var 35/12
@@ -200,8 +200,8 @@ TEST(LayerNorm, OverTwoAxesWithoutBias) {
 }
 
 TEST(BatchNorm, InferenceForm) {
-  HostTensor x = Iota({2, 2, 3});  // N=2, C=2, L=3
-  HostTensor scale = F32({2}, {1, 2}), bias = F32({2}, {0, 1}), mean = F32({2}, {1, 10}),
+  Tensor x = Iota({2, 2, 3});  // N=2, C=2, L=3
+  Tensor scale = F32({2}, {1, 2}), bias = F32({2}, {0, 1}), mean = F32({2}, {1, 10}),
              var = F32({2}, {4, 0.25f});
   std::vector<float> want;
   const float s[2] = {1, 2}, b[2] = {0, 1}, m[2] = {1, 10}, v[2] = {4, 0.25f};

@@ -13,7 +13,7 @@ using namespace distrt::testing;  // NOLINT
 
 TEST(Transpose, AllPermutationsOfRank3) {
   const Shape s = {2, 3, 4};
-  HostTensor x = Iota(s);
+  Tensor x = Iota(s);
   const std::vector<std::vector<int64_t>> perms = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
                                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
   for (const auto& p : perms) {
@@ -39,8 +39,8 @@ TEST(Transpose, TiledAllPermutationsOfRank4) {
   std::vector<int64_t> perm = {0, 1, 2, 3};
   std::vector<int64_t> src(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) src[static_cast<size_t>(i)] = i * 7 + 3;
-  HostTensor x64 = I64(s, src);
-  HostTensor x32 = Iota(s);
+  Tensor x64 = I64(s, src);
+  Tensor x32 = Iota(s);
   do {
     Shape out;
     for (int64_t p : perm) out.push_back(s[static_cast<size_t>(p)]);
@@ -72,56 +72,56 @@ TEST(Transpose, TiledAllPermutationsOfRank4) {
 }
 
 TEST(Transpose, ByteTypesAndUnitDims) {
-  HostTensor x = I64({1, 2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor x = I64({1, 2, 1, 3}, {1, 2, 3, 4, 5, 6});
   EXPECT_EQ(Vec<int64_t>(Run1("transpose", {x}, {DType::kI64, {3, 1, 2, 1}},
                               {{"perm", AttrInts({3, 2, 1, 0})}})),
             (std::vector<int64_t>{1, 4, 2, 5, 3, 6}));
-  HostTensor b = Bool({2, 2}, {1, 0, 0, 0});
-  HostTensor bt = Run1("transpose", {b}, {DType::kBool, {2, 2}}, {{"perm", AttrInts({1, 0})}});
+  Tensor b = Bool({2, 2}, {1, 0, 0, 0});
+  Tensor bt = Run1("transpose", {b}, {DType::kBool, {2, 2}}, {{"perm", AttrInts({1, 0})}});
   EXPECT_EQ(bt.data<uint8_t>()[0], 1);
   EXPECT_EQ(bt.data<uint8_t>()[2], 0);
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("transpose", {x}, {{DType::kI64, {3, 1, 2, 1}}},
                     {{"perm", AttrInts({3, 3, 1, 0})}}, &out);
   EXPECT_NE(st.message().find("not a permutation"), std::string::npos);
 }
 
 TEST(Reshape, KeepsDataChecksCount) {
-  HostTensor x = Iota({2, 6});
+  Tensor x = Iota({2, 6});
   ExpectF32(Run1("reshape", {x}, {DType::kF32, {3, 2, 2}}), {3, 2, 2}, Vec<float>(x));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("reshape", {x}, {{DType::kF32, {5}}}, {}, &out);
   EXPECT_NE(st.message().find("cannot reshape"), std::string::npos);
 }
 
 TEST(Expand, BroadcastsToOutputShape) {
-  HostTensor x = F32({3, 1}, {1, 2, 3});
+  Tensor x = F32({3, 1}, {1, 2, 3});
   ExpectF32(Run1("expand", {x}, {DType::kF32, {2, 3, 2}}), {2, 3, 2},
             {1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3});
   EXPECT_EQ(Vec<int32_t>(Run1("expand", {I32({}, {7})}, {DType::kI32, {3}})),
             (std::vector<int32_t>{7, 7, 7}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   EXPECT_FALSE(RunOp("expand", {x}, {{DType::kF32, {3, 4, 2}}}, {}, &out).ok());  // 3 vs 4
   EXPECT_FALSE(RunOp("expand", {F32({2}, {1, 2})}, {{DType::kF32, {3}}}, {}, &out).ok());
 }
 
 TEST(Concat, AlongEachAxisAndDtypes) {
-  HostTensor a = Iota({2, 2}), b = Iota({2, 3}, 1, 10);
+  Tensor a = Iota({2, 2}), b = Iota({2, 3}, 1, 10);
   ExpectF32(Run1("concat", {a, b}, {DType::kF32, {2, 5}}, {{"axis", AttrInt(1)}}), {2, 5},
             {0, 1, 10, 11, 12, 2, 3, 13, 14, 15});
-  HostTensor c = Iota({1, 2}, 1, 100);
+  Tensor c = Iota({1, 2}, 1, 100);
   ExpectF32(Run1("concat", {a, c, a}, {DType::kF32, {5, 2}}, {{"axis", AttrInt(0)}}), {5, 2},
             {0, 1, 2, 3, 100, 101, 0, 1, 2, 3});
   EXPECT_EQ(Vec<int64_t>(Run1("concat", {I64({2}, {1, 2}), I64({0}, {}), I64({1}, {3})},
                               {DType::kI64, {3}}, {{"axis", AttrInt(0)}})),
             (std::vector<int64_t>{1, 2, 3}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("concat", {a, b}, {{DType::kF32, {4, 2}}}, {{"axis", AttrInt(0)}}, &out);
   EXPECT_NE(st.message().find("does not match input 0"), std::string::npos) << st.message();
 }
 
 TEST(Slice, StepsAndNegativeSteps) {
-  HostTensor x = Iota({4, 5});
+  Tensor x = Iota({4, 5});
   // rows 1..3, cols 0,2,4
   ExpectF32(
       Run1("slice", {x}, {DType::kF32, {2, 3}},
@@ -146,14 +146,14 @@ TEST(Slice, StepsAndNegativeSteps) {
   ExpectF32(Run1("slice", {x}, {DType::kF32, {0, 5}},
                  {{"starts", AttrInts({2, 0})}, {"ends", AttrInts({2, 5})}}),
             {0, 5}, {});
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = RunOp("slice", {x}, {{DType::kF32, {2, 5}}},
                     {{"starts", AttrInts({3, 0})}, {"ends", AttrInts({5, 5})}}, &out);
   EXPECT_NE(st.message().find("reaches outside"), std::string::npos) << st.message();
 }
 
 TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
-  HostTensor data = Iota({3, 4});
+  Tensor data = Iota({3, 4});
   ExpectF32(
       Run1("gather", {data, I64({2}, {-1, 0})}, {DType::kF32, {2, 4}}, {{"axis", AttrInt(0)}}),
       {2, 4}, {8, 9, 10, 11, 0, 1, 2, 3});
@@ -167,7 +167,7 @@ TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
   EXPECT_EQ(Vec<int64_t>(Run1("gather", {I64({4}, {10, 20, 30, 40}), I64({3}, {3, 3, -4})},
                               {DType::kI64, {3}}, {{"axis", AttrInt(0)}})),
             (std::vector<int64_t>{40, 40, 10}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st =
       RunOp("gather", {data, I64({1}, {3})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}}, &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
@@ -178,7 +178,7 @@ TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
 }
 
 TEST(Pad, ConstantReflectEdge) {
-  HostTensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   // pads: dim0 begin 1, dim1 begin 2, dim0 end 0, dim1 end 1
   ExpectF32(Run1("pad", {x}, {DType::kF32, {3, 6}},
                  {{"pads", AttrInts({1, 2, 0, 1})},
@@ -197,7 +197,7 @@ TEST(Pad, ConstantReflectEdge) {
 }
 
 TEST(Pad, NegativePadsCropAndIntegers) {
-  HostTensor x = Iota({3, 4});
+  Tensor x = Iota({3, 4});
   // pads = [-1, -1, 0, -1]: drop row 0, column 0 and the last column.
   ExpectF32(Run1("pad", {x}, {DType::kF32, {2, 2}}, {{"pads", AttrInts({-1, -1, 0, -1})}}), {2, 2},
             {5, 6, 9, 10});
@@ -208,7 +208,7 @@ TEST(Pad, NegativePadsCropAndIntegers) {
   EXPECT_EQ(Vec<int64_t>(Run1("pad", {I64({3}, {1, 2, 3})}, {DType::kI64, {5}},
                               {{"pads", AttrInts({1, 1})}, {"value", AttrFloat(7)}})),
             (std::vector<int64_t>{7, 1, 2, 3, 7}));
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   EXPECT_FALSE(RunOp("pad", {x}, {{DType::kF32, {3, 4}}}, {{"pads", AttrInts({0, 0})}}, &out).ok());
 }
 
@@ -224,7 +224,7 @@ TEST(Range, FloatAndIntegerLengths) {
   EXPECT_EQ(
       Run1("range", {I64({}, {5}), I64({}, {1}), I64({}, {1})}, {DType::kI64, {0}}).num_elements(),
       0);
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st =
       RunOp("range", {I64({}, {0}), I64({}, {7}), I64({}, {3})}, {{DType::kI64, {2}}}, {}, &out);
   EXPECT_NE(st.message().find("declares the output as i64[2]"), std::string::npos) << st.message();

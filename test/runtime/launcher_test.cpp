@@ -19,12 +19,12 @@ std::shared_ptr<const Program> Make(const ProgramBuilder& b) {
 }
 
 // Rank r's local x: shape [2, sizes[r], 3] with value 100*r + flat index.
-HostTensor Piece(int r, int64_t s) { return Iota({2, s, 3}, 1.0f, 100.0f * r); }
+Tensor Piece(int r, int64_t s) { return Iota({2, s, 3}, 1.0f, 100.0f * r); }
 
 TEST(RunLocal, AllGatherAlongInnerDimUnevenSizes) {
   const std::vector<int64_t> sizes = {1, 3, 2};
   std::vector<std::shared_ptr<const Program>> progs;
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   for (int r = 0; r < 3; ++r) {
     ProgramBuilder b(r, 3);
     int x = b.Input("x", DType::kF32, {2, sizes[r], 3});
@@ -34,7 +34,7 @@ TEST(RunLocal, AllGatherAlongInnerDimUnevenSizes) {
     progs.push_back(Make(b));
     ins.push_back({Piece(r, sizes[r])});
   }
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal(progs, ins, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   std::vector<float> want;
@@ -48,7 +48,7 @@ TEST(RunLocal, AllGatherAlongInnerDimUnevenSizes) {
 TEST(RunLocal, ReduceScatterAlongInnerDim) {
   const std::vector<int64_t> sizes = {3, 1};
   std::vector<std::shared_ptr<const Program>> progs;
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   for (int r = 0; r < 2; ++r) {
     ProgramBuilder b(r, 2);
     int x = b.Input("x", DType::kI64, {2, 4});
@@ -60,7 +60,7 @@ TEST(RunLocal, ReduceScatterAlongInnerDim) {
     progs.push_back(Make(b));
     ins.push_back({I64({2, 4}, {1 + r, 2, 3, 4, 5, 6, 7, 8 * (r + 1)})});
   }
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   ASSERT_TRUE(RunLocal(progs, ins, &out).ok());
   // Sum: [[3, 4, 6, 8], [10, 12, 14, 24]]; rank 0 gets cols 0..2, rank 1 col 3.
   EXPECT_EQ(Vec<int64_t>(out[0][0]), (std::vector<int64_t>{3, 4, 6, 10, 12, 14}));
@@ -71,7 +71,7 @@ TEST(RunLocal, AllToAllSplitInnerConcatOuter) {
   // Global [4, 4]: rank r starts with rows [2r, 2r+2) (all columns) and ends
   // with all rows of columns [2r, 2r+2): split_dim 1, concat_dim 0.
   std::vector<std::shared_ptr<const Program>> progs;
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   for (int r = 0; r < 2; ++r) {
     ProgramBuilder b(r, 2);
     int x = b.Input("x", DType::kF32, {2, 4});
@@ -85,7 +85,7 @@ TEST(RunLocal, AllToAllSplitInnerConcatOuter) {
     progs.push_back(Make(b));
     ins.push_back({Iota({2, 4}, 1.0f, 8.0f * r)});  // rows 2r, 2r+1 of iota(4x4)
   }
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal(progs, ins, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ExpectF32(out[0][0], {4, 2}, {0, 1, 4, 5, 8, 9, 12, 13});
@@ -94,7 +94,7 @@ TEST(RunLocal, AllToAllSplitInnerConcatOuter) {
 
 TEST(RunLocal, CollectivePermuteZerosAndSendRecvPipeline) {
   std::vector<std::shared_ptr<const Program>> progs;
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   for (int r = 0; r < 3; ++r) {
     ProgramBuilder b(r, 3);
     int x = b.Input("x", DType::kI32, {2});
@@ -116,7 +116,7 @@ TEST(RunLocal, CollectivePermuteZerosAndSendRecvPipeline) {
     progs.push_back(Make(b));
     ins.push_back({I32({2}, {10 * (r + 1), 10 * (r + 1) + 1})});
   }
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal(progs, ins, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(Vec<int32_t>(out[0][0]), (std::vector<int32_t>{0, 0}));
@@ -128,7 +128,7 @@ TEST(RunLocal, CollectivePermuteZerosAndSendRecvPipeline) {
 TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
   for (const char* red : {"sum", "max", "avg", "prod"}) {
     std::vector<std::shared_ptr<const Program>> progs;
-    std::vector<std::vector<HostTensor>> ins;
+    std::vector<std::vector<Tensor>> ins;
     for (int r = 0; r < 3; ++r) {
       ProgramBuilder b(r, 3);
       int x = b.Input("x", DType::kF32, {3});
@@ -141,7 +141,7 @@ TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
       progs.push_back(Make(b));
       ins.push_back({F32({3}, {1.5f, -2, 4})});
     }
-    std::vector<std::vector<HostTensor>> out;
+    std::vector<std::vector<Tensor>> out;
     Status st = RunLocal(progs, ins, &out);
     ASSERT_TRUE(st.ok()) << st.ToString();
     SCOPED_TRACE(red);
@@ -161,7 +161,7 @@ TEST(RunLocal, ToPartialThenAllReduceRestoresTheValue) {
 
 TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
   std::vector<std::shared_ptr<const Program>> progs;
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   for (int r = 0; r < 4; ++r) {
     ProgramBuilder b(r, 4);
     int data = b.Input("data", DType::kF32, {3, 2});
@@ -177,7 +177,7 @@ TEST(RunLocal, KernelFailureOnOneRankStopsTheOthers) {
   LocalRunOptions opts;
   opts.timeout = std::chrono::seconds(60);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal(progs, ins, &out, opts);
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -216,22 +216,22 @@ TEST(LocalSession, RunsRepeatedlyWithNewInputsThenRefusesAfterAFailure) {
   EXPECT_EQ(session->world_size(), 2);
   // Iota({3, 2}) rows: [0 1], [2 3], [4 5].
   for (int64_t k = 0; k < 3; ++k) {
-    std::vector<std::vector<HostTensor>> ins = {{Iota({3, 2}), I64({1}, {k})},
+    std::vector<std::vector<Tensor>> ins = {{Iota({3, 2}), I64({1}, {k})},
                                                 {Iota({3, 2}), I64({1}, {2 - k})}};
-    std::vector<std::vector<HostTensor>> out;
+    std::vector<std::vector<Tensor>> out;
     st = session->Run(ins, &out);
     ASSERT_TRUE(st.ok()) << "run " << k << ": " << st.ToString();
     const std::vector<float> want = {4.0f, 6.0f};  // row k + row 2-k
     ExpectF32(out[0][0], {1, 2}, want);
     ExpectF32(out[1][1], {1, 2}, want);
   }
-  std::vector<std::vector<HostTensor>> bad = {{Iota({3, 2}), I64({1}, {7})},
+  std::vector<std::vector<Tensor>> bad = {{Iota({3, 2}), I64({1}, {7})},
                                               {Iota({3, 2}), I64({1}, {0})}};
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   st = session->Run(bad, &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
   EXPECT_HAS(st.message(), "rank 0:");
-  std::vector<std::vector<HostTensor>> good = {{Iota({3, 2}), I64({1}, {0})},
+  std::vector<std::vector<Tensor>> good = {{Iota({3, 2}), I64({1}, {0})},
                                                {Iota({3, 2}), I64({1}, {0})}};
   st = session->Run(good, &out);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
@@ -250,7 +250,7 @@ TEST(RunLocal, MismatchedProgramsAreReported) {
     b.Output("y", y);
     progs.push_back(Make(b));
   }
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal(progs, {{Iota({2})}, {Iota({2})}}, &out);
   EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition);
   EXPECT_HAS(st.message(), "collective mismatch");
@@ -271,7 +271,7 @@ TEST(RunLocal, MismatchedProgramsAreReported) {
 
 TEST(RunLocal, RejectsWrongRankOrder) {
   ProgramBuilder a(1, 2), b(0, 2);
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   Status st = RunLocal({Make(a), Make(b)}, {{}, {}}, &out);
   EXPECT_HAS(st.message(), "program 0 ('rank-1.pb') is rank 1 of 2, expected rank 0 of 2");
 }
@@ -292,8 +292,8 @@ TEST(Assemble, ScatterRunAndAssembleShardedAndReplicated) {
     b.Output("s", s);
     progs.push_back(Make(b));
   }
-  HostTensor gx = Iota({4, 3});
-  std::vector<std::vector<HostTensor>> ins, outs;
+  Tensor gx = Iota({4, 3});
+  std::vector<std::vector<Tensor>> ins, outs;
   ASSERT_TRUE(ScatterInputs(progs, {{"x", gx}}, &ins).ok());
   ExpectF32(ins[1][0], {2, 3}, {6, 7, 8, 9, 10, 11});
   ASSERT_TRUE(RunLocal(progs, ins, &outs).ok());
@@ -317,7 +317,7 @@ TEST(Assemble, MissingPieceAndBadInputsAreErrors) {
   std::vector<NamedTensor> global;
   Status st = AssembleOutputs({p}, {{Iota({2, 3})}}, &global);
   EXPECT_HAS(st.message(), "output 'y': element 6 of the global tensor is held by no rank");
-  std::vector<std::vector<HostTensor>> ins;
+  std::vector<std::vector<Tensor>> ins;
   EXPECT_HAS(ScatterInputs({p}, {{"z", Iota({4, 3})}}, &ins).message(),
              "no global input named 'x'");
   EXPECT_HAS(ScatterInputs({p}, {{"x", Iota({3, 3})}}, &ins).message(), "expects f32[4, 3]");

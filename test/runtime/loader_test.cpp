@@ -252,7 +252,7 @@ TEST(Weights, ReadsOnlyTheSliceAtAnOffset) {
   ASSERT_TRUE(LoadProgram(dir.File("rank-0.pb"), &p).ok());
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({}, &out).ok());
   testing::ExpectF32(out[0], {2, 3}, {12, 13, 14, 22, 23, 24});
   EXPECT_EQ(e->stats().weight_bytes, 24);
@@ -276,7 +276,7 @@ TEST(Weights, HalfAndBFloat16ConvertToF32OrStay) {
   ASSERT_TRUE(Program::Create(b.Build(), "mem", dir.path(), &p).ok());
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   ASSERT_TRUE(e->Run({}, &out).ok());
   testing::ExpectF32(out[0], {3}, {-2.0f, 0.25f, 8.0f});
   ASSERT_EQ(out[1].dtype(), DType::kF16);

@@ -26,7 +26,7 @@ std::shared_ptr<const Program> Build(const std::string& scenario, int r, int n) 
   int x = b.Input("x", DType::kF32, {4});
   int y;
   if (scenario == "error" && r == 1) {
-    HostTensor idx = *HostTensor::FromVector<int64_t>({4}, {0, 1, 2, 9});  // 9 is out of range
+    Tensor idx = *Tensor::FromVector<int64_t>({4}, {0, 1, 2, 9});  // 9 is out of range
     const int i = b.Constant(idx, "bad_indices");
     x = b.Apply("gather", {x, i}, DType::kF32, {4}, {{"axis", AttrInt(0)}});
   }
@@ -64,8 +64,8 @@ int main(int argc, char** argv) {
   if (!program) return 2;
   MpiRunOptions options;
   options.comm.timeout = std::chrono::seconds(2);
-  std::vector<HostTensor> outs;
-  st = RunMpiRank(program, {*HostTensor::FromVector<float>({4}, {1, 2, 3, 4})}, &outs, options);
+  std::vector<Tensor> outs;
+  st = RunMpiRank(program, {*Tensor::FromVector<float>({4}, {1, 2, 3, 4})}, &outs, options);
   if (!st.ok()) {
     std::fprintf(stderr, "rank %d: %s\n", session->rank(), st.ToString().c_str());
     return 1;

@@ -121,12 +121,12 @@ TEST(MpiLauncher, RunRankGatherAndBroadcast) {
   Split s(g_size);
   std::vector<float> xs;
   for (int64_t i = 0; i < 2 * s.total; ++i) xs.push_back(0.5f * static_cast<float>(i) - 1.0f);
-  auto x = HostTensor::FromVector<float>({2, s.total}, xs);
+  auto x = Tensor::FromVector<float>({2, s.total}, xs);
   ASSERT_TRUE(x.ok());
   const std::vector<NamedTensor> global_in = {{"x", *x}};
   auto program = ShardedProgram(g_rank, g_size);
   ASSERT_TRUE(program);
-  std::vector<HostTensor> ins, outs;
+  std::vector<Tensor> ins, outs;
   ASSERT_TRUE(SliceInputs(*program, global_in, &ins).ok());
   MpiRunOptions options;
   RunStats stats;
@@ -161,7 +161,7 @@ TEST(MpiLauncher, RunRankGatherAndBroadcast) {
   }
   // Root's tensors reach everybody.
   std::vector<NamedTensor> b;
-  if (g_rank == 0) b = {{"a", *HostTensor::FromVector<int64_t>({3}, {1, -2, 3})}, {"x", *x}};
+  if (g_rank == 0) b = {{"a", *Tensor::FromVector<int64_t>({3}, {1, -2, 3})}, {"x", *x}};
   st = BroadcastTensors(0, &b);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_EQ(b.size(), 2u);
@@ -177,10 +177,10 @@ TEST(MpiLauncher, RepeatedRunsOnOneRank) {
   ASSERT_TRUE(st.ok()) << st.ToString();
   Split s(g_size);
   for (int it = 0; it < 3; ++it) {
-    HostTensor x = *HostTensor::FromVector<float>(
+    Tensor x = *Tensor::FromVector<float>(
         {2, s.sizes[g_rank]},
         std::vector<float>(static_cast<size_t>(2 * s.sizes[g_rank]), 1.0f * it));
-    std::vector<HostTensor> outs;
+    std::vector<Tensor> outs;
     st = rank->Run({x}, &outs);
     ASSERT_TRUE(st.ok()) << st.ToString();
     std::vector<float> rs = outs[2].ToVector<float>();
@@ -193,7 +193,7 @@ TEST(MpiLauncher, ProgramOfAnotherWorldSizeIsRejected) {
   auto program = ShardedProgram(g_rank, g_size + 1);
   MpiRunOptions options;
   options.comm.abort_job_on_error = false;  // report instead of ending the job
-  std::vector<HostTensor> outs;
+  std::vector<Tensor> outs;
   Status st = RunMpiRank(program, {}, &outs, options);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_HAS(st.message(), StrCat("is rank ", g_rank, " of ", g_size + 1));
@@ -210,7 +210,7 @@ TEST(MpiLauncher, TrainingStateIsUpdatedAndGathered) {
   const int g = b.Input("g", DType::kF32, {2, 3}, mine);
   const int w = b.ZerosWeight("w", DType::kF32, {rows, 3}, {2 * g_rank, 0}, {2, 3});
   const int bias = b.ZerosWeight("bias", DType::kF32, {3}, {0}, {3});
-  const int half = b.Constant(*HostTensor::FromVector<float>({}, {0.5f}));
+  const int half = b.Constant(*Tensor::FromVector<float>({}, {0.5f}));
   const int step = b.Apply("mul", {g, half}, DType::kF32, {2, 3});
   b.SetUpdate(w, b.Apply("sub", {w, step}, DType::kF32, {2, 3}));
   const int part = b.Apply("reduce_sum", {g}, DType::kF32, {3},
@@ -231,8 +231,8 @@ TEST(MpiLauncher, TrainingStateIsUpdatedAndGathered) {
     std::vector<float> gv;
     for (int64_t i = 0; i < rows * 3; ++i) gv.push_back(0.25f * static_cast<float>(i % 7) - k);
     const std::vector<NamedTensor> global_in = {
-        {"g", *HostTensor::FromVector<float>({rows, 3}, gv)}};
-    std::vector<HostTensor> ins, outs;
+        {"g", *Tensor::FromVector<float>({rows, 3}, gv)}};
+    std::vector<Tensor> ins, outs;
     ASSERT_TRUE(SliceInputs(*program, global_in, &ins).ok());
     st = rank->Run(ins, &outs);
     ASSERT_TRUE(st.ok()) << st.ToString();

@@ -69,34 +69,34 @@ TEST(Tensor, NumElementsAndShapes) {
 }
 
 TEST(Tensor, AllocateZeroedAndAligned) {
-  HostTensor t;
-  ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {3, 5}, &t).ok());
+  Tensor t;
+  ASSERT_TRUE(Tensor::Allocate(DType::kF32, {3, 5}, &t).ok());
   EXPECT_EQ(t.byte_size(), 60u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw()) % 64, 0u);
   for (int i = 0; i < 15; ++i) EXPECT_EQ(t.data<float>()[i], 0.0f);
-  Status bad = HostTensor::Allocate(DType::kF32, {-2}, &t);
+  Status bad = Tensor::Allocate(DType::kF32, {-2}, &t);
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
-  EXPECT_FALSE(HostTensor::Allocate(DType::kUnspecified, {2}, &t).ok());
+  EXPECT_FALSE(Tensor::Allocate(DType::kUnspecified, {2}, &t).ok());
 }
 
 TEST(Tensor, FromVectorChecksCount) {
-  auto ok = HostTensor::FromVector<int64_t>({2, 2}, {1, 2, 3, 4});
+  auto ok = Tensor::FromVector<int64_t>({2, 2}, {1, 2, 3, 4});
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok->ToVector<int64_t>(), (std::vector<int64_t>{1, 2, 3, 4}));
   EXPECT_TRUE(ok->ToVector<float>().empty());  // wrong type
-  auto bad = HostTensor::FromVector<float>({3}, {1, 2});
+  auto bad = Tensor::FromVector<float>({3}, {1, 2});
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("needs 3 elements, got 2"), std::string::npos);
 }
 
 TEST(Tensor, ReshapeSharesCloneCopies) {
-  auto t = *HostTensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
-  HostTensor r;
+  auto t = *Tensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor r;
   ASSERT_TRUE(t.Reshaped({3, 2}, &r).ok());
   EXPECT_EQ(r.raw(), t.raw());
   EXPECT_EQ(r.shape(), (Shape{3, 2}));
   EXPECT_FALSE(t.Reshaped({4}, &r).ok());
-  HostTensor c = t.Clone();
+  Tensor c = t.Clone();
   EXPECT_NE(c.raw(), t.raw());
   EXPECT_TRUE(c.Equals(t));
   c.data<float>()[0] = 9;
@@ -107,11 +107,11 @@ TEST(Tensor, ReshapeSharesCloneCopies) {
 TEST(Tensor, MemoryTrackerCountsLiveBuffers) {
   auto tracker = std::make_shared<MemoryTracker>();
   {
-    HostTensor a, b;
-    ASSERT_TRUE(HostTensor::Allocate(DType::kF32, {100}, &a, tracker).ok());
-    ASSERT_TRUE(HostTensor::Allocate(DType::kF64, {10}, &b, tracker).ok());
+    Tensor a, b;
+    ASSERT_TRUE(Tensor::Allocate(DType::kF32, {100}, &a, tracker).ok());
+    ASSERT_TRUE(Tensor::Allocate(DType::kF64, {10}, &b, tracker).ok());
     EXPECT_EQ(tracker->current(), 480);
-    a = HostTensor();
+    a = Tensor();
     EXPECT_EQ(tracker->current(), 80);
   }
   EXPECT_EQ(tracker->current(), 0);
@@ -121,7 +121,7 @@ TEST(Tensor, MemoryTrackerCountsLiveBuffers) {
 }
 
 TEST(Tensor, DebugString) {
-  auto t = *HostTensor::FromVector<int32_t>({3}, {7, 8, 9});
+  auto t = *Tensor::FromVector<int32_t>({3}, {7, 8, 9});
   EXPECT_EQ(t.DebugString(), "i32[3] {7, 8, 9}");
   EXPECT_EQ(t.DebugString(2), "i32[3] {7, 8, ...}");
 }

@@ -7,9 +7,9 @@
 namespace distrt {
 namespace testing {
 
-Status RunOp(const std::string& op, const std::vector<HostTensor>& inputs,
+Status RunOp(const std::string& op, const std::vector<Tensor>& inputs,
              const std::vector<TensorType>& out_types, Attrs attrs,
-             std::vector<HostTensor>* outputs) {
+             std::vector<Tensor>* outputs) {
   ProgramBuilder b;
   std::vector<int> ins, outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -27,33 +27,33 @@ Status RunOp(const std::string& op, const std::vector<HostTensor>& inputs,
   return exec->Run(inputs, outputs);
 }
 
-HostTensor Run1(const std::string& op, const std::vector<HostTensor>& inputs,
+Tensor Run1(const std::string& op, const std::vector<Tensor>& inputs,
                 const TensorType& out_type, Attrs attrs) {
-  std::vector<HostTensor> outs;
+  std::vector<Tensor> outs;
   Status st = RunOp(op, inputs, {out_type}, attrs, &outs);
   EXPECT_TRUE(st.ok()) << op << ": " << st.ToString();
-  if (!st.ok() || outs.size() != 1) return HostTensor();
+  if (!st.ok() || outs.size() != 1) return Tensor();
   return outs[0];
 }
 
-HostTensor Bool(const Shape& shape, const std::vector<int>& v) {
-  HostTensor t;
-  EXPECT_TRUE(HostTensor::Allocate(DType::kBool, shape, &t).ok());
+Tensor Bool(const Shape& shape, const std::vector<int>& v) {
+  Tensor t;
+  EXPECT_TRUE(Tensor::Allocate(DType::kBool, shape, &t).ok());
   EXPECT_EQ(static_cast<size_t>(t.num_elements()), v.size());
   for (size_t i = 0; i < v.size(); ++i) t.data<uint8_t>()[i] = v[i] ? 1 : 0;
   return t;
 }
 
-HostTensor Iota(const Shape& shape, float scale, float offset) {
-  HostTensor t;
-  EXPECT_TRUE(HostTensor::Allocate(DType::kF32, shape, &t).ok());
+Tensor Iota(const Shape& shape, float scale, float offset) {
+  Tensor t;
+  EXPECT_TRUE(Tensor::Allocate(DType::kF32, shape, &t).ok());
   for (int64_t i = 0; i < t.num_elements(); ++i) {
     t.data<float>()[i] = static_cast<float>(i) * scale + offset;
   }
   return t;
 }
 
-void ExpectF32(const HostTensor& t, const Shape& shape, const std::vector<float>& expected,
+void ExpectF32(const Tensor& t, const Shape& shape, const std::vector<float>& expected,
                float tol) {
   ASSERT_TRUE(t.defined());
   ASSERT_EQ(t.dtype(), DType::kF32);

@@ -19,32 +19,32 @@ using Attrs = std::initializer_list<std::pair<const std::string, proto::Attribut
 
 // Runs one instruction `op` on `inputs` with declared output types; returns
 // the kernel's status (validation errors included).
-Status RunOp(const std::string& op, const std::vector<HostTensor>& inputs,
+Status RunOp(const std::string& op, const std::vector<Tensor>& inputs,
              const std::vector<TensorType>& out_types, Attrs attrs,
-             std::vector<HostTensor>* outputs);
+             std::vector<Tensor>* outputs);
 // Single-output convenience; fails the test on error.
-HostTensor Run1(const std::string& op, const std::vector<HostTensor>& inputs,
+Tensor Run1(const std::string& op, const std::vector<Tensor>& inputs,
                 const TensorType& out_type, Attrs attrs = {});
 
 template <typename T>
-HostTensor Make(const Shape& shape, const std::vector<T>& values) {
-  auto t = HostTensor::FromVector<T>(shape, values);
+Tensor Make(const Shape& shape, const std::vector<T>& values) {
+  auto t = Tensor::FromVector<T>(shape, values);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return t.ok() ? *t : HostTensor();
+  return t.ok() ? *t : Tensor();
 }
-inline HostTensor F32(const Shape& shape, const std::vector<float>& v) {
+inline Tensor F32(const Shape& shape, const std::vector<float>& v) {
   return Make<float>(shape, v);
 }
-inline HostTensor I64(const Shape& shape, const std::vector<int64_t>& v) {
+inline Tensor I64(const Shape& shape, const std::vector<int64_t>& v) {
   return Make<int64_t>(shape, v);
 }
-inline HostTensor I32(const Shape& shape, const std::vector<int32_t>& v) {
+inline Tensor I32(const Shape& shape, const std::vector<int32_t>& v) {
   return Make<int32_t>(shape, v);
 }
-inline HostTensor F64(const Shape& shape, const std::vector<double>& v) {
+inline Tensor F64(const Shape& shape, const std::vector<double>& v) {
   return Make<double>(shape, v);
 }
-HostTensor Bool(const Shape& shape, const std::vector<int>& v);
+Tensor Bool(const Shape& shape, const std::vector<int>& v);
 // n values drawn uniformly from [-1, 1) by a seeded generator (float or
 // double).
 template <typename T>
@@ -56,15 +56,15 @@ std::vector<T> RandomUniform(int64_t n, uint32_t seed) {
   return v;
 }
 // 0, 1, 2, ... as float (scaled).
-HostTensor Iota(const Shape& shape, float scale = 1.0f, float offset = 0.0f);
+Tensor Iota(const Shape& shape, float scale = 1.0f, float offset = 0.0f);
 
 template <typename T>
-std::vector<T> Vec(const HostTensor& t) {
+std::vector<T> Vec(const Tensor& t) {
   return t.ToVector<T>();
 }
 
 // Expects t to be f32 with `shape` and values within tol (relative + absolute).
-void ExpectF32(const HostTensor& t, const Shape& shape, const std::vector<float>& expected,
+void ExpectF32(const Tensor& t, const Shape& shape, const std::vector<float>& expected,
                float tol = 1e-5f);
 
 // A fresh temporary directory, removed with its contents on destruction.

@@ -35,9 +35,9 @@ std::vector<float> WriteWeight(const std::string& file, int64_t n) {
 }
 
 // The gradient of step k: g_k[i] = sin(i + 3k).
-HostTensor Grad(const Shape& shape, int k) {
-  HostTensor g;
-  EXPECT_TRUE(HostTensor::Allocate(DType::kF32, shape, &g).ok());
+Tensor Grad(const Shape& shape, int k) {
+  Tensor g;
+  EXPECT_TRUE(Tensor::Allocate(DType::kF32, shape, &g).ok());
   for (int64_t i = 0; i < g.num_elements(); ++i) {
     g.data<float>()[i] = std::sin(static_cast<float>(i + 3 * k));
   }
@@ -82,8 +82,8 @@ TEST(Training, HostExecutorUpdatesWeightsRunAfterRun) {
   EXPECT_EQ(e->stats().weight_bytes, 2 * 6 * 4 + 4);
   std::vector<std::vector<float>> first_outputs;
   for (int k = 0; k < 3; ++k) {
-    HostTensor g = Grad(shape, k);
-    std::vector<HostTensor> out;
+    Tensor g = Grad(shape, k);
+    std::vector<Tensor> out;
     Status st = e->Run({g}, &out);
     ASSERT_TRUE(st.ok()) << st.ToString();
     // The output is the weight this run read, not the updated one.
@@ -129,8 +129,8 @@ TEST(Training, WritePersistentReplacesStateOrNothing) {
   state[1].value = F32(shape, m);
   Status st = e->WritePersistent(state);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  std::vector<HostTensor> out;
-  HostTensor g = Grad(shape, 0);
+  std::vector<Tensor> out;
+  Tensor g = Grad(shape, 0);
   ASSERT_TRUE(e->Run({g}, &out).ok());
   EXPECT_EQ(Vec<float>(out[0]), w);  // the run read the written weight
   std::vector<PersistentTensor> after;
@@ -171,7 +171,7 @@ TEST(Training, FailedRunLeavesWeightsUnchanged) {
   ASSERT_TRUE(p);
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   Status st = e->Run({Grad(shape, 0), I64({1}, {5})}, &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
   std::vector<PersistentTensor> state;
@@ -182,7 +182,7 @@ TEST(Training, FailedRunLeavesWeightsUnchanged) {
   st = e->Run({Grad(shape, 0), I64({1}, {1})}, &out);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_TRUE(e->ReadPersistent(&state).ok());
-  HostTensor g = Grad(shape, 0);
+  Tensor g = Grad(shape, 0);
   for (int i = 0; i < 6; ++i) {
     EXPECT_EQ(state[0].value.data<float>()[i], w0[i] - g.data<float>()[i] * 0.5f);
     EXPECT_EQ(state[1].value.data<float>()[i], g.data<float>()[i]);
@@ -217,9 +217,9 @@ TEST(Training, OptimizerUpdatesWriteTheStateInPlace) {
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
   std::vector<float> wk = w0, mk(n, 0.0f);
-  std::vector<HostTensor> out;
+  std::vector<Tensor> out;
   for (int k = 0; k < 2; ++k) {
-    HostTensor gk = Grad(shape, k);
+    Tensor gk = Grad(shape, k);
     ASSERT_TRUE(e->Run({gk, I64({1}, {1})}, &out).ok());
     for (int64_t i = 0; i < n; ++i) {
       mk[i] = mk[i] * 0.5f + gk.data<float>()[i];
@@ -272,7 +272,7 @@ TEST(Training, AliasedUpdatesSwapAndBigCopiesUseThreads) {
   ASSERT_TRUE(Executor::Create(p, nullptr, opts, &e).ok());
   std::vector<float> av = {0, 0}, bv = {0, 0};
   for (int k = 1; k <= 3; ++k) {
-    std::vector<HostTensor> out;
+    std::vector<Tensor> out;
     ASSERT_TRUE(e->Run({F32({2}, {1.0f * k, 10.0f * k})}, &out).ok());
     EXPECT_EQ(Vec<float>(out[0]), av);
     EXPECT_EQ(out[1].data<float>()[big - 1], c0[big - 1] + static_cast<float>(k - 1));
@@ -314,9 +314,9 @@ TEST(Training, SharedAndReturnedUpdateValuesKeepTheirContents) {
   ASSERT_TRUE(Executor::Create(prog, nullptr, ExecutorOptions(), &e).ok());
   std::vector<float> p(3, 0.0f), r(3, 0.0f);
   std::vector<std::vector<float>> outs;
-  std::vector<HostTensor> kept;
+  std::vector<Tensor> kept;
   for (int k = 1; k <= 3; ++k) {
-    std::vector<HostTensor> out;
+    std::vector<Tensor> out;
     ASSERT_TRUE(e->Run({F32({3}, {1.0f * k, 2.0f * k, -3.0f * k})}, &out).ok());
     const std::vector<float> xs = {1.0f * k, 2.0f * k, -3.0f * k};
     for (int i = 0; i < 3; ++i) {
@@ -351,10 +351,10 @@ TEST(Training, ScheduleAppliesUpdatesAfterEachRun) {
   ASSERT_TRUE(p);
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
-  std::vector<std::vector<HostTensor>> out;
+  std::vector<std::vector<Tensor>> out;
   ASSERT_TRUE(e->RunSchedule({{Grad(shape, 0)}, {Grad(shape, 1)}}, &out).ok());
   for (int k = 0; k < 2; ++k) {
-    HostTensor g = Grad(shape, k);
+    Tensor g = Grad(shape, k);
     for (int i = 0; i < 6; ++i) w[i] = w[i] - g.data<float>()[i] * 0.5f;
   }
   std::vector<PersistentTensor> state;
@@ -393,8 +393,8 @@ TEST(Training, LocalSessionTwoRanksAssemblesTrainedState) {
   Status st = LocalSession::Create(progs, LocalRunOptions(), &session);
   ASSERT_TRUE(st.ok()) << st.ToString();
   for (int k = 0; k < 3; ++k) {
-    HostTensor g = Grad({4, 3}, k);
-    std::vector<std::vector<HostTensor>> ins, outs;
+    Tensor g = Grad({4, 3}, k);
+    std::vector<std::vector<Tensor>> ins, outs;
     ASSERT_TRUE(ScatterInputs(progs, {{"g", g}}, &ins).ok());
     st = session->Run(ins, &outs);
     ASSERT_TRUE(st.ok()) << st.ToString();

@@ -221,13 +221,14 @@ int main(int argc, char **argv) {
     return failWith(toString(inputs.takeError()));
 
   started = std::chrono::steady_clock::now();
-  auto session =
-      createSession(*programs, settings.backend, threads, settings.profile);
+  auto session = createSession(*programs, settings.backend, threads,
+                               settings.profile, settings.device);
   if (!session)
     return failWith(toString(session.takeError()));
   if (root)
     errs() << "dist-run: loaded " << programs->size() << " rank(s) on the "
-           << backendFlag() << " backend in "
+           << backendFlag() << " backend ("
+           << settings.device.device << ") in "
            << format("%.1f", msSince(started)) << " ms\n";
   started = std::chrono::steady_clock::now();
   auto outputs = (*session)->run(*inputs);

@@ -33,8 +33,8 @@ namespace distopt {
 /// whose weights cannot be read (external data) or do not fit.
 llvm::Expected<int>
 mergeLoraAdapters(onnx::ModelProto &model,
-                  std::map<std::string, const distrt::HostTensor *> &values,
-                  std::deque<distrt::HostTensor> &storage);
+                  std::map<std::string, const distrt::Tensor *> &values,
+                  std::deque<distrt::Tensor> &storage);
 
 } // namespace distopt
 

@@ -18,6 +18,8 @@ struct RunSettings {
   int threadsPerRank = 1;
   /// Time every instruction (ExecutorOptions::profile).
   bool profile = false;
+  /// --device and --no-host-fallback.
+  DeviceSettings device;
   double rtol = 1e-4, atol = 1e-5;
 };
 

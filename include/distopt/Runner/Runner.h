@@ -61,7 +61,7 @@ concatBatch(const std::vector<std::vector<distrt::NamedTensor>> &parts);
 
 /// Reads an ONNX TensorProto file; `name` (if given) receives the tensor's
 /// name field.
-llvm::Expected<distrt::HostTensor> readTensorProto(llvm::StringRef path,
+llvm::Expected<distrt::Tensor> readTensorProto(llvm::StringRef path,
                                                    std::string *name = nullptr);
 
 /// Runs every rank once on the in-process backend and reassembles the
@@ -77,8 +77,8 @@ struct Comparison {
 };
 
 /// Element-wise |a - b| <= atol + rtol * |b| (exact for integers and bools).
-Comparison compareTensors(const distrt::HostTensor &actual,
-                          const distrt::HostTensor &expected, double rtol,
+Comparison compareTensors(const distrt::Tensor &actual,
+                          const distrt::Tensor &expected, double rtol,
                           double atol);
 
 } // namespace distopt

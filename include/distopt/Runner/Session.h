@@ -90,13 +90,24 @@ public:
   virtual void clearProfiles() {}
 };
 
+/// Where a session's ranks run.
+struct DeviceSettings {
+  /// "cpu", "cuda" (rank r on GPU r % GPUs; under mpi/nccl the process's
+  /// rank) or "cuda:N" (every rank of this process on GPU N).
+  std::string device = "cpu";
+  /// Instructions without a kernel for the device run on the host (copies
+  /// counted in the statistics); false: an error names the first one.
+  bool hostFallback = true;
+};
+
 /// Creates the executors of `programs` on `backend` (each process loads only
 /// its own rank's weights under mpi/nccl). The number of processes must
-/// equal the number of programs for mpi/nccl.
-llvm::Expected<std::unique_ptr<Session>> createSession(const Programs &programs,
-                                                       Backend backend,
-                                                       int threadsPerRank,
-                                                       bool profile = false);
+/// equal the number of programs for mpi/nccl. The nccl backend runs on GPUs
+/// whatever `device` says; local and mpi ranks on a GPU exchange their
+/// collectives through the host.
+llvm::Expected<std::unique_ptr<Session>>
+createSession(const Programs &programs, Backend backend, int threadsPerRank,
+              bool profile = false, const DeviceSettings &device = {});
 
 } // namespace distopt
 

@@ -93,7 +93,7 @@ private:
 
 /// Checks labels of a cross-entropy step: every one in [0, classes) or the
 /// ignore index; the error names the first bad one and its position.
-llvm::Error checkLabels(const distrt::HostTensor &labels, int64_t classes,
+llvm::Error checkLabels(const distrt::Tensor &labels, int64_t classes,
                         int64_t ignoreIndex);
 
 /// Runs the forward model with `trained` weights (global tensors by

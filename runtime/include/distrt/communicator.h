@@ -5,9 +5,11 @@
 #define DISTRT_COMMUNICATOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "distrt/device.h"
 #include "distrt/dtype.h"
 #include "distrt/status.h"
 
@@ -22,6 +24,37 @@ Status ParseReduceOp(const std::string& name, ReduceOp* out);
 using Group = std::vector<int>;
 std::string GroupToString(const Group& group);  // "[0, 2, 4]"
 
+// One collective of any kind as a value, for Communicator::Start and Run.
+// Counts are in elements of `dtype`; the fields a kind does not use are
+// ignored.
+struct CollectiveCall {
+  enum class Kind { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kCollectivePermute };
+  Kind kind = Kind::kAllReduce;
+  Group group;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  DType dtype = DType::kF32;
+  ReduceOp op = ReduceOp::kSum;       // all_reduce, reduce_scatter
+  int64_t count = 0;                  // all_reduce
+  std::vector<int64_t> counts;        // all_gather, reduce_scatter; all_to_all: sent
+  std::vector<int64_t> recv_counts;   // all_to_all
+  int64_t send_count = 0;             // collective_permute
+  int64_t recv_count = 0;             // collective_permute
+  int target = -1, source = -1;       // collective_permute
+
+  // Elements this rank sends from `send` and receives into `recv`; -1 if
+  // the caller is not in the group.
+  int64_t SendElements(int rank) const;
+  int64_t RecvElements(int rank) const;
+};
+
+// A started collective; Wait completes it.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual Status Wait() = 0;
+};
+
 // Counts are in elements of `dtype`; "member i" is group[i]. Buffers are
 // contiguous and must not overlap unless stated. Every call blocks until this
 // rank's part is done (its receive buffer filled, its send buffer no longer
@@ -34,6 +67,21 @@ class Communicator {
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
   virtual std::string backend() const = 0;  // "local", "mpi", "nccl"
+  // Where the buffers of every call must live: the host (local, mpi) or a
+  // CUDA device's memory (nccl).
+  virtual DeviceKind buffer_device() const { return DeviceKind::kCpu; }
+
+  // The non-blocking form of the collectives: starts `call` and hands back
+  // what completes it, so that independent work can run in between. A
+  // device communicator orders the call after the work queued so far on
+  // `stream` (a cudaStream_t) and Wait orders the work queued on `stream`
+  // afterwards behind it, without the host waiting; a host backend
+  // completes the call here (the default, over the blocking calls below)
+  // and Wait returns at once. The buffers must stay valid until Wait.
+  virtual Status Start(const CollectiveCall& call, void* stream,
+                       std::unique_ptr<PendingCollective>* pending);
+  // The blocking call `call` names.
+  Status Run(const CollectiveCall& call);
 
   // recv[k] = op over members of send[k], k < count. send == recv allowed.
   virtual Status AllReduce(const Group& group, const void* send, void* recv, int64_t count,

@@ -1,8 +1,6 @@
-// CUDA support: the `nccl` communicator (device buffers), a host-staging
-// adapter over it, and CudaExecutor, which runs a rank program with its
-// tensors on one GPU (device kernels where distrt has them, a documented
-// host fallback elsewhere; see docs/runtime.md, "The nccl backend and the
-// CUDA path").
+// CUDA support: GPUs as devices for the executor (OpenCudaDevice), the
+// `nccl` communicator (device buffers) and a host-staging adapter over it
+// (see docs/runtime.md, "Devices" and "The nccl backend").
 //
 // Built only when CMake finds the CUDA toolkit and NCCL (target
 // `distrt_cuda`, which defines DISTRT_HAS_CUDA=1 for its users; with MPI too
@@ -19,8 +17,7 @@
 #include <vector>
 
 #include "distrt/communicator.h"
-#include "distrt/executor.h"
-#include "distrt/program.h"
+#include "distrt/device.h"
 
 namespace distrt {
 
@@ -87,63 +84,20 @@ Status CreateNcclCommunicatorMpi(const NcclCommOptions& options,
 // two PCIe copies per call.
 Status NewHostStagingCommunicator(Communicator* nccl, std::unique_ptr<Communicator>* out);
 
-struct CudaExecutorOptions {
-  // The device; -1: the communicator's device (nccl), else device 0.
-  int device = -1;
-  // Instructions without a device kernel run on the host (inputs copied
-  // down, CPU kernel, outputs copied up). False: Create fails on the first
-  // such instruction instead.
-  bool allow_host_fallback = true;
-  int host_threads = 1;  // ExecutorOptions::threads for the host fallback
+struct CudaDeviceOptions {
+  // Waiting for the device (Synchronize, copies to the host) fails with
+  // DEADLINE_EXCEEDED after this; 0: wait forever.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
 };
 
-struct CudaRunStats {
-  int64_t device_instructions = 0;  // ran as device kernels (incl. aliases)
-  int64_t host_instructions = 0;    // ran through the host fallback
-  int64_t device_collectives = 0;   // all_reduce straight on device buffers
-  int64_t bytes_to_host = 0;        // fallback copies, outputs excluded
-  int64_t bytes_to_device = 0;      // fallback copies, inputs excluded
-  double seconds = 0;
-};
-
-// Runs one rank program with its values in device memory. Device kernels:
-// elementwise f32 ops (neg abs exp log sqrt reciprocal tanh sigmoid erf relu
-// sin cos floor ceil round sign gelu leaky_relu; add sub mul div pow max min
-// with broadcasting up to 8 dims), f32 matmul through
-// cublasSgemmStridedBatched (same or one-sided broadcast batch dims),
-// reshape/identity as aliases, and all_reduce straight through a nccl
-// communicator. Everything else (other dtypes, other ops, the other
-// collectives) takes the host fallback, counted in CudaRunStats and listed
-// by Placement(). `comm` may be a nccl communicator (device collectives), a
-// host one (local/mpi: every collective on the host), or null for programs
-// that do not communicate.
-class CudaExecutor {
- public:
-  static Status Create(std::shared_ptr<const Program> program, Communicator* comm,
-                       const CudaExecutorOptions& options, std::unique_ptr<CudaExecutor>* out);
-  ~CudaExecutor();
-
-  // Host tensors in, host tensors out (inputs are copied to the device,
-  // outputs back). On failure the communicator is aborted, as Executor does.
-  // Weight updates are applied on the device after a successful run, as
-  // Executor::Run does on the host.
-  Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
-
-  // As Executor::ReadPersistent: the training state, copied to the host.
-  Status ReadPersistent(std::vector<PersistentTensor>* out) const;
-  // As Executor::WritePersistent: host values copied into the weights.
-  Status WritePersistent(const std::vector<PersistentTensor>& values);
-
-  // Per instruction: "device", "alias", "nccl" or "host".
-  std::vector<std::string> Placement() const;
-  const CudaRunStats& stats() const;
-
-  struct Impl;
-
- private:
-  CudaExecutor() = default;
-  std::unique_ptr<Impl> impl_;
-};
+// CUDA device `index` as a Device for ExecutorOptions::device: a stream of
+// its own (several ranks may share one GPU, each with its own device
+// object), stream-ordered memory that the executor's buffers reuse across
+// runs, and cuBLASLt for the GEMMs. The first call also registers the CUDA
+// kernels (docs/runtime.md lists them). FAILED_PRECONDITION ("no CUDA
+// device: ...") where there is no GPU.
+Status OpenCudaDevice(int index, std::shared_ptr<Device>* out,
+                      const CudaDeviceOptions& options = CudaDeviceOptions());
 
 }  // namespace distrt
 

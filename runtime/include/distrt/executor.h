@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "distrt/communicator.h"
+#include "distrt/device.h"
 #include "distrt/program.h"
 #include "distrt/status.h"
 #include "distrt/tensor.h"
@@ -38,6 +39,14 @@ struct ExecutorOptions {
   // OneDnnGemmName). The environment variable DISTRT_PACK_WEIGHTS=0 turns
   // it off for every executor (the tools have no flag of their own).
   bool pack_weights = true;
+  // The device the program runs on (null: the host). Its weights, training
+  // state and intermediate values live there; an instruction without a
+  // kernel for that device runs on the host, its inputs copied there and
+  // its outputs back (counted in RunStats), unless allow_host_fallback is
+  // false, which makes Create fail naming the first such instruction.
+  // Weights are packed for host GEMMs only on the host.
+  std::shared_ptr<Device> device;
+  bool allow_host_fallback = true;
 };
 
 // Time spent in one kind of instruction (its `op`), summed over every
@@ -46,6 +55,7 @@ struct OpTime {
   std::string op;
   int64_t calls = 0;
   double seconds = 0;
+  std::string device;  // where it ran: "cpu", "cuda:0"
 };
 
 struct RunStats {
@@ -55,9 +65,16 @@ struct RunStats {
                                 // (activations and kernel scratch, not inputs)
   int64_t instructions = 0;     // instructions executed by the last Run
   double seconds = 0;           // wall time of the last Run
-  // With ExecutorOptions::profile: per op kind over all runs so far (in order
-  // of first appearance; "apply updates" is writing a training step's
-  // updates into its weights), and how many runs that is.
+  // On a device other than the host, for the last Run: instructions that
+  // ran on the host for want of a device kernel, and the bytes copied for
+  // them (and for program inputs and outputs) each way.
+  int64_t host_instructions = 0;
+  int64_t bytes_to_device = 0;
+  int64_t bytes_to_host = 0;
+  // With ExecutorOptions::profile: per op kind and device over all runs so
+  // far (in order of first appearance; "apply updates" is writing a
+  // training step's updates into its weights), and how many runs that is.
+  // On a device, profiling waits for the device after every instruction.
   std::vector<OpTime> op_times;
   int64_t profiled_runs = 0;
 };
@@ -67,7 +84,7 @@ struct RunStats {
 // copy of this rank's current contents.
 struct PersistentTensor {
   const proto::Weight* weight = nullptr;  // points into the executor's program
-  HostTensor value;
+  Tensor value;
 };
 
 class Executor {
@@ -87,7 +104,7 @@ class Executor {
   // its update value's contents, copied into the weight's buffer, so the
   // next run reads them; a failed run leaves the weights as they were.
   // Outputs never share memory with an updated weight.
-  Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
+  Status Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs);
 
   // A pipeline stage: runs the program once per FORWARD action of its
   // schedule, in schedule order, on that microbatch's inputs, with the
@@ -96,8 +113,8 @@ class Executor {
   // a schedule runs once, as microbatch 0. Weight updates apply after each
   // of those runs, as after Run (a training schedule that accumulates over
   // microbatches is future work).
-  Status RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
-                     std::vector<std::vector<HostTensor>>* outputs);
+  Status RunSchedule(const std::vector<std::vector<Tensor>>& inputs,
+                     std::vector<std::vector<Tensor>>* outputs);
 
   // Microbatches this program's schedule runs (1 without a schedule).
   int microbatches() const;
@@ -116,12 +133,17 @@ class Executor {
 
   const Program& program() const { return *program_; }
   const RunStats& stats() const { return stats_; }
+  // The device the program runs on.
+  Device* device() const;
+  // Per instruction, the device it runs on ("cuda:0", or "cpu" for a host
+  // fallback).
+  std::vector<std::string> Placement() const;
   // Starts the profile afresh (after warm-up runs, say).
   void ClearProfile();
 
  private:
   Executor() = default;
-  Status ApplyUpdates(const std::vector<HostTensor>& values, std::vector<HostTensor>* outputs);
+  Status ApplyUpdates(const std::vector<Tensor>& values, std::vector<Tensor>* outputs);
   Status PrepareKernels(const std::unordered_set<int>& outputs);
   struct Impl;
   std::shared_ptr<const Program> program_;

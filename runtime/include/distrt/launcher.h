@@ -20,6 +20,10 @@ struct LocalRunOptions {
   bool profile = false;      // ExecutorOptions::profile of every rank
   // Longest a rank waits for a peer in a collective or recv.
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Rank r runs on devices[r] (ExecutorOptions::device); empty: every rank
+  // on the host. Ranks on a GPU exchange collectives through the host.
+  std::vector<std::shared_ptr<Device>> devices;
+  bool allow_host_fallback = true;  // ExecutorOptions::allow_host_fallback
 };
 
 // Runs programs[r] as rank r (programs.size() == world size) with
@@ -27,16 +31,16 @@ struct LocalRunOptions {
 // others are aborted and the returned error is the root cause, prefixed with
 // "rank R: ". `stats`, if given, receives each rank's RunStats.
 Status RunLocal(const std::vector<std::shared_ptr<const Program>>& programs,
-                const std::vector<std::vector<HostTensor>>& inputs,
-                std::vector<std::vector<HostTensor>>* outputs,
+                const std::vector<std::vector<Tensor>>& inputs,
+                std::vector<std::vector<Tensor>>* outputs,
                 const LocalRunOptions& options = LocalRunOptions(),
                 std::vector<RunStats>* stats = nullptr);
 
 // Pipeline stages: every rank runs its schedule (Executor::RunSchedule);
 // inputs[rank][microbatch] are that rank's inputs for the microbatch.
 Status RunLocalSchedule(const std::vector<std::shared_ptr<const Program>>& programs,
-                        const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
-                        std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+                        const std::vector<std::vector<std::vector<Tensor>>>& inputs,
+                        std::vector<std::vector<std::vector<Tensor>>>* outputs,
                         const LocalRunOptions& options = LocalRunOptions(),
                         std::vector<RunStats>* stats = nullptr);
 
@@ -58,10 +62,10 @@ class LocalSession {
 
   int world_size() const;
   // As RunLocal / RunLocalSchedule, on the session's executors.
-  Status Run(const std::vector<std::vector<HostTensor>>& inputs,
-             std::vector<std::vector<HostTensor>>* outputs, std::vector<RunStats>* stats = nullptr);
-  Status RunSchedule(const std::vector<std::vector<std::vector<HostTensor>>>& inputs,
-                     std::vector<std::vector<std::vector<HostTensor>>>* outputs,
+  Status Run(const std::vector<std::vector<Tensor>>& inputs,
+             std::vector<std::vector<Tensor>>* outputs, std::vector<RunStats>* stats = nullptr);
+  Status RunSchedule(const std::vector<std::vector<std::vector<Tensor>>>& inputs,
+                     std::vector<std::vector<std::vector<Tensor>>>* outputs,
                      std::vector<RunStats>* stats = nullptr);
 
   // Rank r's executor (0 <= r < world_size()). Use it between runs only.
@@ -81,26 +85,26 @@ class LocalSession {
 
 struct NamedTensor {
   std::string name;
-  HostTensor tensor;
+  Tensor tensor;
 };
 
 // For every rank, cuts each program input (matched by Argument.name) out of
 // the global tensor of that name according to Argument.slice.
 Status ScatterInputs(const std::vector<std::shared_ptr<const Program>>& programs,
                      const std::vector<NamedTensor>& global,
-                     std::vector<std::vector<HostTensor>>* per_rank);
+                     std::vector<std::vector<Tensor>>* per_rank);
 
 // One rank's share of ScatterInputs: cuts `program`'s inputs out of the global
 // tensors. For launchers where each process knows only its own program (MPI).
 Status SliceInputs(const Program& program, const std::vector<NamedTensor>& global,
-                   std::vector<HostTensor>* mine);
+                   std::vector<Tensor>* mine);
 
 // Rebuilds each global output (by Argument.name, in order of first
 // appearance) from the ranks' pieces placed by Argument.slice. Pieces at the
 // same place (replicas) are taken once. Fails if a part of a global tensor is
 // covered by no rank.
 Status AssembleOutputs(const std::vector<std::shared_ptr<const Program>>& programs,
-                       const std::vector<std::vector<HostTensor>>& per_rank,
+                       const std::vector<std::vector<Tensor>>& per_rank,
                        std::vector<NamedTensor>* global);
 
 // Rebuilds each global training-state tensor (by Weight.name, in order of
@@ -115,7 +119,7 @@ Status AssemblePersistent(const std::vector<std::vector<PersistentTensor>>& per_
 struct OutputPiece {
   int rank = 0;
   proto::Argument argument;
-  HostTensor tensor;
+  Tensor tensor;
 };
 // What AssembleOutputs does after pairing outputs with their Arguments:
 // global tensors in order of first appearance, replicas taken once, every

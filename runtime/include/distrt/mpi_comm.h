@@ -11,7 +11,7 @@
 //   DISTRT_RETURN_IF_ERROR(distrt::MpiSession::Init(&argc, &argv, &mpi));
 //   // every process compiles or loads its program(s) ...
 //   std::shared_ptr<const distrt::Program> mine = programs[mpi->rank()];
-//   std::vector<distrt::HostTensor> ins, outs;
+//   std::vector<distrt::Tensor> ins, outs;
 //   DISTRT_RETURN_IF_ERROR(distrt::SliceInputs(*mine, global_inputs, &ins));
 //   DISTRT_RETURN_IF_ERROR(distrt::RunMpiRank(mine, ins, &outs));
 //   std::vector<distrt::NamedTensor> global;   // filled on rank 0 only
@@ -97,6 +97,10 @@ struct MpiRunOptions {
   int threads = 1;       // ExecutorOptions::threads of this rank
   bool profile = false;  // ExecutorOptions::profile of this rank
   MpiCommOptions comm;
+  // ExecutorOptions::device and allow_host_fallback of this rank (a GPU's
+  // collectives then go through the host and MPI).
+  std::shared_ptr<Device> device;
+  bool allow_host_fallback = true;
 };
 
 // One MPI process's rank: communicator plus executor, for repeated runs.
@@ -110,10 +114,10 @@ class MpiRank {
                        std::unique_ptr<MpiRank>* out);
   ~MpiRank();
 
-  Status Run(const std::vector<HostTensor>& inputs, std::vector<HostTensor>* outputs);
+  Status Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs);
   // Pipeline stages: inputs[m] / (*outputs)[m] belong to microbatch m.
-  Status RunSchedule(const std::vector<std::vector<HostTensor>>& inputs,
-                     std::vector<std::vector<HostTensor>>* outputs);
+  Status RunSchedule(const std::vector<std::vector<Tensor>>& inputs,
+                     std::vector<std::vector<Tensor>>* outputs);
 
   Communicator* comm() { return comm_.get(); }
   Executor& executor() { return *exec_; }
@@ -127,12 +131,12 @@ class MpiRank {
 // Runs `program` once as this process's rank (MpiRank::Create + Run). On a
 // failure of this rank the job is aborted with the message on stderr (see
 // MpiCommOptions::abort_job_on_error). `stats`, if given, gets the RunStats.
-Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<HostTensor>& my_inputs,
-                  std::vector<HostTensor>* my_outputs,
+Status RunMpiRank(std::shared_ptr<const Program> program, const std::vector<Tensor>& my_inputs,
+                  std::vector<Tensor>* my_outputs,
                   const MpiRunOptions& options = MpiRunOptions(), RunStats* stats = nullptr);
 Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
-                          const std::vector<std::vector<HostTensor>>& my_inputs,
-                          std::vector<std::vector<HostTensor>>* my_outputs,
+                          const std::vector<std::vector<Tensor>>& my_inputs,
+                          std::vector<std::vector<Tensor>>* my_outputs,
                           const MpiRunOptions& options = MpiRunOptions(),
                           RunStats* stats = nullptr);
 
@@ -140,7 +144,7 @@ Status RunMpiRankSchedule(std::shared_ptr<const Program> program,
 // Argument name and slice from `program`) to `root`, which assembles the
 // global tensors exactly as AssembleOutputs does. `global` is filled on root
 // and cleared elsewhere. Needs only this rank's program.
-Status GatherOutputs(const Program& program, const std::vector<HostTensor>& my_outputs, int root,
+Status GatherOutputs(const Program& program, const std::vector<Tensor>& my_outputs, int root,
                      std::vector<NamedTensor>* global);
 
 // Collective over MPI_COMM_WORLD: every rank sends its training state

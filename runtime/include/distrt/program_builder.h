@@ -31,7 +31,7 @@ class ProgramBuilder {
   void Output(const std::string& name, int value);
   void Output(const std::string& name, int value, const proto::Slice& slice);
   // A constant with inline bytes.
-  int Constant(const HostTensor& t, const std::string& name = "");
+  int Constant(const Tensor& t, const std::string& name = "");
   // A weight read from `file` at `offset` (full tensor of `global_shape` stored
   // as `stored`), of which this rank holds the window offsets/sizes.
   int Weight(const std::string& name, const std::string& file, uint64_t offset, DType stored,

@@ -29,20 +29,20 @@ struct Exported {
   std::map<std::string, int64_t> matmulFlags;
   std::string epilogue;
   int matmulInputs = 0;
-  std::vector<distrt::HostTensor> outputs;
+  std::vector<distrt::Tensor> outputs;
 };
 
-distrt::HostTensor randomMatrix(const distrt::Shape &shape, uint32_t seed) {
+distrt::Tensor randomMatrix(const distrt::Shape &shape, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> u(-1.f, 1.f);
   std::vector<float> v(static_cast<size_t>(shape[0] * shape[1]));
   for (float &x : v)
     x = u(gen);
-  return *distrt::HostTensor::FromVector<float>(shape, v);
+  return *distrt::Tensor::FromVector<float>(shape, v);
 }
 
 Exported exportAndRun(const std::string &text,
-                      const std::vector<distrt::HostTensor> &inputs,
+                      const std::vector<distrt::Tensor> &inputs,
                       int threads = 1) {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -83,8 +83,8 @@ Exported exportAndRun(const std::string &text,
 }
 
 /// C = op(A) op(B) from the stored matrices.
-std::vector<float> product(const distrt::HostTensor &a, bool ta,
-                           const distrt::HostTensor &b, bool tb) {
+std::vector<float> product(const distrt::Tensor &a, bool ta,
+                           const distrt::Tensor &b, bool tb) {
   const int64_t m = ta ? a.shape()[1] : a.shape()[0];
   const int64_t k = ta ? a.shape()[0] : a.shape()[1];
   const int64_t n = tb ? b.shape()[0] : b.shape()[1];
@@ -101,7 +101,7 @@ std::vector<float> product(const distrt::HostTensor &a, bool ta,
   return c;
 }
 
-void expectNear(const distrt::HostTensor &got, const std::vector<float> &want) {
+void expectNear(const distrt::Tensor &got, const std::vector<float> &want) {
   ASSERT_EQ(static_cast<size_t>(got.num_elements()), want.size());
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got.data<float>()[i], want[i], 1e-4) << "element " << i;
@@ -171,7 +171,7 @@ func.func @main(%x: tensor<3x5x20xf32>, %w: tensor<45x20xf32>) -> tensor<3x5x45x
   return %y : tensor<3x5x45xf32>
 })",
                    {[] {
-                      distrt::HostTensor t = randomMatrix({15, 20}, 7), r;
+                      distrt::Tensor t = randomMatrix({15, 20}, 7), r;
                       EXPECT_TRUE(t.Reshaped({3, 5, 20}, &r).ok());
                       return r;
                     }(),
@@ -215,8 +215,8 @@ func.func @main(%a: tensor<64x600xf32>, %b: tensor<64x64xf32>) -> tensor<600x64x
 }
 
 /// gelu?(x w + b) in double, from the inputs.
-std::vector<float> linear(const distrt::HostTensor &x,
-                          const distrt::HostTensor &w,
+std::vector<float> linear(const distrt::Tensor &x,
+                          const distrt::Tensor &w,
                           const std::vector<float> &bias, bool gelu) {
   std::vector<float> y = product(x, false, w, false);
   const size_t n = bias.size();
@@ -246,7 +246,7 @@ std::string withSecondResult(const std::string &v) {
 TEST(MatMulEpilogueExport, BiasAndGeluFoldIntoTheMatmul) {
   // The second result is the GELU again: nothing reads %m or %h but the
   // next op, so one matmul instruction computes gelu(x w + b).
-  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 21),
+  std::vector<distrt::Tensor> in = {randomMatrix({40, 24}, 21),
                                         randomMatrix({24, 300}, 22)};
   Exported e = exportAndRun(withSecondResult("%g"), in, 2);
   EXPECT_EQ(e.ops, std::vector<std::string>{"matmul"});
@@ -260,7 +260,7 @@ TEST(MatMulEpilogueExport, BiasAndGeluFoldIntoTheMatmul) {
 TEST(MatMulEpilogueExport, GeluWhoseInputIsReadElsewhereStays) {
   // %h is a result too (as a training step's backward reads a GELU's
   // input): the bias still folds, the GELU runs on its own.
-  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 23),
+  std::vector<distrt::Tensor> in = {randomMatrix({40, 24}, 23),
                                         randomMatrix({24, 300}, 24)};
   Exported e = exportAndRun(withSecondResult("%h"), in);
   EXPECT_EQ(e.ops, (std::vector<std::string>{"matmul", "gelu"}));
@@ -273,7 +273,7 @@ TEST(MatMulEpilogueExport, GeluWhoseInputIsReadElsewhereStays) {
 }
 
 TEST(MatMulEpilogueExport, ProductReadElsewhereFoldsNothing) {
-  std::vector<distrt::HostTensor> in = {randomMatrix({40, 24}, 25),
+  std::vector<distrt::Tensor> in = {randomMatrix({40, 24}, 25),
                                         randomMatrix({24, 300}, 26)};
   Exported e = exportAndRun(withSecondResult("%m"), in);
   EXPECT_EQ(e.ops, (std::vector<std::string>{"matmul", "add", "gelu"}));
@@ -286,7 +286,7 @@ TEST(MatMulEpilogueExport, ProductReadElsewhereFoldsNothing) {
 TEST(MatMulEpilogueExport, BiasComputedAfterTheProductIsAnAdd) {
   // The bias is computed after the matmul in program order: the matmul
   // cannot read it, the add stays (the GELU still folds into nothing).
-  std::vector<distrt::HostTensor> in = {randomMatrix({8, 24}, 27),
+  std::vector<distrt::Tensor> in = {randomMatrix({8, 24}, 27),
                                         randomMatrix({24, 300}, 28),
                                         randomMatrix({1, 300}, 29)};
   Exported e = exportAndRun(R"(

@@ -75,7 +75,7 @@ protected:
   const llvm::SmallString<128> &dir = env.dir;
 };
 
-double scalarOf(const distrt::HostTensor &t) { return t.data<double>()[0]; }
+double scalarOf(const distrt::Tensor &t) { return t.data<double>()[0]; }
 
 TEST_P(GradientCheck, MatchesFiniteDifferences) {
   const Case &c = GetParam();
@@ -140,10 +140,10 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
   ASSERT_EQ(base.size(), wrt.size() + 1);
   size_t gi = 0;
   for (unsigned a = 0; a + 1 < func.getNumArguments(); ++a) {
-    distrt::HostTensor &x = (*inputs)[a].tensor;
+    distrt::Tensor &x = (*inputs)[a].tensor;
     if (x.dtype() != distrt::DType::kF64)
       continue;
-    const distrt::HostTensor &grad = base[1 + gi++].tensor;
+    const distrt::Tensor &grad = base[1 + gi++].tensor;
     ASSERT_EQ(grad.shape(), x.shape());
     for (int64_t k = 0; k < x.num_elements(); ++k) {
       double saved = x.data<double>()[k], h = 1e-6;

@@ -1,7 +1,7 @@
 // Device discovery and device buffers.
 #include <cuda_runtime_api.h>
 
-#include "cuda_util.h"
+#include "cuda/cuda_util.h"
 #include "distrt/cuda.h"
 
 namespace distrt {

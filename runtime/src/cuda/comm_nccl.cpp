@@ -14,12 +14,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "comm_check.h"
-#include "cuda_kernels.h"
-#include "cuda_util.h"
+#include "cuda/comm_kernels.h"
+#include "cuda/cuda_util.h"
 #include "distrt/cuda.h"
 
 namespace distrt {
@@ -156,12 +157,38 @@ class NcclComm : public NcclDeviceComm {
       if (kv.second.recv_stream) cudaStreamDestroy(kv.second.recv_stream);
     }
     drop(world_);
+    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
     if (stream_) cudaStreamDestroy(stream_);
   }
 
   int rank() const override { return rank_; }
   int world_size() const override { return size_; }
   std::string backend() const override { return "nccl"; }
+  DeviceKind buffer_device() const override { return DeviceKind::kCuda; }
+
+  // Queued on this communicator's stream behind the caller's stream (an
+  // event, no host wait); the pending call's Wait puts the caller's stream
+  // behind the collective. The host waits only where a call needs it (the
+  // check of every collective, i16 reductions on the host).
+  Status Start(const CollectiveCall& call, void* stream,
+               std::unique_ptr<PendingCollective>* pending) override {
+    cudaStream_t caller = static_cast<cudaStream_t>(stream);
+    if (caller == nullptr) return Communicator::Start(call, stream, pending);
+    DISTRT_CUDA(cudaSetDevice(device_), "cudaSetDevice");
+    cudaEvent_t ready, done;
+    DISTRT_RETURN_IF_ERROR(TakeEvent(&ready));
+    DISTRT_CUDA(cudaEventRecord(ready, caller), "cudaEventRecord");
+    DISTRT_CUDA(cudaStreamWaitEvent(stream_, ready, 0), "cudaStreamWaitEvent");
+    GiveEvent(ready);  // reusable once recorded: the wait above holds its state
+    enqueue_only_ = true;
+    Status st = Run(call);
+    enqueue_only_ = false;
+    DISTRT_RETURN_IF_ERROR(st);
+    DISTRT_RETURN_IF_ERROR(TakeEvent(&done));
+    DISTRT_CUDA(cudaEventRecord(done, stream_), "cudaEventRecord");
+    *pending = std::make_unique<Pending>(this, caller, done);
+    return OkStatus();
+  }
   int device() const override { return device_; }
   cudaStream_t stream() const override { return stream_; }
   Status WaitStream(const std::string& what) override {
@@ -176,7 +203,7 @@ class NcclComm : public NcclDeviceComm {
     DISTRT_RETURN_IF_ERROR(Prepare(group, d, &g));
     DISTRT_RETURN_IF_ERROR(
         AllReduceOn(*g, static_cast<int>(group.size()), send, recv, count, dtype, op));
-    return Wait(
+    return Done(
         stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
@@ -216,7 +243,7 @@ class NcclComm : public NcclDeviceComm {
       }
       DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_gather)");
     }
-    return Wait(
+    return Done(
         stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
@@ -258,7 +285,7 @@ class NcclComm : public NcclDeviceComm {
                     "cudaMemcpyAsync");
       }
     }
-    return Wait(
+    return Done(
         stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
@@ -285,7 +312,7 @@ class NcclComm : public NcclDeviceComm {
       roff += recv_counts[j];
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (all_to_all)");
-    return Wait(
+    return Done(
         stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
@@ -305,7 +332,7 @@ class NcclComm : public NcclDeviceComm {
       ncclRecv(recv, static_cast<size_t>(recv_count) * es, ncclUint8, s, g->comm, stream_);
     }
     DISTRT_NCCL(ncclGroupEnd(), "ncclGroupEnd (collective_permute)");
-    return Wait(
+    return Done(
         stream_, [&] { return d.DescribeOn(group); }, g->comm);
   }
 
@@ -474,6 +501,53 @@ class NcclComm : public NcclDeviceComm {
       }
       std::this_thread::yield();
     }
+  }
+
+  // A started collective: the caller's stream waits for its event.
+  class Pending : public PendingCollective {
+   public:
+    Pending(NcclComm* comm, cudaStream_t caller, cudaEvent_t done)
+        : comm_(comm), caller_(caller), done_(done) {}
+    ~Pending() override {
+      if (done_) comm_->GiveEvent(done_);
+    }
+    Status Wait() override {
+      if (!done_) return OkStatus();
+      const cudaError_t e = cudaStreamWaitEvent(caller_, done_, 0);
+      comm_->GiveEvent(done_);
+      done_ = nullptr;
+      if (e != cudaSuccess) return CudaError(e, "cudaStreamWaitEvent");
+      return OkStatus();
+    }
+
+   private:
+    NcclComm* comm_;
+    cudaStream_t caller_;
+    cudaEvent_t done_;
+  };
+
+  // Events for Start, reused (creating one per collective costs a driver
+  // call each).
+  Status TakeEvent(cudaEvent_t* e) {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    if (!free_events_.empty()) {
+      *e = free_events_.back();
+      free_events_.pop_back();
+      return OkStatus();
+    }
+    DISTRT_CUDA(cudaEventCreateWithFlags(e, cudaEventDisableTiming), "cudaEventCreate");
+    return OkStatus();
+  }
+  void GiveEvent(cudaEvent_t e) {
+    std::lock_guard<std::mutex> lock(events_mu_);
+    free_events_.push_back(e);
+  }
+
+  // How a collective ends: the host waits for the stream, unless Start
+  // only queues it.
+  Status Done(cudaStream_t s, const std::function<std::string()>& what, ncclComm_t comm) {
+    if (enqueue_only_) return OkStatus();
+    return Wait(s, what, comm);
   }
 
   Status Fail(const Status& st) {
@@ -711,6 +785,9 @@ class NcclComm : public NcclDeviceComm {
   NcclCommOptions options_;
   int rank_ = 0, size_ = 1, device_ = 0;
   cudaStream_t stream_ = nullptr;
+  bool enqueue_only_ = false;  // inside Start
+  std::mutex events_mu_;
+  std::vector<cudaEvent_t> free_events_;
   ncclComm_t world_ = nullptr;
   std::shared_ptr<DeviceBuffer> small_;
   std::shared_ptr<DeviceBuffer> scratch_[2];

@@ -1,9 +1,9 @@
-// Device kernels: f32 elementwise ops with broadcasting, and the small
-// helpers the nccl communicator needs (average, NaN propagation).
+// The small device kernels the nccl communicator needs: averages and NaN
+// propagation for reductions NCCL has no direct form of.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include "cuda_kernels.h"
+#include "cuda/comm_kernels.h"
 
 namespace distrt {
 namespace cuda {
@@ -15,109 +15,6 @@ int Blocks(int64_t n) {
   int64_t b = (n + kThreads - 1) / kThreads;
   if (b > 65535 * 8) b = 65535 * 8;  // grid-stride loops cover the rest
   return static_cast<int>(b < 1 ? 1 : b);
-}
-
-__device__ float Unary(UnaryKind k, float v, float alpha) {
-  switch (k) {
-    case UnaryKind::kNeg:
-      return -v;
-    case UnaryKind::kAbs:
-      return fabsf(v);
-    case UnaryKind::kExp:
-      return expf(v);
-    case UnaryKind::kLog:
-      return logf(v);
-    case UnaryKind::kSqrt:
-      return sqrtf(v);
-    case UnaryKind::kReciprocal:
-      return 1.0f / v;
-    case UnaryKind::kTanh:
-      return tanhf(v);
-    case UnaryKind::kSigmoid:
-      if (v >= 0)
-        return 1.0f / (1.0f + expf(-v));
-      else {
-        const float e = expf(v);
-        return e / (1.0f + e);
-      }
-    case UnaryKind::kErf:
-      return erff(v);
-    case UnaryKind::kRelu:
-      return v > 0.0f ? v : (v != v ? v : 0.0f);
-    case UnaryKind::kSin:
-      return sinf(v);
-    case UnaryKind::kCos:
-      return cosf(v);
-    case UnaryKind::kFloor:
-      return floorf(v);
-    case UnaryKind::kCeil:
-      return ceilf(v);
-    case UnaryKind::kRound:
-      return rintf(v);  // half to even
-    case UnaryKind::kSign:
-      return v > 0.0f ? 1.0f : (v < 0.0f ? -1.0f : v);
-    case UnaryKind::kGeluErf:
-      return 0.5f * v * (1.0f + erff(v * 0.70710678118654752440f));
-    case UnaryKind::kGeluTanh:
-      return 0.5f * v * (1.0f + tanhf(0.79788456080286535588f * (v + 0.044715f * v * v * v)));
-    case UnaryKind::kLeakyRelu:
-      return v < 0.0f ? v * alpha : v;
-  }
-  return v;
-}
-
-__device__ float Binary(BinaryKind k, float a, float b) {
-  switch (k) {
-    case BinaryKind::kAdd:
-      return a + b;
-    case BinaryKind::kSub:
-      return a - b;
-    case BinaryKind::kMul:
-      return a * b;
-    case BinaryKind::kDiv:
-      return a / b;
-    case BinaryKind::kPow:
-      return powf(a, b);
-    case BinaryKind::kMax:
-      if (isnan(a)) return a;
-      if (isnan(b)) return b;
-      return a < b ? b : a;
-    case BinaryKind::kMin:
-      if (isnan(a)) return a;
-      if (isnan(b)) return b;
-      return b < a ? b : a;
-  }
-  return a;
-}
-
-__global__ void UnaryKernel(UnaryKind k, const float* x, float* y, int64_t n, float alpha) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    y[i] = Unary(k, x[i], alpha);
-  }
-}
-
-__global__ void BinarySameKernel(BinaryKind k, const float* a, const float* b, float* y,
-                                 int64_t n) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    y[i] = Binary(k, a[i], b[i]);
-  }
-}
-
-__global__ void BinaryBroadcastKernel(BinaryKind k, const float* a, const float* b, float* y,
-                                      int64_t n, BroadcastDesc d) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x) {
-    int64_t rest = i, ia = 0, ib = 0;
-    for (int dim = d.rank - 1; dim >= 0; --dim) {
-      const int64_t idx = rest % d.out_dims[dim];
-      rest /= d.out_dims[dim];
-      ia += idx * d.a_strides[dim];
-      ib += idx * d.b_strides[dim];
-    }
-    y[i] = Binary(k, a[ia], b[ib]);
-  }
 }
 
 template <typename T>
@@ -191,24 +88,6 @@ __global__ void ApplyNanKernel(T* y, const uint8_t* mask, int64_t n) {
 }
 
 }  // namespace
-
-cudaError_t UnaryF32(UnaryKind kind, const float* x, float* y, int64_t n, float alpha,
-                     cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  UnaryKernel<<<Blocks(n), kThreads, 0, stream>>>(kind, x, y, n, alpha);
-  return cudaGetLastError();
-}
-
-cudaError_t BinaryF32(BinaryKind kind, const float* a, const float* b, float* y, int64_t n,
-                      const BroadcastDesc& desc, bool same_shape, cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  if (same_shape) {
-    BinarySameKernel<<<Blocks(n), kThreads, 0, stream>>>(kind, a, b, y, n);
-  } else {
-    BinaryBroadcastKernel<<<Blocks(n), kThreads, 0, stream>>>(kind, a, b, y, n, desc);
-  }
-  return cudaGetLastError();
-}
 
 cudaError_t DivideBy(DType dtype, void* data, int64_t n, int divisor, cudaStream_t stream) {
   if (n <= 0 || divisor <= 1) return cudaSuccess;

@@ -1,0 +1,32 @@
+#include "cuda/dispatch.cuh"
+#include "cuda/elementwise.h"
+#include "cuda/launch.cuh"
+
+namespace distrt {
+namespace cuda {
+
+using portable::BinaryBody;
+using portable::UnaryBody;
+
+cudaError_t LaunchUnary(DType dtype, portable::UnaryOp op, const void* x, void* y, int64_t n,
+                        double alpha, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename portable::Elem<T>::Compute;
+    UnaryBody<T> body{op, static_cast<const T*>(x), static_cast<T*>(y), static_cast<C>(alpha)};
+    return LaunchFor(n, body, stream);
+  });
+}
+
+cudaError_t LaunchBinary(DType dtype, portable::BinaryOp op, const void* a, const void* b, void* y,
+                         int64_t n, const portable::BroadcastMap& map, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    BinaryBody<T> body{op, static_cast<const T*>(a), static_cast<const T*>(b), static_cast<T*>(y),
+                       map};
+    return LaunchFor(n, body, stream);
+  });
+}
+
+}  // namespace cuda
+}  // namespace distrt

@@ -1,0 +1,138 @@
+// Element-wise kernel bodies (host and device): unary math with GELU and
+// leaky ReLU, and broadcasting binary arithmetic, on any float storage type
+// (f32, f64, bf16, f16; 16-bit floats compute in f32). Semantics are the
+// host kernels' (kernels_unary.cpp, kernels_binary.cpp): relu/sign keep a
+// NaN, max/min carry it, round is half to even.
+#ifndef DISTRT_SRC_PORTABLE_ELEMENTWISE_H_
+#define DISTRT_SRC_PORTABLE_ELEMENTWISE_H_
+
+#include "portable/hd.h"
+#include "portable/index_map.h"
+#include "portable/math.h"
+
+namespace distrt {
+namespace portable {
+
+enum class UnaryOp : int {
+  kNeg,
+  kAbs,
+  kExp,
+  kLog,
+  kSqrt,
+  kReciprocal,
+  kTanh,
+  kSigmoid,
+  kErf,
+  kRelu,
+  kSin,
+  kCos,
+  kFloor,
+  kCeil,
+  kRound,
+  kSign,
+  kGeluErf,   // exact GELU
+  kGeluTanh,  // GELU's tanh approximation
+  kLeakyRelu,
+};
+
+template <typename C>
+DISTRT_HD C ApplyUnary(UnaryOp op, C v, C alpha) {
+  switch (op) {
+    case UnaryOp::kNeg:
+      return -v;
+    case UnaryOp::kAbs:
+      return Abs(v);
+    case UnaryOp::kExp:
+      return Exp(v);
+    case UnaryOp::kLog:
+      return Log(v);
+    case UnaryOp::kSqrt:
+      return Sqrt(v);
+    case UnaryOp::kReciprocal:
+      return C(1) / v;
+    case UnaryOp::kTanh:
+      return Tanh(v);
+    case UnaryOp::kSigmoid:
+      if (v >= C(0)) return C(1) / (C(1) + Exp(-v));
+      {
+        const C e = Exp(v);
+        return e / (C(1) + e);
+      }
+    case UnaryOp::kErf:
+      return Erf(v);
+    case UnaryOp::kRelu:
+      return v > C(0) ? v : (IsNan(v) ? v : C(0));
+    case UnaryOp::kSin:
+      return Sin(v);
+    case UnaryOp::kCos:
+      return Cos(v);
+    case UnaryOp::kFloor:
+      return Floor(v);
+    case UnaryOp::kCeil:
+      return Ceil(v);
+    case UnaryOp::kRound:
+      return RoundEven(v);
+    case UnaryOp::kSign:
+      return v > C(0) ? C(1) : (v < C(0) ? C(-1) : v);
+    case UnaryOp::kGeluErf:
+      return C(0.5) * v * (C(1) + Erf(v * C(0.70710678118654752440)));
+    case UnaryOp::kGeluTanh:
+      return C(0.5) * v * (C(1) + Tanh(C(0.79788456080286535588) * (v + C(0.044715) * v * v * v)));
+    case UnaryOp::kLeakyRelu:
+      return v < C(0) ? v * alpha : v;
+  }
+  return v;
+}
+
+template <typename T>
+struct UnaryBody {
+  using C = typename Elem<T>::Compute;
+  UnaryOp op;
+  const T* x;
+  T* y;
+  C alpha;  // leaky_relu's slope
+  DISTRT_HD void operator()(int64_t i) const { y[i] = Store<T>(ApplyUnary(op, Load(x[i]), alpha)); }
+};
+
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+
+template <typename C>
+DISTRT_HD C ApplyBinary(BinaryOp op, C a, C b) {
+  switch (op) {
+    case BinaryOp::kAdd:
+      return a + b;
+    case BinaryOp::kSub:
+      return a - b;
+    case BinaryOp::kMul:
+      return a * b;
+    case BinaryOp::kDiv:
+      return a / b;
+    case BinaryOp::kPow:
+      return Pow(a, b);
+    case BinaryOp::kMax:
+      return NanMax(a, b);
+    case BinaryOp::kMin:
+      return NanMin(a, b);
+  }
+  return a;
+}
+
+// y = a op b with numpy broadcasting (`map` has two operands).
+template <typename T>
+struct BinaryBody {
+  BinaryOp op;
+  const T* a;
+  const T* b;
+  T* y;
+  BroadcastMap map;
+  DISTRT_HD void operator()(int64_t i) const {
+    int64_t off[kMaxOperands];
+    map.Offsets(i, off);
+    y[i] = Store<T>(ApplyBinary(op, Load(a[off[0]]), Load(b[off[1]])));
+  }
+};
+
+}  // namespace portable
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_PORTABLE_ELEMENTWISE_H_
