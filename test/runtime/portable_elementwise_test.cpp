@@ -1,0 +1,148 @@
+// The CUDA element-wise kernels' bodies (portable/elementwise.h), run on the
+// host by HostFor, against the host kernels: the arithmetic every GPU run
+// does, checked where there is no GPU. bf16 and f16 bodies compute in f32
+// and round once, so they must equal the f32 result rounded.
+#include <gtest/gtest.h>
+
+#include "portable/elementwise.h"
+#include "portable/host_launch.h"
+#include "test_util.h"
+
+namespace distrt {
+namespace testing {
+namespace {
+
+using portable::BinaryBody;
+using portable::BinaryOp;
+using portable::HostFor;
+using portable::UnaryBody;
+using portable::UnaryOp;
+
+struct UnaryCase {
+  const char* op;
+  UnaryOp body;
+  bool positive;  // needs x > 0
+};
+const UnaryCase kUnary[] = {
+    {"neg", UnaryOp::kNeg, false},     {"abs", UnaryOp::kAbs, false},
+    {"exp", UnaryOp::kExp, false},     {"log", UnaryOp::kLog, true},
+    {"sqrt", UnaryOp::kSqrt, true},    {"reciprocal", UnaryOp::kReciprocal, true},
+    {"tanh", UnaryOp::kTanh, false},   {"sigmoid", UnaryOp::kSigmoid, false},
+    {"erf", UnaryOp::kErf, false},     {"relu", UnaryOp::kRelu, false},
+    {"sin", UnaryOp::kSin, false},     {"cos", UnaryOp::kCos, false},
+    {"floor", UnaryOp::kFloor, false}, {"ceil", UnaryOp::kCeil, false},
+    {"round", UnaryOp::kRound, false}, {"sign", UnaryOp::kSign, false},
+};
+
+std::vector<float> Inputs(bool positive) {
+  std::vector<float> x = RandomUniform<float>(257, 3);
+  for (float& v : x) v *= 4.0f;
+  x[5] = 2.5f;  // round half to even
+  x[6] = -0.5f;
+  x[7] = 0.0f;
+  if (positive)
+    for (float& v : x) v = std::fabs(v) + 0.01f;
+  else
+    x[8] = NAN;  // relu, sign, max and min keep it
+  return x;
+}
+
+void ExpectSame(const std::vector<float>& got, const std::vector<float>& want, float tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "element " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "element " << i;
+    }
+  }
+}
+
+TEST(PortableElementwise, UnaryBodiesMatchHostKernels) {
+  for (const UnaryCase& c : kUnary) {
+    SCOPED_TRACE(c.op);
+    const std::vector<float> x = Inputs(c.positive);
+    const Shape s = {static_cast<int64_t>(x.size())};
+    const std::vector<float> want = Vec<float>(Run1(c.op, {F32(s, x)}, {DType::kF32, s}));
+    std::vector<float> got(x.size());
+    HostFor(static_cast<int64_t>(x.size()), UnaryBody<float>{c.body, x.data(), got.data(), 0.0f});
+    // The host kernels' exp and erf are vectorised approximations.
+    ExpectSame(got, want, 2e-6f);
+  }
+}
+
+TEST(PortableElementwise, GeluAndLeakyReluMatchHostKernels) {
+  const std::vector<float> x = Inputs(false);
+  const Shape s = {static_cast<int64_t>(x.size())};
+  std::vector<float> got(x.size());
+  HostFor(static_cast<int64_t>(x.size()),
+          UnaryBody<float>{UnaryOp::kGeluErf, x.data(), got.data(), 0.0f});
+  ExpectSame(got, Vec<float>(Run1("gelu", {F32(s, x)}, {DType::kF32, s})), 2e-6f);
+  HostFor(static_cast<int64_t>(x.size()),
+          UnaryBody<float>{UnaryOp::kGeluTanh, x.data(), got.data(), 0.0f});
+  ExpectSame(got,
+             Vec<float>(Run1("gelu", {F32(s, x)}, {DType::kF32, s},
+                             {{"approximate", AttrString("tanh")}})),
+             2e-6f);
+  HostFor(static_cast<int64_t>(x.size()),
+          UnaryBody<float>{UnaryOp::kLeakyRelu, x.data(), got.data(), 0.2f});
+  ExpectSame(got,
+             Vec<float>(Run1("leaky_relu", {F32(s, x)}, {DType::kF32, s},
+                             {{"alpha", AttrFloat(0.2)}})),
+             0);
+}
+
+TEST(PortableElementwise, BroadcastBinaryBodiesMatchHostKernels) {
+  const Shape as = {3, 1, 5}, bs = {4, 1}, out = {3, 4, 5};
+  std::vector<float> a = RandomUniform<float>(15, 4), b = RandomUniform<float>(4, 5);
+  a[2] = NAN;
+  portable::BroadcastMap map;
+  ASSERT_TRUE(portable::MakeBroadcastMap({as, bs}, out, &map));
+  EXPECT_FALSE(map.identity);
+  const std::pair<const char*, BinaryOp> ops[] = {
+      {"add", BinaryOp::kAdd}, {"sub", BinaryOp::kSub}, {"mul", BinaryOp::kMul},
+      {"div", BinaryOp::kDiv}, {"max", BinaryOp::kMax}, {"min", BinaryOp::kMin}};
+  for (const auto& [name, op] : ops) {
+    SCOPED_TRACE(name);
+    std::vector<float> got(60);
+    HostFor(60, BinaryBody<float>{op, a.data(), b.data(), got.data(), map});
+    ExpectSame(got, Vec<float>(Run1(name, {F32(as, a), F32(bs, b)}, {DType::kF32, out})), 0);
+  }
+  // pow of a positive base.
+  for (float& v : a) v = std::fabs(v) + 0.5f;
+  std::vector<float> got(60);
+  HostFor(60, BinaryBody<float>{BinaryOp::kPow, a.data(), b.data(), got.data(), map});
+  ExpectSame(got, Vec<float>(Run1("pow", {F32(as, a), F32(bs, b)}, {DType::kF32, out})), 1e-6f);
+  // Shapes that do not broadcast, or too many dims, have no map.
+  EXPECT_FALSE(portable::MakeBroadcastMap({{3}, {4}}, {4}, &map));
+  EXPECT_FALSE(portable::MakeBroadcastMap({Shape(9, 1)}, Shape(9, 1), &map));
+}
+
+// 16-bit floats load as f32, compute in f32 and round once on the way out.
+TEST(PortableElementwise, HalfBodiesRoundTheF32Result) {
+  const std::vector<float> x = Inputs(false);
+  const int64_t n = static_cast<int64_t>(x.size());
+  std::vector<bf16_t> xb(x.size()), yb(x.size());
+  std::vector<f16_t> xh(x.size()), yh(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xb[i].bits = FloatToBF16(x[i]);
+    xh[i].bits = FloatToHalf(x[i]);
+  }
+  HostFor(n, UnaryBody<bf16_t>{UnaryOp::kGeluErf, xb.data(), yb.data(), 0.0f});
+  HostFor(n, UnaryBody<f16_t>{UnaryOp::kGeluErf, xh.data(), yh.data(), 0.0f});
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float in_b = BF16ToFloat(xb[i].bits), in_h = HalfToFloat(xh[i].bits);
+    const float want_b = 0.5f * in_b * (1.0f + std::erf(in_b * 0.70710678118654752440f));
+    const float want_h = 0.5f * in_h * (1.0f + std::erf(in_h * 0.70710678118654752440f));
+    if (std::isnan(want_b)) {
+      EXPECT_TRUE(std::isnan(BF16ToFloat(yb[i].bits)));
+      continue;
+    }
+    EXPECT_EQ(yb[i].bits, FloatToBF16(want_b)) << "element " << i;
+    EXPECT_EQ(yh[i].bits, FloatToHalf(want_h)) << "element " << i;
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace distrt
