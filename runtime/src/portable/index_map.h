@@ -14,26 +14,92 @@ namespace portable {
 
 constexpr int kMaxOperands = 3;
 
+// How one operand's offset follows from the output index. The common
+// forms take at most one division (64-bit division is dear on a GPU);
+// kGeneral walks the dims.
+enum class OperandForm : int {
+  kSame,     // the output's shape: offset = i
+  kScalar,   // one element: offset = 0
+  kTrailing, // the output's trailing dims (a bias): offset = i % extent
+  kLeading,  // the output's leading dims, then 1s (per-row values):
+             // offset = i / extent
+  kGeneral,
+};
+
 struct BroadcastMap {
   int rank = 0;
   int operands = 0;
   int64_t dims[kMaxDims] = {};
   int64_t strides[kMaxOperands][kMaxDims] = {};
+  OperandForm form[kMaxOperands] = {};
+  int64_t extent[kMaxOperands] = {};  // kTrailing: its size; kLeading: the 1s' span
   // Every operand has the output's shape: offsets equal the index.
   bool identity = false;
 
   // off[k] = operand k's element offset for output element i.
   DISTRT_HD void Offsets(int64_t i, int64_t* off) const {
-    for (int k = 0; k < operands; ++k) off[k] = identity ? i : 0;
-    if (identity) return;
+    bool general = false;
+    for (int k = 0; k < operands; ++k) {
+      switch (form[k]) {
+        case OperandForm::kSame:
+          off[k] = i;
+          break;
+        case OperandForm::kScalar:
+          off[k] = 0;
+          break;
+        case OperandForm::kTrailing:
+          off[k] = i % extent[k];
+          break;
+        case OperandForm::kLeading:
+          off[k] = i / extent[k];
+          break;
+        case OperandForm::kGeneral:
+          off[k] = 0;
+          general = true;
+          break;
+      }
+    }
+    if (!general) return;
     int64_t rest = i;
     for (int d = rank - 1; d >= 0; --d) {
       const int64_t idx = rest % dims[d];
       rest /= dims[d];
-      for (int k = 0; k < operands; ++k) off[k] += idx * strides[k][d];
+      for (int k = 0; k < operands; ++k)
+        if (form[k] == OperandForm::kGeneral) off[k] += idx * strides[k][d];
     }
   }
 };
+
+// Which OperandForm `s` (broadcasting to `out`) has, and its extent.
+inline OperandForm FormOf(const std::vector<int64_t>& s, const std::vector<int64_t>& out,
+                          int64_t* extent) {
+  int64_t n = 1, total = 1;
+  for (int64_t d : s) n *= d;
+  for (int64_t d : out) total *= d;
+  *extent = 1;
+  if (s == out) return OperandForm::kSame;
+  if (n == 1) return OperandForm::kScalar;
+  const size_t lead = out.size() - s.size();
+  // Trailing: s's dims (after its leading 1s) equal the output's last dims.
+  size_t first = 0;
+  while (first < s.size() && s[first] == 1) ++first;
+  bool trailing = true;
+  for (size_t d = first; d < s.size(); ++d) trailing = trailing && s[d] == out[d + lead];
+  if (trailing) {
+    *extent = n;
+    return OperandForm::kTrailing;
+  }
+  // Leading: as the output's first dims, then only 1s.
+  size_t last = s.size();
+  while (last > 0 && s[last - 1] == 1) --last;
+  bool leading = lead == 0;
+  for (size_t d = 0; leading && d < last; ++d) leading = s[d] == out[d];
+  if (leading && n > 0) {
+    *extent = total / n;
+    return OperandForm::kLeading;
+  }
+  return OperandForm::kGeneral;
+}
 
 // The map of `operands` (each broadcasting to `out`) onto `out`. False when
 // a shape does not broadcast or there are more dims or operands than the
@@ -64,6 +130,7 @@ inline bool MakeBroadcastMap(const std::vector<std::vector<int64_t>>& operands,
       m->strides[k][d] = (dim == 1 && out[d] != 1) ? 0 : acc;
       acc *= dim;
     }
+    m->form[k] = FormOf(s, out, &m->extent[k]);
   }
   return true;
 }
