@@ -33,11 +33,29 @@ void distopt::printProfile(raw_ostream &out, int rank,
     return a.seconds > b.seconds;
   });
   const double runs = static_cast<double>(stats.profiled_runs);
+  // Where each op ran, when not everything ran on the host; and the rate of
+  // the ops whose kernels count their floating-point operations.
+  bool devices = false, rates = false;
+  for (const distrt::OpTime &t : rows) {
+    devices = devices || t.device != "cpu";
+    rates = rates || t.flops > 0;
+  }
   os << "profile of rank " << rank << " (" << stats.profiled_runs << " run(s); "
      << format("%.1f", total / runs * 1e3) << " ms per run in instructions):\n";
-  os << format("  %-22s %10s %12s %7s\n", "op", "calls/run", "ms/run", "share");
-  for (const distrt::OpTime &t : rows)
-    os << format("  %-22s %10.1f %12.3f %6.1f%%\n", t.op.c_str(),
-                 t.calls / runs, t.seconds / runs * 1e3,
+  os << format("  %-22s %10s %12s %7s", "op", "calls/run", "ms/run", "share");
+  if (devices)
+    os << format(" %-8s", "on");
+  if (rates)
+    os << format(" %9s", "GFLOP/s");
+  os << "\n";
+  for (const distrt::OpTime &t : rows) {
+    os << format("  %-22s %10.1f %12.3f %6.1f%%", t.op.c_str(), t.calls / runs,
+                 t.seconds / runs * 1e3,
                  total > 0 ? 100.0 * t.seconds / total : 0.0);
+    if (devices)
+      os << format(" %-8s", t.device.c_str());
+    if (rates && t.flops > 0 && t.seconds > 0)
+      os << format(" %9.1f", t.flops / t.seconds * 1e-9);
+    os << "\n";
+  }
 }

@@ -44,8 +44,10 @@ struct Executor::Impl {
   // weights the program updates, which no kernel sees as constant.
   uint64_t persistent_version = 0;
   std::vector<bool> updated;  // per value: a weight the program updates
-  // With profiling: each instruction's entry in RunStats::op_times.
+  // With profiling: each instruction's entry in RunStats::op_times, and
+  // its floating-point operations per run.
   std::vector<size_t> op_index;
+  std::vector<double> op_flops;
 };
 
 Executor::~Executor() = default;
@@ -138,6 +140,7 @@ void Executor::ClearProfile() {
   for (OpTime& t : stats_.op_times) {
     t.calls = 0;
     t.seconds = 0;
+    t.flops = 0;
   }
   stats_.profiled_runs = 0;
 }
@@ -304,6 +307,24 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     im.runs_on[i] = on_device ? im.device : CpuDevice();
   }
 
+  if (!im.on_host) {
+    std::map<std::string, int> on_host;  // op -> instructions
+    int host = 0;
+    for (int i = 0; i < n; ++i)
+      if (im.runs_on[i] != im.device) {
+        ++on_host[p.proto().instructions(i).op()];
+        ++host;
+      }
+    RunStats& stats = e->stats_;
+    stats.device = StrCat(im.device->name(), " (", im.device->Description(), ")");
+    if (host == 0) {
+      stats.placement = StrCat("all ", n, " instructions on the device");
+    } else {
+      stats.placement = StrCat(n - host, " of ", n, " instructions on the device; on the host:");
+      for (const auto& [op, count] : on_host) stats.placement += StrCat(" ", op, " x", count);
+    }
+  }
+
   im.persistent.resize(static_cast<size_t>(p.num_values()));
   if (im.on_host) {
     Status st = LoadWeightsAndConstants(p, im.weight_tracker, &im.persistent);
@@ -371,6 +392,15 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
       auto [it, added] = kinds.emplace(std::make_pair(op, im.runs_on[i].get()), times.size());
       if (added) times.push_back(OpTime{op, 0, 0, im.runs_on[i]->name()});
       im.op_index.push_back(it->second);
+      double flops = 0;
+      if (im.kernels[i]->flops != nullptr) {
+        VerifyContext v;
+        v.inst = &p.proto().instructions(i);
+        for (int id : p.InstructionInputs(i)) v.inputs.push_back(p.value(id).type);
+        for (int id : p.InstructionOutputs(i)) v.outputs.push_back(p.value(id).type);
+        flops = static_cast<double>(im.kernels[i]->flops(v));
+      }
+      im.op_flops.push_back(flops);
     }
     times.push_back(OpTime{"apply updates", 0, 0, im.device->name()});
   }
@@ -487,6 +517,7 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
       if (st.ok()) st = where->Synchronize();
       OpTime& t = stats_.op_times[im.op_index[static_cast<size_t>(i)]];
       t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      t.flops += im.op_flops[static_cast<size_t>(i)];
       ++t.calls;
     } else {
       st = im.kernels[i]->run(ctx);

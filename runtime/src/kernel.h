@@ -149,6 +149,10 @@ struct PrepareContext {
 };
 using PrepareFn = Status (*)(PrepareContext& ctx);
 
+// Floating-point operations one run of the instruction performs (a
+// multiply-add counts 2), for the profile's rates.
+using FlopsFn = int64_t (*)(const VerifyContext& ctx);
+
 // Whether a device kernel handles this instruction (its types and
 // attributes); when it does not, the executor runs the host kernel instead.
 using AcceptFn = bool (*)(const VerifyContext& ctx);
@@ -184,6 +188,7 @@ struct KernelDef {
   // kernels do).
   uint32_t dtypes = 0;
   AcceptFn accepts = nullptr;  // optional: finer than `dtypes`
+  FlopsFn flops = nullptr;     // optional: for the profile
 };
 
 // Kernels by (op, device, dtype). The host kernels are there from the

@@ -354,6 +354,7 @@ void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 void RegisterMatmulKernels(KernelRegistry& r) {
   KernelDef matmul{"matmul", 2, 3, 1, RunMatmul, VerifyMatmul};
   matmul.prepare = PrepareMatmul;
+  matmul.flops = MatmulFlops;
   r.Add(matmul);
 }
 

@@ -79,4 +79,14 @@ Status CheckEpilogue(const AttrReader& attrs, const std::vector<TensorType>& inp
   return OkStatus();
 }
 
+int64_t MatmulFlops(const VerifyContext& ctx) {
+  if (ctx.inputs.size() < 2) return 0;
+  MatmulFlags f;
+  MatmulShape s;
+  if (!ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s).ok()) return 0;
+  int64_t batch = 1;
+  for (int64_t d : s.batch) batch *= d;
+  return 2 * batch * s.m * s.k * s.n;
+}
+
 }  // namespace distrt

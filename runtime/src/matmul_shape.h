@@ -44,6 +44,10 @@ Status ProductShape(const AttrReader& attrs, const Shape& a, const Shape& b, Mat
 Status CheckEpilogue(const AttrReader& attrs, const std::vector<TensorType>& inputs,
                      const MatmulShape& s, bool* gelu);
 
+// 2 * m * k * n per batch, from the instruction's operand types (0 if the
+// shapes do not make a product).
+int64_t MatmulFlops(const VerifyContext& ctx);
+
 }  // namespace distrt
 
 #endif  // DISTRT_SRC_MATMUL_SHAPE_H_

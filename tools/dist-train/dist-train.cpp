@@ -319,6 +319,12 @@ int main(int argc, char **argv) {
       if (int status = save(k + 1))
         return status;
   }
+  // On a GPU: which, and what ran on the host for want of a device kernel.
+  for (const auto &[rank, stats] : t.session().rankStats())
+    if (!stats.device.empty())
+      (root ? outs() : errs()) << "device: rank " << rank << " on "
+                               << stats.device << ": " << stats.placement
+                               << "\n";
   int64_t done = std::max(start, total);
   if (!checkpointDir.empty() && saved != done)
     if (int status = save(done))

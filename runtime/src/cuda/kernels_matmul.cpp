@@ -300,6 +300,7 @@ void RegisterCudaMatmulKernels(KernelRegistry& r) {
   d.device = DeviceKind::kCuda;
   d.dtypes = DTypeMask({DType::kF32, DType::kBF16, DType::kF16, DType::kF64});
   d.accepts = AcceptMatmul;
+  d.flops = MatmulFlops;
   r.Add(std::move(d));
 }
 
