@@ -26,7 +26,8 @@ bool distopt::profileFlag() { return profile; }
 static cl::opt<std::string> deviceName(
     "device",
     cl::desc("where the ranks run: cpu, cuda (rank r on GPU r % GPUs; under "
-             "mpirun the process's rank) or cuda:N (every rank on GPU N); "
+             "mpirun the process's rank on its node) or cuda:N (every rank on "
+             "GPU N); "
              "ranks sharing GPUs on the local or mpi backend exchange "
              "collectives through the host"),
     cl::value_desc("cpu|cuda|cuda:N"), cl::init("cpu"),

@@ -18,6 +18,7 @@
 
 #include "llvm/ADT/Twine.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 
@@ -116,6 +117,21 @@ openDevice(const DeviceSettings &settings, int ordinal,
   (void)ordinal;
   return fail(label + ": this build has no CUDA (CMake found no CUDA toolkit)");
 #endif
+}
+
+/// This process's rank among the processes of its node, as the launcher
+/// says (Open MPI, MPICH, Slurm), else `rank`: which of the node's GPUs a
+/// process under mpirun takes.
+static int nodeLocalRank(int rank) {
+  for (const char *name : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                           "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK"}) {
+    if (const char *v = std::getenv(name)) {
+      int local = 0;
+      if (!llvm::StringRef(v).getAsInteger(10, local) && local >= 0)
+        return local;
+    }
+  }
+  return rank;
 }
 
 namespace {
@@ -396,7 +412,7 @@ distopt::createSession(const Programs &programs, Backend backend,
     options.threads = threadsPerRank;
     options.profile = profile;
     options.allow_host_fallback = device.hostFallback;
-    auto d = openDevice(device, rank);
+    auto d = openDevice(device, nodeLocalRank(rank));
     if (!d)
       return d.takeError();
     options.device = std::move(*d);
@@ -437,7 +453,7 @@ distopt::createSession(const Programs &programs, Backend backend,
     DeviceSettings onGpu = device;
     if (onGpu.device == "cpu")
       onGpu.device = "cuda";  // NCCL moves device buffers only
-    auto d = openDevice(onGpu, rank, "--backend nccl");
+    auto d = openDevice(onGpu, nodeLocalRank(rank), "--backend nccl");
     if (!d)
       return d.takeError();
     distrt::NcclCommOptions commOptions;

@@ -93,7 +93,8 @@ public:
 /// Where a session's ranks run.
 struct DeviceSettings {
   /// "cpu", "cuda" (rank r on GPU r % GPUs; under mpi/nccl the process's
-  /// rank) or "cuda:N" (every rank of this process on GPU N).
+  /// rank on its node, from the launcher's environment) or "cuda:N" (every
+  /// rank of this process on GPU N).
   std::string device = "cpu";
   /// Instructions without a kernel for the device run on the host (copies
   /// counted in the statistics); false: an error names the first one.
