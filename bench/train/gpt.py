@@ -38,7 +38,7 @@ class Block(nn.Module):
         k = k.view(B, T, self.heads, hd).transpose(1, 2)
         v = v.view(B, T, self.heads, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        pos = torch.arange(T)
+        pos = torch.arange(T, device=x.device)
         att = att.masked_fill(~(pos.unsqueeze(1) >= pos.unsqueeze(0)),
                               float("-inf"))
         y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, D)
@@ -68,7 +68,7 @@ class GPT(nn.Module):
                 nn.init.normal_(m.bias, 0.0, 0.02)
 
     def forward(self, ids):
-        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1]))
+        x = self.wte(ids) + self.wpe(torch.arange(ids.shape[1], device=ids.device))
         for b in self.blocks:
             x = b(x)
         return self.ln_f(x) @ self.wte.weight.t()

@@ -12,6 +12,8 @@ each phase (forward + loss, backward, optimizer; zero_grad is in the
 optimizer phase).
 
   torch_train.py DIR --batch B --threads T --warmup W --bench N
+  torch_train.py DIR ... --device cuda   # on the GPU (f32, TF32 off, as
+      dist-train's default); each timer reads after torch.cuda.synchronize
   torch_train.py DIR ... --ddp     # one process of torch DDP over gloo:
       RANK, WORLD_SIZE and INIT_FILE in the environment (file:// rendezvous);
       --batch is the global batch, each rank takes its rows, DDP averages the
@@ -59,7 +61,17 @@ def main():
     p.add_argument("--foreach", action="store_true",
                    help="AdamW's multi-tensor code (default: torch 1.13's "
                         "single-tensor default)")
+    p.add_argument("--device", default="cpu")
     a = p.parse_args()
+    dev = torch.device(a.device)
+    if dev.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+
+    def now():
+        if dev.type == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter()
 
     torch.set_num_threads(a.threads)
     blas = openblas()
@@ -96,6 +108,7 @@ def main():
         for name, t in params.items():
             t.copy_(torch.from_numpy(np.array(inits[name])))
     del inits
+    model.to(dev)
     train_model = model
     if a.ddp:
         train_model = torch.nn.parallel.DistributedDataParallel(model)
@@ -110,16 +123,16 @@ def main():
     losses = []  # the warm-up steps' losses
     for k in range(a.warmup + a.bench):
         ids, labels = token_batch(tokens, k, a.batch, shape["seq"])
-        ids, labels = ids[rows], labels[rows]
-        t0 = time.perf_counter()
+        ids, labels = ids[rows].to(dev), labels[rows].to(dev)
+        t0 = now()
         optimizer.zero_grad(set_to_none=True)
         loss = F.cross_entropy(train_model(ids).view(-1, vocab),
                                labels.reshape(-1))
-        t1 = time.perf_counter()
+        t1 = now()
         loss.backward()
-        t2 = time.perf_counter()
+        t2 = now()
         optimizer.step()
-        t3 = time.perf_counter()
+        t3 = now()
         if k < a.warmup:
             losses.append(loss.detach().clone())
         else:
@@ -133,8 +146,10 @@ def main():
         dist.destroy_process_group()
     if rank != 0:
         return
-    print("torch: %s, %d thread(s)%s, AdamW %s" % (
-        torch.__version__, torch.get_num_threads(),
+    print("torch: %s on %s, %d thread(s)%s, AdamW %s" % (
+        torch.__version__,
+        torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
+        torch.get_num_threads(),
         ", DDP gloo %d processes" % world if a.ddp else "",
         "foreach" if a.foreach else "single-tensor"))
     if blas is not None:

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Prepares the GPU check for a GPU machine that has the CUDA runtime and
+# PyTorch but neither MLIR nor the project's Debian packages (as the machines
+# a session may be lent): builds dist-train, dist-run, the CUDA tests and
+# distrt-gemm-rate with MLIR linked statically (build-gpu/), exports the
+# GPT-2-small benchmark model (graph and batches only: its weights are
+# written anew on the GPU machine by bench/gpu/weights.py), and packs it all
+# into .gpucarry/ (about 20 MB). Then, on the GPU machine, from the
+# repository root with .gpucarry/ beside the sources:
+#
+#   scripts/gpu_check.sh
+#
+# Environment: CUDA_ARCHS (default 90: H100/H200), DISTOPT_GPU_BUILD_DIR
+# (default build-gpu), SEQ (benchmark sequence length, default 1024).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${DISTOPT_GPU_BUILD_DIR:-$root/build-gpu}
+carry=$root/.gpucarry
+seq=${SEQ:-1024}
+"$root/scripts/setup.sh"
+if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
+  echo "gpu_bundle: no CUDA toolkit (nvcc) on this machine" >&2
+  exit 1
+fi
+launcher=()
+command -v ccache >/dev/null &&
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
+# No oneDNN and no MPI: the GPU machine has neither (one GPU: the local
+# backend with host-staged collectives).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDISTOPT_STATIC_MLIR=ON \
+  -DDISTRT_USE_ONEDNN=OFF -DDISTOPT_ENABLE_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
+  "${launcher[@]}" >/dev/null
+cmake --build "$build" -j "${DISTOPT_JOBS:-$(nproc)}" \
+  --target dist-train dist-run distrt_cuda_tests distrt-gemm-rate
+
+rm -rf "$carry"
+mkdir -p "$carry/pack/bin" "$carry/pack/lib" "$carry/gpt2"
+for t in dist-train dist-run distrt_cuda_tests distrt-gemm-rate; do
+  cp "$build/bin/$t" "$carry/pack/bin/"
+  strip "$carry/pack/bin/$t"
+done
+# Every shared library the tools need but the GPU machine's base system or
+# its CUDA installation provides.
+for lib in $(ldd "$carry"/pack/bin/* | awk '/=> \// { print $3 }' | sort -u); do
+  case $(basename "$lib") in
+    libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | libstdc++.so* | libgcc_s.so* | \
+      ld-linux* | libcuda*.so* | libcublas*.so* | libnccl.so* | libz.so*) ;;
+    *) cp -L "$lib" "$carry/pack/lib/" ;;
+  esac
+done
+tar -C "$carry/pack" -cJf "$carry/bundle.tar.xz" .
+rm -rf "$carry/pack"
+
+# The benchmark model: exported with torch here, weights detached.
+export_dir=$root/bench/.cache/gpu-gpt2-small-export
+if [ ! -f "$export_dir/model.onnx" ]; then
+  /usr/bin/python3 "$root/bench/train/make_model.py" "$export_dir" --shape "12,768,12,50257,1024,$seq" >/dev/null
+fi
+/usr/bin/python3 "$root/bench/gpu/weights.py" detach "$export_dir/model.onnx" "$carry/gpt2"
+rm "$carry/gpt2/weights.bin"
+cp "$export_dir/train.json" "$export_dir/tokens.bin" "$export_dir/shape.json" "$carry/gpt2/"
+du -sh "$carry" "$carry"/*

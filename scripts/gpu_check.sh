@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU check: on a machine with a GPU, from the repository root, with
+# .gpucarry/ made by scripts/gpu_bundle.sh (on a machine with the build
+# dependencies). In about 5 minutes it runs:
+#   1. every CUDA test (distrt_cuda_tests);
+#   2. every training case of test/data/train on one GPU, against PyTorch's
+#      losses and trained outputs as on the CPU, and multi-rank plans with
+#      all ranks on the one GPU (host-staged collectives);
+#   3. the GPT-2-small training step on the GPU against torch on the same
+#      GPU (bench/gpu/run.sh), with distopt's profile;
+#   4. distrt's matmul rate per dtype (distrt-gemm-rate).
+# Writes everything to $OUT/gpu_check.log (OUT default /tmp/gpu-check) and
+# prints a summary; exits non-zero if a test or case failed.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-/tmp/gpu-check}
+mkdir -p "$out"
+log=$out/gpu_check.log
+: >"$log"
+carry=$root/.gpucarry
+pack=$(mktemp -d)
+tar -C "$pack" -xJf "$carry/bundle.tar.xz" || { echo "gpu_check: no $carry/bundle.tar.xz"; exit 1; }
+bin=$pack/bin
+nccl=$(dirname "$(ldconfig -p | awk '/libnccl.so.2 / { print $NF; exit }')" 2>/dev/null)
+export LD_LIBRARY_PATH=$pack/lib:/usr/local/cuda/lib64${nccl:+:$nccl}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+failures=0
+summary=()
+note() { echo "$*" | tee -a "$log"; }
+section() { note; note "== $*"; }
+record() { # NAME STATUS
+  summary+=("$(printf '%-58s %s' "$1" "$2")")
+  [ "$2" = ok ] || failures=$((failures + 1))
+}
+
+section "machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
+note "host: $(nproc) cores; $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
+
+section "1. CUDA tests"
+start=$SECONDS
+"$bin/distrt_cuda_tests" >>"$log" 2>&1
+status=$?
+note "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$log" | tail -20)"
+record "CUDA tests ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+
+section "2. training cases on the GPU vs PyTorch"
+train_case() { # NAME ARGS...
+  local name=$1 start=$SECONDS
+  shift
+  local text
+  text=$("$bin/dist-train" "$@" --device cuda 2>&1)
+  local status=$?
+  note "-- $name: dist-train $* --device cuda"
+  note "$text"
+  local where
+  where=$(sed -n 's/^device: //p' <<<"$text" | head -1)
+  if [ $status = 0 ] && grep -q '^PASS' <<<"$text"; then
+    record "$name ($((SECONDS - start)) s; $where)" ok
+  else
+    record "$name" FAILED
+  fi
+}
+for c in "$root"/test/data/train/*/; do
+  c=${c%/}
+  train_case "$(basename "$c"), 1 rank" --train-test "$c"
+done
+t=$root/test/data/train
+train_case "gpt_adamw, dp=2 zero2 (2 ranks, 1 GPU)" --train-test "$t/gpt_adamw" --mesh dp=2 --plan zero2
+train_case "gpt_adamw, tp=2 (2 ranks, 1 GPU)" --train-test "$t/gpt_adamw" --mesh tp=2 --plan tp,sp
+train_case "gpt_adamw, dp=2,tp=2 fsdp,tp (4 ranks, 1 GPU)" --train-test "$t/gpt_adamw" --mesh dp=2,tp=2 --plan fsdp,tp
+train_case "gpt_accumulate, dp=2 (2 ranks, 1 GPU)" --train-test "$t/gpt_accumulate" --mesh dp=2 --plan dp
+echo 'pipeline: {split: "h.*", microbatches: 8, schedule: 1f1b}' >"$pack/1f1b.yaml"
+train_case "gpt4_pipeline, pp=2 1f1b (2 ranks, 1 GPU)" --train-test "$t/gpt4_pipeline" --mesh pp=2 --plan "$pack/1f1b.yaml"
+
+section "3. GPT-2-small training step: distopt vs torch on this GPU"
+start=$SECONDS
+gpt=$pack/gpt2
+cp -r "$carry/gpt2" "$gpt"
+python3 "$root/bench/gpu/weights.py" write "$gpt" >>"$log" 2>&1
+DISTOPT_BIN=$bin "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step.txt" 2>&1
+status=$?
+tee -a "$log" <"$out/gpt2_step.txt"
+record "GPT-2-small step vs torch ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+
+section "4. matmul rate per dtype"
+"$bin/distrt-gemm-rate" --runs 10 2>&1 | tee -a "$log"
+record "distrt-gemm-rate" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
+
+section "summary"
+for s in "${summary[@]}"; do note "$s"; done
+note "failures: $failures"
+rm -rf "$pack"
+[ $failures = 0 ]
