@@ -1,0 +1,104 @@
+// A warp of 32 lanes simulated on the host (one thread per lane), for
+// tests of row bodies: portable::HostRows runs a row body with one lane,
+// which never exercises the lanes' combination (the partial results of 32
+// strided shares, merged as cuda/launch.cuh's WarpLanes merges them: a
+// butterfly of xor shuffles, NaN winning Max and Min). SimWarpRows runs the
+// same body with 32 lanes that exchange values the way a warp does.
+#ifndef DISTRT_TEST_SIM_WARP_H_
+#define DISTRT_TEST_SIM_WARP_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace distrt {
+namespace testing {
+
+// The lanes' meeting point: a reusable barrier and one 8-byte slot per lane.
+class WarpExchange {
+ public:
+  static constexpr int kLanes = 32;
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const uint64_t gen = generation_;
+    if (++arrived_ == kLanes) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(lock, [&] { return generation_ != gen; });
+  }
+
+  // Lane `lane` offers x; returns the value lane `lane ^ offset` offered.
+  template <typename C>
+  C ShuffleXor(int lane, C x, int offset) {
+    static_assert(sizeof(C) <= 8, "one slot per lane");
+    std::memcpy(slots_[lane], &x, sizeof(C));
+    Wait();
+    C y;
+    std::memcpy(&y, slots_[lane ^ offset], sizeof(C));
+    Wait();  // nobody overwrites a slot before every lane has read it
+    return y;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  unsigned char slots_[kLanes][8];
+};
+
+struct SimWarpLanes {
+  static constexpr int count = WarpExchange::kLanes;
+  int lane = 0;
+  WarpExchange* exchange = nullptr;
+  template <typename C>
+  C Sum(C x) const {
+    for (int o = 16; o > 0; o >>= 1) x += exchange->ShuffleXor(lane, x, o);
+    return x;
+  }
+  template <typename C>
+  C Max(C x) const {
+    for (int o = 16; o > 0; o >>= 1) {
+      const C y = exchange->ShuffleXor(lane, x, o);
+      x = (y > x || y != y) ? y : x;
+    }
+    return x;
+  }
+  template <typename C>
+  C Min(C x) const {
+    for (int o = 16; o > 0; o >>= 1) {
+      const C y = exchange->ShuffleXor(lane, x, o);
+      x = (y < x || y != y) ? y : x;
+    }
+    return x;
+  }
+};
+
+// f(row, lanes) for each row with 32 simulated lanes, as LaunchRows runs it
+// on the device.
+template <typename F>
+void SimWarpRows(int64_t rows, const F& f) {
+  WarpExchange exchange;
+  std::vector<std::thread> lanes;
+  for (int l = 0; l < WarpExchange::kLanes; ++l) {
+    lanes.emplace_back([&, l] {
+      SimWarpLanes me;
+      me.lane = l;
+      me.exchange = &exchange;
+      for (int64_t r = 0; r < rows; ++r) f(r, me);
+    });
+  }
+  for (std::thread& t : lanes) t.join();
+}
+
+}  // namespace testing
+}  // namespace distrt
+
+#endif  // DISTRT_TEST_SIM_WARP_H_
