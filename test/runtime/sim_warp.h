@@ -1,9 +1,9 @@
-// A warp of 32 lanes simulated on the host (one thread per lane), for
-// tests of row bodies: portable::HostRows runs a row body with one lane,
-// which never exercises the lanes' combination (the partial results of 32
-// strided shares, merged as cuda/launch.cuh's WarpLanes merges them: a
-// butterfly of xor shuffles, NaN winning Max and Min). SimWarpRows runs the
-// same body with 32 lanes that exchange values the way a warp does.
+// A warp's lanes simulated on the host (one thread per lane), for tests of
+// row bodies: portable::HostRows runs a row body with one lane, which never
+// exercises the lanes' combination (the partial results of strided shares,
+// merged as cuda/launch.cuh's WarpLanes merges them: a butterfly of xor
+// shuffles, NaN winning Max and Min). SimWarpRows runs the same body with
+// 32 (or fewer) lanes that exchange values the way a warp does.
 #ifndef DISTRT_TEST_SIM_WARP_H_
 #define DISTRT_TEST_SIM_WARP_H_
 
@@ -17,9 +17,9 @@ namespace distrt {
 namespace testing {
 
 // The lanes' meeting point: a reusable barrier and one 8-byte slot per lane.
+template <int kLanes>
 class WarpExchange {
  public:
-  static constexpr int kLanes = 32;
 
   // A generation barrier; lanes spin (yielding) rather than sleep, which
   // costs less than waking 32 threads through a condition variable.
@@ -51,18 +51,21 @@ class WarpExchange {
   unsigned char slots_[kLanes][8];
 };
 
+// kLanes lanes (a power of two; a warp's 32 by default, fewer where a test
+// wants speed: the combination is the same butterfly).
+template <int kLanes>
 struct SimWarpLanes {
-  static constexpr int count = WarpExchange::kLanes;
+  static constexpr int count = kLanes;
   int lane = 0;
-  WarpExchange* exchange = nullptr;
+  WarpExchange<kLanes>* exchange = nullptr;
   template <typename C>
   C Sum(C x) const {
-    for (int o = 16; o > 0; o >>= 1) x += exchange->ShuffleXor(lane, x, o);
+    for (int o = kLanes / 2; o > 0; o >>= 1) x += exchange->ShuffleXor(lane, x, o);
     return x;
   }
   template <typename C>
   C Max(C x) const {
-    for (int o = 16; o > 0; o >>= 1) {
+    for (int o = kLanes / 2; o > 0; o >>= 1) {
       const C y = exchange->ShuffleXor(lane, x, o);
       x = (y > x || y != y) ? y : x;
     }
@@ -70,7 +73,7 @@ struct SimWarpLanes {
   }
   template <typename C>
   C Min(C x) const {
-    for (int o = 16; o > 0; o >>= 1) {
+    for (int o = kLanes / 2; o > 0; o >>= 1) {
       const C y = exchange->ShuffleXor(lane, x, o);
       x = (y < x || y != y) ? y : x;
     }
@@ -78,15 +81,15 @@ struct SimWarpLanes {
   }
 };
 
-// f(row, lanes) for each row with 32 simulated lanes, as LaunchRows runs it
-// on the device.
-template <typename F>
+// f(row, lanes) for each row with kLanes simulated lanes, as LaunchRows runs
+// it on the device with 32.
+template <int kLanes = 32, typename F>
 void SimWarpRows(int64_t rows, const F& f) {
-  WarpExchange exchange;
+  WarpExchange<kLanes> exchange;
   std::vector<std::thread> lanes;
-  for (int l = 0; l < WarpExchange::kLanes; ++l) {
+  for (int l = 0; l < kLanes; ++l) {
     lanes.emplace_back([&, l] {
-      SimWarpLanes me;
+      SimWarpLanes<kLanes> me;
       me.lane = l;
       me.exchange = &exchange;
       for (int64_t r = 0; r < rows; ++r) f(r, me);
