@@ -19,9 +19,9 @@
 namespace distrt {
 namespace testing {
 
-#define NEED_GPU()                                              \
-  do {                                                          \
-    std::string why_;                                           \
+#define NEED_GPU()                                                        \
+  do {                                                                    \
+    std::string why_;                                                     \
     if (CudaDeviceCount(&why_) == 0) GTEST_SKIP() << "skipped: " << why_; \
   } while (0)
 

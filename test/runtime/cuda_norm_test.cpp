@@ -29,10 +29,9 @@ TEST(CudaNorm, SoftmaxMatchesCpu) {
     int64_t axis;
   };
   const Case cases[] = {
-      {{8, 50257}, -1},  // a vocabulary's rows
-      {{64, 1000}, 1},
-      {{100, 8}, -1},     // short rows: a thread each
-      {{4, 30, 6}, 1},    // not the last axis
+      {{8, 50257}, -1},                   // a vocabulary's rows
+      {{64, 1000}, 1},   {{100, 8}, -1},  // short rows: a thread each
+      {{4, 30, 6}, 1},                    // not the last axis
       {{3, 4, 5, 6}, 0},
   };
   uint32_t seed = 1;
@@ -128,7 +127,8 @@ TEST(CudaNorm, HalfTypesMatchTheF32Result) {
     for (size_t i = 0; i < got.size(); ++i)
       ExpectValuesClose(AsDoubles(got[i]), AsDoubles(want[i]), tol, "softmax output");
     Tensor sf, bf;
-    const Tensor scale = RandomOf(dt, {1000}, 41, 1.0f, &sf), bias = RandomOf(dt, {1000}, 42, 1.0f, &bf);
+    const Tensor scale = RandomOf(dt, {1000}, 41, 1.0f, &sf),
+                 bias = RandomOf(dt, {1000}, 42, 1.0f, &bf);
     want = RunOnCpu(LayerNormProgram(DType::kF32, s, -1, {1000}, {1000}), {xf, sf, bf});
     got = RunOnGpu(LayerNormProgram(dt, s, -1, {1000}, {1000}), {x, scale, bias});
     ASSERT_EQ(got.size(), 1u);

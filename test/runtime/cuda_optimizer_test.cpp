@@ -51,7 +51,8 @@ void CheckSteps(std::shared_ptr<const Program> program, DType dt, const std::vec
   ASSERT_TRUE(Executor::Create(program, nullptr, ExecutorOptions(), &cpu).ok());
   Status st = Executor::Create(program, nullptr, StrictGpu(), &gpu);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  if (!getenv("FAKE_GPU")) for (const std::string& where : gpu->Placement()) EXPECT_EQ(where, "cuda:0");
+  if (!getenv("FAKE_GPU"))
+    for (const std::string& where : gpu->Placement()) EXPECT_EQ(where, "cuda:0");
   std::vector<PersistentTensor> state;
   ASSERT_TRUE(cpu->ReadPersistent(&state).ok());
   state[0].value = RandomOf(dt, {kN}, 90);
@@ -84,12 +85,11 @@ void CheckSteps(std::shared_ptr<const Program> program, DType dt, const std::vec
 // Adam's per-step scalars as the training step computes them: the clipping
 // coefficient, AdamW's shrink 1 - lr * wd, lr / (1 - beta1^t),
 // sqrt(1 - beta2^t).
-std::vector<Step> AdamSteps(double lr, double beta1, double beta2, double wd, double clip,
-                            int n) {
+std::vector<Step> AdamSteps(double lr, double beta1, double beta2, double wd, double clip, int n) {
   std::vector<Step> steps;
   for (int t = 1; t <= n; ++t) {
-    steps.push_back({{clip, 1 - lr * wd, lr / (1 - std::pow(beta1, t)),
-                      std::sqrt(1 - std::pow(beta2, t))}});
+    steps.push_back(
+        {{clip, 1 - lr * wd, lr / (1 - std::pow(beta1, t)), std::sqrt(1 - std::pow(beta2, t))}});
   }
   return steps;
 }

@@ -52,8 +52,8 @@ TEST(CudaReduce, ReductionsMatchCpu) {
   const Case cases[] = {
       {{6, 7, 5}, {1}, 1},
       {{6, 7, 5}, {-1}, 0},
-      {{6, 7, 5}, {0, 2}, 1},         // two groups: two passes
-      {{6, 7, 5}, {}, 0},             // everything
+      {{6, 7, 5}, {0, 2}, 1},  // two groups: two passes
+      {{6, 7, 5}, {}, 0},      // everything
       {{6, 40, 3}, {-2}, 0},
       {{2, 1, 3, 1, 4}, {1, 3}, 0},   // only size-1 axes
       {{8, 16, 5, 5}, {0, 2, 3}, 0},  // a conv bias gradient
@@ -97,10 +97,9 @@ TEST(CudaReduce, TrainingShapesMatchCpu) {
   uint32_t seed = 30;
   for (const Case& c : cases) {
     SCOPED_TRACE(ShapeToString(c.shape));
-    ExpectGpuMatchesCpu(
-        ReduceProgram(DType::kF32, c.shape, c.axes, 0,
-                      {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}),
-        {RandomOf(DType::kF32, c.shape, seed++)}, 1e-5);
+    ExpectGpuMatchesCpu(ReduceProgram(DType::kF32, c.shape, c.axes, 0,
+                                      {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}),
+                        {RandomOf(DType::kF32, c.shape, seed++)}, 1e-5);
   }
 }
 
@@ -185,11 +184,9 @@ TEST(CudaReduce, ArgmaxArgminMatchCpu) {
     int keepdims;
   };
   const Case cases[] = {
-      {{16, 50257}, -1, 0},  // a warp per row
-      {{6, 70}, 1, 1},
-      {{7, 5, 3}, 1, 0},  // a thread per output
-      {{7, 5, 3}, 0, 1},
-      {{40, 3}, 0, 0},
+      {{16, 50257}, -1, 0},                     // a warp per row
+      {{6, 70}, 1, 1},      {{7, 5, 3}, 1, 0},  // a thread per output
+      {{7, 5, 3}, 0, 1},    {{40, 3}, 0, 0},
   };
   uint32_t seed = 60;
   for (const Case& c : cases) {

@@ -108,8 +108,8 @@ TEST(PortableNorm, SoftmaxOverAnInnerAxisMatchesHostKernels) {
 
 // The f32 result of the same (rounded) inputs, within one 16-bit rounding.
 template <typename H>
-void ExpectHalfClose(const std::vector<H>& got, const std::vector<float>& want, float (*to)(uint16_t),
-                     float ulp) {
+void ExpectHalfClose(const std::vector<H>& got, const std::vector<float>& want,
+                     float (*to)(uint16_t), float ulp) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     const float g = to(got[i].bits);
@@ -141,11 +141,9 @@ TEST(PortableNorm, HalfSoftmaxRoundsTheF32Result) {
     SCOPED_TRACE(op);
     const bool log = std::string(op) == "log_softmax";
     ExpectHalfClose(BodySoftmax<bf16_t>(log, xb, 6, n, 1, Lanes::kOne),
-                    Vec<float>(Run1(op, {F32(s, fb)}, {DType::kF32, s})), BF16ToFloat,
-                    1.0f / 128);
+                    Vec<float>(Run1(op, {F32(s, fb)}, {DType::kF32, s})), BF16ToFloat, 1.0f / 128);
     ExpectHalfClose(BodySoftmax<f16_t>(log, xh, 6, n, 1, Lanes::kOne),
-                    Vec<float>(Run1(op, {F32(s, fh)}, {DType::kF32, s})), HalfToFloat,
-                    1.0f / 1024);
+                    Vec<float>(Run1(op, {F32(s, fh)}, {DType::kF32, s})), HalfToFloat, 1.0f / 1024);
   }
 }
 
@@ -158,14 +156,14 @@ std::vector<T> BodyLayerNorm(const std::vector<T>& x, const std::vector<T>& scal
                              Lanes lanes) {
   const Shape norm(x_shape.begin() + axis, x_shape.end());
   portable::BroadcastMap params;
-  EXPECT_TRUE(portable::MakeBroadcastMap({scale_shape, bias ? bias_shape : scale_shape}, norm,
-                                         &params));
+  EXPECT_TRUE(
+      portable::MakeBroadcastMap({scale_shape, bias ? bias_shape : scale_shape}, norm, &params));
   const int64_t n = NumElements(norm), rows = static_cast<int64_t>(x.size()) / n;
   std::vector<T> y(x.size());
   using C = typename portable::Elem<T>::Compute;
-  portable::LayerNormBody<T> body{x.data(), scale.data(), bias ? bias->data() : nullptr,
-                                  y.data(), n,            static_cast<C>(eps),
-                                  params};
+  portable::LayerNormBody<T> body{
+      x.data(), scale.data(), bias ? bias->data() : nullptr, y.data(), n, static_cast<C>(eps),
+      params};
   if (lanes == Lanes::kSim)
     SimWarpRows<8>(rows, body);  // 8 lanes: the same combination, cheaper
   else
@@ -195,9 +193,9 @@ TEST(PortableNorm, LayerNormMatchesHostKernel) {
     const std::vector<float> bias = RandomUniform<float>(has_bias ? NumElements(c.bias) : 0, 47);
     std::vector<Tensor> in = {F32(c.x, x), F32(c.scale, scale)};
     if (has_bias) in.push_back(F32(c.bias, bias));
-    const std::vector<float> want = Vec<float>(
-        Run1("layer_norm", in, {DType::kF32, c.x},
-             {{"axis", AttrInt(c.axis)}, {"epsilon", AttrFloat(1e-3)}}));
+    const std::vector<float> want =
+        Vec<float>(Run1("layer_norm", in, {DType::kF32, c.x},
+                        {{"axis", AttrInt(c.axis)}, {"epsilon", AttrFloat(1e-3)}}));
     for (const Lanes l : {Lanes::kOne, Lanes::kSim}) {
       ExpectClose(BodyLayerNorm<float>(x, scale, has_bias ? &bias : nullptr, c.x, axis, c.scale,
                                        c.bias, 1e-3, l),
@@ -243,8 +241,8 @@ TEST(PortableNorm, BatchNormMatchesHostKernel) {
     SCOPED_TRACE(ShapeToString(s));
     const int64_t c = 3, n = NumElements(s), spatial = n / (s[0] * c);
     const std::vector<float> x = RandomUniform<float>(n, 53);
-    const std::vector<float> scale = RandomUniform<float>(c, 59), bias = RandomUniform<float>(c, 61),
-                             mean = RandomUniform<float>(c, 67);
+    const std::vector<float> scale = RandomUniform<float>(c, 59),
+                             bias = RandomUniform<float>(c, 61), mean = RandomUniform<float>(c, 67);
     std::vector<float> var = RandomUniform<float>(c, 71);
     for (float& v : var) v = std::fabs(v) + 0.1f;
     const std::vector<float> want = Vec<float>(Run1(
@@ -253,8 +251,8 @@ TEST(PortableNorm, BatchNormMatchesHostKernel) {
     std::vector<float> mul(c), add(c), y(n);
     HostFor(c, portable::BatchNormFactorsBody<float>{scale.data(), bias.data(), mean.data(),
                                                      var.data(), mul.data(), add.data(), 1e-4});
-    HostFor(n, portable::BatchNormBody<float>{x.data(), mul.data(), add.data(), y.data(), c,
-                                              spatial});
+    HostFor(n,
+            portable::BatchNormBody<float>{x.data(), mul.data(), add.data(), y.data(), c, spatial});
     ExpectClose(y, want, 1e-6);
   }
 }

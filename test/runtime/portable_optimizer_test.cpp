@@ -96,17 +96,17 @@ void CheckSgd(double momentum, double wd, bool nesterov, double clip, double tol
     std::vector<T> g(gf.begin(), gf.end());
     const T grad_scale = static_cast<T>(clip), lr = static_cast<T>(0.05);
     std::vector<Tensor> want;
-    Status st = RunOp("sgd_update",
-                      {pt, Of<T>({kN}, g), bt, Of<T>({}, {grad_scale}), Of<T>({}, {lr})},
-                      {pt.type(), pt.type()},
-                      {{"momentum", AttrFloat(momentum)},
-                       {"weight_decay", AttrFloat(wd)},
-                       {"nesterov", AttrInt(nesterov ? 1 : 0)}},
-                      &want);
+    Status st =
+        RunOp("sgd_update", {pt, Of<T>({kN}, g), bt, Of<T>({}, {grad_scale}), Of<T>({}, {lr})},
+              {pt.type(), pt.type()},
+              {{"momentum", AttrFloat(momentum)},
+               {"weight_decay", AttrFloat(wd)},
+               {"nesterov", AttrInt(nesterov ? 1 : 0)}},
+              &want);
     ASSERT_TRUE(st.ok()) << st.ToString();
     HostFor(kN, portable::SgdBody<T>{p.data(), g.data(), buf.data(), p.data(), buf.data(),
-                                     &grad_scale, &lr, static_cast<T>(momentum),
-                                     static_cast<T>(wd), wd != 0, nesterov});
+                                     &grad_scale, &lr, static_cast<T>(momentum), static_cast<T>(wd),
+                                     wd != 0, nesterov});
     ExpectClose(p, want[0], tol);
     ExpectClose(buf, want[1], tol);
     pt = want[0];

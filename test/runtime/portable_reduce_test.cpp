@@ -45,8 +45,8 @@ void Pass(const ReducePass& p, const void* in, void* out, bool mean, int64_t cou
   Out* y = static_cast<Out*>(out);
   if constexpr (!std::is_same<Fold, portable::ProdFold>::value) {
     if (p.rows) {
-      portable::ReduceRowsBody<In, Out, Fold> body{x,       y,    p.R, p.splits,
-                                                   p.chunk, mean, static_cast<C>(count)};
+      portable::ReduceRowsBody<In, Out, Fold> body{
+          x, y, p.R, p.splits, p.chunk, mean, static_cast<C>(count)};
       if (sim)
         SimWarpRows(p.outer * p.splits, body);
       else
@@ -54,7 +54,7 @@ void Pass(const ReducePass& p, const void* in, void* out, bool mean, int64_t cou
       return;
     }
   }
-  portable::ReduceColsBody<In, Out, Fold> body{x,       y,       p.R,  p.inner,
+  portable::ReduceColsBody<In, Out, Fold> body{x,        y,       p.R,  p.inner,
                                                p.splits, p.chunk, mean, static_cast<C>(count)};
   HostFor(p.outer * p.inner * p.splits, body);
 }
@@ -182,12 +182,23 @@ void CheckCase(const Case& c, const ReduceTargets& targets, bool sim, uint32_t s
 }
 
 const Case kCases[] = {
-    {{6, 7, 5}, {1}, 1},          {{6, 7, 5}, {1}, 0},         {{6, 7, 5}, {-1}, 1},
-    {{6, 7, 5}, {0}, 0},          {{6, 7, 5}, {0, 2}, 1},      {{6, 7, 5}, {-3, -1}, 0},
-    {{6, 7, 5}, {}, 0},           {{6, 7, 5}, {0, 1, 2}, 1},   {{6, 40, 3}, {1}, 1},
-    {{3, 2, 4, 5}, {0, 2, 3}, 0}, {{2, 3, 4, 5}, {1, 3}, 1},   {{2, 1, 3, 1, 4}, {1, 3}, 0},
-    {{2, 1, 3, 1, 4}, {0, 3}, 1}, {{1, 70}, {1}, 0},           {{33, 64}, {1}, 0},
-    {{}, {}, 1},                  {{5}, {0}, 0},
+    {{6, 7, 5}, {1}, 1},
+    {{6, 7, 5}, {1}, 0},
+    {{6, 7, 5}, {-1}, 1},
+    {{6, 7, 5}, {0}, 0},
+    {{6, 7, 5}, {0, 2}, 1},
+    {{6, 7, 5}, {-3, -1}, 0},
+    {{6, 7, 5}, {}, 0},
+    {{6, 7, 5}, {0, 1, 2}, 1},
+    {{6, 40, 3}, {1}, 1},
+    {{3, 2, 4, 5}, {0, 2, 3}, 0},
+    {{2, 3, 4, 5}, {1, 3}, 1},
+    {{2, 1, 3, 1, 4}, {1, 3}, 0},
+    {{2, 1, 3, 1, 4}, {0, 3}, 1},
+    {{1, 70}, {1}, 0},
+    {{33, 64}, {1}, 0},
+    {{}, {}, 1},
+    {{5}, {0}, 0},
 };
 
 TEST(PortableReduce, BodiesMatchHostKernels) {
@@ -267,7 +278,7 @@ TEST(PortableReduce, EmptyReductionsMatchHostKernels) {
 TEST(PortableReduce, NanPropagatesAsOnTheHost) {
   const Shape s = {4, 50, 3};
   std::vector<float> x = Grid(600, 11);
-  x[7] = NAN;          // row 0 (axis 1 reduction), column 1
+  x[7] = NAN;  // row 0 (axis 1 reduction), column 1
   x[3 * 50 + 20] = NAN;
   for (const std::vector<int64_t>& raw : {std::vector<int64_t>{1}, {2}, {0, 2}, {}}) {
     std::vector<int64_t> axes;
@@ -292,8 +303,8 @@ TEST(PortableReduce, F64BodiesMatchHostKernels) {
   Normalise(s, {0, 2}, true, &axes, &out);
   for (const OpName& o : kOps) {
     SCOPED_TRACE(o.name);
-    const std::vector<double> want = Vec<double>(
-        Run1(o.name, {F64(s, x)}, {DType::kF64, out}, {{"axes", AttrInts({0, 2})}}));
+    const std::vector<double> want =
+        Vec<double>(Run1(o.name, {F64(s, x)}, {DType::kF64, out}, {{"axes", AttrInts({0, 2})}}));
     const std::vector<double> got = BodyReduce<double>(o.op, x, s, axes, ReduceTargets());
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)
@@ -326,8 +337,9 @@ TEST(PortableReduce, HalfBodiesRoundTheF32ResultOnce) {
                    ::testing::PrintToString(axes));
       // The exact f32 sum (or extreme) from the host kernel.
       const char* host = op == ReduceOp::kMean ? "reduce_sum" : kOps[static_cast<int>(op)].name;
-      std::vector<float> want = Vec<float>(Run1(host, {F32(s, x)}, {DType::kF32, out},
-                                                {{"axes", AttrInts(axes)}, {"keepdims", AttrInt(0)}}));
+      std::vector<float> want =
+          Vec<float>(Run1(host, {F32(s, x)}, {DType::kF32, out},
+                          {{"axes", AttrInts(axes)}, {"keepdims", AttrInt(0)}}));
       if (op == ReduceOp::kMean) {
         int64_t count = 1;
         for (int64_t a : ax) count *= s[static_cast<size_t>(a)];
@@ -383,7 +395,8 @@ std::vector<int64_t> BodyArg(const std::vector<float>& x, int64_t outer, int64_t
     else
       HostRows(outer, body);
   } else {
-    HostFor(outer * inner, portable::ArgColsBody<float>{x.data(), y.data(), n, inner, is_max, last});
+    HostFor(outer * inner,
+            portable::ArgColsBody<float>{x.data(), y.data(), n, inner, is_max, last});
   }
   return y;
 }
@@ -409,9 +422,9 @@ TEST(PortableReduce, ArgBodiesMatchHostKernels) {
   for (const char* name : {"argmax", "argmin"}) {
     for (int last = 0; last < 2; ++last) {
       SCOPED_TRACE(std::string(name) + " last " + std::to_string(last));
-      const std::vector<int64_t> want = Vec<int64_t>(
-          Run1(name, {F32(s, x)}, {DType::kI64, {outer}},
-               {{"axis", AttrInt(-1)}, {"keepdims", AttrInt(0)}, {"select_last_index", AttrInt(last)}}));
+      const std::vector<int64_t> want = Vec<int64_t>(Run1(
+          name, {F32(s, x)}, {DType::kI64, {outer}},
+          {{"axis", AttrInt(-1)}, {"keepdims", AttrInt(0)}, {"select_last_index", AttrInt(last)}}));
       const bool is_max = std::string(name) == "argmax";
       EXPECT_EQ(BodyArg(x, outer, n, inner, is_max, last != 0, false), want);
       EXPECT_EQ(BodyArg(x, outer, n, inner, is_max, last != 0, true), want);
@@ -419,9 +432,9 @@ TEST(PortableReduce, ArgBodiesMatchHostKernels) {
       std::vector<float> xt(x.size());
       for (int64_t r = 0; r < outer; ++r)
         for (int64_t j = 0; j < n; ++j) xt[j * outer + r] = x[r * n + j];
-      const std::vector<int64_t> want_t = Vec<int64_t>(
-          Run1(name, {F32({n, outer}, xt)}, {DType::kI64, {1, outer}},
-               {{"axis", AttrInt(0)}, {"select_last_index", AttrInt(last)}}));
+      const std::vector<int64_t> want_t =
+          Vec<int64_t>(Run1(name, {F32({n, outer}, xt)}, {DType::kI64, {1, outer}},
+                            {{"axis", AttrInt(0)}, {"select_last_index", AttrInt(last)}}));
       EXPECT_EQ(want_t, want);
       EXPECT_EQ(BodyArg(xt, 1, n, outer, is_max, last != 0, false), want_t);
     }
@@ -431,8 +444,8 @@ TEST(PortableReduce, ArgBodiesMatchHostKernels) {
   std::vector<float> y = Grid(30, 29);
   y[4] = NAN;
   for (const char* name : {"argmax", "argmin"}) {
-    const std::vector<int64_t> want = Vec<int64_t>(
-        Run1(name, {F32(m, y)}, {DType::kI64, {2, 1, 3}}, {{"axis", AttrInt(1)}}));
+    const std::vector<int64_t> want =
+        Vec<int64_t>(Run1(name, {F32(m, y)}, {DType::kI64, {2, 1, 3}}, {{"axis", AttrInt(1)}}));
     EXPECT_EQ(BodyArg(y, 2, 5, 3, std::string(name) == "argmax", false, false), want) << name;
   }
 }

@@ -20,7 +20,6 @@ namespace testing {
 template <int kLanes>
 class WarpExchange {
  public:
-
   // A generation barrier; lanes spin (yielding) rather than sleep, which
   // costs less than waking 32 threads through a condition variable.
   void Wait() {

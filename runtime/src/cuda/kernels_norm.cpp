@@ -90,8 +90,8 @@ Status RunLayerNorm(KernelContext& ctx) {
   const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
   if (rows == 0) return OkStatus();
   DISTRT_CUDA(cuda::LaunchLayerNorm(x.dtype(), x.raw(), ctx.input(1).raw(),
-                                    has_bias ? ctx.input(2).raw() : nullptr, y->raw(), rows, n,
-                                    eps, params, CudaOf(ctx).cuda_stream()),
+                                    has_bias ? ctx.input(2).raw() : nullptr, y->raw(), rows, n, eps,
+                                    params, CudaOf(ctx).cuda_stream()),
               "layer_norm kernel");
   return OkStatus();
 }
@@ -116,12 +116,11 @@ Status RunBatchNorm(KernelContext& ctx) {
   int64_t spatial = 1;
   for (int i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
   Tensor factors;  // mul and add per channel, freed in stream order
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(x.dtype() == DType::kF64 ? DType::kF64 : DType::kF32,
-                                          {2 * c}, &factors));
+  DISTRT_RETURN_IF_ERROR(
+      ctx.AllocateTemp(x.dtype() == DType::kF64 ? DType::kF64 : DType::kF32, {2 * c}, &factors));
   DISTRT_CUDA(cuda::LaunchBatchNorm(x.dtype(), x.raw(), ctx.input(1).raw(), ctx.input(2).raw(),
-                                    ctx.input(3).raw(), ctx.input(4).raw(), factors.raw(),
-                                    y->raw(), x.num_elements(), c, spatial, eps,
-                                    CudaOf(ctx).cuda_stream()),
+                                    ctx.input(3).raw(), ctx.input(4).raw(), factors.raw(), y->raw(),
+                                    x.num_elements(), c, spatial, eps, CudaOf(ctx).cuda_stream()),
               "batch_norm kernel");
   return OkStatus();
 }

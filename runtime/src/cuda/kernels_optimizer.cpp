@@ -59,11 +59,11 @@ Status RunSgdUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
   const Tensor& p = ctx.input(0);
-  DISTRT_CUDA(cuda::LaunchSgd(p.dtype(), p.raw(), ctx.input(1).raw(), ctx.input(2).raw(),
-                              p_out->raw(), b_out->raw(), ctx.input(3).raw(), ctx.input(4).raw(),
-                              momentum, wd, nesterov != 0, p.num_elements(),
-                              CudaOf(ctx).cuda_stream()),
-              "sgd_update kernel");
+  DISTRT_CUDA(
+      cuda::LaunchSgd(p.dtype(), p.raw(), ctx.input(1).raw(), ctx.input(2).raw(), p_out->raw(),
+                      b_out->raw(), ctx.input(3).raw(), ctx.input(4).raw(), momentum, wd,
+                      nesterov != 0, p.num_elements(), CudaOf(ctx).cuda_stream()),
+      "sgd_update kernel");
   return OkStatus();
 }
 

@@ -82,14 +82,13 @@ Status RunReduce(KernelContext& ctx) {
     const bool last = k + 1 == plan.size();
     void* out = y->raw();
     if (!last) {
-      DISTRT_RETURN_IF_ERROR(
-          ctx.AllocateTemp(partial, {plan[k].result_elements()}, &temps[k]));
+      DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(partial, {plan[k].result_elements()}, &temps[k]));
       out = temps[k].raw();
     }
-    DISTRT_CUDA(cuda::LaunchReducePass(x.dtype(), op, plan[k], in, in_partial, out, !last,
-                                       last && op == ReduceOp::kMean, count,
-                                       CudaOf(ctx).cuda_stream()),
-                "reduction kernel");
+    DISTRT_CUDA(
+        cuda::LaunchReducePass(x.dtype(), op, plan[k], in, in_partial, out, !last,
+                               last && op == ReduceOp::kMean, count, CudaOf(ctx).cuda_stream()),
+        "reduction kernel");
     in = out;
     in_partial = !last;
   }
@@ -126,8 +125,8 @@ Status RunArg(KernelContext& ctx) {
   if (n == 0) return InvalidArgumentError(name, " over an empty axis");
   Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
-  DISTRT_CUDA(cuda::LaunchArg(x.dtype(), name == "argmax", last != 0, x.raw(),
-                              y->data<int64_t>(), outer, n, inner, CudaOf(ctx).cuda_stream()),
+  DISTRT_CUDA(cuda::LaunchArg(x.dtype(), name == "argmax", last != 0, x.raw(), y->data<int64_t>(),
+                              outer, n, inner, CudaOf(ctx).cuda_stream()),
               "argmax/argmin kernel");
   return OkStatus();
 }

@@ -28,9 +28,13 @@ cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const
   return ForFloatType(dtype, [&](auto tag) {
     using T = decltype(tag);
     using C = typename portable::Elem<T>::Compute;
-    portable::LayerNormBody<T> body{static_cast<const T*>(x), static_cast<const T*>(scale),
-                                    static_cast<const T*>(bias), static_cast<T*>(y),
-                                    n, static_cast<C>(eps), params};
+    portable::LayerNormBody<T> body{static_cast<const T*>(x),
+                                    static_cast<const T*>(scale),
+                                    static_cast<const T*>(bias),
+                                    static_cast<T*>(y),
+                                    n,
+                                    static_cast<C>(eps),
+                                    params};
     return LaunchRows(rows, body, stream);
   });
 }
@@ -52,8 +56,8 @@ cudaError_t LaunchBatchNorm(DType dtype, const void* x, const void* scale, const
                                            eps};
     cudaError_t e = LaunchFor(channels, fold, stream);
     if (e != cudaSuccess) return e;
-    portable::BatchNormBody<T> body{static_cast<const T*>(x), mul, add, static_cast<T*>(y),
-                                    channels, spatial};
+    portable::BatchNormBody<T> body{static_cast<const T*>(x), mul,      add,
+                                    static_cast<T*>(y),       channels, spatial};
     return LaunchFor(n, body, stream);
   });
 }

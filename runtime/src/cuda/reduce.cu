@@ -20,12 +20,12 @@ cudaError_t RunPass(const ReducePass& p, const void* in, void* out, bool mean, i
   Out* y = static_cast<Out*>(out);
   if constexpr (!std::is_same<Fold, portable::ProdFold>::value) {
     if (p.rows) {
-      portable::ReduceRowsBody<In, Out, Fold> body{x,       y,    p.R, p.splits,
-                                                   p.chunk, mean, static_cast<C>(count)};
+      portable::ReduceRowsBody<In, Out, Fold> body{
+          x, y, p.R, p.splits, p.chunk, mean, static_cast<C>(count)};
       return LaunchRows(p.outer * p.splits, body, stream);
     }
   }
-  portable::ReduceColsBody<In, Out, Fold> body{x,       y,       p.R,  p.inner,
+  portable::ReduceColsBody<In, Out, Fold> body{x,        y,       p.R,  p.inner,
                                                p.splits, p.chunk, mean, static_cast<C>(count)};
   return LaunchFor(p.outer * p.inner * p.splits, body, stream);
 }
@@ -49,8 +49,8 @@ cudaError_t RunPassOf(const ReducePass& p, const void* in, bool in_partial, void
 }  // namespace
 
 cudaError_t LaunchReducePass(DType dtype, ReduceOp op, const ReducePass& pass, const void* in,
-                             bool in_partial, void* out, bool out_partial, bool mean,
-                             int64_t count, cudaStream_t stream) {
+                             bool in_partial, void* out, bool out_partial, bool mean, int64_t count,
+                             cudaStream_t stream) {
   return ForFloatType(dtype, [&](auto tag) {
     using T = decltype(tag);
     switch (op) {
@@ -65,15 +65,15 @@ cudaError_t LaunchReducePass(DType dtype, ReduceOp op, const ReducePass& pass, c
         return RunPassOf<T, portable::MinFold>(pass, in, in_partial, out, out_partial, mean, count,
                                                stream);
       case ReduceOp::kProd:
-        return RunPassOf<T, portable::ProdFold>(pass, in, in_partial, out, out_partial, mean,
-                                                count, stream);
+        return RunPassOf<T, portable::ProdFold>(pass, in, in_partial, out, out_partial, mean, count,
+                                                stream);
     }
     return cudaErrorInvalidValue;
   });
 }
 
-cudaError_t LaunchArg(DType dtype, bool is_max, bool last, const void* x, int64_t* y,
-                      int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+cudaError_t LaunchArg(DType dtype, bool is_max, bool last, const void* x, int64_t* y, int64_t outer,
+                      int64_t n, int64_t inner, cudaStream_t stream) {
   return ForFloatType(dtype, [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x);

@@ -21,8 +21,8 @@ cudaError_t LaunchReducePass(DType dtype, portable::ReduceOp op, const portable:
                              bool mean, int64_t count, cudaStream_t stream);
 
 // argmax / argmin of x [outer, n, inner] over n (n >= 1) into y [outer, inner].
-cudaError_t LaunchArg(DType dtype, bool is_max, bool last, const void* x, int64_t* y,
-                      int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+cudaError_t LaunchArg(DType dtype, bool is_max, bool last, const void* x, int64_t* y, int64_t outer,
+                      int64_t n, int64_t inner, cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace distrt

@@ -179,8 +179,8 @@ struct BatchNormFactorsBody {
     const double m =
         static_cast<double>(Load(scale[k])) / Sqrt(static_cast<double>(Load(var[k])) + eps);
     mul[k] = static_cast<C>(m);
-    add[k] = static_cast<C>(static_cast<double>(Load(bias[k])) -
-                            static_cast<double>(Load(mean[k])) * m);
+    add[k] =
+        static_cast<C>(static_cast<double>(Load(bias[k])) - static_cast<double>(Load(mean[k])) * m);
   }
 };
 
