@@ -161,6 +161,9 @@ Status OpenCudaDevice(int index, std::shared_ptr<Device>* out, const CudaDeviceO
 void RegisterCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
   RegisterCudaMatmulKernels(r);
+  RegisterCudaReduceKernels(r);
+  RegisterCudaNormKernels(r);
+  RegisterCudaOptimizerKernels(r);
 }
 
 }  // namespace distrt

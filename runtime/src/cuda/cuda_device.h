@@ -70,6 +70,9 @@ inline CudaDevice& CudaOf(const KernelContext& ctx) {
 void RegisterCudaKernels(KernelRegistry& r);
 void RegisterCudaElementwiseKernels(KernelRegistry& r);
 void RegisterCudaMatmulKernels(KernelRegistry& r);
+void RegisterCudaReduceKernels(KernelRegistry& r);
+void RegisterCudaNormKernels(KernelRegistry& r);
+void RegisterCudaOptimizerKernels(KernelRegistry& r);
 
 }  // namespace distrt
 

@@ -1,0 +1,154 @@
+// CUDA kernels for softmax, log_softmax, layer_norm and inference
+// batch_norm on f32, f64, bf16 and f16 (16-bit floats compute in f32), with
+// the host kernels' attributes and checks (kernels_norm.cpp).
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_util.h"
+#include "cuda/norm.h"
+
+namespace distrt {
+namespace {
+
+const uint32_t kFloatTypes = DTypeMask({DType::kF32, DType::kF64, DType::kBF16, DType::kF16});
+
+// Every operand of x's dtype.
+bool SameDTypes(const VerifyContext& v) {
+  if (v.inputs.empty() || v.outputs.size() != 1) return false;
+  for (const TensorType& t : v.inputs)
+    if (t.dtype != v.inputs[0].dtype) return false;
+  return v.outputs[0].dtype == v.inputs[0].dtype;
+}
+
+Status RunSoftmax(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const Tensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
+  if (x.rank() == 0) return InvalidArgumentError(name, " of a rank-0 tensor");
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  int64_t outer = 1, n = x.dim(static_cast<int>(axis)), inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  if (y->num_elements() == 0) return OkStatus();
+  DISTRT_CUDA(cuda::LaunchSoftmax(x.dtype(), name == "log_softmax", x.raw(), y->raw(), outer, n,
+                                  inner, CudaOf(ctx).cuda_stream()),
+              "softmax kernel");
+  return OkStatus();
+}
+
+// Refused: normalised shapes of more dims than a broadcast map holds.
+bool AcceptLayerNorm(const VerifyContext& v) {
+  if (!SameDTypes(v)) return false;
+  int64_t axis;
+  const int rank = static_cast<int>(v.inputs[0].shape.size());
+  if (!v.attrs().GetInt("axis", -1, &axis).ok() || !NormalizeAxis(axis, rank, &axis).ok())
+    return true;  // the kernel reports the error, as the host's does
+  return rank - axis <= portable::kMaxDims;
+}
+
+Status RunLayerNorm(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t axis;
+  double eps;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("epsilon", 1e-5, &eps));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype() != x.dtype()) {
+      return InvalidArgumentError("layer_norm input ", i, " is ", DTypeName(ctx.input(i).dtype()),
+                                  " but x is ", DTypeName(x.dtype()));
+    }
+  }
+  const Shape norm_shape(x.shape().begin() + axis, x.shape().end());
+  const bool has_bias = ctx.num_inputs() > 2;
+  const char* what[] = {"scale", "bias"};
+  for (int i = 1; i < ctx.num_inputs(); ++i) {
+    const Shape& ps = ctx.input(i).shape();
+    Shape b;
+    Status st = BroadcastShapes(ps, norm_shape, &b);
+    if (!st.ok() || b != norm_shape) {
+      return InvalidArgumentError("layer_norm ", what[i - 1], " of shape ", ShapeToString(ps),
+                                  " does not broadcast to the normalised shape ",
+                                  ShapeToString(norm_shape));
+    }
+  }
+  const Shape& scale_shape = ctx.input(1).shape();
+  portable::BroadcastMap params;
+  if (!portable::MakeBroadcastMap({scale_shape, has_bias ? ctx.input(2).shape() : scale_shape},
+                                  norm_shape, &params)) {
+    return InvalidArgumentError("layer_norm: normalised shape ", ShapeToString(norm_shape),
+                                " has more than ", portable::kMaxDims, " dims");
+  }
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  const int64_t n = NumElements(norm_shape);
+  const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
+  if (rows == 0) return OkStatus();
+  DISTRT_CUDA(cuda::LaunchLayerNorm(x.dtype(), x.raw(), ctx.input(1).raw(),
+                                    has_bias ? ctx.input(2).raw() : nullptr, y->raw(), rows, n, eps,
+                                    params, CudaOf(ctx).cuda_stream()),
+              "layer_norm kernel");
+  return OkStatus();
+}
+
+Status RunBatchNorm(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  if (x.rank() < 2) return InvalidArgumentError("batch_norm needs rank >= 2, got ", x.rank());
+  double eps;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetFloat("epsilon", 1e-5, &eps));
+  const int64_t c = x.dim(1);
+  for (int i = 1; i < 5; ++i) {
+    const Tensor& p = ctx.input(i);
+    if (p.num_elements() != c || p.dtype() != x.dtype()) {
+      return InvalidArgumentError("batch_norm input ", i, " is ", p.type().ToString(),
+                                  ", expected ", c, " ", DTypeName(x.dtype()), " values");
+    }
+  }
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  if (y->num_elements() == 0) return OkStatus();
+  int64_t spatial = 1;
+  for (int i = 2; i < x.rank(); ++i) spatial *= x.dim(i);
+  Tensor factors;  // mul and add per channel, freed in stream order
+  DISTRT_RETURN_IF_ERROR(
+      ctx.AllocateTemp(x.dtype() == DType::kF64 ? DType::kF64 : DType::kF32, {2 * c}, &factors));
+  DISTRT_CUDA(cuda::LaunchBatchNorm(x.dtype(), x.raw(), ctx.input(1).raw(), ctx.input(2).raw(),
+                                    ctx.input(3).raw(), ctx.input(4).raw(), factors.raw(), y->raw(),
+                                    x.num_elements(), c, spatial, eps, CudaOf(ctx).cuda_stream()),
+              "batch_norm kernel");
+  return OkStatus();
+}
+
+KernelDef CudaDef(const char* name, int min_inputs, int max_inputs, KernelFn run,
+                  AcceptFn accepts) {
+  KernelDef d;
+  d.name = name;
+  d.min_inputs = min_inputs;
+  d.max_inputs = max_inputs;
+  d.num_outputs = 1;
+  d.run = run;
+  // A row (or column, or element) is read in full before any of it is
+  // written, by the threads that write it: the output may take over x.
+  d.in_place_ok = true;
+  d.device = DeviceKind::kCuda;
+  d.dtypes = kFloatTypes;
+  d.accepts = accepts;
+  return d;
+}
+
+}  // namespace
+
+void RegisterCudaNormKernels(KernelRegistry& r) {
+  r.Add(CudaDef("softmax", 1, 1, RunSoftmax, SameDTypes));
+  r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, SameDTypes));
+  r.Add(CudaDef("layer_norm", 2, 3, RunLayerNorm, AcceptLayerNorm));
+  r.Add(CudaDef("batch_norm", 5, 5, RunBatchNorm, SameDTypes));
+}
+
+}  // namespace distrt

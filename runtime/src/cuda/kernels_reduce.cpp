@@ -1,0 +1,155 @@
+// CUDA kernels for reduce_sum / mean / max / min / prod over any axes and
+// argmax / argmin, on f32, f64, bf16 and f16 (16-bit floats accumulate in
+// f32). Shapes and attributes as the host kernels (kernels_reduce.cpp) read
+// them; the work is planned by portable::MakeReducePlan.
+#include <algorithm>
+
+#include "cuda/cuda_device.h"
+#include "cuda/cuda_util.h"
+#include "cuda/reduce.h"
+
+namespace distrt {
+namespace {
+
+using portable::ReduceOp;
+
+const uint32_t kFloatTypes = DTypeMask({DType::kF32, DType::kF64, DType::kBF16, DType::kF16});
+
+ReduceOp ReduceOpOf(const std::string& name) {
+  if (name == "reduce_sum") return ReduceOp::kSum;
+  if (name == "reduce_mean") return ReduceOp::kMean;
+  if (name == "reduce_max") return ReduceOp::kMax;
+  if (name == "reduce_min") return ReduceOp::kMin;
+  return ReduceOp::kProd;
+}
+
+// As the host kernel: sorted distinct axes (absent or empty: all), keepdims
+// (default 1) keeping reduced dims as 1.
+Status ReduceShape(const AttrReader& attrs, const Shape& in, std::vector<int64_t>* axes,
+                   Shape* out) {
+  std::vector<int64_t> raw;
+  bool present;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("axes", &raw, &present));
+  int64_t keepdims;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
+  const int r = static_cast<int>(in.size());
+  axes->clear();
+  if (raw.empty()) {
+    for (int i = 0; i < r; ++i) axes->push_back(i);
+  } else {
+    for (int64_t a : raw) {
+      int64_t n;
+      DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, r, &n));
+      axes->push_back(n);
+    }
+    std::sort(axes->begin(), axes->end());
+    if (std::adjacent_find(axes->begin(), axes->end()) != axes->end())
+      return InvalidArgumentError("axes list an axis twice");
+  }
+  out->clear();
+  for (int i = 0; i < r; ++i) {
+    if (!std::binary_search(axes->begin(), axes->end(), i))
+      out->push_back(in[static_cast<size_t>(i)]);
+    else if (keepdims)
+      out->push_back(1);
+  }
+  return OkStatus();
+}
+
+bool AcceptReduce(const VerifyContext& v) {
+  return v.inputs.size() == 1 && v.outputs.size() == 1 && v.inputs[0].dtype == v.outputs[0].dtype;
+}
+
+Status RunReduce(KernelContext& ctx) {
+  const ReduceOp op = ReduceOpOf(ctx.inst->op());
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> axes;
+  Shape out_shape;
+  DISTRT_RETURN_IF_ERROR(ReduceShape(ctx.attrs(), x.shape(), &axes, &out_shape));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), out_shape}));
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  if (y->num_elements() == 0) return OkStatus();
+  int64_t count;
+  const std::vector<portable::ReducePass> plan =
+      portable::MakeReducePlan(op, x.shape(), axes, portable::ReduceTargets(), &count);
+  // Passes before the last write compute-type partial results.
+  const DType partial = x.dtype() == DType::kF64 ? DType::kF64 : DType::kF32;
+  std::vector<Tensor> temps(plan.size());  // freed in stream order after the passes
+  const void* in = x.raw();
+  bool in_partial = false;
+  for (size_t k = 0; k < plan.size(); ++k) {
+    const bool last = k + 1 == plan.size();
+    void* out = y->raw();
+    if (!last) {
+      DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(partial, {plan[k].result_elements()}, &temps[k]));
+      out = temps[k].raw();
+    }
+    DISTRT_CUDA(
+        cuda::LaunchReducePass(x.dtype(), op, plan[k], in, in_partial, out, !last,
+                               last && op == ReduceOp::kMean, count, CudaOf(ctx).cuda_stream()),
+        "reduction kernel");
+    in = out;
+    in_partial = !last;
+  }
+  return OkStatus();
+}
+
+// ---- argmax / argmin -------------------------------------------------------------
+
+bool AcceptArg(const VerifyContext& v) {
+  return v.inputs.size() == 1 && v.outputs.size() == 1 && v.outputs[0].dtype == DType::kI64;
+}
+
+Status RunArg(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const Tensor& x = ctx.input(0);
+  AttrReader attrs = ctx.attrs();
+  int64_t axis, keepdims, last;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &axis));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("select_last_index", 0, &last));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  Shape s;
+  int64_t outer = 1, inner = 1;
+  for (int i = 0; i < x.rank(); ++i) {
+    if (i != axis)
+      s.push_back(x.dim(i));
+    else if (keepdims)
+      s.push_back(1);
+    if (i < axis) outer *= x.dim(i);
+    if (i > axis) inner *= x.dim(i);
+  }
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
+  const int64_t n = x.dim(static_cast<int>(axis));
+  if (n == 0) return InvalidArgumentError(name, " over an empty axis");
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  DISTRT_CUDA(cuda::LaunchArg(x.dtype(), name == "argmax", last != 0, x.raw(), y->data<int64_t>(),
+                              outer, n, inner, CudaOf(ctx).cuda_stream()),
+              "argmax/argmin kernel");
+  return OkStatus();
+}
+
+KernelDef CudaDef(const char* name, KernelFn run, AcceptFn accepts) {
+  KernelDef d;
+  d.name = name;
+  d.min_inputs = d.max_inputs = 1;
+  d.num_outputs = 1;
+  d.run = run;
+  d.device = DeviceKind::kCuda;
+  d.dtypes = kFloatTypes;
+  d.accepts = accepts;
+  return d;
+}
+
+}  // namespace
+
+void RegisterCudaReduceKernels(KernelRegistry& r) {
+  for (const char* n : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"})
+    r.Add(CudaDef(n, RunReduce, AcceptReduce));
+  r.Add(CudaDef("argmax", RunArg, AcceptArg));
+  r.Add(CudaDef("argmin", RunArg, AcceptArg));
+}
+
+}  // namespace distrt

@@ -1,0 +1,66 @@
+#include "cuda/dispatch.cuh"
+#include "cuda/launch.cuh"
+#include "cuda/norm.h"
+#include "portable/norm.h"
+
+namespace distrt {
+namespace cuda {
+
+cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x);
+    T* py = static_cast<T*>(y);
+    // A warp per row when rows are contiguous and long enough to share.
+    if (inner == 1 && n >= 32) {
+      portable::SoftmaxRowsBody<T> body{px, py, n, log};
+      return LaunchRows(outer, body, stream);
+    }
+    portable::SoftmaxColsBody<T> body{px, py, n, inner, log};
+    return LaunchFor(outer * inner, body, stream);
+  });
+}
+
+cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const void* bias,
+                            void* y, int64_t rows, int64_t n, double eps,
+                            const portable::BroadcastMap& params, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename portable::Elem<T>::Compute;
+    portable::LayerNormBody<T> body{static_cast<const T*>(x),
+                                    static_cast<const T*>(scale),
+                                    static_cast<const T*>(bias),
+                                    static_cast<T*>(y),
+                                    n,
+                                    static_cast<C>(eps),
+                                    params};
+    return LaunchRows(rows, body, stream);
+  });
+}
+
+cudaError_t LaunchBatchNorm(DType dtype, const void* x, const void* scale, const void* bias,
+                            const void* mean, const void* var, void* factors, void* y, int64_t n,
+                            int64_t channels, int64_t spatial, double eps, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    using C = typename portable::Elem<T>::Compute;
+    C* mul = static_cast<C*>(factors);
+    C* add = mul + channels;
+    portable::BatchNormFactorsBody<T> fold{static_cast<const T*>(scale),
+                                           static_cast<const T*>(bias),
+                                           static_cast<const T*>(mean),
+                                           static_cast<const T*>(var),
+                                           mul,
+                                           add,
+                                           eps};
+    cudaError_t e = LaunchFor(channels, fold, stream);
+    if (e != cudaSuccess) return e;
+    portable::BatchNormBody<T> body{static_cast<const T*>(x), mul,      add,
+                                    static_cast<T*>(y),       channels, spatial};
+    return LaunchFor(n, body, stream);
+  });
+}
+
+}  // namespace cuda
+}  // namespace distrt

@@ -1,0 +1,34 @@
+// Launchers of the normalisation bodies (portable/norm.h) on a CUDA stream,
+// behind a plain C++ interface: what kernels_norm.cpp calls. Each fails
+// with cudaErrorInvalidValue for a dtype it has no body for.
+#ifndef DISTRT_SRC_CUDA_NORM_H_
+#define DISTRT_SRC_CUDA_NORM_H_
+
+#include <cuda_runtime_api.h>
+
+#include "distrt/dtype.h"
+#include "portable/index_map.h"
+
+namespace distrt {
+namespace cuda {
+
+// softmax / log_softmax of x [outer, n, inner] over n.
+cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t stream);
+
+// layer_norm of x [rows, n] over n; `params` maps the normalised shape to
+// scale's and bias's offsets; bias may be null.
+cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const void* bias,
+                            void* y, int64_t rows, int64_t n, double eps,
+                            const portable::BroadcastMap& params, cudaStream_t stream);
+
+// Inference batch_norm of x [N, channels, spatial] (n elements); `factors`
+// is scratch for 2 * channels compute-type values (f64 for f64, else f32).
+cudaError_t LaunchBatchNorm(DType dtype, const void* x, const void* scale, const void* bias,
+                            const void* mean, const void* var, void* factors, void* y, int64_t n,
+                            int64_t channels, int64_t spatial, double eps, cudaStream_t stream);
+
+}  // namespace cuda
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_CUDA_NORM_H_

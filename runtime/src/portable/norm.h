@@ -1,0 +1,207 @@
+// Normalisation kernel bodies (host and device): softmax / log_softmax over
+// one axis, layer_norm over the trailing dims, and inference batch_norm, on
+// any float storage type (16-bit floats compute in f32). Semantics are the
+// host kernels' (kernels_norm.cpp): softmax subtracts the row max (0 for a
+// row of -inf) so a NaN or +inf anywhere makes the row NaN; layer_norm uses
+// the biased variance and scale/bias broadcast over the normalised shape;
+// batch_norm folds scale, bias, mean and variance per channel in f64.
+#ifndef DISTRT_SRC_PORTABLE_NORM_H_
+#define DISTRT_SRC_PORTABLE_NORM_H_
+
+#include <cmath>
+#include <cstdint>
+
+#include "portable/hd.h"
+#include "portable/index_map.h"
+#include "portable/math.h"
+
+namespace distrt {
+namespace portable {
+
+// A running (max, sum of exp(x - max)) over values seen in any order: one
+// pass gives the row max and the softmax denominator. -inf values add
+// nothing; a NaN makes the sum NaN, as the host's exp(NaN - max) does.
+template <typename C>
+struct MaxSumExp {
+  C m = -static_cast<C>(HUGE_VAL);
+  C s = C(0);
+  DISTRT_HD void Add(C v) {
+    if (v > m) {
+      s = s * Exp(m - v) + C(1);
+      m = v;
+    } else if (v != -static_cast<C>(HUGE_VAL)) {
+      s += Exp(v - m);
+    }
+  }
+  // Folds another running pair in; the larger max rescales the other sum
+  // (exp(inf - inf) is NaN: a +inf makes the row NaN, as on the host).
+  DISTRT_HD void Merge(C m2, C s2) {
+    const C big = m2 > m ? m2 : m;
+    if (big == -static_cast<C>(HUGE_VAL)) {
+      s += s2;
+      return;
+    }
+    s = s * Exp(m - big) + s2 * Exp(m2 - big);
+    m = big;
+  }
+};
+
+// softmax y = exp(x - m) / sum, log_softmax y = x - (m + log(sum)), with m
+// the row max (0 when the row max is -inf, avoiding inf - inf; a +inf max
+// makes the row NaN, as the host's exp(inf - inf) does).
+template <typename C>
+struct SoftmaxFinish {
+  C m, scale;  // scale: 1 / sum, or log(sum) for log_softmax
+  bool log;
+  DISTRT_HD SoftmaxFinish(C max, C sum, bool is_log) : log(is_log) {
+    const C inf = static_cast<C>(HUGE_VAL);
+    m = max == -inf ? C(0) : max;
+    if (max == inf) sum = max - max;  // the host's exp(inf - inf): NaN
+    scale = is_log ? Log(sum) : C(1) / sum;
+  }
+  DISTRT_HD C operator()(C v) const { return log ? v - (m + scale) : Exp(v - m) * scale; }
+};
+
+// Rows: x is [rows, n] (the softmax axis last); a warp per row, two passes:
+// the running (max, sum) and then the outputs.
+template <typename T>
+struct SoftmaxRowsBody {
+  using C = typename Elem<T>::Compute;
+  const T* x;
+  T* y;
+  int64_t n;
+  bool log;
+  template <typename Lanes>
+  DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const T* px = x + row * n;
+    T* py = y + row * n;
+    // Two running pairs per lane: two loads in flight.
+    MaxSumExp<C> a, b;
+    int64_t j = lanes.lane;
+    for (; j + Lanes::count < n; j += 2 * Lanes::count) {
+      a.Add(Load(px[j]));
+      b.Add(Load(px[j + Lanes::count]));
+    }
+    if (j < n) a.Add(Load(px[j]));
+    a.Merge(b.m, b.s);
+    // Across lanes: the row max, then every lane's sum rescaled to it.
+    const C m = lanes.Max(a.m);
+    C mine = a.s;
+    if (m != -static_cast<C>(HUGE_VAL)) mine = a.s * Exp(a.m - m);
+    const C sum = lanes.Sum(mine);
+    const SoftmaxFinish<C> f(m, sum, log);
+    for (j = lanes.lane; j < n; j += Lanes::count) py[j] = Store<T>(f(Load(px[j])));
+  }
+};
+
+// Columns: x is [outer, n, inner]; thread t = o * inner + i handles
+// x[o, :, i] (coalesced over i).
+template <typename T>
+struct SoftmaxColsBody {
+  using C = typename Elem<T>::Compute;
+  const T* x;
+  T* y;
+  int64_t n;
+  int64_t inner;
+  bool log;
+  DISTRT_HD void operator()(int64_t t) const {
+    const int64_t i = t % inner, o = t / inner;
+    const T* px = x + o * n * inner + i;
+    T* py = y + o * n * inner + i;
+    MaxSumExp<C> a;
+    for (int64_t k = 0; k < n; ++k) a.Add(Load(px[k * inner]));
+    const SoftmaxFinish<C> f(a.m, a.s, log);
+    for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<T>(f(Load(px[k * inner])));
+  }
+};
+
+// layer_norm of x [rows, n]: mean, then the biased variance about it, then
+// y = (x - mean) * inv_std * scale + bias. `params` maps an index of the
+// normalised shape to scale's (operand 0) and bias's (operand 1) offsets;
+// bias may be null.
+template <typename T>
+struct LayerNormBody {
+  using C = typename Elem<T>::Compute;
+  const T* x;
+  const T* scale;
+  const T* bias;
+  T* y;
+  int64_t n;
+  C eps;
+  BroadcastMap params;
+  template <typename Lanes>
+  DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const T* px = x + row * n;
+    T* py = y + row * n;
+    C s0 = C(0), s1 = C(0);
+    int64_t j = lanes.lane;
+    for (; j + Lanes::count < n; j += 2 * Lanes::count) {
+      s0 += Load(px[j]);
+      s1 += Load(px[j + Lanes::count]);
+    }
+    if (j < n) s0 += Load(px[j]);
+    const C mean = lanes.Sum(s0 + s1) / static_cast<C>(n);
+    C q0 = C(0), q1 = C(0);
+    for (j = lanes.lane; j + Lanes::count < n; j += 2 * Lanes::count) {
+      const C d0 = Load(px[j]) - mean, d1 = Load(px[j + Lanes::count]) - mean;
+      q0 += d0 * d0;
+      q1 += d1 * d1;
+    }
+    if (j < n) {
+      const C d = Load(px[j]) - mean;
+      q0 += d * d;
+    }
+    const C var = lanes.Sum(q0 + q1) / static_cast<C>(n);
+    const C inv = C(1) / Sqrt(var + eps);
+    for (j = lanes.lane; j < n; j += Lanes::count) {
+      int64_t off[kMaxOperands];
+      params.Offsets(j, off);
+      C v = (Load(px[j]) - mean) * inv * Load(scale[off[0]]);
+      if (bias != nullptr) v += Load(bias[off[1]]);
+      py[j] = Store<T>(v);
+    }
+  }
+};
+
+// batch_norm's per-channel factors, in f64 as the host folds them:
+// mul = scale / sqrt(var + eps), add = bias - mean * mul.
+template <typename T>
+struct BatchNormFactorsBody {
+  using C = typename Elem<T>::Compute;
+  const T* scale;
+  const T* bias;
+  const T* mean;
+  const T* var;
+  C* mul;
+  C* add;
+  double eps;
+  DISTRT_HD void operator()(int64_t k) const {
+    const double m =
+        static_cast<double>(Load(scale[k])) / Sqrt(static_cast<double>(Load(var[k])) + eps);
+    mul[k] = static_cast<C>(m);
+    add[k] =
+        static_cast<C>(static_cast<double>(Load(bias[k])) - static_cast<double>(Load(mean[k])) * m);
+  }
+};
+
+// y = x * mul[c] + add[c] for x [N, C, spatial...]; element i is in channel
+// (i / spatial) % channels.
+template <typename T>
+struct BatchNormBody {
+  using C = typename Elem<T>::Compute;
+  const T* x;
+  const C* mul;
+  const C* add;
+  T* y;
+  int64_t channels;
+  int64_t spatial;
+  DISTRT_HD void operator()(int64_t i) const {
+    const int64_t k = (i / spatial) % channels;
+    y[i] = Store<T>(Load(x[i]) * mul[k] + add[k]);
+  }
+};
+
+}  // namespace portable
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_PORTABLE_NORM_H_

@@ -1,0 +1,141 @@
+// The CUDA normalisation kernels (softmax, log_softmax, layer_norm,
+// batch_norm) through the executor on GPU 0, host fallback off, against the
+// host executor: rows of a vocabulary, short rows, an axis that is not
+// last, rows of -inf / NaN / +inf, broadcast layer_norm parameters, a
+// softmax taking over its dying input's buffer, f64, and bf16/f16 against
+// the f32 result.
+#include "cuda_kernel_check.h"
+
+namespace distrt {
+namespace testing {
+namespace {
+
+// x -> softmax, log_softmax over `axis`, and exp(x) -> softmax (the exp
+// dies there: the softmax may write over it).
+std::shared_ptr<const Program> SoftmaxProgram(DType dtype, const Shape& shape, int64_t axis) {
+  ProgramBuilder b;
+  const int x = b.Input("x", dtype, shape);
+  b.Output("softmax", b.Apply("softmax", {x}, dtype, shape, {{"axis", AttrInt(axis)}}));
+  b.Output("log_softmax", b.Apply("log_softmax", {x}, dtype, shape, {{"axis", AttrInt(axis)}}));
+  const int e = b.Apply("neg", {x}, dtype, shape);
+  b.Output("softmax_of_neg", b.Apply("softmax", {e}, dtype, shape, {{"axis", AttrInt(axis)}}));
+  return MakeProgram(b);
+}
+
+TEST(CudaNorm, SoftmaxMatchesCpu) {
+  NEED_GPU();
+  struct Case {
+    Shape shape;
+    int64_t axis;
+  };
+  const Case cases[] = {
+      {{8, 50257}, -1},                   // a vocabulary's rows
+      {{64, 1000}, 1},   {{100, 8}, -1},  // short rows: a thread each
+      {{4, 30, 6}, 1},                    // not the last axis
+      {{3, 4, 5, 6}, 0},
+  };
+  uint32_t seed = 1;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape) + " axis " + std::to_string(c.axis));
+    Tensor x = RandomOf(DType::kF32, c.shape, seed++, 8.0f);
+    if (c.axis == -1 || c.axis == 1) {
+      // Rows (last-axis cases): a -inf entry, a row of -inf, a NaN, a +inf.
+      const int64_t n = c.shape.back();
+      float* p = x.data<float>();
+      if (c.shape.size() == 2) {
+        p[0 * n + 2] = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) p[1 * n + j] = -INFINITY;
+        p[2 * n + n - 1] = NAN;
+        p[3 * n + 1] = INFINITY;
+      }
+    }
+    ExpectGpuMatchesCpu(SoftmaxProgram(DType::kF32, c.shape, c.axis), {x}, 1e-5);
+  }
+  ExpectGpuMatchesCpu(SoftmaxProgram(DType::kF64, {16, 300}, -1),
+                      {RandomOf(DType::kF64, {16, 300}, 9, 8.0f)}, 1e-12);
+}
+
+std::shared_ptr<const Program> LayerNormProgram(DType dtype, const Shape& x_shape, int64_t axis,
+                                                const Shape& scale, const Shape& bias) {
+  ProgramBuilder b;
+  std::vector<int> in = {b.Input("x", dtype, x_shape), b.Input("scale", dtype, scale)};
+  if (!bias.empty()) in.push_back(b.Input("bias", dtype, bias));
+  b.Output("y", b.Apply("layer_norm", in, dtype, x_shape,
+                        {{"axis", AttrInt(axis)}, {"epsilon", AttrFloat(1e-5)}}));
+  return MakeProgram(b);
+}
+
+TEST(CudaNorm, LayerNormMatchesCpu) {
+  NEED_GPU();
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape scale, bias;
+  };
+  const Case cases[] = {
+      {{64, 768}, -1, {768}, {768}},
+      {{8, 3072}, 1, {3072}, {}},
+      {{4, 6, 64}, 1, {64}, {6, 1}},  // parameters broadcast over [6, 64]
+      {{5, 7}, -1, {7}, {7}},
+  };
+  uint32_t seed = 10;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.x) + " axis " + std::to_string(c.axis));
+    std::vector<Tensor> in = {RandomOf(DType::kF32, c.x, seed, 3.0f),
+                              RandomOf(DType::kF32, c.scale, seed + 1)};
+    if (!c.bias.empty()) in.push_back(RandomOf(DType::kF32, c.bias, seed + 2));
+    seed += 3;
+    ExpectGpuMatchesCpu(LayerNormProgram(DType::kF32, c.x, c.axis, c.scale, c.bias), in, 1e-5);
+  }
+  ExpectGpuMatchesCpu(LayerNormProgram(DType::kF64, {16, 96}, -1, {96}, {96}),
+                      {RandomOf(DType::kF64, {16, 96}, 20, 3.0f), RandomOf(DType::kF64, {96}, 21),
+                       RandomOf(DType::kF64, {96}, 22)},
+                      1e-12);
+}
+
+TEST(CudaNorm, BatchNormMatchesCpu) {
+  NEED_GPU();
+  for (const Shape& s : {Shape{2, 3, 8, 8}, Shape{16, 3}}) {
+    SCOPED_TRACE(ShapeToString(s));
+    ProgramBuilder b;
+    std::vector<int> in = {b.Input("x", DType::kF32, s)};
+    for (const char* p : {"scale", "bias", "mean", "var"})
+      in.push_back(b.Input(p, DType::kF32, {3}));
+    b.Output("y", b.Apply("batch_norm", in, DType::kF32, s, {{"epsilon", AttrFloat(1e-3)}}));
+    Tensor var = RandomOf(DType::kF32, {3}, 33);
+    for (int k = 0; k < 3; ++k) var.data<float>()[k] = std::fabs(var.data<float>()[k]) + 0.1f;
+    ExpectGpuMatchesCpu(MakeProgram(b),
+                        {RandomOf(DType::kF32, s, 30), RandomOf(DType::kF32, {3}, 31),
+                         RandomOf(DType::kF32, {3}, 32), RandomOf(DType::kF32, {3}, 34), var},
+                        1e-5);
+  }
+}
+
+// bf16 / f16 on the GPU (computing in f32) against the host's f32 result of
+// the same values, within the 16-bit rounding.
+TEST(CudaNorm, HalfTypesMatchTheF32Result) {
+  NEED_GPU();
+  for (DType dt : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(dt));
+    const double tol = dt == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024;
+    const Shape s = {32, 1000};
+    Tensor xf;
+    const Tensor x = RandomOf(dt, s, 40, 4.0f, &xf);
+    std::vector<Tensor> want = RunOnCpu(SoftmaxProgram(DType::kF32, s, -1), {xf});
+    std::vector<Tensor> got = RunOnGpu(SoftmaxProgram(dt, s, -1), {x});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      ExpectValuesClose(AsDoubles(got[i]), AsDoubles(want[i]), tol, "softmax output");
+    Tensor sf, bf;
+    const Tensor scale = RandomOf(dt, {1000}, 41, 1.0f, &sf),
+                 bias = RandomOf(dt, {1000}, 42, 1.0f, &bf);
+    want = RunOnCpu(LayerNormProgram(DType::kF32, s, -1, {1000}, {1000}), {xf, sf, bf});
+    got = RunOnGpu(LayerNormProgram(dt, s, -1, {1000}, {1000}), {x, scale, bias});
+    ASSERT_EQ(got.size(), 1u);
+    ExpectValuesClose(AsDoubles(got[0]), AsDoubles(want[0]), 2 * tol, "layer_norm");
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace distrt

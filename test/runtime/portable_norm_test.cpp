@@ -1,0 +1,262 @@
+// The CUDA normalisation kernels' bodies (portable/norm.h), run on the host
+// as cuda/norm.cu launches them (rows with one lane and with simulated
+// lanes, sim_warp.h; columns), against the host kernels: softmax / log_softmax with
+// -inf, +inf and NaN rows and an axis that is not last, layer_norm with
+// broadcast scale and bias, batch_norm, and bf16/f16 (f32 arithmetic, one
+// rounding).
+#include <gtest/gtest.h>
+
+#include "portable/host_launch.h"
+#include "portable/norm.h"
+#include "sim_warp.h"
+#include "test_util.h"
+
+namespace distrt {
+namespace testing {
+namespace {
+
+using portable::HostFor;
+using portable::HostRows;
+
+// NaN where want is NaN, infinities equal, else within tol (relative).
+template <typename T>
+void ExpectClose(const std::vector<T>& got, const std::vector<T>& want, double tol) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << "element " << i << " is " << got[i];
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(got[i], want[i]) << "element " << i;
+    } else {
+      EXPECT_NEAR(got[i], want[i], tol * (1 + std::fabs(want[i]))) << "element " << i;
+    }
+  }
+}
+
+enum class Lanes { kOne, kSim };
+
+// The softmax body cuda::LaunchSoftmax picks for [outer, n, inner].
+template <typename T>
+std::vector<T> BodySoftmax(bool log, const std::vector<T>& x, int64_t outer, int64_t n,
+                           int64_t inner, Lanes lanes) {
+  std::vector<T> y(x.size());
+  if (inner == 1 && n >= 32) {
+    portable::SoftmaxRowsBody<T> body{x.data(), y.data(), n, log};
+    if (lanes == Lanes::kSim)
+      SimWarpRows(outer, body);
+    else
+      HostRows(outer, body);
+  } else {
+    HostFor(outer * inner, portable::SoftmaxColsBody<T>{x.data(), y.data(), n, inner, log});
+  }
+  return y;
+}
+
+// Rows of 100: random, with a -inf entry, all -inf, a NaN, a +inf, large.
+std::vector<float> SoftmaxRows(int64_t n) {
+  std::vector<float> x = RandomUniform<float>(6 * n, 31);
+  for (float& v : x) v *= 8.0f;
+  x[0 * n + 3] = -INFINITY;
+  for (int64_t j = 0; j < n; ++j) x[1 * n + j] = -INFINITY;
+  x[2 * n + n - 1] = NAN;
+  x[3 * n + 7] = INFINITY;
+  for (int64_t j = 0; j < n; ++j) x[4 * n + j] += 1000.0f;
+  return x;
+}
+
+TEST(PortableNorm, SoftmaxRowsMatchHostKernels) {
+  for (const int64_t n : {100, 7}) {  // a warp per row; a thread per short row
+    const std::vector<float> x = SoftmaxRows(n);
+    const Shape s = {6, n};
+    for (const char* op : {"softmax", "log_softmax"}) {
+      SCOPED_TRACE(std::string(op) + " n " + std::to_string(n));
+      const std::vector<float> want =
+          Vec<float>(Run1(op, {F32(s, x)}, {DType::kF32, s}, {{"axis", AttrInt(-1)}}));
+      const bool log = std::string(op) == "log_softmax";
+      // The host's exp is a vectorised approximation.
+      ExpectClose(BodySoftmax<float>(log, x, 6, n, 1, Lanes::kOne), want, 3e-6);
+      ExpectClose(BodySoftmax<float>(log, x, 6, n, 1, Lanes::kSim), want, 3e-6);
+    }
+  }
+}
+
+TEST(PortableNorm, SoftmaxOverAnInnerAxisMatchesHostKernels) {
+  // [outer 3, n 40, inner 5] over axis 1, with a NaN and a column of -inf.
+  const Shape s = {3, 40, 5};
+  std::vector<float> x = RandomUniform<float>(600, 37);
+  x[2 * 5 + 1] = NAN;
+  for (int64_t k = 0; k < 40; ++k) x[(1 * 40 + k) * 5 + 3] = -INFINITY;
+  for (const char* op : {"softmax", "log_softmax"}) {
+    SCOPED_TRACE(op);
+    const std::vector<float> want =
+        Vec<float>(Run1(op, {F32(s, x)}, {DType::kF32, s}, {{"axis", AttrInt(1)}}));
+    ExpectClose(BodySoftmax<float>(std::string(op) == "log_softmax", x, 3, 40, 5, Lanes::kOne),
+                want, 3e-6);
+  }
+  // f64 rows and columns against the host's f64 kernel.
+  std::vector<double> xd(x.begin(), x.end());
+  for (const char* op : {"softmax", "log_softmax"}) {
+    SCOPED_TRACE(std::string(op) + " f64");
+    const bool log = std::string(op) == "log_softmax";
+    ExpectClose(BodySoftmax<double>(log, xd, 3, 40, 5, Lanes::kOne),
+                Vec<double>(Run1(op, {F64(s, xd)}, {DType::kF64, s}, {{"axis", AttrInt(1)}})),
+                1e-14);
+    ExpectClose(BodySoftmax<double>(log, xd, 15, 40, 1, Lanes::kOne),
+                Vec<double>(Run1(op, {F64({15, 40}, xd)}, {DType::kF64, {15, 40}})), 1e-14);
+  }
+}
+
+// The f32 result of the same (rounded) inputs, within one 16-bit rounding.
+template <typename H>
+void ExpectHalfClose(const std::vector<H>& got, const std::vector<float>& want,
+                     float (*to)(uint16_t), float ulp) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const float g = to(got[i].bits);
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(g)) << "element " << i;
+    } else if (std::isinf(want[i])) {
+      EXPECT_EQ(g, want[i]) << "element " << i;
+    } else {
+      EXPECT_NEAR(g, want[i], ulp * std::fabs(want[i]) + 1e-6f) << "element " << i;
+    }
+  }
+}
+
+TEST(PortableNorm, HalfSoftmaxRoundsTheF32Result) {
+  const int64_t n = 100;
+  std::vector<float> x = SoftmaxRows(n);
+  std::vector<bf16_t> xb(x.size());
+  std::vector<f16_t> xh(x.size());
+  std::vector<float> fb(x.size()), fh(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (i >= 4 * n && i < 5 * n) x[i] -= 1000.0f;  // f16's range
+    xb[i].bits = FloatToBF16(x[i]);
+    xh[i].bits = FloatToHalf(x[i]);
+    fb[i] = BF16ToFloat(xb[i].bits);
+    fh[i] = HalfToFloat(xh[i].bits);
+  }
+  const Shape s = {6, n};
+  for (const char* op : {"softmax", "log_softmax"}) {
+    SCOPED_TRACE(op);
+    const bool log = std::string(op) == "log_softmax";
+    ExpectHalfClose(BodySoftmax<bf16_t>(log, xb, 6, n, 1, Lanes::kOne),
+                    Vec<float>(Run1(op, {F32(s, fb)}, {DType::kF32, s})), BF16ToFloat, 1.0f / 128);
+    ExpectHalfClose(BodySoftmax<f16_t>(log, xh, 6, n, 1, Lanes::kOne),
+                    Vec<float>(Run1(op, {F32(s, fh)}, {DType::kF32, s})), HalfToFloat, 1.0f / 1024);
+  }
+}
+
+// ---- layer_norm -------------------------------------------------------------------
+
+template <typename T>
+std::vector<T> BodyLayerNorm(const std::vector<T>& x, const std::vector<T>& scale,
+                             const std::vector<T>* bias, const Shape& x_shape, int64_t axis,
+                             const Shape& scale_shape, const Shape& bias_shape, double eps,
+                             Lanes lanes) {
+  const Shape norm(x_shape.begin() + axis, x_shape.end());
+  portable::BroadcastMap params;
+  EXPECT_TRUE(
+      portable::MakeBroadcastMap({scale_shape, bias ? bias_shape : scale_shape}, norm, &params));
+  const int64_t n = NumElements(norm), rows = static_cast<int64_t>(x.size()) / n;
+  std::vector<T> y(x.size());
+  using C = typename portable::Elem<T>::Compute;
+  portable::LayerNormBody<T> body{
+      x.data(), scale.data(), bias ? bias->data() : nullptr, y.data(), n, static_cast<C>(eps),
+      params};
+  if (lanes == Lanes::kSim)
+    SimWarpRows<8>(rows, body);  // 8 lanes: the same combination, cheaper
+  else
+    HostRows(rows, body);
+  return y;
+}
+
+TEST(PortableNorm, LayerNormMatchesHostKernel) {
+  struct Case {
+    Shape x;
+    int64_t axis;
+    Shape scale, bias;  // bias {}: none
+  };
+  const Case cases[] = {
+      {{6, 4, 96}, -1, {96}, {96}},
+      {{6, 4, 96}, 1, {96}, {4, 1}},  // scale and bias broadcast over [4, 96]
+      {{5, 70}, 1, {70}, {}},
+      {{3, 5}, -1, {5}, {5}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.x) + " axis " + std::to_string(c.axis));
+    const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.x.size()) : c.axis;
+    std::vector<float> x = RandomUniform<float>(NumElements(c.x), 41);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * x[i] + 0.5f;  // a mean to remove
+    const std::vector<float> scale = RandomUniform<float>(NumElements(c.scale), 43);
+    const bool has_bias = !c.bias.empty();
+    const std::vector<float> bias = RandomUniform<float>(has_bias ? NumElements(c.bias) : 0, 47);
+    std::vector<Tensor> in = {F32(c.x, x), F32(c.scale, scale)};
+    if (has_bias) in.push_back(F32(c.bias, bias));
+    const std::vector<float> want =
+        Vec<float>(Run1("layer_norm", in, {DType::kF32, c.x},
+                        {{"axis", AttrInt(c.axis)}, {"epsilon", AttrFloat(1e-3)}}));
+    for (const Lanes l : {Lanes::kOne, Lanes::kSim}) {
+      ExpectClose(BodyLayerNorm<float>(x, scale, has_bias ? &bias : nullptr, c.x, axis, c.scale,
+                                       c.bias, 1e-3, l),
+                  want, 2e-6);
+    }
+    // f64, and bf16 against the f32 result of the rounded values.
+    const std::vector<double> xd(x.begin(), x.end()), sd(scale.begin(), scale.end()),
+        bd(bias.begin(), bias.end());
+    std::vector<Tensor> ind = {F64(c.x, xd), F64(c.scale, sd)};
+    if (has_bias) ind.push_back(F64(c.bias, bd));
+    ExpectClose(BodyLayerNorm<double>(xd, sd, has_bias ? &bd : nullptr, c.x, axis, c.scale, c.bias,
+                                      1e-3, Lanes::kOne),
+                Vec<double>(Run1("layer_norm", ind, {DType::kF64, c.x},
+                                 {{"axis", AttrInt(c.axis)}, {"epsilon", AttrFloat(1e-3)}})),
+                1e-13);
+    auto bf = [](const std::vector<float>& v, std::vector<bf16_t>* b, std::vector<float>* f) {
+      b->resize(v.size());
+      f->resize(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        (*b)[i].bits = FloatToBF16(v[i]);
+        (*f)[i] = BF16ToFloat((*b)[i].bits);
+      }
+    };
+    std::vector<bf16_t> xb, sb, bb;
+    std::vector<float> xf, sf, bfv;
+    bf(x, &xb, &xf);
+    bf(scale, &sb, &sf);
+    bf(bias, &bb, &bfv);
+    std::vector<Tensor> inb = {F32(c.x, xf), F32(c.scale, sf)};
+    if (has_bias) inb.push_back(F32(c.bias, bfv));
+    ExpectHalfClose(BodyLayerNorm<bf16_t>(xb, sb, has_bias ? &bb : nullptr, c.x, axis, c.scale,
+                                          c.bias, 1e-3, Lanes::kOne),
+                    Vec<float>(Run1("layer_norm", inb, {DType::kF32, c.x},
+                                    {{"axis", AttrInt(c.axis)}, {"epsilon", AttrFloat(1e-3)}})),
+                    BF16ToFloat, 1.0f / 128);
+  }
+}
+
+// ---- batch_norm ---------------------------------------------------------------------
+
+TEST(PortableNorm, BatchNormMatchesHostKernel) {
+  for (const Shape& s : {Shape{2, 3, 4, 5}, Shape{4, 3}}) {
+    SCOPED_TRACE(ShapeToString(s));
+    const int64_t c = 3, n = NumElements(s), spatial = n / (s[0] * c);
+    const std::vector<float> x = RandomUniform<float>(n, 53);
+    const std::vector<float> scale = RandomUniform<float>(c, 59),
+                             bias = RandomUniform<float>(c, 61), mean = RandomUniform<float>(c, 67);
+    std::vector<float> var = RandomUniform<float>(c, 71);
+    for (float& v : var) v = std::fabs(v) + 0.1f;
+    const std::vector<float> want = Vec<float>(Run1(
+        "batch_norm", {F32(s, x), F32({c}, scale), F32({c}, bias), F32({c}, mean), F32({c}, var)},
+        {DType::kF32, s}, {{"epsilon", AttrFloat(1e-4)}}));
+    std::vector<float> mul(c), add(c), y(n);
+    HostFor(c, portable::BatchNormFactorsBody<float>{scale.data(), bias.data(), mean.data(),
+                                                     var.data(), mul.data(), add.data(), 1e-4});
+    HostFor(n,
+            portable::BatchNormBody<float>{x.data(), mul.data(), add.data(), y.data(), c, spatial});
+    ExpectClose(y, want, 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace distrt
