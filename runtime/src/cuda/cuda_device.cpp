@@ -161,6 +161,11 @@ Status OpenCudaDevice(int index, std::shared_ptr<Device>* out, const CudaDeviceO
 void RegisterCudaKernels(KernelRegistry& r) {
   RegisterCudaElementwiseKernels(r);
   RegisterCudaMatmulKernels(r);
+  RegisterCudaLogicKernels(r);
+  RegisterCudaArithKernels(r);
+  RegisterCudaCastKernels(r);
+  RegisterCudaLayoutKernels(r);
+  RegisterCudaIndexKernels(r);
 }
 
 }  // namespace distrt

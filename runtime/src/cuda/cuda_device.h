@@ -70,6 +70,11 @@ inline CudaDevice& CudaOf(const KernelContext& ctx) {
 void RegisterCudaKernels(KernelRegistry& r);
 void RegisterCudaElementwiseKernels(KernelRegistry& r);
 void RegisterCudaMatmulKernels(KernelRegistry& r);
+void RegisterCudaLogicKernels(KernelRegistry& r);
+void RegisterCudaArithKernels(KernelRegistry& r);
+void RegisterCudaCastKernels(KernelRegistry& r);
+void RegisterCudaLayoutKernels(KernelRegistry& r);
+void RegisterCudaIndexKernels(KernelRegistry& r);
 
 }  // namespace distrt
 
