@@ -15,6 +15,8 @@
 #ifndef DISTRT_SRC_PORTABLE_INDEX_H_
 #define DISTRT_SRC_PORTABLE_INDEX_H_
 
+#include <type_traits>
+
 #include "portable/arith.h"
 #include "portable/device_error.h"
 #include "portable/hd.h"

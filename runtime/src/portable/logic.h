@@ -3,9 +3,8 @@
 // storage type -> bool), and/or/xor/not on bool, and where(cond, a, b) on
 // elements of any type (moved as bits of their size). Semantics are the host
 // kernels' (kernels_binary.cpp, kernels_unary.cpp): bool operands count as
-// true when non-zero, results are 0/1, a comparison with NaN is false
-// except `!=`-like ones (there are none here). bf16/f16 compare their f32
-// values, which are exact.
+// true when non-zero, results are 0/1, every comparison with NaN is false.
+// bf16/f16 compare their f32 values, which are exact.
 #ifndef DISTRT_SRC_PORTABLE_LOGIC_H_
 #define DISTRT_SRC_PORTABLE_LOGIC_H_
 
