@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "cuda/cuda_util.h"
+#include "cuda/device_errors.h"
 
 namespace distrt {
 
@@ -125,7 +126,7 @@ Status CudaDevice::Synchronize() {
   const auto start = std::chrono::steady_clock::now();
   for (int spins = 0;; ++spins) {
     const cudaError_t e = cudaStreamQuery(stream_);
-    if (e == cudaSuccess) return OkStatus();
+    if (e == cudaSuccess) return TakeDeviceError(*this);  // what kernels found in their data
     if (e != cudaErrorNotReady) return CudaError(e, "waiting for the CUDA stream");
     const auto waited = std::chrono::steady_clock::now() - start;
     if (timeout_.count() > 0 && waited > timeout_) {
@@ -164,6 +165,11 @@ void RegisterCudaKernels(KernelRegistry& r) {
   RegisterCudaReduceKernels(r);
   RegisterCudaNormKernels(r);
   RegisterCudaOptimizerKernels(r);
+  RegisterCudaLogicKernels(r);
+  RegisterCudaArithKernels(r);
+  RegisterCudaCastKernels(r);
+  RegisterCudaLayoutKernels(r);
+  RegisterCudaIndexKernels(r);
 }
 
 }  // namespace distrt

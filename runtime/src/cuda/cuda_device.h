@@ -73,6 +73,11 @@ void RegisterCudaMatmulKernels(KernelRegistry& r);
 void RegisterCudaReduceKernels(KernelRegistry& r);
 void RegisterCudaNormKernels(KernelRegistry& r);
 void RegisterCudaOptimizerKernels(KernelRegistry& r);
+void RegisterCudaLogicKernels(KernelRegistry& r);
+void RegisterCudaArithKernels(KernelRegistry& r);
+void RegisterCudaCastKernels(KernelRegistry& r);
+void RegisterCudaLayoutKernels(KernelRegistry& r);
+void RegisterCudaIndexKernels(KernelRegistry& r);
 
 }  // namespace distrt
 
