@@ -276,7 +276,7 @@ TEST(PortableLayout, CopyMapMergesWidensAndRefuses) {
   EXPECT_EQ(unit, 16u);
   EXPECT_EQ(map.count, 6);
   // A misaligned buffer keeps the element.
-  alignas(16) uint8_t buf[64];
+  alignas(16) uint8_t buf[64] = {};
   ASSERT_TRUE(portable::MakeCopyMap({{8, 1, 1}}, 0, 0, 4, buf + 4, buf, &map, &unit));
   EXPECT_EQ(unit, 4u);
   // Nine dims that cannot merge (a transpose of 2s) are refused.

@@ -16,8 +16,12 @@
 
 #if defined(__CUDACC__)
 #define DISTRT_HD __host__ __device__ __forceinline__
+// Unrolls a loop of constant trip count, so that the small arrays it
+// indexes stay in registers instead of a thread's local memory.
+#define DISTRT_UNROLL _Pragma("unroll")
 #else
 #define DISTRT_HD inline
+#define DISTRT_UNROLL
 #endif
 
 namespace distrt {
@@ -103,6 +107,31 @@ DISTRT_HD uint16_t FloatToHalfBits(float f) {
   const uint32_t rem = mant & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exp
   return static_cast<uint16_t>(sign | half);
+}
+
+// q = a / b and r = a % b for a >= 0 and b > 0, in 32-bit arithmetic when
+// both fit: a GPU divides 64-bit integers in a long instruction sequence,
+// and index maps divide for every element.
+DISTRT_HD void DivMod(int64_t a, int64_t b, int64_t* q, int64_t* r) {
+  if (((a | b) >> 31) == 0) {
+    const uint32_t ua = static_cast<uint32_t>(a), ub = static_cast<uint32_t>(b);
+    const uint32_t uq = ua / ub;
+    *q = uq;
+    *r = ua - uq * ub;
+  } else {
+    *q = a / b;
+    *r = a - *q * b;
+  }
+}
+DISTRT_HD int64_t Div(int64_t a, int64_t b) {
+  int64_t q, r;
+  DivMod(a, b, &q, &r);
+  return q;
+}
+DISTRT_HD int64_t Mod(int64_t a, int64_t b) {
+  int64_t q, r;
+  DivMod(a, b, &q, &r);
+  return r;
 }
 
 // Element traits: how a stored element is computed with. 16-bit floats

@@ -36,8 +36,9 @@ struct GatherBody {
   int64_t inner;  // units per slice
   ErrorSlot* error;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t c = t % inner, r = t / inner;
-    const int64_t j = r % n, o = r / n;
+    int64_t c, r, j, o;
+    DivMod(t, inner, &r, &c);
+    DivMod(r, n, &o, &j);
     int64_t v = static_cast<int64_t>(idx[j]);
     if (v < -dim || v >= dim) {
       out[t] = U{};
@@ -78,8 +79,9 @@ struct ScatterAddBody {
   int64_t inner;
   ErrorSlot* error;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t c = t % inner, r = t / inner;
-    const int64_t j = r % n, o = r / n;
+    int64_t c, r, j, o;
+    DivMod(t, inner, &r, &c);
+    DivMod(r, n, &o, &j);
     int64_t v = static_cast<int64_t>(idx[j]);
     if (v < -dim || v >= dim) {
       ReportError(error, DeviceErrorCode::kScatterAddIndex, v, dim);

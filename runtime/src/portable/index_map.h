@@ -36,25 +36,28 @@ struct BroadcastMap {
   // Every operand has the output's shape: offsets equal the index.
   bool identity = false;
 
-  // off[k] = operand k's element offset for output element i.
+  // off[k] = operand k's element offset for output element i. The loops
+  // over operands run to the constant kMaxOperands, unrolled, so that
+  // `off` stays in registers.
   DISTRT_HD void Offsets(int64_t i, int64_t* off) const {
     bool general = false;
-    for (int k = 0; k < operands; ++k) {
+    DISTRT_UNROLL
+    for (int k = 0; k < kMaxOperands; ++k) {
+      off[k] = 0;
+      if (k >= operands) continue;
       switch (form[k]) {
         case OperandForm::kSame:
           off[k] = i;
           break;
         case OperandForm::kScalar:
-          off[k] = 0;
           break;
         case OperandForm::kTrailing:
-          off[k] = i % extent[k];
+          off[k] = Mod(i, extent[k]);
           break;
         case OperandForm::kLeading:
-          off[k] = i / extent[k];
+          off[k] = Div(i, extent[k]);
           break;
         case OperandForm::kGeneral:
-          off[k] = 0;
           general = true;
           break;
       }
@@ -62,10 +65,11 @@ struct BroadcastMap {
     if (!general) return;
     int64_t rest = i;
     for (int d = rank - 1; d >= 0; --d) {
-      const int64_t idx = rest % dims[d];
-      rest /= dims[d];
-      for (int k = 0; k < operands; ++k)
-        if (form[k] == OperandForm::kGeneral) off[k] += idx * strides[k][d];
+      int64_t idx;
+      DivMod(rest, dims[d], &rest, &idx);
+      DISTRT_UNROLL
+      for (int k = 0; k < kMaxOperands; ++k)
+        if (k < operands && form[k] == OperandForm::kGeneral) off[k] += idx * strides[k][d];
     }
   }
 };

@@ -39,8 +39,8 @@ struct CopyMap {
   DISTRT_HD void Offsets(int64_t i, int64_t* src, int64_t* dst) const {
     int64_t s = src_base, d = dst_base, rest = i;
     for (int k = rank - 1; k > 0; --k) {
-      const int64_t idx = rest % dims[k];
-      rest /= dims[k];
+      int64_t idx;
+      DivMod(rest, dims[k], &rest, &idx);
       s += idx * src_strides[k];
       d += idx * dst_strides[k];
     }
@@ -175,8 +175,8 @@ struct PadBody {
   DISTRT_HD void operator()(int64_t i) const {
     int64_t rest = i, off = 0;
     for (int d = map.rank - 1; d >= 0; --d) {
-      const int64_t o = rest % map.out_dims[d];
-      rest /= map.out_dims[d];
+      int64_t o;
+      DivMod(rest, map.out_dims[d], &rest, &o);
       const int64_t m = PadSourceHD(o, map.begin[d], map.in_dims[d], map.mode);
       if (m < 0) {
         y[i] = fill;

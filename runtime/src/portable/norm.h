@@ -105,7 +105,8 @@ struct SoftmaxColsBody {
   int64_t inner;
   bool log;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t i = t % inner, o = t / inner;
+    int64_t i, o;
+    DivMod(t, inner, &o, &i);
     const T* px = x + o * n * inner + i;
     T* py = y + o * n * inner + i;
     MaxSumExp<C> a;
@@ -196,7 +197,7 @@ struct BatchNormBody {
   int64_t channels;
   int64_t spatial;
   DISTRT_HD void operator()(int64_t i) const {
-    const int64_t k = (i / spatial) % channels;
+    const int64_t k = Mod(Div(i, spatial), channels);
     y[i] = Store<T>(Load(x[i]) * mul[k] + add[k]);
   }
 };

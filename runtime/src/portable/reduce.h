@@ -122,7 +122,8 @@ struct ReduceRowsBody {
   C count;
   template <typename Lanes>
   DISTRT_HD void operator()(int64_t q, const Lanes& lanes) const {
-    const int64_t o = q / splits, s = q % splits;
+    int64_t o, s;
+    DivMod(q, splits, &o, &s);
     const int64_t lo = s * chunk, hi = lo + chunk < R ? lo + chunk : R;
     const In* row = x + o * R;
     C acc = FoldRange<Fold, C>(row, lo + lanes.lane, hi, Lanes::count, 1);
@@ -148,8 +149,9 @@ struct ReduceColsBody {
   bool mean;
   C count;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t i = t % inner, rest = t / inner;
-    const int64_t s = rest % splits, o = rest / splits;
+    int64_t i, rest, s, o;
+    DivMod(t, inner, &rest, &i);
+    DivMod(rest, splits, &o, &s);
     const int64_t lo = s * chunk, hi = lo + chunk < R ? lo + chunk : R;
     C acc = FoldRange<Fold, C>(x + o * R * inner + i, lo, hi, 1, inner);
     if (mean) acc = acc / count;
@@ -343,7 +345,8 @@ struct ArgColsBody {
   bool is_max;
   bool last;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t i = t % inner, o = t / inner;
+    int64_t i, o;
+    DivMod(t, inner, &o, &i);
     const T* p = x + o * n * inner + i;
     C best = Load(p[0]);
     int64_t index = 0;
