@@ -18,6 +18,12 @@ build=${DISTOPT_GPU_BUILD_DIR:-$root/build-gpu}
 carry=$root/.gpucarry
 seq=${SEQ:-1024}
 "$root/scripts/setup.sh"
+# The benchmark model is exported with Debian's PyTorch.
+if ! /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get install -y -qq --no-install-recommends python3-torch
+fi
 if [ ! -x /usr/local/cuda/bin/nvcc ] && ! command -v nvcc >/dev/null; then
   echo "gpu_bundle: no CUDA toolkit (nvcc) on this machine" >&2
   exit 1

@@ -10,7 +10,8 @@
 #      GPU (bench/gpu/run.sh), with distopt's profile;
 #   4. distrt's matmul rate per dtype (distrt-gemm-rate).
 # Writes everything to $OUT/gpu_check.log (OUT default /tmp/gpu-check) and
-# prints a summary; exits non-zero if a test or case failed.
+# prints a summary; exits non-zero if a test or case failed. Each part has a
+# time limit, so that a hang costs minutes, not the machine.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/gpu-check}
@@ -37,10 +38,21 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=c
 note "host: $(nproc) cores; $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
 
 section "1. CUDA tests"
+# One process per test suite: a kernel that faults poisons its CUDA context,
+# and would end every later test of the same process.
 start=$SECONDS
-"$bin/distrt_cuda_tests" >>"$log" 2>&1
-status=$?
-note "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$log" | tail -20)"
+status=0
+for suite in $("$bin/distrt_cuda_tests" --gtest_list_tests | sed -n 's/^\([A-Za-z0-9_/]*\)\.$/\1/p'); do
+  timeout 120 "$bin/distrt_cuda_tests" --gtest_filter="$suite.*" >"$out/suite.log" 2>&1
+  rc=$?
+  cat "$out/suite.log" >>"$log"
+  passed=$(grep -c '^\[       OK \]' "$out/suite.log")
+  failed=$(grep -c '^\[  FAILED  \] .*(' "$out/suite.log")
+  skipped=$(grep -c '^\[  SKIPPED \] .*(' "$out/suite.log")
+  note "$(printf '%-40s passed %3d  failed %3d  skipped %3d  exit %d' "$suite" "$passed" "$failed" "$skipped" $rc)"
+  [ $rc = 0 ] || status=1
+done
+rm -f "$out/suite.log"
 record "CUDA tests ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
 
 section "2. training cases on the GPU vs PyTorch"
@@ -48,7 +60,7 @@ train_case() { # NAME ARGS...
   local name=$1 start=$SECONDS
   shift
   local text
-  text=$("$bin/dist-train" "$@" --device cuda 2>&1)
+  text=$(timeout 150 "$bin/dist-train" "$@" --device cuda 2>&1)
   local status=$?
   note "-- $name: dist-train $* --device cuda"
   note "$text"
@@ -77,13 +89,20 @@ start=$SECONDS
 gpt=$pack/gpt2
 cp -r "$carry/gpt2" "$gpt"
 python3 "$root/bench/gpu/weights.py" write "$gpt" >>"$log" 2>&1
-DISTOPT_BIN=$bin "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step.txt" 2>&1
+DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step.txt" 2>&1
 status=$?
 tee -a "$log" <"$out/gpt2_step.txt"
 record "GPT-2-small step vs torch ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+start=$SECONDS
+note
+note "-- the same with TF32 tensor cores on both sides"
+TF32=1 DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step_tf32.txt" 2>&1
+status=$?
+tee -a "$log" <"$out/gpt2_step_tf32.txt"
+record "GPT-2-small step vs torch, TF32 ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
 
 section "4. matmul rate per dtype"
-"$bin/distrt-gemm-rate" --runs 10 2>&1 | tee -a "$log"
+timeout 120 "$bin/distrt-gemm-rate" --runs 10 2>&1 | tee -a "$log"
 record "distrt-gemm-rate" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
 
 section "summary"

@@ -13,7 +13,8 @@ optimizer phase).
 
   torch_train.py DIR --batch B --threads T --warmup W --bench N
   torch_train.py DIR ... --device cuda   # on the GPU (f32, TF32 off, as
-      dist-train's default); each timer reads after torch.cuda.synchronize
+      dist-train's default; --tf32 allows it, as DISTRT_CUDA_TF32=1 does);
+      each timer reads after torch.cuda.synchronize
   torch_train.py DIR ... --ddp     # one process of torch DDP over gloo:
       RANK, WORLD_SIZE and INIT_FILE in the environment (file:// rendezvous);
       --batch is the global batch, each rank takes its rows, DDP averages the
@@ -62,11 +63,13 @@ def main():
                    help="AdamW's multi-tensor code (default: torch 1.13's "
                         "single-tensor default)")
     p.add_argument("--device", default="cpu")
+    p.add_argument("--tf32", action="store_true",
+                   help="on cuda, f32 matmuls on TF32 tensor cores")
     a = p.parse_args()
     dev = torch.device(a.device)
     if dev.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = a.tf32
+        torch.backends.cudnn.allow_tf32 = a.tf32
 
     def now():
         if dev.type == "cuda":
