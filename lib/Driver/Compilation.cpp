@@ -20,33 +20,6 @@
 using namespace mlir;
 using namespace distopt;
 
-llvm::Expected<std::vector<MeshAxis>> distopt::parseMeshSpec(StringRef spec) {
-  std::vector<MeshAxis> axes;
-  SmallVector<StringRef> parts;
-  spec.split(parts, ',', -1, /*KeepEmpty=*/true);
-  for (StringRef part : parts) {
-    part = part.trim();
-    auto [name, size] = part.split('=');
-    name = name.trim();
-    size = size.trim();
-    int64_t n = 0;
-    if (name.empty() || size.empty() || size.getAsInteger(10, n))
-      return llvm::createStringError(
-          "bad mesh axis '" + part.str() +
-          "' in --mesh: expected name=size, e.g. --mesh dp=2,tp=4");
-    if (n <= 0)
-      return llvm::createStringError("mesh axis '" + name.str() +
-                                     "' has size " + std::to_string(n) +
-                                     "; sizes must be positive");
-    for (const MeshAxis &a : axes)
-      if (a.name == name)
-        return llvm::createStringError("mesh axis '" + name.str() +
-                                       "' appears twice in --mesh");
-    axes.push_back({name.str(), n});
-  }
-  return axes;
-}
-
 llvm::Expected<llvm::StringMap<int64_t>> distopt::parseDimSpec(StringRef spec) {
   llvm::StringMap<int64_t> dims;
   SmallVector<StringRef> parts;
@@ -61,52 +34,6 @@ llvm::Expected<llvm::StringMap<int64_t>> distopt::parseDimSpec(StringRef spec) {
     dims[name.trim()] = n;
   }
   return dims;
-}
-
-void distopt::stripDistribution(ModuleOp module) {
-  module.walk([](dist::AnnotateOp op) {
-    op.getResult().replaceAllUsesWith(op.getInput());
-    op.erase();
-  });
-  for (dist::MeshOp mesh :
-       llvm::make_early_inc_range(module.getOps<dist::MeshOp>()))
-    mesh.erase();
-  module.walk([](Operation *op) {
-    op->removeAttr(dist::kShardingAttr);
-    op->removeAttr(dist::kCauseAttr);
-  });
-}
-
-/// Declares `dist.mesh @mesh` from the spec, or checks that the module's own
-/// mesh agrees with it.
-static LogicalResult setMesh(ModuleOp module, StringRef spec) {
-  if (spec.empty())
-    return success();
-  auto axes = parseMeshSpec(spec);
-  if (!axes)
-    return emitError(UnknownLoc::get(module.getContext()))
-           << llvm::toString(axes.takeError());
-  SmallVector<Attribute> names;
-  SmallVector<int64_t> sizes;
-  Builder b(module.getContext());
-  for (const MeshAxis &a : *axes) {
-    names.push_back(b.getStringAttr(a.name));
-    sizes.push_back(a.size);
-  }
-  auto existing = module.getOps<dist::MeshOp>();
-  if (!existing.empty()) {
-    dist::MeshOp mesh = *existing.begin();
-    if (mesh.getAxisNames() != b.getArrayAttr(names) ||
-        mesh.getAxisSizes() != ArrayRef<int64_t>(sizes))
-      return mesh.emitError("the model declares mesh @")
-             << mesh.getSymName() << " which differs from --mesh " << spec;
-    return success();
-  }
-  OpBuilder ob(module.getBodyRegion());
-  ob.setInsertionPointToStart(module.getBody());
-  dist::MeshOp::create(ob, module.getLoc(), "mesh", b.getArrayAttr(names),
-                       b.getDenseI64ArrayAttr(sizes));
-  return success();
 }
 
 /// Loads `.onnx` through the importer, anything else as MLIR.
@@ -166,7 +93,7 @@ Compilation::load(MLIRContext &ctx, StringRef modelPath,
     c->trainingInfo = std::move(*step);
   }
   if (!options.singleDevice) {
-    if (failed(setMesh(module, options.meshSpec)))
+    if (failed(declareMesh(module, options.meshSpec)))
       return failure();
     FailureOr<PlanFindings> findings = applyPlan(module, c->options.plan);
     if (failed(findings))

@@ -5,6 +5,7 @@
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
+#include "distopt/Plan/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,6 +52,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
 } // namespace
 
 void distopt::registerAllPasses() {
+  registerPlanPasses();
   dist::registerDistPasses();
   PassPipelineRegistration<PipelineCLOptions>(
       "dist-pipeline",

@@ -52,14 +52,6 @@ struct CompileOptions {
   std::string workDir;
 };
 
-struct MeshAxis {
-  std::string name;
-  int64_t size;
-};
-
-/// Parses a mesh spec "name=size,..."; returns an error message on failure.
-llvm::Expected<std::vector<MeshAxis>> parseMeshSpec(llvm::StringRef spec);
-
 /// Parses "name=value,..." dimension bindings.
 llvm::Expected<llvm::StringMap<int64_t>> parseDimSpec(llvm::StringRef spec);
 
@@ -133,10 +125,6 @@ private:
   std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules;
   std::vector<std::vector<ScheduleAction>> stageSchedules;
 };
-
-/// Removes meshes, annotations and sharding attributes: the single-device
-/// program of the same model.
-void stripDistribution(mlir::ModuleOp module);
 
 } // namespace distopt
 
