@@ -6,6 +6,7 @@
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 #include "distopt/Plan/Passes.h"
+#include "distopt/Training/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -53,6 +54,7 @@ struct PipelineCLOptions : public PassPipelineOptions<PipelineCLOptions> {
 
 void distopt::registerAllPasses() {
   registerPlanPasses();
+  registerTrainingPasses();
   dist::registerDistPasses();
   PassPipelineRegistration<PipelineCLOptions>(
       "dist-pipeline",
