@@ -5,6 +5,7 @@
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
+#include "distopt/PipelineStages/Passes.h"
 #include "distopt/Plan/Passes.h"
 #include "distopt/Training/Passes.h"
 
@@ -56,6 +57,7 @@ void distopt::registerAllPasses() {
   registerPlanPasses();
   registerTrainingPasses();
   dist::registerDistPasses();
+  registerPipelineStagesPasses();
   PassPipelineRegistration<PipelineCLOptions>(
       "dist-pipeline",
       "The whole sharding flow on annotated IR: propagate, insert reshards, "
