@@ -1,8 +1,9 @@
 //===- InitAll.h - register distopt with an MLIR context --------*- C++ -*-===//
 //
 // The entry points other compilers call to use distopt: register the dialects
-// (and the dialects the passes emit or read), the passes, and the named
-// pipelines.
+// (and the dialects the passes emit or read) and the passes. The pipeline of
+// the whole compile is distopt::buildCompilePipeline
+// (distopt/Driver/CompilePipeline.h).
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_INITALL_H
@@ -10,28 +11,16 @@
 
 #include "mlir/IR/DialectRegistry.h"
 
-namespace mlir {
-class OpPassManager;
-} // namespace mlir
-
 namespace distopt {
 
 /// Adds the dist and nn dialects, plus func, to `registry`.
 void registerAllDialects(mlir::DialectRegistry &registry);
 
-/// Registers every distopt pass and the `dist-pipeline` pipeline with MLIR's
-/// global pass registry (so `-dist-propagate-sharding` etc. parse).
+/// Registers every distopt pass (dist-apply-plan, dist-build-training-step,
+/// dist-propagate-sharding, ..., and dist-pipeline, the whole compile) with
+/// MLIR's global pass registry, so textual pipelines and `-dist-*` flags
+/// parse.
 void registerAllPasses();
-
-/// Options of the whole sharding flow.
-struct PipelineOptions {
-  /// Partition for this rank; -1 gives the SPMD program.
-  int64_t rank = -1;
-};
-
-/// Appends propagate → insert reshards → partition → collectives → cleanup.
-void buildShardingPipeline(mlir::OpPassManager &pm,
-                           const PipelineOptions &options);
 
 } // namespace distopt
 

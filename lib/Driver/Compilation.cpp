@@ -1,51 +1,18 @@
 //===- Compilation.cpp - one model compiled for one mesh --------*- C++ -*-===//
 #include "distopt/Driver/Compilation.h"
 #include "distopt/Driver/SyntheticWeights.h"
-#include "distopt/PipelineStages/StageOrder.h"
-#include "distopt/Training/RegatherParameters.h"
 
-#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
-#include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Import/OnnxImporter.h"
 
-#include "mlir/IR/Builders.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 using namespace mlir;
 using namespace distopt;
-
-llvm::Expected<std::vector<MeshAxis>> distopt::parseMeshSpec(StringRef spec) {
-  std::vector<MeshAxis> axes;
-  SmallVector<StringRef> parts;
-  spec.split(parts, ',', -1, /*KeepEmpty=*/true);
-  for (StringRef part : parts) {
-    part = part.trim();
-    auto [name, size] = part.split('=');
-    name = name.trim();
-    size = size.trim();
-    int64_t n = 0;
-    if (name.empty() || size.empty() || size.getAsInteger(10, n))
-      return llvm::createStringError(
-          "bad mesh axis '" + part.str() +
-          "' in --mesh: expected name=size, e.g. --mesh dp=2,tp=4");
-    if (n <= 0)
-      return llvm::createStringError("mesh axis '" + name.str() +
-                                     "' has size " + std::to_string(n) +
-                                     "; sizes must be positive");
-    for (const MeshAxis &a : axes)
-      if (a.name == name)
-        return llvm::createStringError("mesh axis '" + name.str() +
-                                       "' appears twice in --mesh");
-    axes.push_back({name.str(), n});
-  }
-  return axes;
-}
 
 llvm::Expected<llvm::StringMap<int64_t>> distopt::parseDimSpec(StringRef spec) {
   llvm::StringMap<int64_t> dims;
@@ -61,52 +28,6 @@ llvm::Expected<llvm::StringMap<int64_t>> distopt::parseDimSpec(StringRef spec) {
     dims[name.trim()] = n;
   }
   return dims;
-}
-
-void distopt::stripDistribution(ModuleOp module) {
-  module.walk([](dist::AnnotateOp op) {
-    op.getResult().replaceAllUsesWith(op.getInput());
-    op.erase();
-  });
-  for (dist::MeshOp mesh :
-       llvm::make_early_inc_range(module.getOps<dist::MeshOp>()))
-    mesh.erase();
-  module.walk([](Operation *op) {
-    op->removeAttr(dist::kShardingAttr);
-    op->removeAttr(dist::kCauseAttr);
-  });
-}
-
-/// Declares `dist.mesh @mesh` from the spec, or checks that the module's own
-/// mesh agrees with it.
-static LogicalResult setMesh(ModuleOp module, StringRef spec) {
-  if (spec.empty())
-    return success();
-  auto axes = parseMeshSpec(spec);
-  if (!axes)
-    return emitError(UnknownLoc::get(module.getContext()))
-           << llvm::toString(axes.takeError());
-  SmallVector<Attribute> names;
-  SmallVector<int64_t> sizes;
-  Builder b(module.getContext());
-  for (const MeshAxis &a : *axes) {
-    names.push_back(b.getStringAttr(a.name));
-    sizes.push_back(a.size);
-  }
-  auto existing = module.getOps<dist::MeshOp>();
-  if (!existing.empty()) {
-    dist::MeshOp mesh = *existing.begin();
-    if (mesh.getAxisNames() != b.getArrayAttr(names) ||
-        mesh.getAxisSizes() != ArrayRef<int64_t>(sizes))
-      return mesh.emitError("the model declares mesh @")
-             << mesh.getSymName() << " which differs from --mesh " << spec;
-    return success();
-  }
-  OpBuilder ob(module.getBodyRegion());
-  ob.setInsertionPointToStart(module.getBody());
-  dist::MeshOp::create(ob, module.getLoc(), "mesh", b.getArrayAttr(names),
-                       b.getDenseI64ArrayAttr(sizes));
-  return success();
 }
 
 /// Loads `.onnx` through the importer, anything else as MLIR.
@@ -144,35 +65,9 @@ Compilation::load(MLIRContext &ctx, StringRef modelPath,
   if (!c->globalModule)
     return failure();
   ModuleOp module = *c->globalModule;
-  if (options.singleDevice)
-    stripDistribution(module);
-  if (options.train) {
-    // Windows of fused projections become parameters of their own before
-    // differentiating, as a plan would split them.
-    splitFusedProjections(module);
-    // A pipeline's microbatches are slices of the exported batch.
-    int64_t split = 1;
-    if (const PipelineSpec *pp = c->options.plan.pipeline()) {
-      split = pp->microbatches;
-      if (failed(
-              splitBatch(module, split,
-                         pp->loc ? Location(pp->loc) : UnknownLoc::get(&ctx))))
-        return failure();
-    }
-    FailureOr<TrainingStepInfo> step =
-        buildTrainingStep(module, *options.train, split);
-    if (failed(step))
-      return failure();
-    c->trainingInfo = std::move(*step);
-  }
-  if (!options.singleDevice) {
-    if (failed(setMesh(module, options.meshSpec)))
-      return failure();
-    FailureOr<PlanFindings> findings = applyPlan(module, c->options.plan);
-    if (failed(findings))
-      return failure();
-    c->findings = std::move(*findings);
-  }
+  if (failed(
+          c->runPhases(module, CompilePhase::Annotate, CompilePhase::Annotate)))
+    return failure();
   if (!options.workDir.empty() &&
       failed(materializeSyntheticWeights(module, options.workDir)))
     return failure();
@@ -188,69 +83,47 @@ Compilation::compile(MLIRContext &ctx, StringRef modelPath,
   return c;
 }
 
+LogicalResult Compilation::runPhases(ModuleOp module, CompilePhase first,
+                                     CompilePhase last, int64_t rank) {
+  PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  CompilePipelineOptions phases;
+  phases.first = first;
+  phases.last = last;
+  phases.rank = rank;
+  phases.results = &results;
+  buildCompilePipeline(pm, options, phases);
+  return pm.run(module);
+}
+
 LogicalResult Compilation::shard() {
   ModuleOp module = *globalModule;
   dist::MeshOp m = mesh();
   if (!m)
     return success();
-  PassManager propagate(module.getContext());
-  propagate.addPass(dist::createDistPropagateSharding());
-  if (failed(propagate.run(module)))
+  if (failed(runPhases(module, CompilePhase::Shard, CompilePhase::Shard)))
     return failure();
-  // A training step's updates come out as their parameters and states are
-  // laid out, so the runtime writes them back in place.
-  if (isTraining())
-    tieUpdatesToState(module);
-  PassManager pm(module.getContext());
-  pm.addPass(dist::createDistInsertReshards());
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(module)))
-    return failure();
-  // Split parameters are gathered again for backward (after CSE, which
-  // would merge the two gathers back into one).
-  if (isTraining())
-    regatherParametersForBackward(module);
-
   const PipelineSpec *pp = pipeline();
   if (!pp)
     return success();
-  // Pipelining: cut the sharded model into stages; each rank runs the stage
-  // of its coordinate on the pipeline axis.
+  // Pipelining: a copy of the sharded model is cut into stages; each rank
+  // runs the stage of its coordinate on the pipeline axis. The global module
+  // stays as it is for the report.
+  stagedModule = cast<ModuleOp>(module->clone());
+  if (failed(
+          runPhases(*stagedModule, CompilePhase::Stages, CompilePhase::Stages)))
+    return failure();
   pipelineAxis = m.getAxisIndex(pp->axis);
   int64_t numStages = m.getAxisSizes()[pipelineAxis];
-  Location ppLoc = pp->loc ? Location(pp->loc) : module.getLoc();
-  if (pp->virtualStages > 1 && !isTraining())
-    return emitError(ppLoc)
-           << "pipeline.virtual_stages: interleaved schedules order forward "
-              "and backward passes; they apply to training (--train)";
-  if (pp->schedule == "interleaved-1f1b" && isTraining() &&
-      pp->microbatches % numStages != 0)
-    return emitError(ppLoc)
-           << "pipeline: interleaved-1f1b runs microbatches in groups of "
-              "the "
-           << numStages << " stages; " << pp->microbatches
-           << " microbatches do not divide into them";
+  // The same assignment dist-cut-pipeline-stages made, on the global module.
   FailureOr<StageAssignment> assigned = assignStages(module, *pp, numStages);
   if (failed(assigned))
     return failure();
   stages = std::move(*assigned);
-  // Training compiles the schedule into each stage's program order;
+  // Training compiled the schedule into each stage's program order;
   // inference runs the stage program once per forward action.
   stageSchedules = buildSchedule(pp->schedule, numStages, pp->microbatches,
                                  isTraining(), stages->chunks);
-  SmallVector<ModuleOp> modules;
-  for (int64_t s = 0; s < numStages; ++s) {
-    stageModules.push_back(
-        extractStage(module, *stages, *pp, s,
-                     isTraining() ? ArrayRef<ScheduleAction>(stageSchedules[s])
-                                  : ArrayRef<ScheduleAction>()));
-    modules.push_back(*stageModules.back());
-  }
-  // Every stage receives from a peer in the order the peer sends.
-  alignReceives(modules);
-  if (isTraining() && failed(verifyStageProgress(modules)))
-    return failure();
-  return verifyStagePairing(modules);
+  return success();
 }
 
 std::string Compilation::weightDirectory() {
@@ -289,28 +162,17 @@ int64_t Compilation::representativeRank(int64_t stage) {
 }
 
 ModuleOp Compilation::stageModule(int64_t stage) {
-  return stages ? *stageModules[stage] : module();
+  return stages ? stageModulesOf(*stagedModule)[stage] : module();
 }
 
 std::vector<ScheduleAction> Compilation::schedule(int64_t stage) const {
   return stages ? stageSchedules[stage] : std::vector<ScheduleAction>();
 }
 
-/// A copy of a sharded module, partitioned for `rank` (-1: the SPMD
-/// program), with collectives.
-static FailureOr<OwningOpRef<ModuleOp>> partitionCopy(ModuleOp sharded,
-                                                      int64_t rank) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(sharded->clone()));
-  PassManager pm(sharded.getContext());
-  dist::DistPartitionOptions partition;
-  partition.rank = rank;
-  pm.addPass(dist::createDistPartition(partition));
-  dist::DistReshardToCollectivesOptions lower;
-  lower.rank = rank;
-  pm.addPass(dist::createDistReshardToCollectives(lower));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-  if (failed(pm.run(*copy)))
+FailureOr<OwningOpRef<ModuleOp>>
+Compilation::partition(OwningOpRef<ModuleOp> copy, int64_t rank) {
+  if (failed(runPhases(*copy, CompilePhase::Partition, CompilePhase::Partition,
+                       rank)))
     return failure();
   return copy;
 }
@@ -324,13 +186,20 @@ FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionForRank(int64_t rank) {
     return emitError(module().getLoc())
            << "rank " << rank << " is not on the mesh, which has " << numRanks()
            << " devices";
-  return partitionCopy(stageModule(stageOfRank(rank)), rank);
+  if (!stages)
+    return partition(OwningOpRef<ModuleOp>(cast<ModuleOp>(module()->clone())),
+                     rank);
+  // Only the rank's stage is copied; dist-select-stage keeps it.
+  OwningOpRef<ModuleOp> copy(ModuleOp::create(stagedModule->getLoc()));
+  (*copy)->setAttrs((*stagedModule)->getAttrDictionary());
+  copy->push_back(stageModule(stageOfRank(rank))->clone());
+  return partition(std::move(copy), rank);
 }
 
-FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionStage(int64_t stage) {
-  if (!isDistributed()) {
-    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module()->clone()));
+FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionSpmd() {
+  ModuleOp input = stages ? *stagedModule : module();
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(input->clone()));
+  if (!isDistributed())
     return copy;
-  }
-  return partitionCopy(stageModule(stage), -1);
+  return partition(std::move(copy), -1);
 }

@@ -541,6 +541,19 @@ OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
   return copy;
 }
 
+SmallVector<ModuleOp> distopt::stageModulesOf(ModuleOp module) {
+  SmallVector<std::pair<int64_t, ModuleOp>> found;
+  for (ModuleOp nested : module.getOps<ModuleOp>())
+    if (auto stage = nested->getAttrOfType<IntegerAttr>(dist::kStageAttr))
+      found.push_back({stage.getInt(), nested});
+  llvm::stable_sort(
+      found, [](const auto &a, const auto &b) { return a.first < b.first; });
+  SmallVector<ModuleOp> out;
+  for (auto &entry : found)
+    out.push_back(entry.second);
+  return out;
+}
+
 LogicalResult distopt::verifyStagePairing(ArrayRef<ModuleOp> stageModules) {
   // (from, to) -> (tag, type, op) in program order, per side.
   struct Message {

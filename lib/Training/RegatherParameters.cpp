@@ -1,11 +1,17 @@
 //===- RegatherParameters.cpp - parameters gathered again for backward ----===//
 #include "distopt/Training/RegatherParameters.h"
+#include "distopt/Training/Passes.h"
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
+
+namespace distopt {
+#define GEN_PASS_DEF_DISTREGATHERPARAMETERS
+#include "distopt/Training/Passes.h.inc"
+} // namespace distopt
 
 using namespace mlir;
 
@@ -58,3 +64,12 @@ int64_t distopt::regatherParametersForBackward(ModuleOp module) {
   }
   return copied;
 }
+
+namespace {
+struct RegatherParametersPass
+    : public distopt::impl::DistRegatherParametersBase<RegatherParametersPass> {
+  void runOnOperation() override {
+    distopt::regatherParametersForBackward(getOperation());
+  }
+};
+} // namespace

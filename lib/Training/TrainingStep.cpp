@@ -10,8 +10,6 @@
 #include "distopt/Training/TrainingStep.h"
 #include "distopt/Training/Backward.h"
 
-#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
-#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 #include "distopt/Dialect/NN/IR/GradientBuilder.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 
@@ -866,24 +864,4 @@ bool distopt::isTrainingStep(ModuleOp module) {
       found |= static_cast<bool>(func.getResultAttr(i, nn::kUpdatesAttr));
   });
   return found;
-}
-
-void distopt::tieUpdatesToState(ModuleOp module) {
-  std::map<std::string, Value> state;
-  module.walk([&](Operation *op) {
-    if (isa<nn::WeightOp, nn::VariableOp>(op))
-      state.emplace(nn::getPersistentKey(op), op->getResult(0));
-  });
-  module.walk([&](func::FuncOp func) {
-    SmallVector<Attribute> shardings(func.getNumResults());
-    for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr);
-      if (!key)
-        continue;
-      auto it = state.find(key.str());
-      if (it != state.end())
-        shardings[i] = dist::getValueSharding(it->second, {});
-    }
-    dist::setResultAttrs(func, dist::kShardingAttr, shardings);
-  });
 }

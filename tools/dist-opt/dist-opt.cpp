@@ -1,9 +1,10 @@
 //===- dist-opt.cpp - distopt's compiler driver -----------------*- C++ -*-===//
 //
 // Like mlir-opt on .mlir files with pass flags. Given a model (.onnx) or
-// --mesh/--plan, it compiles through distopt::Compilation and prints the
-// partitioned IR (or one rank's program, or the report); pass flags then run
-// on the imported, annotated module instead.
+// --mesh/--plan/--train, it compiles through distopt::Compilation (the
+// passes of buildCompilePipeline) and prints the partitioned IR (or one
+// rank's program, or the report); pass flags then run on the imported,
+// annotated module instead.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Driver/Compilation.h"
@@ -72,24 +73,12 @@ static int fail(const Twine &message) {
 }
 
 static int writeOutputs(Compilation &c, raw_ostream &out) {
-  if (emitRank >= 0 || !c.pipeline()) {
-    auto program =
-        emitRank >= 0 ? c.partitionForRank(emitRank) : c.partitionStage(0);
-    if (failed(program))
-      return 1;
-    (*program)->print(out);
-    out << "\n";
-    return 0;
-  }
-  // The SPMD program of every stage, one after another.
-  for (int64_t s = 0; s < c.numStages(); ++s) {
-    auto program = c.partitionStage(s);
-    if (failed(program))
-      return 1;
-    out << "// ----- pipeline stage " << s << "\n";
-    (*program)->print(out);
-    out << "\n";
-  }
+  auto program =
+      emitRank >= 0 ? c.partitionForRank(emitRank) : c.partitionSpmd();
+  if (failed(program))
+    return 1;
+  (*program)->print(out);
+  out << "\n";
   return 0;
 }
 

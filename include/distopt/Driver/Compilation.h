@@ -1,23 +1,21 @@
 //===- Compilation.h - one model compiled for one mesh ----------*- C++ -*-===//
 //
-// The one place the compile steps are put together, for every tool: load a
-// model (.onnx through the importer, .mlir as it is), declare the mesh,
-// parse and apply the plans, shard the global module (propagate, insert
-// reshards), cut it into pipeline stages, and partition it for any rank.
-// dist-opt, dist-run and the report read a Compilation; they do their own
-// input and output and nothing else.
+// One model compiled for one mesh, for every tool: load a model (.onnx
+// through the importer, .mlir as it is), then run the compile pipeline
+// (CompilePipeline.h) a phase at a time: annotate (training step, mesh,
+// plans), shard, cut pipeline stages, and partition for any rank. It keeps
+// the sharded global module (the report reads it) and partitions a copy per
+// rank. dist-opt, dist-run, dist-train and the report read a Compilation;
+// they do their own input and output and nothing else.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DRIVER_COMPILATION_H
 #define DISTOPT_DRIVER_COMPILATION_H
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
-#include "distopt/Import/OnnxImporter.h"
+#include "distopt/Driver/CompilePipeline.h"
 #include "distopt/PipelineStages/Schedule.h"
 #include "distopt/PipelineStages/StageCut.h"
-#include "distopt/Plan/Plan.h"
-#include "distopt/Training/TrainConfig.h"
-#include "distopt/Training/TrainingStep.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -31,43 +29,15 @@
 
 namespace distopt {
 
-struct CompileOptions {
-  /// "dp=2,tp=4"; empty means a single device (or the model's own mesh).
-  std::string meshSpec;
-  /// The `--plan` arguments, parsed once (see parsePlans).
-  Plan plan;
-  /// Bindings of symbolic input dimensions ("batch" -> 2).
-  llvm::StringMap<int64_t> dims;
-  /// Compile a training step for this config instead of the forward model
-  /// (see distopt/Training/TrainingStep.h).
-  std::optional<TrainConfig> train;
-  /// Drop every mesh, annotation and sharding the model carries: compile it
-  /// for one device (the reference a distributed run is checked against).
-  bool singleDevice = false;
-  /// Values of ONNX graph inputs the importer may read where it needs them
-  /// (a test-harness specialisation; see ImportOptions::inputValues).
-  llvm::StringMap<InputValues> inputValues;
-  /// Where hand-written models' synthetic weights are written (see
-  /// SyntheticWeights.h); empty: the system's temporary directory.
-  std::string workDir;
-};
-
-struct MeshAxis {
-  std::string name;
-  int64_t size;
-};
-
-/// Parses a mesh spec "name=size,..."; returns an error message on failure.
-llvm::Expected<std::vector<MeshAxis>> parseMeshSpec(llvm::StringRef spec);
-
 /// Parses "name=value,..." dimension bindings.
 llvm::Expected<llvm::StringMap<int64_t>> parseDimSpec(llvm::StringRef spec);
 
 class Compilation {
 public:
-  /// Loads the model, declares the mesh and applies the plans: the annotated
-  /// module, before propagation (what dist-opt hands to passes named on its
-  /// command line). Failures are diagnostics on `ctx`.
+  /// Loads the model and runs the annotate phase (training step, mesh,
+  /// plans): the annotated module, before propagation (what dist-opt hands
+  /// to passes named on its command line). Failures are diagnostics on
+  /// `ctx`.
   static mlir::FailureOr<std::unique_ptr<Compilation>>
   load(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
        const CompileOptions &options);
@@ -77,16 +47,18 @@ public:
   compile(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
           const CompileOptions &options);
 
-  /// Propagates shardings, inserts reshards and cuts pipeline stages (whose
-  /// send/receive pairing is checked here, before any program exists).
+  /// Runs the shard phase (propagate shardings, insert reshards) and, with a
+  /// pipeline, the stages phase on a copy (cut and order the stages, whose
+  /// send/receive pairing is checked before any program exists). A module
+  /// without a mesh is compiled for one device: nothing runs.
   mlir::LogicalResult shard();
 
   /// The global module: annotated after `load`, sharded after `shard`.
   mlir::ModuleOp module() { return *globalModule; }
   const Plan &plan() const { return options.plan; }
-  const PlanFindings &planFindings() const { return findings; }
+  const PlanFindings &planFindings() const { return results.planFindings; }
   /// What the training step trains (empty for a forward compile).
-  const TrainingStepInfo &training() const { return trainingInfo; }
+  const TrainingStepInfo &training() const { return results.training; }
   bool isTraining() const { return options.train.has_value(); }
   llvm::StringRef modelPath() const { return path; }
   /// Directory relative weight paths resolve against (the model's).
@@ -106,7 +78,8 @@ public:
   int64_t stageOfRank(int64_t rank);
   /// The ranks of one stage that stand for it (coordinate 0 elsewhere).
   int64_t representativeRank(int64_t stage);
-  /// Stage `stage`'s module (the global module without a pipeline).
+  /// Stage `stage`'s module, nested in the staged module as `module
+  /// @stage<s>` (the global module without a pipeline).
   mlir::ModuleOp stageModule(int64_t stage);
   /// Each stage's order of microbatches (empty without a pipeline).
   std::vector<ScheduleAction> schedule(int64_t stage) const;
@@ -115,28 +88,31 @@ public:
   /// shape and offset concrete.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
   partitionForRank(int64_t rank);
-  /// The SPMD program of a stage, shared by its ranks (uneven dimensions
-  /// print as `?`).
-  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  partitionStage(int64_t stage);
+  /// The SPMD program shared by all ranks (uneven dimensions print as `?`);
+  /// with a pipeline, every stage's, each in its `module @stage<s>`.
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> partitionSpmd();
 
 private:
   Compilation() = default;
+  /// Runs the phases `first` to `last` of the compile pipeline on `module`.
+  mlir::LogicalResult runPhases(mlir::ModuleOp module, CompilePhase first,
+                                CompilePhase last, int64_t rank = -1);
+  /// The partition phase for `rank` on `module` (a copy the caller gives up).
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
+  partition(mlir::OwningOpRef<mlir::ModuleOp> module, int64_t rank);
 
   std::string path;
   CompileOptions options;
   mlir::OwningOpRef<mlir::ModuleOp> globalModule;
-  PlanFindings findings;
-  TrainingStepInfo trainingInfo;
+  CompileResults results;
+  /// With a pipeline: the stage assignment of the global module (for the
+  /// report; dist-cut-pipeline-stages makes the same on its copy), and the
+  /// copy holding one nested module per stage.
   std::optional<StageAssignment> stages;
   int64_t pipelineAxis = -1;
-  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> stageModules;
+  mlir::OwningOpRef<mlir::ModuleOp> stagedModule;
   std::vector<std::vector<ScheduleAction>> stageSchedules;
 };
-
-/// Removes meshes, annotations and sharding attributes: the single-device
-/// program of the same model.
-void stripDistribution(mlir::ModuleOp module);
 
 } // namespace distopt
 

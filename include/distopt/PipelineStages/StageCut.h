@@ -10,7 +10,8 @@
 // coordinates on the other mesh axes). What does not depend on the model's
 // inputs — weights, constants, masks built from them, gathers of sharded
 // parameters — is computed by every stage that reads it, never sent.
-// See docs/pipeline.md.
+// The passes dist-cut-pipeline-stages, dist-order-pipeline-stages and
+// dist-select-stage (Passes.h) run these functions. See docs/pipeline.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_PIPELINESTAGES_STAGECUT_H
@@ -22,6 +23,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <string>
 #include <vector>
@@ -64,6 +66,10 @@ mlir::OwningOpRef<mlir::ModuleOp>
 extractStage(mlir::ModuleOp module, const StageAssignment &stages,
              const PipelineSpec &pipeline, int64_t stage,
              llvm::ArrayRef<ScheduleAction> actions = {});
+
+/// The stage modules dist-cut-pipeline-stages nests in `module` (modules
+/// marked `dist.stage`), in stage order; empty if there are none.
+llvm::SmallVector<mlir::ModuleOp> stageModulesOf(mlir::ModuleOp module);
 
 /// Checks that the stage modules pair up: for every two stages, the tags and
 /// tensor types one sends, in program order, equal those the other

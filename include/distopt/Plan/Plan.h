@@ -13,6 +13,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
+#include "llvm/Support/Error.h"
 
 #include <optional>
 #include <string>
@@ -84,6 +85,26 @@ struct Plan {
   bool empty() const { return specs.empty(); }
 };
 
+struct MeshAxis {
+  std::string name;
+  int64_t size;
+};
+
+/// Parses a mesh spec "name=size,..."; returns an error message on failure.
+/// `flag` names where the spec came from in the messages.
+llvm::Expected<std::vector<MeshAxis>>
+parseMeshSpec(llvm::StringRef spec, llvm::StringRef flag = "--mesh");
+
+/// Declares `dist.mesh @mesh` from a mesh spec, or checks that the module's
+/// own mesh has exactly those axes; nothing for an empty spec. Errors are
+/// diagnostics (`flag` as for parseMeshSpec).
+mlir::LogicalResult declareMesh(mlir::ModuleOp module, llvm::StringRef spec,
+                                llvm::StringRef flag = "--mesh");
+
+/// Removes meshes, annotations and sharding attributes: the single-device
+/// program of the same model.
+void stripDistribution(mlir::ModuleOp module);
+
 /// Parses the `--plan` arguments: each is a plan file (YAML or JSON) or a
 /// comma-separated list of presets. Errors are diagnostics at the plan
 /// file's line.
@@ -105,7 +126,8 @@ struct PlanFindings {
 };
 
 /// Applies the plan to the module's main function as dist.annotate
-/// constraints. Needs the module's mesh when the plan splits anything.
+/// constraints. Needs the module's mesh when the plan splits anything. The
+/// pass dist-apply-plan declares the mesh and runs it.
 mlir::FailureOr<PlanFindings> applyPlan(mlir::ModuleOp module,
                                         const Plan &plan);
 

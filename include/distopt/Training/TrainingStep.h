@@ -81,7 +81,8 @@ std::pair<std::string, int64_t> splitMicrobatchInputName(llvm::StringRef name,
 bool isTrainingStep(mlir::ModuleOp module);
 
 /// After propagation: every update result must come out with the sharding
-/// its parameter or state has, so the runtime writes it back in place.
+/// its parameter or state has, so the runtime writes it back in place
+/// (the pass dist-tie-updates-to-state).
 void tieUpdatesToState(mlir::ModuleOp module);
 
 } // namespace distopt

@@ -4,8 +4,21 @@
 // RUN: mlir-opt %s --load-dialect-plugin=%plugin_dir/libDistoptPlugin.so --load-pass-plugin=%plugin_dir/libDistoptPlugin.so \
 // RUN:   --pass-pipeline='builtin.module(dist-pipeline{rank=3})' | FileCheck %s --check-prefix=RANK3
 // RUN: not mlir-opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN
+// RUN: mlir-opt %S/Inputs/mlp-nn.mlir --load-dialect-plugin=%plugin_dir/libDistoptPlugin.so --load-pass-plugin=%plugin_dir/libDistoptPlugin.so \
+// RUN:   --pass-pipeline='builtin.module(dist-pipeline{train=%S/../train/Inputs/mse-adamw.yaml mesh=dp=2 plan=zero1})' > %t.plugin.mlir
+// RUN: dist-opt %S/Inputs/mlp-nn.mlir --pass-pipeline='builtin.module(dist-pipeline{train=%S/../train/Inputs/mse-adamw.yaml mesh=dp=2 plan=zero1})' > %t.dist-opt.mlir
+// RUN: diff %t.plugin.mlir %t.dist-opt.mlir
+// RUN: FileCheck %s --check-prefix=TRAIN < %t.plugin.mlir
 // Upstream mlir-opt with distopt loaded as a plugin: the dist dialect, the
 // external rules for linalg/tensor/arith ops and the sharding passes.
+
+// The whole compile of a training step (the pipeline every distopt tool
+// runs): the same IR from mlir-opt with the plugin as from dist-opt. AdamW
+// with ZeRO-1 reduce-scatters the gradients and gathers the updated weights.
+// TRAIN: func.func @main
+// TRAIN-SAME: nn.name = "labels"
+// TRAIN: dist.reduce_scatter {{.*}} on @mesh axes ["dp"]
+// TRAIN: dist.all_gather %new_param on @mesh axes ["dp"]
 
 // Without the plugin mlir-opt does not know the dist dialect.
 // NOPLUGIN: error: Dialect `dist' not found for custom op 'dist.mesh'

@@ -226,8 +226,9 @@ struct PartitionPass
     if (rank >= 0) {
       if (rank >= mesh->getNumDevices()) {
         mesh->emitError("rank ")
-            << rank << " is outside mesh @" << mesh->getSymName() << " of "
-            << mesh->getNumDevices() << " devices";
+            << static_cast<int64_t>(rank) << " is outside mesh @"
+            << mesh->getSymName() << " of " << mesh->getNumDevices()
+            << " devices";
         return signalPassFailure();
       }
       coords = mesh->getCoords(rank);

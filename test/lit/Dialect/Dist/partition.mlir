@@ -1,5 +1,8 @@
 // RUN: dist-opt %s -dist-propagate-sharding -dist-insert-reshards -dist-partition -split-input-file | FileCheck %s --check-prefix=SPMD
 // RUN: dist-opt %s -dist-propagate-sharding -dist-insert-reshards -dist-partition=rank=1 -split-input-file | FileCheck %s --check-prefix=RANK1
+// RUN: not dist-opt %s -dist-partition=rank=9 -split-input-file 2>&1 | FileCheck %s --check-prefix=OUTSIDE
+
+// OUTSIDE: error: rank 9 is outside mesh @mesh of 4 devices
 
 dist.mesh @mesh [tp = 4]
 // Local shapes; the global type and sharding stay as attributes.

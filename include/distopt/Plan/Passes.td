@@ -1,0 +1,97 @@
+//===- Passes.td - plans become annotations ----------------*- tablegen -*-===//
+#ifndef DISTOPT_PLAN_PASSES_TD
+#define DISTOPT_PLAN_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistApplyPlan : Pass<"dist-apply-plan", "mlir::ModuleOp"> {
+  let summary = "Declare the device mesh and turn plans into dist.annotate constraints";
+  let description = [{
+    The first step of a distributed compile (after `dist-build-training-step`
+    when training). Declares `dist.mesh @mesh` from `mesh` (or checks that
+    the module's own mesh has exactly those axes), then applies each `plan`
+    entry in order: a plan file (YAML or JSON; see docs/plans.md) or a
+    preset (`replicate`, `dp`, `zero1`, `zero2`, `fsdp`, `tp`, `sp`).
+    Everything a plan says becomes a `dist.annotate` with a priority (0 is
+    the strongest) and a source naming the plan part; `dist-propagate-sharding`
+    does the rest. Projections whose result is only ever sliced (a fused QKV)
+    are first split into one projection per slice.
+
+    A pattern that matches nothing is a warning with the closest names, or an
+    error with `strict=true` (or a plan file's `strict: true`). Places where a
+    plan cannot be followed as written (heads that do not divide, batches
+    smaller than the data axis) are warnings. A plan's `pipeline:` section is
+    only checked here; `dist-cut-pipeline-stages` cuts the stages.
+
+    The options are the tools' `--mesh`, `--plan` and `--strict-plan`.
+
+    Example: `dist-apply-plan{mesh=dp=2 plan=dp}` on
+
+    ```mlir
+    func.func @main(%x: tensor<8x16xf32> {nn.name = "x"}) -> tensor<8x4xf32> {
+      %w = nn.weight "fc.weight" : tensor<16x4xf32>
+      %y = nn.matmul %x, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+      return %y : tensor<8x4xf32>
+    }
+    ```
+
+    splits the batch over `dp`:
+
+    ```mlir
+    dist.mesh @mesh [dp = 2]
+    func.func @main(%x: tensor<8x16xf32> {nn.name = "x"}) -> tensor<8x4xf32> {
+      %0 = dist.annotate %x to <@mesh, [S(0)]> priority 1 source "data_parallel: batch" : tensor<8x16xf32>
+      %w = nn.weight "fc.weight" : tensor<16x4xf32>
+      %y = nn.matmul %0, %w : tensor<8x16xf32>, tensor<16x4xf32> -> tensor<8x4xf32>
+      return %y : tensor<8x4xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "device mesh, outer to inner axes: name=size,... (e.g. dp=2,tp=4); "
+           "empty: the module's own mesh">,
+    ListOption<"plans", "plan", "std::string",
+               "plan files (YAML/JSON) and presets (replicate, dp, zero1, "
+               "zero2, fsdp, tp, sp), applied in order">,
+    Option<"strict", "strict", "bool", /*default=*/"false",
+           "a plan pattern that matches nothing is an error, not a warning">
+  ];
+  let dependentDialects = ["::distopt::dist::DistDialect",
+                           "::distopt::nn::NNDialect"];
+}
+
+def DistStripDistribution : Pass<"dist-strip-distribution", "mlir::ModuleOp"> {
+  let summary = "Drop every mesh, annotation and sharding: the model for one device";
+  let description = [{
+    Removes `dist.mesh` ops, folds `dist.annotate` ops into their operands
+    and erases the `dist.sharding` and `dist.cause` attributes of ops: what
+    is left is the single-device program of the same model, the reference a
+    distributed run is checked against (`dist-run --check`, the trainer's
+    reference run). The tools run it first, on the loaded model, when they
+    compile for one device; it undoes what `dist-apply-plan` writes (or a
+    model's own mesh and annotations), not reshards or collectives.
+
+    Example: on
+
+    ```mlir
+    dist.mesh @mesh [tp = 2]
+    func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = dist.annotate %x to <@mesh, [S(1)]> : tensor<8x16xf32>
+      %1 = nn.relu %0 {dist.sharding = [#dist.sharding<@mesh, [S(1)]>]} : tensor<8x16xf32>
+      return %1 : tensor<8x16xf32>
+    }
+    ```
+
+    it leaves
+
+    ```mlir
+    func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+      %0 = nn.relu %x : tensor<8x16xf32>
+      return %0 : tensor<8x16xf32>
+    }
+    ```
+  }];
+}
+
+#endif // DISTOPT_PLAN_PASSES_TD

@@ -1,0 +1,149 @@
+//===- Passes.td - the training step as passes -------------*- tablegen -*-===//
+#ifndef DISTOPT_TRAINING_PASSES_TD
+#define DISTOPT_TRAINING_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
+  let summary = "Rewrite a forward model into one training step: loss, backward, optimizer update";
+  let description = [{
+    Rewrites the module's `@main` (or its only function) into one training
+    step, all in nn IR that every later pass treats like any other:
+
+    forward -> loss (and its gradient with respect to the model output) ->
+    backward (each op's GradientOpInterface) -> global-norm clipping ->
+    optimizer update
+
+    `config` names the training config (JSON or YAML, the tools' `--train`;
+    see docs/training.md): the model output the loss reads, the loss, the
+    optimizer and its hyper-parameters, frozen and no-decay parameters,
+    gradient accumulation, recomputed layers. Trainable parameters stay
+    `nn.weight` ops; optimizer states become `nn.variable` ops; the step
+    takes `labels` and the per-step scalars (`hyper.lr`, ...) as inputs and
+    returns `loss`, `grad_norm` and the next value of every parameter and
+    state (results marked `nn.updates "<key>"`), which the runtime writes
+    back in place. Ops carry `nn.phase` ("loss", "backward", "optimizer")
+    and, with several microbatches, `nn.microbatch`.
+
+    Before differentiating, projections whose result is only ever sliced (a
+    fused QKV) become one projection per slice, so each window of the stored
+    weight is a parameter of its own. With `batch-split=N` (a pipeline's
+    microbatches) the model first takes one of N equal slices of its batch
+    (dimension 0 of every input); the step runs every slice, and its loss and
+    update equal those of the whole batch.
+
+    Errors are diagnostics: an output the model lacks, a glob that matches
+    nothing, an op without a gradient rule on the path to a parameter (named
+    by its ONNX node), a batch that does not divide.
+
+    Example: `dist-build-training-step{config=train.json}` with
+    `{"output": "y", "loss": {"kind": "mse"}, "optimizer": {"kind": "sgd", "lr": 0.1}}`
+    on
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {nn.name = "x"}) -> (tensor<4x2xf32> {nn.name = "y"}) {
+      %w = nn.weight "fc.weight" : tensor<8x2xf32>
+      %y = nn.matmul %x, %w : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+      return %y : tensor<4x2xf32>
+    }
+    ```
+
+    gives (abridged)
+
+    ```mlir
+    func.func @main(%x: tensor<4x8xf32> {nn.name = "x"}, %labels: tensor<4x2xf32> {nn.name = "labels"},
+                    %lr: tensor<f32> {nn.name = "hyper.lr"})
+        -> (tensor<f32> {nn.name = "loss"}, tensor<f32> {nn.name = "grad_norm"},
+            tensor<8x2xf32> {nn.name = "update:fc.weight", nn.updates = "fc.weight"}) {
+      %w = nn.weight "fc.weight" : tensor<8x2xf32>
+      %y = nn.matmul %x, %w : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+      %d = nn.sub %y, %labels {nn.phase = "loss"} : ...
+      ...
+      %loss = nn.reduce_mean %sq axes [0, 1] {nn.phase = "loss"} : tensor<4x2xf32> -> tensor<f32>
+      ...
+      %dw = nn.matmul %xt, %dy {nn.phase = "backward"} : tensor<8x4xf32>, tensor<4x2xf32> -> tensor<8x2xf32>
+      %g = nn.identity %dw {nn.gradient_of = "fc.weight", nn.phase = "backward"} : tensor<8x2xf32>
+      ...
+      %norm = nn.sqrt %sum {nn.phase = "optimizer"} : tensor<f32>
+      %neg = nn.neg %lr {nn.phase = "optimizer"} : tensor<f32>
+      %step = nn.mul %neg, %g {nn.phase = "optimizer"} : tensor<f32>, tensor<8x2xf32> -> tensor<8x2xf32>
+      %next = nn.add %w, %step {nn.phase = "optimizer"} : tensor<8x2xf32>, tensor<8x2xf32> -> tensor<8x2xf32>
+      return %loss, %norm, %next : tensor<f32>, tensor<f32>, tensor<8x2xf32>
+    }
+    ```
+  }];
+  let options = [
+    Option<"config", "config", "std::string", /*default=*/"\"\"",
+           "the training config (JSON or YAML; docs/training.md)">,
+    Option<"batchSplit", "batch-split", "int64_t", /*default=*/"1",
+           "run the batch as this many equal slices (a pipeline's "
+           "microbatches); the loss and update stay the whole batch's">
+  ];
+  let dependentDialects = ["::distopt::nn::NNDialect"];
+}
+
+def DistTieUpdatesToState : Pass<"dist-tie-updates-to-state", "mlir::ModuleOp"> {
+  let summary = "Give each update of a training step its parameter's or state's sharding";
+  let description = [{
+    Runs after `dist-propagate-sharding`. Every result of a training step
+    marked `nn.updates "<key>"` is the next value of a parameter
+    (`nn.weight`) or optimizer state (`nn.variable`) with that key; the
+    runtime writes it back in place, so it must come out laid out as the
+    stored tensor is. The pass sets the result's `dist.sharding` to the
+    stored tensor's; `dist-insert-reshards` then reshards the update where
+    it differs (a ZeRO optimizer's updated slice is gathered back into a
+    replicated parameter, say). Modules that are not training steps are
+    left as they are.
+
+    Example: a ZeRO-1 step computes the new weight split over `dp` but
+    stores the weight whole:
+
+    ```mlir
+    func.func @main(...) -> (tensor<8x2xf32> {nn.updates = "fc.weight"}) {
+      %w = nn.weight "fc.weight" {dist.sharding = [#dist.sharding<@mesh, [R]>]} : tensor<8x2xf32>
+      ...
+      %next = nn.sub %w1, %s {dist.sharding = [#dist.sharding<@mesh, [S(0)]>]} : ...
+      return %next : tensor<8x2xf32>
+    }
+    ```
+
+    The result becomes `tensor<8x2xf32> {dist.sharding = #dist.sharding<@mesh, [R]>, nn.updates = "fc.weight"}`,
+    and `dist-insert-reshards` gathers `%next` before the return.
+  }];
+}
+
+def DistRegatherParameters : Pass<"dist-regather-parameters", "mlir::ModuleOp"> {
+  let summary = "Gather split parameters again for backward instead of keeping the forward copy";
+  let description = [{
+    Runs after `dist-insert-reshards` (and after CSE, which would merge the
+    copies back into one). A parameter stored split (ZeRO level 3, `fsdp`)
+    is gathered where forward reads it; kept until backward reads it too,
+    every gathered parameter would be live at once, as if it were not split
+    at all. As FSDP and ZeRO-3 do, each `dist.reshard` of an `nn.weight`
+    read both by forward ops and by backward or optimizer ops (`nn.phase`)
+    is copied before its first backward reader, which with the later ones
+    reads the copy; with gradient accumulation each microbatch's forward
+    gets its own copy too. The copy's reason says why it is there. This
+    costs one more all-gather per split parameter per step.
+
+    Example:
+
+    ```mlir
+    %g = dist.reshard %w from <@mesh, [S(0), R]> to <@mesh, [R, R]> reason "operand layout: nn.matmul"
+    %y = nn.matmul %x, %g : ...
+    %dx = nn.matmul %dy, %g {nn.phase = "backward"} : ...
+    ```
+
+    becomes
+
+    ```mlir
+    %g = dist.reshard %w from <@mesh, [S(0), R]> to <@mesh, [R, R]> reason "operand layout: nn.matmul"
+    %y = nn.matmul %x, %g : ...
+    %g2 = dist.reshard %w from <@mesh, [S(0), R]> to <@mesh, [R, R]> reason "operand layout: nn.matmul; gathered again for backward (the forward copy is freed after forward)"
+    %dx = nn.matmul %dy, %g2 {nn.phase = "backward"} : ...
+    ```
+  }];
+  let dependentDialects = ["::distopt::dist::DistDialect"];
+}
+
+#endif // DISTOPT_TRAINING_PASSES_TD

@@ -1,0 +1,128 @@
+//===- CompilePipeline.cpp - the compile as one pass pipeline ---*- C++ -*-===//
+#include "distopt/Driver/CompilePipeline.h"
+
+#include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/NN/IR/NNDialect.h"
+#include "distopt/PipelineStages/Passes.h"
+#include "distopt/Plan/Passes.h"
+#include "distopt/Training/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+namespace distopt {
+#define GEN_PASS_DECL_DISTPIPELINE
+#define GEN_PASS_DEF_DISTPIPELINE
+#include "distopt/Driver/Passes.h.inc"
+} // namespace distopt
+
+using namespace mlir;
+using namespace distopt;
+
+void distopt::buildCompilePipeline(OpPassManager &pm,
+                                   const CompileOptions &options,
+                                   const CompilePipelineOptions &phases) {
+  auto runs = [&](CompilePhase phase) {
+    return phases.first <= phase && phase <= phases.last;
+  };
+  const PipelineSpec *pp =
+      options.singleDevice ? nullptr : options.plan.pipeline();
+  CompileResults *results = phases.results;
+
+  if (runs(CompilePhase::Annotate)) {
+    if (options.singleDevice)
+      pm.addPass(createDistStripDistribution());
+    // Training first: plans place the step's parameters, gradients and
+    // optimizer states, not just the forward's.
+    if (options.train)
+      pm.addPass(
+          createDistBuildTrainingStep(*options.train, pp ? pp->microbatches : 1,
+                                      pp ? pp->loc : LocationAttr(),
+                                      results ? &results->training : nullptr));
+    if (!options.singleDevice &&
+        (!options.meshSpec.empty() || !options.plan.empty()))
+      pm.addPass(
+          createDistApplyPlan(options.meshSpec, options.plan,
+                              results ? &results->planFindings : nullptr));
+  }
+
+  if (runs(CompilePhase::Shard)) {
+    pm.addPass(dist::createDistPropagateSharding());
+    // A training step's updates come out as their parameters and states are
+    // laid out, so the runtime writes them back in place.
+    pm.addPass(createDistTieUpdatesToState());
+    pm.addPass(dist::createDistInsertReshards());
+    pm.addPass(createCSEPass());
+    // After CSE, which would merge the second gathers into the first.
+    pm.addPass(createDistRegatherParameters());
+  }
+
+  if (runs(CompilePhase::Stages) && pp) {
+    pm.addPass(createDistCutPipelineStages(*pp));
+    pm.addPass(createDistOrderPipelineStages());
+  }
+
+  if (runs(CompilePhase::Partition)) {
+    // With stages: every stage's SPMD program, or the stage of one rank.
+    OpPassManager *partition = &pm;
+    if (pp && phases.rank < 0)
+      partition = &pm.nest<ModuleOp>();
+    else if (pp)
+      pm.addPass(createDistSelectStage({phases.rank}));
+    partition->addPass(dist::createDistPartition({phases.rank}));
+    partition->addPass(dist::createDistReshardToCollectives({phases.rank}));
+    partition->addPass(createCanonicalizerPass());
+    partition->addPass(createCSEPass());
+  }
+}
+
+namespace {
+/// dist-pipeline: parses its options as the tools parse their flags, then
+/// runs buildCompilePipeline's passes as a dynamic pipeline.
+struct CompilePipelinePass
+    : public distopt::impl::DistPipelineBase<CompilePipelinePass> {
+  using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    OpPassManager pm(ModuleOp::getOperationName());
+    buildCompilePipeline(pm, CompileOptions());
+    pm.getDependentDialects(registry);
+  }
+
+  void runOnOperation() override {
+    MLIRContext *ctx = &getContext();
+    CompileOptions options;
+    if (!mesh.empty()) {
+      if (auto axes = parseMeshSpec(mesh, "mesh"); !axes) {
+        emitError(UnknownLoc::get(ctx)) << llvm::toString(axes.takeError());
+        return signalPassFailure();
+      }
+      options.meshSpec = mesh;
+    }
+    FailureOr<Plan> plan = parsePlans(ctx, *plans);
+    if (failed(plan))
+      return signalPassFailure();
+    options.plan = std::move(*plan);
+    options.plan.strict |= strictPlan;
+    if (!train.empty()) {
+      FailureOr<TrainConfig> config = parseTrainConfig(ctx, train);
+      if (failed(config))
+        return signalPassFailure();
+      options.train = std::move(*config);
+    }
+    OpPassManager pm(ModuleOp::getOperationName());
+    CompilePipelineOptions phases;
+    phases.rank = rank;
+    buildCompilePipeline(pm, options, phases);
+    if (failed(runPipeline(pm, getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace
+
+void distopt::registerCompilePipelinePass() {
+  registerPass([] { return std::make_unique<CompilePipelinePass>(); });
+}
