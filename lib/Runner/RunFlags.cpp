@@ -60,7 +60,9 @@ const char *const distopt::kRunHelpTail =
     "it is faster, docs/runtime.md \"Matmul\")\n"
     "  DISTRT_PACK_WEIGHTS=0   constant weights not packed for the GEMM "
     "(slower inference)\n"
-    "  OPENBLAS_CORETYPE       OpenBLAS's kernel set (e.g. Haswell)\n";
+    "  OPENBLAS_CORETYPE       OpenBLAS's kernel set (e.g. Haswell)\n"
+    "  DISTRT_CUDA_TF32=1      on a GPU, f32 matmuls on TF32 tensor cores "
+    "(default: exact FP32)\n";
 
 Expected<int> distopt::takeThreadsFlag(int &argc, char **argv) {
   int threads = 1, out = 1;

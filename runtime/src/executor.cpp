@@ -431,8 +431,8 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
   std::vector<Tensor> values = im.persistent;
   for (size_t i = 0; i < inputs.size(); ++i) values[p.InputValue(static_cast<int>(i))] = inputs[i];
   // A value's copy on the other side (host or device) for the instructions
-  // that read it there; dropped with the value.
-  std::vector<Tensor> mirror(values.size());
+  // that read it there; dropped with the value. None on the host.
+  std::vector<Tensor> mirror(im.on_host ? 0 : values.size());
   int64_t host_instructions = 0, to_device = 0, to_host = 0;
   auto on = [&](int v, const std::shared_ptr<Device>& where, Tensor** t) -> Status {
     Tensor& value = values[static_cast<size_t>(v)];
@@ -469,14 +469,14 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
     const bool fallback = where != im.device;
     host_instructions += fallback ? 1 : 0;
     ctx.inst = &inst;
-    ctx.device = where;
+    if (ctx.device != where) ctx.device = where;
     ctx.inputs.clear();
     ctx.donatable.clear();
     ctx.prepared = im.prepared.empty() ? nullptr : im.prepared[static_cast<size_t>(i)].get();
     Status st;
     for (size_t k = 0; k < in_ids.size() && st.ok(); ++k) {
-      Tensor* t = nullptr;
-      st = on(in_ids[k], where, &t);
+      Tensor* t = &values[static_cast<size_t>(in_ids[k])];
+      if (!im.on_host) st = on(in_ids[k], where, &t);
       ctx.inputs.push_back(t);
       // Only buffers nobody else holds (not the caller's inputs, not an
       // alias kept by another value, not a copy) may be overwritten.
@@ -537,11 +537,11 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
     }
     for (size_t k = 0; k < out_ids.size(); ++k) {
       values[out_ids[k]] = std::move(results[k]);
-      mirror[static_cast<size_t>(out_ids[k])] = Tensor();
+      if (!im.on_host) mirror[static_cast<size_t>(out_ids[k])] = Tensor();
     }
     for (int v : im.release_after[i]) {
       values[v] = Tensor();
-      mirror[static_cast<size_t>(v)] = Tensor();
+      if (!im.on_host) mirror[static_cast<size_t>(v)] = Tensor();
     }
   }
   mirror.clear();

@@ -4,7 +4,7 @@
 #include <limits>
 #include <mutex>
 #include <sstream>
-#include <map>
+#include <unordered_map>
 #include <utility>
 
 namespace distrt {
@@ -38,9 +38,14 @@ void MemoryTracker::Add(int64_t bytes) {
 
 struct MemoryTracker::Cache {
   std::mutex mu;
-  // Kept blocks by device and rounded size; `devices` keeps every device a
-  // block came from alive until the blocks are freed.
-  std::multimap<std::pair<Device*, size_t>, void*> blocks;
+  // Kept blocks by rounded size, with the device each lives on (a tracker
+  // almost always serves one); `devices` keeps every device a block came
+  // from alive until the blocks are freed.
+  struct Block {
+    Device* device;
+    void* p;
+  };
+  std::unordered_multimap<size_t, Block> blocks;
   std::vector<std::shared_ptr<Device>> devices;
   int64_t bytes = 0;
 };
@@ -60,18 +65,21 @@ int64_t MemoryTracker::cached_bytes() const {
 void* MemoryTracker::TakeCached(Device* device, size_t bytes) {
   if (!cache_) return nullptr;
   std::lock_guard<std::mutex> lock(cache_->mu);
-  auto it = cache_->blocks.find({device, bytes});
-  if (it == cache_->blocks.end()) return nullptr;
-  void* p = it->second;
-  cache_->blocks.erase(it);
-  cache_->bytes -= static_cast<int64_t>(bytes);
-  return p;
+  auto range = cache_->blocks.equal_range(bytes);
+  for (auto it = range.first; it != range.second; ++it) {
+    if (it->second.device != device) continue;
+    void* p = it->second.p;
+    cache_->blocks.erase(it);
+    cache_->bytes -= static_cast<int64_t>(bytes);
+    return p;
+  }
+  return nullptr;
 }
 
 bool MemoryTracker::Keep(const std::shared_ptr<Device>& device, void* p, size_t bytes) {
   if (!cache_) return false;
   std::lock_guard<std::mutex> lock(cache_->mu);
-  cache_->blocks.emplace(std::make_pair(device.get(), bytes), p);
+  cache_->blocks.emplace(bytes, Cache::Block{device.get(), p});
   bool known = false;
   for (const auto& d : cache_->devices) known = known || d == device;
   if (!known) cache_->devices.push_back(device);
@@ -81,7 +89,7 @@ bool MemoryTracker::Keep(const std::shared_ptr<Device>& device, void* p, size_t 
 
 MemoryTracker::~MemoryTracker() {
   if (!cache_) return;
-  for (auto& kv : cache_->blocks) kv.first.first->Free(kv.second);
+  for (auto& kv : cache_->blocks) kv.second.device->Free(kv.second.p);
 }
 
 Status Buffer::Allocate(size_t bytes, std::shared_ptr<MemoryTracker> tracker,
