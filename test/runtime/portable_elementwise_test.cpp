@@ -118,6 +118,48 @@ TEST(PortableElementwise, BroadcastBinaryBodiesMatchHostKernels) {
   EXPECT_FALSE(portable::MakeBroadcastMap({Shape(9, 1)}, Shape(9, 1), &map));
 }
 
+// The four-at-a-time bodies give what the one-element bodies give: same
+// shapes, one element, a bias over the last dim and per-row values, the
+// partial last pack included; maps that walk the dims are not packable.
+TEST(PortableElementwise, PackBodiesMatchOneElementBodies) {
+  struct Case {
+    Shape a, b, out;
+    bool packable;
+  };
+  const Case cases[] = {
+      {{259}, {259}, {259}, true},              // same shape, a partial last pack
+      {{1}, {259}, {259}, true},                // a scalar
+      {{5, 12}, {12}, {5, 12}, true},           // a bias
+      {{3, 5, 8}, {3, 5, 1}, {3, 5, 8}, true},  // per-row values
+      {{5, 6}, {6}, {5, 6}, false},             // a bias not a multiple of 4
+      {{3, 1, 8}, {1, 4, 8}, {3, 4, 8}, false}, // broadcast both ways
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.a) + " op " + ShapeToString(c.b));
+    const int64_t n = NumElements(c.out);
+    const std::vector<float> a = RandomUniform<float>(NumElements(c.a), 8);
+    const std::vector<float> b = RandomUniform<float>(NumElements(c.b), 9);
+    portable::BroadcastMap map;
+    ASSERT_TRUE(portable::MakeBroadcastMap({c.a, c.b}, c.out, &map));
+    EXPECT_EQ(portable::Packable(map), c.packable);
+    if (!c.packable) continue;
+    const int64_t packs = (n + portable::kPack - 1) / portable::kPack;
+    for (BinaryOp op : {BinaryOp::kAdd, BinaryOp::kSub, BinaryOp::kMul, BinaryOp::kDiv}) {
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      HostFor(n, BinaryBody<float>{op, a.data(), b.data(), want.data(), map});
+      HostFor(packs, portable::BinaryPackBody<float>{op, a.data(), b.data(), got.data(), map, n});
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+    }
+  }
+  const int64_t n = 259;
+  const std::vector<float> x = RandomUniform<float>(n, 10);
+  std::vector<float> want(n), got(n);
+  HostFor(n, UnaryBody<float>{UnaryOp::kGeluErf, x.data(), want.data(), 0.0f});
+  HostFor((n + portable::kPack - 1) / portable::kPack,
+          portable::UnaryPackBody<float>{UnaryOp::kGeluErf, x.data(), got.data(), 0.0f, n});
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i], want[i]) << "element " << i;
+}
+
 // 16-bit floats load as f32, compute in f32 and round once on the way out.
 TEST(PortableElementwise, HalfBodiesRoundTheF32Result) {
   const std::vector<float> x = Inputs(false);

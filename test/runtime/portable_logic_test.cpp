@@ -141,6 +141,31 @@ TEST(PortableLogic, WhereBodyMatchesHostKernel) {
   }
 }
 
+// The four-at-a-time where (an attention mask over the last two dims, a
+// scalar branch) against the host kernel, every element size.
+TEST(PortableLogic, WherePackBodyMatchesHostKernel) {
+  const Shape cs = {6, 8}, as = {3, 6, 8}, bs = {}, out = {3, 6, 8};
+  Tensor c = RandomOf(DType::kBool, cs, 15);
+  for (DType dt : AllDTypesForTest()) {
+    SCOPED_TRACE(DTypeName(dt));
+    Tensor a = RandomOf(dt, as, 16), b = RandomOf(dt, bs, 17);
+    Tensor y = Zeros(dt, out);
+    const BroadcastMap map = MapOf({cs, as, bs}, out);
+    ASSERT_TRUE(portable::Packable(map));
+    const int64_t n = y.num_elements();
+    ForCopyUnitHost(DTypeSize(dt), [&](auto tag) {
+      using U = decltype(tag);
+      HostFor((n + portable::kPack - 1) / portable::kPack,
+              portable::WherePackBody<U>{c.data<uint8_t>(), static_cast<const U*>(a.raw()),
+                                         static_cast<const U*>(b.raw()),
+                                         static_cast<U*>(y.raw()), map, n});
+    });
+    ExpectSameBytes(y, Run1("where", {c, a, b}, {dt, out}));
+  }
+  // A mask whose last dim is not a multiple of 4 would straddle packs.
+  EXPECT_FALSE(portable::Packable(MapOf({{6, 7}, {3, 6, 7}, {}}, {3, 6, 7})));
+}
+
 TEST(PortableLogic, EmptyShapesMapToNothing) {
   BroadcastMap map;
   ASSERT_TRUE(portable::MakeBroadcastMap({{0, 3}, {3}}, {0, 3}, &map));

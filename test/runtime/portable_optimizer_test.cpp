@@ -39,7 +39,6 @@ void CheckAdam(const AdamCase& c, double tol) {
   const std::vector<float> p0 = RandomUniform<float>(kN, 73);
   std::vector<T> p(p0.begin(), p0.end()), m(kN, T(0)), v(kN, T(0));
   Tensor pt = Of<T>({kN}, p), mt = Of<T>({kN}, m), vt = Of<T>({kN}, v);
-  const DType dt = DTypeOf<T>::value;
   for (int t = 1; t <= 4; ++t) {
     SCOPED_TRACE("step " + std::to_string(t));
     const std::vector<float> gf = RandomUniform<float>(kN, 80 + t);

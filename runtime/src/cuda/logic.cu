@@ -45,6 +45,16 @@ cudaError_t LaunchWhere(size_t elem, const void* cond, const void* a, const void
                         int64_t n, const BroadcastMap& map, cudaStream_t stream) {
   return ForElemSize(elem, [&](auto tag) {
     using U = decltype(tag);
+    const auto aligned = [](const void* p, size_t bytes) {
+      return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+    };
+    const size_t pack = sizeof(U) * portable::kPack;
+    if (portable::Packable(map) && aligned(cond, portable::kPack) && aligned(a, pack) &&
+        aligned(b, pack) && aligned(y, pack)) {
+      portable::WherePackBody<U> body{static_cast<const uint8_t*>(cond), static_cast<const U*>(a),
+                                      static_cast<const U*>(b), static_cast<U*>(y), map, n};
+      return LaunchFor((n + portable::kPack - 1) / portable::kPack, body, stream);
+    }
     portable::WhereBody<U> body{static_cast<const uint8_t*>(cond), static_cast<const U*>(a),
                                 static_cast<const U*>(b), static_cast<U*>(y), map};
     return LaunchFor(n, body, stream);

@@ -132,6 +132,63 @@ struct BinaryBody {
   }
 };
 
+// UnaryBody four elements at a time: element pack p is elements
+// [4p, 4p + 4), moved as one aligned load and store; the last pack may be
+// partial (n need not be a multiple of 4).
+template <typename T>
+struct UnaryPackBody {
+  using C = typename Elem<T>::Compute;
+  UnaryOp op;
+  const T* x;
+  T* y;
+  C alpha;
+  int64_t n;
+  DISTRT_HD void operator()(int64_t p) const {
+    const int64_t i0 = p * kPack;
+    if (i0 + kPack <= n) {
+      const Pack<T> in = reinterpret_cast<const Pack<T>*>(x)[p];
+      Pack<T> out;
+      DISTRT_UNROLL
+      for (int k = 0; k < kPack; ++k) out.v[k] = Store<T>(ApplyUnary(op, Load(in.v[k]), alpha));
+      reinterpret_cast<Pack<T>*>(y)[p] = out;
+      return;
+    }
+    for (int64_t i = i0; i < n; ++i) y[i] = Store<T>(ApplyUnary(op, Load(x[i]), alpha));
+  }
+};
+
+// BinaryBody four elements at a time, for maps that are Packable (no
+// operand walks the dims: same shape, one element, a bias, per-row
+// values).
+template <typename T>
+struct BinaryPackBody {
+  BinaryOp op;
+  const T* a;
+  const T* b;
+  T* y;
+  BroadcastMap map;
+  int64_t n;
+  DISTRT_HD void operator()(int64_t p) const {
+    const int64_t i0 = p * kPack;
+    if (i0 + kPack <= n) {
+      const PackOffsets o = PackAt(map, i0);
+      const Pack<T> va = LoadPack(a, o.base[0], o.step[0]);
+      const Pack<T> vb = LoadPack(b, o.base[1], o.step[1]);
+      Pack<T> out;
+      DISTRT_UNROLL
+      for (int k = 0; k < kPack; ++k)
+        out.v[k] = Store<T>(ApplyBinary(op, Load(va.v[k]), Load(vb.v[k])));
+      reinterpret_cast<Pack<T>*>(y)[p] = out;
+      return;
+    }
+    int64_t off[kMaxOperands];
+    for (int64_t i = i0; i < n; ++i) {
+      map.Offsets(i, off);
+      y[i] = Store<T>(ApplyBinary(op, Load(a[off[0]]), Load(b[off[1]])));
+    }
+  }
+};
+
 }  // namespace portable
 }  // namespace distrt
 

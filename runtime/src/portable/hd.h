@@ -185,6 +185,15 @@ struct OneLane {
   }
 };
 
+// Four consecutive elements moved as one aligned load or store (16 bytes
+// for f32: one 128-bit instruction on a GPU), for bodies whose operands
+// are contiguous and start at buffer starts (64-byte aligned).
+constexpr int kPack = 4;
+template <typename T>
+struct alignas(sizeof(T) * kPack) Pack {
+  T v[kPack];
+};
+
 // The most dims an index map (broadcast, transpose, slice) carries.
 constexpr int kMaxDims = 8;
 

@@ -74,6 +74,71 @@ struct BroadcastMap {
   }
 };
 
+// For bodies that take kPack consecutive output elements at once (see
+// Packable): operand k's elements for outputs i0 .. i0 + kPack - 1 are at
+// base[k] + j * step[k] (step 1: consecutive and aligned; 0: one element).
+struct PackOffsets {
+  int64_t base[kMaxOperands];
+  int step[kMaxOperands];
+};
+
+DISTRT_HD PackOffsets PackAt(const BroadcastMap& m, int64_t i0) {
+  PackOffsets o;
+  DISTRT_UNROLL
+  for (int k = 0; k < kMaxOperands; ++k) {
+    o.base[k] = 0;
+    o.step[k] = 0;
+    if (k >= m.operands) continue;
+    switch (m.form[k]) {
+      case OperandForm::kSame:
+        o.base[k] = i0;
+        o.step[k] = 1;
+        break;
+      case OperandForm::kTrailing:
+        o.base[k] = Mod(i0, m.extent[k]);
+        o.step[k] = 1;
+        break;
+      case OperandForm::kLeading:
+        o.base[k] = Div(i0, m.extent[k]);
+        break;
+      default:  // kScalar (kGeneral never reaches a pack body)
+        break;
+    }
+  }
+  return o;
+}
+
+// Loads operand elements base + j * step, j < kPack: one aligned load when
+// step is 1, the one element repeated when 0.
+template <typename T>
+DISTRT_HD Pack<T> LoadPack(const T* p, int64_t base, int step) {
+  if (step == 1) return *reinterpret_cast<const Pack<T>*>(p + base);
+  Pack<T> v;
+  DISTRT_UNROLL
+  for (int k = 0; k < kPack; ++k) v.v[k] = p[base];
+  return v;
+}
+
+// Whether output elements can be taken kPack at a time with PackAt: no
+// operand walks the dims, and the trailing and leading spans are multiples
+// of kPack, so a pack never straddles one.
+inline bool Packable(const BroadcastMap& m) {
+  for (int k = 0; k < m.operands; ++k) {
+    switch (m.form[k]) {
+      case OperandForm::kSame:
+      case OperandForm::kScalar:
+        break;
+      case OperandForm::kTrailing:
+      case OperandForm::kLeading:
+        if (m.extent[k] % kPack != 0) return false;
+        break;
+      case OperandForm::kGeneral:
+        return false;
+    }
+  }
+  return true;
+}
+
 // Which OperandForm `s` (broadcasting to `out`) has, and its extent.
 inline OperandForm FormOf(const std::vector<int64_t>& s, const std::vector<int64_t>& out,
                           int64_t* extent) {

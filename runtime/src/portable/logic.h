@@ -87,6 +87,37 @@ struct WhereBody {
   }
 };
 
+// WhereBody four elements at a time, for Packable maps (a mask over the
+// last dims, a scalar branch): one load per operand pack.
+template <typename U>
+struct WherePackBody {
+  const uint8_t* cond;
+  const U* a;
+  const U* b;
+  U* y;
+  BroadcastMap map;
+  int64_t n;
+  DISTRT_HD void operator()(int64_t p) const {
+    const int64_t i0 = p * kPack;
+    if (i0 + kPack <= n) {
+      const PackOffsets o = PackAt(map, i0);
+      const Pack<uint8_t> c = LoadPack(cond, o.base[0], o.step[0]);
+      const Pack<U> va = LoadPack(a, o.base[1], o.step[1]);
+      const Pack<U> vb = LoadPack(b, o.base[2], o.step[2]);
+      Pack<U> out;
+      DISTRT_UNROLL
+      for (int k = 0; k < kPack; ++k) out.v[k] = c.v[k] != 0 ? va.v[k] : vb.v[k];
+      reinterpret_cast<Pack<U>*>(y)[p] = out;
+      return;
+    }
+    int64_t off[kMaxOperands];
+    for (int64_t i = i0; i < n; ++i) {
+      map.Offsets(i, off);
+      y[i] = cond[off[0]] != 0 ? a[off[1]] : b[off[2]];
+    }
+  }
+};
+
 }  // namespace portable
 }  // namespace distrt
 
