@@ -1,5 +1,7 @@
 #include "exec_common.h"
 
+#include <algorithm>
+
 namespace distrt {
 
 Status CheckCommunicator(const Program& p, const Communicator* comm) {
@@ -77,6 +79,33 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
     if (l.last_use[v] >= 0 && !l.keep[v]) l.release_after[l.last_use[v]].push_back(v);
   }
   return l;
+}
+
+int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
+                         const std::vector<bool>& persistent) {
+  // What each value added to the live total, taken off at its release.
+  std::vector<int64_t> counted(static_cast<size_t>(p.num_values()), 0);
+  int64_t now = 0, peak = 0;
+  auto add = [&](int v) {
+    const TensorType& t = p.value(v).type;
+    counted[static_cast<size_t>(v)] =
+        NumElements(t.shape) * static_cast<int64_t>(DTypeSize(t.dtype));
+    now += counted[static_cast<size_t>(v)];
+  };
+  for (int i = 0; i < p.proto().inputs_size(); ++i) add(p.InputValue(i));
+  peak = now;
+  for (int i = 0; i < p.num_instructions(); ++i) {
+    const std::string& op = p.proto().instructions(i).op();
+    if (op != "reshape" && op != "identity")
+      for (int v : p.InstructionOutputs(i))
+        if (!persistent[static_cast<size_t>(v)]) add(v);
+    peak = std::max(peak, now);
+    for (int v : live.release_after[static_cast<size_t>(i)]) {
+      now -= counted[static_cast<size_t>(v)];
+      counted[static_cast<size_t>(v)] = 0;
+    }
+  }
+  return peak;
 }
 
 }  // namespace distrt

@@ -42,6 +42,13 @@ struct Liveness {
 // `persistent[v]`: value v is a weight or constant.
 Liveness ComputeLiveness(const Program& program, const std::vector<bool>& persistent);
 
+// The most bytes a run holds at once besides weights and constants, from
+// the liveness plan: program inputs and instruction results from their
+// definition to their release (results of reshape and identity share their
+// input's buffer and count nothing; kernel scratch is not counted).
+int64_t PlannedPeakBytes(const Program& program, const Liveness& live,
+                         const std::vector<bool>& persistent);
+
 }  // namespace distrt
 
 #endif  // DISTRT_SRC_EXEC_COMMON_H_

@@ -346,6 +346,20 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   std::vector<bool> persistent(static_cast<size_t>(p.num_values()));
   for (int v = 0; v < p.num_values(); ++v) persistent[v] = im.persistent[v].defined();
   Liveness live = ComputeLiveness(p, persistent);
+  e->stats_.planned_peak_bytes = PlannedPeakBytes(p, live, persistent);
+  if (!im.on_host) {
+    // Known before any run: say now when the device cannot hold a run.
+    const int64_t need = e->stats_.planned_peak_bytes, free = im.device->FreeMemory();
+    if (free >= 0 && need > free) {
+      return ResourceExhaustedError(
+          p.source(), ": a run needs about ", need >> 20, " MiB of ", im.device->name(),
+          "'s memory at once (its liveness plan's peak, besides the ",
+          im.weight_tracker->current() >> 20, " MiB of weights and state already there), but ",
+          free >> 20, " MiB are free");
+    }
+    Status st = im.device->Reserve(static_cast<size_t>(need));
+    if (!st.ok()) return st.WithContext(p.source());
+  }
   im.release_after = std::move(live.release_after);
   im.dies_at.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {

@@ -224,6 +224,22 @@ TEST(CudaDevice, ElementwiseKernelsMatchCpu) {
     EXPECT_EQ(place[i], "cuda:0") << "instruction " << i;
 }
 
+// A program whose run cannot fit the GPU is refused at Create, from its
+// liveness plan, with both sizes named, before anything is allocated.
+TEST(CudaDevice, ProgramLargerThanTheDeviceIsRefusedAtCreate) {
+  NEED_DEVICES(1);
+  ProgramBuilder b;
+  const Shape huge = {int64_t{1} << 20, int64_t{1} << 20};  // 4 TiB of f32
+  int x = b.Input("x", DType::kF32, {1});
+  int big = b.Apply("expand", {x}, DType::kF32, huge);
+  b.Output("y", b.Apply("reduce_sum", {big}, DType::kF32, {}, {{"axes", AttrInts({0, 1})}, {"keepdims", AttrInt(0)}}));
+  std::unique_ptr<Executor> exec;
+  Status st = Executor::Create(Make(b), nullptr, OnGpu(), &exec);
+  EXPECT_EQ(st.code(), StatusCode::kResourceExhausted) << st.ToString();
+  EXPECT_HAS(st.message(), "a run needs about 4194304 MiB of cuda:0's memory at once");
+  EXPECT_HAS(st.message(), "MiB are free");
+}
+
 // max_pool has no CUDA kernel: it runs on the host between two device
 // kernels, its input copied to the host and its output back.
 TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {

@@ -170,6 +170,12 @@ TEST(Executor, LivenessKeepsPeakAtTwoBuffers) {
   ASSERT_TRUE(keep->Run({Iota(shape, 1e-4f)}, &out).ok());
   EXPECT_EQ(keep->stats().peak_live_bytes, n * bytes);
   EXPECT_EQ(out.size(), static_cast<size_t>(n));
+
+  // The plan made at Create, from liveness alone (no in-place reuse): an
+  // op's input and result at once for the chain, every result for the
+  // chain that keeps them all.
+  EXPECT_EQ(e->stats().planned_peak_bytes, 2 * bytes);
+  EXPECT_EQ(keep->stats().planned_peak_bytes, n * bytes);
 }
 
 TEST(Executor, ElementwiseChainRunsInPlaceWithoutTouchingInputs) {

@@ -61,6 +61,9 @@ class Device {
   virtual void* stream() const { return nullptr; }
   // Free memory the device reports (bytes), -1 if unknown.
   virtual int64_t FreeMemory() const { return -1; }
+  // Readies `bytes` for the coming allocations at once (a GPU's pool grows
+  // to it here instead of during the first run); nothing on the host.
+  virtual Status Reserve(size_t bytes) { return OkStatus(); }
   // "NVIDIA H200, 132 SMs, 139.8 GiB", or the CPU's model name.
   virtual std::string Description() const { return name(); }
 };

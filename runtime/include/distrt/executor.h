@@ -64,6 +64,10 @@ struct RunStats {
                                 // the weights it packed for the GEMM
   int64_t peak_live_bytes = 0;  // peak bytes of buffers allocated by the last Run
                                 // (activations and kernel scratch, not inputs)
+  // Set at Create: the peak the liveness plan predicts for a run's inputs
+  // and results (no scratch, no in-place reuse). On a GPU the executor
+  // reserves it at Create, and fails there if the device lacks it.
+  int64_t planned_peak_bytes = 0;
   int64_t instructions = 0;     // instructions executed by the last Run
   double seconds = 0;           // wall time of the last Run
   // On a device other than the host, for the last Run: instructions that

@@ -148,6 +148,21 @@ int64_t CudaDevice::FreeMemory() const {
   return static_cast<int64_t>(free_bytes);
 }
 
+// One allocation of the whole size, given back at once: the pool (whose
+// release threshold keeps freed memory) holds it for the run's buffers.
+Status CudaDevice::Reserve(size_t bytes) {
+  if (bytes == 0) return OkStatus();
+  DISTRT_RETURN_IF_ERROR(Activate());
+  void* p = nullptr;
+  if (cudaMallocAsync(&p, bytes, stream_) != cudaSuccess) {
+    cudaGetLastError();
+    return ResourceExhaustedError(name(), ": cannot reserve ", bytes >> 20,
+                                  " MiB for the runs' buffers");
+  }
+  DISTRT_CUDA(cudaFreeAsync(p, stream_), "cudaFreeAsync");
+  return Synchronize();
+}
+
 std::string CudaDevice::Description() const {
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, index_) != cudaSuccess) return name();

@@ -34,6 +34,7 @@ class CudaDevice : public Device {
   Status Synchronize() override;
   void* stream() const override { return stream_; }
   int64_t FreeMemory() const override;
+  Status Reserve(size_t bytes) override;
   std::string Description() const override;
 
   cudaStream_t cuda_stream() const { return stream_; }
