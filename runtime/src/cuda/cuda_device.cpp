@@ -185,6 +185,8 @@ void RegisterCudaKernels(KernelRegistry& r) {
   RegisterCudaCastKernels(r);
   RegisterCudaLayoutKernels(r);
   RegisterCudaIndexKernels(r);
+  RegisterCudaConvKernels(r);
+  RegisterCudaPoolKernels(r);
 }
 
 }  // namespace distrt

@@ -79,6 +79,8 @@ void RegisterCudaArithKernels(KernelRegistry& r);
 void RegisterCudaCastKernels(KernelRegistry& r);
 void RegisterCudaLayoutKernels(KernelRegistry& r);
 void RegisterCudaIndexKernels(KernelRegistry& r);
+void RegisterCudaConvKernels(KernelRegistry& r);
+void RegisterCudaPoolKernels(KernelRegistry& r);
 
 }  // namespace distrt
 
