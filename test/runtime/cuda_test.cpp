@@ -240,24 +240,26 @@ TEST(CudaDevice, ProgramLargerThanTheDeviceIsRefusedAtCreate) {
   EXPECT_HAS(st.message(), "MiB are free");
 }
 
-// max_pool has no CUDA kernel: it runs on the host between two device
-// kernels, its input copied to the host and its output back.
+// argmax has CUDA kernels for floating inputs only: on an i32 input it runs
+// on the host between two device kernels, its input copied to the host and
+// its output back.
 TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {
   NEED_DEVICES(1);
   ProgramBuilder b;
-  const Shape in = {1, 2, 4, 4}, out = {1, 2, 2, 2};
-  int x = b.Input("x", DType::kF32, in);
-  int e = b.Apply("exp", {x}, DType::kF32, in);  // device
-  int p = b.Apply("max_pool", {e}, DType::kF32, out,
-                  {{"kernel", AttrInts({2, 2})}, {"strides", AttrInts({2, 2})}});  // host
-  int g = b.Apply("gelu", {p}, DType::kF32, out);  // device
-  b.Output("g", g);
+  int x = b.Input("x", DType::kF32, {2, 8});
+  int c = b.Apply("cast", {x}, DType::kI32, {2, 8});  // device
+  int a = b.Apply("argmax", {c}, DType::kI64, {2}, {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}});  // host
+  int f = b.Apply("cast", {a}, DType::kF32, {2});  // device
+  b.Output("f", f);
   RunStats stats;
-  auto place = CompareWithCpu(Make(b), {Random(in, 5)}, 1e-5f, &stats);
+  // Integers in [-8, 8): ties resolved the same way (the first index) on both.
+  std::vector<float> v = Random({2, 8}, 5).ToVector<float>();
+  for (float& e : v) e = std::floor(e * 8);
+  auto place = CompareWithCpu(Make(b), {*Tensor::FromVector<float>({2, 8}, v)}, 0.f, &stats);
   EXPECT_EQ(place, (std::vector<std::string>{"cuda:0", "cpu", "cuda:0"}));
   EXPECT_EQ(stats.host_instructions, 1);
-  EXPECT_EQ(stats.bytes_to_host, 32 * 4 + 8 * 4);  // max_pool's input, the output
-  EXPECT_EQ(stats.bytes_to_device, 32 * 4 + 8 * 4);  // the input x, max_pool's output
+  EXPECT_EQ(stats.bytes_to_host, 16 * 4 + 2 * 4);   // argmax's input, the output
+  EXPECT_EQ(stats.bytes_to_device, 16 * 4 + 2 * 8);  // the input x, argmax's result
 
   // With the fallback off, the first host-only instruction is an error.
   ExecutorOptions strict = OnGpu();
@@ -265,13 +267,14 @@ TEST(CudaDevice, HostFallbackIsCorrectAndCounted) {
   std::unique_ptr<Executor> exec;
   Status st = Executor::Create(Make(b), nullptr, strict, &exec);
   EXPECT_EQ(st.code(), StatusCode::kUnimplemented);
-  EXPECT_HAS(st.message(), "no cuda kernel for max_pool on f32");
+  EXPECT_HAS(st.message(), "no cuda kernel for argmax on i32");
 }
 
 // Training state on the device: zeros weights updated by device kernels
 // (mul/sub/add), through an alias (identity of another updated weight: the
 // copy must use its value from before the run) and through the host
-// fallback (softmax), three runs, against the CPU executor.
+// fallback (argmax of an i32 tensor, written into an i64 state), three runs,
+// against the CPU executor.
 TEST(CudaDevice, WeightUpdatesMatchCpuExecutor) {
   NEED_DEVICES(1);
   ProgramBuilder b;
@@ -284,6 +287,9 @@ TEST(CudaDevice, WeightUpdatesMatchCpuExecutor) {
   b.SetUpdate(w, b.Apply("sub", {w, step}, DType::kF32, {4, 8}));
   const int sm = b.Apply("softmax", {g}, DType::kF32, {4, 8}, {{"axis", AttrInt(1)}});
   b.SetUpdate(m, b.Apply("add", {m, sm}, DType::kF32, {4, 8}));
+  const int pick = b.ZerosWeight("pick", DType::kI64, {4}, {0}, {4});
+  const int gi = b.Apply("cast", {b.Apply("mul", {g, b.Constant(*Tensor::FromVector<float>({}, {8.f}))}, DType::kF32, {4, 8})}, DType::kI32, {4, 8});
+  b.SetUpdate(pick, b.Apply("argmax", {gi}, DType::kI64, {4}, {{"axis", AttrInt(1)}, {"keepdims", AttrInt(0)}}));
   b.SetUpdate(prev, b.Apply("identity", {w}, DType::kF32, {4, 8}));
   b.Output("w", w);
   auto program = Make(b);
@@ -303,10 +309,14 @@ TEST(CudaDevice, WeightUpdatesMatchCpuExecutor) {
     ASSERT_TRUE(cpu->ReadPersistent(&cs).ok());
     st = gpu->ReadPersistent(&gs);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    ASSERT_EQ(gs.size(), 3u);
-    for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(gs.size(), 4u);
+    for (size_t i = 0; i < 4; ++i) {
       EXPECT_EQ(gs[i].weight->name(), cs[i].weight->name());
-      ExpectF32(gs[i].value, {4, 8}, Vec<float>(cs[i].value), 1e-5f);
+      if (cs[i].value.dtype() == DType::kI64) {
+        EXPECT_TRUE(gs[i].value.Equals(cs[i].value)) << gs[i].weight->name();
+      } else {
+        ExpectF32(gs[i].value, {4, 8}, Vec<float>(cs[i].value), 1e-5f);
+      }
     }
   }
 }
