@@ -2,6 +2,7 @@
 #include "distopt/Export/RankProgramExport.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
+#include "distopt/Support/ElementType.h"
 
 #include "distrt/program.h"
 
@@ -87,28 +88,12 @@ private:
 
 } // namespace
 
+/// A rank program stores a dtype by its number in the dtype table.
 FailureOr<proto::DType> Exporter::dtypeOf(Location loc, Type t) {
-  if (t.isF32())
-    return proto::F32;
-  if (t.isF16())
-    return proto::F16;
-  if (t.isBF16())
-    return proto::BF16;
-  if (t.isF64())
-    return proto::F64;
-  if (t.isInteger(64))
-    return proto::I64;
-  if (t.isInteger(32))
-    return proto::I32;
-  if (t.isInteger(16))
-    return proto::I16;
-  if (t.isUnsignedInteger(8))
-    return proto::U8;
-  if (t.isInteger(8))
-    return proto::I8;
-  if (t.isInteger(1))
-    return proto::BOOL;
-  return emitError(loc, "element type ") << t << " has no runtime dtype";
+  std::optional<distrt::DType> dtype = distopt::dtypeOf(t);
+  if (!dtype)
+    return emitError(loc, "element type ") << t << " has no runtime dtype";
+  return static_cast<proto::DType>(*dtype);
 }
 
 FailureOr<int32_t> Exporter::define(Value v) {

@@ -58,34 +58,6 @@ Known Known::ofFloats(std::vector<int64_t> shape, std::vector<double> values) {
 // Element types and tensor data
 //===----------------------------------------------------------------------===//
 
-Type distopt::onnximport::elementTypeOf(MLIRContext *ctx, int t) {
-  Builder b(ctx);
-  switch (t) {
-  case onnx::TensorProto::FLOAT:
-    return b.getF32Type();
-  case onnx::TensorProto::FLOAT16:
-    return b.getF16Type();
-  case onnx::TensorProto::BFLOAT16:
-    return b.getBF16Type();
-  case onnx::TensorProto::DOUBLE:
-    return b.getF64Type();
-  case onnx::TensorProto::INT64:
-    return b.getI64Type();
-  case onnx::TensorProto::INT32:
-    return b.getI32Type();
-  case onnx::TensorProto::INT16:
-    return b.getI16Type();
-  case onnx::TensorProto::INT8:
-    return b.getI8Type();
-  case onnx::TensorProto::UINT8:
-    return IntegerType::get(ctx, 8, IntegerType::Unsigned);
-  case onnx::TensorProto::BOOL:
-    return b.getI1Type();
-  default:
-    return {};
-  }
-}
-
 std::string distopt::onnximport::dataTypeName(int t) {
   if (onnx::TensorProto::DataType_IsValid(t))
     return onnx::TensorProto::DataType_Name(
@@ -94,8 +66,9 @@ std::string distopt::onnximport::dataTypeName(int t) {
 }
 
 int64_t distopt::onnximport::storageBytes(Type et) {
-  if (et.isInteger(1))
-    return 1;
+  // Every element type the importer makes is a row of the dtype table.
+  if (std::optional<distrt::DType> dtype = dtypeOf(et))
+    return static_cast<int64_t>(distrt::DTypeSize(*dtype));
   return (et.getIntOrFloatBitWidth() + 7) / 8;
 }
 

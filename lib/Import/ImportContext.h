@@ -8,6 +8,8 @@
 #ifndef DISTOPT_LIB_IMPORT_IMPORTCONTEXT_H
 #define DISTOPT_LIB_IMPORT_IMPORTCONTEXT_H
 
+#include "distopt/Support/ElementType.h"
+
 #include "onnx/onnx_pb.h"
 
 #include "mlir/IR/Builders.h"
@@ -66,8 +68,6 @@ struct Tensor {
 // Element types and tensor data
 //===----------------------------------------------------------------------===//
 
-/// ONNX element type -> MLIR type, or null if unsupported.
-mlir::Type elementTypeOf(mlir::MLIRContext *ctx, int onnxType);
 /// The ONNX name of an element type ("FLOAT", "STRING", ...).
 std::string dataTypeName(int onnxType);
 /// Bytes per element in ONNX's raw (little-endian) encoding.

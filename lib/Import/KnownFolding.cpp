@@ -576,9 +576,9 @@ std::optional<LogicalResult> distopt::onnximport::tryFold(ImportContext &ctx) {
     return done(*in[0], et);
 
   if (op == "Cast" || op == "CastLike") {
-    Type to = op == "CastLike"
-                  ? ctx.type(1).getElementType()
-                  : elementTypeOf(ctx.b.getContext(), ctx.attrInt("to", 0));
+    Type to = op == "CastLike" ? ctx.type(1).getElementType()
+                               : distopt::elementTypeOfOnnx(
+                                     ctx.b.getContext(), ctx.attrInt("to", 0));
     if (!to)
       return std::nullopt;
     return done(knownCast(*in[0], to), to);

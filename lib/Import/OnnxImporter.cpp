@@ -81,7 +81,7 @@ Importer::valueInfoType(const onnx::ValueInfoProto &info, StringRef what) {
                    << "' is not a tensor (sequences, maps and optionals are "
                       "not supported)";
   const auto &tt = info.type().tensor_type();
-  Type et = elementTypeOf(&ctx, tt.elem_type());
+  Type et = elementTypeOfOnnx(&ctx, tt.elem_type());
   if (!et)
     return error() << what << " '" << info.name() << "' has element type "
                    << dataTypeName(tt.elem_type())
@@ -252,7 +252,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
     return error() << "an initializer has no name";
   if (values.count(t.name()))
     return error() << "initializer '" << t.name() << "' is defined twice";
-  Type et = elementTypeOf(&ctx, t.data_type());
+  Type et = elementTypeOfOnnx(&ctx, t.data_type());
   if (!et)
     return error() << "initializer '" << t.name() << "' has element type "
                    << dataTypeName(t.data_type()) << ", which is not supported";
@@ -354,7 +354,7 @@ LogicalResult Importer::checkOutputType(const onnx::ValueInfoProto &info,
     return success();
   const auto &tt = info.type().tensor_type();
   if (tt.elem_type() != onnx::TensorProto::UNDEFINED) {
-    Type et = elementTypeOf(&ctx, tt.elem_type());
+    Type et = elementTypeOfOnnx(&ctx, tt.elem_type());
     if (et != computed.getElementType())
       return error() << "graph output '" << info.name() << "' is declared "
                      << dataTypeName(tt.elem_type()) << " but computes "

@@ -300,7 +300,7 @@ LogicalResult distopt::onnximport::castOp(ImportContext &ctx) {
     et = ctx.type(1).getElementType();
   } else {
     int64_t to = ctx.attrInt("to", 0);
-    et = elementTypeOf(ctx.b.getContext(), to);
+    et = elementTypeOfOnnx(ctx.b.getContext(), to);
     if (!et)
       return ctx.error() << "casting to " << dataTypeName(to)
                          << " is not supported";

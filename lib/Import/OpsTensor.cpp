@@ -55,7 +55,7 @@ LogicalResult setReshaped(ImportContext &ctx, ArrayRef<int64_t> shape) {
 FailureOr<RankedTensorType> tensorProtoType(ImportContext &ctx,
                                             const onnx::TensorProto &t,
                                             StringRef what) {
-  Type et = elementTypeOf(ctx.b.getContext(), t.data_type());
+  Type et = elementTypeOfOnnx(ctx.b.getContext(), t.data_type());
   if (!et)
     return ctx.error() << what << " has element type "
                        << dataTypeName(t.data_type())

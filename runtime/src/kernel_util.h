@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernel.h"
+#include "portable/hd.h"
 #include "wrap_arith.h"
 
 namespace distrt {
@@ -31,6 +32,14 @@ namespace distrt {
   DISTRT_CASE_(kI16, int16_t, __VA_ARGS__) \
   DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)   \
   DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)
+// The 16-bit floats. A kernel computes with them through the element
+// trait portable::Elem<T> (portable/hd.h): Load gives an element as its
+// compute type (f32 for these, the type itself for every other), Store
+// rounds it back. A body written with Load/Store takes f16 and bf16 by
+// adding these cases to its dispatch; nothing outside the kernel changes.
+#define DISTRT_HALF_CASES_(...)          \
+  DISTRT_CASE_(kF16, f16_t, __VA_ARGS__) \
+  DISTRT_CASE_(kBF16, bf16_t, __VA_ARGS__)
 #define DISTRT_UNSUPPORTED_(dtype, opname) \
   default:                                 \
     return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype));

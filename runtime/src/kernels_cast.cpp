@@ -7,29 +7,18 @@
 namespace distrt {
 namespace {
 
-// Reads element i of a source buffer as "wide" value: double for floats,
-// int64 for integers/bool.
+// Element i of a source buffer as a "wide" value: double for floats (the
+// 16-bit ones loaded through their element trait), int64 for
+// integers/bool.
 template <typename S>
-struct Reader {
-  static constexpr bool kFloat = std::is_floating_point<S>::value;
-  static auto Get(const S* p, int64_t i) {
-    if constexpr (kFloat) {
-      return static_cast<double>(p[i]);
-    } else {
-      return static_cast<int64_t>(p[i]);
-    }
+auto ReadWide(const S* p, int64_t i) {
+  auto v = portable::Load(p[i]);
+  if constexpr (std::is_floating_point<decltype(v)>::value) {
+    return static_cast<double>(v);
+  } else {
+    return static_cast<int64_t>(v);
   }
-};
-template <>
-struct Reader<f16_t> {
-  static constexpr bool kFloat = true;
-  static double Get(const f16_t* p, int64_t i) { return HalfToFloat(p[i].bits); }
-};
-template <>
-struct Reader<bf16_t> {
-  static constexpr bool kFloat = true;
-  static double Get(const bf16_t* p, int64_t i) { return BF16ToFloat(p[i].bits); }
-};
+}
 
 template <typename I>
 I FloatToInt(double x) {
@@ -53,10 +42,9 @@ D Convert(W v, bool dst_bool) {
   if constexpr (std::is_same<D, uint8_t>::value) {
     if (dst_bool) return static_cast<D>(v != 0);
   }
-  if constexpr (std::is_same<D, f16_t>::value) {
-    return f16_t{FloatToHalf(static_cast<float>(v))};
-  } else if constexpr (std::is_same<D, bf16_t>::value) {
-    return bf16_t{FloatToBF16(static_cast<float>(v))};
+  using Compute = typename portable::Elem<D>::Compute;
+  if constexpr (!std::is_same<D, Compute>::value) {  // f16, bf16: via f32
+    return portable::Store<D>(static_cast<Compute>(v));
   } else if constexpr (std::is_floating_point<D>::value) {
     return static_cast<D>(v);
   } else if constexpr (std::is_floating_point<W>::value) {
@@ -73,15 +61,14 @@ void CastLoop(const void* src, void* dst, int64_t n, bool dst_bool) {
   if constexpr (std::is_same<S, float>::value && std::is_same<D, float>::value) {
     std::memcpy(d, s, static_cast<size_t>(n) * sizeof(float));
   } else {
-    for (int64_t i = 0; i < n; ++i) d[i] = Convert<D>(Reader<S>::Get(s, i), dst_bool);
+    for (int64_t i = 0; i < n; ++i) d[i] = Convert<D>(ReadWide(s, i), dst_bool);
   }
 }
 
 #define DISTRT_ALL_TYPES_(dtype, ...)                                        \
   switch (dtype) {                                                           \
     DISTRT_FLOAT_CASES_(__VA_ARGS__)                                         \
-    DISTRT_CASE_(kF16, f16_t, __VA_ARGS__)                                   \
-    DISTRT_CASE_(kBF16, bf16_t, __VA_ARGS__)                                 \
+    DISTRT_HALF_CASES_(__VA_ARGS__)                                          \
     DISTRT_INT_CASES_(__VA_ARGS__)                                           \
     DISTRT_CASE_(kBool, uint8_t, __VA_ARGS__)                                \
     default:                                                                 \

@@ -110,18 +110,8 @@ Status VerifyScatterAdd(const VerifyContext& ctx) {
 // the 16-bit floats (as a sequence of f16 additions would be).
 template <typename T>
 void AddRow(T* dst, const T* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) dst[i] = WrapAdd(dst[i], src[i]);
-}
-template <>
-void AddRow<f16_t>(f16_t* dst, const f16_t* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
-    dst[i].bits = FloatToHalf(HalfToFloat(dst[i].bits) + HalfToFloat(src[i].bits));
-  }
-}
-template <>
-void AddRow<bf16_t>(bf16_t* dst, const bf16_t* src, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    dst[i].bits = FloatToBF16(BF16ToFloat(dst[i].bits) + BF16ToFloat(src[i].bits));
+    dst[i] = portable::Store<T>(WrapAdd(portable::Load(dst[i]), portable::Load(src[i])));
   }
 }
 
@@ -195,10 +185,7 @@ Status RunScatterAdd(KernelContext& ctx) {
   switch (base.dtype()) {
     DISTRT_FLOAT_CASES_(ScatterAdd(upd.data<T>(), ids, outer, dim, inner, out->data<T>(), ctx.pool))
     DISTRT_INT_CASES_(ScatterAdd(upd.data<T>(), ids, outer, dim, inner, out->data<T>(), ctx.pool))
-    DISTRT_CASE_(kF16, f16_t,
-                 ScatterAdd(upd.data<T>(), ids, outer, dim, inner, out->data<T>(), ctx.pool))
-    DISTRT_CASE_(kBF16, bf16_t,
-                 ScatterAdd(upd.data<T>(), ids, outer, dim, inner, out->data<T>(), ctx.pool))
+    DISTRT_HALF_CASES_(ScatterAdd(upd.data<T>(), ids, outer, dim, inner, out->data<T>(), ctx.pool))
     DISTRT_UNSUPPORTED_(base.dtype(), "scatter_add")
   }
   return OkStatus();

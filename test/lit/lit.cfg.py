@@ -28,6 +28,6 @@ if config.distopt_mpirun:
         config.available_features.add("nccl")
 
 tool_dirs = [config.distopt_tools_dir, config.llvm_tools_dir]
-tools = ["dist-opt", "dist-run", "dist-train", "onnx-import-test", "mlir-opt", "FileCheck", "not", "split-file", "count"]
+tools = ["dist-opt", "dist-run", "dist-train", "checkpoint-faults", "onnx-import-test", "mlir-opt", "FileCheck", "not", "split-file", "count"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.distopt_tools_dir, append_path=True)

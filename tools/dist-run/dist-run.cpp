@@ -8,12 +8,13 @@
 #include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
-#include "distopt/Runner/OnnxTestCase.h"
-#include "distopt/Runner/Profile.h"
-#include "distopt/Runner/ReferenceCheck.h"
-#include "distopt/Runner/RunFlags.h"
-#include "distopt/Runner/Runner.h"
-#include "distopt/Runner/Session.h"
+#include "distopt/Check/OnnxTestCase.h"
+#include "distopt/Check/ReferenceCheck.h"
+#include "distopt/Data/Microbatches.h"
+#include "distopt/Session/Profile.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Session/RunFlags.h"
+#include "distopt/Session/Session.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -163,8 +164,7 @@ int main(int argc, char **argv) {
   if (!runFlags)
     return failWith(toString(runFlags.takeError()));
   RunSettings settings = *runFlags;
-  settings.rtol = relTol;
-  settings.atol = absTol;
+  Tolerances tolerances{relTol, absTol};
   auto group = initBackend(settings.backend, argc, argv);
   if (!group)
     return failWith(toString(group.takeError()));
@@ -189,7 +189,7 @@ int main(int argc, char **argv) {
   options.workDir = workDir.str().str();
 
   if (!onnxTest.empty()) {
-    auto outcome = runOnnxTestCase(ctx, onnxTest, options, settings);
+    auto outcome = runOnnxTestCase(ctx, onnxTest, options, settings, tolerances);
     if (!outcome)
       return failWith(toString(outcome.takeError()));
     if (!root)
@@ -249,7 +249,7 @@ int main(int argc, char **argv) {
   int status = 0;
   if (check && root) {
     auto result = checkAgainstSingleDevice(ctx, modelPath, options, *inputs,
-                                           *outputs, settings);
+                                           *outputs, settings, tolerances);
     if (!result)
       return failWith(toString(result.takeError()));
     for (const std::string &line : result->lines)

@@ -10,8 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/InitAll.h"
-#include "distopt/Runner/Runner.h"
-#include "distopt/Runner/Session.h"
+#include "distopt/Check/TensorComparison.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Session/Session.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

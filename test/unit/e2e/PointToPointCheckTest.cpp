@@ -1,5 +1,5 @@
 //===- PointToPointCheckTest.cpp - every send has its receive ---*- C++ -*-===//
-#include "distopt/Runner/Runner.h"
+#include "distopt/Session/PointToPointCheck.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/InitAll.h"
-#include "distopt/Runner/Runner.h"
+#include "distopt/Check/TensorComparison.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Session/Session.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

@@ -11,7 +11,7 @@
 //===----------------------------------------------------------------------===//
 #include "Mutator.h"
 
-#include "distopt/Runner/CheckpointFormat.h"
+#include "distopt/Checkpoint/CheckpointFormat.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"

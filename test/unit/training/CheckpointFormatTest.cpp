@@ -6,7 +6,7 @@
 // their parsers.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Runner/CheckpointFormat.h"
+#include "distopt/Checkpoint/CheckpointFormat.h"
 
 #include <gtest/gtest.h>
 

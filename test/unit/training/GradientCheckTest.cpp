@@ -8,7 +8,8 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/InitAll.h"
-#include "distopt/Runner/Runner.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Session/Session.h"
 #include "distopt/Training/Backward.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

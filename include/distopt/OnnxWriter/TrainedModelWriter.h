@@ -1,0 +1,33 @@
+//===- TrainedModelWriter.h - write a trained model as ONNX -----*- C++ -*-===//
+//
+// dist-train --save: the model file again, its initializers replaced by the
+// trained parameters, optionally with LoRA adapters folded into their base
+// weights (LoraMerge.h); a single-device model any ONNX runtime loads.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_ONNXWRITER_TRAINEDMODELWRITER_H
+#define DISTOPT_ONNXWRITER_TRAINEDMODELWRITER_H
+
+#include "distrt/launcher.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <vector>
+
+namespace distopt {
+
+/// Writes the ONNX model with its initializers replaced by `trained`
+/// (matched by name; optimizer states ignored). A trained tensor's dtype
+/// must be its initializer's element type. Tensors go to an external-data
+/// file next to `out` when they exceed 1 GiB in all. With `mergeLora`, LoRA
+/// adapters are folded into their base weights and `*mergedLayers` says how
+/// many.
+llvm::Error saveTrainedModel(llvm::StringRef modelPath,
+                             const std::vector<distrt::NamedTensor> &trained,
+                             llvm::StringRef out, bool mergeLora = false,
+                             int *mergedLayers = nullptr);
+
+} // namespace distopt
+
+#endif // DISTOPT_ONNXWRITER_TRAINEDMODELWRITER_H

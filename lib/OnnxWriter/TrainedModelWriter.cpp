@@ -1,0 +1,120 @@
+//===- TrainedModelWriter.cpp - write a trained model as ONNX -------------===//
+#include "distopt/OnnxWriter/TrainedModelWriter.h"
+#include "distopt/OnnxWriter/LoraMerge.h"
+
+#include "onnx/onnx_pb.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <deque>
+#include <fstream>
+#include <map>
+
+using namespace distopt;
+using llvm::Error;
+using llvm::StringRef;
+
+static Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(message.str());
+}
+
+Error distopt::saveTrainedModel(StringRef modelPath,
+                                const std::vector<distrt::NamedTensor> &trained,
+                                StringRef out, bool mergeLora,
+                                int *mergedLayers) {
+  auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return fail("cannot read " + modelPath + ": " +
+                buffer.getError().message());
+  onnx::ModelProto model;
+  if (!model.ParseFromArray((*buffer)->getBufferStart(),
+                            static_cast<int>((*buffer)->getBufferSize())))
+    return fail(modelPath + " is not an ONNX model");
+  std::map<std::string, const distrt::Tensor *> byName;
+  for (const distrt::NamedTensor &t : trained)
+    byName[t.name] = &t.tensor;
+  std::deque<distrt::Tensor> mergedWeights;
+  if (mergeLora) {
+    auto merged = mergeLoraAdapters(model, byName, mergedWeights);
+    if (!merged)
+      return merged.takeError();
+    if (mergedLayers)
+      *mergedLayers = *merged;
+  }
+  size_t total = 0;
+  for (const auto &[name, t] : byName)
+    total += t->byte_size();
+  bool external = total > (size_t(1) << 30);
+  llvm::SmallString<256> dataName(llvm::sys::path::filename(out));
+  dataName += ".data";
+  llvm::SmallString<256> dataPath(llvm::sys::path::parent_path(out));
+  llvm::sys::path::append(dataPath, dataName);
+  std::unique_ptr<llvm::raw_fd_ostream> data;
+  if (external) {
+    std::error_code ec;
+    data = std::make_unique<llvm::raw_fd_ostream>(dataPath, ec);
+    if (ec)
+      return fail("cannot write " + dataPath + ": " + ec.message());
+  }
+  uint64_t at = 0;
+  for (onnx::TensorProto &init :
+       *model.mutable_graph()->mutable_initializer()) {
+    auto it = byName.find(init.name());
+    if (it == byName.end())
+      continue;
+    const distrt::Tensor &t = *it->second;
+    if (distrt::OnnxTypeOf(t.dtype()) != init.data_type())
+      return fail("trained '" + init.name() + "' is " +
+                  distrt::DTypeName(t.dtype()) +
+                  ", not the initializer's element type");
+    init.clear_float_data();
+    init.clear_double_data();
+    init.clear_int32_data();
+    init.clear_raw_data();
+    init.clear_external_data();
+    init.set_data_location(onnx::TensorProto::DEFAULT);
+    if (!external) {
+      init.set_raw_data(t.raw(), t.byte_size());
+      continue;
+    }
+    data->write(static_cast<const char *>(t.raw()), t.byte_size());
+    init.set_data_location(onnx::TensorProto::EXTERNAL);
+    auto entry = [&](const std::string &k, const std::string &v) {
+      auto *e = init.add_external_data();
+      e->set_key(k);
+      e->set_value(v);
+    };
+    entry("location", dataName.str().str());
+    entry("offset", std::to_string(at));
+    entry("length", std::to_string(t.byte_size()));
+    at += t.byte_size();
+  }
+  // Initializers with external data that were not trained (frozen) keep
+  // pointing at the original file: make the path absolute.
+  llvm::SmallString<256> modelDir(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::fs::make_absolute(modelDir);
+  for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
+    if (init.data_location() == onnx::TensorProto::EXTERNAL &&
+        !byName.count(init.name()))
+      for (auto &e : *init.mutable_external_data())
+        if (e.key() == "location" && !llvm::sys::path::is_absolute(e.value())) {
+          llvm::SmallString<256> p(modelDir);
+          llvm::sys::path::append(p, e.value());
+          e.set_value(p.str().str());
+        }
+  // Written to a temporary name, then renamed into place.
+  llvm::SmallString<256> tmp(out);
+  tmp += ".tmp";
+  {
+    std::ofstream os(tmp.str().str(), std::ios::binary);
+    if (!os || !model.SerializeToOstream(&os))
+      return fail("cannot write " + tmp);
+  }
+  if (std::error_code ec = llvm::sys::fs::rename(tmp, out))
+    return fail("cannot write " + out + ": " + ec.message());
+  return Error::success();
+}

@@ -1,0 +1,191 @@
+//===- Trainer.cpp - run compiled training steps --------------------------===//
+#include "distopt/Trainer/Trainer.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Trainer/Labels.h"
+#include "distopt/Training/TrainingStep.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <set>
+
+using namespace distopt;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+
+static Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(message.str());
+}
+
+static Expected<distrt::Tensor> scalarF32(double v) {
+  distrt::Tensor t;
+  distrt::Status st = distrt::Tensor::Allocate(distrt::DType::kF32, {}, &t);
+  if (!st.ok())
+    return fail(st.ToString());
+  t.data<float>()[0] = static_cast<float>(v);
+  return t;
+}
+
+Expected<std::unique_ptr<Trainer>>
+Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
+                const CompileOptions &options, const TrainerOptions &trainer) {
+  if (!options.train)
+    return fail("Trainer::create needs a training config");
+  if (!trainer.tokensFile.empty() &&
+      options.train->loss.kind != LossSpec::Kind::CrossEntropy)
+    return fail("--tokens makes next-token labels for a cross_entropy loss; " +
+                options.train->path + " asks for another loss");
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->train = *options.train;
+  t->modelPath = modelPath.str();
+  auto compilation = Compilation::compile(ctx, modelPath, options);
+  if (failed(compilation))
+    return fail("cannot compile the training step of " + modelPath);
+  auto programs = exportPrograms(**compilation);
+  if (!programs)
+    return programs.takeError();
+  t->compiled = std::move(*programs);
+  const TrainingStepInfo &info = (*compilation)->training();
+  t->classes = info.classes;
+  t->microbatches = info.microbatches;
+
+  // What the source gives: every input but the hyper-parameters, each
+  // model input numbered (input_<I>.pb) in the order of the first
+  // microbatch's inputs.
+  t->inputs = programInputs(t->compiled);
+  std::set<std::string> hyperNames;
+  for (auto &[name, v] : hyperParameters(t->train, 0))
+    hyperNames.insert(name);
+  std::map<std::string, int> inputIndex;
+  for (const InputSpec &input : t->inputs) {
+    if (hyperNames.count(input.name))
+      continue;
+    auto [base, j] = splitMicrobatchInputName(input.name, t->microbatches);
+    InputRequest r;
+    r.input = input;
+    r.base = base;
+    r.labels = base == kLabelsInput &&
+               t->train.loss.kind != LossSpec::Kind::ModelOutput;
+    if (r.labels)
+      r.input.valueBound = t->classes;
+    else if (j == 0)
+      inputIndex.emplace(base, static_cast<int>(inputIndex.size()));
+    r.microbatch = j;
+    r.microbatches = t->microbatches;
+    r.batchSplit = info.batchSplit;
+    t->requests.push_back(std::move(r));
+  }
+  for (InputRequest &r : t->requests)
+    if (!r.labels)
+      r.index = inputIndex[r.base];
+  t->source = !trainer.dataDir.empty() ? trainingCaseFolder(trainer.dataDir)
+              : !trainer.tokensFile.empty()
+                  ? tokenFile(trainer.tokensFile)
+                  : syntheticInputs(t->inputs, trainer.seed);
+
+  auto session = createSession(t->compiled, trainer.run);
+  if (!session)
+    return session.takeError();
+  t->runner = std::move(*session);
+  return t;
+}
+
+bool Trainer::isRoot() const { return runner->isRoot(); }
+
+Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
+  auto data = source->read(step, requests);
+  if (!data)
+    return data.takeError();
+  std::map<std::string, double> hyper;
+  for (auto &[name, v] : hyperParameters(train, step))
+    hyper[name] = v;
+  // The programs' inputs in order: a hyper-parameter's value, or the
+  // source's tensor (labels checked first).
+  std::vector<distrt::NamedTensor> out;
+  size_t next = 0;
+  for (const InputSpec &input : inputs) {
+    if (auto it = hyper.find(input.name); it != hyper.end()) {
+      auto t = scalarF32(it->second);
+      if (!t)
+        return t.takeError();
+      out.push_back({input.name, std::move(*t)});
+      continue;
+    }
+    const InputRequest &r = requests[next];
+    distrt::Tensor &t = (*data)[next++];
+    if (r.labels && classes > 0)
+      if (Error e = checkLabels(t, classes, train.loss.ignoreIndex))
+        return fail("step " + std::to_string(step) +
+                    (microbatches > 1
+                         ? ", microbatch " + std::to_string(r.microbatch)
+                         : std::string()) +
+                    ": " + llvm::toString(std::move(e)));
+    out.push_back({input.name, std::move(t)});
+  }
+  return out;
+}
+
+Expected<StepResult> Trainer::step(int64_t k) {
+  auto inputs = batch(k);
+  if (!inputs)
+    return inputs.takeError();
+  StepResult r;
+  r.step = k;
+  for (const distrt::NamedTensor &t : *inputs)
+    if (splitMicrobatchInputName(t.name, microbatches).first == kLabelsInput &&
+        t.tensor.dtype() == distrt::DType::kI64 &&
+        train.loss.kind == LossSpec::Kind::CrossEntropy)
+      for (int64_t i = 0; i < t.tensor.num_elements(); ++i)
+        r.tokens += t.tensor.data<int64_t>()[i] != train.loss.ignoreIndex;
+  if (train.loss.kind != LossSpec::Kind::CrossEntropy && !inputs->empty() &&
+      !inputs->front().tensor.shape().empty())
+    r.tokens = inputs->front().tensor.shape()[0] * microbatches;
+  auto t0 = std::chrono::steady_clock::now();
+  auto outputs = runner->run({*inputs});
+  if (!outputs)
+    return fail("step " + std::to_string(k) + ": " +
+                llvm::toString(outputs.takeError()));
+  r.ms = std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+             .count();
+  // The root holds the loss; every process must agree on stopping.
+  std::vector<distrt::NamedTensor> shared;
+  if (runner->isRoot())
+    for (const distrt::NamedTensor &o : outputs->front())
+      if (o.name == kLossOutput || o.name == kGradNormOutput)
+        shared.push_back(o);
+  if (Error e = runner->shareFromRoot(shared))
+    return std::move(e);
+  for (const distrt::NamedTensor &o : shared) {
+    double v = o.tensor.dtype() == distrt::DType::kF64
+                   ? o.tensor.data<double>()[0]
+                   : o.tensor.data<float>()[0];
+    (o.name == kLossOutput ? r.loss : r.gradNorm) = v;
+  }
+  if (!std::isfinite(r.loss))
+    return fail("step " + std::to_string(k) + ": the loss is " +
+                (std::isnan(r.loss) ? "NaN" : "infinite") +
+                "; training stopped (the parameters hold this step's update)");
+  return r;
+}
+
+Error Trainer::saveCheckpoint(StringRef dir, int64_t stepsDone,
+                              const CheckpointMeta &run, CheckpointIO *io,
+                              CheckpointFiles *files) {
+  CheckpointMeta meta = run;
+  meta.step = stepsDone;
+  meta.modelFile = modelPath;
+  // Batches are a function of the step: the source says how far it read.
+  meta.dataSource = source->kind().str();
+  meta.dataPosition = source->positionAfter(stepsDone, requests);
+  return distopt::saveCheckpoint(*runner, compiled, dir, meta, io, files);
+}
+
+Expected<CheckpointMeta> Trainer::resume(StringRef dir, CheckpointIO *io) {
+  return loadCheckpoint(*runner, compiled, dir, io);
+}
+
+Expected<std::vector<distrt::NamedTensor>> Trainer::trainedState() {
+  return runner->persistentState();
+}

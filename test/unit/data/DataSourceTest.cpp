@@ -1,0 +1,335 @@
+//===- DataSourceTest.cpp - each data source against hand-made files ------===//
+#include "distopt/Data/DataSource.h"
+#include "distopt/Data/Microbatches.h"
+
+#include "DataFiles.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+using namespace distopt;
+using distopt::datafiles::ScratchDir;
+using distrt::DType;
+
+namespace {
+
+InputSpec spec(std::string name, DType dtype, distrt::Shape shape,
+               int64_t valueBound = 2) {
+  InputSpec s;
+  s.name = std::move(name);
+  s.dtype = dtype;
+  s.shape = std::move(shape);
+  s.valueBound = valueBound;
+  return s;
+}
+
+InputRequest request(InputSpec input, int index, bool labels = false,
+                     int64_t microbatch = 0, int64_t microbatches = 1,
+                     int64_t batchSplit = 1) {
+  InputRequest r;
+  r.base = input.name;
+  r.input = std::move(input);
+  r.index = index;
+  r.labels = labels;
+  r.microbatch = microbatch;
+  r.microbatches = microbatches;
+  r.batchSplit = batchSplit;
+  return r;
+}
+
+std::vector<int64_t> ints(const distrt::Tensor &t) {
+  const int64_t *p = t.data<int64_t>();
+  return std::vector<int64_t>(p, p + t.num_elements());
+}
+
+std::vector<float> floatsOf(const distrt::Tensor &t) {
+  const float *p = t.data<float>();
+  return std::vector<float>(p, p + t.num_elements());
+}
+
+std::string errorOf(llvm::Error e) { return llvm::toString(std::move(e)); }
+
+//===----------------------------------------------------------------------===//
+// Token files
+//===----------------------------------------------------------------------===//
+
+/// A token file holding token i = 1000 + i for i < count.
+std::string writeTokens(const ScratchDir &dir, int count) {
+  std::string path = dir.path("tokens.bin");
+  std::ofstream out(path, std::ios::binary);
+  for (int i = 0; i < count; ++i) {
+    uint16_t v = static_cast<uint16_t>(1000 + i);
+    out.write(reinterpret_cast<const char *>(&v), 2);
+  }
+  return path;
+}
+
+TEST(TokenFile, RowsFollowTheStepAndMicrobatch) {
+  ScratchDir dir;
+  auto source = tokenFile(writeTokens(dir, 100));
+  EXPECT_EQ(source->kind(), "tokens");
+  InputSpec x = spec("x", DType::kI64, {2, 3});
+  // Microbatch 1 of 2 at step 2: row b starts at ((2*2 + 1)*2 + b)*3.
+  std::vector<InputRequest> requests{
+      request(x, 0, false, 1, 2),
+      request(spec("labels", DType::kI64, {2, 3}), 0, /*labels=*/true, 1, 2)};
+  auto got = source->read(2, requests);
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ(ints((*got)[0]),
+            (std::vector<int64_t>{1030, 1031, 1032, 1033, 1034, 1035}));
+  // Labels are the next tokens.
+  EXPECT_EQ(ints((*got)[1]),
+            (std::vector<int64_t>{1031, 1032, 1033, 1034, 1035, 1036}));
+  // The position after 5 steps: 5 steps x 2 microbatches x 6 tokens.
+  EXPECT_EQ(source->positionAfter(5, requests), 60);
+}
+
+TEST(TokenFile, ReadingWrapsAroundTheFile) {
+  ScratchDir dir;
+  auto source = tokenFile(writeTokens(dir, 10));
+  // Row 0 of step 3 starts at token 3*4 = 12, which wraps to 12 % (10 - 4).
+  auto got = source->read(3, {request(spec("x", DType::kI64, {1, 4}), 0)});
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  EXPECT_EQ(ints((*got)[0]), (std::vector<int64_t>{1000, 1001, 1002, 1003}));
+}
+
+TEST(TokenFile, RefusesShortFilesAndOtherInputs) {
+  ScratchDir dir;
+  std::string path = writeTokens(dir, 4);
+  auto source = tokenFile(path);
+  auto shortFile =
+      source->read(0, {request(spec("x", DType::kI64, {1, 4}), 0)});
+  ASSERT_FALSE(static_cast<bool>(shortFile));
+  EXPECT_EQ(errorOf(shortFile.takeError()),
+            "token file " + path + " holds 4 tokens; a batch needs 5");
+  auto floatInput =
+      source->read(0, {request(spec("x", DType::kF32, {1, 2}), 0)});
+  ASSERT_FALSE(static_cast<bool>(floatInput));
+  EXPECT_EQ(errorOf(floatInput.takeError()),
+            "--tokens feeds models whose inputs and labels are int64 [batch, "
+            "seq]; 'x' is f32[1, 2]");
+  auto missing = tokenFile(dir.path("none.bin"))
+                     ->read(0, {request(spec("x", DType::kI64, {1, 2}), 0)});
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_EQ(errorOf(missing.takeError()),
+            "cannot open token file " + dir.path("none.bin"));
+}
+
+//===----------------------------------------------------------------------===//
+// Training-case folders
+//===----------------------------------------------------------------------===//
+
+TEST(TrainingCaseFolder, ReadsEachStepsInputsAndLabels) {
+  ScratchDir dir;
+  datafiles::writeProto(dir.path("step_0/input_0.pb"),
+                        datafiles::floats({2, 2}, {1, 2, 3, 4}));
+  datafiles::writeProto(dir.path("step_0/labels.pb"),
+                        datafiles::int64s({2}, {7, 8}));
+  datafiles::writeProto(dir.path("step_1/input_0.pb"),
+                        datafiles::floats({2, 2}, {5, 6, 7, 8}));
+  datafiles::writeProto(dir.path("step_1/labels.pb"),
+                        datafiles::int64s({2}, {9, 10}));
+  auto source = trainingCaseFolder(dir.root());
+  EXPECT_EQ(source->kind(), "data");
+  std::vector<InputRequest> requests{
+      request(spec("x", DType::kF32, {2, 2}), 0),
+      request(spec("labels", DType::kI64, {2}), 0, /*labels=*/true)};
+  auto step1 = source->read(1, requests);
+  ASSERT_TRUE(static_cast<bool>(step1)) << errorOf(step1.takeError());
+  EXPECT_EQ(floatsOf((*step1)[0]), (std::vector<float>{5, 6, 7, 8}));
+  EXPECT_EQ(ints((*step1)[1]), (std::vector<int64_t>{9, 10}));
+  // The data position of a folder is the step.
+  EXPECT_EQ(source->positionAfter(2, requests), 2);
+}
+
+TEST(TrainingCaseFolder, AccumulatedMicrobatchesHaveTheirOwnFolders) {
+  ScratchDir dir;
+  datafiles::writeProto(dir.path("step_0/micro_0/input_1.pb"),
+                        datafiles::floats({1, 2}, {1, 2}));
+  datafiles::writeProto(dir.path("step_0/micro_1/input_1.pb"),
+                        datafiles::floats({1, 2}, {3, 4}));
+  auto got =
+      trainingCaseFolder(dir.root())
+          ->read(0,
+                 {request(spec("y", DType::kF32, {1, 2}), 1, false, 0, 2),
+                  request(spec("y.mb1", DType::kF32, {1, 2}), 1, false, 1, 2)});
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  EXPECT_EQ(floatsOf((*got)[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(floatsOf((*got)[1]), (std::vector<float>{3, 4}));
+}
+
+TEST(TrainingCaseFolder, PipelineMicrobatchesAreRowsOfOneBatch) {
+  ScratchDir dir;
+  datafiles::writeProto(dir.path("step_0/input_0.pb"),
+                        datafiles::floats({4, 2}, {0, 1, 2, 3, 4, 5, 6, 7}));
+  auto got = trainingCaseFolder(dir.root())
+                 ->read(0, {request(spec("x", DType::kF32, {2, 2}), 0, false, 1,
+                                    2, /*batchSplit=*/2)});
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  EXPECT_EQ(floatsOf((*got)[0]), (std::vector<float>{4, 5, 6, 7}));
+}
+
+TEST(TrainingCaseFolder, RefusesMissingAndMismatchedFiles) {
+  ScratchDir dir;
+  std::string input = dir.path("step_0/input_0.pb");
+  datafiles::writeProto(input, datafiles::floats({2, 2}, {1, 2, 3, 4}));
+  auto source = trainingCaseFolder(dir.root());
+  auto wrongShape =
+      source->read(0, {request(spec("x", DType::kF32, {4, 2}), 0)});
+  ASSERT_FALSE(static_cast<bool>(wrongShape));
+  EXPECT_EQ(errorOf(wrongShape.takeError()),
+            input + " holds f32[2, 2] but 'x' is f32[4, 2]");
+  auto wrongType =
+      source->read(0, {request(spec("x", DType::kI64, {2, 2}), 0)});
+  ASSERT_FALSE(static_cast<bool>(wrongType));
+  EXPECT_EQ(errorOf(wrongType.takeError()),
+            input + " holds f32[2, 2] but 'x' is i64[2, 2]");
+  auto missing = source->read(1, {request(spec("x", DType::kF32, {2, 2}), 0)});
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_EQ(errorOf(missing.takeError()),
+            "cannot open " + dir.path("step_1/input_0.pb"));
+}
+
+//===----------------------------------------------------------------------===//
+// Input folders (dist-run --inputs)
+//===----------------------------------------------------------------------===//
+
+TEST(InputFolder, MatchesNamedFilesByNameAndOthersByPosition) {
+  ScratchDir dir;
+  // Named files in the other order than the inputs.
+  datafiles::writeProto(dir.path("named/input_0.pb"),
+                        datafiles::floats({1}, {10}, "y"));
+  datafiles::writeProto(dir.path("named/input_1.pb"),
+                        datafiles::floats({1}, {20}, "x"));
+  std::vector<InputSpec> inputs{spec("x", DType::kF32, {1}),
+                                spec("y", DType::kF32, {1})};
+  auto named =
+      inputFolder(dir.path("named"))->read(0, wholeBatchRequests(inputs));
+  ASSERT_TRUE(static_cast<bool>(named)) << errorOf(named.takeError());
+  EXPECT_EQ(floatsOf((*named)[0]), (std::vector<float>{20}));
+  EXPECT_EQ(floatsOf((*named)[1]), (std::vector<float>{10}));
+
+  datafiles::writeProto(dir.path("unnamed/input_0.pb"),
+                        datafiles::floats({1}, {30}));
+  datafiles::writeProto(dir.path("unnamed/input_1.pb"),
+                        datafiles::floats({1}, {40}));
+  auto source = inputFolder(dir.path("unnamed"));
+  EXPECT_EQ(source->kind(), "inputs");
+  auto unnamed = source->read(0, wholeBatchRequests(inputs));
+  ASSERT_TRUE(static_cast<bool>(unnamed)) << errorOf(unnamed.takeError());
+  EXPECT_EQ(floatsOf((*unnamed)[0]), (std::vector<float>{30}));
+  EXPECT_EQ(floatsOf((*unnamed)[1]), (std::vector<float>{40}));
+
+  auto missing =
+      inputFolder(dir.path("none"))->read(0, wholeBatchRequests(inputs));
+  ASSERT_FALSE(static_cast<bool>(missing));
+  EXPECT_EQ(errorOf(missing.takeError()),
+            "cannot open " + dir.path("none/input_0.pb"));
+}
+
+TEST(InputFolder, WholeBatchRequestsNumberTheInputs) {
+  std::vector<InputSpec> inputs{spec("a", DType::kF32, {1}),
+                                spec("b", DType::kI64, {2})};
+  std::vector<InputRequest> r = wholeBatchRequests(inputs);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].input.name, "b");
+  EXPECT_EQ(r[1].base, "b");
+  EXPECT_EQ(r[1].index, 1);
+  EXPECT_FALSE(r[1].labels);
+  EXPECT_EQ(r[1].microbatches, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// Synthetic inputs
+//===----------------------------------------------------------------------===//
+
+TEST(SyntheticInputs, DrawsEveryInputInOrderFromSeedPlusBatch) {
+  std::vector<InputSpec> inputs{spec("x", DType::kF32, {3}),
+                                spec("ids", DType::kI64, {4}, 5),
+                                spec("mask", DType::kBool, {2})};
+  auto source = syntheticInputs(inputs, 40);
+  EXPECT_EQ(source->kind(), "random");
+  auto got = source->read(2, wholeBatchRequests(inputs));
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  // The same stream drawn here: seed 40 + batch 2.
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<float> real(-1.f, 1.f);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ((*got)[0].data<float>()[i], real(rng));
+  std::uniform_int_distribution<int64_t> index(0, 4);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ((*got)[1].data<int64_t>()[i], index(rng));
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ((*got)[2].data<uint8_t>()[i], rng() & 1);
+}
+
+TEST(SyntheticInputs, AValueDependsOnlyOnSeedBatchAndInputs) {
+  std::vector<InputSpec> inputs{spec("x", DType::kF32, {8}),
+                                spec("y", DType::kF64, {8})};
+  auto source = syntheticInputs(inputs, 7);
+  auto all = source->read(3, wholeBatchRequests(inputs));
+  auto onlyY = source->read(3, {wholeBatchRequests(inputs)[1]});
+  auto again = syntheticInputs(inputs, 7)->read(3, wholeBatchRequests(inputs));
+  auto next = source->read(4, wholeBatchRequests(inputs));
+  ASSERT_TRUE(all && onlyY && again && next);
+  auto bytes = [](const distrt::Tensor &t) {
+    const char *p = static_cast<const char *>(t.raw());
+    return std::string(p, p + t.byte_size());
+  };
+  EXPECT_EQ(bytes((*onlyY)[0]), bytes((*all)[1]));
+  EXPECT_EQ(bytes((*again)[0]), bytes((*all)[0]));
+  EXPECT_NE(bytes((*next)[0]), bytes((*all)[0]));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_GE((*all)[1].data<double>()[i], -1.0);
+    EXPECT_LT((*all)[1].data<double>()[i], 1.0);
+  }
+}
+
+TEST(SyntheticInputs, LabelsAreClassIdsFromTheirOwnGenerator) {
+  std::vector<InputSpec> inputs{spec("x", DType::kF32, {2}),
+                                spec("labels", DType::kI64, {64})};
+  InputSpec labels = inputs[1];
+  labels.valueBound = 3; // classes
+  auto got = syntheticInputs(inputs, 5)->read(
+      1, {request(inputs[0], 0), request(labels, 0, /*labels=*/true)});
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  std::mt19937_64 rng(5 * 1000003 + 1);
+  std::uniform_int_distribution<int64_t> pick(0, 2);
+  for (int i = 0; i < 64; ++i)
+    EXPECT_EQ((*got)[1].data<int64_t>()[i], pick(rng));
+}
+
+TEST(SyntheticInputs, RefusesDTypesItCannotDraw) {
+  std::vector<InputSpec> inputs{spec("h", DType::kF16, {2})};
+  auto got = syntheticInputs(inputs, 0)->read(0, wholeBatchRequests(inputs));
+  ASSERT_FALSE(static_cast<bool>(got));
+  EXPECT_EQ(errorOf(got.takeError()),
+            "cannot generate inputs of dtype f16 for 'h'; pass --inputs");
+}
+
+//===----------------------------------------------------------------------===//
+// Microbatches
+//===----------------------------------------------------------------------===//
+
+TEST(Microbatches, SplitAndConcatRoundTrip) {
+  distrt::Tensor t;
+  ASSERT_TRUE(distrt::Tensor::Allocate(DType::kI64, {4, 2}, &t).ok());
+  for (int i = 0; i < 8; ++i)
+    t.data<int64_t>()[i] = i;
+  auto parts = splitBatch({{"x", t}}, 2);
+  ASSERT_TRUE(static_cast<bool>(parts)) << errorOf(parts.takeError());
+  ASSERT_EQ(parts->size(), 2u);
+  EXPECT_EQ(ints((*parts)[1][0].tensor), (std::vector<int64_t>{4, 5, 6, 7}));
+  auto whole = concatBatch(*parts);
+  ASSERT_TRUE(static_cast<bool>(whole)) << errorOf(whole.takeError());
+  EXPECT_EQ(ints((*whole)[0].tensor), ints(t));
+  auto uneven = splitBatch({{"x", t}}, 3);
+  ASSERT_FALSE(static_cast<bool>(uneven));
+  EXPECT_EQ(errorOf(uneven.takeError()),
+            "input 'x' has 4 rows, which do not split into 3 microbatches");
+}
+
+} // namespace
