@@ -126,6 +126,14 @@ LogicalResult Compilation::shard() {
   return success();
 }
 
+std::shared_ptr<const cost::MachineProfile> Compilation::machine() const {
+  if (options.machine)
+    return options.machine;
+  static const auto fallback = std::make_shared<const cost::MachineProfile>(
+      cost::defaultMachineProfile());
+  return fallback;
+}
+
 std::string Compilation::weightDirectory() {
   StringRef p = path;
   if (auto attr = module()->getAttrOfType<StringAttr>(nn::kModelPathAttr))

@@ -35,6 +35,13 @@ static cl::opt<std::string>
                          "YAML: output, loss, optimizer, frozen, no_decay, "
                          "clip_grad_norm, steps); see docs/training.md"),
                 cl::value_desc("file"), cl::cat(compileFlagsCategory()));
+static cl::opt<std::string> machine(
+    "machine",
+    cl::desc("the machine the costs are for (propagation, the reshard "
+             "planner, the report): a built-in profile (cpu, h100, h200) or "
+             "a JSON file, e.g. one dist-run --calibrate wrote; default: cpu "
+             "(see docs/cost-model.md)"),
+    cl::value_desc("name|file"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> debugDiagnostics(
     "debug-diagnostics",
     cl::desc("print the IR an error or warning is about, after the message"),
@@ -74,6 +81,11 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
              << toString(dims.takeError());
     options.dims = std::move(*dims);
   }
+  auto profile = cost::loadSharedMachineProfile(machine);
+  if (!profile)
+    return mlir::emitError(mlir::UnknownLoc::get(&ctx))
+           << "--machine: " << toString(profile.takeError());
+  options.machine = std::move(*profile);
   if (!trainConfig.empty()) {
     auto config = parseTrainConfig(&ctx, trainConfig);
     if (failed(config))

@@ -43,13 +43,13 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
                                       results ? &results->training : nullptr));
     if (!options.singleDevice &&
         (!options.meshSpec.empty() || !options.plan.empty()))
-      pm.addPass(
-          createDistApplyPlan(options.meshSpec, options.plan,
-                              results ? &results->planFindings : nullptr));
+      pm.addPass(createDistApplyPlan(
+          options.meshSpec, options.plan,
+          results ? &results->planFindings : nullptr, options.machine));
   }
 
   if (runs(CompilePhase::Shard)) {
-    pm.addPass(dist::createDistPropagateSharding());
+    pm.addPass(dist::createDistPropagateSharding(options.machine));
     // A training step's updates come out as their parameters and states are
     // laid out, so the runtime writes them back in place.
     pm.addPass(createDistTieUpdatesToState());
@@ -72,7 +72,8 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     else if (pp)
       pm.addPass(createDistSelectStage({phases.rank}));
     partition->addPass(dist::createDistPartition({phases.rank}));
-    partition->addPass(dist::createDistReshardToCollectives({phases.rank}));
+    partition->addPass(
+        dist::createDistReshardToCollectives({phases.rank}, options.machine));
     partition->addPass(createCanonicalizerPass());
     partition->addPass(createCSEPass());
   }
@@ -107,6 +108,14 @@ struct CompilePipelinePass
       return signalPassFailure();
     options.plan = std::move(*plan);
     options.plan.strict |= strictPlan;
+    auto profile = cost::loadSharedMachineProfile(machine);
+    if (!profile) {
+      emitError(UnknownLoc::get(ctx))
+          << "machine=" << machine << ": "
+          << llvm::toString(profile.takeError());
+      return signalPassFailure();
+    }
+    options.machine = std::move(*profile);
     if (!train.empty()) {
       FailureOr<TrainConfig> config = parseTrainConfig(ctx, train);
       if (failed(config))

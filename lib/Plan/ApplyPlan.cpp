@@ -37,8 +37,9 @@ std::string whereOf(Location loc) {
 /// Applies one plan, collecting what the user should see.
 class PlanApplier {
 public:
-  PlanApplier(ModuleOp module, func::FuncOp func, const Plan &plan)
-      : module(module), func(func), plan(plan) {}
+  PlanApplier(ModuleOp module, func::FuncOp func, const Plan &plan,
+              std::shared_ptr<const cost::MachineProfile> machine)
+      : module(module), func(func), plan(plan), machine(std::move(machine)) {}
 
   LogicalResult apply();
   PlanFindings findings;
@@ -65,6 +66,7 @@ private:
   ModuleOp module;
   func::FuncOp func;
   const Plan &plan;
+  std::shared_ptr<const cost::MachineProfile> machine;
   /// ZeRO levels asked for, by data axis (1: optimizer states split, 2: and
   /// gradients, 3: and parameters), applied once every other plan part has
   /// placed its splits.
@@ -249,14 +251,16 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
 /// splits: what propagation gives the weight when every other plan part has
 /// spoken (row-parallel weights get their split from propagation, not from
 /// an annotation of their own). Propagation runs on a copy.
-static std::vector<std::set<int64_t>> splitWeightDims(ModuleOp module) {
+static std::vector<std::set<int64_t>>
+splitWeightDims(ModuleOp module,
+                std::shared_ptr<const cost::MachineProfile> machine) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   std::vector<std::set<int64_t>> taken;
   {
     ScopedDiagnosticHandler quiet(module.getContext(),
                                   [](Diagnostic &) { return success(); });
     PassManager pm(module.getContext());
-    pm.addPass(dist::createDistPropagateSharding());
+    pm.addPass(dist::createDistPropagateSharding(std::move(machine)));
     if (failed(pm.run(*copy)))
       return taken;
   }
@@ -278,7 +282,7 @@ static std::vector<std::set<int64_t>> splitWeightDims(ModuleOp module) {
 /// gathered where it is used).
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
-  std::vector<std::set<int64_t>> splitDims = splitWeightDims(module);
+  std::vector<std::set<int64_t>> splitDims = splitWeightDims(module, machine);
   std::map<std::string, SmallVector<Value>> statesOf, gradientOf;
   func.walk([&](Operation *op) {
     if (auto of = op->getAttrOfType<StringAttr>(nn::kStateOfAttr))
@@ -485,13 +489,15 @@ LogicalResult PlanApplier::apply() {
   return success();
 }
 
-FailureOr<PlanFindings> distopt::applyPlan(ModuleOp module, const Plan &plan) {
+FailureOr<PlanFindings>
+distopt::applyPlan(ModuleOp module, const Plan &plan,
+                   std::shared_ptr<const cost::MachineProfile> machine) {
   if (plan.empty())
     return PlanFindings();
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
-  PlanApplier applier(module, func, plan);
+  PlanApplier applier(module, func, plan, std::move(machine));
   if (failed(applier.apply()))
     return failure();
   return std::move(applier.findings);

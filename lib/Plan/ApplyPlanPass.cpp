@@ -16,8 +16,10 @@ namespace {
 struct ApplyPlanPass : public distopt::impl::DistApplyPlanBase<ApplyPlanPass> {
   using Base::Base;
 
-  ApplyPlanPass(std::string meshSpec, Plan plan, PlanFindings *findings)
-      : parsed(std::move(plan)), findings(findings), fromFlags(true) {
+  ApplyPlanPass(std::string meshSpec, Plan plan, PlanFindings *findings,
+                std::shared_ptr<const cost::MachineProfile> machineProfile)
+      : parsed(std::move(plan)), findings(findings), fromFlags(true),
+        profile(std::move(machineProfile)) {
     // The options say what the parsed plan holds, so the pass prints as the
     // textual pipeline that does the same.
     mesh = meshSpec;
@@ -44,7 +46,17 @@ struct ApplyPlanPass : public distopt::impl::DistApplyPlanBase<ApplyPlanPass> {
     }
     if (failed(declareMesh(module, mesh, fromFlags ? "--mesh" : "mesh")))
       return signalPassFailure();
-    FailureOr<PlanFindings> found = applyPlan(module, *plan);
+    std::shared_ptr<const cost::MachineProfile> links = profile;
+    if (!links) {
+      auto loaded = cost::loadSharedMachineProfile(machine);
+      if (!loaded) {
+        module.emitError("machine=")
+            << machine << ": " << llvm::toString(loaded.takeError());
+        return signalPassFailure();
+      }
+      links = std::move(*loaded);
+    }
+    FailureOr<PlanFindings> found = applyPlan(module, *plan, links);
     if (failed(found))
       return signalPassFailure();
     if (findings)
@@ -54,12 +66,14 @@ struct ApplyPlanPass : public distopt::impl::DistApplyPlanBase<ApplyPlanPass> {
   std::optional<Plan> parsed;
   PlanFindings *findings = nullptr;
   bool fromFlags = false;
+  std::shared_ptr<const cost::MachineProfile> profile;
 };
 } // namespace
 
 std::unique_ptr<mlir::Pass>
-distopt::createDistApplyPlan(std::string mesh, Plan plan,
-                             PlanFindings *findings) {
+distopt::createDistApplyPlan(
+    std::string mesh, Plan plan, PlanFindings *findings,
+    std::shared_ptr<const cost::MachineProfile> machine) {
   return std::make_unique<ApplyPlanPass>(std::move(mesh), std::move(plan),
-                                         findings);
+                                         findings, std::move(machine));
 }

@@ -1,6 +1,7 @@
 //===- Report.cpp - what a partitioned model communicates and costs -*- C++
 //-*-===//
 #include "distopt/Report/Report.h"
+#include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
@@ -24,16 +25,33 @@
 using namespace mlir;
 using namespace distopt;
 
-CostModel::Link CostModel::linkFor(StringRef axis, int64_t axisIndex,
-                                   ArrayRef<int64_t> meshSizes) const {
-  auto it = axes.find(axis);
-  if (it != axes.end())
-    return it->second;
-  // Inner axes stay within a node while their product fits in one.
-  int64_t inner = 1;
-  for (int64_t a = meshSizes.size() - 1; a >= axisIndex; --a)
-    inner *= meshSizes[a];
-  return inner <= devicesPerNode ? intraNode : interNode;
+/// What `op` does for the cost model: a matrix product's (or convolution's)
+/// FLOPs at the GEMM rate of its dtype and shape class, m x n the result
+/// (rows: every dimension but the last; a convolution's columns are its
+/// output channels) and k its FLOPs per result element over two.
+static cost::OpWork opWork(Operation *op, double flops, double bytes) {
+  cost::OpWork work;
+  work.flops = flops;
+  work.bytes = bytes;
+  work.gemm = isa<nn::MatMulOp, nn::ConvOp>(op);
+  auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!work.gemm || !result || !result.hasStaticShape() ||
+      result.getNumElements() == 0)
+    return work;
+  std::string dtype;
+  llvm::raw_string_ostream os(dtype);
+  result.getElementType().print(os);
+  work.dtype = dtype;
+  int64_t elements = result.getNumElements();
+  int64_t n = 1;
+  if (isa<nn::ConvOp>(op) && result.getRank() >= 2)
+    n = result.getDimSize(1);
+  else if (result.getRank() >= 1)
+    n = result.getShape().back();
+  int64_t m = elements / std::max<int64_t>(n, 1);
+  int64_t k = static_cast<int64_t>(flops / (2.0 * elements));
+  work.gemmClass = cost::classifyGemm(m, n, k);
+  return work;
 }
 
 /// Node names differ per layer only by their indices: `blocks.3` and
@@ -74,7 +92,7 @@ static std::string phaseOf(Operation *collective) {
 }
 
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
-                            const CostModel &model,
+                            std::shared_ptr<const cost::MachineProfile> machine,
                             std::function<bool(Operation *, int64_t)> stores) {
   Report report;
   dist::MeshOp mesh;
@@ -88,6 +106,19 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     report.ranks = mesh.getNumDevices();
   }
   report.meshSizes.assign(meshSizes.begin(), meshSizes.end());
+  if (!machine)
+    machine = std::make_shared<const cost::MachineProfile>(
+        cost::defaultMachineProfile());
+  cost::MeshCost links(machine, report.meshAxes, meshSizes);
+  report.machine.profile = machine->name;
+  report.machine.builtin =
+      llvm::is_contained(cost::builtinMachineNames(), machine->name);
+  report.machine.device = machine->device;
+  for (int64_t a = 0; a < links.numAxes(); ++a)
+    report.machine.axes.push_back(
+        {report.meshAxes[a], links.linkKind(a).str(),
+         machine->links.at(links.linkKind(a).str()).backend,
+         links.axisLink(a).alphaUs, links.axisLink(a).betaGBps});
 
   // What rank `r` holds of `op`'s result, by the result's own sharding.
   auto localBytes = [&](Operation *op, int64_t r) -> int64_t {
@@ -147,24 +178,25 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         axes.push_back(cast<StringAttr>(a).str());
     if (auto axis = op->getAttrOfType<StringAttr>("axis"))
       axes.push_back(axis.str());
-    int64_t k = 1;
+    std::optional<cost::Collective> collective = cost::collectiveNamed(kind);
+    if (!collective)
+      return;
+    SmallVector<int64_t> axisIndices;
     for (const std::string &a : axes)
-      k *= mesh ? mesh.getAxisSizes()[mesh.getAxisIndex(a)] : 1;
+      if (mesh)
+        axisIndices.push_back(mesh.getAxisIndex(a));
+    int64_t k = links.groupSize(axisIndices);
     int64_t in =
         op->getNumOperands() ? nn::tensorBytes(op->getOperand(0).getType()) : 0;
     int64_t out =
         op->getNumResults() ? nn::tensorBytes(op->getResult(0).getType()) : 0;
-    double sent = 0;
-    if (kind == "all_reduce")
-      sent = 2.0 * in * (k - 1) / k;
-    else if (kind == "all_gather")
-      sent = 1.0 * out * (k - 1) / k;
-    else if (kind == "reduce_scatter" || kind == "all_to_all")
-      sent = 1.0 * in * (k - 1) / k;
-    else if (kind == "collective_permute" || kind == "send")
-      sent = in;
-    else if (kind == "recv")
-      sent = 0;
+    // What a member holds: the gathered output for an all-gather and what
+    // a receive receives; the input otherwise.
+    double held = *collective == cost::Collective::AllGather ||
+                          *collective == cost::Collective::Recv
+                      ? out
+                      : in;
+    double sent = cost::bytesSent(*collective, held, k);
     std::string reason;
     if (auto r = op->getAttrOfType<StringAttr>(dist::kReasonAttr))
       reason = r.str();
@@ -184,14 +216,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       e.reason = reason;
       e.phase = phase;
       // Time: the slowest link of the axes involved.
-      double bw = 1e30, lat = 0;
-      for (const std::string &a : axes) {
-        int64_t idx = mesh ? mesh.getAxisIndex(a) : 0;
-        CostModel::Link l = model.linkFor(a, idx, meshSizes);
-        bw = std::min(bw, l.bandwidthGBps);
-        lat = std::max(lat, l.latencyUs);
-      }
-      e.timeUs = lat + (bw > 0 && bw < 1e30 ? sent / (bw * 1e3) : 0);
+      e.timeUs = links.collectiveUs(*collective, held, axisIndices);
       index[key] = report.collectives.size();
       report.collectives.push_back(e);
     }
@@ -228,14 +253,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         for (Value v : op->getResults())
           bytes += nn::tensorBytes(v.getType());
         report.flopsPerRank += flops;
-        bool isMatmul = isa<nn::MatMulOp, nn::ConvOp>(op);
-        double computeUs = isMatmul ? flops / (model.peakTflops * 1e6) : 0;
-        double memoryUs = bytes / (model.memoryGBps * 1e3);
-        report.computeUs += std::max(computeUs, memoryUs);
+        double us = cost::computeUs(*machine, opWork(op, flops, bytes));
+        report.computeUs += us;
         if (auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr))
-          report.usByPhase[phase.getValue()] += std::max(computeUs, memoryUs);
+          report.usByPhase[phase.getValue()] += us;
         else if (report.training)
-          report.usByPhase["forward"] += std::max(computeUs, memoryUs);
+          report.usByPhase["forward"] += us;
       }
       for (Value r : op->getResults()) {
         int64_t b = nn::tensorBytes(r.getType());
@@ -299,7 +322,8 @@ static std::vector<OutputEntry> outputsOf(ModuleOp module) {
   return out;
 }
 
-FailureOr<Report> distopt::buildReport(Compilation &c, const CostModel &model) {
+FailureOr<Report> distopt::buildReport(Compilation &c) {
+  std::shared_ptr<const cost::MachineProfile> model = c.machine();
   ModuleOp module = c.module();
   const StageAssignment *stages = c.stageAssignment();
   auto rank0 = c.partitionForRank(0);
@@ -384,7 +408,16 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     for (size_t a = 0; a < r.meshAxes.size(); ++a)
       os << (a ? "," : "") << r.meshAxes[a] << "=" << r.meshSizes[a];
   }
-  os << "\n\ncollectives (rank 0; bytes = sent per rank, ring algorithms):\n";
+  // Every estimate below assumes this machine.
+  const MachineEntry &m = r.machine;
+  os << "\nmachine profile: " << m.profile
+     << (m.builtin ? " (built-in)" : "") << ", " << m.device << "\n";
+  for (const AxisLinkEntry &l : m.axes)
+    os << llvm::format("  axis %s: link %s%s, %.3g us + bytes / %.4g GB/s\n",
+                       l.axis.c_str(), l.link.c_str(),
+                       l.backend.empty() ? "" : (" (" + l.backend + ")").c_str(),
+                       l.alphaUs, l.betaGBps);
+  os << "\ncollectives (rank 0; bytes = sent per rank, ring algorithms):\n";
   if (r.collectives.empty())
     os << "  none\n";
   for (const CollectiveEntry &e : r.collectives) {
@@ -521,8 +554,19 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
     memory["per_rank_gradient_bytes"] = std::move(grads);
     memory["per_rank_optimizer_state_bytes"] = std::move(states);
   }
+  llvm::json::Array links;
+  for (const AxisLinkEntry &l : r.machine.axes)
+    links.push_back(llvm::json::Object{{"axis", l.axis},
+                                       {"link", l.link},
+                                       {"backend", l.backend},
+                                       {"alpha_us", l.alphaUs},
+                                       {"beta_gbps", l.betaGBps}});
   llvm::json::Object root{
       {"ranks", r.ranks},
+      {"machine", llvm::json::Object{{"profile", r.machine.profile},
+                                     {"builtin", r.machine.builtin},
+                                     {"device", r.machine.device},
+                                     {"axes", std::move(links)}}},
       {"mesh", std::move(meshAxes)},
       {"collectives", std::move(collectives)},
       {"memory", std::move(memory)},
@@ -569,110 +613,4 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
         {"makespan_us", p.makespanUs}, {"bubble_fraction", p.bubbleFraction}};
   }
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-}
-
-llvm::Expected<CostModel> distopt::parseCostModel(StringRef path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return llvm::createStringError("cannot read cost model " + path.str() +
-                                   ": " + buffer.getError().message());
-  llvm::SourceMgr sm;
-  llvm::yaml::Stream stream((*buffer)->getMemBufferRef(), sm);
-  auto doc = stream.begin();
-  auto *root = doc != stream.end()
-                   ? dyn_cast_or_null<llvm::yaml::MappingNode>(doc->getRoot())
-                   : nullptr;
-  if (!root)
-    return llvm::createStringError(path.str() + ": expected a mapping");
-  CostModel model;
-  auto number = [&](llvm::yaml::Node *n,
-                    StringRef what) -> llvm::Expected<double> {
-    auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(n);
-    SmallString<32> storage;
-    double v;
-    if (!s || s->getValue(storage).getAsDouble(v) || v < 0)
-      return llvm::createStringError(path.str() + ": " + what.str() +
-                                     " must be a non-negative number");
-    return v;
-  };
-  auto key = [](llvm::yaml::KeyValueNode &kv) {
-    SmallString<32> storage;
-    auto *s = dyn_cast_or_null<llvm::yaml::ScalarNode>(kv.getKey());
-    return s ? s->getValue(storage).str() : std::string();
-  };
-  for (auto &kv : *root) {
-    std::string k = key(kv);
-    if (k == "devices_per_node") {
-      auto v = number(kv.getValue(), k);
-      if (!v)
-        return v.takeError();
-      model.devicesPerNode = static_cast<int64_t>(*v);
-    } else if (k == "device") {
-      auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
-      if (!m)
-        return llvm::createStringError(path.str() +
-                                       ": device must be a mapping");
-      for (auto &f : *m) {
-        std::string fk = key(f);
-        auto v = number(f.getValue(), "device." + fk);
-        if (!v)
-          return v.takeError();
-        if (fk == "tflops")
-          model.peakTflops = *v;
-        else if (fk == "memory_gbps")
-          model.memoryGBps = *v;
-        else
-          return llvm::createStringError(path.str() + ": unknown key device." +
-                                         fk + "; expected tflops, memory_gbps");
-      }
-    } else if (k == "axes" || k == "intra_node" || k == "inter_node") {
-      auto parseLink = [&](llvm::yaml::Node *n,
-                           StringRef what) -> llvm::Expected<CostModel::Link> {
-        auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(n);
-        if (!m)
-          return llvm::createStringError(path.str() + ": " + what.str() +
-                                         " must be a mapping");
-        CostModel::Link l;
-        for (auto &f : *m) {
-          std::string fk = key(f);
-          auto v = number(f.getValue(), what.str() + "." + fk);
-          if (!v)
-            return v.takeError();
-          if (fk == "bandwidth_gbps")
-            l.bandwidthGBps = *v;
-          else if (fk == "latency_us")
-            l.latencyUs = *v;
-          else
-            return llvm::createStringError(
-                path.str() + ": unknown key " + what.str() + "." + fk +
-                "; expected bandwidth_gbps, latency_us");
-        }
-        return l;
-      };
-      if (k != "axes") {
-        auto l = parseLink(kv.getValue(), k);
-        if (!l)
-          return l.takeError();
-        (k == "intra_node" ? model.intraNode : model.interNode) = *l;
-        continue;
-      }
-      auto *m = dyn_cast_or_null<llvm::yaml::MappingNode>(kv.getValue());
-      if (!m)
-        return llvm::createStringError(path.str() +
-                                       ": axes must map axis names to links");
-      for (auto &axis : *m) {
-        auto l = parseLink(axis.getValue(), "axes." + key(axis));
-        if (!l)
-          return l.takeError();
-        model.axes[key(axis)] = *l;
-      }
-    } else {
-      return llvm::createStringError(
-          path.str() + ": unknown key '" + k +
-          "'; expected devices_per_node, device, axes, intra_node, inter_node");
-    }
-  }
-  if (stream.failed())
-    return llvm::createStringError(path.str() + ": malformed YAML");
-  return model;
 }

@@ -43,11 +43,6 @@ static cl::opt<ReportFormat> reportFormat(
                clEnumValN(ReportFormat::Text, "text", "text"),
                clEnumValN(ReportFormat::Json, "json", "JSON")),
     cl::cat(category));
-static cl::opt<std::string> costModelPath(
-    "cost-model",
-    cl::desc("link and device parameters for --report (YAML); default: "
-             "NVLink-class links inside a node of 8, InfiniBand-class across"),
-    cl::value_desc("file"), cl::cat(category));
 static cl::opt<std::string> pipelineSvg(
     "pipeline-svg",
     cl::desc("write the pipeline schedule's predicted timeline as an SVG"),
@@ -91,16 +86,6 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
-  std::optional<CostModel> costModel;
-  if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
-    costModel.emplace();
-    if (!costModelPath.empty()) {
-      auto parsed = parseCostModel(costModelPath);
-      if (!parsed)
-        return fail(toString(parsed.takeError()));
-      *costModel = std::move(*parsed);
-    }
-  }
   auto compilation = Compilation::load(ctx, input, *options);
   if (failed(compilation))
     return 1;
@@ -132,8 +117,8 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   if (failed(c.shard()))
     return 1;
 
-  if (costModel) {
-    FailureOr<Report> report = buildReport(c, *costModel);
+  if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
+    FailureOr<Report> report = buildReport(c);
     if (failed(report))
       return 1;
     if (!pipelineSvg.empty()) {
@@ -218,6 +203,10 @@ int main(int argc, char **argv) {
       "      print the program rank 1 runs\n"
       "  dist-opt model.onnx --mesh tp=2 --plan tp --report[=json]\n"
       "      what the partitioned model communicates and costs, and why\n"
+      "  dist-opt model.onnx --mesh dp=4,tp=8 --plan dp,tp --machine h100 "
+      "--report\n"
+      "      the same, costed for a cluster of H100s (or a calibrated "
+      "profile)\n"
       "  dist-opt annotated.mlir --dist-propagate-sharding\n"
       "      run single passes, as mlir-opt does\n",
       registry);

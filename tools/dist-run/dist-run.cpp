@@ -11,6 +11,7 @@
 #include "distopt/Check/OnnxTestCase.h"
 #include "distopt/Check/ReferenceCheck.h"
 #include "distopt/Data/Microbatches.h"
+#include "distopt/Session/Calibrate.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Session/RunFlags.h"
@@ -57,6 +58,24 @@ static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"),
 static cl::opt<double>
     relTol("rtol", cl::desc("relative tolerance of --check and --onnx-test"),
            cl::init(1e-4), cl::cat(category));
+static cl::opt<bool> calibrateFlag(
+    "calibrate",
+    cl::desc("measure this machine for the cost model (GEMM rates per dtype "
+             "on --device, memory bandwidth, collectives of --backend: local "
+             "ranks as threads, or the processes under mpirun) and write a "
+             "machine profile for --machine (takes seconds)"),
+    cl::cat(category));
+static cl::opt<std::string>
+    calibrateOut("out",
+                 cl::desc("where --calibrate writes the profile (default "
+                          "machine.json)"),
+                 cl::value_desc("file"), cl::init("machine.json"),
+                 cl::cat(category));
+static cl::opt<bool> calibrateQuick(
+    "quick",
+    cl::desc("with --calibrate: small sizes, one run each (a smoke test, "
+             "not a usable profile)"),
+    cl::cat(category));
 static cl::opt<double>
     absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
            cl::init(1e-5), cl::cat(category));
@@ -141,6 +160,35 @@ static int runBench(Session &session, size_t ranks,
   return 0;
 }
 
+/// --calibrate: measure, print the table, write the profile (rank 0).
+static int runCalibration(const RunSettings &settings,
+                          const ProcessGroup &group) {
+  if (!modelPath.empty() || !onnxTest.empty())
+    return failWith("--calibrate measures the machine; it takes no model");
+  CalibrationOptions options;
+  options.quick = calibrateQuick;
+  options.backend = settings.backend;
+  options.device = settings.device.device;
+  options.threadsPerRank = threads;
+  if (group.rank == 0)
+    errs() << "dist-run: calibrating (" << backendFlag() << " backend, "
+           << options.device << (options.quick ? ", quick" : "") << ")\n";
+  auto result = calibrate(options, group);
+  if (!result)
+    return failWith(toString(result.takeError()));
+  if (!result->root)
+    return 0;
+  printCalibration(*result, outs());
+  std::error_code ec;
+  raw_fd_ostream out(calibrateOut, ec);
+  if (ec)
+    return failWith("cannot write " + calibrateOut + ": " + ec.message());
+  cost::writeMachineProfile(result->profile, out);
+  outs() << "wrote " << calibrateOut << " (use it with --machine "
+         << calibrateOut << ")\n";
+  return 0;
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   auto threadsFlag = takeThreadsFlag(argc, argv);
@@ -156,7 +204,8 @@ int main(int argc, char **argv) {
                   "  mpirun -np 2 dist-run model.onnx --mesh tp=2 --plan tp "
                   "--backend mpi "
                   "--check\n"
-                  "  dist-run --onnx-test <case dir>\n\n") +
+                  "  dist-run --onnx-test <case dir>\n"
+                  "  dist-run --calibrate --out machine.json\n\n") +
       kRunHelpTail;
   cl::ParseCommandLineOptions(argc, argv, overview);
 
@@ -169,6 +218,10 @@ int main(int argc, char **argv) {
   if (!group)
     return failWith(toString(group.takeError()));
   bool root = group->rank == 0;
+  if (calibrateQuick && !calibrateFlag)
+    return failWith("--quick goes with --calibrate");
+  if (calibrateFlag)
+    return runCalibration(settings, *group);
 
   mlir::DialectRegistry registry;
   registerAllDialects(registry);

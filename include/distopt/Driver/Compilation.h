@@ -56,6 +56,9 @@ public:
   /// The global module: annotated after `load`, sharded after `shard`.
   mlir::ModuleOp module() { return *globalModule; }
   const Plan &plan() const { return options.plan; }
+  /// The machine profile the costs are for (the default when none was
+  /// given).
+  std::shared_ptr<const cost::MachineProfile> machine() const;
   const PlanFindings &planFindings() const { return results.planFindings; }
   /// What the training step trains (empty for a forward compile).
   const TrainingStepInfo &training() const { return results.training; }

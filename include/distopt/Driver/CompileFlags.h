@@ -1,8 +1,9 @@
 //===- CompileFlags.h - the command-line flags every tool shares -*- C++
 //-*-===//
 //
-// --mesh, --plan, --strict-plan, --dim, --train and --debug-diagnostics mean
-// the same in dist-opt, dist-run and dist-train: they are declared once, here.
+// --mesh, --plan, --strict-plan, --dim, --train, --machine and
+// --debug-diagnostics mean the same in dist-opt, dist-run and dist-train:
+// they are declared once, here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DRIVER_COMPILEFLAGS_H

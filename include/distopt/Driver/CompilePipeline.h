@@ -22,6 +22,7 @@
 #ifndef DISTOPT_DRIVER_COMPILEPIPELINE_H
 #define DISTOPT_DRIVER_COMPILEPIPELINE_H
 
+#include "distopt/CostModel/MachineProfile.h"
 #include "distopt/Import/OnnxImporter.h"
 #include "distopt/Plan/Plan.h"
 #include "distopt/Training/TrainConfig.h"
@@ -54,6 +55,9 @@ struct CompileOptions {
   /// Values of ONNX graph inputs the importer may read where it needs them
   /// (a test-harness specialisation; see ImportOptions::inputValues).
   llvm::StringMap<InputValues> inputValues;
+  /// The machine the costs are for (propagation's conflicts, the reshard
+  /// planner, the report); null: the default profile (docs/cost-model.md).
+  std::shared_ptr<const cost::MachineProfile> machine;
   /// Where hand-written models' synthetic weights are written (see
   /// SyntheticWeights.h); empty: the system's temporary directory.
   std::string workDir;

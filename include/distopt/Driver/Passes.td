@@ -12,13 +12,15 @@ def DistPipeline : Pass<"dist-pipeline", "mlir::ModuleOp"> {
 
     1. `dist-build-training-step{config=<train>}` (with `train`; its
        `batch-split` is the microbatches of the plan's pipeline section) and
-       `dist-apply-plan{mesh=<mesh> plan=<plan> strict=<strict-plan>}`
+       `dist-apply-plan{mesh=<mesh> plan=<plan> strict=<strict-plan>
+       machine=<machine>}`
        (with `mesh` or `plan`);
-    2. `dist-propagate-sharding`, `dist-tie-updates-to-state`,
+    2. `dist-propagate-sharding{machine=<machine>}`, `dist-tie-updates-to-state`,
        `dist-insert-reshards`, `cse`, `dist-regather-parameters`;
     3. with a plan's `pipeline:` section, `dist-cut-pipeline-stages` (its
        options from the section) and `dist-order-pipeline-stages`;
-    4. `dist-partition{rank=<rank>}`, `dist-reshard-to-collectives{rank=<rank>}`,
+    4. `dist-partition{rank=<rank>}`,
+       `dist-reshard-to-collectives{rank=<rank> machine=<machine>}`,
        `canonicalize`, `cse`: in every stage module for the SPMD programs,
        or after `dist-select-stage{rank=<rank>}` for one rank's.
 
@@ -46,6 +48,9 @@ def DistPipeline : Pass<"dist-pipeline", "mlir::ModuleOp"> {
            "a plan pattern that matches nothing is an error, not a warning">,
     Option<"train", "train", "std::string", /*default=*/"\"\"",
            "compile a training step for this config (JSON or YAML)">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "machine profile the costs are for: cpu, h100, h200 or a JSON "
+           "file (default: cpu; docs/cost-model.md)">,
     Option<"rank", "rank", "int64_t", /*default=*/"-1",
            "partition for this rank (default: the SPMD program of every "
            "stage)">

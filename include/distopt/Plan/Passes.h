@@ -23,8 +23,9 @@ namespace distopt {
 /// with their other flags, and keep each plan's locations for diagnostics).
 /// Mesh errors name `--mesh`. `findings`, when given, receives what applying
 /// the plan noticed (for the report).
-std::unique_ptr<mlir::Pass> createDistApplyPlan(std::string mesh, Plan plan,
-                                                PlanFindings *findings);
+std::unique_ptr<mlir::Pass> createDistApplyPlan(
+    std::string mesh, Plan plan, PlanFindings *findings,
+    std::shared_ptr<const cost::MachineProfile> machine = nullptr);
 
 #define GEN_PASS_REGISTRATION
 #include "distopt/Plan/Passes.h.inc"

@@ -55,7 +55,10 @@ def DistApplyPlan : Pass<"dist-apply-plan", "mlir::ModuleOp"> {
                "plan files (YAML/JSON) and presets (replicate, dp, zero1, "
                "zero2, fsdp, tp, sp), applied in order">,
     Option<"strict", "strict", "bool", /*default=*/"false",
-           "a plan pattern that matches nothing is an error, not a warning">
+           "a plan pattern that matches nothing is an error, not a warning">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "machine profile the plan's trial propagation weighs links with: "
+           "cpu, h100, h200 or a JSON file (default: cpu)">
   ];
   let dependentDialects = ["::distopt::dist::DistDialect",
                            "::distopt::nn::NNDialect"];

@@ -11,6 +11,7 @@
 #ifndef DISTOPT_PLAN_PLAN_H
 #define DISTOPT_PLAN_PLAN_H
 
+#include "distopt/CostModel/MachineProfile.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Location.h"
 #include "llvm/Support/Error.h"
@@ -127,9 +128,12 @@ struct PlanFindings {
 
 /// Applies the plan to the module's main function as dist.annotate
 /// constraints. Needs the module's mesh when the plan splits anything. The
-/// pass dist-apply-plan declares the mesh and runs it.
-mlir::FailureOr<PlanFindings> applyPlan(mlir::ModuleOp module,
-                                        const Plan &plan);
+/// pass dist-apply-plan declares the mesh and runs it. `machine` weighs the
+/// links where the plan propagates shardings to see what is split (null:
+/// the default profile).
+mlir::FailureOr<PlanFindings>
+applyPlan(mlir::ModuleOp module, const Plan &plan,
+          std::shared_ptr<const cost::MachineProfile> machine = nullptr);
 
 /// Rewrites each projection whose result is only ever sliced along its last
 /// dimension (a fused QKV) into one projection per slice, each reading a

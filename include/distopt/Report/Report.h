@@ -3,14 +3,15 @@
 //
 // For a compiled model: every collective (kind, mesh axes, bytes, how many
 // times, why it exists), parameter bytes per rank, an activation-memory
-// estimate, and an estimated step time from a cost model (communication:
-// latency + bytes / bandwidth per mesh axis; compute: a roofline).
-// See docs/report.md.
+// estimate, and an estimated step time from the cost model under a machine
+// profile (communication: alpha + bytes / beta per mesh axis; compute: a
+// roofline). See docs/report.md and docs/cost-model.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_REPORT_REPORT_H
 #define DISTOPT_REPORT_REPORT_H
 
+#include "distopt/CostModel/MachineProfile.h"
 #include "distopt/PipelineStages/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -24,33 +25,6 @@
 #include <vector>
 
 namespace distopt {
-
-/// Link and device parameters of the cost model.
-struct CostModel {
-  struct Link {
-    double bandwidthGBps = 0; // per direction, per device
-    double latencyUs = 0;
-  };
-  /// Per mesh axis (by name); axes not listed use the defaults below.
-  llvm::StringMap<Link> axes;
-  /// Inner axes whose devices share a node (NVLink-class) ...
-  Link intraNode{150.0, 5.0};
-  /// ... and outer axes that cross nodes (InfiniBand-class).
-  Link interNode{25.0, 10.0};
-  /// Devices per node: inner axes are intra-node while their product fits.
-  int64_t devicesPerNode = 8;
-  double peakTflops = 300.0;  // dense matmul throughput per device
-  double memoryGBps = 2000.0; // device memory bandwidth
-
-  Link linkFor(llvm::StringRef axis, int64_t axisIndex,
-               llvm::ArrayRef<int64_t> meshSizes) const;
-};
-
-/// Reads a cost-model file (YAML or JSON):
-///   devices_per_node: 8
-///   device: {tflops: 300, memory_gbps: 2000}
-///   axes: {tp: {bandwidth_gbps: 150, latency_us: 5}, dp: {...}}
-llvm::Expected<CostModel> parseCostModel(llvm::StringRef path);
 
 struct CollectiveEntry {
   std::string kind;
@@ -89,8 +63,26 @@ struct OutputEntry {
   std::string sharding;       // "[S(0), R]", "[R]" when replicated
 };
 
+/// The link a mesh axis's collectives take under the machine profile.
+struct AxisLinkEntry {
+  std::string axis;
+  std::string link;    // the profile's link kind
+  std::string backend; // "" when the profile does not say
+  double alphaUs = 0;  // at the axis's group size
+  double betaGBps = 0;
+};
+
+/// The machine profile the estimates assume.
+struct MachineEntry {
+  std::string profile; // built-in name or file
+  bool builtin = false;
+  std::string device;
+  std::vector<AxisLinkEntry> axes;
+};
+
 struct Report {
   int64_t ranks = 1;
+  MachineEntry machine;
   std::vector<std::string> meshAxes;
   std::vector<int64_t> meshSizes;
   std::vector<CollectiveEntry> collectives;
@@ -121,9 +113,9 @@ class Compilation;
 
 /// The report of a sharded compilation: rank 0's program (for a pipeline,
 /// one rank of each stage for the stage estimates), the outputs, and what
-/// the plan could not follow.
-mlir::FailureOr<Report> buildReport(Compilation &compilation,
-                                    const CostModel &model);
+/// the plan could not follow; its estimates on the compilation's machine
+/// profile (CompileOptions::machine).
+mlir::FailureOr<Report> buildReport(Compilation &compilation);
 
 /// Builds the report from the global sharded module (after
 /// dist-insert-reshards) and one partitioned module per rank (index = rank).
@@ -131,7 +123,7 @@ mlir::FailureOr<Report> buildReport(Compilation &compilation,
 /// (pipeline stages keep only their own); by default every rank does.
 Report
 buildReport(mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
-            const CostModel &model,
+            std::shared_ptr<const cost::MachineProfile> machine,
             std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
 
 void printReportText(const Report &report, llvm::raw_ostream &os);

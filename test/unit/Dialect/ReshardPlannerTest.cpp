@@ -193,6 +193,67 @@ TEST(ReshardPlannerTest, BigReduceScatterUsesIdleAxesButNeverAFrozenOne) {
   EXPECT_GE(plan->cost, free->cost);
 }
 
+/// Two nodes of two devices: the outer axis crosses nodes. Links as the
+/// built-in H100 profile has them: NVLink 5 us and 450 GB/s in a node,
+/// InfiniBand 10 us and 50 GB/s across.
+ReshardProblem twoNodes(bool slowOuterAxis) {
+  distopt::cost::MachineProfile machine;
+  machine.links["nvlink"] = {"nccl", {{0, 5, 450}}};
+  machine.links["ib"] = {"nccl", {{0, 10, 50}}};
+  machine.intraNode = "nvlink";
+  machine.interNode = slowOuterAxis ? "ib" : "nvlink";
+  machine.devicesPerNode = 2;
+  distopt::cost::MeshCost mesh(
+      std::make_shared<const distopt::cost::MachineProfile>(machine),
+      {"node", "gpu"}, {2, 2});
+  ReshardProblem problem{{512, 512}, 4, {2, 2}};
+  useLinks(problem, mesh);
+  return problem;
+}
+
+TEST(ReshardPlannerTest, SlowAxisMovesFewerBytesOverIt) {
+  // A 1 MiB partial sum over both axes, to be whole everywhere.
+  State from{Placement::partial(ReductionKind::Sum),
+             Placement::partial(ReductionKind::Sum)};
+  State to{Placement::replicate(), Placement::replicate()};
+  const double mib = 1 << 20;
+
+  // Alike links: two all-reduces, each sending 2 * 1/2 of 1 MiB:
+  // 2 * (5 + 1 MiB / 450e3 bytes/us). Splitting first would save half a
+  // MiB on one axis, less than a collective's latency.
+  auto uniform = planReshard(twoNodes(false), from, to);
+  ASSERT_TRUE(uniform);
+  ASSERT_EQ(uniform->steps.size(), 2u);
+  EXPECT_EQ(uniform->steps[0].kind, ReshardStep::Kind::AllReduce);
+  EXPECT_EQ(uniform->steps[1].kind, ReshardStep::Kind::AllReduce);
+  EXPECT_NEAR(uniform->cost, 2 * (5 + mib / 450e3), 1e-9);
+
+  // The outer axis over InfiniBand: reduce-scatter inside the node, reduce
+  // the half over the slow axis, gather inside the node again -- half a
+  // MiB over InfiniBand instead of a whole one:
+  // (5 + 0.5 MiB / 450e3) + (10 + 0.5 MiB / 50e3) + (5 + 0.5 MiB / 450e3),
+  // against 10 + 1 MiB / 50e3 + 5 + 1 MiB / 450e3 for the two all-reduces.
+  auto slow = planReshard(twoNodes(true), from, to);
+  ASSERT_TRUE(slow);
+  ASSERT_EQ(slow->steps.size(), 3u) << slow->steps[0].str();
+  EXPECT_EQ(slow->steps[0].kind, ReshardStep::Kind::ReduceScatter);
+  EXPECT_EQ(slow->steps[0].axis, 1);
+  EXPECT_EQ(slow->steps[1].kind, ReshardStep::Kind::AllReduce);
+  EXPECT_EQ(slow->steps[1].axis, 0);
+  EXPECT_EQ(slow->steps[2].kind, ReshardStep::Kind::AllGather);
+  EXPECT_EQ(slow->steps[2].axis, 1);
+  double hierarchical = (5 + 0.5 * mib / 450e3) + (10 + 0.5 * mib / 50e3) +
+                        (5 + 0.5 * mib / 450e3);
+  double twoAllReduces = 10 + mib / 50e3 + 5 + mib / 450e3;
+  EXPECT_NEAR(slow->cost, hierarchical, 1e-9);
+  EXPECT_LT(hierarchical, twoAllReduces);
+  double overSlowAxis = 0;
+  for (const ReshardStep &s : slow->steps)
+    if (s.axis == 0)
+      overSlowAxis += s.bytes;
+  EXPECT_DOUBLE_EQ(overSlowAxis, 0.5 * mib);
+}
+
 TEST(ReshardPlannerTest, IdentityIsEmpty) {
   ReshardProblem problem{{8, 8}, 4, {2, 2}};
   auto plan = planReshard(problem, {Placement::shard(0), Placement::open()},

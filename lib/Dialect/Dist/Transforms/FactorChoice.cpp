@@ -7,6 +7,7 @@
 
 using namespace mlir;
 using namespace distopt::dist;
+namespace cost = distopt::cost;
 
 std::optional<OpShardingRule> distopt::dist::getRule(Operation *op) {
   if (auto iface = dyn_cast<ShardingRuleOpInterface>(op))
@@ -176,36 +177,21 @@ int64_t distopt::dist::elementBytes(Type elementType) {
   return 4;
 }
 
-double distopt::dist::estimateReshardBytes(RankedTensorType type,
-                                           ShardingAttr from, ShardingAttr to,
-                                           ArrayRef<int64_t> meshSizes) {
-  if (from == to)
-    return 0;
-  double local = elementBytes(type.getElementType());
-  SmallVector<int64_t> shape = localShape(type.getShape(), from, meshSizes, {});
-  for (int64_t s : shape)
-    local *= ShapedType::isDynamic(s) ? 1 : s;
-  double bytes = 0;
-  for (auto [axis, pair] :
-       llvm::enumerate(llvm::zip(from.getPlacements(), to.getPlacements()))) {
-    auto [a, b] = pair;
-    if (a == b || (a.isReplicateOrOpen() && b.isReplicateOrOpen()))
-      continue;
-    double k = meshSizes[axis];
-    if (a.isReplicateOrOpen())
-      continue; // slicing or masking: local
-    if (a.isShard() && b.isReplicateOrOpen())
-      bytes += local * (k - 1);
-    else if (a.isShard() && b.isShard())
-      bytes += local * (k - 1) / k;
-    else if (a.isPartial() && b.isReplicateOrOpen())
-      bytes += 2 * local * (k - 1) / k;
-    else if (a.isPartial() && b.isShard())
-      bytes += local * (k - 1) / k;
-    else
-      bytes += 2 * local; // partial kinds differ, or shard to partial
+FailureOr<cost::MeshCost>
+distopt::dist::meshCostFor(ModuleOp module, MeshOp mesh,
+                           std::shared_ptr<const cost::MachineProfile> machine,
+                           StringRef option) {
+  if (!machine) {
+    auto loaded = cost::loadSharedMachineProfile(option);
+    if (!loaded)
+      return module.emitError("machine=")
+             << option << ": " << llvm::toString(loaded.takeError());
+    machine = std::move(*loaded);
   }
-  return bytes;
+  SmallVector<std::string> names;
+  for (int64_t a = 0; a < mesh.getNumAxes(); ++a)
+    names.push_back(mesh.getAxisName(a).str());
+  return cost::MeshCost(std::move(machine), names, mesh.getAxisSizes());
 }
 
 FailureOr<MeshOp> distopt::dist::getModuleMesh(ModuleOp module) {

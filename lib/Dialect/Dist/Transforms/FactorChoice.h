@@ -10,6 +10,7 @@
 #ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_FACTORCHOICE_H
 #define DISTOPT_DIALECT_DIST_TRANSFORMS_FACTORCHOICE_H
 
+#include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/ShardingRule.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -77,13 +78,17 @@ std::optional<Placement> project(const OpShardingRule &rule,
 std::optional<AxisChoice> voteOf(const OpShardingRule &rule, TensorRef t,
                                  Placement p);
 
-/// Rough bytes per device to move a tensor from `from` to `to` (used to rank
-/// choices; the exact plan comes from the reshard planner).
-double estimateReshardBytes(mlir::RankedTensorType type, ShardingAttr from,
-                            ShardingAttr to, llvm::ArrayRef<int64_t> meshSizes);
-
 /// Bytes of one element of `type` (bit widths rounded up to bytes).
 int64_t elementBytes(mlir::Type elementType);
+
+/// The links of `mesh`'s axes under `machine`, or, when it is null, under
+/// the profile a pass's `machine` option names (a built-in name or a JSON
+/// file; empty: the default). A profile that cannot be read is an error on
+/// `module`.
+mlir::FailureOr<cost::MeshCost>
+meshCostFor(mlir::ModuleOp module, MeshOp mesh,
+            std::shared_ptr<const cost::MachineProfile> machine,
+            llvm::StringRef option);
 
 /// The mesh the sharding passes use for `module`: its only dist.mesh.
 /// Fails with a diagnostic when there is none or several.

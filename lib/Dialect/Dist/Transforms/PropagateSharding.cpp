@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "FactorChoice.h"
+#include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 
@@ -29,6 +30,7 @@ namespace distopt::dist {
 
 using namespace mlir;
 using namespace distopt::dist;
+namespace cost = distopt::cost;
 
 namespace {
 
@@ -46,10 +48,21 @@ struct ValueState {
 
 class Propagator {
 public:
-  Propagator(MeshOp mesh)
+  Propagator(MeshOp mesh, const cost::MeshCost &links)
       : meshSizes(mesh.getAxisSizes()), numAxes(meshSizes.size()) {
     for (int64_t a = 0; a < numAxes; ++a)
       axisNames.push_back(mesh.getAxisName(a).str());
+    // Bytes over an axis weigh as much as the fastest axis moves in the
+    // same time (exactly 1 where the links are alike); a collective's
+    // latency is what the axis's own link moves meanwhile.
+    double fastest = 0;
+    for (int64_t a = 0; a < numAxes; ++a)
+      fastest = std::max(fastest, links.axisLink(a).betaGBps);
+    for (int64_t a = 0; a < numAxes; ++a) {
+      const cost::AlphaBeta &l = links.axisLink(a);
+      byteWeight.push_back(fastest / l.betaGBps);
+      latencyBytes.push_back(l.alphaUs * l.betaGBps * 1e3);
+    }
   }
 
   LogicalResult run(FunctionOpInterface func);
@@ -65,6 +78,8 @@ private:
   SmallVector<Value> step(Operation *op, int round, bool allowPartialFlow);
   void runPhase(ArrayRef<Operation *> ops, int round, bool passThroughOnly,
                 bool allowPartialFlow);
+  /// What moving `vs` from `from` to `to` on `axis` costs: the bytes its
+  /// collective sends, weighed by the axis's link (byteWeight).
   double axisCost(const ValueState &vs, int64_t axis, Placement from,
                   Placement to);
   const OpShardingRule *rule(Operation *op);
@@ -77,22 +92,27 @@ private:
   /// Whether a partial `v` is best reduced where it is made: letting it flow
   /// on through every reader that could keep it partial would end in
   /// reductions (one per value some reader needs whole) that move more
-  /// bytes, a collective's latency counted as bytes, than reducing `v` once.
+  /// bytes, a collective's latency on `axis` counted as bytes, than
+  /// reducing `v` once.
   /// A gradient that fans out into an activation gradient and two small
   /// parameter gradients (a norm's backward) is the case: one all-reduce,
   /// not three.
-  bool cheaperReducedAtSource(Value v);
-  bool computeCheaperReducedAtSource(Value v);
+  bool cheaperReducedAtSource(Value v, int64_t axis);
+  bool computeCheaperReducedAtSource(Value v, int64_t axis);
 
   SmallVector<int64_t> meshSizes;
   int64_t numAxes;
   SmallVector<std::string> axisNames;
+  /// Per axis, from the cost model: what a byte over it weighs, and its
+  /// latency in bytes.
+  SmallVector<double> byteWeight;
+  SmallVector<double> latencyBytes;
   DenseMap<Value, ValueState> states;
   /// Rules by op: a compact index into a stable store (rules are large,
   /// and looked up far more often than made).
   DenseMap<Operation *, unsigned> ruleIndex;
   std::deque<std::optional<OpShardingRule>> ruleStore;
-  DenseMap<Value, bool> reducedAtSource;
+  DenseMap<std::pair<Value, int64_t>, bool> reducedAtSource;
   /// Ops with every placement around them decided.
   DenseSet<Operation *> finished;
   std::vector<std::string> causes;
@@ -140,19 +160,21 @@ bool Propagator::readersKeepPartial(Value v, Operation *except) {
   return true;
 }
 
-bool Propagator::cheaperReducedAtSource(Value v) {
-  // The answer depends on the graph and the rules only: compute it once.
-  if (auto it = reducedAtSource.find(v); it != reducedAtSource.end())
+bool Propagator::cheaperReducedAtSource(Value v, int64_t axis) {
+  // The answer depends on the graph, the rules and the axis's link only:
+  // compute it once.
+  auto key = std::make_pair(v, axis);
+  if (auto it = reducedAtSource.find(key); it != reducedAtSource.end())
     return it->second;
-  bool answer = computeCheaperReducedAtSource(v);
-  reducedAtSource[v] = answer;
+  bool answer = computeCheaperReducedAtSource(v, axis);
+  reducedAtSource[key] = answer;
   return answer;
 }
 
-bool Propagator::computeCheaperReducedAtSource(Value v) {
+bool Propagator::computeCheaperReducedAtSource(Value v, int64_t axis) {
   // What one more collective costs, in bytes moved: fewer, larger
   // collectives win unless flowing on saves real volume.
-  constexpr double kLatencyBytes = 64 * 1024;
+  const double kLatencyBytes = latencyBytes[axis];
   constexpr size_t kMaxValues = 64;
   // Only where the value fans out: a value with one reader can still be
   // reduced once further on, after a sum of partials, say.
@@ -231,20 +253,23 @@ double Propagator::axisCost(const ValueState &vs, int64_t axis, Placement from,
     if (st.placement.isShard())
       pieces *= meshSizes[a];
   double local = vs.globalBytes / pieces;
-  double k = meshSizes[axis];
+  int64_t k = meshSizes[axis];
+  using cost::Collective;
   double bytes;
   if (from.isReplicateOrOpen())
     bytes = 0; // a local slice or mask
   else if (from.isShard())
-    bytes = to.isShard() ? local * (k - 1) / k : local * (k - 1);
+    // An all-gather sends (k-1)/k of the k pieces it gathers.
+    bytes = to.isShard() ? cost::bytesSent(Collective::AllToAll, local, k)
+                         : local * (k - 1);
   else if (to.isShard())
-    bytes = local * (k - 1) / k; // reduce-scatter
+    bytes = cost::bytesSent(Collective::ReduceScatter, local, k);
   else if (to.isReplicateOrOpen())
-    bytes = 2 * local * (k - 1) / k; // all-reduce
+    bytes = cost::bytesSent(Collective::AllReduce, local, k);
   else
-    bytes = 2 * local;
+    bytes = 2 * local; // reduce, then make partial again
   // Any mismatch costs a little, so exact agreement wins ties.
-  return bytes + 1;
+  return bytes * byteWeight[axis] + 1;
 }
 
 void Propagator::seedAnnotations(FunctionOpInterface func,
@@ -384,7 +409,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
           const AxisState &s = t.vs->axes[axis];
           if (visible(s) && s.placement.isPartial() &&
               (!readersKeepPartial(t.value, op) ||
-               cheaperReducedAtSource(t.value)))
+               cheaperReducedAtSource(t.value, axis)))
             keep = false;
         }
         if (!keep)
@@ -577,6 +602,14 @@ namespace {
 struct PropagateShardingPass
     : public distopt::dist::impl::DistPropagateShardingBase<
           PropagateShardingPass> {
+  using Base::Base;
+  PropagateShardingPass() = default;
+  explicit PropagateShardingPass(
+      std::shared_ptr<const cost::MachineProfile> machine)
+      : profile(std::move(machine)) {}
+
+  std::shared_ptr<const cost::MachineProfile> profile;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     bool anyAnnotation = false;
@@ -597,10 +630,14 @@ struct PropagateShardingPass
     });
     if (failedAny)
       return signalPassFailure();
+    FailureOr<cost::MeshCost> links =
+        meshCostFor(module, *mesh, profile, machine);
+    if (failed(links))
+      return signalPassFailure();
     for (auto func : module.getOps<FunctionOpInterface>()) {
       if (func.isExternal())
         continue;
-      Propagator prop(*mesh);
+      Propagator prop(*mesh, *links);
       if (failed(prop.run(func)))
         return signalPassFailure();
       prop.materialize(func, meshRef);
@@ -608,3 +645,8 @@ struct PropagateShardingPass
   }
 };
 } // namespace
+
+std::unique_ptr<Pass> distopt::dist::createDistPropagateSharding(
+    std::shared_ptr<const cost::MachineProfile> machine) {
+  return std::make_unique<PropagateShardingPass>(std::move(machine));
+}

@@ -7,6 +7,7 @@
 #include <queue>
 
 using namespace distopt::dist;
+namespace cost = distopt::cost;
 using llvm::ArrayRef;
 using llvm::SmallVector;
 
@@ -41,6 +42,34 @@ std::string ReshardStep::str() const {
     break;
   }
   return s;
+}
+
+void distopt::dist::useLinks(ReshardProblem &problem,
+                             const cost::MeshCost &mesh) {
+  problem.latency.clear();
+  problem.bandwidth.clear();
+  for (int64_t a = 0; a < mesh.numAxes(); ++a) {
+    problem.latency.push_back(mesh.axisLink(a).alphaUs);
+    problem.bandwidth.push_back(mesh.axisLink(a).betaGBps * 1e3);
+  }
+}
+
+/// The time of a step on `axis` (and `axis2`, for a permute) moving
+/// `bytes`: the slower link's.
+static double stepTime(const ReshardProblem &problem, int64_t axis,
+                       int64_t axis2, double bytes) {
+  auto latency = [&](int64_t a) {
+    return problem.latency.empty() ? double(1 << 20) : problem.latency[a];
+  };
+  auto bandwidth = [&](int64_t a) {
+    return problem.bandwidth.empty() ? 1.0 : problem.bandwidth[a];
+  };
+  double l = latency(axis), b = bandwidth(axis);
+  if (axis2 >= 0) {
+    l = std::max(l, latency(axis2));
+    b = std::min(b, bandwidth(axis2));
+  }
+  return l + bytes / b;
 }
 
 static Placement normalize(Placement p) {
@@ -141,7 +170,7 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
     return steps.back();
   };
   for (int64_t a = 0; a < numAxes; ++a) {
-    double k = problem.meshSizes[a];
+    int64_t k = problem.meshSizes[a];
     if (k <= 1 || (a < static_cast<int64_t>(problem.frozenAxes.size()) &&
                    problem.frozenAxes[a]))
       continue;
@@ -149,14 +178,16 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
     SmallVector<Placement> next(state);
     if (p.isPartial()) {
       next[a] = Placement::replicate();
-      add(ReshardStep::Kind::AllReduce, a, next, 2 * local * (k - 1) / k)
+      add(ReshardStep::Kind::AllReduce, a, next,
+          cost::bytesSent(cost::Collective::AllReduce, local, k))
           .reduction = p.reduction;
       for (int64_t d = 0; d < rank; ++d) {
         if (!isInnermost(state, a, d) || blocked(a, d))
           continue;
         next[a] = shardOn(a, d);
         ReshardStep &s =
-            add(ReshardStep::Kind::ReduceScatter, a, next, local * (k - 1) / k);
+            add(ReshardStep::Kind::ReduceScatter, a, next,
+                cost::bytesSent(cost::Collective::ReduceScatter, local, k));
         s.dim = d;
         s.reduction = p.reduction;
       }
@@ -165,14 +196,16 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
         continue;
       next[a] = Placement::replicate();
       double after = localBytes(problem, next);
-      add(ReshardStep::Kind::AllGather, a, next, after * (k - 1) / k).dim =
-          p.dim;
+      add(ReshardStep::Kind::AllGather, a, next,
+          cost::bytesSent(cost::Collective::AllGather, after, k))
+          .dim = p.dim;
       for (int64_t d = 0; d < rank; ++d) {
         if (d == p.dim || !isInnermost(state, a, d) || blocked(a, d))
           continue;
         next[a] = shardOn(a, d);
         ReshardStep &s =
-            add(ReshardStep::Kind::AllToAll, a, next, local * (k - 1) / k);
+            add(ReshardStep::Kind::AllToAll, a, next,
+                cost::bytesSent(cost::Collective::AllToAll, local, k));
         s.dim = p.dim;
         s.dim2 = d;
       }
@@ -193,17 +226,9 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
   // Time of each step: latency plus bytes over the axis bandwidth; local
   // steps cost nothing but a tie-breaking trifle.
   for (ReshardStep &s : steps) {
-    auto bw = [&](int64_t axis) {
-      return problem.relativeBandwidth.empty()
-                 ? 1.0
-                 : problem.relativeBandwidth[axis];
-    };
     bool local = s.kind == ReshardStep::Kind::LocalSlice ||
                  s.kind == ReshardStep::Kind::ToPartial;
-    double b = bw(s.axis);
-    if (s.axis2 >= 0)
-      b = std::min(b, bw(s.axis2));
-    s.cost = local ? 1e-6 : problem.latencyBytes + s.bytes / b;
+    s.cost = local ? 1e-6 : stepTime(problem, s.axis, s.axis2, s.bytes);
   }
   for (int64_t a = 0; a < numAxes; ++a) {
     for (int64_t b = a + 1; b < numAxes; ++b) {
@@ -213,13 +238,11 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
         continue;
       SmallVector<Placement> next(state);
       std::swap(next[a], next[b]);
-      ReshardStep &s = add(ReshardStep::Kind::Permute, a, next, local);
+      ReshardStep &s = add(ReshardStep::Kind::Permute, a, next,
+                           cost::bytesSent(cost::Collective::Permute, local,
+                                           problem.meshSizes[a]));
       s.axis2 = b;
-      double bw = problem.relativeBandwidth.empty()
-                      ? 1.0
-                      : std::min(problem.relativeBandwidth[a],
-                                 problem.relativeBandwidth[b]);
-      s.cost = problem.latencyBytes + local / bw;
+      s.cost = stepTime(problem, a, b, s.bytes);
     }
   }
   return steps;

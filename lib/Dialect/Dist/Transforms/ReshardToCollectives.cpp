@@ -23,14 +23,16 @@ namespace distopt::dist {
 
 using namespace mlir;
 using namespace distopt::dist;
+namespace cost = distopt::cost;
 
 namespace {
 
 class Lowering {
 public:
-  Lowering(MeshOp mesh, std::optional<SmallVector<int64_t>> coords)
+  Lowering(MeshOp mesh, std::optional<SmallVector<int64_t>> coords,
+           const cost::MeshCost &links)
       : b(mesh.getContext()), ctx(b, mesh, std::move(coords)),
-        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())) {}
+        meshRef(FlatSymbolRefAttr::get(mesh.getSymNameAttr())), links(links) {}
 
   LogicalResult lower(ReshardOp op);
   /// No collective may run along `axisName` (a pipeline stage's axis).
@@ -58,6 +60,8 @@ private:
   OpBuilder b;
   PartitionContext ctx;
   FlatSymbolRefAttr meshRef;
+  /// The axes' links under the machine profile: what each step costs.
+  const cost::MeshCost &links;
   SmallVector<bool> frozen;
   /// Plans by (global type, from, to): a model repeats the same reshards in
   /// every layer, and the search is the costly part of lowering them.
@@ -79,6 +83,7 @@ LogicalResult Lowering::lower(ReshardOp op) {
   problem.elementBytes = elementBytes(global.getElementType());
   problem.meshSizes = ctx.meshSizes;
   problem.frozenAxes = frozen;
+  useLinks(problem, links);
   if (!global.hasStaticShape())
     return op.emitOpError("needs a static global shape to plan collectives");
   auto key = std::make_tuple(Type(global), Attribute(op.getFrom()),
@@ -181,6 +186,13 @@ struct ReshardToCollectivesPass
     : public distopt::dist::impl::DistReshardToCollectivesBase<
           ReshardToCollectivesPass> {
   using DistReshardToCollectivesBase::DistReshardToCollectivesBase;
+  ReshardToCollectivesPass(DistReshardToCollectivesOptions options,
+                           std::shared_ptr<const cost::MachineProfile> machine)
+      : DistReshardToCollectivesBase(std::move(options)),
+        profile(std::move(machine)) {}
+
+  std::shared_ptr<const cost::MachineProfile> profile;
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<ReshardOp> reshards;
@@ -197,7 +209,11 @@ struct ReshardToCollectivesPass
     std::optional<SmallVector<int64_t>> coords;
     if (r >= 0)
       coords = mesh->getCoords(r);
-    Lowering lowering(*mesh, coords);
+    FailureOr<cost::MeshCost> links =
+        meshCostFor(module, *mesh, profile, machine);
+    if (failed(links))
+      return signalPassFailure();
+    Lowering lowering(*mesh, coords, *links);
     if (auto axis = module->getAttrOfType<StringAttr>(kPipelineAxisAttr))
       lowering.freezeAxis(axis.getValue());
     for (ReshardOp op : reshards)
@@ -206,3 +222,10 @@ struct ReshardToCollectivesPass
   }
 };
 } // namespace
+
+std::unique_ptr<Pass> distopt::dist::createDistReshardToCollectives(
+    DistReshardToCollectivesOptions options,
+    std::shared_ptr<const cost::MachineProfile> machine) {
+  return std::make_unique<ReshardToCollectivesPass>(std::move(options),
+                                                    std::move(machine));
+}

@@ -14,16 +14,25 @@ def DistPropagateSharding : Pass<"dist-propagate-sharding", "mlir::ModuleOp"> {
     ops (element-wise, reshape, transpose, annotate) first, then all ops.
     When the tensors around an op disagree on a mesh axis, the op takes the
     choice that agrees with the strongest-priority tensors and, among those,
-    moves the fewest bytes (larger tensors keep their sharding); ties break
-    deterministically by operand order. A reduction factor sharded over an axis
-    leaves the result partial (`P(sum)`), and partial values flow through
-    linear ops while that is cheaper than reducing them.
+    costs least under the cost model: the bytes its reshards move, each
+    axis's bytes weighed by how much slower its link is than the fastest
+    (larger tensors keep their sharding); ties break deterministically by
+    operand order. A reduction factor sharded over an axis leaves the result
+    partial (`P(sum)`), and partial values flow through linear ops while that
+    is cheaper than reducing them (a collective's latency counted against
+    the bytes saved). `machine` names the machine profile (a built-in name
+    or a JSON file, docs/cost-model.md); on a mesh whose axes share one
+    link, only the latency-to-bytes ratio matters.
 
     The result: a `dist.sharding` attribute on every op with tensor results
     (one sharding per result) and on function arguments and results. Axes no
     rule decided become replicated. Each decided placement records its cause
     in `dist.cause` (an array of strings, one per result) for reports.
   }];
+  let options = [
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "machine profile: cpu, h100, h200 or a JSON file (default: cpu)">
+  ];
   let dependentDialects = ["::distopt::dist::DistDialect"];
 }
 
@@ -67,14 +76,19 @@ def DistReshardToCollectives : Pass<"dist-reshard-to-collectives", "mlir::Module
     For each partitioned `dist.reshard`, searches the sequences of
     all-gather, reduce-scatter, all-reduce, all-to-all, collective-permute,
     local slices and partial masking that turn the source sharding into the
-    target, and emits the one that moves the fewest bytes per device
-    (shortest-path search over shardings; see docs/resharding.md). When the
-    cheapest plan gathers a dimension and slices it again, the emitted
-    collectives say so in their `dist.reason` attribute.
+    target, and emits the fastest under the cost model: each collective
+    takes its link's latency plus the bytes a device sends over the link's
+    bandwidth, the links of the mesh axes coming from the machine profile
+    (shortest-path search over shardings; see docs/resharding.md). A slow
+    axis makes the plan move fewer bytes over it. When the cheapest plan
+    gathers a dimension and slices it again, the emitted collectives say so
+    in their `dist.reason` attribute.
   }];
   let options = [
     Option<"rank", "rank", "int64_t", /*default=*/"-1",
-           "the rank the module was partitioned for (fills piece sizes)">
+           "the rank the module was partitioned for (fills piece sizes)">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "machine profile: cpu, h100, h200 or a JSON file (default: cpu)">
   ];
   let dependentDialects = ["::distopt::dist::DistDialect"];
 }

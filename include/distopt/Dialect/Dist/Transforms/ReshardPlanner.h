@@ -3,13 +3,15 @@
 //
 // A reshard is a path between two shardings; each edge is one collective (or
 // a free local step) on one mesh axis. The planner runs a shortest-path
-// search over shardings, weighting each edge by the bytes a device sends, and
+// search over shardings, weighting each edge by its time under the cost model
+// (latency plus the bytes a device sends over the axis's bandwidth), and
 // returns the cheapest sequence. See docs/resharding.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DIALECT_DIST_TRANSFORMS_RESHARDPLANNER_H
 #define DISTOPT_DIALECT_DIST_TRANSFORMS_RESHARDPLANNER_H
 
+#include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrs.h"
 #include "llvm/ADT/SmallVector.h"
 #include <optional>
@@ -37,7 +39,7 @@ struct ReshardStep {
   llvm::SmallVector<Placement> after;
   /// Bytes one device sends in this step.
   double bytes = 0;
-  /// Estimated time of the step, in byte-equivalents (see ReshardProblem).
+  /// Estimated time of the step (see ReshardProblem for the unit).
   double cost = 0;
 
   std::string str() const;
@@ -52,17 +54,19 @@ struct ReshardPlan {
 };
 
 /// What a reshard moves: a tensor's global shape, its element size, and the
-/// mesh. A step on axis `a` costs `latencyBytes + bytes / relativeBandwidth[a]`
-/// (time measured in bytes at the reference bandwidth): the latency term keeps
-/// plans short, so a plain all-reduce is not traded for three collectives that
-/// move a few bytes less.
+/// mesh. A step on axis `a` takes `latency[a] + bytes / bandwidth[a]` (a
+/// permute over two axes the larger latency and the smaller bandwidth): the
+/// latency keeps plans short, so a plain all-reduce is not traded for three
+/// collectives that move a few bytes less, and a slow axis makes plans move
+/// fewer bytes over it. useLinks fills both from the cost model
+/// (microseconds, bytes per microsecond). Left empty, every axis has latency
+/// 1 MiB and bandwidth 1: time counted in bytes, uniform links.
 struct ReshardProblem {
   llvm::SmallVector<int64_t> globalShape;
   int64_t elementBytes = 4;
   llvm::SmallVector<int64_t> meshSizes;
-  /// Per axis; empty means every axis has bandwidth 1.
-  llvm::SmallVector<double> relativeBandwidth;
-  double latencyBytes = 1 << 20;
+  llvm::SmallVector<double> latency;
+  llvm::SmallVector<double> bandwidth;
   /// Per axis; true: no step may use it (a pipeline stage's own axis: the
   /// devices along it run other stages). Empty means none is frozen.
   llvm::SmallVector<bool> frozenAxes;
@@ -71,6 +75,10 @@ struct ReshardProblem {
   /// fills it in). Empty means even splits only.
   llvm::SmallVector<Placement> targets;
 };
+
+/// Sets `problem`'s per-axis latency and bandwidth from `mesh` (the links
+/// of the mesh's axes under a machine profile).
+void useLinks(ReshardProblem &problem, const cost::MeshCost &mesh);
 
 /// The steps allowed from `state`, each with the state it leads to and its
 /// cost. Exposed so tests can search independently.
