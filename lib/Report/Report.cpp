@@ -38,6 +38,15 @@ CostModel::Link CostModel::linkFor(StringRef axis, int64_t axisIndex,
 
 /// Node names differ per layer only by their indices: `blocks.3` and
 /// `blocks.7` are the same collective repeated.
+/// How often `op` runs per step: once, or once per microbatch in a loop.
+static int64_t runsPerStep(Operation *op) {
+  int64_t runs = 1;
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+    if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(p))
+      runs *= loop.getMicrobatches();
+  return runs;
+}
+
 static std::string normalizeReason(StringRef reason) {
   static const std::regex layerIndex("([./_])[0-9]+");
   return std::regex_replace(reason.str(), layerIndex, "$1*");
@@ -195,7 +204,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       index[key] = report.collectives.size();
       report.collectives.push_back(e);
     }
-    report.collectives[index[key]].count++;
+    report.collectives[index[key]].count += runsPerStep(op);
   });
   for (const CollectiveEntry &e : report.collectives) {
     report.communicationUs += e.timeUs * e.count;
@@ -220,8 +229,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     func.walk([&](Operation *op) {
       if (op == func.getOperation() || stored(op))
         return;
-      if (isa<nn::NNDialect>(op->getDialect())) {
-        double flops = nn::estimateFlops(op);
+      // The loop's own ops move values and compute nothing.
+      if (isa<nn::NNDialect>(op->getDialect()) &&
+          !isa<nn::MicrobatchLoopOp, nn::MicrobatchSelectOp,
+               nn::MicrobatchYieldOp>(op)) {
+        const double runs = static_cast<double>(runsPerStep(op));
+        double flops = nn::estimateFlops(op) * runs;
         int64_t bytes = 0;
         for (Value v : op->getOperands())
           bytes += nn::tensorBytes(v.getType());
@@ -230,7 +243,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         report.flopsPerRank += flops;
         bool isMatmul = isa<nn::MatMulOp, nn::ConvOp>(op);
         double computeUs = isMatmul ? flops / (model.peakTflops * 1e6) : 0;
-        double memoryUs = bytes / (model.memoryGBps * 1e3);
+        double memoryUs = runs * bytes / (model.memoryGBps * 1e3);
         report.computeUs += std::max(computeUs, memoryUs);
         if (auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr))
           report.usByPhase[phase.getValue()] += std::max(computeUs, memoryUs);
