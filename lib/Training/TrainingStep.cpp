@@ -597,13 +597,13 @@ void StepBuilder::eraseDeadOps() {
   while (changed) {
     changed = false;
     for (Block *body : blocks)
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body))) {
-      if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
-          !isa<nn::NNDialect>(op.getDialect()))
-        continue;
-      op.erase();
-      changed = true;
-    }
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body))) {
+        if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
+            !isa<nn::NNDialect>(op.getDialect()))
+          continue;
+        op.erase();
+        changed = true;
+      }
   }
 }
 
@@ -625,8 +625,7 @@ FailureOr<Value> StepBuilder::unrolledMicrobatches(
   if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
     setPhase("loss");
     globalCount = validLabels(
-        microLabels,
-        cast<RankedTensorType>(output.getType()).getElementType());
+        microLabels, cast<RankedTensorType>(output.getType()).getElementType());
   }
   const double seedScale = globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
   for (Operation *op : forward)
@@ -710,9 +709,11 @@ FailureOr<Value> StepBuilder::unrolledMicrobatches(
 /// nn.microbatch_loop that runs once per microbatch and sums the gradients
 /// and the losses. What does not read the inputs (constants, the weights'
 /// transposes) stays before the loop and is computed once.
-FailureOr<Value> StepBuilder::accumulationLoop(
-    ArrayRef<Operation *> forward, unsigned modelInputs, Value output,
-    Value labels, ArrayRef<Value> wrt, MutableArrayRef<Value> grads) {
+FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
+                                               unsigned modelInputs,
+                                               Value output, Value labels,
+                                               ArrayRef<Value> wrt,
+                                               MutableArrayRef<Value> grads) {
   const int64_t micro = config.accumulationSteps;
   Location loc = output.getLoc();
   // Every input once per microbatch: the model's own for microbatch 0,
@@ -795,9 +796,9 @@ FailureOr<Value> StepBuilder::accumulationLoop(
   setPhase("loss");
   nn::GradientBuilder gl = gb(loc);
   Value sum = loop.getResult(k);
-  return gl.create<nn::MulOp>(
-      sum, gl.scalar(1.0 / static_cast<double>(micro),
-                     getElementTypeOrSelf(sum.getType())));
+  return gl.create<nn::MulOp>(sum,
+                              gl.scalar(1.0 / static_cast<double>(micro),
+                                        getElementTypeOrSelf(sum.getType())));
 }
 
 FailureOr<TrainingStepInfo> StepBuilder::run() {
@@ -903,7 +904,8 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     // it split).
     // A loop's sum is marked where the body computed it.
     Location gradLoc = grad.getLoc();
-    if (auto sum = dyn_cast<OpResult>(grad); loop && sum && sum.getOwner() == loop)
+    if (auto sum = dyn_cast<OpResult>(grad);
+        loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,

@@ -80,7 +80,8 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
     while (end < n && p.proto().instructions(end).op() != "microbatch_yield") ++end;
     for (int i = begin + 1; i <= end && i < n; ++i)
       for (int v : p.InstructionInputs(i))
-        if (defined_at[static_cast<size_t>(v)] < begin) l.last_use[v] = std::max(l.last_use[v], end);
+        if (defined_at[static_cast<size_t>(v)] < begin)
+          l.last_use[v] = std::max(l.last_use[v], end);
     begin = end;
   }
   l.release_after.resize(static_cast<size_t>(n));

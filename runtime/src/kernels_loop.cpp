@@ -19,8 +19,7 @@ Status VerifyLoop(const VerifyContext& ctx) {
   int64_t microbatches = 0;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("microbatches", &microbatches));
   if (microbatches < 1) return InvalidArgumentError("microbatches ", microbatches, " must be >= 1");
-  if (ctx.outputs.empty() || ctx.outputs[0].dtype != DType::kI64 ||
-      !ctx.outputs[0].shape.empty()) {
+  if (ctx.outputs.empty() || ctx.outputs[0].dtype != DType::kI64 || !ctx.outputs[0].shape.empty()) {
     return InvalidArgumentError("output 0 must be the microbatch index, an i64 scalar");
   }
   return OkStatus();

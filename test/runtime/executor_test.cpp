@@ -374,8 +374,7 @@ TEST(Executor, MicrobatchLoopSumsTheBodyOverEveryMicrobatch) {
   std::vector<Tensor> out;
   for (int run = 0; run < 2; ++run) {  // the second run starts from zeros again
     Status st = e->Run(
-        {F32({3}, {1, 2, 3}), F32({3}, {1, 0, 0}), F32({3}, {0, 1, 0}), F32({3}, {0, 0, 4})},
-        &out);
+        {F32({3}, {1, 2, 3}), F32({3}, {1, 0, 0}), F32({3}, {0, 1, 0}), F32({3}, {0, 0, 4})}, &out);
     ASSERT_TRUE(st.ok()) << st.ToString();
     ExpectF32(out[0], {3}, {-1, -2, -12});
     ExpectF32(out[1], {3}, {-2, -4, -24});

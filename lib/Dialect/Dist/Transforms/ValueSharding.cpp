@@ -118,8 +118,7 @@ static bool isSummingLoop(mlir::Operation *op) {
       !op->getRegion(0).hasOneBlock())
     return false;
   mlir::Block &body = op->getRegion(0).front();
-  return !body.empty() &&
-         body.back().hasTrait<mlir::OpTrait::IsTerminator>() &&
+  return !body.empty() && body.back().hasTrait<mlir::OpTrait::IsTerminator>() &&
          body.back().getNumOperands() == op->getNumResults() &&
          body.back().getOperandTypes() == op->getResultTypes();
 }

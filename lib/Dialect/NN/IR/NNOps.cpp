@@ -483,8 +483,8 @@ LogicalResult MicrobatchLoopOp::verify() {
   if (body.getNumArguments() != 1 || body.getArgument(0).getType() != index)
     return emitOpError("body must take one argument, the microbatch index ")
            << index;
-  auto yield = dyn_cast_or_null<MicrobatchYieldOp>(
-      body.empty() ? nullptr : &body.back());
+  auto yield = dyn_cast_or_null<MicrobatchYieldOp>(body.empty() ? nullptr
+                                                                : &body.back());
   if (!yield)
     return emitOpError("body must end in nn.microbatch_yield");
   if (yield.getValues().getTypes() != getSums().getTypes())
@@ -526,9 +526,8 @@ LogicalResult MicrobatchSelectOp::verify() {
     return emitOpError("must read the index of the nn.microbatch_loop it is "
                        "in");
   if (static_cast<int64_t>(getCandidates().size()) != loop.getMicrobatches())
-    return emitOpError("has ")
-           << getCandidates().size() << " candidate(s) for "
-           << loop.getMicrobatches() << " microbatches";
+    return emitOpError("has ") << getCandidates().size() << " candidate(s) for "
+                               << loop.getMicrobatches() << " microbatches";
   for (Value c : getCandidates())
     if (c.getType() != getType())
       return emitOpError("candidate of type ")
