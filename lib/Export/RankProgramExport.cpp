@@ -32,6 +32,11 @@ public:
 
 private:
   FailureOr<int32_t> define(Value v);
+  /// A value of type `t` that no IR value stands for.
+  FailureOr<int32_t> newValue(Location loc, Type t);
+  LogicalResult exportOp(func::FuncOp func, Operation &op);
+  /// The loop's instructions, then its body's, then the sums.
+  LogicalResult exportLoop(func::FuncOp func, nn::MicrobatchLoopOp loop);
   FailureOr<int32_t> use(Operation *user, Value v);
   FailureOr<proto::DType> dtypeOf(Location loc, Type t);
   LogicalResult fillSlice(Location loc, RankedTensorType local,
@@ -97,10 +102,16 @@ FailureOr<proto::DType> Exporter::dtypeOf(Location loc, Type t) {
 }
 
 FailureOr<int32_t> Exporter::define(Value v) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  Location loc = v.getLoc();
+  FailureOr<int32_t> id = newValue(v.getLoc(), v.getType());
+  if (succeeded(id))
+    ids[v] = *id;
+  return id;
+}
+
+FailureOr<int32_t> Exporter::newValue(Location loc, Type t) {
+  auto type = dyn_cast<RankedTensorType>(t);
   if (!type)
-    return emitError(loc, "only tensors can be exported, got ") << v.getType();
+    return emitError(loc, "only tensors can be exported, got ") << t;
   if (!type.hasStaticShape())
     return emitError(loc, "value of type ")
            << type << " has a dynamic shape; export needs a per-rank program "
@@ -116,7 +127,6 @@ FailureOr<int32_t> Exporter::define(Value v) {
     pv->mutable_type()->add_shape(s);
   if (auto name = dyn_cast<NameLoc>(loc))
     pv->set_name(name.getName().str());
-  ids[v] = id;
   return id;
 }
 
@@ -366,7 +376,8 @@ void Exporter::findMatMulEpilogues(Block &entry) {
           biasType.getDimSize(0) == outType.getShape().back() &&
           biasType.getElementType() == outType.getElementType() &&
           add.getType() == outType && bias != out &&
-          (!def || def->isBeforeInBlock(mm))) {
+          (!def || def->getBlock() != mm->getBlock() ||
+           def->isBeforeInBlock(mm))) {
         e.bias = bias;
         e.last = add;
         out = add.getResult();
@@ -699,30 +710,85 @@ FailureOr<proto::RankProgram> Exporter::run() {
                                           /*isResult=*/false, arg.getLoc())))
       return failure();
   }
-  for (Operation &op : entry) {
-    LogicalResult r = success();
-    if (auto w = dyn_cast<nn::WeightOp>(op))
-      r = exportWeight(w);
-    else if (auto v = dyn_cast<nn::VariableOp>(op))
-      r = exportVariable(v);
-    else if (auto c = dyn_cast<nn::ConstantOp>(op))
-      r = exportConstant(c);
-    else if (foldedTransposes.contains(&op) || foldedIntoMatMul.contains(&op))
-      continue;
-    else if (auto mm = dyn_cast<nn::MatMulOp>(op))
-      r = exportMatMul(mm);
-    else if (isa<nn::NNDialect>(op.getDialect()))
-      r = exportNNOp(&op);
-    else if (isa<dist::DistDialect>(op.getDialect()))
-      r = exportDistOp(&op);
-    else if (isa<func::ReturnOp>(op))
-      r = exportReturn(func, &op);
-    else
-      r = op.emitError("cannot export ") << op.getName();
-    if (failed(r))
+  for (Operation &op : entry)
+    if (failed(exportOp(func, op)))
       return failure();
-  }
   return prog;
+}
+
+LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
+  if (auto w = dyn_cast<nn::WeightOp>(op))
+    return exportWeight(w);
+  if (auto v = dyn_cast<nn::VariableOp>(op))
+    return exportVariable(v);
+  if (auto c = dyn_cast<nn::ConstantOp>(op))
+    return exportConstant(c);
+  if (foldedTransposes.contains(&op) || foldedIntoMatMul.contains(&op))
+    return success();
+  if (auto mm = dyn_cast<nn::MatMulOp>(op))
+    return exportMatMul(mm);
+  if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
+    return exportLoop(func, loop);
+  if (isa<nn::NNDialect>(op.getDialect()))
+    return exportNNOp(&op);
+  if (isa<dist::DistDialect>(op.getDialect()))
+    return exportDistOp(&op);
+  if (isa<func::ReturnOp>(op))
+    return exportReturn(func, &op);
+  return op.emitError("cannot export ") << op.getName();
+}
+
+/// microbatch_loop defines the index and a zeroed running sum per result;
+/// the body adds what it yields to them; microbatch_yield carries the sums
+/// into the next microbatch, and out as the results after the last
+/// (docs/rank-program.md).
+LogicalResult Exporter::exportLoop(func::FuncOp func,
+                                   nn::MicrobatchLoopOp loop) {
+  const int begin = prog.instructions_size();
+  proto::Instruction *start = newInstruction(loop, "microbatch_loop");
+  (*start->mutable_attrs())["microbatches"].set_i(loop.getMicrobatches());
+  FailureOr<int32_t> index = define(loop.getIndex());
+  if (failed(index))
+    return failure();
+  start->add_outputs(*index);
+  SmallVector<int32_t> sums;
+  for (Value r : loop.getResults()) {
+    FailureOr<int32_t> id = newValue(r.getLoc(), r.getType());
+    if (failed(id))
+      return failure();
+    sums.push_back(*id);
+    start->add_outputs(*id);
+  }
+  Block &body = loop.getBody().front();
+  findFoldedTransposes(body);
+  findMatMulEpilogues(body);
+  for (Operation &op : body.without_terminator())
+    if (failed(exportOp(func, op)))
+      return failure();
+  Operation *yield = body.getTerminator();
+  SmallVector<int32_t> next;
+  for (auto [sum, v] : llvm::zip(sums, yield->getOperands())) {
+    FailureOr<int32_t> y = use(yield, v);
+    FailureOr<int32_t> id = newValue(v.getLoc(), v.getType());
+    if (failed(y) || failed(id))
+      return failure();
+    proto::Instruction *add = newInstruction(yield, "add");
+    add->add_inputs(sum);
+    add->add_inputs(*y);
+    add->add_outputs(*id);
+    next.push_back(*id);
+  }
+  proto::Instruction *end = newInstruction(loop, "microbatch_yield");
+  (*end->mutable_attrs())["loop"].set_i(begin);
+  for (int32_t id : next)
+    end->add_inputs(id);
+  for (Value r : loop.getResults()) {
+    FailureOr<int32_t> id = define(r);
+    if (failed(id))
+      return failure();
+    end->add_outputs(*id);
+  }
+  return success();
 }
 
 FailureOr<proto::RankProgram>

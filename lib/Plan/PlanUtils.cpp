@@ -38,9 +38,13 @@ std::vector<WeightUse> distopt::plan::findWeightUses(func::FuncOp func) {
       }
     }
   });
+  // In program order (a loop's body in its place).
+  DenseMap<Operation *, unsigned> order;
+  func.walk<WalkOrder::PreOrder>(
+      [&](Operation *op) { order.try_emplace(op, order.size()); });
   std::stable_sort(uses.begin(), uses.end(),
-                   [](const WeightUse &a, const WeightUse &b) {
-                     return a.op->isBeforeInBlock(b.op);
+                   [&](const WeightUse &a, const WeightUse &b) {
+                     return order.lookup(a.op) < order.lookup(b.op);
                    });
   return uses;
 }

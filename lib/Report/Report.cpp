@@ -56,6 +56,15 @@ static cost::OpWork opWork(Operation *op, double flops, double bytes) {
 
 /// Node names differ per layer only by their indices: `blocks.3` and
 /// `blocks.7` are the same collective repeated.
+/// How often `op` runs per step: once, or once per microbatch in a loop.
+static int64_t runsPerStep(Operation *op) {
+  int64_t runs = 1;
+  for (Operation *p = op->getParentOp(); p; p = p->getParentOp())
+    if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(p))
+      runs *= loop.getMicrobatches();
+  return runs;
+}
+
 static std::string normalizeReason(StringRef reason) {
   static const std::regex layerIndex("([./_])[0-9]+");
   return std::regex_replace(reason.str(), layerIndex, "$1*");
@@ -220,7 +229,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       index[key] = report.collectives.size();
       report.collectives.push_back(e);
     }
-    report.collectives[index[key]].count++;
+    report.collectives[index[key]].count += runsPerStep(op);
   });
   for (const CollectiveEntry &e : report.collectives) {
     report.communicationUs += e.timeUs * e.count;
@@ -245,15 +254,20 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     func.walk([&](Operation *op) {
       if (op == func.getOperation() || stored(op))
         return;
-      if (isa<nn::NNDialect>(op->getDialect())) {
-        double flops = nn::estimateFlops(op);
+      // The loop's own ops move values and compute nothing.
+      if (isa<nn::NNDialect>(op->getDialect()) &&
+          !isa<nn::MicrobatchLoopOp, nn::MicrobatchSelectOp,
+               nn::MicrobatchYieldOp>(op)) {
+        const double runs = static_cast<double>(runsPerStep(op));
+        double flops = nn::estimateFlops(op) * runs;
         int64_t bytes = 0;
         for (Value v : op->getOperands())
           bytes += nn::tensorBytes(v.getType());
         for (Value v : op->getResults())
           bytes += nn::tensorBytes(v.getType());
         report.flopsPerRank += flops;
-        double us = cost::computeUs(*machine, opWork(op, flops, bytes));
+        // A body's bytes move once per microbatch, as its flops are counted.
+        double us = cost::computeUs(*machine, opWork(op, flops, runs * bytes));
         report.computeUs += us;
         if (auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr))
           report.usByPhase[phase.getValue()] += us;

@@ -36,8 +36,10 @@ static int64_t indexBound(const distrt::Program &program, int inputIndex) {
               return shape[axis];
           }
         }
+        // (A microbatch loop's inputs reach its body through the select.)
         if (inst.op() == "cast" || inst.op() == "reshape" ||
-            inst.op() == "identity")
+            inst.op() == "identity" ||
+            (inst.op() == "microbatch_select" && i > 0))
           for (int32_t out : inst.outputs())
             next.push_back(out);
       }

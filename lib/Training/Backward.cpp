@@ -14,20 +14,45 @@ static bool isFloatTensor(Value v) {
   return t && isa<FloatType>(t.getElementType());
 }
 
+/// The ops the seeds may depend on, in program order: those of `block`, after
+/// those before each op enclosing it up to the function (a microbatch loop's
+/// body reads the weights' transposes computed before the loop).
+static SmallVector<Operation *> opsInScope(Block *block) {
+  SmallVector<SmallVector<Operation *>> levels;
+  Operation *end = nullptr; // the enclosing op: the level stops before it
+  for (Block *b = block; b;) {
+    SmallVector<Operation *> &level = levels.emplace_back();
+    for (Operation &op : *b) {
+      if (&op == end)
+        break;
+      level.push_back(&op);
+    }
+    end = b->getParentOp();
+    if (!end || end->hasTrait<OpTrait::IsIsolatedFromAbove>())
+      break;
+    b = end->getBlock();
+  }
+  SmallVector<Operation *> ops;
+  for (SmallVector<Operation *> &level : llvm::reverse(levels))
+    ops.append(level);
+  return ops;
+}
+
 FailureOr<SmallVector<Value>>
 distopt::buildGradients(OpBuilder &builder,
                         ArrayRef<std::pair<Value, Value>> seeds,
                         ArrayRef<Value> wrt) {
   if (seeds.empty())
     return SmallVector<Value>(wrt.size());
-  Block *block = Value(seeds.front().first).getParentBlock();
+  SmallVector<Operation *> scope =
+      opsInScope(Value(seeds.front().first).getParentBlock());
 
   // Values that depend on a `wrt` value through float ops...
   DenseSet<Value> fromParams(wrt.begin(), wrt.end());
-  for (Operation &op : *block)
-    if (llvm::any_of(op.getOperands(),
+  for (Operation *op : scope)
+    if (llvm::any_of(op->getOperands(),
                      [&](Value v) { return fromParams.contains(v); }))
-      for (Value r : op.getResults())
+      for (Value r : op->getResults())
         if (isFloatTensor(r))
           fromParams.insert(r);
   // ... and that the seeds depend on: the ops between are differentiated.
@@ -60,12 +85,12 @@ distopt::buildGradients(OpBuilder &builder,
   // parameters and produces one the seeds depend on (the parameters' own
   // definitions read nothing).
   SmallVector<Operation *> ops;
-  for (Operation &op : *block)
-    if (llvm::any_of(op.getResults(),
+  for (Operation *op : scope)
+    if (llvm::any_of(op->getResults(),
                      [&](Value r) { return toSeeds.contains(r); }) &&
-        llvm::any_of(op.getOperands(),
+        llvm::any_of(op->getOperands(),
                      [&](Value v) { return fromParams.contains(v); }))
-      ops.push_back(&op);
+      ops.push_back(op);
   for (Operation *op : llvm::reverse(ops)) {
     nn::GradientBuilder g(builder, op->getLoc());
     SmallVector<Value> resultGrads;

@@ -94,10 +94,22 @@ private:
                      SmallVectorImpl<Operation *> &copies);
   /// The layer of `op` a recompute glob names ("" if none).
   std::string recomputeLayer(Operation *op);
+  /// Builds the microbatches' forward, loss and backward; sets each
+  /// parameter's gradient in `grads` (null: none) and returns the step's
+  /// loss.
+  FailureOr<Value> unrolledMicrobatches(ArrayRef<Operation *> forward,
+                                        unsigned modelInputs, Value output,
+                                        Value labels, ArrayRef<Value> wrt,
+                                        MutableArrayRef<Value> grads);
+  FailureOr<Value> accumulationLoop(ArrayRef<Operation *> forward,
+                                    unsigned modelInputs, Value output,
+                                    Value labels, ArrayRef<Value> wrt,
+                                    MutableArrayRef<Value> grads);
   /// Activation checkpointing of one microbatch: the backward of a layer
   /// named by `recompute` reads a copy of the layer's forward made just
   /// before it, from what entered the layer, not the forward's values.
-  void recomputeLayers(ArrayRef<Operation *> forwardOps);
+  /// `inputs` are the values the forward's inputs are read from.
+  void recomputeLayers(ArrayRef<Operation *> forwardOps, ValueRange inputs);
   LogicalResult compileRecomputeGlobs();
   std::vector<llvm::GlobPattern> recomputeGlobs;
   Value clipGradients(Location loc);
@@ -124,6 +136,11 @@ private:
   std::map<std::string, Value> hyper;
   /// The clipping coefficient every gradient is scaled by (null: none).
   Value gradScale;
+  /// Each op of the model's forward by its place in it (where the loop
+  /// moves the ops, the order the forward reads the parameters stays).
+  DenseMap<Operation *, unsigned> forwardOrder;
+  /// Gradient accumulation's loop (null: none).
+  nn::MicrobatchLoopOp loop;
 };
 
 } // namespace
@@ -332,13 +349,12 @@ Value StepBuilder::validLabels(ArrayRef<Value> labels, Type f) {
   return total;
 }
 
-/// The values that depend on `func`'s arguments, walking `ops` in order
+/// The values that depend on `roots` (the inputs), walking `ops` in order
 /// (what does not is shared by every microbatch: weights, constants, their
 /// transposes).
-static llvm::DenseSet<Value> argumentDependent(func::FuncOp func,
-                                               ArrayRef<Operation *> ops) {
-  llvm::DenseSet<Value> dependent(func.getArguments().begin(),
-                                  func.getArguments().end());
+static llvm::DenseSet<Value> inputDependent(ValueRange roots,
+                                            ArrayRef<Operation *> ops) {
+  llvm::DenseSet<Value> dependent(roots.begin(), roots.end());
   for (Operation *op : ops)
     if (llvm::any_of(op->getOperands(),
                      [&](Value v) { return dependent.contains(v); }))
@@ -347,15 +363,15 @@ static llvm::DenseSet<Value> argumentDependent(func::FuncOp func,
 }
 
 void StepBuilder::untagSharedOps() {
-  // One microbatch has nothing to order: no tags at all.
-  if (std::max(config.accumulationSteps, batchSplit) == 1) {
+  // Only a pipeline orders by microbatch: without one, no tags at all.
+  if (batchSplit == 1) {
     func.walk([](Operation *op) { op->removeAttr(nn::kMicrobatchAttr); });
     return;
   }
   SmallVector<Operation *> ops;
   for (Operation &op : func.getBody().front())
     ops.push_back(&op);
-  llvm::DenseSet<Value> dependent = argumentDependent(func, ops);
+  llvm::DenseSet<Value> dependent = inputDependent(func.getArguments(), ops);
   for (Operation *op : ops)
     if (op->getNumResults() == 0 || !dependent.contains(op->getResult(0)))
       op->removeAttr(nn::kMicrobatchAttr);
@@ -422,13 +438,14 @@ LogicalResult StepBuilder::compileRecomputeGlobs() {
   return success();
 }
 
-void StepBuilder::recomputeLayers(ArrayRef<Operation *> forwardOps) {
+void StepBuilder::recomputeLayers(ArrayRef<Operation *> forwardOps,
+                                  ValueRange inputs) {
   if (recomputeGlobs.empty())
     return;
   OpBuilder::InsertionGuard guard(b);
   // Only what depends on the inputs is recomputed (weights and their
   // transposes are kept); the forward reads nothing computed after it.
-  llvm::DenseSet<Value> dependent = argumentDependent(func, forwardOps);
+  llvm::DenseSet<Value> dependent = inputDependent(inputs, forwardOps);
   std::map<std::string, SmallVector<Operation *>> layers;
   for (Operation *op : forwardOps)
     if (op->getNumResults() && dependent.contains(op->getResult(0)))
@@ -467,13 +484,11 @@ Value StepBuilder::clipGradients(Location loc) {
   nn::GradientBuilder g = gb(loc);
   // Summed in the order the forward first reads the parameters, so a
   // pipeline adds each stage's share before passing the sum on.
-  DenseMap<Operation *, unsigned> position;
-  for (auto [i, op] : llvm::enumerate(func.getBody().front()))
-    position[&op] = i;
   auto firstRead = [&](const Parameter &p) {
     unsigned first = std::numeric_limits<unsigned>::max();
     for (Operation *user : p.weight->getUsers())
-      first = std::min(first, position.lookup(user));
+      if (auto it = forwardOrder.find(user); it != forwardOrder.end())
+        first = std::min(first, it->second);
     return first;
   };
   std::vector<Parameter *> ordered;
@@ -575,18 +590,215 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
 }
 
 void StepBuilder::eraseDeadOps() {
-  Block &body = func.getBody().front();
+  SmallVector<Block *> blocks{&func.getBody().front()};
+  if (loop)
+    blocks.push_back(&loop.getBody().front());
   bool changed = true;
   while (changed) {
     changed = false;
-    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(body))) {
-      if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
-          !isa<nn::NNDialect>(op.getDialect()))
+    for (Block *body : blocks)
+      for (Operation &op : llvm::make_early_inc_range(llvm::reverse(*body))) {
+        if (op.hasTrait<OpTrait::IsTerminator>() || !op.use_empty() ||
+            !isa<nn::NNDialect>(op.getDialect()))
+          continue;
+        op.erase();
+        changed = true;
+      }
+  }
+}
+
+/// One batch (no accumulation) or a pipeline's microbatches: a copy of the
+/// forward, loss and backward per microbatch, each copy's ops tagged with its
+/// microbatch for the pipeline's schedule to reorder.
+FailureOr<Value> StepBuilder::unrolledMicrobatches(
+    ArrayRef<Operation *> forward, unsigned modelInputs, Value output,
+    Value labels, ArrayRef<Value> wrt, MutableArrayRef<Value> grads) {
+  const int64_t micro = batchSplit;
+  // A split batch must give the whole batch's loss: cross-entropy divides
+  // by the valid labels of all microbatches; equal-sized means average.
+  Value globalCount;
+  SmallVector<Value> microLabels{labels};
+  if (labels)
+    for (int64_t j = 1; j < micro; ++j)
+      microLabels.push_back(
+          addInput(microbatchInputName(kLabelsInput, j), labels.getType()));
+  if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
+    setPhase("loss");
+    globalCount = validLabels(
+        microLabels, cast<RankedTensorType>(output.getType()).getElementType());
+  }
+  const double seedScale = globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
+  for (Operation *op : forward)
+    op->setAttr(nn::kMicrobatchAttr, b.getI64IntegerAttr(0));
+  // Per parameter, one running sum per term of its gradient: a parameter
+  // read in two places (a tied embedding and head, maybe on two pipeline
+  // stages) sums each place's share over the microbatches on its own and
+  // adds the two once.
+  std::vector<SmallVector<Value>> accumulators(wrt.size());
+  auto sumTerms = [&](Value g) {
+    SmallVector<Value> terms, work{g};
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      auto add = v.getDefiningOp<nn::AddOp>();
+      if (add && add->hasAttr(nn::kMicrobatchAttr) &&
+          add.getLhs().getType() == v.getType() &&
+          add.getRhs().getType() == v.getType()) {
+        work.push_back(add.getRhs());
+        work.push_back(add.getLhs());
         continue;
-      op.erase();
-      changed = true;
+      }
+      terms.push_back(v);
+    }
+    return terms;
+  };
+  SmallVector<Value> losses;
+  for (int64_t j = 0; j < micro; ++j) {
+    tagger.microbatch = b.getI64IntegerAttr(j);
+    Value out = output, lab = microLabels[j];
+    SmallVector<Operation *> forwardOps(forward.begin(), forward.end());
+    if (j > 0) {
+      tagger.phase = {};
+      forwardOps.clear();
+      out = cloneForward(forward, modelInputs, j, output, forwardOps);
+    }
+    setPhase("loss");
+    auto [l, seed] = loss(out, lab, seedScale, globalCount);
+    losses.push_back(l);
+    setPhase("backward");
+    auto g = buildGradients(b, {{out, seed}}, wrt);
+    if (failed(g))
+      return failure();
+    recomputeLayers(forwardOps, func.getArguments());
+    for (auto [sums, gj] : llvm::zip(accumulators, *g)) {
+      if (!gj)
+        continue;
+      SmallVector<Value> terms =
+          micro > 1 ? sumTerms(gj) : SmallVector<Value>{gj};
+      if (sums.empty()) {
+        sums = terms;
+        continue;
+      }
+      if (terms.size() != sums.size())
+        terms = {gj};
+      while (sums.size() > terms.size()) { // fold back into one sum
+        Value last = sums.pop_back_val();
+        sums.back() = gb(last.getLoc()).create<nn::AddOp>(sums.back(), last);
+      }
+      for (auto [sum, term] : llvm::zip(sums, terms))
+        sum = gb(term.getLoc()).create<nn::AddOp>(sum, term);
     }
   }
+  tagger.microbatch = {};
+  for (auto [grad, sums] : llvm::zip(grads, accumulators))
+    for (Value sum : sums)
+      grad = grad ? gb(sum.getLoc()).create<nn::AddOp>(grad, sum) : sum;
+  setPhase("loss");
+  Value loss = losses.front();
+  if (micro > 1) {
+    nn::GradientBuilder g = gb(output.getLoc());
+    for (Value l : ArrayRef<Value>(losses).drop_front())
+      loss = g.create<nn::AddOp>(loss, l);
+    if (seedScale != 1.0)
+      loss = g.create<nn::MulOp>(
+          loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
+  }
+  return loss;
+}
+
+/// Gradient accumulation: one copy of the forward, loss and backward in an
+/// nn.microbatch_loop that runs once per microbatch and sums the gradients
+/// and the losses. What does not read the inputs (constants, the weights'
+/// transposes) stays before the loop and is computed once.
+FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
+                                               unsigned modelInputs,
+                                               Value output, Value labels,
+                                               ArrayRef<Value> wrt,
+                                               MutableArrayRef<Value> grads) {
+  const int64_t micro = config.accumulationSteps;
+  Location loc = output.getLoc();
+  // Every input once per microbatch: the model's own for microbatch 0,
+  // "<name>.mb<j>" for the others.
+  SmallVector<Value> roots;
+  std::vector<SmallVector<Value>> candidates;
+  for (unsigned i = 0; i < modelInputs; ++i) {
+    roots.push_back(func.getArgument(i));
+    candidates.push_back({func.getArgument(i)});
+  }
+  SmallVector<Value> labelCandidates{labels};
+  if (labels)
+    for (int64_t j = 1; j < micro; ++j)
+      labelCandidates.push_back(
+          addInput(microbatchInputName(kLabelsInput, j), labels.getType()));
+  for (int64_t j = 1; j < micro; ++j)
+    for (unsigned i = 0; i < modelInputs; ++i) {
+      auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
+      std::string base = name ? name.str() : "input_" + std::to_string(i);
+      candidates[i].push_back(addInput(microbatchInputName(base, j),
+                                       func.getArgument(i).getType()));
+    }
+
+  // The body: the microbatch's inputs, then the forward ops that read them,
+  // built in a loop without results until the sums' types are known.
+  Operation *ret = &*b.getInsertionPoint();
+  auto building = nn::MicrobatchLoopOp::create(b, loc, TypeRange{}, micro);
+  Block *body = new Block();
+  building.getBody().push_back(body);
+  Value index =
+      body->addArgument(RankedTensorType::get({}, b.getI64Type()), loc);
+  b.setInsertionPointToEnd(body);
+  tagger.phase = {};
+  SmallVector<Value> selected;
+  for (auto [i, c] : llvm::enumerate(candidates))
+    selected.push_back(nn::MicrobatchSelectOp::create(
+        b, func.getArgument(i).getLoc(), c.front().getType(), index, c));
+  llvm::DenseSet<Value> dependent = inputDependent(roots, forward);
+  SmallVector<Operation *> bodyOps;
+  for (Operation *op : forward)
+    if (op->getNumResults() && dependent.contains(op->getResult(0))) {
+      op->moveBefore(body, body->end());
+      bodyOps.push_back(op);
+    }
+  for (auto [root, sel] : llvm::zip(roots, selected))
+    root.replaceUsesWithIf(sel, [&](OpOperand &use) {
+      return use.getOwner()->getBlock() == body &&
+             !isa<nn::MicrobatchSelectOp>(use.getOwner());
+    });
+  Value lab;
+  if (labels)
+    lab = nn::MicrobatchSelectOp::create(b, labels.getLoc(), labels.getType(),
+                                         index, labelCandidates);
+
+  setPhase("loss");
+  auto [l, seed] = loss(output, lab, 1.0 / static_cast<double>(micro), {});
+  setPhase("backward");
+  auto g = buildGradients(b, {{output, seed}}, wrt);
+  if (failed(g))
+    return failure();
+  recomputeLayers(bodyOps, selected);
+  SmallVector<Value> yielded;
+  for (Value gk : *g)
+    if (gk)
+      yielded.push_back(gk);
+  yielded.push_back(l);
+  nn::MicrobatchYieldOp::create(b, loc, yielded);
+
+  b.setInsertionPoint(ret);
+  SmallVector<Type> types;
+  for (Value v : yielded)
+    types.push_back(v.getType());
+  loop = nn::MicrobatchLoopOp::create(b, loc, types, micro);
+  loop.getBody().takeBody(building.getBody());
+  building.erase();
+  unsigned k = 0;
+  for (auto [grad, gk] : llvm::zip(grads, *g))
+    if (gk)
+      grad = loop.getResult(k++);
+  setPhase("loss");
+  nn::GradientBuilder gl = gb(loc);
+  Value sum = loop.getResult(k);
+  return gl.create<nn::MulOp>(sum,
+                              gl.scalar(1.0 / static_cast<double>(micro),
+                                        getElementTypeOrSelf(sum.getType())));
 }
 
 FailureOr<TrainingStepInfo> StepBuilder::run() {
@@ -666,97 +878,20 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
            << " microbatches; a pipeline already accumulates over its "
               "microbatches, so set only pipeline.microbatches";
   const int64_t micro = std::max(config.accumulationSteps, batchSplit);
-  // A split batch must give the whole batch's loss: cross-entropy divides
-  // by the valid labels of all microbatches; equal-sized means average.
-  Value globalCount;
-  SmallVector<Value> microLabels{labels};
-  if (labels)
-    for (int64_t j = 1; j < micro; ++j)
-      microLabels.push_back(
-          addInput(microbatchInputName(kLabelsInput, j), labels.getType()));
-  if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
-    setPhase("loss");
-    globalCount = validLabels(microLabels, outType.getElementType());
-  }
-  const double seedScale = globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
-  for (Operation *op : forward)
-    op->setAttr(nn::kMicrobatchAttr, b.getI64IntegerAttr(0));
+  for (auto [i, op] : llvm::enumerate(forward))
+    forwardOrder[op] = i;
   SmallVector<Value> wrt;
   for (Parameter &p : params)
     wrt.push_back(p.weight->getResult(0));
   SmallVector<Value> grads(wrt.size());
-  // Per parameter, one running sum per term of its gradient: a parameter
-  // read in two places (a tied embedding and head, maybe on two pipeline
-  // stages) sums each place's share over the microbatches on its own and
-  // adds the two once.
-  std::vector<SmallVector<Value>> accumulators(wrt.size());
-  auto sumTerms = [&](Value g) {
-    SmallVector<Value> terms, work{g};
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      auto add = v.getDefiningOp<nn::AddOp>();
-      if (add && add->hasAttr(nn::kMicrobatchAttr) &&
-          add.getLhs().getType() == v.getType() &&
-          add.getRhs().getType() == v.getType()) {
-        work.push_back(add.getRhs());
-        work.push_back(add.getLhs());
-        continue;
-      }
-      terms.push_back(v);
-    }
-    return terms;
-  };
-  SmallVector<Value> losses;
-  for (int64_t j = 0; j < micro; ++j) {
-    tagger.microbatch = b.getI64IntegerAttr(j);
-    Value out = *output, lab = microLabels[j];
-    SmallVector<Operation *> forwardOps(forward.begin(), forward.end());
-    if (j > 0) {
-      tagger.phase = {};
-      forwardOps.clear();
-      out = cloneForward(forward, modelInputs, j, *output, forwardOps);
-    }
-    setPhase("loss");
-    auto [l, seed] = loss(out, lab, seedScale, globalCount);
-    losses.push_back(l);
-    setPhase("backward");
-    auto g = buildGradients(b, {{out, seed}}, wrt);
-    if (failed(g))
-      return failure();
-    recomputeLayers(forwardOps);
-    for (auto [sums, gj] : llvm::zip(accumulators, *g)) {
-      if (!gj)
-        continue;
-      SmallVector<Value> terms =
-          micro > 1 ? sumTerms(gj) : SmallVector<Value>{gj};
-      if (sums.empty()) {
-        sums = terms;
-        continue;
-      }
-      if (terms.size() != sums.size())
-        terms = {gj};
-      while (sums.size() > terms.size()) { // fold back into one sum
-        Value last = sums.pop_back_val();
-        sums.back() = gb(last.getLoc()).create<nn::AddOp>(sums.back(), last);
-      }
-      for (auto [sum, term] : llvm::zip(sums, terms))
-        sum = gb(term.getLoc()).create<nn::AddOp>(sum, term);
-    }
-  }
-  tagger.microbatch = {};
-  for (auto [grad, sums] : llvm::zip(grads, accumulators))
-    for (Value sum : sums)
-      grad = grad ? gb(sum.getLoc()).create<nn::AddOp>(grad, sum) : sum;
-  setPhase("loss");
-  Value loss = losses.front();
-  if (micro > 1) {
-    nn::GradientBuilder g = gb(loc);
-    for (Value l : ArrayRef<Value>(losses).drop_front())
-      loss = g.create<nn::AddOp>(loss, l);
-    if (seedScale != 1.0)
-      loss = g.create<nn::MulOp>(
-          loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
-  }
+  FailureOr<Value> stepLoss =
+      batchSplit == 1 && micro > 1
+          ? accumulationLoop(forward, modelInputs, *output, labels, wrt, grads)
+          : unrolledMicrobatches(forward, modelInputs, *output, labels, wrt,
+                                 grads);
+  if (failed(stepLoss))
+    return failure();
+  Value loss = *stepLoss;
 
   setPhase("backward");
   std::vector<Parameter> trained;
@@ -767,7 +902,12 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     }
     // The parameter's final gradient, marked for plans (ZeRO level 2 keeps
     // it split).
-    p.grad = nn::IdentityOp::create(b, grad.getLoc(), grad);
+    // A loop's sum is marked where the body computed it.
+    Location gradLoc = grad.getLoc();
+    if (auto sum = dyn_cast<OpResult>(grad);
+        loop && sum && sum.getOwner() == loop)
+      gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
+    p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
                                     b.getStringAttr(p.key));
     trained.push_back(p);

@@ -69,6 +69,21 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
   for (int i = 0; i < n; ++i) {
     for (int v : p.InstructionInputs(i)) l.last_use[v] = i;
   }
+  // A microbatch loop's body runs again after its last instruction: what it
+  // reads from before the loop lives until the loop ends.
+  std::vector<int> defined_at(static_cast<size_t>(p.num_values()), -1);
+  for (int i = 0; i < n; ++i)
+    for (int v : p.InstructionOutputs(i)) defined_at[static_cast<size_t>(v)] = i;
+  for (int begin = 0; begin < n; ++begin) {
+    if (p.proto().instructions(begin).op() != "microbatch_loop") continue;
+    int end = begin + 1;
+    while (end < n && p.proto().instructions(end).op() != "microbatch_yield") ++end;
+    for (int i = begin + 1; i <= end && i < n; ++i)
+      for (int v : p.InstructionInputs(i))
+        if (defined_at[static_cast<size_t>(v)] < begin)
+          l.last_use[v] = std::max(l.last_use[v], end);
+    begin = end;
+  }
   l.release_after.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     for (int v : p.InstructionOutputs(i)) {

@@ -475,11 +475,61 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
   ctx.persistent_version = im.persistent_version;
   std::vector<Tensor> results;
   const int n = p.num_instructions();
+  auto set = [&](int v, Tensor t) {
+    values[static_cast<size_t>(v)] = std::move(t);
+    if (!im.on_host) mirror[static_cast<size_t>(v)] = Tensor();
+  };
+  auto release_after = [&](int i) {
+    for (int v : im.release_after[static_cast<size_t>(i)]) set(v, Tensor());
+  };
+  // The open microbatch loop (validated: they do not nest): its first
+  // instruction, its count and the microbatch running.
+  int loop_begin = -1;
+  int64_t microbatches = 0, microbatch = 0;
   for (int i = 0; i < n; ++i) {
     const proto::Instruction& inst = p.proto().instructions(i);
     const std::vector<int>& in_ids = p.InstructionInputs(i);
     const std::vector<int>& out_ids = p.InstructionOutputs(i);
     const std::shared_ptr<Device>& where = im.runs_on[static_cast<size_t>(i)];
+    // The loop's own instructions move values and compute nothing: the
+    // index, zeroed running sums, the microbatch's inputs, the sums carried
+    // into the next microbatch (or out of the loop after the last).
+    if (inst.op() == "microbatch_loop") {
+      Status st = AttrReader(inst).GetInt("microbatches", &microbatches);
+      loop_begin = i;
+      microbatch = 0;
+      set(out_ids[0], Tensor::Scalar<int64_t>(0));
+      for (size_t k = 1; k < out_ids.size() && st.ok(); ++k) {
+        const TensorType& t = p.value(out_ids[k]).type;
+        st = Tensor::AllocateOn(where, t.dtype, t.shape, &values[out_ids[k]], im.run_tracker,
+                                /*zero=*/true);
+      }
+      if (!st.ok()) {
+        return fail_run(Status(
+            st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
+      }
+      release_after(i);
+      continue;
+    }
+    if (inst.op() == "microbatch_select") {
+      set(out_ids[0], values[in_ids[static_cast<size_t>(1 + microbatch)]]);
+      release_after(i);
+      continue;
+    }
+    if (inst.op() == "microbatch_yield") {
+      const std::vector<int>& sums = p.InstructionOutputs(loop_begin);
+      const bool again = ++microbatch < microbatches;
+      if (again) set(sums[0], Tensor::Scalar<int64_t>(microbatch));
+      for (size_t k = 0; k < in_ids.size(); ++k)
+        set(again ? sums[k + 1] : out_ids[k], values[in_ids[k]]);
+      if (!again) {
+        release_after(i);  // what the loop read from before it, too
+        continue;
+      }
+      for (int v : in_ids) set(v, Tensor());
+      i = loop_begin;
+      continue;
+    }
     const bool fallback = where != im.device;
     host_instructions += fallback ? 1 : 0;
     ctx.inst = &inst;

@@ -135,6 +135,9 @@ Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, Tensor* out,
 
 // ---- registry -----------------------------------------------------------------
 
+// Declared here, not in kernel.h: the loop's kernels are the executor's own.
+void RegisterLoopKernels(KernelRegistry& r);
+
 KernelRegistry& KernelRegistry::Get() {
   static KernelRegistry* const kRegistry = [] {
     auto* r = new KernelRegistry();
@@ -150,6 +153,7 @@ KernelRegistry& KernelRegistry::Get() {
     RegisterPoolKernels(*r);
     RegisterOptimizerKernels(*r);
     RegisterCommKernels(*r);
+    RegisterLoopKernels(*r);
     return r;
   }();
   return *kRegistry;

@@ -23,6 +23,7 @@ class ProgramValidator {
     DISTRT_RETURN_IF_ERROR(Constants());
     DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/true));
     DISTRT_RETURN_IF_ERROR(Instructions());
+    DISTRT_RETURN_IF_ERROR(Loops());
     DISTRT_RETURN_IF_ERROR(Arguments(/*inputs=*/false));
     DISTRT_RETURN_IF_ERROR(Updates());
     return OkStatus();
@@ -198,7 +199,7 @@ class ProgramValidator {
                                : StrCat(def->min_inputs, "..", def->max_inputs);
         return Error(what, " has ", nin, " inputs, expected ", want);
       }
-      if (inst.outputs_size() != def->num_outputs) {
+      if (def->num_outputs >= 0 && inst.outputs_size() != def->num_outputs) {
         return Error(what, " has ", inst.outputs_size(), " outputs, expected ", def->num_outputs);
       }
       VerifyContext vc;
@@ -231,6 +232,47 @@ class ProgramValidator {
         if (!st.ok()) return Error(what, ": ", st.message());
       }
     }
+    return OkStatus();
+  }
+
+  // Each microbatch_loop is closed by the microbatch_yield that names it,
+  // with one running sum per input; loops do not nest, and the index is
+  // read only by microbatch_select.
+  Status Loops() {
+    int open = -1;
+    for (int i = 0; i < proto_.instructions_size(); ++i) {
+      const proto::Instruction& inst = proto_.instructions(i);
+      const std::string what = p_.DescribeInstruction(i);
+      if (inst.op() == "microbatch_loop") {
+        if (open >= 0) return Error(what, " starts a loop inside the loop of instruction ", open);
+        open = i;
+      } else if (inst.op() == "microbatch_yield") {
+        int64_t loop = -1;
+        (void)AttrReader(inst).GetInt("loop", &loop);
+        if (open < 0 || loop != open) {
+          return Error(what, " closes loop ", loop, ", but ",
+                       open < 0 ? std::string("no loop is open")
+                                : StrCat("the open loop is instruction ", open));
+        }
+        const std::vector<int>& sums = p_.inst_outputs_[static_cast<size_t>(open)];
+        const std::vector<int>& next = p_.inst_inputs_[static_cast<size_t>(i)];
+        if (sums.size() != next.size() + 1) {
+          return Error(what, " yields ", next.size(), " sums for a loop with ", sums.size() - 1);
+        }
+        for (size_t k = 0; k < next.size(); ++k)
+          if (p_.values_[static_cast<size_t>(next[k])].type !=
+              p_.values_[static_cast<size_t>(sums[k + 1])].type) {
+            return Error(what, " input ", k, " is not typed as the loop's running sum ",
+                         p_.DescribeValue(sums[k + 1]));
+          }
+        open = -1;
+      } else if (inst.op() == "microbatch_select" &&
+                 (open < 0 || p_.inst_inputs_[static_cast<size_t>(i)][0] !=
+                                  p_.inst_outputs_[static_cast<size_t>(open)][0])) {
+        return Error(what, " does not read the index of an open microbatch loop");
+      }
+    }
+    if (open >= 0) return Error(p_.DescribeInstruction(open), " is never closed");
     return OkStatus();
   }
 

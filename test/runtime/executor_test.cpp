@@ -345,5 +345,73 @@ TEST(Executor, ProfileCountsCallsPerOpKind) {
   EXPECT_EQ(plain->stats().profiled_runs, 0);
 }
 
+// Gradient accumulation's loop: y = sum over microbatches j of x_j * (-w),
+// where -w is computed once before the loop and must live through every
+// microbatch; after the loop, z = 2 * sum.
+static ProgramBuilder LoopProgram(int microbatches) {
+  ProgramBuilder b;
+  int w = b.Input("w", DType::kF32, {3});
+  std::vector<int> xs;
+  for (int j = 0; j < microbatches; ++j)
+    xs.push_back(b.Input("x.mb" + std::to_string(j), DType::kF32, {3}));
+  int nw = b.Apply("neg", {w}, DType::kF32, {3});
+  int index = b.Value(DType::kI64, {});
+  int acc = b.Value(DType::kF32, {3});
+  const int begin = b.proto().instructions_size();
+  b.Op("microbatch_loop", {}, {index, acc}, {{"microbatches", AttrInt(microbatches)}});
+  std::vector<int> select_in{index};
+  select_in.insert(select_in.end(), xs.begin(), xs.end());
+  int x = b.Apply("microbatch_select", select_in, DType::kF32, {3});
+  int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
+  int next = b.Apply("add", {acc, y}, DType::kF32, {3});
+  int sum = b.Value(DType::kF32, {3});
+  b.Op("microbatch_yield", {next}, {sum}, {{"loop", AttrInt(begin)}});
+  int two = b.Constant(F32({}, {2.0f}));
+  b.Output("sum", sum);
+  b.Output("z", b.Apply("mul", {sum, two}, DType::kF32, {3}));
+  return b;
+}
+
+TEST(Executor, MicrobatchLoopSumsTheBodyOverEveryMicrobatch) {
+  std::shared_ptr<const Program> p;
+  ASSERT_TRUE(Program::Create(LoopProgram(3).Build(), "", ".", &p).ok());
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+  std::vector<Tensor> out;
+  for (int run = 0; run < 2; ++run) {  // the second run starts from zeros again
+    Status st = e->Run(
+        {F32({3}, {1, 2, 3}), F32({3}, {1, 0, 0}), F32({3}, {0, 1, 0}), F32({3}, {0, 0, 4})}, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ExpectF32(out[0], {3}, {-1, -2, -12});
+    ExpectF32(out[1], {3}, {-2, -4, -24});
+  }
+}
+
+TEST(Executor, MicrobatchLoopsAreValidated) {
+  auto rejected = [](ProgramBuilder b, const std::string& why) {
+    std::shared_ptr<const Program> p;
+    Status st = Program::Create(b.Build(), "", ".", &p);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_HAS(st.message(), why);
+  };
+  // Never closed: drop the yield and what follows it.
+  ProgramBuilder open = LoopProgram(2);
+  auto* insts = open.proto().mutable_instructions();
+  insts->DeleteSubrange(insts->size() - 2, 2);
+  open.proto().mutable_outputs()->Clear();
+  rejected(open, "is never closed");
+  // A yield naming another instruction.
+  ProgramBuilder wrong = LoopProgram(2);
+  for (auto& inst : *wrong.proto().mutable_instructions())
+    if (inst.op() == "microbatch_yield") (*inst.mutable_attrs())["loop"] = AttrInt(0);
+  rejected(wrong, "closes loop 0, but the open loop is instruction 1");
+  // A select outside any loop.
+  ProgramBuilder outside;
+  int i = outside.Input("i", DType::kI64, {});
+  int x = outside.Input("x", DType::kF32, {2});
+  outside.Output("y", outside.Apply("microbatch_select", {i, x}, DType::kF32, {2}));
+  rejected(outside, "does not read the index of an open microbatch loop");
+}
+
 }  // namespace
 }  // namespace distrt

@@ -13,6 +13,7 @@
 #include "distopt/InitAll.h"
 #include "distopt/PipelineStages/TimelineSvg.h"
 #include "distopt/Report/Report.h"
+#include "distopt/Session/RankPrograms.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/Pass/PassManager.h"
@@ -47,6 +48,13 @@ static cl::opt<std::string> pipelineSvg(
     "pipeline-svg",
     cl::desc("write the pipeline schedule's predicted timeline as an SVG"),
     cl::value_desc("file"), cl::cat(category));
+
+static cl::opt<std::string> exportDir(
+    "export-programs",
+    cl::desc("also write every rank's program in distrt's format into this "
+             "directory (rank-<N>.pb and package.pb; see "
+             "docs/rank-program.md)"),
+    cl::value_desc("dir"), cl::cat(category));
 
 /// True if the command line names a pass or pass pipeline to run.
 static bool hasPassFlags(int argc, char **argv) {
@@ -117,6 +125,13 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   if (failed(c.shard()))
     return 1;
 
+  if (!exportDir.empty()) {
+    auto programs = exportPrograms(c);
+    if (!programs)
+      return fail(toString(programs.takeError()));
+    if (Error e = savePackage(*programs, exportDir))
+      return fail(toString(std::move(e)));
+  }
   if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
     FailureOr<Report> report = buildReport(c);
     if (failed(report))

@@ -33,6 +33,11 @@ llvm::Expected<Programs> compilePrograms(mlir::MLIRContext &ctx,
                                          llvm::StringRef modelPath,
                                          const CompileOptions &options);
 
+/// Writes `programs` as a package into `dir` (created if needed):
+/// `rank-<N>.pb` per rank and `package.pb` naming them with the mesh and
+/// the global inputs and outputs (docs/rank-program.md).
+llvm::Error savePackage(const Programs &programs, llvm::StringRef dir);
+
 /// Microbatches the programs' pipeline schedule runs (1 without one).
 int64_t microbatchesOf(const Programs &programs);
 

@@ -23,7 +23,9 @@ def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
     returns `loss`, `grad_norm` and the next value of every parameter and
     state (results marked `nn.updates "<key>"`), which the runtime writes
     back in place. Ops carry `nn.phase` ("loss", "backward", "optimizer")
-    and, with several microbatches, `nn.microbatch`.
+    and, with a pipeline's microbatches, `nn.microbatch`. Gradient
+    accumulation is one `nn.microbatch_loop` whose body is one microbatch's
+    forward, loss and backward, run once per microbatch.
 
     Before differentiating, projections whose result is only ever sliced (a
     fused QKV) become one projection per slice, so each window of the stored
@@ -122,9 +124,9 @@ def DistRegatherParameters : Pass<"dist-regather-parameters", "mlir::ModuleOp"> 
     at all. As FSDP and ZeRO-3 do, each `dist.reshard` of an `nn.weight`
     read both by forward ops and by backward or optimizer ops (`nn.phase`)
     is copied before its first backward reader, which with the later ones
-    reads the copy; with gradient accumulation each microbatch's forward
-    gets its own copy too. The copy's reason says why it is there. This
-    costs one more all-gather per split parameter per step.
+    reads the copy (inside a gradient accumulation loop, once per
+    microbatch). The copy's reason says why it is there. This costs one more
+    all-gather per split parameter per step (per microbatch in a loop).
 
     Example:
 

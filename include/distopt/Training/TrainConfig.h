@@ -51,8 +51,9 @@ struct LrSchedule {
   double at(int64_t step, double lr, int64_t runSteps) const;
 };
 
-/// Every microbatch is a copy of the forward in the step's IR.
-inline constexpr int64_t kMaxAccumulationSteps = 64;
+/// Each microbatch has its own inputs (the step runs one loop body over
+/// them); beyond this a config is surely a typo.
+inline constexpr int64_t kMaxAccumulationSteps = 4096;
 
 struct TrainConfig {
   std::string path;

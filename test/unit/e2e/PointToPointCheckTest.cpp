@@ -1,5 +1,8 @@
 //===- PointToPointCheckTest.cpp - every send has its receive ---*- C++ -*-===//
 #include "distopt/Session/PointToPointCheck.h"
+#include "distopt/Session/RankPrograms.h"
+
+#include "llvm/Support/FileSystem.h"
 
 #include <gtest/gtest.h>
 
@@ -83,3 +86,18 @@ TEST(PointToPointCheckTest, SizeMismatchIsReported) {
 }
 
 } // namespace
+
+TEST(SavePackageTest, WrittenProgramsLoadBack) {
+  Programs ps{program(0, {{"send", 1, 3}}), program(1, {{"recv", 0, 3}})};
+  llvm::SmallString<128> dir;
+  ASSERT_FALSE(llvm::sys::fs::createUniqueDirectory("save-package", dir));
+  ASSERT_FALSE(static_cast<bool>(savePackage(ps, dir)));
+  distrt::Package loaded;
+  distrt::Status st = distrt::LoadPackage(dir.str().str(), &loaded);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(loaded.programs.size(), 2u);
+  EXPECT_EQ(loaded.proto.program_files(1), "rank-1.pb");
+  EXPECT_EQ(loaded.programs[1]->num_instructions(), 1);
+  EXPECT_EQ(loaded.programs[0]->proto().instructions(0).op(), "send");
+  llvm::sys::fs::remove_directories(dir);
+}

@@ -342,6 +342,11 @@ LogicalResult ReshardInserter::run(FunctionOpInterface func) {
     else if (op->hasTrait<OpTrait::IsTerminator>() &&
              op->getParentOp() == func.getOperation())
       r = handleReturn(op, func);
+    else if (op->getNumOperands() && loopResultOf(op->getOpOperand(0)))
+      // A loop's body yields each value laid out as the loop's sum is.
+      for (OpOperand &use : op->getOpOperands())
+        require(op, use.getOperandNumber(), shardingOf(loopResultOf(use)),
+                "sum over microbatches");
     else if (!isa<ReshardOp>(op))
       r = handleOp(op);
     if (failed(r))

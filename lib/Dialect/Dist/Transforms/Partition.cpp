@@ -92,6 +92,33 @@ LogicalResult Partitioner::partitionOp(Operation *op, OpBuilder &b,
     return success();
   }
 
+  if (op->getNumResults() && yieldedFor(op->getResult(0))) {
+    // A loop over microbatches: its body partitioned in place, its sums the
+    // local pieces of theirs.
+    OperationState state(op->getLoc(), op->getName());
+    state.addAttributes(op->getAttrs());
+    for (Value r : op->getResults())
+      state.addTypes(
+          ctx.localType(cast<RankedTensorType>(r.getType()), shardingOf(r)));
+    Block &oldBody = op->getRegion(0).front();
+    auto *body = new Block();
+    state.addRegion()->push_back(body);
+    for (BlockArgument arg : oldBody.getArguments())
+      map.map(arg, body->addArgument(arg.getType(), arg.getLoc()));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToEnd(body);
+      for (Operation &inner : oldBody)
+        if (inner.hasTrait<OpTrait::IsTerminator>())
+          b.clone(inner, map);
+        else if (failed(partitionOp(&inner, b, map)))
+          return failure();
+    }
+    Operation *local = b.create(state);
+    map.map(op->getResults(), local->getResults());
+    return success();
+  }
+
   SmallVector<ShardingAttr> operandShardings, resultShardings;
   for (Value v : op->getOperands())
     operandShardings.push_back(shardingOf(v));

@@ -14,6 +14,7 @@
 #include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -121,6 +122,9 @@ private:
 } // namespace
 
 ValueState &Propagator::state(Value v) {
+  // A loop's sum is laid out as what its body yields: one state for both.
+  if (Value yielded = yieldedFor(v))
+    return state(yielded);
   auto it = states.find(v);
   if (it != states.end())
     return it->second;
@@ -148,6 +152,11 @@ bool Propagator::readersKeepPartial(Value v, Operation *except) {
     Operation *user = use.getOwner();
     if (user == except)
       continue;
+    if (Value sum = loopResultOf(use)) {
+      if (!readersKeepPartial(sum, nullptr))
+        return false;
+      continue;
+    }
     const OpShardingRule *r = rule(user);
     if (!r || r->partialFlow == PartialFlow::None ||
         r->linearOperands.size() != user->getNumOperands() ||
@@ -188,6 +197,11 @@ bool Propagator::computeCheaperReducedAtSource(Value v, int64_t axis) {
     bool reducedHere = false;
     for (OpOperand &use : w.getUses()) {
       Operation *user = use.getOwner();
+      if (Value sum = loopResultOf(use)) {
+        if (seen.insert(sum).second)
+          work.push_back(sum);
+        continue;
+      }
       const OpShardingRule *r = rule(user);
       bool flows = r && r->partialFlow != PartialFlow::None &&
                    r->linearOperands.size() == user->getNumOperands() &&
@@ -218,6 +232,8 @@ bool Propagator::computeCheaperReducedAtSource(Value v, int64_t axis) {
 bool Propagator::isSourceValue(Value v) {
   if (isa<BlockArgument>(v))
     return true;
+  if (yieldedFor(v))
+    return false;
   Operation *def = v.getDefiningOp();
   return def && def->getNumOperands() == 0;
 }
@@ -234,6 +250,8 @@ bool Propagator::isPassThrough(Operation *op) {
 }
 
 bool Propagator::canProduce(Value v, int64_t axis, Placement p) {
+  if (Value yielded = yieldedFor(v))
+    v = yielded;
   auto res = dyn_cast<OpResult>(v);
   if (!res)
     return true;
@@ -504,9 +522,19 @@ void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
         if (o && eligible(o) && queued.insert(o).second)
           work.push_back(o);
       };
-      push(v.getDefiningOp());
-      for (Operation *user : v.getUsers())
-        push(user);
+      // A loop's sum and the value yielded in its place share a state: the
+      // ops around either see the change.
+      SmallVector<Value, 2> same{v};
+      if (Value yielded = yieldedFor(v))
+        same.push_back(yielded);
+      for (OpOperand &use : v.getUses())
+        if (Value sum = loopResultOf(use))
+          same.push_back(sum);
+      for (Value w : same) {
+        push(w.getDefiningOp());
+        for (Operation *user : w.getUsers())
+          push(user);
+      }
     }
   }
 }
@@ -521,10 +549,10 @@ LogicalResult Propagator::run(FunctionOpInterface func) {
   });
   ruleIndex.reserve(ops.size());
   // Every value's state up front: step() keeps pointers to them.
-  for (Region &region : func->getRegions())
-    for (Block &block : region)
-      for (BlockArgument arg : block.getArguments())
-        state(arg);
+  func->walk([&](Block *block) {
+    for (BlockArgument arg : block->getArguments())
+      state(arg);
+  });
   for (Operation *op : ops)
     for (Value v : op->getResults())
       state(v);

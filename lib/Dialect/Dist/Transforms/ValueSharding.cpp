@@ -112,3 +112,30 @@ void distopt::dist::setResultAttrs(FunctionOpInterface func, StringRef name,
   }
   func.setAllResultAttrs(dicts);
 }
+
+static bool isSummingLoop(mlir::Operation *op) {
+  if (!op || op->getNumOperands() != 0 || op->getNumRegions() != 1 ||
+      !op->getRegion(0).hasOneBlock())
+    return false;
+  mlir::Block &body = op->getRegion(0).front();
+  return !body.empty() && body.back().hasTrait<mlir::OpTrait::IsTerminator>() &&
+         body.back().getNumOperands() == op->getNumResults() &&
+         body.back().getOperandTypes() == op->getResultTypes();
+}
+
+mlir::Value distopt::dist::yieldedFor(mlir::Value v) {
+  auto res = mlir::dyn_cast<mlir::OpResult>(v);
+  if (!res || !isSummingLoop(res.getOwner()))
+    return {};
+  return res.getOwner()->getRegion(0).front().back().getOperand(
+      res.getResultNumber());
+}
+
+mlir::Value distopt::dist::loopResultOf(mlir::OpOperand &use) {
+  mlir::Operation *term = use.getOwner();
+  mlir::Operation *loop = term->getParentOp();
+  if (!term->hasTrait<mlir::OpTrait::IsTerminator>() || !isSummingLoop(loop) ||
+      &loop->getRegion(0).front().back() != term)
+    return {};
+  return loop->getResult(use.getOperandNumber());
+}

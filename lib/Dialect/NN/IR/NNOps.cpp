@@ -429,3 +429,108 @@ std::string distopt::nn::getNodeModulePath(Operation *op) {
   parts.pop_back(); // the op itself
   return llvm::join(parts, ".");
 }
+
+//===----------------------------------------------------------------------===//
+// Microbatch loops
+//===----------------------------------------------------------------------===//
+
+ParseResult MicrobatchLoopOp::parse(OpAsmParser &parser,
+                                    OperationState &result) {
+  OpAsmParser::Argument index;
+  int64_t count = 0;
+  if (parser.parseLParen() || parser.parseArgument(index) ||
+      parser.parseRParen() || parser.parseKeyword("count") ||
+      parser.parseInteger(count))
+    return failure();
+  Builder &b = parser.getBuilder();
+  result.addAttribute(getMicrobatchesAttrName(result.name),
+                      b.getI64IntegerAttr(count));
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  SmallVector<Type> types;
+  if (succeeded(parser.parseOptionalColon()) && parser.parseTypeList(types))
+    return failure();
+  result.addTypes(types);
+  index.type = RankedTensorType::get({}, b.getI64Type());
+  return parser.parseRegion(*result.addRegion(), {index});
+}
+
+void MicrobatchLoopOp::print(OpAsmPrinter &p) {
+  p << " (" << getIndex() << ") count " << getMicrobatches();
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(),
+                                     {getMicrobatchesAttrName()});
+  if (!getSums().empty()) {
+    p << " : ";
+    llvm::interleaveComma(getSums().getTypes(), p);
+  }
+  p << " ";
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false,
+                /*printBlockTerminators=*/true);
+}
+
+void MicrobatchLoopOp::getAsmBlockArgumentNames(Region &region,
+                                                OpAsmSetValueNameFn setName) {
+  if (!region.empty() && region.front().getNumArguments() == 1)
+    setName(region.front().getArgument(0), "mb");
+}
+
+LogicalResult MicrobatchLoopOp::verify() {
+  if (getMicrobatches() < 1)
+    return emitOpError("needs 1 or more microbatches, got ")
+           << getMicrobatches();
+  Block &body = getBody().front();
+  auto index = RankedTensorType::get({}, IntegerType::get(getContext(), 64));
+  if (body.getNumArguments() != 1 || body.getArgument(0).getType() != index)
+    return emitOpError("body must take one argument, the microbatch index ")
+           << index;
+  auto yield = dyn_cast_or_null<MicrobatchYieldOp>(body.empty() ? nullptr
+                                                                : &body.back());
+  if (!yield)
+    return emitOpError("body must end in nn.microbatch_yield");
+  if (yield.getValues().getTypes() != getSums().getTypes())
+    return emitOpError("yields ")
+           << yield.getValues().size() << " value(s) of types "
+           << yield.getValues().getTypes() << " for results of types "
+           << getSums().getTypes();
+  return success();
+}
+
+ParseResult MicrobatchSelectOp::parse(OpAsmParser &parser,
+                                      OperationState &result) {
+  OpAsmParser::UnresolvedOperand index;
+  SmallVector<OpAsmParser::UnresolvedOperand> candidates;
+  Type type;
+  if (parser.parseOperand(index) || parser.parseComma() ||
+      parser.parseOperandList(candidates) ||
+      parser.parseOptionalAttrDict(result.attributes) ||
+      parser.parseColonType(type))
+    return failure();
+  Builder &b = parser.getBuilder();
+  if (parser.resolveOperand(index, RankedTensorType::get({}, b.getI64Type()),
+                            result.operands) ||
+      parser.resolveOperands(candidates, type, result.operands))
+    return failure();
+  result.addTypes(type);
+  return success();
+}
+
+void MicrobatchSelectOp::print(OpAsmPrinter &p) {
+  p << " " << getIndex() << ", " << getCandidates();
+  p.printOptionalAttrDict((*this)->getAttrs());
+  p << " : " << getType();
+}
+
+LogicalResult MicrobatchSelectOp::verify() {
+  auto loop = dyn_cast_or_null<MicrobatchLoopOp>((*this)->getParentOp());
+  if (!loop || getIndex() != loop.getIndex())
+    return emitOpError("must read the index of the nn.microbatch_loop it is "
+                       "in");
+  if (static_cast<int64_t>(getCandidates().size()) != loop.getMicrobatches())
+    return emitOpError("has ") << getCandidates().size() << " candidate(s) for "
+                               << loop.getMicrobatches() << " microbatches";
+  for (Value c : getCandidates())
+    if (c.getType() != getType())
+      return emitOpError("candidate of type ")
+             << c.getType() << " for a result of type " << getType();
+  return success();
+}

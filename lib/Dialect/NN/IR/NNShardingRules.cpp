@@ -852,3 +852,16 @@ template <typename OpTy> static OpShardingRule poolGradRule(OpTy op) {
 
 OpShardingRule MaxPoolGradOp::getShardingRule() { return poolGradRule(*this); }
 OpShardingRule AvgPoolGradOp::getShardingRule() { return poolGradRule(*this); }
+
+/// The running microbatch's input is laid out as every microbatch's is: the
+/// candidates and the result share one factor per dimension; the index is a
+/// scalar.
+OpShardingRule MicrobatchSelectOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors shared = freshFactors(rule, getResult());
+  rule.operands.push_back({});
+  for (size_t i = 0; i < getCandidates().size(); ++i)
+    rule.operands.push_back(shared);
+  rule.results.push_back(shared);
+  return rule;
+}

@@ -264,3 +264,42 @@ func.func @sgd_update_int(%p: tensor<4xi32>, %s: tensor<i32>) {
   %p1, %b1 = nn.sgd_update %p, %p, %p, %s, %s {momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4xi32>, tensor<4xi32>, tensor<4xi32>, tensor<i32>, tensor<i32>) -> (tensor<4xi32>, tensor<4xi32>)
   return
 }
+
+// -----
+
+func.func @loop_count(%x: tensor<2xf32>) {
+  // expected-error @+1 {{needs 1 or more microbatches, got 0}}
+  %s = nn.microbatch_loop (%mb) count 0 : tensor<2xf32> {
+    nn.microbatch_yield %x : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @loop_yield_types(%x: tensor<2xf32>) {
+  // expected-error @+1 {{yields 1 value(s) of types 'tensor<2xf32>' for results of types 'tensor<3xf32>'}}
+  %s = nn.microbatch_loop (%mb) count 2 : tensor<3xf32> {
+    nn.microbatch_yield %x : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @select_count(%x0: tensor<2xf32>, %x1: tensor<2xf32>) {
+  %s = nn.microbatch_loop (%mb) count 3 : tensor<2xf32> {
+    // expected-error @+1 {{has 2 candidate(s) for 3 microbatches}}
+    %x = nn.microbatch_select %mb, %x0, %x1 : tensor<2xf32>
+    nn.microbatch_yield %x : tensor<2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @select_outside(%i: tensor<i64>, %x0: tensor<2xf32>) {
+  // expected-error @+1 {{must read the index of the nn.microbatch_loop it is in}}
+  %x = nn.microbatch_select %i, %x0 : tensor<2xf32>
+  return
+}

@@ -193,3 +193,19 @@ func.func @optimizer_updates(%p: tensor<4x3xf32>, %g: tensor<4x3xf32>, %m: tenso
   %p2, %b2 = nn.sgd_update %p1, %g, %m1, %s, %s {momentum = 0.9 : f64, nesterov = true, weight_decay = 0.01 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>)
   return %p2, %b2 : tensor<4x3xf32>, tensor<4x3xf32>
 }
+
+// Gradient accumulation's loop: the body runs once per microbatch, picks the
+// microbatch's input by the index and yields what the loop sums.
+// CHECK-LABEL: func.func @microbatch_loop
+func.func @microbatch_loop(%w: tensor<8x2xf32>, %x0: tensor<2x8xf32>, %x1: tensor<2x8xf32>) -> (tensor<2x2xf32>, tensor<f32>) {
+  // CHECK: %{{.*}}:2 = nn.microbatch_loop (%mb) count 2 : tensor<2x2xf32>, tensor<f32> {
+  // CHECK-NEXT: nn.microbatch_select %mb, %{{.*}}, %{{.*}} : tensor<2x8xf32>
+  // CHECK: nn.microbatch_yield %{{.*}}, %{{.*}} : tensor<2x2xf32>, tensor<f32>
+  %y, %s = nn.microbatch_loop (%mb) count 2 : tensor<2x2xf32>, tensor<f32> {
+    %x = nn.microbatch_select %mb, %x0, %x1 : tensor<2x8xf32>
+    %p = nn.matmul %x, %w : tensor<2x8xf32>, tensor<8x2xf32> -> tensor<2x2xf32>
+    %t = nn.reduce_sum %p axes [0, 1] : tensor<2x2xf32> -> tensor<f32>
+    nn.microbatch_yield %p, %t : tensor<2x2xf32>, tensor<f32>
+  }
+  return %y, %s : tensor<2x2xf32>, tensor<f32>
+}

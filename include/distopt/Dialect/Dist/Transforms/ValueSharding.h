@@ -32,6 +32,15 @@ std::string placementsStr(ShardingAttr sharding);
 void setResultAttrs(mlir::FunctionOpInterface func, llvm::StringRef name,
                     llvm::ArrayRef<mlir::Attribute> values);
 
+/// A loop over microbatches (nn.microbatch_loop: no operands, one region of
+/// one block whose terminator yields one value per result) sums what its body
+/// yields: a sum of pieces (or of partial values) is laid out as they are,
+/// so each result shares the sharding of the value yielded in its place.
+/// For such a result, that yielded value; else null.
+mlir::Value yieldedFor(mlir::Value v);
+/// For a use by such a loop's terminator, the loop's result; else null.
+mlir::Value loopResultOf(mlir::OpOperand &use);
+
 /// A short description of where `op` is: its op name and location.
 std::string describeOp(mlir::Operation *op);
 

@@ -9,6 +9,7 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/IR/OpAsmInterface.td"
 
 // `localForm` lists the ShardingRuleOpInterface methods an op implements
 // beyond its rule (["partitionOp"] when its local form is not a clone).
@@ -608,6 +609,85 @@ class NN_PoolGradOp<string mnemonic, string what> : NN_Op<mnemonic> {
 
 def NN_MaxPoolGradOp : NN_PoolGradOp<"max_pool_grad", "maximum">;
 def NN_AvgPoolGradOp : NN_PoolGradOp<"avg_pool_grad", "average">;
+
+//===----------------------------------------------------------------------===//
+// Microbatches: one copy of the work, run once per microbatch
+//===----------------------------------------------------------------------===//
+
+def NN_MicrobatchLoopOp : Op<NN_Dialect, "microbatch_loop", [
+    RecursiveMemoryEffects, SingleBlock,
+    DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmBlockArgumentNames"]>]> {
+  let summary = "run the body once per microbatch and sum what it yields";
+  let description = [{
+    A training step's gradient accumulation: the body is the forward, loss
+    and backward of one microbatch, and it runs `microbatches` times. Its
+    block argument is the microbatch's index (an `i64` scalar, 0 to
+    `microbatches` - 1), with which the body picks its own inputs from the
+    step's (`nn.microbatch_select`). Each result is the sum, over the
+    microbatches in index order, of the value the body yields in its place
+    (in the value's own element type): the gradients and the loss.
+
+    Values defined before the loop (weights, optimizer states, constants,
+    the transposes of weights) are read by every microbatch and computed
+    once. The body's own values belong to one microbatch: the runtime frees
+    them after their last use in it, so one microbatch's activations are
+    live at a time, and the program holds the body once whatever the count
+    (docs/training.md, docs/rank-program.md).
+
+    ```mlir
+    %dw, %loss = nn.microbatch_loop (%mb) count 2 : tensor<8x2xf32>, tensor<f32> {
+      %x = nn.microbatch_select %mb, %x0, %x1 : tensor<2x8xf32>
+      ...
+      nn.microbatch_yield %dw_mb, %loss_mb : tensor<8x2xf32>, tensor<f32>
+    }
+    ```
+  }];
+  let arguments = (ins I64Attr:$microbatches);
+  let results = (outs Variadic<AnyRankedTensor>:$sums);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The microbatch index the body reads (an i64 scalar).
+    mlir::BlockArgument getIndex() { return getBody().front().getArgument(0); }
+    /// The values the body yields, one per result.
+    mlir::Operation::operand_range getYielded() {
+      return getBody().front().getTerminator()->getOperands();
+    }
+  }];
+}
+
+def NN_MicrobatchSelectOp : NN_Op<"microbatch_select"> {
+  let summary = "the input of the running microbatch";
+  let description = [{
+    Inside an `nn.microbatch_loop`: candidate `index` of the candidates (one
+    per microbatch, each the step input of that microbatch), read as is.
+
+    ```mlir
+    %x = nn.microbatch_select %mb, %x0, %x1 : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$index,
+                       Variadic<AnyRankedTensor>:$candidates);
+  let results = (outs AnyRankedTensor:$result);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
+def NN_MicrobatchYieldOp : Op<NN_Dialect, "microbatch_yield", [
+    Pure, Terminator, HasParent<"MicrobatchLoopOp">]> {
+  let summary = "what one microbatch adds to the loop's sums";
+  let description = [{
+    Ends an `nn.microbatch_loop` body: operand i is the microbatch's
+    contribution to the loop's result i, of the same type.
+
+    ```mlir
+    nn.microbatch_yield %dw, %loss : tensor<8x2xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+}
 
 //===----------------------------------------------------------------------===//
 // Optimizer updates: one op per parameter, element by element
