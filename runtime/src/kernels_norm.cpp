@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "axis_geometry.h"
 #include "exp_f32.h"
 #include "kernel_util.h"
 
@@ -146,15 +147,9 @@ Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
-  int64_t axis;
-  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
-  if (x.rank() == 0) return InvalidArgumentError(name, " of a rank-0 tensor");
-  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
-  int64_t outer = 1, n = x.dim(static_cast<int>(axis)), inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < axis) outer *= x.dim(i);
-    if (i > axis) inner *= x.dim(i);
-  }
+  AxisSplit split;
+  DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, name, x.shape(), &split));
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();

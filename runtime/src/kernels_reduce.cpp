@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "axis_geometry.h"
 #include "kernel_util.h"
 
 namespace distrt {
@@ -16,41 +17,6 @@ RedOp RedOpOf(const std::string& name) {
   if (name == "reduce_max") return RedOp::kMax;
   if (name == "reduce_min") return RedOp::kMin;
   return RedOp::kProd;
-}
-
-// Sorted unique axes (empty/absent = all) and the output shape.
-Status ReduceShape(const AttrReader& attrs, const Shape& in, std::vector<int64_t>* axes,
-                   Shape* out) {
-  std::vector<int64_t> raw;
-  bool present;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("axes", &raw, &present));
-  int64_t keepdims;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
-  const int r = static_cast<int>(in.size());
-  axes->clear();
-  if (raw.empty()) {
-    for (int i = 0; i < r; ++i) axes->push_back(i);
-  } else {
-    for (int64_t a : raw) {
-      int64_t n;
-      DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, r, &n));
-      axes->push_back(n);
-    }
-    std::sort(axes->begin(), axes->end());
-    if (std::adjacent_find(axes->begin(), axes->end()) != axes->end()) {
-      return InvalidArgumentError("axes list an axis twice");
-    }
-  }
-  out->clear();
-  for (int i = 0; i < r; ++i) {
-    bool red = std::binary_search(axes->begin(), axes->end(), i);
-    if (!red) {
-      out->push_back(in[static_cast<size_t>(i)]);
-    } else if (keepdims) {
-      out->push_back(1);
-    }
-  }
-  return OkStatus();
 }
 
 Status VerifyReduce(const VerifyContext& ctx) {
@@ -266,22 +232,6 @@ Status RunReduce(KernelContext& ctx) {
 
 // ---- argmax / argmin ---------------------------------------------------------
 
-Status ArgShape(const AttrReader& attrs, const Shape& in, int64_t* axis, Shape* out) {
-  int64_t a, keepdims;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &a));
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
-  DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, static_cast<int>(in.size()), axis));
-  out->clear();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (static_cast<int64_t>(i) != *axis) {
-      out->push_back(in[i]);
-    } else if (keepdims) {
-      out->push_back(1);
-    }
-  }
-  return OkStatus();
-}
-
 Status VerifyArg(const VerifyContext& ctx) {
   int64_t axis;
   Shape s;
@@ -330,13 +280,9 @@ Status RunArg(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
   int64_t last;
   DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("select_last_index", 0, &last));
-  const int64_t n = x.dim(static_cast<int>(axis));
+  const AxisSplit split = SplitAround(x.shape(), axis);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   if (n == 0) return InvalidArgumentError(name, " over an empty axis");
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < axis) outer *= x.dim(i);
-    if (i > axis) inner *= x.dim(i);
-  }
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "argmax";

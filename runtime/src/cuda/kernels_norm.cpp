@@ -1,6 +1,7 @@
 // CUDA kernels for softmax, log_softmax, layer_norm and inference
 // batch_norm on f32, f64, bf16 and f16 (16-bit floats compute in f32), with
 // the host kernels' attributes and checks (kernels_norm.cpp).
+#include "axis_geometry.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
 #include "cuda/norm.h"
@@ -22,15 +23,9 @@ Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
-  int64_t axis;
-  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("axis", -1, &axis));
-  if (x.rank() == 0) return InvalidArgumentError(name, " of a rank-0 tensor");
-  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
-  int64_t outer = 1, n = x.dim(static_cast<int>(axis)), inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i < axis) outer *= x.dim(i);
-    if (i > axis) inner *= x.dim(i);
-  }
+  AxisSplit split;
+  DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, name, x.shape(), &split));
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
   if (y->num_elements() == 0) return OkStatus();

@@ -4,6 +4,7 @@
 // them; the work is planned by portable::MakeReducePlan.
 #include <algorithm>
 
+#include "axis_geometry.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
 #include "cuda/reduce.h"
@@ -21,39 +22,6 @@ ReduceOp ReduceOpOf(const std::string& name) {
   if (name == "reduce_max") return ReduceOp::kMax;
   if (name == "reduce_min") return ReduceOp::kMin;
   return ReduceOp::kProd;
-}
-
-// As the host kernel: sorted distinct axes (absent or empty: all), keepdims
-// (default 1) keeping reduced dims as 1.
-Status ReduceShape(const AttrReader& attrs, const Shape& in, std::vector<int64_t>* axes,
-                   Shape* out) {
-  std::vector<int64_t> raw;
-  bool present;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("axes", &raw, &present));
-  int64_t keepdims;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
-  const int r = static_cast<int>(in.size());
-  axes->clear();
-  if (raw.empty()) {
-    for (int i = 0; i < r; ++i) axes->push_back(i);
-  } else {
-    for (int64_t a : raw) {
-      int64_t n;
-      DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, r, &n));
-      axes->push_back(n);
-    }
-    std::sort(axes->begin(), axes->end());
-    if (std::adjacent_find(axes->begin(), axes->end()) != axes->end())
-      return InvalidArgumentError("axes list an axis twice");
-  }
-  out->clear();
-  for (int i = 0; i < r; ++i) {
-    if (!std::binary_search(axes->begin(), axes->end(), i))
-      out->push_back(in[static_cast<size_t>(i)]);
-    else if (keepdims)
-      out->push_back(1);
-  }
-  return OkStatus();
 }
 
 bool AcceptReduce(const VerifyContext& v) {
@@ -104,24 +72,14 @@ bool AcceptArg(const VerifyContext& v) {
 Status RunArg(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
-  AttrReader attrs = ctx.attrs();
-  int64_t axis, keepdims, last;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &axis));
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("keepdims", 1, &keepdims));
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("select_last_index", 0, &last));
-  DISTRT_RETURN_IF_ERROR(NormalizeAxis(axis, x.rank(), &axis));
+  int64_t axis;
   Shape s;
-  int64_t outer = 1, inner = 1;
-  for (int i = 0; i < x.rank(); ++i) {
-    if (i != axis)
-      s.push_back(x.dim(i));
-    else if (keepdims)
-      s.push_back(1);
-    if (i < axis) outer *= x.dim(i);
-    if (i > axis) inner *= x.dim(i);
-  }
+  DISTRT_RETURN_IF_ERROR(ArgShape(ctx.attrs(), x.shape(), &axis, &s));
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
-  const int64_t n = x.dim(static_cast<int>(axis));
+  int64_t last;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("select_last_index", 0, &last));
+  const AxisSplit split = SplitAround(x.shape(), axis);
+  const int64_t outer = split.outer, n = split.n, inner = split.inner;
   if (n == 0) return InvalidArgumentError(name, " over an empty axis");
   Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
