@@ -1047,7 +1047,9 @@ torch's trained tensors (matched by name) gives `probe/output_0.pb` to
 
 ## Semantics a trainer must follow
 
-Names: trainable = every float initializer not matched by a `frozen` glob.
+Names: trainable = every float initializer, and every Identity output named
+after a torch parameter that reads one (merged by the export), not matched by
+a `frozen` glob.
 Globs are Python `fnmatch.fnmatchcase` (case-sensitive; `*` also matches
 `.`). A trainable initializer matching a `no_decay` glob has weight decay 0;
 frozen wins over `no_decay` (`*.bias` also matches the frozen mask
@@ -1104,7 +1106,10 @@ output about 1e-5.
 - Identical buffers are de-duplicated: the per-block causal masks
   `h.N.attn.bias` export as one initializer `h.0.attn.bias` and Identity nodes
   whose outputs carry the other blocks' names (`h.1.attn.bias`, …), which are
-  values, not initializers.
+  values, not initializers. Parameters with equal initial values are merged
+  the same way (`gpt_fresh`: zero biases and unit LayerNorm weights); each
+  such Identity output is a parameter of its own that starts at the merged
+  initializer's value.
 - Position ids (`arange(T)`) become int64 `Constant` nodes; the graphs read
   whole position tables with `Gather`. The causal-mask buffer is read through
   two `Slice` nodes, `Equal 0`, `Cast` to bool and `Where(-inf)`. Shape
