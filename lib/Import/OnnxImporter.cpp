@@ -75,6 +75,8 @@ private:
   llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
   /// Per merged initializer, the parameter names split off it, in order.
   llvm::MapVector<StringRef, SmallVector<std::string>> splitOff;
+  /// The graph's output names (an Identity onto one is no parameter).
+  llvm::StringSet<> graphOutputs;
 };
 
 } // namespace
@@ -326,7 +328,7 @@ static bool isParameterLikeName(StringRef name) {
 bool Importer::splitMergedInitializer(const onnx::NodeProto &node) {
   if (node.op_type() != "Identity" || node.input_size() != 1 ||
       node.output_size() != 1 || !isParameterLikeName(node.output(0)) ||
-      values.count(node.output(0)))
+      values.count(node.output(0)) || graphOutputs.contains(node.output(0)))
     return false;
   auto it = values.find(node.input(0));
   if (it == values.end() || !it->second.isWeight || !it->second.value)
@@ -528,6 +530,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   (*module)->setAttr(nn::kModelPathAttr, b.getStringAttr(path));
   (*module)->setAttr(nn::kOpsetAttr, b.getI64IntegerAttr(opset));
 
+  for (const onnx::ValueInfoProto &out : graph.output())
+    graphOutputs.insert(out.name());
   llvm::StringSet<> initializerNames;
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());

@@ -52,9 +52,9 @@ struct ImportOptions {
   /// tests); real models keep such operands as initializers or constants.
   /// See docs/import.md.
   llvm::StringMap<InputValues> inputValues;
-  /// Say, as remarks and warnings, how the model's initializers become
-  /// parameters: initializers the exporter merged (split again either way),
-  /// tied ones, constant-folded `onnx::*` copies. Set when training.
+  /// Say, as remarks and a warning, how the initializers become parameters:
+  /// parameters the exporter merged (split again on every import), tied
+  /// ones, constant-folded `onnx::*` copies. Set when training.
   bool describeParameters = false;
 };
 
