@@ -343,6 +343,22 @@ class CNNClassifier(nn.Module):
 # --------------------------------------------------------------------------
 
 
+def fresh_init(model, seed):
+    """GPT-2's initialisation: weights 0.02·N(0,1), biases 0, LayerNorm
+    weights 1 (so the export merges the equal ones)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for mod in model.modules():
+            if isinstance(mod, (nn.Linear, nn.Embedding)):
+                mod.weight.copy_(0.02 * torch.randn(mod.weight.shape, generator=g))
+                if getattr(mod, "bias", None) is not None:
+                    mod.bias.zero_()
+            elif isinstance(mod, nn.LayerNorm):
+                mod.weight.fill_(1.0)
+                mod.bias.zero_()
+    return model
+
+
 def randomise(model, seed, lora_b_scale=0.2):
     """Overwrite every parameter with seeded random values (nothing 0 or 1)."""
     g = torch.Generator().manual_seed(seed)
@@ -658,6 +674,32 @@ step). The four identical mask buffers export as one initializer
 `h.0.attn.bias` plus three Identity nodes. Clipping scales steps 0 and 1;
 in step 2 the norm is below 1.0 and the clamped coefficient is 1.""",
     ),
+    dict(
+        name="gpt_fresh",
+        what="the GPT of gpt_adamw freshly initialised (zero biases, unit "
+             "LayerNorm weights), so the export merges equal initializers",
+        seed=17, fresh=True,
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 3, 217, ignore=False),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=None, steps=3,
+        notes="""\
+The model of `gpt_adamw` initialised as GPT-2 does (`fresh_init`: Linear
+and embedding weights `0.02·N(0,1)`, every bias 0, LayerNorm weights 1),
+exported the way docs/training.md says. torch.onnx.export keeps one
+initializer of each group of equal ones: the 8 other zero biases of 32
+elements become `h.0.ln_1.bias`, the 4 other LayerNorm weights
+`h.0.ln_1.weight`, `h.1.attn.c_attn.bias` and `h.1.mlp.c_fc.bias` their
+block-0 twins (and the mask buffer `h.1.attn.bias` `h.0.attn.bias`), each
+read through an Identity node whose output carries the parameter's name
+(15 Identity nodes, 15 initializers for 29 parameters and buffers). They are
+distinct parameters with equal initial values: a trainer that ties them
+trains another model (no clipping, so the gradients are compared
+unscaled).""",
+    ),
 ]
 
 
@@ -701,6 +743,11 @@ def check_names(case, model, proto):
         raise RuntimeError(f"{case['name']}: initializers that are no torch "
                            f"parameter or buffer name: {unknown}")
     float_inits = {n for n, i in inits.items() if i.data_type in FLOAT_TYPES}
+    # Equal initializers the export merged: Identity nodes whose outputs
+    # carry the other parameters' names (distinct parameters in torch).
+    float_inits |= {n.output[0] for n in proto.graph.node
+                    if n.op_type == "Identity" and n.input[0] in float_inits
+                    and n.output[0] in known}
     onnx_trainable = {n for n in float_inits if not matches(n, case["frozen"])}
     torch_trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     if onnx_trainable != torch_trainable:
@@ -788,7 +835,7 @@ def make_case(case):
 
     torch.manual_seed(case["seed"])
     model = case["ctor"]()
-    randomise(model, 1000 + case["seed"])
+    (fresh_init if case.get("fresh") else randomise)(model, 1000 + case["seed"])
     for n, p in model.named_parameters():
         p.requires_grad_(not matches(n, case["frozen"]))
     model.eval()  # no dropout or batch norm anywhere: train() would be the same
@@ -878,6 +925,9 @@ def summarise(case, case_dir, model, proto, inits, trainable, losses, norms):
         size += sum(os.path.getsize(os.path.join(root, f)) for f in files)
     hist = collections.Counter(n.op_type for n in proto.graph.node)
     numel = {n: int(np.prod(i.dims)) for n, i in inits.items()}
+    for n in proto.graph.node:  # merged initializers, under each name
+        if n.op_type == "Identity" and n.input[0] in numel:
+            numel.setdefault(n.output[0], numel[n.input[0]])
     floats = {n for n, i in inits.items() if i.data_type in FLOAT_TYPES}
     identities = [(n.input[0], n.output[0]) for n in proto.graph.node
                   if n.op_type == "Identity"]
@@ -997,7 +1047,9 @@ torch's trained tensors (matched by name) gives `probe/output_0.pb` to
 
 ## Semantics a trainer must follow
 
-Names: trainable = every float initializer not matched by a `frozen` glob.
+Names: trainable = every float initializer, and every Identity output named
+after a torch parameter that reads one (merged by the export), not matched by
+a `frozen` glob.
 Globs are Python `fnmatch.fnmatchcase` (case-sensitive; `*` also matches
 `.`). A trainable initializer matching a `no_decay` glob has weight decay 0;
 frozen wins over `no_decay` (`*.bias` also matches the frozen mask
@@ -1054,7 +1106,10 @@ output about 1e-5.
 - Identical buffers are de-duplicated: the per-block causal masks
   `h.N.attn.bias` export as one initializer `h.0.attn.bias` and Identity nodes
   whose outputs carry the other blocks' names (`h.1.attn.bias`, …), which are
-  values, not initializers.
+  values, not initializers. Parameters with equal initial values are merged
+  the same way (`gpt_fresh`: zero biases and unit LayerNorm weights); each
+  such Identity output is a parameter of its own that starts at the merged
+  initializer's value.
 - Position ids (`arange(T)`) become int64 `Constant` nodes; the graphs read
   whole position tables with `Gather`. The causal-mask buffer is read through
   two `Slice` nodes, `Equal 0`, `Cast` to bool and `Where(-inf)`. Shape

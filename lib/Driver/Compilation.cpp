@@ -38,6 +38,7 @@ static OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, StringRef path,
     for (auto &entry : options.dims)
       importOptions.dims[entry.getKey()] = entry.getValue();
     importOptions.inputValues = options.inputValues;
+    importOptions.describeParameters = options.train.has_value();
     return importOnnxModel(ctx, path, importOptions);
   }
   if (!options.dims.empty()) {

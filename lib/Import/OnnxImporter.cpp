@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
@@ -56,6 +57,8 @@ private:
                                   RankedTensorType type,
                                   const InputValues &given);
   LogicalResult importNode(const onnx::NodeProto &node, int index);
+  bool splitMergedInitializer(const onnx::NodeProto &node);
+  void describeParameters(const onnx::GraphProto &graph);
   LogicalResult checkOutputType(const onnx::ValueInfoProto &info,
                                 RankedTensorType computed);
 
@@ -70,6 +73,10 @@ private:
   /// Which node (index) produces each value, for "used before defined".
   llvm::StringMap<int> producer;
   llvm::StringMap<std::unique_ptr<llvm::MemoryBuffer>> externalFiles;
+  /// Per merged initializer, the parameter names split off it, in order.
+  llvm::MapVector<StringRef, SmallVector<std::string>> splitOff;
+  /// The graph's output names (an Identity onto one is no parameter).
+  llvm::StringSet<> graphOutputs;
 };
 
 } // namespace
@@ -306,7 +313,94 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
   return success();
 }
 
+/// A name torch gives a parameter or buffer ("blocks.1.ln1.bias"), as opposed
+/// to the names it makes up for values ("/blocks.1/Add_output_0") and
+/// constant-folded copies ("onnx::MatMul_42").
+static bool isParameterLikeName(StringRef name) {
+  return !name.empty() && !name.contains('/') && !name.contains("::");
+}
+
+/// torch.onnx.export keeps one initializer of several with equal values and
+/// reads it through Identity nodes whose outputs carry the other parameters'
+/// names. Those are distinct parameters that happen to start equal: each
+/// becomes its own nn.weight under its own name, reading the same stored
+/// bytes as its initial value (training then updates each on its own).
+bool Importer::splitMergedInitializer(const onnx::NodeProto &node) {
+  if (node.op_type() != "Identity" || node.input_size() != 1 ||
+      node.output_size() != 1 || !isParameterLikeName(node.output(0)) ||
+      values.count(node.output(0)) || graphOutputs.contains(node.output(0)))
+    return false;
+  auto it = values.find(node.input(0));
+  if (it == values.end() || !it->second.isWeight || !it->second.value)
+    return false;
+  auto w = it->second.value.getDefiningOp<nn::WeightOp>();
+  if (!w || w.getWindowOffsets() ||
+      !isa<FloatType>(it->second.type.getElementType()))
+    return false;
+  Location loc = NameLoc::get(b.getStringAttr(node.output(0)), fileLoc);
+  Tensor copy = it->second;
+  copy.value = nn::WeightOp::create(
+      b, loc, copy.type, b.getStringAttr(node.output(0)), w.getFileAttr(),
+      w.getOffsetAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr());
+  values[node.output(0)] = std::move(copy);
+  splitOff[w.getName()].push_back(node.output(0));
+  return true;
+}
+
+/// Remarks for a training run: which initializers were split and which stay
+/// tied, and a warning on constant-folded copies.
+void Importer::describeParameters(const onnx::GraphProto &graph) {
+  for (auto &[merged, names] : splitOff) {
+    InFlightDiagnostic d = emitRemark(fileLoc);
+    d << names.size() << " parameter(s) the exporter merged into '" << merged
+      << "' (equal initial values) are separate parameters again: ";
+    constexpr size_t kListed = 4;
+    for (size_t i = 0; i < names.size() && i < kListed; ++i)
+      d << (i ? ", " : "") << names[i];
+    if (names.size() > kListed)
+      d << ", ...";
+  }
+  // Nodes reading each float initializer directly (the Identity renamings
+  // split above do not count).
+  llvm::MapVector<StringRef, int> readers;
+  SmallVector<std::string> folded;
+  for (const onnx::TensorProto &t : graph.initializer()) {
+    auto it = values.find(t.name());
+    if (it == values.end() || !it->second.isWeight ||
+        !isa<FloatType>(it->second.type.getElementType()))
+      continue;
+    readers[t.name()] = 0;
+    if (StringRef(t.name()).starts_with("onnx::"))
+      folded.push_back(t.name());
+  }
+  for (const onnx::NodeProto &node : graph.node()) {
+    if (node.op_type() == "Identity" && node.output_size() == 1 &&
+        splitOff.count(node.input(0)) &&
+        llvm::is_contained(splitOff[node.input(0)], node.output(0)))
+      continue;
+    llvm::StringSet<> seen;
+    for (const std::string &in : node.input())
+      if (readers.count(in) && seen.insert(in).second)
+        ++readers[in];
+  }
+  for (auto &[name, count] : readers)
+    if (count > 1)
+      emitRemark(fileLoc) << "tied parameter '" << name << "': read by "
+                          << count
+                          << " nodes, trained as one (gradients summed)";
+  if (!folded.empty())
+    emitWarning(fileLoc)
+        << folded.size() << " initializer(s) named 'onnx::*' (e.g. '"
+        << folded.front()
+        << "') are copies made by the exporter's constant folding (transposed "
+           "weights, untied duplicates) and train apart from the parameters "
+           "they came from; export with do_constant_folding=False to keep "
+           "torch's parameters and names";
+}
+
 LogicalResult Importer::importNode(const onnx::NodeProto &node, int index) {
+  if (splitMergedInitializer(node))
+    return success();
   std::string display = node.name().empty()
                             ? node.op_type() + "#" + std::to_string(index)
                             : node.name();
@@ -436,6 +530,8 @@ OwningOpRef<ModuleOp> Importer::run() {
   (*module)->setAttr(nn::kModelPathAttr, b.getStringAttr(path));
   (*module)->setAttr(nn::kOpsetAttr, b.getI64IntegerAttr(opset));
 
+  for (const onnx::ValueInfoProto &out : graph.output())
+    graphOutputs.insert(out.name());
   llvm::StringSet<> initializerNames;
   for (const auto &t : graph.initializer())
     initializerNames.insert(t.name());
@@ -500,6 +596,9 @@ OwningOpRef<ModuleOp> Importer::run() {
   for (int i = 0; i < graph.node_size(); ++i)
     if (failed(importNode(graph.node(i), i)))
       return nullptr;
+
+  if (options.describeParameters)
+    describeParameters(graph);
 
   if (graph.output_size() == 0) {
     error() << "the graph has no outputs";

@@ -21,6 +21,36 @@ static Error fail(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
 }
 
+/// The importer trains each parameter the exporter merged into one
+/// initializer (read through an Identity named after the parameter) on its
+/// own: each trained one becomes its own initializer again, in place of its
+/// Identity node.
+static void splitMergedInitializers(
+    onnx::GraphProto &graph,
+    const std::map<std::string, const distrt::Tensor *> &trained) {
+  std::map<std::string, int> initializerAt;
+  for (int i = 0; i < graph.initializer_size(); ++i)
+    initializerAt[graph.initializer(i).name()] = i;
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
+  for (onnx::NodeProto &node : *graph.mutable_node()) {
+    bool split =
+        node.op_type() == "Identity" && node.input_size() == 1 &&
+        node.output_size() == 1 && initializerAt.count(node.input(0)) &&
+        !initializerAt.count(node.output(0)) && trained.count(node.output(0));
+    if (!split) {
+      *kept.Add() = std::move(node);
+      continue;
+    }
+    const onnx::TensorProto &from =
+        graph.initializer(initializerAt[node.input(0)]);
+    onnx::TensorProto *init = graph.add_initializer();
+    init->set_name(node.output(0));
+    init->set_data_type(from.data_type());
+    *init->mutable_dims() = from.dims();
+  }
+  graph.mutable_node()->Swap(&kept);
+}
+
 Error distopt::saveTrainedModel(StringRef modelPath,
                                 const std::vector<distrt::NamedTensor> &trained,
                                 StringRef out, bool mergeLora,
@@ -45,6 +75,7 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     if (mergedLayers)
       *mergedLayers = *merged;
   }
+  splitMergedInitializers(*model.mutable_graph(), byName);
   size_t total = 0;
   for (const auto &[name, t] : byName)
     total += t->byte_size();

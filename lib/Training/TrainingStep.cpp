@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <tuple>
 
 using namespace mlir;
 using namespace distopt;
@@ -221,6 +222,25 @@ LogicalResult StepBuilder::selectParameters() {
     return llvm::any_of(globs,
                         [&](llvm::GlobPattern &g) { return g.match(name); });
   };
+  // Frozen tensors the importer split off one stored initializer (merged by
+  // the exporter, such as per-block copies of a mask buffer) never change:
+  // they stay one tensor.
+  std::map<std::tuple<std::string, int64_t, const void *>, nn::WeightOp>
+      frozenAt;
+  SmallVector<nn::WeightOp> frozenCopies;
+  func.walk([&](nn::WeightOp w) {
+    if (w.getWindowOffsets() || !matches(*frozen, w.getName()))
+      return;
+    auto key = std::make_tuple(w.getFile().str(), w.getOffset(),
+                               w.getResult().getType().getAsOpaquePointer());
+    auto [it, inserted] = frozenAt.try_emplace(key, w);
+    if (!inserted) {
+      w.getResult().replaceAllUsesWith(it->second.getResult());
+      frozenCopies.push_back(w);
+    }
+  });
+  for (nn::WeightOp w : frozenCopies)
+    w.erase();
   func.walk([&](nn::WeightOp w) {
     if (!isa<FloatType>(w.getResult().getType().getElementType()) ||
         matches(*frozen, w.getName()))

@@ -52,6 +52,10 @@ struct ImportOptions {
   /// tests); real models keep such operands as initializers or constants.
   /// See docs/import.md.
   llvm::StringMap<InputValues> inputValues;
+  /// Say, as remarks and a warning, how the initializers become parameters:
+  /// parameters the exporter merged (split again on every import), tied
+  /// ones, constant-folded `onnx::*` copies. Set when training.
+  bool describeParameters = false;
 };
 
 /// Imports the model at `path`; null (with diagnostics emitted) on error.
