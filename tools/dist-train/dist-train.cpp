@@ -12,6 +12,7 @@
 #include "distopt/InitAll.h"
 #include "distopt/Check/TensorComparison.h"
 #include "distopt/Check/TrainedModelRun.h"
+#include "distopt/Checkpoint/Checkpoint.h"
 #include "distopt/Data/TensorProtoFile.h"
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
@@ -243,6 +244,13 @@ int main(int argc, char **argv) {
   trainer.seq = seqLength;
   trainer.seed = seed;
 
+  // Refusals the end of a run would meet come before it compiles and trains.
+  if (!checkpointDir.empty())
+    if (Error e = checkCheckpointTarget(checkpointDir))
+      return failWith(toString(std::move(e)));
+  if (!saveModel.empty())
+    if (Error e = checkTrainedModelTarget(saveModel))
+      return failWith(toString(std::move(e)));
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
