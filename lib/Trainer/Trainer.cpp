@@ -83,6 +83,8 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
               : !trainer.tokensFile.empty()
                   ? tokenFile(trainer.tokensFile)
                   : syntheticInputs(t->inputs, trainer.seed);
+  if (llvm::Error e = t->source->check(t->requests))
+    return std::move(e);
 
   auto session = createSession(t->compiled, trainer.run);
   if (!session)
