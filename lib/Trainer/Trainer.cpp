@@ -1,8 +1,11 @@
 //===- Trainer.cpp - run compiled training steps --------------------------===//
 #include "distopt/Trainer/Trainer.h"
+#include "distopt/Import/OnnxImporter.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Trainer/Labels.h"
 #include "distopt/Training/TrainingStep.h"
+
+#include "llvm/Support/Path.h"
 
 #include <chrono>
 #include <cmath>
@@ -27,6 +30,58 @@ static Expected<distrt::Tensor> scalarF32(double v) {
   return t;
 }
 
+/// --batch and --seq give the token input's rows and columns: a symbolic
+/// dimension is bound to them (beside --dim's bindings), a fixed one must
+/// equal them. The token input is the model's first graph input.
+static Error bindTokenShape(StringRef modelPath, const TrainerOptions &trainer,
+                            CompileOptions &options) {
+  if (!trainer.batch && !trainer.seq)
+    return Error::success();
+  if (trainer.tokensFile.empty())
+    return fail("--batch and --seq shape --tokens batches; without --tokens, "
+                "bind a symbolic dimension with --dim");
+  if (!modelPath.ends_with(".onnx"))
+    return fail("--batch and --seq bind dimensions of ONNX models; " +
+                modelPath + " is MLIR, whose shapes are fixed");
+  auto shapes = graphInputShapes(modelPath);
+  if (!shapes)
+    return shapes.takeError();
+  if (shapes->empty() || (*shapes)[0].sizes.size() != 2)
+    return fail("--tokens feeds models whose first input is [batch, seq]; " +
+                modelPath + "'s is not");
+  const GraphInputShape &input = (*shapes)[0];
+  std::string fixedAt;
+  for (int64_t size : input.sizes)
+    fixedAt += (fixedAt.empty() ? "" : "x") +
+               (size < 0 ? std::string("?") : std::to_string(size));
+  StringRef file = llvm::sys::path::filename(modelPath);
+  const std::pair<const char *, int64_t> flags[] = {{"batch", trainer.batch},
+                                                    {"seq", trainer.seq}};
+  for (int d = 0; d < 2; ++d) {
+    auto [flag, value] = flags[d];
+    if (!value)
+      continue;
+    const std::string &symbol = input.symbols[d];
+    if (input.sizes[d] >= 0)
+      if (input.sizes[d] != value)
+        return fail("--" + llvm::Twine(flag) + " " + llvm::Twine(value) +
+                    " but " + file + "'s input '" + input.name +
+                    "' is fixed at " + fixedAt + "; export with a dynamic " +
+                    (d == 0 ? "batch" : "sequence") + " dimension or drop --" +
+                    flag);
+    if (input.sizes[d] >= 0 || symbol.empty())
+      continue;
+    auto bound = options.dims.find(symbol);
+    if (bound != options.dims.end() && bound->getValue() != value)
+      return fail("--" + llvm::Twine(flag) + " " + llvm::Twine(value) +
+                  " but --dim " + symbol + "=" +
+                  llvm::Twine(bound->getValue()) +
+                  " binds the same dimension of '" + input.name + "'");
+    options.dims[symbol] = value;
+  }
+  return Error::success();
+}
+
 Expected<std::unique_ptr<Trainer>>
 Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                 const CompileOptions &options, const TrainerOptions &trainer) {
@@ -39,7 +94,10 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   std::unique_ptr<Trainer> t(new Trainer());
   t->train = *options.train;
   t->modelPath = modelPath.str();
-  auto compilation = Compilation::compile(ctx, modelPath, options);
+  CompileOptions bound = options;
+  if (Error e = bindTokenShape(modelPath, trainer, bound))
+    return std::move(e);
+  auto compilation = Compilation::compile(ctx, modelPath, bound);
   if (failed(compilation))
     return fail("cannot compile the training step of " + modelPath);
   auto programs = exportPrograms(**compilation);

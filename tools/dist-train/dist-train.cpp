@@ -57,10 +57,16 @@ static cl::opt<std::string>
            cl::desc("flat uint16 token file (nanoGPT .bin): next-token "
                     "batches of --batch rows of --seq tokens"),
            cl::value_desc("file"), cl::cat(category));
-static cl::opt<int64_t> batch("batch", cl::desc("rows per batch (--tokens)"),
-                              cl::init(0), cl::cat(category));
-static cl::opt<int64_t> seqLength("seq", cl::desc("tokens per row (--tokens)"),
-                                  cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    batch("batch",
+          cl::desc("rows per batch (--tokens): binds the model's symbolic "
+                   "batch dimension; a fixed one must equal it"),
+          cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    seqLength("seq",
+              cl::desc("tokens per row (--tokens): binds the model's symbolic "
+                       "sequence dimension; a fixed one must equal it"),
+              cl::init(0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
                               cl::init(0), cl::cat(category));
 static cl::opt<bool> mergeLora(
