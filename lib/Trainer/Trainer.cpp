@@ -8,6 +8,7 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <map>
 #include <set>
@@ -82,6 +83,32 @@ static Error bindTokenShape(StringRef modelPath, const TrainerOptions &trainer,
   return Error::success();
 }
 
+/// A note when the ranks hold different row counts of `input` (a batch
+/// that does not divide by the data-parallel size): the runtime splits it
+/// unevenly and the loss still weighs every row alike, but the user asked
+/// for an even split or did not think about it.
+static std::optional<std::string> unevenRowsNote(const Programs &programs,
+                                                 StringRef input) {
+  std::vector<int64_t> rows;
+  int64_t global = 0;
+  for (const auto &p : programs)
+    for (const auto &arg : p->proto().inputs())
+      if (arg.name() == input && arg.slice().sizes_size() > 0 &&
+          arg.slice().global_shape_size() > 0) {
+        global = arg.slice().global_shape(0);
+        if (!llvm::is_contained(rows, arg.slice().sizes(0)))
+          rows.push_back(arg.slice().sizes(0));
+      }
+  if (rows.size() < 2)
+    return std::nullopt;
+  std::string sizes;
+  for (int64_t r : rows)
+    sizes += (sizes.empty() ? "" : " or ") + std::to_string(r);
+  return "the batch's " + std::to_string(global) + " rows of '" +
+         input.str() + "' split unevenly over the ranks (" + sizes +
+         " rows each); the loss still weighs every row alike";
+}
+
 Expected<std::unique_ptr<Trainer>>
 Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                 const CompileOptions &options, const TrainerOptions &trainer) {
@@ -143,6 +170,12 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                   : syntheticInputs(t->inputs, trainer.seed);
   if (llvm::Error e = t->source->check(t->requests))
     return std::move(e);
+  for (const InputRequest &r : t->requests)
+    if (!r.labels) {
+      if (auto note = unevenRowsNote(t->compiled, r.input.name))
+        t->remarks.push_back(*note);
+      break;
+    }
 
   auto session = createSession(t->compiled, trainer.run);
   if (!session)

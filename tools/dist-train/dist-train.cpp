@@ -282,6 +282,9 @@ int main(int argc, char **argv) {
   if (root)
     errs() << "dist-train: compiled the training step of " << model << " for "
            << t.programs().size() << " rank(s)\n";
+  if (root)
+    for (const std::string &note : t.notes())
+      errs() << "dist-train: note: " << note << "\n";
   if (checkpointEvery < 0 || (checkpointEvery > 0 && checkpointDir.empty()))
     return failWith("--checkpoint-every N needs N > 0 and --save-checkpoint "
                     "<dir>");
