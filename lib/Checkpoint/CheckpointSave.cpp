@@ -24,6 +24,38 @@ using llvm::Expected;
 using llvm::StringRef;
 using llvm::Twine;
 
+Error distopt::checkCheckpointTarget(StringRef dir) {
+  while (dir.size() > 1 && dir.ends_with("/"))
+    dir = dir.drop_back();
+  if (llvm::sys::fs::exists(dir)) {
+    if (!llvm::sys::fs::is_directory(dir))
+      return fail(dir + " exists and is not a directory; a checkpoint is a "
+                        "directory");
+    if (!llvm::sys::fs::exists(joinPath(dir, "index.json"))) {
+      // The swap deletes what was there: only ever a checkpoint.
+      std::error_code ec;
+      llvm::sys::fs::directory_iterator it(dir, ec);
+      if (ec || it != llvm::sys::fs::directory_iterator())
+        return fail(dir + " exists and is not a checkpoint (it has no "
+                          "index.json); not replacing it");
+    }
+  }
+  // The temporary directory goes beside `dir`: the nearest existing
+  // ancestor must be a directory we may create it (and its parents) in.
+  std::string parent = llvm::sys::path::parent_path(dir).str();
+  while (!parent.empty() && !llvm::sys::fs::exists(parent))
+    parent = llvm::sys::path::parent_path(parent).str();
+  if (parent.empty())
+    parent = ".";
+  if (!llvm::sys::fs::is_directory(parent))
+    return fail("cannot save a checkpoint in " + dir + ": " + parent +
+                " is not a directory");
+  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+    return fail("cannot save a checkpoint in " + dir + ": " + parent +
+                " is not writable");
+  return Error::success();
+}
+
 Error distopt::saveCheckpoint(Session &session, const Programs &programs,
                               StringRef dir, const CheckpointMeta &meta,
                               CheckpointIO *io, CheckpointFiles *files) {
@@ -42,15 +74,8 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
   // The root names and creates the temporary directory.
   std::string tmp = dir.str() + ".tmp-" + std::to_string(::getpid());
   Error made = Error::success();
-  if (root && llvm::sys::fs::exists(dir) &&
-      !llvm::sys::fs::exists(joinPath(dir, "index.json"))) {
-    // The swap deletes what was there: only ever a checkpoint.
-    std::error_code ec;
-    llvm::sys::fs::directory_iterator it(dir, ec);
-    if (ec || it != llvm::sys::fs::directory_iterator())
-      made = fail(dir + " exists and is not a checkpoint (it has no "
-                        "index.json); not replacing it");
-  }
+  if (root)
+    made = checkCheckpointTarget(dir);
   if (root && !made) {
     llvm::sys::fs::remove_directories(tmp);
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))

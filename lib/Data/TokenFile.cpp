@@ -11,19 +11,49 @@ static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
 }
 
-/// Reads `count` uint16 tokens from `path` starting at token `first`
-/// (wrapping around the file).
-static Expected<std::vector<int64_t>> readTokens(StringRef path, int64_t first,
-                                                 int64_t count) {
+/// The tokens in `path`: its bytes / 2, an odd byte count being an error
+/// (a truncated or non-uint16 file).
+static Expected<int64_t> countTokens(StringRef path) {
   std::ifstream in(path.str(), std::ios::binary | std::ios::ate);
   if (!in)
     return fail("cannot open token file " + path);
-  int64_t tokens = static_cast<int64_t>(in.tellg()) / 2;
+  int64_t bytes = static_cast<int64_t>(in.tellg());
+  if (bytes % 2)
+    return fail("token file " + path + " holds " + std::to_string(bytes) +
+                " bytes, an odd count; it must hold 2-byte (uint16) tokens");
+  return bytes / 2;
+}
+
+/// The [B, T] int64 shape every token request has, or an error naming the
+/// input that has another.
+static llvm::Error checkRequest(const InputRequest &r) {
+  const distrt::Shape &shape = r.input.shape;
+  if (shape.size() == 2 && r.input.dtype == distrt::DType::kI64)
+    return llvm::Error::success();
+  return fail("--tokens feeds models whose inputs and labels are int64 "
+              "[batch, seq]; '" +
+              r.input.name + "' is " + distrt::DTypeName(r.input.dtype) +
+              distrt::ShapeToString(shape));
+}
+
+/// Reads the `count` uint16 tokens of the window that starts at token
+/// `first` modulo N - count (N tokens in `path`), moved `shift` (0 or 1)
+/// tokens on: a label row is its input row's window shifted by one, also
+/// where the windows wrap around the file.
+static Expected<std::vector<int64_t>> readTokens(StringRef path, int64_t first,
+                                                 int64_t count, int shift) {
+  auto counted = countTokens(path);
+  if (!counted)
+    return counted.takeError();
+  int64_t tokens = *counted;
   if (tokens < count + 1)
     return fail("token file " + path + " holds " + std::to_string(tokens) +
-                " tokens; a batch needs " + std::to_string(count + 1));
+                " tokens; a row needs " + std::to_string(count + 1));
+  std::ifstream in(path.str(), std::ios::binary);
+  if (!in)
+    return fail("cannot open token file " + path);
   std::vector<int64_t> out(count);
-  int64_t start = first % (tokens - count);
+  int64_t start = first % (tokens - count) + shift;
   in.seekg(start * 2);
   std::vector<uint16_t> raw(count);
   in.read(reinterpret_cast<char *>(raw.data()), count * 2);
@@ -47,11 +77,8 @@ public:
     std::vector<distrt::Tensor> out;
     for (const InputRequest &r : requests) {
       const distrt::Shape &shape = r.input.shape;
-      if (shape.size() != 2 || r.input.dtype != distrt::DType::kI64)
-        return fail("--tokens feeds models whose inputs and labels are int64 "
-                    "[batch, seq]; '" +
-                    r.input.name + "' is " + distrt::DTypeName(r.input.dtype) +
-                    distrt::ShapeToString(shape));
+      if (llvm::Error e = checkRequest(r))
+        return std::move(e);
       distrt::Tensor t;
       distrt::Status st =
           distrt::Tensor::Allocate(distrt::DType::kI64, shape, &t);
@@ -60,9 +87,8 @@ public:
       for (int64_t b = 0; b < shape[0]; ++b) {
         auto row = readTokens(
             path,
-            ((step * r.microbatches + r.microbatch) * shape[0] + b) * shape[1] +
-                (r.labels ? 1 : 0),
-            shape[1]);
+            ((step * r.microbatches + r.microbatch) * shape[0] + b) * shape[1],
+            shape[1], r.labels ? 1 : 0);
         if (!row)
           return row.takeError();
         std::copy(row->begin(), row->end(), t.data<int64_t>() + b * shape[1]);
@@ -70,6 +96,30 @@ public:
       out.push_back(std::move(t));
     }
     return out;
+  }
+
+  /// One step's windows must lie in the file without wrapping: a file
+  /// shorter than that would repeat its tokens inside a batch.
+  llvm::Error check(llvm::ArrayRef<InputRequest> requests) const override {
+    auto tokens = countTokens(path);
+    if (!tokens)
+      return tokens.takeError();
+    for (const InputRequest &r : requests) {
+      if (llvm::Error e = checkRequest(r))
+        return e;
+      const distrt::Shape &shape = r.input.shape;
+      int64_t step = r.microbatches * shape[0] * shape[1] + 1;
+      if (*tokens < step)
+        return fail(
+            "token file " + path + " holds " + std::to_string(*tokens) +
+            " tokens; one step reads " + std::to_string(step) + " (" +
+            (r.microbatches > 1 ? std::to_string(r.microbatches) +
+                                      " microbatches of "
+                                : std::string()) +
+            std::to_string(shape[0]) + " rows of " + std::to_string(shape[1]) +
+            " tokens, and the last row's next token)");
+    }
+    return llvm::Error::success();
   }
 
   /// Tokens read: the rows times columns of one microbatch's input, for

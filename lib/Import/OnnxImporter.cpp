@@ -680,6 +680,24 @@ distopt::inputDimensionSymbols(StringRef path) {
   return out;
 }
 
+llvm::Expected<std::vector<GraphInputShape>>
+distopt::graphInputShapes(StringRef path) {
+  std::vector<GraphInputShape> out;
+  if (llvm::Error e =
+          forEachGraphInput(path, [&](const onnx::ValueInfoProto &in) {
+            GraphInputShape shape;
+            shape.name = in.name();
+            for (const auto &d : in.type().tensor_type().shape().dim()) {
+              bool symbolic = !d.has_dim_value();
+              shape.sizes.push_back(symbolic ? -1 : d.dim_value());
+              shape.symbols.push_back(d.has_dim_param() ? d.dim_param() : "");
+            }
+            out.push_back(std::move(shape));
+          }))
+    return std::move(e);
+  return out;
+}
+
 llvm::Expected<std::vector<std::string>>
 distopt::graphInputNames(StringRef path) {
   std::vector<std::string> out;

@@ -51,6 +51,22 @@ static void splitMergedInitializers(
   graph.mutable_node()->Swap(&kept);
 }
 
+Error distopt::checkTrainedModelTarget(llvm::StringRef out) {
+  if (llvm::sys::fs::is_directory(out))
+    return fail("cannot write the trained model to " + out +
+                ": it is a directory");
+  std::string parent = llvm::sys::path::parent_path(out).str();
+  if (parent.empty())
+    parent = ".";
+  if (!llvm::sys::fs::is_directory(parent))
+    return fail("cannot write the trained model to " + out + ": " + parent +
+                " is not an existing directory");
+  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
+    return fail("cannot write the trained model to " + out + ": " + parent +
+                " is not writable");
+  return Error::success();
+}
+
 Error distopt::saveTrainedModel(StringRef modelPath,
                                 const std::vector<distrt::NamedTensor> &trained,
                                 StringRef out, bool mergeLora,

@@ -99,7 +99,7 @@ static std::string usedBy(Operation *op) {
 
 LogicalResult PlanApplier::applyStyles(const PlanSpec &spec) {
   Location specLoc(spec.loc);
-  dist::MeshOp mesh = requireMesh(module, specLoc, "tensor_parallel");
+  dist::MeshOp mesh = requireMesh(module, specLoc, "tensor_parallel", spec.tpAxis);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, specLoc, spec.tpAxis, "tensor_parallel");
@@ -168,7 +168,7 @@ LogicalResult PlanApplier::applyStyles(const PlanSpec &spec) {
 /// written out) are split along the sequence between tensor-parallel regions.
 LogicalResult PlanApplier::applySequenceParallel(Location loc,
                                                  StringRef axisName) {
-  dist::MeshOp mesh = requireMesh(module, loc, "sequence parallelism");
+  dist::MeshOp mesh = requireMesh(module, loc, "sequence parallelism", axisName);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, loc, axisName, "sequence parallelism");
@@ -213,7 +213,7 @@ LogicalResult PlanApplier::applySequenceParallel(Location loc,
 
 LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
                                              int64_t level) {
-  dist::MeshOp mesh = requireMesh(module, loc, "data parallelism");
+  dist::MeshOp mesh = requireMesh(module, loc, "data parallelism", axisName);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, loc, axisName, "data parallelism");
@@ -424,7 +424,7 @@ LogicalResult PlanApplier::applyPlacements(const PlanSpec &spec) {
 
 LogicalResult PlanApplier::checkPipeline(const PipelineSpec &pp) {
   Location loc(pp.loc);
-  dist::MeshOp mesh = requireMesh(module, loc, "pipeline");
+  dist::MeshOp mesh = requireMesh(module, loc, "pipeline", pp.axis);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, loc, pp.axis, "pipeline");
@@ -489,9 +489,66 @@ LogicalResult PlanApplier::apply() {
   return success();
 }
 
+/// Whether `spec` places anything along mesh axis `index` called `name`.
+static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
+  for (const std::string &preset : spec.presets)
+    if ((name == "dp" && (preset == "dp" || preset == "zero1" ||
+                          preset == "zero2" || preset == "fsdp")) ||
+        (name == "tp" && (preset == "tp" || preset == "sp")))
+      return true;
+  if ((!spec.styles.empty() || spec.sequenceParallel) && spec.tpAxis == name)
+    return true;
+  if (spec.dpAxis && *spec.dpAxis == name)
+    return true;
+  if (spec.pipeline && spec.pipeline->axis == name)
+    return true;
+  for (const ExplicitPlacement &p : spec.placements)
+    if (index < static_cast<int64_t>(p.placements.size()) &&
+        p.placements[index] != "R")
+      return true;
+  return false;
+}
+
+/// A mesh axis (of size > 1) that no plan entry uses holds copies of the
+/// whole computation: every rank along it runs the same batch. Warned
+/// about, with the presets that would use it, when the model brought no
+/// placements of its own.
+static void warnUnusedAxes(ModuleOp module, const Plan &plan) {
+  auto meshes = module.getOps<dist::MeshOp>();
+  if (meshes.empty())
+    return;
+  bool annotated = false;
+  module.walk([&](dist::AnnotateOp) {
+    annotated = true;
+    return WalkResult::interrupt();
+  });
+  if (annotated)
+    return;
+  dist::MeshOp mesh = *meshes.begin();
+  for (int64_t i = 0; i < mesh.getNumAxes(); ++i) {
+    StringRef name = mesh.getAxisName(i);
+    if (mesh.getAxisSizes()[i] < 2 ||
+        llvm::any_of(plan.specs, [&](const PlanSpec &spec) {
+          return specUsesAxis(spec, i, name);
+        }))
+      continue;
+    std::string users =
+        name == "dp"   ? "the presets dp, zero1, zero2 and fsdp"
+        : name == "tp" ? "the presets tp and sp"
+        : name == "pp" ? "a plan file's pipeline section"
+                       : "a plan file's placements";
+    mlir::emitWarning(mesh.getLoc())
+        << "mesh axis '" << name << "' (size " << mesh.getAxisSizes()[i]
+        << ") is used by no plan entry: every rank along it computes the "
+           "same thing on the whole batch; "
+        << users << " would use it";
+  }
+}
+
 FailureOr<PlanFindings>
 distopt::applyPlan(ModuleOp module, const Plan &plan,
                    std::shared_ptr<const cost::MachineProfile> machine) {
+  warnUnusedAxes(module, plan);
   if (plan.empty())
     return PlanFindings();
   func::FuncOp func = mainFunction(module);

@@ -160,7 +160,7 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
-  dist::MeshOp mesh = requireMesh(module, loc, "preset 'tp'");
+  dist::MeshOp mesh = requireMesh(module, loc, "preset 'tp'", axisName);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, loc, axisName, "preset 'tp'");

@@ -166,11 +166,16 @@ func::FuncOp distopt::plan::mainFunction(ModuleOp module) {
 }
 
 dist::MeshOp distopt::plan::requireMesh(ModuleOp module, Location loc,
-                                        StringRef what) {
+                                        StringRef what, StringRef axis) {
   auto meshes = module.getOps<dist::MeshOp>();
   if (meshes.empty()) {
-    mlir::emitError(loc) << what
-                         << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
+    // The example names the axis the caller splits along, when it has one.
+    if (axis.empty())
+      mlir::emitError(loc) << what
+                           << " needs a mesh: pass --mesh (e.g. --mesh tp=2)";
+    else
+      mlir::emitError(loc) << what << " needs a mesh with axis '" << axis
+                           << "': pass --mesh (e.g. --mesh " << axis << "=2)";
     return nullptr;
   }
   return *meshes.begin();

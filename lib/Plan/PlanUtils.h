@@ -59,7 +59,7 @@ mlir::func::FuncOp mainFunction(mlir::ModuleOp module);
 /// The module's mesh; null with a diagnostic at `loc` (where the plan asks
 /// for it) saying `what` needs it.
 dist::MeshOp requireMesh(mlir::ModuleOp module, mlir::Location loc,
-                         llvm::StringRef what);
+                         llvm::StringRef what, llvm::StringRef axis = {});
 
 /// Index of mesh axis `name`, or -1 with a diagnostic listing the axes.
 int64_t requireAxis(dist::MeshOp mesh, mlir::Location loc, llvm::StringRef name,

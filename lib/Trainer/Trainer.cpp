@@ -1,10 +1,14 @@
 //===- Trainer.cpp - run compiled training steps --------------------------===//
 #include "distopt/Trainer/Trainer.h"
+#include "distopt/Import/OnnxImporter.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Trainer/Labels.h"
 #include "distopt/Training/TrainingStep.h"
 
+#include "llvm/Support/Path.h"
+
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <map>
 #include <set>
@@ -27,6 +31,84 @@ static Expected<distrt::Tensor> scalarF32(double v) {
   return t;
 }
 
+/// --batch and --seq give the token input's rows and columns: a symbolic
+/// dimension is bound to them (beside --dim's bindings), a fixed one must
+/// equal them. The token input is the model's first graph input.
+static Error bindTokenShape(StringRef modelPath, const TrainerOptions &trainer,
+                            CompileOptions &options) {
+  if (!trainer.batch && !trainer.seq)
+    return Error::success();
+  if (trainer.tokensFile.empty())
+    return fail("--batch and --seq shape --tokens batches; without --tokens, "
+                "bind a symbolic dimension with --dim");
+  if (!modelPath.ends_with(".onnx"))
+    return fail("--batch and --seq bind dimensions of ONNX models; " +
+                modelPath + " is MLIR, whose shapes are fixed");
+  auto shapes = graphInputShapes(modelPath);
+  if (!shapes)
+    return shapes.takeError();
+  if (shapes->empty() || (*shapes)[0].sizes.size() != 2)
+    return fail("--tokens feeds models whose first input is [batch, seq]; " +
+                modelPath + "'s is not");
+  const GraphInputShape &input = (*shapes)[0];
+  std::string fixedAt;
+  for (int64_t size : input.sizes)
+    fixedAt += (fixedAt.empty() ? "" : "x") +
+               (size < 0 ? std::string("?") : std::to_string(size));
+  StringRef file = llvm::sys::path::filename(modelPath);
+  const std::pair<const char *, int64_t> flags[] = {{"batch", trainer.batch},
+                                                    {"seq", trainer.seq}};
+  for (int d = 0; d < 2; ++d) {
+    auto [flag, value] = flags[d];
+    if (!value)
+      continue;
+    const std::string &symbol = input.symbols[d];
+    if (input.sizes[d] >= 0)
+      if (input.sizes[d] != value)
+        return fail("--" + llvm::Twine(flag) + " " + llvm::Twine(value) +
+                    " but " + file + "'s input '" + input.name +
+                    "' is fixed at " + fixedAt + "; export with a dynamic " +
+                    (d == 0 ? "batch" : "sequence") + " dimension or drop --" +
+                    flag);
+    if (input.sizes[d] >= 0 || symbol.empty())
+      continue;
+    auto bound = options.dims.find(symbol);
+    if (bound != options.dims.end() && bound->getValue() != value)
+      return fail("--" + llvm::Twine(flag) + " " + llvm::Twine(value) +
+                  " but --dim " + symbol + "=" +
+                  llvm::Twine(bound->getValue()) +
+                  " binds the same dimension of '" + input.name + "'");
+    options.dims[symbol] = value;
+  }
+  return Error::success();
+}
+
+/// A note when the ranks hold different row counts of `input` (a batch
+/// that does not divide by the data-parallel size): the runtime splits it
+/// unevenly and the loss still weighs every row alike, but the user asked
+/// for an even split or did not think about it.
+static std::optional<std::string> unevenRowsNote(const Programs &programs,
+                                                 StringRef input) {
+  std::vector<int64_t> rows;
+  int64_t global = 0;
+  for (const auto &p : programs)
+    for (const auto &arg : p->proto().inputs())
+      if (arg.name() == input && arg.slice().sizes_size() > 0 &&
+          arg.slice().global_shape_size() > 0) {
+        global = arg.slice().global_shape(0);
+        if (!llvm::is_contained(rows, arg.slice().sizes(0)))
+          rows.push_back(arg.slice().sizes(0));
+      }
+  if (rows.size() < 2)
+    return std::nullopt;
+  std::string sizes;
+  for (int64_t r : rows)
+    sizes += (sizes.empty() ? "" : " or ") + std::to_string(r);
+  return "the batch's " + std::to_string(global) + " rows of '" +
+         input.str() + "' split unevenly over the ranks (" + sizes +
+         " rows each); the loss still weighs every row alike";
+}
+
 Expected<std::unique_ptr<Trainer>>
 Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                 const CompileOptions &options, const TrainerOptions &trainer) {
@@ -39,7 +121,10 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   std::unique_ptr<Trainer> t(new Trainer());
   t->train = *options.train;
   t->modelPath = modelPath.str();
-  auto compilation = Compilation::compile(ctx, modelPath, options);
+  CompileOptions bound = options;
+  if (Error e = bindTokenShape(modelPath, trainer, bound))
+    return std::move(e);
+  auto compilation = Compilation::compile(ctx, modelPath, bound);
   if (failed(compilation))
     return fail("cannot compile the training step of " + modelPath);
   auto programs = exportPrograms(**compilation);
@@ -83,6 +168,14 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
               : !trainer.tokensFile.empty()
                   ? tokenFile(trainer.tokensFile)
                   : syntheticInputs(t->inputs, trainer.seed);
+  if (llvm::Error e = t->source->check(t->requests))
+    return std::move(e);
+  for (const InputRequest &r : t->requests)
+    if (!r.labels) {
+      if (auto note = unevenRowsNote(t->compiled, r.input.name))
+        t->remarks.push_back(*note);
+      break;
+    }
 
   auto session = createSession(t->compiled, trainer.run);
   if (!session)

@@ -12,6 +12,7 @@
 #include "distopt/InitAll.h"
 #include "distopt/Check/TensorComparison.h"
 #include "distopt/Check/TrainedModelRun.h"
+#include "distopt/Checkpoint/Checkpoint.h"
 #include "distopt/Data/TensorProtoFile.h"
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
@@ -56,10 +57,16 @@ static cl::opt<std::string>
            cl::desc("flat uint16 token file (nanoGPT .bin): next-token "
                     "batches of --batch rows of --seq tokens"),
            cl::value_desc("file"), cl::cat(category));
-static cl::opt<int64_t> batch("batch", cl::desc("rows per batch (--tokens)"),
-                              cl::init(0), cl::cat(category));
-static cl::opt<int64_t> seqLength("seq", cl::desc("tokens per row (--tokens)"),
-                                  cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    batch("batch",
+          cl::desc("rows per batch (--tokens): binds the model's symbolic "
+                   "batch dimension; a fixed one must equal it"),
+          cl::init(0), cl::cat(category));
+static cl::opt<int64_t>
+    seqLength("seq",
+              cl::desc("tokens per row (--tokens): binds the model's symbolic "
+                       "sequence dimension; a fixed one must equal it"),
+              cl::init(0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
                               cl::init(0), cl::cat(category));
 static cl::opt<bool> mergeLora(
@@ -243,6 +250,13 @@ int main(int argc, char **argv) {
   trainer.seq = seqLength;
   trainer.seed = seed;
 
+  // Refusals the end of a run would meet come before it compiles and trains.
+  if (!checkpointDir.empty())
+    if (Error e = checkCheckpointTarget(checkpointDir))
+      return failWith(toString(std::move(e)));
+  if (!saveModel.empty())
+    if (Error e = checkTrainedModelTarget(saveModel))
+      return failWith(toString(std::move(e)));
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
@@ -268,6 +282,9 @@ int main(int argc, char **argv) {
   if (root)
     errs() << "dist-train: compiled the training step of " << model << " for "
            << t.programs().size() << " rank(s)\n";
+  if (root)
+    for (const std::string &note : t.notes())
+      errs() << "dist-train: note: " << note << "\n";
   if (checkpointEvery < 0 || (checkpointEvery > 0 && checkpointDir.empty()))
     return failWith("--checkpoint-every N needs N > 0 and --save-checkpoint "
                     "<dir>");

@@ -33,6 +33,11 @@ struct CheckpointIO {
   double seconds = 0;
 };
 
+/// Whether saveCheckpoint may write `dir`: absent, empty or a checkpoint
+/// (index.json), with a writable parent. Callers check before training, so
+/// a run is not lost to a refusal at its end.
+llvm::Error checkCheckpointTarget(llvm::StringRef dir);
+
 /// Writes the session's training state into `dir`: first into
 /// `<dir>.tmp-<pid>`, every file fsync'ed, then swapped into place, so an
 /// interrupted save leaves the previous checkpoint in `dir` as it was.

@@ -63,6 +63,11 @@ public:
   /// per request, in order.
   virtual llvm::Expected<std::vector<distrt::Tensor>>
   read(int64_t batch, llvm::ArrayRef<InputRequest> requests) = 0;
+  /// Whether the source can feed `requests` at all, checked before the
+  /// first step (a token file too short for one step, say).
+  virtual llvm::Error check(llvm::ArrayRef<InputRequest> requests) const {
+    return llvm::Error::success();
+  }
   /// How far the source has read after `batches` batches of `requests`
   /// (a checkpoint's data position): the batches, or tokens for a token
   /// file.
@@ -93,8 +98,10 @@ std::unique_ptr<DataSource> trainingCaseFolder(std::string dir);
 
 /// A flat file of uint16 tokens (nanoGPT's .bin): next-token batches. Row b
 /// of microbatch j of step k starts at token ((k * M + j) * B + b) * T for
-/// M microbatches of int64 [B, T] inputs; labels start one token later;
-/// reading wraps around the file.
+/// M microbatches of int64 [B, T] inputs, taken modulo N - T for a file
+/// of N tokens (later passes start at other offsets); labels start one
+/// token later. check() refuses an odd byte count and a file shorter than
+/// one step (M * B * T + 1 tokens).
 std::unique_ptr<DataSource> tokenFile(std::string path);
 
 } // namespace distopt

@@ -69,6 +69,16 @@ mlir::OwningOpRef<mlir::ModuleOp> importOnnxModel(mlir::MLIRContext &ctx,
 llvm::Expected<std::vector<std::vector<std::string>>>
 inputDimensionSymbols(llvm::StringRef path);
 
+/// A graph input's shape as the file gives it: per dimension, its size, or
+/// -1 and the symbol's name.
+struct GraphInputShape {
+  std::string name;
+  std::vector<int64_t> sizes;
+  std::vector<std::string> symbols;
+};
+llvm::Expected<std::vector<GraphInputShape>>
+graphInputShapes(llvm::StringRef path);
+
 /// The names of the model's graph inputs that are not initializers, in
 /// order (the order of ONNX test data's input_<i>.pb files).
 llvm::Expected<std::vector<std::string>> graphInputNames(llvm::StringRef path);

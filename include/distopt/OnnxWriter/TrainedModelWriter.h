@@ -17,6 +17,10 @@
 
 namespace distopt {
 
+/// Whether saveTrainedModel may write `out`: not a directory, in an
+/// existing writable directory. Checked before training.
+llvm::Error checkTrainedModelTarget(llvm::StringRef out);
+
 /// Writes the ONNX model with its initializers replaced by `trained`
 /// (matched by name; optimizer states ignored). A trained tensor's dtype
 /// must be its initializer's element type. Tensors go to an external-data

@@ -69,6 +69,9 @@ public:
                                         CheckpointIO *io = nullptr);
 
   bool isRoot() const;
+  /// What the user should hear once before training: e.g. a batch split
+  /// unevenly over the ranks.
+  const std::vector<std::string> &notes() const { return remarks; }
   const Programs &programs() const { return compiled; }
   const TrainConfig &config() const { return train; }
   Session &session() { return *runner; }
@@ -88,6 +91,7 @@ private:
   std::string modelPath;
   int64_t classes = 0; // of a cross-entropy loss
   int64_t microbatches = 1;
+  std::vector<std::string> remarks;
 };
 
 } // namespace distopt

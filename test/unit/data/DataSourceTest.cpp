@@ -96,6 +96,42 @@ TEST(TokenFile, ReadingWrapsAroundTheFile) {
   EXPECT_EQ(ints((*got)[0]), (std::vector<int64_t>{1000, 1001, 1002, 1003}));
 }
 
+TEST(TokenFile, LabelsFollowTheirRowAtTheWrap) {
+  ScratchDir dir;
+  auto source = tokenFile(writeTokens(dir, 10));
+  // Step 2's row starts at 2*3 = 6 = N - T - 1, the last start before the
+  // wrap (modulo 10 - 3); its labels are tokens 7..9, not the file's head.
+  std::vector<InputRequest> requests{
+      request(spec("x", DType::kI64, {1, 3}), 0),
+      request(spec("labels", DType::kI64, {1, 3}), 0, /*labels=*/true)};
+  auto got = source->read(2, requests);
+  ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+  EXPECT_EQ(ints((*got)[0]), (std::vector<int64_t>{1006, 1007, 1008}));
+  EXPECT_EQ(ints((*got)[1]), (std::vector<int64_t>{1007, 1008, 1009}));
+}
+
+TEST(TokenFile, CheckRefusesOddByteCountsAndFilesShorterThanAStep) {
+  ScratchDir dir;
+  // 2 microbatches of [2, 3]: a step reads 2 * 2 * 3 + 1 = 13 tokens.
+  std::vector<InputRequest> requests{
+      request(spec("x", DType::kI64, {2, 3}), 0, false, 0, 2),
+      request(spec("x", DType::kI64, {2, 3}), 0, false, 1, 2)};
+  std::string path = writeTokens(dir, 12);
+  EXPECT_EQ(errorOf(tokenFile(path)->check(requests)),
+            "token file " + path +
+                " holds 12 tokens; one step reads 13 (2 microbatches of 2 "
+                "rows of 3 tokens, and the last row's next token)");
+  EXPECT_EQ(errorOf(tokenFile(writeTokens(dir, 13))->check(requests)), "");
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    out.put(7);
+  }
+  EXPECT_EQ(errorOf(tokenFile(path)->check(requests)),
+            "token file " + path +
+                " holds 27 bytes, an odd count; it must hold 2-byte (uint16) "
+                "tokens");
+}
+
 TEST(TokenFile, RefusesShortFilesAndOtherInputs) {
   ScratchDir dir;
   std::string path = writeTokens(dir, 4);
@@ -104,7 +140,7 @@ TEST(TokenFile, RefusesShortFilesAndOtherInputs) {
       source->read(0, {request(spec("x", DType::kI64, {1, 4}), 0)});
   ASSERT_FALSE(static_cast<bool>(shortFile));
   EXPECT_EQ(errorOf(shortFile.takeError()),
-            "token file " + path + " holds 4 tokens; a batch needs 5");
+            "token file " + path + " holds 4 tokens; a row needs 5");
   auto floatInput =
       source->read(0, {request(spec("x", DType::kF32, {1, 2}), 0)});
   ASSERT_FALSE(static_cast<bool>(floatInput));
