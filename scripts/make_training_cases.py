@@ -24,7 +24,8 @@ the PyTorch names), and then trained in PyTorch on the same batches
 that the parameters torch optimises are, by name, exactly the float
 initializers of model.onnx minus the `frozen` globs, and that every
 initializer name is a torch parameter or buffer name.  Re-running reproduces
-every file byte for byte with the same torch/onnx versions.
+every file byte for byte with the same torch/onnx versions on the same machine
+(other CPUs can change the last digits of the losses: OpenBLAS kernels).
 
 Needs PyTorch >= 1.13 and ONNX >= 1.12 (Debian bookworm: python3-torch,
 python3-onnx, python3-numpy, libopenblas0-pthread).  Nothing in the build or
@@ -1023,8 +1024,9 @@ Needs Debian's `python3-torch`, `python3-onnx`, `python3-numpy`,
 `libopenblas0-pthread` (use `/usr/bin/python3`). Generated with PyTorch
 @TORCH@ and ONNX @ONNX@, opset @OPSET@, float32, one thread,
 `torch.use_deterministic_algorithms(True)`. Seeds are fixed: a re-run with
-the same versions reproduces every file byte for byte (checked by running
-it three times). The build and CI do not need torch.
+the same versions on the same machine reproduces every file byte for byte
+(checked by running it three times); on another CPU the last digits of the
+recorded losses can differ, as OpenBLAS picks its kernels by CPU. The build and CI do not need torch.
 
 How a case is made: build the model (fixed seed), randomise every parameter
 (Linear weights `N(0,1)/sqrt(fan_in)`, LoRA B 0.2 times that, biases
