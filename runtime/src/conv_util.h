@@ -4,6 +4,7 @@
 #define DISTRT_SRC_CONV_UTIL_H_
 
 #include "kernel_util.h"
+#include "portable/window.h"
 
 namespace distrt {
 
@@ -71,6 +72,21 @@ inline Status ReadSpatial(const AttrReader& attrs, const Shape& x_shape,
     sp->out[j] = o;
   }
   return OkStatus();
+}
+
+// The same geometry as the kernel bodies take it (portable/window.h).
+inline portable::Window WindowOf(const Spatial& s) {
+  portable::Window w;
+  for (int j = 0; j < 3; ++j) {
+    w.in[j] = s.in[j];
+    w.k[j] = s.k[j];
+    w.s[j] = s.s[j];
+    w.d[j] = s.d[j];
+    w.pb[j] = s.pb[j];
+    w.pe[j] = s.pe[j];
+    w.out[j] = s.out[j];
+  }
+  return w;
 }
 
 }  // namespace distrt

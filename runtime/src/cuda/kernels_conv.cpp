@@ -22,20 +22,6 @@ struct ConvGeom {
   Shape out;  // the forward's output shape
 };
 
-portable::Window WindowOf(const Spatial& s) {
-  portable::Window w;
-  for (int j = 0; j < 3; ++j) {
-    w.in[j] = s.in[j];
-    w.k[j] = s.k[j];
-    w.s[j] = s.s[j];
-    w.d[j] = s.d[j];
-    w.pb[j] = s.pb[j];
-    w.pe[j] = s.pe[j];
-    w.out[j] = s.out[j];
-  }
-  return w;
-}
-
 // The host's conv shape rules (kernels_conv.cpp, ConvShape), with its
 // messages.
 Status ConvGeometry(const AttrReader& attrs, const Shape& x, const Shape& w, ConvGeom* p) {

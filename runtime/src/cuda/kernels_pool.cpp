@@ -15,20 +15,6 @@
 namespace distrt {
 namespace {
 
-portable::Window WindowOf(const Spatial& s) {
-  portable::Window w;
-  for (int j = 0; j < 3; ++j) {
-    w.in[j] = s.in[j];
-    w.k[j] = s.k[j];
-    w.s[j] = s.s[j];
-    w.d[j] = s.d[j];
-    w.pb[j] = s.pb[j];
-    w.pe[j] = s.pe[j];
-    w.out[j] = s.out[j];
-  }
-  return w;
-}
-
 // The host's pool shape rules (kernels_pool.cpp, PoolShape).
 Status PoolGeometry(const AttrReader& attrs, const Shape& x, portable::Window* win, Shape* out) {
   std::vector<int64_t> kernel;
