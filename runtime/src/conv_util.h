@@ -74,6 +74,57 @@ inline Status ReadSpatial(const AttrReader& attrs, const Shape& x_shape,
   return OkStatus();
 }
 
+// conv's sizes from x [n, c, spatial...], w [m, c / group, kernel...] and
+// its attributes (group, kernel_shape, strides, pads, dilations), with the
+// messages both the host and the device kernels give.
+struct ConvParams {
+  int64_t n, c, m, group, cg, mg;
+  Spatial sp;
+  Shape out;
+};
+
+inline Status ConvShape(const AttrReader& attrs, const Shape& x, const Shape& w, ConvParams* p) {
+  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
+    return InvalidArgumentError("conv needs x and w of equal rank 3..5, got ", ShapeToString(x),
+                                " and ", ShapeToString(w));
+  }
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("group", 1, &p->group));
+  p->n = x[0];
+  p->c = x[1];
+  p->m = w[0];
+  if (p->group < 1 || p->c % p->group != 0 || p->m % p->group != 0 || w[1] != p->c / p->group) {
+    return InvalidArgumentError("conv: x has ", p->c, " channels, w is ", ShapeToString(w),
+                                ", group ", p->group, " do not agree");
+  }
+  p->cg = p->c / p->group;
+  p->mg = p->m / p->group;
+  std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  std::vector<int64_t> ks;
+  bool has_k;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel_shape", &ks, &has_k));
+  if (has_k && ks != kernel) {
+    return InvalidArgumentError("conv kernel_shape ", ShapeToString(ks),
+                                " differs from the weight's ", ShapeToString(kernel));
+  }
+  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, /*ceil_mode=*/false, &p->sp));
+  p->out = {p->n, p->m};
+  for (int i = 3 - p->sp.rank; i < 3; ++i) p->out.push_back(p->sp.out[i]);
+  return OkStatus();
+}
+
+// A pool's geometry from x [n, c, spatial...] and its attributes (kernel,
+// ceil_mode, strides, pads, dilations), and its result's shape.
+inline Status PoolShape(const AttrReader& attrs, const Shape& x, Spatial* sp, Shape* out) {
+  std::vector<int64_t> kernel;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel", &kernel));
+  int64_t ceil_mode;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("ceil_mode", 0, &ceil_mode));
+  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, ceil_mode != 0, sp));
+  *out = {x[0], x[1]};
+  for (int i = 3 - sp->rank; i < 3; ++i) out->push_back(sp->out[i]);
+  return OkStatus();
+}
+
 // The same geometry as the kernel bodies take it (portable/window.h).
 inline portable::Window WindowOf(const Spatial& s) {
   portable::Window w;

@@ -9,41 +9,6 @@
 namespace distrt {
 namespace {
 
-struct ConvParams {
-  int64_t n, c, m, group, cg, mg;
-  Spatial sp;
-  Shape out;
-};
-
-Status ConvShape(const AttrReader& attrs, const Shape& x, const Shape& w, ConvParams* p) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
-    return InvalidArgumentError("conv needs x and w of equal rank 3..5, got ", ShapeToString(x),
-                                " and ", ShapeToString(w));
-  }
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("group", 1, &p->group));
-  p->n = x[0];
-  p->c = x[1];
-  p->m = w[0];
-  if (p->group < 1 || p->c % p->group != 0 || p->m % p->group != 0 || w[1] != p->c / p->group) {
-    return InvalidArgumentError("conv: x has ", p->c, " channels, w is ", ShapeToString(w),
-                                ", group ", p->group, " do not agree");
-  }
-  p->cg = p->c / p->group;
-  p->mg = p->m / p->group;
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  std::vector<int64_t> ks;
-  bool has_k;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel_shape", &ks, &has_k));
-  if (has_k && ks != kernel) {
-    return InvalidArgumentError("conv kernel_shape ", ShapeToString(ks),
-                                " differs from the weight's ", ShapeToString(kernel));
-  }
-  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, /*ceil_mode=*/false, &p->sp));
-  p->out = {p->n, p->m};
-  for (int i = 3 - p->sp.rank; i < 3; ++i) p->out.push_back(p->sp.out[i]);
-  return OkStatus();
-}
-
 Status VerifyConv(const VerifyContext& ctx) {
   ConvParams p;
   DISTRT_RETURN_IF_ERROR(ConvShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &p));

@@ -10,17 +10,6 @@
 namespace distrt {
 namespace {
 
-Status PoolShape(const AttrReader& attrs, const Shape& x, Spatial* sp, Shape* out) {
-  std::vector<int64_t> kernel;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel", &kernel));
-  int64_t ceil_mode;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("ceil_mode", 0, &ceil_mode));
-  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, ceil_mode != 0, sp));
-  *out = {x[0], x[1]};
-  for (int i = 3 - sp->rank; i < 3; ++i) out->push_back(sp->out[i]);
-  return OkStatus();
-}
-
 Status VerifyPool(const VerifyContext& ctx) {
   Spatial sp;
   Shape s;

@@ -22,38 +22,17 @@ struct ConvGeom {
   Shape out;  // the forward's output shape
 };
 
-// The host's conv shape rules (kernels_conv.cpp, ConvShape), with its
-// messages.
-Status ConvGeometry(const AttrReader& attrs, const Shape& x, const Shape& w, ConvGeom* p) {
-  if (x.size() < 3 || x.size() > 5 || w.size() != x.size()) {
-    return InvalidArgumentError("conv needs x and w of equal rank 3..5, got ", ShapeToString(x),
-                                " and ", ShapeToString(w));
-  }
-  int64_t group;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("group", 1, &group));
-  const int64_t c = x[1], m = w[0];
-  if (group < 1 || c % group != 0 || m % group != 0 || w[1] != c / group) {
-    return InvalidArgumentError("conv: x has ", c, " channels, w is ", ShapeToString(w),
-                                ", group ", group, " do not agree");
-  }
-  std::vector<int64_t> kernel(w.begin() + 2, w.end());
-  std::vector<int64_t> ks;
-  bool has_k;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel_shape", &ks, &has_k));
-  if (has_k && ks != kernel) {
-    return InvalidArgumentError("conv kernel_shape ", ShapeToString(ks),
-                                " differs from the weight's ", ShapeToString(kernel));
-  }
-  Spatial sp;
-  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, /*ceil_mode=*/false, &sp));
-  p->z.n = x[0];
-  p->z.c = c;
-  p->z.m = m;
-  p->z.cg = c / group;
-  p->z.mg = m / group;
-  p->win = WindowOf(sp);
-  p->out = {x[0], m};
-  for (int i = 3 - sp.rank; i < 3; ++i) p->out.push_back(sp.out[i]);
+// The host's conv shape rules (conv_util.h, ConvShape), in the bodies' terms.
+Status ConvGeometry(const AttrReader& attrs, const Shape& x, const Shape& w, ConvGeom* g) {
+  ConvParams p;
+  DISTRT_RETURN_IF_ERROR(ConvShape(attrs, x, w, &p));
+  g->z.n = p.n;
+  g->z.c = p.c;
+  g->z.m = p.m;
+  g->z.cg = p.cg;
+  g->z.mg = p.mg;
+  g->win = WindowOf(p.sp);
+  g->out = std::move(p.out);
   return OkStatus();
 }
 

@@ -15,17 +15,11 @@
 namespace distrt {
 namespace {
 
-// The host's pool shape rules (kernels_pool.cpp, PoolShape).
+// The host's pool shape rules (conv_util.h, PoolShape), in the bodies' terms.
 Status PoolGeometry(const AttrReader& attrs, const Shape& x, portable::Window* win, Shape* out) {
-  std::vector<int64_t> kernel;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInts("kernel", &kernel));
-  int64_t ceil_mode;
-  DISTRT_RETURN_IF_ERROR(attrs.GetInt("ceil_mode", 0, &ceil_mode));
   Spatial sp;
-  DISTRT_RETURN_IF_ERROR(ReadSpatial(attrs, x, kernel, ceil_mode != 0, &sp));
+  DISTRT_RETURN_IF_ERROR(PoolShape(attrs, x, &sp, out));
   *win = WindowOf(sp);
-  *out = {x[0], x[1]};
-  for (int i = 3 - sp.rank; i < 3; ++i) out->push_back(sp.out[i]);
   return OkStatus();
 }
 
