@@ -39,10 +39,6 @@ bool AcceptSameTypeBinary(const VerifyContext& v) {
                                     &map);
 }
 
-bool AcceptSameType(const VerifyContext& v) {
-  return v.inputs.size() == 1 && v.outputs.size() == 1 && v.inputs[0] == v.outputs[0];
-}
-
 Status MapOf(const Tensor& a, const Tensor& b, const Shape& out, BroadcastMap* map) {
   if (!portable::MakeBroadcastMap({a.shape(), b.shape()}, out, map)) {
     return InvalidArgumentError("shapes ", ShapeToString(a.shape()), " and ",

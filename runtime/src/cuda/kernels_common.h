@@ -1,5 +1,5 @@
-// What the CUDA kernel families of kernels_{logic,arith,cast,layout,index}.cpp
-// share: dtype masks and the KernelDef they register.
+// What the CUDA kernel families (kernels_*.cpp) share: dtype masks, the
+// KernelDef they register and the common accepts checks.
 #ifndef DISTRT_SRC_CUDA_KERNELS_COMMON_H_
 #define DISTRT_SRC_CUDA_KERNELS_COMMON_H_
 
@@ -30,6 +30,26 @@ inline KernelDef CudaKernel(const char* name, int min_inputs, int max_inputs, Ke
   d.dtypes = dtypes;
   d.accepts = accepts;
   return d;
+}
+
+// One input and one output of the same type (shape and dtype).
+inline bool AcceptSameType(const VerifyContext& v) {
+  return v.inputs.size() == 1 && v.outputs.size() == 1 && v.inputs[0] == v.outputs[0];
+}
+
+// Every operand and the one result of the first input's dtype.
+inline bool SameDTypes(const VerifyContext& v) {
+  if (v.inputs.empty() || v.outputs.size() != 1) return false;
+  for (const TensorType& t : v.inputs)
+    if (t.dtype != v.inputs[0].dtype) return false;
+  return v.outputs[0].dtype == v.inputs[0].dtype;
+}
+
+// SameDTypes, with the first input of rank lo..hi.
+inline bool SameDTypeRank(const VerifyContext& v, size_t lo, size_t hi) {
+  if (!SameDTypes(v)) return false;
+  const size_t r = v.inputs[0].shape.size();
+  return r >= lo && r <= hi;
 }
 
 }  // namespace distrt

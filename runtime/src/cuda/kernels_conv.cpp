@@ -37,15 +37,7 @@ Status ConvGeometry(const AttrReader& attrs, const Shape& x, const Shape& w, Con
 }
 
 // Every operand and the result of one float dtype, of rank 3..5.
-bool AcceptConv(const VerifyContext& v) {
-  if (v.inputs.empty() || v.outputs.size() != 1) return false;
-  const DType dt = v.inputs[0].dtype;
-  for (const TensorType& t : v.inputs) {
-    if (t.dtype != dt) return false;
-  }
-  const size_t r = v.inputs[0].shape.size();
-  return v.outputs[0].dtype == dt && r >= 3 && r <= 5;
-}
+bool AcceptConv(const VerifyContext& v) { return SameDTypeRank(v, 3, 5); }
 
 Status RunConv(KernelContext& ctx) {
   const Tensor &x = ctx.input(0), &w = ctx.input(1);

@@ -2,6 +2,7 @@
 // broadcasting binary arithmetic, on f32, f64, bf16 and f16.
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
+#include "cuda/kernels_common.h"
 #include "cuda/elementwise.h"
 
 namespace distrt {
@@ -10,7 +11,6 @@ namespace {
 using portable::BinaryOp;
 using portable::UnaryOp;
 
-const uint32_t kFloatTypes = DTypeMask({DType::kF32, DType::kF64, DType::kBF16, DType::kF16});
 
 struct UnaryName {
   const char* name;
@@ -68,10 +68,6 @@ BinaryOp BinaryOpOf(const std::string& name) {
   return BinaryOp::kAdd;
 }
 
-bool AcceptSameType(const VerifyContext& v) {
-  return v.inputs.size() == 1 && v.outputs.size() == 1 && v.inputs[0] == v.outputs[0];
-}
-
 Status RunUnary(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
@@ -115,16 +111,8 @@ Status RunBinary(KernelContext& ctx) {
 }
 
 KernelDef CudaDef(const char* name, int inputs, KernelFn run, AcceptFn accepts) {
-  KernelDef d;
-  d.name = name;
-  d.min_inputs = d.max_inputs = inputs;
-  d.num_outputs = 1;
-  d.run = run;
-  d.in_place_ok = true;  // each thread reads its elements before it writes
-  d.device = DeviceKind::kCuda;
-  d.dtypes = kFloatTypes;
-  d.accepts = accepts;
-  return d;
+  // in place: each thread reads its elements before it writes
+  return CudaKernel(name, inputs, inputs, run, FloatDTypes(), accepts, true);
 }
 
 }  // namespace

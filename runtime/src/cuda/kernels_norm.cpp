@@ -4,20 +4,12 @@
 #include "axis_geometry.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
+#include "cuda/kernels_common.h"
 #include "cuda/norm.h"
 
 namespace distrt {
 namespace {
 
-const uint32_t kFloatTypes = DTypeMask({DType::kF32, DType::kF64, DType::kBF16, DType::kF16});
-
-// Every operand of x's dtype.
-bool SameDTypes(const VerifyContext& v) {
-  if (v.inputs.empty() || v.outputs.size() != 1) return false;
-  for (const TensorType& t : v.inputs)
-    if (t.dtype != v.inputs[0].dtype) return false;
-  return v.outputs[0].dtype == v.inputs[0].dtype;
-}
 
 Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
@@ -122,19 +114,9 @@ Status RunBatchNorm(KernelContext& ctx) {
 
 KernelDef CudaDef(const char* name, int min_inputs, int max_inputs, KernelFn run,
                   AcceptFn accepts) {
-  KernelDef d;
-  d.name = name;
-  d.min_inputs = min_inputs;
-  d.max_inputs = max_inputs;
-  d.num_outputs = 1;
-  d.run = run;
   // A row (or column, or element) is read in full before any of it is
   // written, by the threads that write it: the output may take over x.
-  d.in_place_ok = true;
-  d.device = DeviceKind::kCuda;
-  d.dtypes = kFloatTypes;
-  d.accepts = accepts;
-  return d;
+  return CudaKernel(name, min_inputs, max_inputs, run, FloatDTypes(), accepts, true);
 }
 
 }  // namespace

@@ -23,16 +23,6 @@ Status PoolGeometry(const AttrReader& attrs, const Shape& x, portable::Window* w
   return OkStatus();
 }
 
-// Every operand and the result of x's dtype; x of rank lo..hi.
-bool SameDTypeRank(const VerifyContext& v, size_t lo, size_t hi) {
-  if (v.inputs.empty() || v.outputs.size() != 1) return false;
-  const DType dt = v.inputs[0].dtype;
-  for (const TensorType& t : v.inputs) {
-    if (t.dtype != dt) return false;
-  }
-  const size_t r = v.inputs[0].shape.size();
-  return v.outputs[0].dtype == dt && r >= lo && r <= hi;
-}
 bool AcceptPool(const VerifyContext& v) { return SameDTypeRank(v, 3, 5); }
 bool AcceptGlobal(const VerifyContext& v) { return SameDTypeRank(v, 3, 64); }
 

@@ -7,6 +7,7 @@
 #include "axis_geometry.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
+#include "cuda/kernels_common.h"
 #include "cuda/reduce.h"
 
 namespace distrt {
@@ -14,7 +15,6 @@ namespace {
 
 using portable::ReduceOp;
 
-const uint32_t kFloatTypes = DTypeMask({DType::kF32, DType::kF64, DType::kBF16, DType::kF16});
 
 ReduceOp ReduceOpOf(const std::string& name) {
   if (name == "reduce_sum") return ReduceOp::kSum;
@@ -90,15 +90,7 @@ Status RunArg(KernelContext& ctx) {
 }
 
 KernelDef CudaDef(const char* name, KernelFn run, AcceptFn accepts) {
-  KernelDef d;
-  d.name = name;
-  d.min_inputs = d.max_inputs = 1;
-  d.num_outputs = 1;
-  d.run = run;
-  d.device = DeviceKind::kCuda;
-  d.dtypes = kFloatTypes;
-  d.accepts = accepts;
-  return d;
+  return CudaKernel(name, 1, 1, run, FloatDTypes(), accepts, false);
 }
 
 }  // namespace
