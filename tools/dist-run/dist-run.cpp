@@ -11,6 +11,7 @@
 #include "distopt/Check/OnnxTestCase.h"
 #include "distopt/Check/ReferenceCheck.h"
 #include "distopt/Data/Microbatches.h"
+#include "distopt/Data/RunFolder.h"
 #include "distopt/Session/Calibrate.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/ProgramInputs.h"
@@ -53,6 +54,12 @@ static cl::opt<std::string>
              cl::desc("run an ONNX backend test case directory (model.onnx, "
                       "test_data_set_*) and compare with its outputs"),
              cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> saveOutputs(
+    "save-outputs",
+    cl::desc("write the run's inputs and outputs as ONNX TensorProto files "
+             "(input_<i>.pb, output_<i>.pb: an ONNX test data set) into this "
+             "new or empty directory"),
+    cl::value_desc("dir"), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"),
                               cl::init(0), cl::cat(category));
 static cl::opt<double>
@@ -259,6 +266,9 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return failWith("no model given (see --help)");
+  if (!saveOutputs.empty())
+    if (Error e = checkRunFolderTarget(saveOutputs))
+      return failWith("--save-outputs: " + toString(std::move(e)));
 
   // Every process compiles every rank's program (deterministically): under
   // MPI each then loads and runs only its own.
@@ -297,6 +307,12 @@ int main(int argc, char **argv) {
     errs() << "dist-run: ran in " << format("%.1f", msSince(started))
            << " ms\n";
     printOutputs(*outputs);
+    if (!saveOutputs.empty()) {
+      if (Error e = writeRunFolder(saveOutputs, *inputs, *outputs))
+        return failWith(toString(std::move(e)));
+      errs() << "dist-run: wrote the inputs and outputs into " << saveOutputs
+             << "\n";
+    }
   }
 
   int status = 0;
