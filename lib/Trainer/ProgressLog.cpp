@@ -87,3 +87,23 @@ std::string ProgressLog::step(const StepResult &r) {
   }
   return line;
 }
+
+std::string ProgressLog::evaluation(int64_t stepsDone, double loss,
+                                    int64_t tokens, double ms) {
+  std::string line;
+  llvm::raw_string_ostream os(line);
+  os << "eval after step " << stepsDone << "/" << total << ": loss "
+     << llvm::format("%.7g", loss) << " over " << tokens << " tokens ms "
+     << llvm::format("%.1f", ms);
+  if (file) {
+    llvm::json::Object o{{"step", stepsDone},
+                         {"steps", total},
+                         {"eval_loss", loss},
+                         {"eval_tokens", tokens},
+                         {"ms", ms},
+                         {"elapsed_s", elapsedSeconds()}};
+    *file << llvm::json::Value(std::move(o)) << "\n";
+    file->flush();
+  }
+  return line;
+}

@@ -125,6 +125,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   CompileOptions bound = options;
   if (Error e = bindTokenShape(modelPath, trainer, bound))
     return std::move(e);
+  t->options = bound;
   auto compilation = Compilation::compile(ctx, modelPath, bound);
   if (failed(compilation))
     return fail("cannot compile the training step of " + modelPath);

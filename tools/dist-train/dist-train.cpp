@@ -17,6 +17,7 @@
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/RunFlags.h"
+#include "distopt/Trainer/Evaluator.h"
 #include "distopt/Trainer/ProgressLog.h"
 #include "distopt/Trainer/StopRequest.h"
 #include "distopt/Trainer/Trainer.h"
@@ -109,6 +110,22 @@ static cl::opt<std::string> logFile(
              "throughput, elapsed) as one JSON object per line; a resumed "
              "run appends"),
     cl::value_desc("run.jsonl"), cl::cat(category));
+static cl::opt<std::string> evalTokens(
+    "eval-tokens",
+    cl::desc("a held-out token file: the loss of the model trained so far on "
+             "its first --eval-batches batches, with the forward model only, "
+             "on the same mesh and plan"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<int64_t>
+    evalEvery("eval-every",
+              cl::desc("with --eval-tokens: evaluate before the first step "
+                       "and after every N steps (default: at the end only)"),
+              cl::init(0), cl::value_desc("N"), cl::cat(category));
+static cl::opt<int64_t>
+    evalBatches("eval-batches",
+                cl::desc("with --eval-tokens: batches per evaluation "
+                         "(default 8)"),
+                cl::init(8), cl::value_desc("K"), cl::cat(category));
 static cl::opt<int> bench("bench",
                           cl::desc("time N steps after one warm-up and print "
                                    "median_ms"),
@@ -263,6 +280,12 @@ int main(int argc, char **argv) {
   if (!tokens.empty() && !trainer.dataDir.empty())
     return failWith("--tokens and --data both give batches; pass one");
   trainer.tokensFile = tokens;
+  if (evalTokens.empty() && (evalEvery.getNumOccurrences() ||
+                             evalBatches.getNumOccurrences()))
+    return failWith("--eval-every and --eval-batches go with --eval-tokens "
+                    "<file>");
+  if (evalEvery < 0)
+    return failWith("--eval-every N needs N >= 0");
   if (!shuffleSeed.empty()) {
     uint64_t value = 0;
     if (StringRef(shuffleSeed).getAsInteger(10, value))
@@ -362,6 +385,27 @@ int main(int argc, char **argv) {
       root ? StringRef(logFile) : StringRef(), /*append=*/!resume.empty());
   if (!progress)
     return failWith(toString(progress.takeError()));
+  std::unique_ptr<Evaluator> evaluator;
+  if (!evalTokens.empty()) {
+    auto made = Evaluator::create(t, evalTokens, evalBatches, trainer.run,
+                                  workDir);
+    if (!made)
+      return failWith(toString(made.takeError()));
+    evaluator = std::move(*made);
+  }
+  auto evaluate = [&](int64_t done) -> int {
+    auto r = evaluator->evaluate(ctx, t);
+    if (!r)
+      return failWith(toString(r.takeError()));
+    if (root)
+      outs() << (*progress)->evaluation(done, r->loss, r->tokens, r->ms)
+             << "\n";
+    outs().flush();
+    return 0;
+  };
+  if (evaluator && evalEvery > 0 && start == 0 && total > 0)
+    if (int status = evaluate(0))
+      return status;
   // From here on a Ctrl-C or SIGTERM ends the run after the current step,
   // with its checkpoint saved.
   catchStopSignals();
@@ -375,6 +419,10 @@ int main(int argc, char **argv) {
     // A step's line appears when the step ends, also through a pipe or tee.
     outs().flush();
     bool stopping = r->stopSignal != 0;
+    if (evaluator && !stopping &&
+        ((evalEvery > 0 && (k + 1) % evalEvery == 0) || k + 1 == total))
+      if (int status = evaluate(k + 1))
+        return status;
     if ((checkpointEvery > 0 && (k + 1) % checkpointEvery == 0) ||
         (stopping && !checkpointDir.empty()))
       if (int status = save(k + 1))

@@ -31,6 +31,10 @@ public:
 
   /// Records a finished step; returns its progress line (no newline).
   std::string step(const StepResult &r);
+  /// Records an evaluation after `stepsDone` steps: its line, and a log
+  /// record with `eval_loss` and `eval_tokens`.
+  std::string evaluation(int64_t stepsDone, double loss, int64_t tokens,
+                         double ms);
 
   /// Seconds since the log was created.
   double elapsedSeconds() const;

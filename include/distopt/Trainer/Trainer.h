@@ -83,6 +83,10 @@ public:
   const Programs &programs() const { return compiled; }
   const TrainConfig &config() const { return train; }
   Session &session() { return *runner; }
+  /// The options the step was compiled with, dimensions bound by --batch
+  /// and --seq included (an evaluation compiles the forward model alike).
+  const CompileOptions &compileOptions() const { return options; }
+  const std::string &model() const { return modelPath; }
   /// Where batches come from, as checkpoints record it (DataSource::kind).
   llvm::StringRef dataSourceKind() const { return source->kind(); }
 
@@ -91,6 +95,7 @@ private:
   llvm::Expected<std::vector<distrt::NamedTensor>> batch(int64_t step);
 
   TrainConfig train;
+  CompileOptions options;
   Programs compiled;
   std::unique_ptr<Session> runner;
   std::unique_ptr<DataSource> source;
