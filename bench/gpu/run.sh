@@ -46,10 +46,10 @@ dout=$(dt --steps $warmup --bench "$steps") || { echo "$dout"; exit 1; }
 pout=$(dt --steps 1 --bench 2 --profile) || { echo "$pout"; exit 1; }
 tout=$("$py" "$root/bench/train/torch_train.py" "$dir" --device cuda --batch "$batch" \
   --warmup $warmup --bench "$steps" "${torch_flags[@]}" 2>&1) || { echo "$tout"; exit 1; }
-loss_of() { sed -n "s/^step $2: loss \([^ ]*\).*/\1/p" <<<"$1"; }
+loss_of() { sed -n "s/^step $2\/[0-9]*: loss \([^ ]*\).*/\1/p" <<<"$1"; } # STEP counts from 1
 for ((k = 0; k < warmup; ++k)); do
-  d=$(loss_of "$dout" $k)
-  t=$(loss_of "$tout" $k)
+  d=$(loss_of "$dout" $((k + 1)))
+  t=$(loss_of "$tout" $((k + 1)))
   printf "step %d loss: distopt %s, torch %s\n" $k "$d" "$t"
   if [ -z "$d" ] || [ -z "$t" ] || ! awk -v a="$d" -v b="$t" -v tol="$tol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= tol * (b < 0 ? -b : b)) }'; then
     echo "loss mismatch: distopt and torch do not compute the same step" >&2

@@ -56,7 +56,7 @@ model_dir() { # SHAPE -> directory holding model.onnx, train.json, tokens.bin
 }
 shape_of() { "$py" -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1/shape.json" "$2"; }
 median_of() { sed -n 's/median_ms: //p'; }
-loss_of() { sed -n "s/^step $2: loss \([^ ]*\).*/\1/p" <<<"$1"; }
+loss_of() { sed -n "s/^step $2\/[0-9]*: loss \([^ ]*\).*/\1/p" <<<"$1"; } # STEP counts from 1
 mid() { tr ' ' '\n' | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 load() { cut -d' ' -f1-3 /proc/loadavg; }
@@ -65,8 +65,8 @@ load() { cut -d' ' -f1-3 /proc/loadavg; }
 check_losses() { # LABEL DISTOPT_OUTPUT TORCH_OUTPUT
   local k d t
   for ((k = 0; k < warmup; ++k)); do
-    d=$(loss_of "$2" $k)
-    t=$(loss_of "$3" $k)
+    d=$(loss_of "$2" $((k + 1)))
+    t=$(loss_of "$3" $((k + 1)))
     printf "  %-28s step %d loss: distopt %s, torch %s\n" "$1" $k "$d" "$t"
     if [ -z "$d" ] || [ -z "$t" ] || ! awk -v a="$d" -v b="$t" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * (b < 0 ? -b : b)) }'; then
       echo "loss mismatch: distopt and torch do not compute the same step" >&2

@@ -160,7 +160,7 @@ def main():
             blas.openblas_get_corename().decode(),
             blas.openblas_get_num_threads()))
     for k, loss in enumerate(losses):
-        print("step %d: loss %.7g" % (k, loss.item()))
+        print("step %d/%d: loss %.7g" % (k + 1, len(losses), loss.item()))
     med = [statistics.median(p[i] for p in phases) for i in range(3)]
     print("phases_ms: forward+loss %.1f backward %.1f optimizer %.1f" %
           tuple(med))

@@ -12,7 +12,9 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <set>
 #include <unistd.h>
 
@@ -56,6 +58,31 @@ Error distopt::checkCheckpointTarget(StringRef dir) {
   return Error::success();
 }
 
+/// Removes `<dir>.tmp-<pid>` directories whose process is gone: what a run
+/// killed in the middle of a save leaves. A live process's (another run
+/// saving to the same place) is left alone.
+static std::vector<std::string> removeStaleTemporaries(StringRef dir) {
+  std::vector<std::string> removed;
+  StringRef parent = llvm::sys::path::parent_path(dir);
+  std::string prefix = llvm::sys::path::filename(dir).str() + ".tmp-";
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(parent.empty() ? "." : parent, ec),
+       end;
+       !ec && it != end; it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    if (!name.starts_with(prefix))
+      continue;
+    int pid = 0;
+    if (name.drop_front(prefix.size()).getAsInteger(10, pid) || pid <= 0)
+      continue;
+    if (pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH)
+      continue;
+    if (!llvm::sys::fs::remove_directories(it->path()))
+      removed.push_back(it->path());
+  }
+  return removed;
+}
+
 Error distopt::saveCheckpoint(Session &session, const Programs &programs,
                               StringRef dir, const CheckpointMeta &meta,
                               CheckpointIO *io, CheckpointFiles *files) {
@@ -77,6 +104,8 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
   if (root)
     made = checkCheckpointTarget(dir);
   if (root && !made) {
+    if (io)
+      io->removedStale = removeStaleTemporaries(dir);
     llvm::sys::fs::remove_directories(tmp);
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
       made = fail("cannot create " + tmp + ": " + ec.message());

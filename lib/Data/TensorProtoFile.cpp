@@ -1,4 +1,4 @@
-//===- TensorProtoFile.cpp - read ONNX TensorProto files ------------------===//
+//===- TensorProtoFile.cpp - ONNX TensorProto files -----------------------===//
 #include "distopt/Data/TensorProtoFile.h"
 
 #include "onnx/onnx_pb.h"
@@ -118,4 +118,19 @@ llvm::Expected<distrt::Tensor> distopt::readTensorProto(llvm::StringRef path,
   }
   }
   return out;
+}
+
+llvm::Error distopt::writeTensorProto(llvm::StringRef path,
+                                      llvm::StringRef name,
+                                      const distrt::Tensor &tensor) {
+  onnx::TensorProto t;
+  t.set_name(name.str());
+  t.set_data_type(distrt::OnnxTypeOf(tensor.dtype()));
+  for (int64_t d : tensor.shape())
+    t.add_dims(d);
+  t.set_raw_data(tensor.raw(), tensor.byte_size());
+  std::ofstream out(path.str(), std::ios::binary | std::ios::trunc);
+  if (!out || !t.SerializeToOstream(&out) || !out.flush())
+    return fail("cannot write " + path.str());
+  return llvm::Error::success();
 }

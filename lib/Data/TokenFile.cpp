@@ -2,6 +2,7 @@
 #include "distopt/Data/DataSource.h"
 
 #include <fstream>
+#include <optional>
 
 using namespace distopt;
 using llvm::Expected;
@@ -37,23 +38,21 @@ static llvm::Error checkRequest(const InputRequest &r) {
 }
 
 /// Reads the `count` uint16 tokens of the window that starts at token
-/// `first` modulo N - count (N tokens in `path`), moved `shift` (0 or 1)
-/// tokens on: a label row is its input row's window shifted by one, also
-/// where the windows wrap around the file.
-static Expected<std::vector<int64_t>> readTokens(StringRef path, int64_t first,
-                                                 int64_t count, int shift) {
-  auto counted = countTokens(path);
-  if (!counted)
-    return counted.takeError();
-  int64_t tokens = *counted;
+/// `first` modulo N - count (N = `tokens` in `path`), moved `shift` (0 or
+/// 1) tokens on: a label row is its input row's window shifted by one,
+/// also where the windows wrap around the file.
+static Expected<std::vector<int64_t>> readTokens(std::ifstream &in,
+                                                 StringRef path, int64_t tokens,
+                                                 uint64_t first, int64_t count,
+                                                 int shift) {
   if (tokens < count + 1)
     return fail("token file " + path + " holds " + std::to_string(tokens) +
                 " tokens; a row needs " + std::to_string(count + 1));
-  std::ifstream in(path.str(), std::ios::binary);
-  if (!in)
-    return fail("cannot open token file " + path);
   std::vector<int64_t> out(count);
-  int64_t start = first % (tokens - count) + shift;
+  int64_t start =
+      static_cast<int64_t>(first % static_cast<uint64_t>(tokens - count)) +
+      shift;
+  in.clear();
   in.seekg(start * 2);
   std::vector<uint16_t> raw(count);
   in.read(reinterpret_cast<char *>(raw.data()), count * 2);
@@ -64,16 +63,34 @@ static Expected<std::vector<int64_t>> readTokens(StringRef path, int64_t first,
   return out;
 }
 
+/// A well-mixed 64-bit function of (seed, row): splitmix64's finaliser.
+static uint64_t mix(uint64_t seed, uint64_t row) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ull * (row + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 namespace {
 
 class TokenFile : public DataSource {
 public:
-  explicit TokenFile(std::string path) : path(std::move(path)) {}
+  TokenFile(std::string path, std::optional<uint64_t> shuffleSeed)
+      : path(std::move(path)), shuffleSeed(shuffleSeed),
+        name(shuffleSeed ? "tokens shuffled with seed " +
+                               std::to_string(*shuffleSeed)
+                         : "tokens") {}
 
-  llvm::StringRef kind() const override { return "tokens"; }
+  llvm::StringRef kind() const override { return name; }
 
   Expected<std::vector<distrt::Tensor>>
   read(int64_t step, llvm::ArrayRef<InputRequest> requests) override {
+    auto tokens = countTokens(path);
+    if (!tokens)
+      return tokens.takeError();
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return fail("cannot open token file " + path);
     std::vector<distrt::Tensor> out;
     for (const InputRequest &r : requests) {
       const distrt::Shape &shape = r.input.shape;
@@ -85,10 +102,14 @@ public:
       if (!st.ok())
         return fail(st.ToString());
       for (int64_t b = 0; b < shape[0]; ++b) {
-        auto row = readTokens(
-            path,
-            ((step * r.microbatches + r.microbatch) * shape[0] + b) * shape[1],
-            shape[1], r.labels ? 1 : 0);
+        // The batch's rows in the file's order, or (shuffled) windows
+        // drawn from the seed and the row's number in the whole run: the
+        // same batches on every mesh and after a resume.
+        uint64_t index = (step * r.microbatches + r.microbatch) * shape[0] + b;
+        uint64_t first = shuffleSeed ? mix(*shuffleSeed, index)
+                                     : index * static_cast<uint64_t>(shape[1]);
+        auto row = readTokens(in, path, *tokens, first, shape[1],
+                              r.labels ? 1 : 0);
         if (!row)
           return row.takeError();
         std::copy(row->begin(), row->end(), t.data<int64_t>() + b * shape[1]);
@@ -134,10 +155,13 @@ public:
 
 private:
   std::string path;
+  std::optional<uint64_t> shuffleSeed;
+  std::string name;
 };
 
 } // namespace
 
-std::unique_ptr<DataSource> distopt::tokenFile(std::string path) {
-  return std::make_unique<TokenFile>(std::move(path));
+std::unique_ptr<DataSource>
+distopt::tokenFile(std::string path, std::optional<uint64_t> shuffleSeed) {
+  return std::make_unique<TokenFile>(std::move(path), shuffleSeed);
 }

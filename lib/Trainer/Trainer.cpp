@@ -3,6 +3,7 @@
 #include "distopt/Import/OnnxImporter.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Trainer/Labels.h"
+#include "distopt/Trainer/StopRequest.h"
 #include "distopt/Training/TrainingStep.h"
 
 #include "llvm/Support/Path.h"
@@ -124,6 +125,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   CompileOptions bound = options;
   if (Error e = bindTokenShape(modelPath, trainer, bound))
     return std::move(e);
+  t->options = bound;
   auto compilation = Compilation::compile(ctx, modelPath, bound);
   if (failed(compilation))
     return fail("cannot compile the training step of " + modelPath);
@@ -166,7 +168,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
       r.index = inputIndex[r.base];
   t->source = !trainer.dataDir.empty() ? trainingCaseFolder(trainer.dataDir)
               : !trainer.tokensFile.empty()
-                  ? tokenFile(trainer.tokensFile)
+                  ? tokenFile(trainer.tokensFile, trainer.shuffleSeed)
                   : syntheticInputs(t->inputs, trainer.seed);
   if (llvm::Error e = t->source->check(t->requests))
     return std::move(e);
@@ -209,7 +211,7 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
     distrt::Tensor &t = (*data)[next++];
     if (r.labels && classes > 0)
       if (Error e = checkLabels(t, classes, train.loss.ignoreIndex))
-        return fail("step " + std::to_string(step) +
+        return fail("step " + std::to_string(step + 1) +
                     (microbatches > 1
                          ? ", microbatch " + std::to_string(r.microbatch)
                          : std::string()) +
@@ -225,6 +227,7 @@ Expected<StepResult> Trainer::step(int64_t k) {
     return inputs.takeError();
   StepResult r;
   r.step = k;
+  r.lr = hyperParameters(train, k).front().second;
   for (const distrt::NamedTensor &t : *inputs)
     if (splitMicrobatchInputName(t.name, microbatches).first == kLabelsInput &&
         t.tensor.dtype() == distrt::DType::kI64 &&
@@ -237,27 +240,37 @@ Expected<StepResult> Trainer::step(int64_t k) {
   auto t0 = std::chrono::steady_clock::now();
   auto outputs = runner->run({*inputs});
   if (!outputs)
-    return fail("step " + std::to_string(k) + ": " +
+    return fail("step " + std::to_string(k + 1) + ": " +
                 llvm::toString(outputs.takeError()));
   r.ms = std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - t0)
              .count();
-  // The root holds the loss; every process must agree on stopping.
+  // The root holds the loss and hears the stop signals; every process
+  // must agree on both.
+  static constexpr const char *kStopName = "stop signal";
   std::vector<distrt::NamedTensor> shared;
-  if (runner->isRoot())
+  if (runner->isRoot()) {
     for (const distrt::NamedTensor &o : outputs->front())
       if (o.name == kLossOutput || o.name == kGradNormOutput)
         shared.push_back(o);
+    auto stop = scalarF32(stopSignal());
+    if (!stop)
+      return stop.takeError();
+    shared.push_back({kStopName, std::move(*stop)});
+  }
   if (Error e = runner->shareFromRoot(shared))
     return std::move(e);
   for (const distrt::NamedTensor &o : shared) {
     double v = o.tensor.dtype() == distrt::DType::kF64
                    ? o.tensor.data<double>()[0]
                    : o.tensor.data<float>()[0];
-    (o.name == kLossOutput ? r.loss : r.gradNorm) = v;
+    if (o.name == kStopName)
+      r.stopSignal = static_cast<int>(v);
+    else
+      (o.name == kLossOutput ? r.loss : r.gradNorm) = v;
   }
   if (!std::isfinite(r.loss))
-    return fail("step " + std::to_string(k) + ": the loss is " +
+    return fail("step " + std::to_string(k + 1) + ": the loss is " +
                 (std::isnan(r.loss) ? "NaN" : "infinite") +
                 "; training stopped (the parameters hold this step's update)");
   return r;

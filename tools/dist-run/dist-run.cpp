@@ -11,7 +11,9 @@
 #include "distopt/Check/OnnxTestCase.h"
 #include "distopt/Check/ReferenceCheck.h"
 #include "distopt/Data/Microbatches.h"
+#include "distopt/Data/RunFolder.h"
 #include "distopt/Session/Calibrate.h"
+#include "distopt/Session/Generate.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Session/RunFlags.h"
@@ -53,7 +55,39 @@ static cl::opt<std::string>
              cl::desc("run an ONNX backend test case directory (model.onnx, "
                       "test_data_set_*) and compare with its outputs"),
              cl::value_desc("dir"), cl::cat(category));
-static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs"),
+static cl::opt<std::string> saveOutputs(
+    "save-outputs",
+    cl::desc("write the run's inputs and outputs as ONNX TensorProto files "
+             "(input_<i>.pb, output_<i>.pb: an ONNX test data set) into this "
+             "new or empty directory"),
+    cl::value_desc("dir"), cl::cat(category));
+static cl::opt<int> generateTokens(
+    "generate",
+    cl::desc("extend --prompt (or --prompt-text) by N tokens with a causal "
+             "language model (one int64 [batch, seq] input, [batch, seq, "
+             "vocab] logits first): greedy, or sampled with --temperature "
+             "and --top-k"),
+    cl::value_desc("N"), cl::init(0), cl::cat(category));
+static cl::opt<std::string>
+    promptIds("prompt", cl::desc("token ids for --generate, e.g. \"12 7 300\""),
+              cl::value_desc("ids"), cl::cat(category));
+static cl::opt<std::string> promptText(
+    "prompt-text",
+    cl::desc("for --generate on a byte-level model (vocabulary 256): the "
+             "prompt's bytes are its tokens, and the output is printed as "
+             "text too"),
+    cl::value_desc("text"), cl::cat(category));
+static cl::opt<double> temperature(
+    "temperature",
+    cl::desc("--generate samples from softmax(logits / T); 0: the most "
+             "likely token (default)"),
+    cl::init(0.0), cl::cat(category));
+static cl::opt<int> topK("top-k",
+                         cl::desc("--generate samples among the K most "
+                                  "likely tokens (0: all)"),
+                         cl::init(0), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("seed of the random inputs and "
+                                               "of --generate's sampling"),
                               cl::init(0), cl::cat(category));
 static cl::opt<double>
     relTol("rtol", cl::desc("relative tolerance of --check and --onnx-test"),
@@ -160,6 +194,43 @@ static int runBench(Session &session, size_t ranks,
   return 0;
 }
 
+/// --generate: the prompt from --prompt or --prompt-text, the tokens
+/// generated, printed as ids (and as text for a byte-level model).
+static int runGenerate(Session &session, const Programs &programs) {
+  std::vector<int64_t> prompt;
+  if (!promptText.empty()) {
+    prompt = tokensOfBytes(promptText);
+  } else {
+    auto ids = parseTokenIds(promptIds);
+    if (!ids)
+      return failWith(toString(ids.takeError()));
+    prompt = std::move(*ids);
+  }
+  GenerateOptions options;
+  options.tokens = generateTokens;
+  options.temperature = temperature;
+  options.topK = topK;
+  options.seed = seed;
+  options.bytes = !promptText.empty();
+  auto started = std::chrono::steady_clock::now();
+  auto out = generate(session, programs, prompt, options);
+  if (!out)
+    return failWith(toString(out.takeError()));
+  if (!session.isRoot())
+    return 0;
+  double ms = msSince(started);
+  errs() << "dist-run: generated " << generateTokens << " token(s) in "
+         << format("%.1f", ms) << " ms (" << format("%.1f", ms / generateTokens)
+         << " ms per token; a window of " << out->window << ")\n";
+  outs() << "tokens:";
+  for (size_t i = 0; i < out->tokens.size(); ++i)
+    outs() << (i == prompt.size() ? " |" : "") << " " << out->tokens[i];
+  outs() << "\n";
+  if (out->vocabulary == 256)
+    outs() << "text: " << bytesOfTokens(out->tokens) << "\n";
+  return 0;
+}
+
 /// --calibrate: measure, print the table, write the profile (rank 0).
 static int runCalibration(const RunSettings &settings,
                           const ProcessGroup &group) {
@@ -205,6 +276,8 @@ int main(int argc, char **argv) {
                   "--backend mpi "
                   "--check\n"
                   "  dist-run --onnx-test <case dir>\n"
+                  "  dist-run lm.onnx --mesh tp=2 --plan tp --generate 20 "
+                  "--prompt \"12 7 300\" [--temperature 0.8 --top-k 40]\n"
                   "  dist-run --calibrate --out machine.json\n\n") +
       kRunHelpTail;
   cl::ParseCommandLineOptions(argc, argv, overview);
@@ -259,6 +332,26 @@ int main(int argc, char **argv) {
   }
   if (modelPath.empty())
     return failWith("no model given (see --help)");
+  if (!saveOutputs.empty())
+    if (Error e = checkRunFolderTarget(saveOutputs))
+      return failWith("--save-outputs: " + toString(std::move(e)));
+  if (generateTokens < 0)
+    return failWith("--generate N needs N >= 0");
+  if ((!promptIds.empty() || !promptText.empty() || temperature != 0 ||
+       topK != 0) &&
+      generateTokens == 0)
+    return failWith("--prompt, --prompt-text, --temperature and --top-k go "
+                    "with --generate N");
+  if (generateTokens > 0) {
+    if (promptIds.empty() == promptText.empty())
+      return failWith("--generate needs a prompt: --prompt ids or "
+                      "--prompt-text text (one of them)");
+    if (temperature < 0 || topK < 0)
+      return failWith("--temperature and --top-k cannot be negative");
+    if (check || bench > 0 || !saveOutputs.empty() || !inputsDir.empty())
+      return failWith("--generate makes its own inputs; it does not go with "
+                      "--check, --bench, --save-outputs or --inputs");
+  }
 
   // Every process compiles every rank's program (deterministically): under
   // MPI each then loads and runs only its own.
@@ -269,7 +362,13 @@ int main(int argc, char **argv) {
   if (root)
     errs() << "dist-run: compiled " << modelPath << " for " << programs->size()
            << " rank(s) in " << format("%.1f", msSince(started)) << " ms\n";
-  auto inputs = inputsFor(*programs);
+  if (generateTokens > 0 && microbatchesOf(*programs) > 1)
+    return failWith("--generate runs models without pipeline microbatches");
+  std::vector<std::vector<distrt::NamedTensor>> noInputs;
+  auto inputs = generateTokens > 0
+                    ? Expected<std::vector<std::vector<distrt::NamedTensor>>>(
+                          std::move(noInputs))
+                    : inputsFor(*programs);
   if (!inputs)
     return failWith(toString(inputs.takeError()));
 
@@ -283,6 +382,8 @@ int main(int argc, char **argv) {
            << backendFlag() << " backend ("
            << settings.device.device << ") in "
            << format("%.1f", msSince(started)) << " ms\n";
+  if (generateTokens > 0)
+    return runGenerate(**session, *programs);
   started = std::chrono::steady_clock::now();
   auto outputs = (*session)->run(*inputs);
   if (!outputs)
@@ -297,6 +398,12 @@ int main(int argc, char **argv) {
     errs() << "dist-run: ran in " << format("%.1f", msSince(started))
            << " ms\n";
     printOutputs(*outputs);
+    if (!saveOutputs.empty()) {
+      if (Error e = writeRunFolder(saveOutputs, *inputs, *outputs))
+        return failWith(toString(std::move(e)));
+      errs() << "dist-run: wrote the inputs and outputs into " << saveOutputs
+             << "\n";
+    }
   }
 
   int status = 0;

@@ -17,6 +17,9 @@
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/RunFlags.h"
+#include "distopt/Trainer/Evaluator.h"
+#include "distopt/Trainer/ProgressLog.h"
+#include "distopt/Trainer/StopRequest.h"
 #include "distopt/Trainer/Trainer.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -69,6 +72,12 @@ static cl::opt<int64_t>
               cl::init(0), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("seed of random batches"),
                               cl::init(0), cl::cat(category));
+static cl::opt<std::string> shuffleSeed(
+    "shuffle",
+    cl::desc("with --tokens: draw each row's window at random from this "
+             "seed (reproducible, the same on every mesh and after a "
+             "resume) instead of reading the file in order"),
+    cl::value_desc("seed"), cl::cat(category));
 static cl::opt<bool> mergeLora(
     "merge-lora",
     cl::desc("with --save: fold LoRA adapters (PEFT's base_layer / lora_A / "
@@ -95,6 +104,28 @@ static cl::opt<std::string>
            cl::desc("load a checkpoint (saved on any mesh and plan) and "
                     "continue from its step"),
            cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string> logFile(
+    "log-file",
+    cl::desc("also write each step's numbers (step, loss, lr, grad_norm, ms, "
+             "throughput, elapsed) as one JSON object per line; a resumed "
+             "run appends"),
+    cl::value_desc("run.jsonl"), cl::cat(category));
+static cl::opt<std::string> evalTokens(
+    "eval-tokens",
+    cl::desc("a held-out token file: the loss of the model trained so far on "
+             "its first --eval-batches batches, with the forward model only, "
+             "on the same mesh and plan"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<int64_t>
+    evalEvery("eval-every",
+              cl::desc("with --eval-tokens: evaluate before the first step "
+                       "and after every N steps (default: at the end only)"),
+              cl::init(0), cl::value_desc("N"), cl::cat(category));
+static cl::opt<int64_t>
+    evalBatches("eval-batches",
+                cl::desc("with --eval-tokens: batches per evaluation "
+                         "(default 8)"),
+                cl::init(8), cl::value_desc("K"), cl::cat(category));
 static cl::opt<int> bench("bench",
                           cl::desc("time N steps after one warm-up and print "
                                    "median_ms"),
@@ -173,6 +204,9 @@ static void printCheckpointIO(raw_ostream &os, StringRef verb,
                               const CheckpointIO &io) {
   std::string text;
   raw_string_ostream s(text);
+  for (const std::string &stale : io.removedStale)
+    s << "dist-train: checkpoint: removed " << stale
+      << ", left by a run that died while saving\n";
   for (const auto &[rank, bytes] : io.bytesPerRank)
     s << "dist-train: checkpoint: rank " << rank << " " << verb << " " << bytes
       << " bytes\n";
@@ -246,6 +280,22 @@ int main(int argc, char **argv) {
   if (!tokens.empty() && !trainer.dataDir.empty())
     return failWith("--tokens and --data both give batches; pass one");
   trainer.tokensFile = tokens;
+  if (evalTokens.empty() && (evalEvery.getNumOccurrences() ||
+                             evalBatches.getNumOccurrences()))
+    return failWith("--eval-every and --eval-batches go with --eval-tokens "
+                    "<file>");
+  if (evalEvery < 0)
+    return failWith("--eval-every N needs N >= 0");
+  if (!shuffleSeed.empty()) {
+    uint64_t value = 0;
+    if (StringRef(shuffleSeed).getAsInteger(10, value))
+      return failWith("--shuffle takes a seed, a non-negative integer; got '" +
+                      shuffleSeed + "'");
+    if (tokens.empty())
+      return failWith("--shuffle draws windows of a --tokens file; there is "
+                      "no --tokens");
+    trainer.shuffleSeed = value;
+  }
   trainer.batch = batch;
   trainer.seq = seqLength;
   trainer.seed = seed;
@@ -300,6 +350,13 @@ int main(int argc, char **argv) {
                  std::to_string(start) + " (saved with --mesh '" + meta->mesh +
                  "' --plan '" + meta->plan + "')\n");
     printCheckpointIO(errs(), "read", io);
+    // Batches are a function of the step and the source: another source
+    // (or another shuffle seed) gives other batches from here on.
+    if (root && meta->step < total && !meta->dataSource.empty() &&
+        meta->dataSource != t.dataSourceKind())
+      errs() << "dist-train: warning: " << resume << " was trained on "
+             << meta->dataSource << "; this run reads " << t.dataSourceKind()
+             << ", so its batches do not continue that stream\n";
   }
   // What a checkpoint records of this run beside the tensors and the step.
   CheckpointMeta run;
@@ -321,24 +378,65 @@ int main(int argc, char **argv) {
     return 0;
   };
   std::vector<double> losses;
-  const char *rate = options->train->loss.kind == LossSpec::Kind::CrossEntropy
-                         ? " tokens/s "
-                         : " samples/s ";
+  auto progress = ProgressLog::create(
+      start, total,
+      options->train->loss.kind == LossSpec::Kind::CrossEntropy ? "tokens"
+                                                                : "samples",
+      root ? StringRef(logFile) : StringRef(), /*append=*/!resume.empty());
+  if (!progress)
+    return failWith(toString(progress.takeError()));
+  std::unique_ptr<Evaluator> evaluator;
+  if (!evalTokens.empty()) {
+    auto made = Evaluator::create(t, evalTokens, evalBatches, trainer.run,
+                                  workDir);
+    if (!made)
+      return failWith(toString(made.takeError()));
+    evaluator = std::move(*made);
+  }
+  auto evaluate = [&](int64_t done) -> int {
+    auto r = evaluator->evaluate(ctx, t);
+    if (!r)
+      return failWith(toString(r.takeError()));
+    if (root)
+      outs() << (*progress)->evaluation(done, r->loss, r->tokens, r->ms)
+             << "\n";
+    outs().flush();
+    return 0;
+  };
+  if (evaluator && evalEvery > 0 && start == 0 && total > 0)
+    if (int status = evaluate(0))
+      return status;
+  // From here on a Ctrl-C or SIGTERM ends the run after the current step,
+  // with its checkpoint saved.
+  catchStopSignals();
   for (int64_t k = start; k < total; ++k) {
     auto r = t.step(k);
     if (!r)
       return failWith(toString(r.takeError()));
     losses.push_back(r->loss);
     if (root)
-      outs() << "step " << k << ": loss " << format("%.7g", r->loss)
-             << " grad_norm " << format("%.5g", r->gradNorm) << " ms "
-             << format("%.1f", r->ms) << rate
-             << format("%.0f", r->tokens / std::max(r->ms, 1e-9) * 1e3) << "\n";
+      outs() << (*progress)->step(*r) << "\n";
     // A step's line appears when the step ends, also through a pipe or tee.
     outs().flush();
-    if (checkpointEvery > 0 && (k + 1) % checkpointEvery == 0)
+    bool stopping = r->stopSignal != 0;
+    if (evaluator && !stopping &&
+        ((evalEvery > 0 && (k + 1) % evalEvery == 0) || k + 1 == total))
+      if (int status = evaluate(k + 1))
+        return status;
+    if ((checkpointEvery > 0 && (k + 1) % checkpointEvery == 0) ||
+        (stopping && !checkpointDir.empty()))
       if (int status = save(k + 1))
         return status;
+    if (stopping) {
+      if (root)
+        errs() << "dist-train: stopped by " << stopSignalName(r->stopSignal)
+               << " after step " << k + 1 << "/" << total << "; "
+               << (checkpointDir.empty()
+                       ? "no --save-checkpoint was given, nothing was saved"
+                       : "resume with --resume " + checkpointDir)
+               << "\n";
+      return 128 + r->stopSignal;
+    }
   }
   // On a GPU: which, and what ran on the host for want of a device kernel.
   for (const auto &[rank, stats] : t.session().rankStats())

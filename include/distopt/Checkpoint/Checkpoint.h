@@ -21,7 +21,7 @@ namespace distopt {
 struct CheckpointMeta {
   int64_t step = 0; // steps completed
   std::string modelFile, mesh, plan, configFile, configText;
-  std::string dataSource; // "data", "tokens" or "random"
+  std::string dataSource; // DataSource::kind(): "data", "tokens", "random", ...
   int64_t dataPosition = 0;
 };
 
@@ -31,6 +31,9 @@ struct CheckpointIO {
   std::vector<std::pair<int, uint64_t>> bytesPerRank;
   uint64_t indexBytes = 0;
   double seconds = 0;
+  /// Temporary directories of saves whose process died (`<dir>.tmp-<pid>`
+  /// of a killed run), removed by this save.
+  std::vector<std::string> removedStale;
 };
 
 /// Whether saveCheckpoint may write `dir`: absent, empty or a checkpoint

@@ -19,6 +19,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,7 +58,7 @@ class DataSource {
 public:
   virtual ~DataSource();
   /// What a checkpoint records as the batches' source: "random", "inputs",
-  /// "data" or "tokens".
+  /// "data", "tokens" or "tokens shuffled with seed S".
   virtual llvm::StringRef kind() const = 0;
   /// The tensors of batch `batch` (a training step, or a seed offset), one
   /// per request, in order.
@@ -101,8 +102,13 @@ std::unique_ptr<DataSource> trainingCaseFolder(std::string dir);
 /// M microbatches of int64 [B, T] inputs, taken modulo N - T for a file
 /// of N tokens (later passes start at other offsets); labels start one
 /// token later. check() refuses an odd byte count and a file shorter than
-/// one step (M * B * T + 1 tokens).
-std::unique_ptr<DataSource> tokenFile(std::string path);
+/// one step (M * B * T + 1 tokens). With `shuffleSeed` (nanoGPT's random
+/// windows), the row's start is instead a hash of the seed and the row's
+/// number r = (k * M + j) * B + b, modulo N - T: reproducible, the same on
+/// every mesh, and continued exactly by a resumed run; kind() names the
+/// seed, so checkpoints record it.
+std::unique_ptr<DataSource>
+tokenFile(std::string path, std::optional<uint64_t> shuffleSeed = {});
 
 } // namespace distopt
 

@@ -1,4 +1,4 @@
-//===- TensorProtoFile.h - read ONNX TensorProto files ----------*- C++ -*-===//
+//===- TensorProtoFile.h - ONNX TensorProto files ----------------*- C++ -*-===//
 //
 // ONNX test data and training cases store tensors as serialized
 // TensorProto messages (input_<i>.pb, output_<i>.pb, labels.pb).
@@ -22,6 +22,11 @@ namespace distopt {
 /// value), external data.
 llvm::Expected<distrt::Tensor> readTensorProto(llvm::StringRef path,
                                                std::string *name = nullptr);
+
+/// Writes `tensor` as a TensorProto named `name` (raw_data, the layout of
+/// the ONNX test cases' output_<i>.pb) into `path`.
+llvm::Error writeTensorProto(llvm::StringRef path, llvm::StringRef name,
+                             const distrt::Tensor &tensor);
 
 } // namespace distopt
 

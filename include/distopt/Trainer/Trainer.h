@@ -16,6 +16,7 @@
 #include "distopt/Session/Session.h"
 
 #include <memory>
+#include <optional>
 
 namespace distopt {
 
@@ -27,6 +28,8 @@ struct TrainerOptions {
   /// `batch` rows of `seq` tokens, read in order.
   std::string tokensFile;
   int64_t batch = 0, seq = 0;
+  /// Draw the token file's windows from this seed instead of in order.
+  std::optional<uint64_t> shuffleSeed;
   /// Seed of random batches (neither dataDir nor tokensFile).
   uint64_t seed = 0;
 };
@@ -34,10 +37,15 @@ struct TrainerOptions {
 struct StepResult {
   int64_t step = 0;
   double loss = 0, gradNorm = 0;
+  /// The learning rate the step used (after the schedule).
+  double lr = 0;
   double ms = 0;
   /// Label positions in the batch that count in a cross-entropy loss;
   /// for other losses, the rows (first dimension) of the batch.
   int64_t tokens = 0;
+  /// The signal that asked the root process to stop (StopRequest.h), or 0:
+  /// every process gets the root's, so all stop after the same step.
+  int stopSignal = 0;
 };
 
 class Trainer {
@@ -75,12 +83,19 @@ public:
   const Programs &programs() const { return compiled; }
   const TrainConfig &config() const { return train; }
   Session &session() { return *runner; }
+  /// The options the step was compiled with, dimensions bound by --batch
+  /// and --seq included (an evaluation compiles the forward model alike).
+  const CompileOptions &compileOptions() const { return options; }
+  const std::string &model() const { return modelPath; }
+  /// Where batches come from, as checkpoints record it (DataSource::kind).
+  llvm::StringRef dataSourceKind() const { return source->kind(); }
 
 private:
   Trainer() = default;
   llvm::Expected<std::vector<distrt::NamedTensor>> batch(int64_t step);
 
   TrainConfig train;
+  CompileOptions options;
   Programs compiled;
   std::unique_ptr<Session> runner;
   std::unique_ptr<DataSource> source;

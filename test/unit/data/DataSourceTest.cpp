@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <random>
+#include <set>
 
 using namespace distopt;
 using distopt::datafiles::ScratchDir;
@@ -85,6 +86,47 @@ TEST(TokenFile, RowsFollowTheStepAndMicrobatch) {
             (std::vector<int64_t>{1031, 1032, 1033, 1034, 1035, 1036}));
   // The position after 5 steps: 5 steps x 2 microbatches x 6 tokens.
   EXPECT_EQ(source->positionAfter(5, requests), 60);
+}
+
+TEST(TokenFile, ShuffledWindowsAreContiguousSeededAndCoverTheFile) {
+  ScratchDir dir;
+  const int n = 50, t = 4;
+  auto a = tokenFile(writeTokens(dir, n), uint64_t{7});
+  auto b = tokenFile(writeTokens(dir, n), uint64_t{7});
+  auto c = tokenFile(writeTokens(dir, n), uint64_t{8});
+  EXPECT_EQ(a->kind(), "tokens shuffled with seed 7");
+  std::vector<InputRequest> requests{
+      request(spec("x", DType::kI64, {8, t}), 0),
+      request(spec("labels", DType::kI64, {8, t}), 0, /*labels=*/true)};
+  std::set<int64_t> starts;
+  int differ = 0;
+  for (int64_t step = 0; step < 20; ++step) {
+    auto got = a->read(step, requests);
+    ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+    auto again = b->read(step, requests);
+    ASSERT_TRUE(static_cast<bool>(again));
+    // The same seed gives the same batches (a resume, another mesh).
+    EXPECT_EQ(ints((*got)[0]), ints((*again)[0]));
+    auto other = c->read(step, requests);
+    ASSERT_TRUE(static_cast<bool>(other));
+    differ += ints((*got)[0]) != ints((*other)[0]);
+    std::vector<int64_t> x = ints((*got)[0]), y = ints((*got)[1]);
+    for (int row = 0; row < 8; ++row) {
+      int64_t first = x[row * t];
+      // A window of consecutive tokens inside the file, its labels the
+      // next tokens (token i is 1000 + i).
+      EXPECT_GE(first, 1000);
+      EXPECT_LE(first + t, 1000 + n - 1);
+      for (int i = 0; i < t; ++i) {
+        EXPECT_EQ(x[row * t + i], first + i);
+        EXPECT_EQ(y[row * t + i], first + i + 1);
+      }
+      starts.insert(first);
+    }
+  }
+  EXPECT_GT(differ, 15) << "another seed should draw other windows";
+  // 160 draws over the 46 possible starts reach nearly all of them.
+  EXPECT_GE(starts.size(), 40u);
 }
 
 TEST(TokenFile, ReadingWrapsAroundTheFile) {

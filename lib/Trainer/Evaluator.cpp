@@ -1,0 +1,165 @@
+//===- Evaluator.cpp - validation loss during training --------------------===//
+#include "distopt/Trainer/Evaluator.h"
+#include "distopt/OnnxWriter/TrainedModelWriter.h"
+#include "distopt/Session/ProgramInputs.h"
+#include "distopt/Session/RankPrograms.h"
+#include "distopt/Training/TrainingStep.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+#include <cmath>
+
+using namespace distopt;
+using llvm::Expected;
+
+static llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(message.str());
+}
+
+Expected<std::unique_ptr<Evaluator>>
+Evaluator::create(const Trainer &trainer, llvm::StringRef tokensFile,
+                  int64_t batches, const RunSettings &run,
+                  llvm::StringRef workDir) {
+  if (trainer.config().loss.kind != LossSpec::Kind::CrossEntropy)
+    return fail("--eval-tokens evaluates a cross_entropy loss on next "
+                "tokens; " +
+                trainer.config().path + " asks for another loss");
+  if (batches < 1)
+    return fail("--eval-batches must be at least 1");
+  // The file must hold one batch of the training step's token input, checked
+  // before training.
+  for (const InputSpec &input : programInputs(trainer.programs()))
+    if (input.name != kLabelsInput && input.dtype == distrt::DType::kI64 &&
+        input.shape.size() == 2) {
+      InputRequest r = wholeBatchRequests({input})[0];
+      if (llvm::Error e = tokenFile(tokensFile.str())->check({r}))
+        return std::move(e);
+      break;
+    }
+  std::unique_ptr<Evaluator> e(new Evaluator());
+  e->tokensFile = tokensFile.str();
+  e->batches = batches;
+  e->run = run;
+  e->workDir = workDir.str();
+  return e;
+}
+
+Expected<EvalResult> Evaluator::evaluate(mlir::MLIRContext &ctx,
+                                         Trainer &trainer) {
+  auto t0 = std::chrono::steady_clock::now();
+  // The parameters as trained so far, as an ONNX model the forward
+  // compile reads (the root writes it; every process compiles it).
+  auto state = trainer.trainedState();
+  if (!state)
+    return state.takeError();
+  Session &session = trainer.session();
+  llvm::SmallString<256> path(workDir);
+  llvm::sys::path::append(path, "evaluated.onnx");
+  llvm::Error wrote = llvm::Error::success();
+  if (session.isRoot())
+    wrote = saveTrainedModel(trainer.model(), *state, path);
+  std::string problem = wrote ? llvm::toString(std::move(wrote)) : "";
+  auto paths = session.allGather(session.isRoot() ? "ok " + path.str().str()
+                                                  : std::string());
+  if (!paths)
+    return paths.takeError();
+  if (!problem.empty())
+    return fail("evaluation: " + problem);
+  std::string model = llvm::StringRef((*paths)[0]).drop_front(3).str();
+
+  CompileOptions options = trainer.compileOptions();
+  options.train.reset();
+  options.workDir = workDir;
+  auto programs = compilePrograms(ctx, model, options);
+  if (!programs)
+    return programs.takeError();
+  if (microbatchesOf(*programs) > 1)
+    return fail("evaluation of pipeline plans is not supported yet");
+  std::vector<InputSpec> inputs = programInputs(*programs);
+  if (inputs.size() != 1 || inputs[0].shape.size() != 2)
+    return fail("--eval-tokens feeds models whose only input is int64 "
+                "[batch, seq] token ids");
+  auto evalSession = createSession(*programs, run);
+  if (!evalSession)
+    return evalSession.takeError();
+
+  std::vector<InputRequest> requests = wholeBatchRequests(inputs);
+  InputRequest labels = requests[0];
+  labels.labels = true;
+  labels.base = labels.input.name = kLabelsInput.str();
+  requests.push_back(labels);
+  auto source = tokenFile(tokensFile);
+  if (llvm::Error e = source->check(requests))
+    return std::move(e);
+  const std::string &outputName = trainer.config().output;
+  const int64_t ignore = trainer.config().loss.ignoreIndex;
+  double sum = 0;
+  int64_t counted = 0;
+  for (int64_t b = 0; b < batches; ++b) {
+    auto data = source->read(b, requests);
+    if (!data)
+      return data.takeError();
+    std::vector<distrt::NamedTensor> feed{{inputs[0].name,
+                                           std::move((*data)[0])}};
+    auto outputs = (*evalSession)->run({feed});
+    if (!outputs)
+      return fail("evaluation batch " + llvm::Twine(b) + ": " +
+                  llvm::toString(outputs.takeError()));
+    if (!(*evalSession)->isRoot())
+      continue;
+    const distrt::NamedTensor *logits = nullptr;
+    for (const distrt::NamedTensor &o : outputs->front())
+      if (o.name == outputName)
+        logits = &o;
+    if (!logits || logits->tensor.dtype() != distrt::DType::kF32)
+      return fail("evaluation: the forward model has no f32 output '" +
+                  outputName + "'");
+    const distrt::Tensor &y = (*data)[1];
+    const int64_t positions = y.num_elements();
+    const int64_t classes = logits->tensor.num_elements() / positions;
+    const float *z = logits->tensor.data<float>();
+    const int64_t *label = y.data<int64_t>();
+    for (int64_t i = 0; i < positions; ++i) {
+      if (label[i] == ignore)
+        continue;
+      if (label[i] < 0 || label[i] >= classes)
+        return fail("evaluation batch " + llvm::Twine(b) + ": token " +
+                    llvm::Twine(label[i]) + " is outside the " +
+                    llvm::Twine(classes) + " classes of '" + outputName +
+                    "'");
+      const float *row = z + i * classes;
+      double top = row[0];
+      for (int64_t c = 1; c < classes; ++c)
+        top = std::max(top, static_cast<double>(row[c]));
+      double norm = 0;
+      for (int64_t c = 0; c < classes; ++c)
+        norm += std::exp(row[c] - top);
+      sum += top + std::log(norm) - row[label[i]];
+      ++counted;
+    }
+  }
+  EvalResult r;
+  r.tokens = counted;
+  r.loss = counted ? sum / counted : 0;
+  r.ms = std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+             .count();
+  // Every process returns the root's numbers.
+  std::vector<distrt::NamedTensor> shared;
+  if (session.isRoot()) {
+    distrt::Tensor t;
+    distrt::Status st = distrt::Tensor::Allocate(distrt::DType::kF64, {2}, &t);
+    if (!st.ok())
+      return fail(st.ToString());
+    t.data<double>()[0] = r.loss;
+    t.data<double>()[1] = static_cast<double>(r.tokens);
+    shared.push_back({"eval", std::move(t)});
+  }
+  if (llvm::Error e = session.shareFromRoot(shared))
+    return std::move(e);
+  r.loss = shared.front().tensor.data<double>()[0];
+  r.tokens = static_cast<int64_t>(shared.front().tensor.data<double>()[1]);
+  return r;
+}
