@@ -61,7 +61,8 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   os << "== --plan auto: " << total << " candidates: " << result.compiled
      << " compiled and predicted, " << result.rejected
      << " rejected by the compiler, " << result.screened
-     << " ruled out by the memory bound; " << result.fit << " fit";
+     << " ruled out by the memory bound, " << result.dominated
+     << " skipped as recompute of a plan that fits; " << result.fit << " fit";
   if (result.memoryBudget)
     os << format(" the budget of %.2f MiB", toMiB(*result.memoryBudget));
   os << format(" (%.2f s)\n", result.seconds);

@@ -153,6 +153,23 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         continue;
       }
     }
+    // Recomputation only adds work: where the same plan without it fits,
+    // it is at least as fast (it comes just before in the order).
+    if (c.recompute) {
+      Candidate twin = c;
+      twin.recompute = false;
+      auto it = byDescription.find(twin.mesh() + " " + twin.describe());
+      if (it != byDescription.end() &&
+          (!options.memoryBudget ||
+           result.evaluations[it->second].prediction.peakBytes <=
+               *options.memoryBudget)) {
+        Evaluation e{c, Evaluation::Status::Dominated, {}, {}, false};
+        e.reason = "the same plan without recompute fits";
+        result.evaluations.push_back(std::move(e));
+        ++result.dominated;
+        continue;
+      }
+    }
     Evaluation e =
         evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
     if (e.status == Evaluation::Status::Rejected) {

@@ -94,9 +94,10 @@ struct Prediction {
 /// What the search knows of one candidate.
 struct Evaluation {
   Candidate candidate;
-  enum class Status { Compiled, Rejected, Screened } status;
+  enum class Status { Compiled, Rejected, Screened, Dominated } status;
   Prediction prediction;
-  /// Rejected: the compiler's first error; Screened: the bound.
+  /// Rejected: the compiler's first error; Screened: the bound; Dominated:
+  /// what makes it no better than one already compiled.
   std::string reason;
   bool fits = false;
 };
@@ -130,7 +131,7 @@ struct SearchOptions {
 struct SearchResult {
   std::vector<Evaluation> evaluations;
   int64_t winner = -1; // index into evaluations
-  int64_t compiled = 0, rejected = 0, screened = 0, fit = 0;
+  int64_t compiled = 0, rejected = 0, screened = 0, dominated = 0, fit = 0;
   std::optional<int64_t> memoryBudget;
   std::string layerGlob;
   double seconds = 0;
