@@ -62,8 +62,8 @@ static std::vector<int64_t> divisors(int64_t n) {
   return out;
 }
 
-std::vector<Candidate> distopt::autoplan::enumerateCandidates(
-    const SearchSpace &space) {
+std::vector<Candidate>
+distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
   // Mesh shapes: every dp x tp x pp = devices, tp within a node, no more
   // stages than layers.
   std::vector<std::array<int64_t, 3>> shapes;

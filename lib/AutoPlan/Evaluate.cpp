@@ -95,8 +95,7 @@ Evaluation distopt::autoplan::evaluateCandidate(MLIRContext &ctx,
       firstError = d.str();
     return success();
   });
-  CompileOptions options =
-      candidateOptions(&ctx, base, candidate, layerGlob);
+  CompileOptions options = candidateOptions(&ctx, base, candidate, layerGlob);
   auto reject = [&] {
     e.reason = firstError.empty() ? "the compile failed" : firstError;
     return e;

@@ -85,15 +85,15 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   os << "top candidates (predicted; step = compute + communication + bubble "
         "+ recompute):\n";
   os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s  %s\n", "#",
-               "plan", "mesh", "step ms", "compute", "comm", "bubble",
-               "recomp", "peak MiB", "loses on");
+               "plan", "mesh", "step ms", "compute", "comm", "bubble", "recomp",
+               "peak MiB", "loses on");
   for (auto [i, e] : llvm::enumerate(ranked)) {
     const Prediction &p = e->prediction;
     os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f  ",
                  int(i + 1), e->candidate.describe().c_str(),
-                 e->candidate.mesh().c_str(), p.stepUs / 1e3,
-                 p.computeUs / 1e3, p.communicationUs / 1e3, p.bubbleUs / 1e3,
-                 p.recomputeUs / 1e3, toMiB(p.peakBytes))
+                 e->candidate.mesh().c_str(), p.stepUs / 1e3, p.computeUs / 1e3,
+                 p.communicationUs / 1e3, p.bubbleUs / 1e3, p.recomputeUs / 1e3,
+                 toMiB(p.peakBytes))
        << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
   }
   // What was not compiled, grouped by why.

@@ -10,8 +10,8 @@
 #include "distopt/AutoPlan/AutoPlan.h"
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
-#include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Dialect/NN/IR/NNCost.h"
+#include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Driver/Compilation.h"
 
 #include "mlir/IR/Diagnostics.h"
@@ -106,9 +106,9 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   if (failed(space))
     return failure();
   space->training = base.train.has_value();
-  space->maxTensorParallel =
-      base.machine ? base.machine->devicesPerNode
-                   : cost::defaultMachineProfile().devicesPerNode;
+  space->maxTensorParallel = base.machine
+                                 ? base.machine->devicesPerNode
+                                 : cost::defaultMachineProfile().devicesPerNode;
   // Imported once; every candidate compiles a copy.
   OwningOpRef<ModuleOp> imported = Compilation::importModel(ctx, model, base);
   if (!imported)
@@ -211,9 +211,9 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         p.stepUs < result.evaluations[result.winner].prediction.stepUs)
       result.winner = i;
   }
-  result.seconds = std::chrono::duration<double>(
-                       std::chrono::steady_clock::now() - start)
-                       .count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   Location loc = UnknownLoc::get(&ctx);
   if (result.winner >= 0) {
     result.options = candidateOptions(
@@ -230,13 +230,13 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
            << ": no plan fits; the smallest predicted footprint is "
            << mib(p.peakBytes) << " per rank ("
            << smallest->candidate.describe() << " on mesh "
-           << smallest->candidate.mesh() << "), mostly "
-           << p.dominantTerm() << " (" << mib(dominant) << ")";
+           << smallest->candidate.mesh() << "), mostly " << p.dominantTerm()
+           << " (" << mib(dominant) << ")";
   }
   if (result.screened > 0 && !firstRejected) {
     // Not even the bound fits: name it and its larger part.
-    int64_t params = modelStateLowerBound({bytes.parameters, 0},
-                                          *smallestBounded);
+    int64_t params =
+        modelStateLowerBound({bytes.parameters, 0}, *smallestBounded);
     int64_t states = smallestBound - params;
     return emitError(loc) << "--memory-budget " << mib(*options.memoryBudget)
                           << ": no plan fits; the smallest footprint is at "

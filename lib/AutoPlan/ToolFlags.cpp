@@ -25,8 +25,8 @@ distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
   if (!flags.memoryBudget.empty()) {
     auto budget = parseByteSize(flags.memoryBudget);
     if (!budget)
-      return emitError(loc) << "--memory-budget: "
-                            << llvm::toString(budget.takeError());
+      return emitError(loc)
+             << "--memory-budget: " << llvm::toString(budget.takeError());
     search.memoryBudget = *budget;
   }
   FailureOr<SearchResult> result = searchPlans(ctx, model, options, search);

@@ -55,8 +55,8 @@ static OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, StringRef path,
 }
 
 OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &ctx,
-                                                StringRef modelPath,
-                                                const CompileOptions &options) {
+                                               StringRef modelPath,
+                                               const CompileOptions &options) {
   return loadModel(ctx, modelPath, options);
 }
 

@@ -41,16 +41,15 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
       TrainConfig config = *options.train;
       for (auto &glob : options.plan.recompute())
         config.recompute.push_back(glob);
-      pm.addPass(
-          createDistBuildTrainingStep(config, pp ? pp->microbatches : 1,
-                                      pp ? pp->loc : LocationAttr(),
-                                      results ? &results->training : nullptr));
+      pm.addPass(createDistBuildTrainingStep(
+          config, pp ? pp->microbatches : 1, pp ? pp->loc : LocationAttr(),
+          results ? &results->training : nullptr));
     }
     if (!options.singleDevice &&
         (!options.meshSpec.empty() || !options.plan.empty()))
-      pm.addPass(createDistApplyPlan(
-          options.meshSpec, options.plan,
-          results ? &results->planFindings : nullptr, options.machine));
+      pm.addPass(createDistApplyPlan(options.meshSpec, options.plan,
+                                     results ? &results->planFindings : nullptr,
+                                     options.machine));
   }
 
   if (runs(CompilePhase::Shard)) {
@@ -120,9 +119,8 @@ struct CompilePipelinePass
     options.meshSpec = *resolved;
     auto profile = cost::loadSharedMachineProfile(machine);
     if (!profile) {
-      emitError(UnknownLoc::get(ctx))
-          << "machine=" << machine << ": "
-          << llvm::toString(profile.takeError());
+      emitError(UnknownLoc::get(ctx)) << "machine=" << machine << ": "
+                                      << llvm::toString(profile.takeError());
       return signalPassFailure();
     }
     options.machine = std::move(*profile);

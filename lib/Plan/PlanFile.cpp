@@ -347,8 +347,8 @@ FailureOr<std::string> distopt::resolvePlanMesh(MLIRContext *ctx,
   for (const PlanSpec &spec : plan.specs)
     if (!spec.mesh.empty() && spec.mesh != source->mesh)
       return mlir::emitError(Location(spec.meshLoc))
-             << "mesh '" << spec.mesh << "' differs from mesh '"
-             << source->mesh << "' of " << source->source;
+             << "mesh '" << spec.mesh << "' differs from mesh '" << source->mesh
+             << "' of " << source->source;
   if (!flagMesh.empty() && flagMesh != source->mesh)
     return mlir::emitError(Location(source->meshLoc))
            << "the plan is for mesh '" << source->mesh << "' but --mesh is '"

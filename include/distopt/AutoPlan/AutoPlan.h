@@ -1,4 +1,5 @@
-//===- AutoPlan.h - choose the plan: fastest predicted that fits -*- C++ -*-===//
+//===- AutoPlan.h - choose the plan: fastest predicted that fits -*- C++
+//-*-===//
 //
 // `--plan auto`: enumerate plans (mesh factorisations into dp x tp x pp,
 // the ZeRO level of dp, sequence parallelism with tp, pipeline schedules and
@@ -33,9 +34,9 @@ llvm::Expected<int64_t> parseByteSize(llvm::StringRef text);
 /// One point of the search space.
 struct Candidate {
   int64_t dp = 1, tp = 1, pp = 1;
-  int64_t zero = 0;          // ZeRO level of dp: 0 dp, 1, 2, 3 fsdp
+  int64_t zero = 0; // ZeRO level of dp: 0 dp, 1, 2, 3 fsdp
   bool sequenceParallel = false;
-  std::string schedule;      // pipeline schedule ("" without pp)
+  std::string schedule; // pipeline schedule ("" without pp)
   int64_t microbatches = 1;
   int64_t virtualStages = 1;
   bool recompute = false;
@@ -77,10 +78,10 @@ CompileOptions candidateOptions(mlir::MLIRContext *ctx,
 /// The compiler's predictions for one compiled candidate (rank 0 and, with
 /// a pipeline, each stage's representative; microseconds and bytes).
 struct Prediction {
-  double computeUs = 0;       // without the bubble and the recomputation
+  double computeUs = 0; // without the bubble and the recomputation
   double communicationUs = 0;
   double bubbleUs = 0;
-  double recomputeUs = 0;     // set by the search from the twin without it
+  double recomputeUs = 0; // set by the search from the twin without it
   double stepUs = 0;
   int64_t parameterBytes = 0;      // busiest rank
   int64_t optimizerStateBytes = 0; // busiest rank
@@ -117,14 +118,13 @@ int64_t modelStateLowerBound(const ModelStateBytes &bytes,
 /// Compilation::importModel reads it; diagnostics captured, not printed) and
 /// predicts.
 Evaluation evaluateCandidate(mlir::MLIRContext &ctx, mlir::ModuleOp imported,
-                             llvm::StringRef model,
-                             const CompileOptions &base,
+                             llvm::StringRef model, const CompileOptions &base,
                              const Candidate &candidate,
                              llvm::StringRef layerGlob);
 
 struct SearchOptions {
-  int64_t devices = 0;      // --devices (0: from --mesh)
-  std::string meshSpec;     // --mesh: the shape is fixed
+  int64_t devices = 0;                 // --devices (0: from --mesh)
+  std::string meshSpec;                // --mesh: the shape is fixed
   std::optional<int64_t> memoryBudget; // bytes
 };
 

@@ -2,8 +2,8 @@
 //-*-===//
 //
 // --mesh, --plan, --strict-plan, --dim, --train, --machine, --devices,
-// --memory-budget, --emit-plan and --debug-diagnostics mean the same in dist-opt, dist-run and dist-train:
-// they are declared once, here.
+// --memory-budget, --emit-plan and --debug-diagnostics mean the same in
+// dist-opt, dist-run and dist-train: they are declared once, here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DRIVER_COMPILEFLAGS_H
@@ -41,9 +41,9 @@ struct AutoPlanFlags {
 };
 AutoPlanFlags autoPlanFlags();
 
-/// CompileOptions from the flags (with --plan auto, no plan yet): the mesh, the plans and the training
-/// config (parsed, with errors as diagnostics on `ctx`) and the dimension
-/// bindings.
+/// CompileOptions from the flags (with --plan auto, no plan yet): the mesh, the
+/// plans and the training config (parsed, with errors as diagnostics on `ctx`)
+/// and the dimension bindings.
 mlir::FailureOr<CompileOptions> compileOptionsFromFlags(mlir::MLIRContext &ctx);
 
 } // namespace distopt
