@@ -243,7 +243,8 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
 LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
   auto map = r.mapping(root, "a plan file must be a mapping of sections "
                              "(presets, tensor_parallel, sequence_parallel, "
-                             "data_parallel, placements, pipeline, strict)");
+                             "data_parallel, placements, pipeline, mesh, "
+                             "recompute, strict)");
   if (failed(map))
     return failure();
   return r.forEachKey(
