@@ -8,7 +8,11 @@ external-data file that is created *sparse* (truncate): the importer only
 records where each tensor is, so the compile needs the file's size, not its
 bytes, and the bench needs no 276 GB of disk. Nothing here can be run.
 
-Usage: make_llama_shaped.py OUT_DIR [--layers N] [--seq N] [--batch N]
+With --shape 8b: Llama-3-8B's shape instead (32 layers, d=4096, 32/8
+heads, SwiGLU 14336, vocabulary 128256).
+
+Usage: make_llama_shaped.py OUT_DIR [--shape 70b|8b] [--layers N] [--seq N]
+                            [--batch N]
 Needs the onnx package (/usr/bin/python3 with Debian's python3-onnx).
 """
 import argparse
@@ -18,15 +22,22 @@ import onnx
 from onnx import TensorProto, helper
 
 D, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB = 8192, 64, 8, 128, 28672, 32000
+SHAPES = {"70b": (8192, 64, 8, 128, 28672, 32000, 80),
+          "8b": (4096, 32, 8, 128, 14336, 128256, 32)}
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--layers", type=int, default=80)
+    ap.add_argument("--shape", choices=sorted(SHAPES), default="70b")
+    ap.add_argument("--layers", type=int, default=None)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=4)
     args = ap.parse_args()
+    global D, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB
+    D, HEADS, KV_HEADS, HEAD_DIM, FFN, VOCAB, layers = SHAPES[args.shape]
+    if args.layers is None:
+        args.layers = layers
     os.makedirs(args.out, exist_ok=True)
     seq, batch = args.seq, args.batch
     nodes, inits = [], []

@@ -54,23 +54,44 @@ static OwningOpRef<ModuleOp> loadModel(MLIRContext &ctx, StringRef path,
   return module;
 }
 
+OwningOpRef<ModuleOp> Compilation::importModel(MLIRContext &ctx,
+                                               StringRef modelPath,
+                                               const CompileOptions &options) {
+  return loadModel(ctx, modelPath, options);
+}
+
 FailureOr<std::unique_ptr<Compilation>>
 Compilation::load(MLIRContext &ctx, StringRef modelPath,
                   const CompileOptions &options) {
   std::unique_ptr<Compilation> c(new Compilation());
   c->path = modelPath.str();
   c->options = options;
-  if (options.singleDevice)
-    c->options.plan = Plan();
   c->globalModule = loadModel(ctx, modelPath, options);
+  return annotate(std::move(c));
+}
+
+FailureOr<std::unique_ptr<Compilation>>
+Compilation::load(MLIRContext &ctx, ModuleOp model, StringRef modelPath,
+                  const CompileOptions &options) {
+  std::unique_ptr<Compilation> c(new Compilation());
+  c->path = modelPath.str();
+  c->options = options;
+  c->globalModule = cast<ModuleOp>(model->clone());
+  return annotate(std::move(c));
+}
+
+FailureOr<std::unique_ptr<Compilation>>
+Compilation::annotate(std::unique_ptr<Compilation> c) {
+  if (c->options.singleDevice)
+    c->options.plan = Plan();
   if (!c->globalModule)
     return failure();
   ModuleOp module = *c->globalModule;
   if (failed(
           c->runPhases(module, CompilePhase::Annotate, CompilePhase::Annotate)))
     return failure();
-  if (!options.workDir.empty() &&
-      failed(materializeSyntheticWeights(module, options.workDir)))
+  if (!c->options.workDir.empty() &&
+      failed(materializeSyntheticWeights(module, c->options.workDir)))
     return failure();
   return c;
 }
@@ -79,6 +100,16 @@ FailureOr<std::unique_ptr<Compilation>>
 Compilation::compile(MLIRContext &ctx, StringRef modelPath,
                      const CompileOptions &options) {
   FailureOr<std::unique_ptr<Compilation>> c = load(ctx, modelPath, options);
+  if (failed(c) || failed((*c)->shard()))
+    return failure();
+  return c;
+}
+
+FailureOr<std::unique_ptr<Compilation>>
+Compilation::compile(MLIRContext &ctx, ModuleOp model, StringRef modelPath,
+                     const CompileOptions &options) {
+  FailureOr<std::unique_ptr<Compilation>> c =
+      load(ctx, model, modelPath, options);
   if (failed(c) || failed((*c)->shard()))
     return failure();
   return c;

@@ -19,7 +19,9 @@ static cl::opt<std::string>
 static cl::list<std::string> plans(
     "plan",
     cl::desc("plan file (YAML/JSON) or presets: replicate, dp, zero1, zero2, "
-             "fsdp, tp, sp (comma-separated, composable); repeatable"),
+             "fsdp, tp, sp (comma-separated, composable); repeatable; "
+             "'auto': search for the fastest predicted plan that fits "
+             "--memory-budget on --devices (docs/auto-plan.md)"),
     cl::value_desc("file|presets"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> strictPlan(
     "strict-plan",
@@ -42,6 +44,21 @@ static cl::opt<std::string> machine(
              "a JSON file, e.g. one dist-run --calibrate wrote; default: cpu "
              "(see docs/cost-model.md)"),
     cl::value_desc("name|file"), cl::cat(compileFlagsCategory()));
+static cl::opt<int64_t> devices(
+    "devices",
+    cl::desc("--plan auto: the number of devices to plan for (or --mesh to "
+             "fix the mesh's shape)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(compileFlagsCategory()));
+static cl::opt<std::string> memoryBudget(
+    "memory-budget",
+    cl::desc("--plan auto: the predicted peak memory per rank must fit this, "
+             "e.g. 80GiB or 512MiB"),
+    cl::value_desc("size"), cl::cat(compileFlagsCategory()));
+static cl::opt<std::string> emitPlan(
+    "emit-plan",
+    cl::desc("--plan auto: write the chosen plan, with its mesh, as a plan "
+             "file that --plan FILE alone compiles the same"),
+    cl::value_desc("file"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> debugDiagnostics(
     "debug-diagnostics",
     cl::desc("print the IR an error or warning is about, after the message"),
@@ -64,16 +81,58 @@ std::string distopt::planFlagText() {
   return out;
 }
 
+AutoPlanFlags distopt::autoPlanFlags() {
+  AutoPlanFlags flags;
+  flags.requested = llvm::is_contained(plans, "auto");
+  flags.devices = devices;
+  flags.memoryBudget = memoryBudget;
+  flags.emitPlan = emitPlan;
+  return flags;
+}
+
 mlir::FailureOr<CompileOptions>
 distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
   CompileOptions options;
   options.meshSpec = meshSpec;
-  auto plan =
-      parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
-  if (failed(plan))
-    return mlir::failure();
-  options.plan = std::move(*plan);
-  options.plan.strict |= strictPlan;
+  mlir::Location unknown = mlir::UnknownLoc::get(&ctx);
+  AutoPlanFlags autoFlags = autoPlanFlags();
+  if (autoFlags.requested && plans.size() != 1)
+    return mlir::emitError(unknown)
+           << "--plan auto chooses the whole plan; it takes no other --plan";
+  if (!autoFlags.requested) {
+    for (auto [given, flag] :
+         {std::pair<bool, const char *>{devices.getNumOccurrences() > 0,
+                                        "--devices"},
+          {!memoryBudget.empty(), "--memory-budget"},
+          {!emitPlan.empty(), "--emit-plan"}})
+      if (given)
+        return mlir::emitError(unknown) << flag << " needs --plan auto";
+  }
+  if (autoFlags.requested) {
+    // The search fills in the mesh and the plan (AutoPlan.h).
+    if (devices.getNumOccurrences() && devices <= 0)
+      return mlir::emitError(unknown)
+             << "--devices must be positive, got "
+             << static_cast<int64_t>(devices.getValue());
+    if (devices > 0 && !meshSpec.empty())
+      return mlir::emitError(unknown)
+             << "--devices and --mesh both give the devices; pass one "
+                "(--mesh fixes the mesh's shape)";
+    if (devices <= 0 && meshSpec.empty())
+      return mlir::emitError(unknown)
+             << "--plan auto needs --devices N (or --mesh to fix the shape)";
+  } else {
+    auto plan =
+        parsePlans(&ctx, std::vector<std::string>(plans.begin(), plans.end()));
+    if (failed(plan))
+      return mlir::failure();
+    options.plan = std::move(*plan);
+    options.plan.strict |= strictPlan;
+    auto mesh = resolvePlanMesh(&ctx, options.meshSpec, options.plan);
+    if (failed(mesh))
+      return mlir::failure();
+    options.meshSpec = *mesh;
+  }
   if (!dimSpec.empty()) {
     auto dims = parseDimSpec(dimSpec);
     if (!dims)

@@ -36,16 +36,20 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
       pm.addPass(createDistStripDistribution());
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.
-    if (options.train)
-      pm.addPass(
-          createDistBuildTrainingStep(*options.train, pp ? pp->microbatches : 1,
-                                      pp ? pp->loc : LocationAttr(),
-                                      results ? &results->training : nullptr));
+    if (options.train) {
+      // A plan file's `recompute` adds to the config's.
+      TrainConfig config = *options.train;
+      for (auto &glob : options.plan.recompute())
+        config.recompute.push_back(glob);
+      pm.addPass(createDistBuildTrainingStep(
+          config, pp ? pp->microbatches : 1, pp ? pp->loc : LocationAttr(),
+          results ? &results->training : nullptr));
+    }
     if (!options.singleDevice &&
         (!options.meshSpec.empty() || !options.plan.empty()))
-      pm.addPass(createDistApplyPlan(
-          options.meshSpec, options.plan,
-          results ? &results->planFindings : nullptr, options.machine));
+      pm.addPass(createDistApplyPlan(options.meshSpec, options.plan,
+                                     results ? &results->planFindings : nullptr,
+                                     options.machine));
   }
 
   if (runs(CompilePhase::Shard)) {
@@ -108,11 +112,15 @@ struct CompilePipelinePass
       return signalPassFailure();
     options.plan = std::move(*plan);
     options.plan.strict |= strictPlan;
+    FailureOr<std::string> resolved =
+        resolvePlanMesh(ctx, options.meshSpec, options.plan);
+    if (failed(resolved))
+      return signalPassFailure();
+    options.meshSpec = *resolved;
     auto profile = cost::loadSharedMachineProfile(machine);
     if (!profile) {
-      emitError(UnknownLoc::get(ctx))
-          << "machine=" << machine << ": "
-          << llvm::toString(profile.takeError());
+      emitError(UnknownLoc::get(ctx)) << "machine=" << machine << ": "
+                                      << llvm::toString(profile.takeError());
       return signalPassFailure();
     }
     options.machine = std::move(*profile);

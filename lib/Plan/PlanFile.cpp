@@ -243,7 +243,8 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
 LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
   auto map = r.mapping(root, "a plan file must be a mapping of sections "
                              "(presets, tensor_parallel, sequence_parallel, "
-                             "data_parallel, placements, pipeline, strict)");
+                             "data_parallel, placements, pipeline, mesh, "
+                             "recompute, strict)");
   if (failed(map))
     return failure();
   return r.forEachKey(
@@ -273,10 +274,34 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
           return parsePlacements(value, spec);
         if (key == "pipeline")
           return parsePipeline(value, spec);
+        if (key == "mesh") {
+          FailureOr<std::string> v = r.scalar(value, "mesh");
+          if (failed(v))
+            return failure();
+          if (auto axes = parseMeshSpec(*v, "mesh"); !axes)
+            return r.error(value) << llvm::toString(axes.takeError());
+          spec.mesh = *v;
+          spec.meshLoc = r.locOf(value);
+          return success();
+        }
+        if (key == "recompute") {
+          auto *list = dyn_cast_or_null<yaml::SequenceNode>(value);
+          if (!list)
+            return r.error(value) << "recompute must be a list of layer "
+                                     "globs, e.g. recompute: [\"h.*\"]";
+          for (yaml::Node &item : *list) {
+            FailureOr<std::string> glob = r.scalar(&item, "a recompute glob");
+            if (failed(glob))
+              return failure();
+            spec.recompute.push_back({*glob, r.locOf(&item)});
+          }
+          return success();
+        }
         return r.error(keyNode)
                << "unknown section '" << key
                << "'; expected presets, tensor_parallel, sequence_parallel, "
-                  "data_parallel, placements, pipeline or strict";
+                  "data_parallel, placements, pipeline, mesh, recompute or "
+                  "strict";
       });
 }
 
@@ -298,6 +323,38 @@ const PipelineSpec *Plan::pipeline() const {
     if (spec.pipeline)
       return &*spec.pipeline;
   return nullptr;
+}
+
+const PlanSpec *Plan::meshSource() const {
+  for (const PlanSpec &spec : specs)
+    if (!spec.mesh.empty())
+      return &spec;
+  return nullptr;
+}
+
+std::vector<std::pair<std::string, LocationAttr>> Plan::recompute() const {
+  std::vector<std::pair<std::string, LocationAttr>> globs;
+  for (const PlanSpec &spec : specs)
+    globs.insert(globs.end(), spec.recompute.begin(), spec.recompute.end());
+  return globs;
+}
+
+FailureOr<std::string> distopt::resolvePlanMesh(MLIRContext *ctx,
+                                                StringRef flagMesh,
+                                                const Plan &plan) {
+  const PlanSpec *source = plan.meshSource();
+  if (!source)
+    return flagMesh.str();
+  for (const PlanSpec &spec : plan.specs)
+    if (!spec.mesh.empty() && spec.mesh != source->mesh)
+      return mlir::emitError(Location(spec.meshLoc))
+             << "mesh '" << spec.mesh << "' differs from mesh '" << source->mesh
+             << "' of " << source->source;
+  if (!flagMesh.empty() && flagMesh != source->mesh)
+    return mlir::emitError(Location(source->meshLoc))
+           << "the plan is for mesh '" << source->mesh << "' but --mesh is '"
+           << flagMesh << "'; leave --mesh out or make them the same";
+  return source->mesh;
 }
 
 int64_t Plan::microbatches() const {

@@ -7,6 +7,7 @@
 // annotated module instead.
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
 #include "distopt/Driver/Compilation.h"
 #include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
@@ -94,6 +95,10 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
+  // --plan auto: the search replaces the mesh and the plan with its choice.
+  auto chosen = autoplan::resolveAutoPlan(ctx, input, *options, errs());
+  if (failed(chosen))
+    return 1;
   auto compilation = Compilation::load(ctx, input, *options);
   if (failed(compilation))
     return 1;
@@ -150,8 +155,11 @@ static int runModelFlow(int argc, char **argv, StringRef input,
     }
     if (reportFormat == ReportFormat::Json)
       printReportJson(*report, outs());
-    else if (reportFormat == ReportFormat::Text)
+    else if (reportFormat == ReportFormat::Text) {
+      if (*chosen)
+        autoplan::printAutoPlanReport(**chosen, outs());
       printReportText(*report, outs());
+    }
     // The report takes stdout; -o still receives the IR.
     if (reportFormat != ReportFormat::None && output == "-")
       return 0;
@@ -222,6 +230,9 @@ int main(int argc, char **argv) {
       "--report\n"
       "      the same, costed for a cluster of H100s (or a calibrated "
       "profile)\n"
+      "  dist-opt model.onnx --train train.json --plan auto --devices 8 "
+      "--memory-budget 80GiB --machine h100 --emit-plan plan.yaml --report\n"
+      "      the fastest predicted plan that fits; the candidates it beat\n"
       "  dist-opt annotated.mlir --dist-propagate-sharding\n"
       "      run single passes, as mlir-opt does\n",
       registry);

@@ -306,6 +306,9 @@ int main(int argc, char **argv) {
   if (failed(flags))
     return 1;
   CompileOptions &options = *flags;
+  if (autoPlanFlags().requested)
+    return failWith("--plan auto is for dist-opt and dist-train; make the plan "
+                    "there with --emit-plan FILE and run it with --plan FILE");
   if (options.train)
     return failWith("dist-run runs forward models; train with dist-train");
   SmallString<128> workDir;

@@ -7,6 +7,7 @@
 // losses and trained outputs.
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
 #include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/ToolDiagnostics.h"
 #include "distopt/InitAll.h"
@@ -231,6 +232,8 @@ int main(int argc, char **argv) {
           "  dist-train model.onnx --train train.json --mesh dp=2,tp=2 --plan "
           "zero1,tp --steps 100 --tokens data.bin --batch 8 --seq 128\n"
           "  dist-train --train-test <case dir> --mesh dp=2 --plan fsdp\n"
+          "  dist-train model.onnx --train train.json --plan auto --devices 2 "
+          "--memory-budget 1GiB   (the fastest predicted plan that fits)\n"
           "  mpirun -np 4 dist-train ... --backend mpi\n"
           "  dist-train model.onnx --train train.json --mesh pp=2,dp=2 --plan "
           "pp.yaml ...   "
@@ -316,6 +319,10 @@ int main(int argc, char **argv) {
       return 1;
     options->train = std::move(*config);
   }
+  // --plan auto: the search replaces the mesh and the plan with its choice.
+  if (failed(autoplan::resolveAutoPlan(ctx, model, *options,
+                                       root ? errs() : nulls())))
+    return 1;
   const TrainConfig *config = &*options->train;
   SmallString<128> workDir;
   if (std::error_code ec =

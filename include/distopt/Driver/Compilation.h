@@ -42,10 +42,25 @@ public:
   load(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
        const CompileOptions &options);
 
+  /// `load` for a model already imported (.onnx) or parsed (.mlir) from
+  /// `modelPath`: a copy of `model` is compiled (a search compiles one model
+  /// many times and imports it once; see `importModel`).
+  static mlir::FailureOr<std::unique_ptr<Compilation>>
+  load(mlir::MLIRContext &ctx, mlir::ModuleOp model, llvm::StringRef modelPath,
+       const CompileOptions &options);
+
+  /// The model as `load` reads it, before any compile step.
+  static mlir::OwningOpRef<mlir::ModuleOp>
+  importModel(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
+              const CompileOptions &options);
+
   /// `load`, then `shard`.
   static mlir::FailureOr<std::unique_ptr<Compilation>>
   compile(mlir::MLIRContext &ctx, llvm::StringRef modelPath,
           const CompileOptions &options);
+  static mlir::FailureOr<std::unique_ptr<Compilation>>
+  compile(mlir::MLIRContext &ctx, mlir::ModuleOp model,
+          llvm::StringRef modelPath, const CompileOptions &options);
 
   /// Runs the shard phase (propagate shardings, insert reshards) and, with a
   /// pipeline, the stages phase on a copy (cut and order the stages, whose
@@ -97,6 +112,9 @@ public:
 
 private:
   Compilation() = default;
+  /// Runs the annotate phase on the model the compilation owns.
+  static mlir::FailureOr<std::unique_ptr<Compilation>>
+  annotate(std::unique_ptr<Compilation> c);
   /// Runs the phases `first` to `last` of the compile pipeline on `module`.
   mlir::LogicalResult runPhases(mlir::ModuleOp module, CompilePhase first,
                                 CompilePhase last, int64_t rank = -1);

@@ -1,9 +1,9 @@
 //===- CompileFlags.h - the command-line flags every tool shares -*- C++
 //-*-===//
 //
-// --mesh, --plan, --strict-plan, --dim, --train, --machine and
-// --debug-diagnostics mean the same in dist-opt, dist-run and dist-train:
-// they are declared once, here.
+// --mesh, --plan, --strict-plan, --dim, --train, --machine, --devices,
+// --memory-budget, --emit-plan and --debug-diagnostics mean the same in
+// dist-opt, dist-run and dist-train: they are declared once, here.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_DRIVER_COMPILEFLAGS_H
@@ -32,9 +32,18 @@ llvm::StringRef trainConfigFlag();
 std::string meshFlagText();
 std::string planFlagText();
 
-/// CompileOptions from the flags: the mesh, the plans and the training
-/// config (parsed, with errors as diagnostics on `ctx`) and the dimension
-/// bindings.
+/// --plan auto and the flags that go with it, as given (the AutoPlan
+/// library reads them; see docs/auto-plan.md).
+struct AutoPlanFlags {
+  bool requested = false; // --plan auto
+  int64_t devices = 0;    // --devices (0: not given)
+  std::string memoryBudget, emitPlan;
+};
+AutoPlanFlags autoPlanFlags();
+
+/// CompileOptions from the flags (with --plan auto, no plan yet): the mesh, the
+/// plans and the training config (parsed, with errors as diagnostics on `ctx`)
+/// and the dimension bindings.
 mlir::FailureOr<CompileOptions> compileOptionsFromFlags(mlir::MLIRContext &ctx);
 
 } // namespace distopt

@@ -71,6 +71,13 @@ struct PlanSpec {
   std::vector<ExplicitPlacement> placements;
   std::optional<PipelineSpec> pipeline;
   bool strict = false; // `strict: true`: unmatched patterns are errors
+  /// `mesh: dp=2,tp=4`: the mesh the plan was made for (--mesh may be left
+  /// out; given, it must be the same).
+  std::string mesh;
+  mlir::LocationAttr meshLoc;
+  /// `recompute: [globs]`: layers whose activations a training step
+  /// recomputes, added to the training config's `recompute`.
+  std::vector<std::pair<std::string, mlir::LocationAttr>> recompute;
 };
 
 /// Everything the `--plan` arguments say, in order.
@@ -83,6 +90,10 @@ struct Plan {
   const PipelineSpec *pipeline() const;
   /// Microbatches of the pipeline section (1 without one).
   int64_t microbatches() const;
+  /// The mesh a plan file names ("" if none does).
+  const PlanSpec *meshSource() const;
+  /// Every plan file's `recompute` globs, in order.
+  std::vector<std::pair<std::string, mlir::LocationAttr>> recompute() const;
   bool empty() const { return specs.empty(); }
 };
 
@@ -111,6 +122,12 @@ void stripDistribution(mlir::ModuleOp module);
 /// file's line.
 mlir::FailureOr<Plan> parsePlans(mlir::MLIRContext *ctx,
                                  llvm::ArrayRef<std::string> args);
+
+/// The mesh a compile uses: `flagMesh` (--mesh) or, when it is empty, the
+/// mesh a plan file names; a diagnostic when both are given and differ.
+mlir::FailureOr<std::string> resolvePlanMesh(mlir::MLIRContext *ctx,
+                                             llvm::StringRef flagMesh,
+                                             const Plan &plan);
 
 /// Parses one plan file.
 mlir::FailureOr<PlanSpec> parsePlanFile(mlir::MLIRContext *ctx,

@@ -1,0 +1,169 @@
+//===- AutoPlan.h - choose the plan: fastest predicted that fits -*- C++
+//-*-===//
+//
+// `--plan auto`: enumerate plans (mesh factorisations into dp x tp x pp,
+// the ZeRO level of dp, sequence parallelism with tp, pipeline schedules and
+// microbatches, recomputation of the repeated layers), compile each with the
+// compiler itself and read its report (the one cost model, the liveness
+// memory), and keep the fastest predicted step whose predicted per-rank peak
+// memory fits the budget. A lower bound on each candidate's model states
+// rules out, before compiling, those that cannot fit. See
+// docs/auto-plan.md.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_AUTOPLAN_AUTOPLAN_H
+#define DISTOPT_AUTOPLAN_AUTOPLAN_H
+
+#include "distopt/Driver/CompilePipeline.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace distopt::autoplan {
+
+/// "80GiB", "512MiB", "1.5GB", "4096" (bytes): binary units KiB..TiB,
+/// decimal KB..TB, B.
+llvm::Expected<int64_t> parseByteSize(llvm::StringRef text);
+
+/// One point of the search space.
+struct Candidate {
+  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t zero = 0; // ZeRO level of dp: 0 dp, 1, 2, 3 fsdp
+  bool sequenceParallel = false;
+  std::string schedule; // pipeline schedule ("" without pp)
+  int64_t microbatches = 1;
+  int64_t virtualStages = 1;
+  bool recompute = false;
+
+  /// "pp=2,dp=2,tp=2": axes of size > 1, outer to inner ("dp=1" for one
+  /// device).
+  std::string mesh() const;
+  /// The presets the plan applies: dp/zero1/zero2/fsdp, tp, sp.
+  std::vector<std::string> presets() const;
+  /// "zero2,tp,sp + pp 1f1b x4 + recompute".
+  std::string describe() const;
+};
+
+/// What the space is drawn from.
+struct SearchSpace {
+  int64_t devices = 1;
+  /// --mesh fixed the axis sizes (dp, tp, pp; absent axes are 1).
+  bool fixedMesh = false;
+  int64_t dp = 1, tp = 1, pp = 1;
+  /// The repeated layers ("h.*"; "" when the model has none): the pipeline's
+  /// split and the recompute glob.
+  std::string layerGlob;
+  int64_t layers = 0;
+  bool training = false;
+  /// Largest tp considered (a node's devices: tensor parallelism needs the
+  /// fast links).
+  int64_t maxTensorParallel = 8;
+};
+
+/// Every candidate of `space`, in a fixed order.
+std::vector<Candidate> enumerateCandidates(const SearchSpace &space);
+
+/// `base` with the candidate's mesh, plan and recompute.
+CompileOptions candidateOptions(mlir::MLIRContext *ctx,
+                                const CompileOptions &base,
+                                const Candidate &candidate,
+                                llvm::StringRef layerGlob);
+
+/// The compiler's predictions for one compiled candidate (rank 0 and, with
+/// a pipeline, each stage's representative; microseconds and bytes).
+struct Prediction {
+  double computeUs = 0; // without the bubble and the recomputation
+  double communicationUs = 0;
+  double bubbleUs = 0;
+  double recomputeUs = 0; // set by the search from the twin without it
+  double stepUs = 0;
+  int64_t parameterBytes = 0;      // busiest rank
+  int64_t optimizerStateBytes = 0; // busiest rank
+  int64_t gradientBytes = 0;       // busiest rank (live during backward)
+  int64_t activationBytes = 0;     // peak live, gradients excluded
+  int64_t peakBytes = 0;           // parameters + states + live peak
+  /// The largest of the four memory terms, in words.
+  std::string dominantTerm() const;
+};
+
+/// What the search knows of one candidate.
+struct Evaluation {
+  Candidate candidate;
+  enum class Status { Compiled, Rejected, Screened, Dominated } status;
+  Prediction prediction;
+  /// Rejected: the compiler's first error; Screened: the bound; Dominated:
+  /// what makes it no better than one already compiled.
+  std::string reason;
+  bool fits = false;
+};
+
+/// Bytes the search bounds memory with, measured once on the unsharded step.
+struct ModelStateBytes {
+  int64_t parameters = 0;      // all parameters
+  int64_t optimizerStates = 0; // all optimizer states
+};
+
+/// A lower bound on a candidate's per-rank model states: every byte
+/// divided as far as its axes could divide it.
+int64_t modelStateLowerBound(const ModelStateBytes &bytes,
+                             const Candidate &candidate);
+
+/// Compiles `candidate` on a copy of `imported` (the model `model` as
+/// Compilation::importModel reads it; diagnostics captured, not printed) and
+/// predicts.
+Evaluation evaluateCandidate(mlir::MLIRContext &ctx, mlir::ModuleOp imported,
+                             llvm::StringRef model, const CompileOptions &base,
+                             const Candidate &candidate,
+                             llvm::StringRef layerGlob);
+
+struct SearchOptions {
+  int64_t devices = 0;                 // --devices (0: from --mesh)
+  std::string meshSpec;                // --mesh: the shape is fixed
+  std::optional<int64_t> memoryBudget; // bytes
+};
+
+struct SearchResult {
+  std::vector<Evaluation> evaluations;
+  int64_t winner = -1; // index into evaluations
+  int64_t compiled = 0, rejected = 0, screened = 0, dominated = 0, fit = 0;
+  std::optional<int64_t> memoryBudget;
+  std::string layerGlob;
+  double seconds = 0;
+  /// The winner's compile options.
+  CompileOptions options;
+};
+
+/// Runs the search; errors (no candidate compiles, nothing fits the budget)
+/// are diagnostics on `ctx`.
+mlir::FailureOr<SearchResult> searchPlans(mlir::MLIRContext &ctx,
+                                          llvm::StringRef model,
+                                          const CompileOptions &base,
+                                          const SearchOptions &options);
+
+/// `auto plan: <plan> on mesh <mesh>: predicted step X ms, peak memory Y MiB
+/// per rank (N candidates, M fit)`.
+void printAutoPlanLine(const SearchResult &result, llvm::raw_ostream &os);
+/// The --report section: the top five, where each loses to the winner, and
+/// the candidates the compiler rejected or the bound ruled out.
+void printAutoPlanReport(const SearchResult &result, llvm::raw_ostream &os);
+/// The winner as a plan file with its mesh (`--plan FILE` alone reproduces
+/// the compile).
+void writeAutoPlanFile(const SearchResult &result, llvm::raw_ostream &os);
+
+/// For the tools: if `--plan auto` was given, runs the search on `model`,
+/// prints the `auto plan:` line to `log`, writes --emit-plan, and replaces
+/// `options` with the winner's. Returns the search (nullopt without `--plan
+/// auto`); failure after a diagnostic.
+mlir::FailureOr<std::optional<SearchResult>>
+resolveAutoPlan(mlir::MLIRContext &ctx, llvm::StringRef model,
+                CompileOptions &options, llvm::raw_ostream &log);
+
+} // namespace distopt::autoplan
+
+#endif // DISTOPT_AUTOPLAN_AUTOPLAN_H

@@ -1,0 +1,144 @@
+//===- Output.cpp - what --plan auto tells the user -------------*- C++ -*-===//
+//
+// The one-line verdict, the --report section (the five best predictions and
+// the terms where each loses to the winner; what was not compiled and why)
+// and the plan file that reproduces the winner.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <map>
+
+using namespace llvm;
+using namespace distopt;
+using namespace distopt::autoplan;
+
+static double toMiB(int64_t bytes) { return bytes / 1048576.0; }
+
+void distopt::autoplan::printAutoPlanLine(const SearchResult &result,
+                                          raw_ostream &os) {
+  const Evaluation &w = result.evaluations[result.winner];
+  os << "auto plan: " << w.candidate.describe() << " on mesh "
+     << w.candidate.mesh() << ": "
+     << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
+               w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes))
+     << " (" << result.compiled << " candidates, " << result.fit << " fit)\n";
+}
+
+/// "communication +0.120 ms, bubble +0.050 ms": the terms in which `e` is
+/// worse than the winner `w`.
+static std::string losses(const Evaluation &e, const Evaluation &w,
+                          std::optional<int64_t> budget) {
+  std::string out;
+  auto add = [&](const std::string &term) {
+    out += (out.empty() ? "" : ", ") + term;
+  };
+  const Prediction &p = e.prediction, &q = w.prediction;
+  // Differences under 0.5% of the winner's step are noise of the model.
+  double noise = 0.005 * q.stepUs;
+  std::pair<const char *, double> terms[] = {
+      {"compute", p.computeUs - q.computeUs},
+      {"communication", p.communicationUs - q.communicationUs},
+      {"bubble", p.bubbleUs - q.bubbleUs},
+      {"recompute", p.recomputeUs - q.recomputeUs}};
+  for (auto [name, delta] : terms)
+    if (delta > noise)
+      add(std::string(name) + " " + formatv("+{0:F3} ms", delta / 1e3).str());
+  if (!e.fits && budget)
+    add(formatv("memory {0:F2} MiB over the budget",
+                toMiB(p.peakBytes - *budget))
+            .str());
+  return out.empty() ? "-" : out;
+}
+
+void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
+                                            raw_ostream &os) {
+  int64_t total = result.evaluations.size();
+  os << "== --plan auto: " << total << " candidates: " << result.compiled
+     << " compiled and predicted, " << result.rejected
+     << " rejected by the compiler, " << result.screened
+     << " ruled out by the memory bound, " << result.dominated
+     << " skipped as recompute of a plan that fits; " << result.fit << " fit";
+  if (result.memoryBudget)
+    os << format(" the budget of %.2f MiB", toMiB(*result.memoryBudget));
+  os << format(" (%.2f s)\n", result.seconds);
+  if (!result.layerGlob.empty())
+    os << "repeated layers: " << result.layerGlob
+       << " (pipeline split and recompute glob)\n";
+  // The winner, then the fastest others, fitting or not.
+  std::vector<const Evaluation *> ranked;
+  for (const Evaluation &e : result.evaluations)
+    if (e.status == Evaluation::Status::Compiled &&
+        &e != &result.evaluations[result.winner])
+      ranked.push_back(&e);
+  std::stable_sort(ranked.begin(), ranked.end(), [](auto *a, auto *b) {
+    return a->prediction.stepUs < b->prediction.stepUs;
+  });
+  ranked.insert(ranked.begin(), &result.evaluations[result.winner]);
+  if (ranked.size() > 5)
+    ranked.resize(5);
+  const Evaluation &w = *ranked.front();
+  os << "top candidates (predicted; step = compute + communication + bubble "
+        "+ recompute):\n";
+  os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s  %s\n", "#",
+               "plan", "mesh", "step ms", "compute", "comm", "bubble", "recomp",
+               "peak MiB", "loses on");
+  for (auto [i, e] : llvm::enumerate(ranked)) {
+    const Prediction &p = e->prediction;
+    os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f  ",
+                 int(i + 1), e->candidate.describe().c_str(),
+                 e->candidate.mesh().c_str(), p.stepUs / 1e3, p.computeUs / 1e3,
+                 p.communicationUs / 1e3, p.bubbleUs / 1e3, p.recomputeUs / 1e3,
+                 toMiB(p.peakBytes))
+       << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
+  }
+  // What was not compiled, grouped by why.
+  for (auto status :
+       {Evaluation::Status::Rejected, Evaluation::Status::Screened}) {
+    std::map<std::string, std::vector<const Evaluation *>> byReason;
+    for (const Evaluation &e : result.evaluations)
+      if (e.status == status)
+        byReason[e.reason].push_back(&e);
+    if (byReason.empty())
+      continue;
+    os << (status == Evaluation::Status::Rejected
+               ? "rejected by the compiler:\n"
+               : "ruled out before compiling (lower bound over the budget):\n");
+    for (auto &[reason, list] : byReason)
+      os << "  " << list.size() << " candidate(s), e.g. "
+         << list.front()->candidate.describe() << " on mesh "
+         << list.front()->candidate.mesh() << ": " << reason << "\n";
+  }
+  os << "\n";
+}
+
+void distopt::autoplan::writeAutoPlanFile(const SearchResult &result,
+                                          raw_ostream &os) {
+  const Evaluation &w = result.evaluations[result.winner];
+  const Candidate &c = w.candidate;
+  os << "# --plan auto chose " << c.describe() << ": "
+     << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
+               w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes))
+     << "\n";
+  os << "mesh: " << c.mesh() << "\n";
+  std::vector<std::string> presets = c.presets();
+  if (!presets.empty()) {
+    os << "presets: [";
+    llvm::interleaveComma(presets, os);
+    os << "]\n";
+  }
+  if (c.pp > 1) {
+    os << "pipeline:\n"
+       << "  split: \"" << result.layerGlob << "\"\n"
+       << "  microbatches: " << c.microbatches << "\n"
+       << "  schedule: " << c.schedule << "\n";
+    if (c.virtualStages > 1)
+      os << "  virtual_stages: " << c.virtualStages << "\n";
+  }
+  if (c.recompute)
+    os << "recompute: [\"" << result.layerGlob << "\"]\n";
+}

@@ -1,0 +1,46 @@
+//===- ToolFlags.cpp - --plan auto for the tools ----------------*- C++ -*-===//
+#include "distopt/AutoPlan/AutoPlan.h"
+
+#include "distopt/Driver/CompileFlags.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::autoplan;
+
+FailureOr<std::optional<SearchResult>>
+distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
+                                   CompileOptions &options,
+                                   llvm::raw_ostream &log) {
+  AutoPlanFlags flags = autoPlanFlags();
+  if (!flags.requested)
+    return std::optional<SearchResult>();
+  Location loc = UnknownLoc::get(&ctx);
+  SearchOptions search;
+  search.devices = flags.devices;
+  search.meshSpec = options.meshSpec;
+  if (!flags.memoryBudget.empty()) {
+    auto budget = parseByteSize(flags.memoryBudget);
+    if (!budget)
+      return emitError(loc)
+             << "--memory-budget: " << llvm::toString(budget.takeError());
+    search.memoryBudget = *budget;
+  }
+  FailureOr<SearchResult> result = searchPlans(ctx, model, options, search);
+  if (failed(result))
+    return failure();
+  printAutoPlanLine(*result, log);
+  if (!flags.emitPlan.empty()) {
+    std::string error;
+    auto file = openOutputFile(flags.emitPlan, &error);
+    if (!file)
+      return emitError(loc) << "--emit-plan: " << error;
+    writeAutoPlanFile(*result, file->os());
+    file->keep();
+  }
+  options = result->options;
+  return std::optional<SearchResult>(std::move(*result));
+}
