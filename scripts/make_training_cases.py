@@ -716,7 +716,7 @@ unscaled).""",
         what="the GPT of gpt_adamw trained with `precision: bf16` (bf16 "
              "compute, f32 masters, gradients and optimizer)",
         seed=19, precision="bf16",
-        tolerance={"loss_rtol": 2e-3, "probe_atol": 2e-2, "probe_rtol": 2e-2},
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.15, "probe_rtol": 0},
         ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
         inputs=["input_ids"], output="logits",
         data=lambda: make_lm_data(300, 4, 16, 4, 219, ignore=True),
@@ -732,14 +732,18 @@ runs forward and backward; the loss is the cross-entropy of the logits cast
 to f32; the copy's gradients are copied to f32, clipped, and AdamW updates
 the f32 masters. The probe output is the f32 masters' forward in f32.
 `losses_f32` are the same model's losses trained in f32. bf16 rounds to 8
-significant bits, so the case carries its own `tolerance`.""",
+significant bits, and a trainer that rounds at the same places but sums in
+another order, or writes a gradient as several bf16 ops where torch has one
+fused kernel (GELU's), drifts from torch as far as torch's bf16 run drifts
+from its f32 run (below); the case's `tolerance` allows that: losses to
+1.5e-3 relative, probe outputs to 0.15.""",
     ),
     dict(
         name="gpt_bf16_small_lr",
         what="the GPT in bf16 with a learning rate below half a bf16 ulp of "
              "the weights: only f32 masters move",
         seed=23, precision="bf16", small_lr=True,
-        tolerance={"loss_rtol": 2e-3, "probe_atol": 1e-3, "probe_rtol": 0},
+        tolerance={"loss_rtol": 1e-3, "probe_atol": 4e-3, "probe_rtol": 0},
         ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
         inputs=["input_ids"], output="logits",
         data=lambda: make_lm_data(300, 4, 16, 4, 223, ignore=False),
@@ -1004,6 +1008,15 @@ def make_case(case):
     for i, (n, t) in enumerate(zip(case["inputs"], probe)):
         write_tensor(os.path.join(pd, f"input_{i}.pb"), t, n)
     write_tensor(os.path.join(pd, "output_0.pb"), out, case["output"])
+    if f32_model is not None:
+        with torch.no_grad():
+            out_f32 = f32_model(*probe)
+        rel = max(abs(a - b) / abs(b) for a, b in zip(losses, losses_f32))
+        facts.append(f"torch's own f32 training of this model: losses within "
+                     f"{rel:.2g} relative of the bf16 ones, probe outputs within "
+                     f"{float((out - out_f32).abs().max()):.3g} (outputs up to "
+                     f"{float(out.abs().max()):.3g}): bf16's rounding noise, "
+                     f"which bounds how closely another bf16 trainer can match")
     if case.get("small_lr"):
         moved = float((out - probe_before).abs().max())
         atol = case["tolerance"]["probe_atol"]
