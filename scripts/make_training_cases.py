@@ -739,6 +739,25 @@ from its f32 run (below); the case's `tolerance` allows that: losses to
 1.5e-3 relative, probe outputs to 0.15.""",
     ),
     dict(
+        name="gpt_bf16_accumulate",
+        what="the GPT of gpt_accumulate in bf16: 4 microbatches per step, "
+             "their f32 gradients summed in f32",
+        seed=29, precision="bf16", accumulate=4,
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.1, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 2, 16, 3 * 4, 229, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=3,
+        notes="""\
+`gpt_accumulate`'s layout (4 microbatches of 2 rows per step), at lr 1e-3,
+trained as `gpt_bf16` is: each microbatch's bf16 gradients are cast to f32 and added
+to the f32 masters' gradients (Megatron's `main_grad`), then clipping and
+AdamW run once per step in f32.""",
+    ),
+    dict(
         name="gpt_bf16_small_lr",
         what="the GPT in bf16 with a learning rate below half a bf16 ulp of "
              "the weights: only f32 masters move",
