@@ -33,6 +33,7 @@ CI depends on torch.
 """
 
 import collections
+import copy
 import fnmatch
 import json
 import math
@@ -58,6 +59,15 @@ IGNORE_INDEX = -100
 # --------------------------------------------------------------------------
 
 
+def in_f32(fn, x):
+    """fn(x) computed in float32 and returned in x's dtype: what a mixed
+    precision policy's keep_f32 ops do. On float32 input it is fn(x) itself,
+    so the f32 cases' exports do not change."""
+    if x.dtype == torch.float32:
+        return fn(x)
+    return fn(x.float()).to(x.dtype)
+
+
 class GPTAttention(nn.Module):
     """nanoGPT's causal self-attention: fused c_attn, c_proj, and the causal
     mask as a registered buffer `bias` that every forward slices."""
@@ -80,7 +90,7 @@ class GPTAttention(nn.Module):
         v = v.view(B, T, self.heads, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
-        y = F.softmax(att, dim=-1) @ v
+        y = in_f32(lambda a: F.softmax(a, dim=-1), att) @ v
         return self.c_proj(y.transpose(1, 2).contiguous().view(B, T, C))
 
 
@@ -701,6 +711,72 @@ distinct parameters with equal initial values: a trainer that ties them
 trains another model (no clipping, so the gradients are compared
 unscaled).""",
     ),
+    dict(
+        name="gpt_bf16",
+        what="the GPT of gpt_adamw trained with `precision: bf16` (bf16 "
+             "compute, f32 masters, gradients and optimizer)",
+        seed=19, precision="bf16",
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.15, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 4, 219, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=4,
+        notes="""\
+The model of `gpt_adamw` (other random weights and batches), trained by
+torch as the policy says: every step, a bf16 copy of the f32 master model
+(LayerNorms keep f32 parameters and compute in f32, softmax computes in f32)
+runs forward and backward; the loss is the cross-entropy of the logits cast
+to f32; the copy's gradients are copied to f32, clipped, and AdamW updates
+the f32 masters. The probe output is the f32 masters' forward in f32.
+`losses_f32` are the same model's losses trained in f32. bf16 rounds to 8
+significant bits, and a trainer that rounds at the same places but sums in
+another order, or writes a gradient as several bf16 ops where torch has one
+fused kernel (GELU's), drifts from torch as far as torch's bf16 run drifts
+from its f32 run (below); the case's `tolerance` allows that: losses to
+1.5e-3 relative, probe outputs to 0.15.""",
+    ),
+    dict(
+        name="gpt_bf16_accumulate",
+        what="the GPT of gpt_accumulate in bf16: 4 microbatches per step, "
+             "their f32 gradients summed in f32",
+        seed=29, precision="bf16", accumulate=4,
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.1, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 2, 16, 3 * 4, 229, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=3,
+        notes="""\
+`gpt_accumulate`'s layout (4 microbatches of 2 rows per step), at lr 1e-3,
+trained as `gpt_bf16` is: each microbatch's bf16 gradients are cast to f32 and added
+to the f32 masters' gradients (Megatron's `main_grad`), then clipping and
+AdamW run once per step in f32.""",
+    ),
+    dict(
+        name="gpt_bf16_small_lr",
+        what="the GPT in bf16 with a learning rate below half a bf16 ulp of "
+             "the weights: only f32 masters move",
+        seed=23, precision="bf16", small_lr=True,
+        tolerance={"loss_rtol": 1e-3, "probe_atol": 4e-3, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 4, 223, ignore=False),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 2e-5, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.0},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=None, steps=4,
+        notes="""\
+The GPT of `gpt_bf16` with AdamW at lr 2e-5 and no weight decay: Adam moves
+each element by about lr per step, less than half a bf16 ulp of almost
+every weight (the script counts them, below), so weights kept only in bf16
+would not change at all; the f32 masters do, and the probe output (the f32
+masters' forward) moves by more than the case's probe tolerance.""",
+    ),
 ]
 
 
@@ -828,6 +904,80 @@ def to_json(obj, indent=""):
     return json.dumps(obj)
 
 
+PRECISION_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def working_copy(master, dtype):
+    """A mixed-precision policy's compute copy of the f32 master model:
+    parameters and buffers in `dtype`, except the normalisations, which keep
+    f32 parameters and compute in f32 (input cast in, output cast back);
+    softmax computes in f32 in the model's own code (in_f32)."""
+    work = copy.deepcopy(master).to(dtype)
+    for mod in work.modules():
+        if isinstance(mod, nn.LayerNorm):
+            mod.float()
+            mod.register_forward_pre_hook(
+                lambda m, inp: tuple(t.float() for t in inp))
+            mod.register_forward_hook(lambda m, inp, out: out.to(dtype))
+    return work
+
+
+def train(case, model, batches, dtype, case_dir=None):
+    """Trains `model` (f32, the masters) on the batches as the case says and
+    returns the losses and the (pre-clip) gradient norms. With another
+    `dtype` forward and backward run on a copy in that dtype, refreshed from
+    the masters every step; its gradients are copied to f32 and summed over
+    microbatches in f32, and clipping and the optimizer run on the f32
+    masters. With `case_dir`, writes each step's batch there."""
+    opt = make_optimizer(case, model)
+    sched = make_scheduler(case, opt)
+    params = [p for p in model.parameters() if p.requires_grad]
+    work = working_copy(model, dtype) if dtype != torch.float32 else model
+    work_params = [p for p in work.parameters() if p.requires_grad]
+    assert len(work_params) == len(params)
+    losses, norms = [], []
+    micro = case.get("accumulate", 1)
+    for k in range(case["steps"]):
+        opt.zero_grad()
+        if work is not model:
+            with torch.no_grad():
+                for w, p in zip(work_params, params):
+                    w.copy_(p)  # rounds to the compute dtype
+            for p in params:
+                p.grad = torch.zeros_like(p)
+        total = 0.0
+        for j in range(micro):
+            inputs, labels = batches[k * micro + j]
+            if case_dir is not None:
+                sd = os.path.join(case_dir, f"step_{k}")
+                if micro > 1:
+                    sd = os.path.join(sd, f"micro_{j}")
+                os.makedirs(sd)
+                for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
+                    write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
+                if labels is not None:
+                    write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+            out = work(*inputs)
+            loss = compute_loss(case, out.float(), labels)
+            (loss / micro).backward()
+            total += loss.item()
+            if work is not model:
+                for w, p in zip(work_params, params):
+                    p.grad += w.grad.float()
+                    w.grad = None
+        if case["clip_grad_norm"] is not None:
+            norms.append(float(torch.nn.utils.clip_grad_norm_(
+                params, case["clip_grad_norm"])))
+        else:
+            norms.append(float(torch.norm(torch.stack(
+                [torch.norm(p.grad) for p in params]))))
+        opt.step()
+        if sched is not None:
+            sched.step()
+        losses.append(f32(total / micro))
+    return losses, norms
+
+
 def make_case(case):
     case_dir = os.path.join(TRAIN_DIR, case["name"])
     if os.path.exists(case_dir):
@@ -858,38 +1008,17 @@ def make_case(case):
     onnx.checker.check_model(model_path)
     inits, trainable = check_names(case, model, proto)
 
-    # Train in torch on the same batches.
-    opt = make_optimizer(case, model)
-    sched = make_scheduler(case, opt)
-    params = [p for p in model.parameters() if p.requires_grad]
-    losses, norms = [], []
-    micro = case.get("accumulate", 1)
-    for k in range(case["steps"]):
-        opt.zero_grad()
-        total = 0.0
-        for j in range(micro):
-            inputs, labels = batches[k * micro + j]
-            sd = os.path.join(case_dir, f"step_{k}")
-            if micro > 1:
-                sd = os.path.join(sd, f"micro_{j}")
-            os.makedirs(sd)
-            for i, (n, t) in enumerate(zip(case["inputs"], inputs)):
-                write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
-            if labels is not None:
-                write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
-            loss = compute_loss(case, model(*inputs), labels)
-            (loss / micro).backward()
-            total += loss.item()
-        if case["clip_grad_norm"] is not None:
-            norms.append(float(torch.nn.utils.clip_grad_norm_(
-                params, case["clip_grad_norm"])))
-        else:
-            norms.append(float(torch.norm(torch.stack(
-                [torch.norm(p.grad) for p in params]))))
-        opt.step()
-        if sched is not None:
-            sched.step()
-        losses.append(f32(total / micro))
+    # Train in torch on the same batches (a mixed-precision case also in
+    # float32, for comparison).
+    dtype = PRECISION_DTYPES[case.get("precision", "f32")]
+    f32_model = copy.deepcopy(model) if dtype != torch.float32 else None
+    facts = []
+    if case.get("small_lr"):
+        facts += small_lr_facts(case, model)
+        with torch.no_grad():
+            probe_before = model(*probe)
+    losses, norms = train(case, model, batches, dtype, case_dir)
+    losses_f32 = train(case, f32_model, batches, torch.float32)[0] if f32_model else None
 
     pd = os.path.join(case_dir, "probe")
     os.makedirs(pd)
@@ -898,6 +1027,24 @@ def make_case(case):
     for i, (n, t) in enumerate(zip(case["inputs"], probe)):
         write_tensor(os.path.join(pd, f"input_{i}.pb"), t, n)
     write_tensor(os.path.join(pd, "output_0.pb"), out, case["output"])
+    if f32_model is not None:
+        with torch.no_grad():
+            out_f32 = f32_model(*probe)
+        rel = max(abs(a - b) / abs(b) for a, b in zip(losses, losses_f32))
+        facts.append(f"torch's own f32 training of this model: losses within "
+                     f"{rel:.2g} relative of the bf16 ones, probe outputs within "
+                     f"{float((out - out_f32).abs().max()):.3g} (outputs up to "
+                     f"{float(out.abs().max()):.3g}): bf16's rounding noise, "
+                     f"which bounds how closely another bf16 trainer can match")
+    if case.get("small_lr"):
+        moved = float((out - probe_before).abs().max())
+        atol = case["tolerance"]["probe_atol"]
+        facts.append(f"the f32 masters' probe output moves by up to {moved:.3g} "
+                     f"over the {case['steps']} steps; the case's probe_atol is "
+                     f"{atol:g}, so a trainer whose weights did not move fails it")
+        if moved < 4 * atol:
+            raise RuntimeError(f"{case['name']}: the probe moves by {moved:.3g}, "
+                               f"not clearly more than probe_atol {atol}")
 
     spec = collections.OrderedDict()
     spec["output"] = case["output"]
@@ -910,14 +1057,45 @@ def make_case(case):
     if case["clip_grad_norm"] is not None:
         spec["clip_grad_norm"] = case["clip_grad_norm"]
     spec["steps"] = case["steps"]
+    micro = case.get("accumulate", 1)
     if micro > 1:
         spec["gradient_accumulation_steps"] = micro
+    if "precision" in case:
+        spec["precision"] = case["precision"]
     spec["losses"] = losses
+    if losses_f32 is not None:
+        spec["losses_f32"] = losses_f32
+    if "tolerance" in case:
+        spec["tolerance"] = case["tolerance"]
     with open(os.path.join(case_dir, "train.json"), "w") as f:
         f.write(to_json(spec) + "\n")
 
     assert len(batches) == case["steps"] * micro
-    return summarise(case, case_dir, model, proto, inits, trainable, losses, norms)
+    s = summarise(case, case_dir, model, proto, inits, trainable, losses, norms)
+    s["losses_f32"] = losses_f32
+    s["facts"] = facts
+    return s
+
+
+def small_lr_facts(case, model):
+    """How many trained elements an update of about lr (Adam's step size)
+    would leave unchanged if they were stored in bf16 (lr below half the
+    bf16 ulp of the element)."""
+    lr = case["optimizer"]["lr"]
+    below, total = 0, 0
+    for p in model.parameters():
+        if not p.requires_grad:
+            continue
+        b = p.detach().to(torch.bfloat16).float()
+        # the bf16 ulp of |b|: 2^(exponent - 7)
+        ulp = torch.pow(2.0, torch.floor(torch.log2(b.abs().clamp_min(1e-30))) - 7)
+        below += int((lr < ulp / 2).sum())
+        total += p.numel()
+    if below < 0.9 * total:
+        raise RuntimeError(f"{case['name']}: lr {lr} is below half a bf16 ulp "
+                           f"of only {below} of {total} elements")
+    return [f"lr {lr:g} is below half the bf16 ulp of {below} of the {total} "
+            f"trained elements ({100 * below / total:.1f}%)"]
 
 
 def summarise(case, case_dir, model, proto, inits, trainable, losses, norms):
@@ -970,6 +1148,10 @@ def print_summary(s):
     print(f"   {kind}: {[round(n, 4) for n in s['norms']]}"
           + (f"  clip {s['clip']}: clipped in steps {s['clipped']}"
              if s["clip"] is not None else ""))
+    for fact in s.get("facts", []):
+        print(f"   {fact}")
+    if s.get("losses_f32"):
+        print(f"   losses trained in f32: {s['losses_f32']}")
 
 
 DOC_HEAD = """\
@@ -1006,9 +1188,19 @@ test/data/train/<case>/probe/output_0.pb   the model's output on it after the la
  "clip_grad_norm": 0.5,                               # only when clipping is on
  "steps": 4,
  "gradient_accumulation_steps": 4,                    # only when accumulating: microbatches per step
- "losses": [...]}                                     # torch's loss of step K, before its update
+ "precision": "bf16",                                 # only for mixed precision (docs/training.md)
+ "losses": [...],                                     # torch's loss of step K, before its update
                                                       # (the mean over its microbatches)
+ "losses_f32": [...],                                 # mixed precision: the same training in float32
+                                                      # (for comparison; nothing checks it)
+ "tolerance": {"loss_rtol": 2e-3,                     # optional: how close a trainer must come;
+               "probe_atol": 2e-2, "probe_rtol": 2e-2}}   # default 1e-4, 1e-3, 1e-3
 ```
+
+`dist-train --train-test` checks each step's loss to `loss_rtol` (relative)
+and the trained model's probe output to `probe_atol + probe_rtol·|torch|`
+element by element; a case without `tolerance` gets the defaults, which
+fit float32 training.
 
 Losses are float32 values written as the shortest decimal that reads back to
 the same float32.
@@ -1095,6 +1287,20 @@ After the last step, the forward of `probe/` inputs gives `probe/output_0.pb`.
 Expected agreement for a float32 trainer: losses about 1e-6 relative, probe
 output about 1e-5.
 
+### Mixed precision (`"precision": "bf16"`)
+
+torch trains as Megatron's bf16 and FSDP2's `MixedPrecisionPolicy` do:
+the model's parameters are the f32 masters. Every step a bf16 copy is
+refreshed from them (round to nearest even); forward and backward run on
+the copy, except that LayerNorms keep f32 parameters and compute in f32
+(input cast to f32, output back to bf16) and softmax computes in f32; the
+loss is computed on the output cast to f32; each gradient of the copy is
+cast to f32 and summed over microbatches in f32 into the masters'
+gradients; clipping, AdamW and its states run on the f32 masters. The
+probe output is the f32 masters' forward in f32. A bf16 trainer rounds at
+the same places but sums in another order, so the case says its
+`tolerance`.
+
 ## What the exports look like (do_constant_folding=False)
 
 - Initializer names are the torch parameter/buffer names. A Linear on a 3-D
@@ -1160,7 +1366,15 @@ def write_doc(summaries):
                      + (": " + ", ".join(f"`{n}`" for n in s["frozen"])
                         if 0 < len(s["frozen"]) <= 4 else ""))
         lines.append(f"- no_decay: `{json.dumps(c['no_decay'])}`")
+        if "precision" in c:
+            lines.append(f"- precision: `{c['precision']}`; tolerance: "
+                         f"`{json.dumps(c['tolerance'])}`")
         lines.append("- losses: " + ", ".join(str(x) for x in s["losses"]))
+        if s.get("losses_f32"):
+            lines.append("- losses trained in f32 (`losses_f32`): "
+                         + ", ".join(str(x) for x in s["losses_f32"]))
+        for fact in s.get("facts", []):
+            lines.append(f"- {fact}")
         kind = "pre-clip gradient norms" if s["clip"] is not None else "gradient norms"
         lines.append(f"- {kind}: " + ", ".join(f"{n:.4f}" for n in s["norms"]))
         if s["identities"]:

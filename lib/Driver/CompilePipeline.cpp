@@ -34,6 +34,10 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
   if (runs(CompilePhase::Annotate)) {
     if (options.singleDevice)
       pm.addPass(createDistStripDistribution());
+    // Mixed precision on the forward, so that differentiating it gives
+    // the casts' gradients (f32 gradients of f32 parameters).
+    if (options.train && options.train->precision.mixed())
+      pm.addPass(createDistApplyPrecision(options.train->precision));
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.
     if (options.train) {

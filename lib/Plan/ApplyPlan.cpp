@@ -54,6 +54,7 @@ private:
   LogicalResult applyPlacements(const PlanSpec &spec);
   LogicalResult checkPipeline(const PipelineSpec &pp);
   void shardParameters();
+  void reduceGradientsAfterWidening(dist::MeshOp mesh, int64_t axis);
   /// A pattern that matched nothing: a warning (an error when strict) with
   /// the closest names.
   LogicalResult unmatched(Location loc, StringRef pattern,
@@ -240,11 +241,48 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
     annotateValue(arg, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                   kStylePriority, "data_parallel: batch");
   }
+  reduceGradientsAfterWidening(mesh, axis);
   // Levels 1 to 3 split optimizer states, gradients and parameters over the
   // data axis (forward programs have only parameters).
   if (level > 0)
     zeroLevels[axis] = std::max(zeroLevels[axis], level);
   return success();
+}
+
+/// Whether `c` casts floats to a wider float type (bf16 -> f32).
+static bool widens(nn::CastOp c) {
+  auto from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
+  auto to = dyn_cast<FloatType>(c.getResult().getType().getElementType());
+  return from && to && to.getWidth() > from.getWidth();
+}
+
+/// A mixed-precision parameter's gradient is the widening cast of its
+/// compute-dtype gradient (dist-apply-precision). The cast's result (and
+/// so its input: a widening cast lets partial sums through) stays partial
+/// over the data axis, so the reduction (all-reduce or reduce-scatter)
+/// runs after the cast, in f32 (`precision.reduce`), where the cost model
+/// alone would reduce the narrower bf16 value.
+void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
+                                               int64_t axis) {
+  SmallVector<Value> widened;
+  func.walk([&](Operation *op) {
+    if (!op->hasAttr(nn::kGradientOfAttr) || op->getNumOperands() != 1)
+      return;
+    Value g = op->getOperand(0);
+    // With gradient accumulation, the sum of what the loop body yields.
+    if (auto r = dyn_cast<OpResult>(g))
+      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(r.getOwner()))
+        g = loop.getYielded()[r.getResultNumber()];
+    if (auto c = g.getDefiningOp<nn::CastOp>(); c && widens(c))
+      widened.push_back(c.getResult());
+  });
+  for (Value v : widened)
+    annotateValue(v,
+                  oneAxisSharding(mesh, axis,
+                                  dist::Placement::partial(
+                                      dist::ReductionKind::Sum)),
+                  kShardedStatePriority,
+                  "precision: gradients are reduced after the cast to f32");
 }
 
 /// Per weight (in program order), the dimensions the rest of the plan
@@ -273,6 +311,26 @@ splitWeightDims(ModuleOp module,
     taken.push_back(std::move(dims));
   });
   return taken;
+}
+
+/// The casts of `v` to a narrower float type (dist-apply-precision's
+/// compute copies of a parameter), looking through annotations.
+static SmallVector<Value> computeCopies(Value v) {
+  SmallVector<Value> copies;
+  for (Operation *user : v.getUsers()) {
+    if (auto a = dyn_cast<dist::AnnotateOp>(user)) {
+      copies.append(computeCopies(a.getResult()));
+      continue;
+    }
+    auto c = dyn_cast<nn::CastOp>(user);
+    if (!c)
+      continue;
+    auto from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
+    auto to = dyn_cast<FloatType>(c.getResult().getType().getElementType());
+    if (from && to && to.getWidth() < from.getWidth())
+      copies.push_back(c.getResult());
+  }
+  return copies;
 }
 
 /// ZeRO over a data axis: each parameter's largest dimension that divides
@@ -321,9 +379,18 @@ void PlanApplier::shardParameters() {
           annotateValue(grad, split, kShardedStatePriority,
                         "data_parallel level " + std::to_string(level) +
                             ": sharded gradient");
-      if (level >= 3)
+      if (level >= 3) {
+        // A mixed-precision compute copy is split as its master is, so
+        // that forward gathers the copy (bf16: half the bytes), not the
+        // f32 master.
+        SmallVector<Value> copies = computeCopies(w.getResult());
         annotateValue(w.getResult(), split, kShardedStatePriority,
                       "data_parallel level 3: sharded parameter");
+        for (Value copy : copies)
+          annotateValue(copy, split, kShardedStatePriority,
+                        "data_parallel level 3: sharded parameter's "
+                        "compute copy");
+      }
       else if (!statesOf[key].empty())
         // The parameter itself stays whole on every data-parallel rank (its
         // update is gathered back); without this its split states would

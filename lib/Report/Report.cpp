@@ -25,6 +25,14 @@
 using namespace mlir;
 using namespace distopt;
 
+/// An element type as the report names it: f32, bf16, i64, ...
+static std::string dtypeName(Type t) {
+  std::string name;
+  llvm::raw_string_ostream os(name);
+  t.print(os);
+  return name;
+}
+
 /// What `op` does for the cost model: a matrix product's (or convolution's)
 /// FLOPs at the GEMM rate of its dtype and shape class, m x n the result
 /// (rows: every dimension but the last; a convolution's columns are its
@@ -167,6 +175,20 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                 : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
   });
 
+  // Mixed precision: the narrowing casts of parameters.
+  report.computeCopyBytesPerRank.assign(report.ranks, 0);
+  sharded.walk([&](nn::CastOp c) {
+    auto w = c.getInput().getDefiningOp<nn::WeightOp>();
+    auto from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
+    auto to = dyn_cast<FloatType>(c.getType().getElementType());
+    if (!w || !from || !to || to.getWidth() >= from.getWidth())
+      return;
+    report.computeDtype = dtypeName(to);
+    for (int64_t r = 0; r < report.ranks; ++r)
+      if (!stores || stores(w, r))
+        report.computeCopyBytesPerRank[r] += localBytes(c, r);
+  });
+
   if (partitioned.empty())
     return report;
   ModuleOp rank0 = partitioned.front();
@@ -213,7 +235,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     std::string joined;
     for (const std::string &a : axes)
       joined += a + ",";
-    auto key = std::make_tuple(kind, joined + phase, static_cast<int64_t>(sent),
+    std::string dtype =
+        op->getNumOperands()
+            ? dtypeName(getElementTypeOrSelf(op->getOperand(0).getType()))
+            : "";
+    auto key = std::make_tuple(kind, joined + phase + "/" + dtype,
+                               static_cast<int64_t>(sent),
                                normalizeReason(reason));
     auto it = index.find(key);
     if (it == index.end()) {
@@ -222,6 +249,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       e.axes = axes;
       e.bytes = static_cast<int64_t>(sent);
       e.tensorBytes = std::max(in, out);
+      e.dtype = dtype;
       e.reason = reason;
       e.phase = phase;
       // Time: the slowest link of the axes involved.
@@ -438,9 +466,10 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     std::string axes;
     for (const std::string &a : e.axes)
       axes += (axes.empty() ? "" : ",") + a;
-    os << llvm::format("  %-18s %-8s x%-4lld %12s/each  %8.1f us/each",
+    os << llvm::format("  %-18s %-8s x%-4lld %12s/each %-4s %8.1f us/each",
                        e.kind.c_str(), axes.c_str(), (long long)e.count,
-                       humanBytes(e.bytes).c_str(), e.timeUs);
+                       humanBytes(e.bytes).c_str(), e.dtype.c_str(),
+                       e.timeUs);
     if (!e.phase.empty())
       os << "  " << e.phase;
     os << "\n";
@@ -464,6 +493,11 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
       states = std::max(states, r.parameterBytesPerRank[k] +
                                     r.gradientBytesPerRank[k] +
                                     r.optimizerStateBytesPerRank[k]);
+    if (!r.computeDtype.empty())
+      os << "  parameters' " << r.computeDtype << " compute copies: "
+         << humanBytes(busiest(r.computeCopyBytesPerRank))
+         << " on the busiest rank (as stored; the parameters above are the "
+            "f32 masters)\n";
     os << "  gradients: " << humanBytes(busiest(r.gradientBytesPerRank))
        << " on the busiest rank\n"
        << "  optimizer states: "
@@ -542,6 +576,7 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
                                              {"mesh_axes", std::move(axes)},
                                              {"bytes", e.bytes},
                                              {"tensor_bytes", e.tensorBytes},
+                                             {"dtype", e.dtype},
                                              {"count", e.count},
                                              {"reason", e.reason},
                                              {"time_us", e.timeUs}});
@@ -567,6 +602,13 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
       states.push_back(b);
     memory["per_rank_gradient_bytes"] = std::move(grads);
     memory["per_rank_optimizer_state_bytes"] = std::move(states);
+    if (!r.computeDtype.empty()) {
+      llvm::json::Array copies;
+      for (int64_t b : r.computeCopyBytesPerRank)
+        copies.push_back(b);
+      memory["per_rank_compute_copy_bytes"] = std::move(copies);
+      memory["compute_dtype"] = r.computeDtype;
+    }
   }
   llvm::json::Array links;
   for (const AxisLinkEntry &l : r.machine.axes)

@@ -25,7 +25,12 @@ static bool afterForward(Operation *op) {
 int64_t distopt::regatherParametersForBackward(ModuleOp module) {
   SmallVector<dist::ReshardOp> reshards;
   module.walk([&](dist::ReshardOp r) {
-    if (r.getInput().getDefiningOp<nn::WeightOp>())
+    // A parameter, or its cast to a mixed-precision policy's compute dtype
+    // (gathered in bf16).
+    Value in = r.getInput();
+    if (auto c = in.getDefiningOp<nn::CastOp>())
+      in = c.getInput();
+    if (in.getDefiningOp<nn::WeightOp>())
       reshards.push_back(r);
   });
   int64_t copied = 0;

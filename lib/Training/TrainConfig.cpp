@@ -4,7 +4,10 @@
 
 #include "mlir/IR/MLIRContext.h"
 
+#include "llvm/ADT/SmallString.h"
+
 #include <cmath>
+#include <tuple>
 
 using namespace mlir;
 using namespace distopt;
@@ -51,6 +54,9 @@ private:
   LogicalResult parseLoss(yaml::Node *node);
   LogicalResult parseOptimizer(yaml::Node *node);
   LogicalResult parseSchedule(yaml::Node *node);
+  LogicalResult parsePrecision(yaml::Node *node);
+  FailureOr<std::string> dtype(yaml::Node *node, StringRef key);
+  LogicalResult parseTolerance(yaml::Node *node);
   LogicalResult
   parseGlobs(yaml::Node *node, const Twine &what,
              std::vector<std::pair<std::string, mlir::LocationAttr>> &out);
@@ -225,6 +231,144 @@ LogicalResult ConfigParser::parseSchedule(yaml::Node *node) {
       });
 }
 
+FailureOr<std::string> ConfigParser::dtype(yaml::Node *node, StringRef key) {
+  FailureOr<std::string> v = r.scalar(node, "precision." + key);
+  if (failed(v))
+    return failure();
+  if (*v != "f32" && *v != "bf16" && *v != "f16")
+    return r.error(node) << "unknown dtype '" << *v << "' for precision."
+                         << key << "; expected f32, bf16 or f16";
+  return v;
+}
+
+/// Bits of a dtype that parsePrecision accepted.
+static int dtypeBits(StringRef dtype) { return dtype == "f32" ? 32 : 16; }
+
+LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
+  PrecisionPolicy &p = c.precision;
+  p.loc = r.locOf(node);
+  // The shorthand: `precision: bf16` is compute bf16 with everything else
+  // f32 (Megatron's and FSDP2's bf16 with f32 main parameters and grads).
+  if (isa<yaml::ScalarNode>(node)) {
+    FailureOr<std::string> v = dtype(node, "compute");
+    if (failed(v))
+      return failure();
+    if (*v == "f16")
+      return r.error(node)
+             << "precision: f16 needs a loss scale; write precision: "
+                "{compute: f16, loss_scale: <number>}";
+    p.compute = *v;
+    return success();
+  }
+  auto map = r.mapping(node, "precision must be bf16, f32, or a mapping "
+                             "such as {compute: bf16, keep_f32: [\"lm_head\"]}");
+  if (failed(map))
+    return failure();
+  yaml::Node *masterNode = nullptr, *scaleNode = nullptr, *stateNode = nullptr,
+             *reduceNode = nullptr;
+  if (failed(r.forEachKey(
+          *map,
+          [&](StringRef key, yaml::Node *keyNode,
+              yaml::Node *value) -> LogicalResult {
+            if (key == "compute" || key == "master" || key == "reduce" ||
+                key == "optimizer_state") {
+              FailureOr<std::string> v = dtype(value, key);
+              if (failed(v))
+                return failure();
+              if (key == "compute")
+                p.compute = *v;
+              else if (key == "master")
+                p.master = *v, masterNode = value;
+              else if (key == "reduce")
+                p.reduce = *v, reduceNode = value;
+              else
+                p.optimizerState = *v, stateNode = value;
+              return success();
+            }
+            if (key == "keep_f32")
+              return parseGlobs(value, "precision.keep_f32", p.keepF32);
+            if (key == "loss_scale") {
+              scaleNode = keyNode;
+              if (auto *s = dyn_cast<yaml::ScalarNode>(value)) {
+                SmallString<16> storage;
+                if (s->getValue(storage) == "dynamic") {
+                  p.lossScale = PrecisionPolicy::LossScale::Dynamic;
+                  return success();
+                }
+              }
+              FailureOr<double> v = r.number(value, "precision.loss_scale");
+              if (failed(v))
+                return r.error(value) << "precision.loss_scale must be "
+                                         "'dynamic' or a positive number";
+              if (!(*v > 0) || !std::isfinite(*v))
+                return r.error(value)
+                       << "precision.loss_scale must be positive, got " << *v;
+              p.lossScale = PrecisionPolicy::LossScale::Fixed;
+              p.fixedLossScale = *v;
+              return success();
+            }
+            return r.error(keyNode)
+                   << "unknown key 'precision." << key
+                   << "'; expected compute, master, reduce, optimizer_state, "
+                      "keep_f32 or loss_scale";
+          })))
+    return failure();
+  if (masterNode && dtypeBits(p.master) < dtypeBits(p.compute))
+    return r.error(masterNode)
+           << "precision.master " << p.master << " is narrower than compute "
+           << p.compute << "; the optimizer would update what forward "
+           << "rounds away";
+  bool f16 = p.compute == "f16";
+  if (scaleNode && !f16)
+    return r.error(scaleNode)
+           << "precision.loss_scale applies to compute: f16 only; "
+           << p.compute << " has f32's exponent range and needs none";
+  if (f16 && p.lossScale == PrecisionPolicy::LossScale::None)
+    return r.error(node) << "precision compute: f16 needs a loss_scale (f16 "
+                            "gradients underflow without one): a number, or "
+                            "dynamic";
+  if (p.lossScale == PrecisionPolicy::LossScale::Dynamic)
+    return r.error(scaleNode)
+           << "precision.loss_scale: dynamic is not yet supported; give a "
+              "fixed scale such as 1024";
+  // What the compiler does not apply yet: each is an error, not a silent
+  // f32.
+  for (auto [n, what, value] :
+       {std::make_tuple(masterNode, "master", &p.master),
+        std::make_tuple(reduceNode, "reduce", &p.reduce),
+        std::make_tuple(stateNode, "optimizer_state", &p.optimizerState)})
+    if (n && *value != "f32")
+      return r.error(n) << "precision." << what << ": " << *value
+                        << " is not yet supported; only f32";
+  return success();
+}
+
+LogicalResult ConfigParser::parseTolerance(yaml::Node *node) {
+  auto map = r.mapping(node, "tolerance must be a mapping, e.g. {loss_rtol: "
+                             "2e-3, probe_atol: 1e-2, probe_rtol: 1e-2}");
+  if (failed(map))
+    return failure();
+  CaseTolerance &t = c.tolerance;
+  return r.forEachKey(
+      *map,
+      [&](StringRef key, yaml::Node *keyNode,
+          yaml::Node *value) -> LogicalResult {
+        double *slot = key == "loss_rtol"    ? &t.lossRtol
+                       : key == "probe_atol" ? &t.probeAtol
+                       : key == "probe_rtol" ? &t.probeRtol
+                                             : nullptr;
+        if (!slot)
+          return r.error(keyNode) << "unknown key 'tolerance." << key
+                                  << "'; expected loss_rtol, probe_atol or "
+                                     "probe_rtol";
+        FailureOr<double> v = nonNegative(value, "tolerance." + key);
+        if (failed(v))
+          return failure();
+        *slot = *v;
+        return success();
+      });
+}
+
 LogicalResult ConfigParser::parseGlobs(
     yaml::Node *node, const Twine &what,
     std::vector<std::pair<std::string, mlir::LocationAttr>> &out) {
@@ -300,6 +444,16 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
               c.accumulationSteps = *v;
               return success();
             }
+            if (key == "precision")
+              return parsePrecision(value);
+            if (key == "tolerance")
+              return parseTolerance(value);
+            // A case's f32 losses, kept beside a mixed-precision case's
+            // for comparison; nothing checks them.
+            if (key == "losses_f32")
+              return failed(r.numberList(value, "losses_f32"))
+                         ? failure()
+                         : success();
             if (key == "losses") {
               FailureOr<std::vector<double>> v = r.numberList(value, "losses");
               if (failed(v))
@@ -311,7 +465,8 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
                    << "unknown key '" << key
                    << "'; expected output, loss, optimizer, lr_schedule, "
                       "no_decay, frozen, recompute, clip_grad_norm, steps, "
-                      "gradient_accumulation_steps or losses";
+                      "gradient_accumulation_steps, precision, losses or "
+                      "tolerance";
           })))
     return failure();
   if (!sawOutput)

@@ -63,6 +63,13 @@ public:
 
 private:
   void setPhase(StringRef phase) { tagger.phase = b.getStringAttr(phase); }
+  /// f16's fixed loss scale: the loss's gradient is multiplied by it, and
+  /// the parameters' (f32) gradients divided by it again.
+  double lossScale() const {
+    const PrecisionPolicy &p = config.precision;
+    return p.lossScale == PrecisionPolicy::LossScale::Fixed ? p.fixedLossScale
+                                                            : 1.0;
+  }
   nn::GradientBuilder gb(Location loc) { return nn::GradientBuilder(b, loc); }
   Value addInput(StringRef name, Type type);
   void unifyWeights();
@@ -154,25 +161,7 @@ Value StepBuilder::addInput(StringRef name, Type type) {
   return func.getArgument(index);
 }
 
-/// One nn.weight op per stored tensor (or window of one): a parameter read
-/// in several places is one parameter with one gradient.
-void StepBuilder::unifyWeights() {
-  std::map<std::pair<std::string, const void *>, nn::WeightOp> first;
-  SmallVector<nn::WeightOp> dup;
-  func.walk([&](nn::WeightOp w) {
-    auto key =
-        std::make_pair(nn::getPersistentKey(w) + "@" + w.getFile().str() + ":" +
-                           std::to_string(w.getOffset()),
-                       w.getResult().getType().getAsOpaquePointer());
-    auto [it, inserted] = first.try_emplace(key, w);
-    if (!inserted) {
-      w.getResult().replaceAllUsesWith(it->second.getResult());
-      dup.push_back(w);
-    }
-  });
-  for (nn::WeightOp w : dup)
-    w.erase();
-}
+void StepBuilder::unifyWeights() { distopt::unifyWeights(func); }
 
 FailureOr<Value> StepBuilder::findOutput() {
   Operation *ret = func.getBody().front().getTerminator();
@@ -241,6 +230,22 @@ LogicalResult StepBuilder::selectParameters() {
   });
   for (nn::WeightOp w : frozenCopies)
     w.erase();
+  // Their mixed-precision compute copies (dist-apply-precision's casts) are
+  // one copy again too.
+  func.walk([&](nn::WeightOp w) {
+    std::map<const void *, nn::CastOp> castTo;
+    for (Operation *user : llvm::make_early_inc_range(w->getUsers()))
+      if (auto c = dyn_cast<nn::CastOp>(user)) {
+        auto [it, inserted] = castTo.try_emplace(
+            c.getType().getAsOpaquePointer(), c);
+        if (!inserted && it->second != c) {
+          if (c->isBeforeInBlock(it->second))
+            std::swap(c, it->second);
+          c.getResult().replaceAllUsesWith(it->second.getResult());
+          c.erase();
+        }
+      }
+  });
   func.walk([&](nn::WeightOp w) {
     if (!isa<FloatType>(w.getResult().getType().getElementType()) ||
         matches(*frozen, w.getName()))
@@ -682,7 +687,7 @@ FailureOr<Value> StepBuilder::unrolledMicrobatches(
       out = cloneForward(forward, modelInputs, j, output, forwardOps);
     }
     setPhase("loss");
-    auto [l, seed] = loss(out, lab, seedScale, globalCount);
+    auto [l, seed] = loss(out, lab, seedScale * lossScale(), globalCount);
     losses.push_back(l);
     setPhase("backward");
     auto g = buildGradients(b, {{out, seed}}, wrt);
@@ -789,7 +794,8 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
                                          index, labelCandidates);
 
   setPhase("loss");
-  auto [l, seed] = loss(output, lab, 1.0 / static_cast<double>(micro), {});
+  auto [l, seed] =
+      loss(output, lab, lossScale() / static_cast<double>(micro), {});
   setPhase("backward");
   auto g = buildGradients(b, {{output, seed}}, wrt);
   if (failed(g))
@@ -927,6 +933,11 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (auto sum = dyn_cast<OpResult>(grad);
         loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
+    if (lossScale() != 1.0) {
+      nn::GradientBuilder g = gb(gradLoc);
+      grad = g.create<nn::MulOp>(
+          grad, g.scalar(1.0 / lossScale(), getElementTypeOrSelf(grad)));
+    }
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
                                     b.getStringAttr(p.key));
@@ -974,14 +985,10 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
 FailureOr<TrainingStepInfo>
 distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config,
                            int64_t batchSplit) {
-  func::FuncOp func = module.lookupSymbol<func::FuncOp>("main");
-  if (!func) {
-    auto funcs = module.getOps<func::FuncOp>();
-    if (std::distance(funcs.begin(), funcs.end()) != 1)
-      return module.emitError("a training step is built from the function "
-                              "@main (or the module's only function)");
-    func = *funcs.begin();
-  }
+  func::FuncOp func = stepFunction(module);
+  if (!func)
+    return module.emitError("a training step is built from the function "
+                            "@main (or the module's only function)");
   return StepBuilder(module, func, config, batchSplit).run();
 }
 
@@ -1000,6 +1007,35 @@ distopt::hyperParameters(const TrainConfig &config, int64_t step) {
   if (o.kind == OptimizerSpec::Kind::AdamW)
     out.push_back({kDecayInput.str(), 1.0 - lr * o.weightDecay});
   return out;
+}
+
+/// One nn.weight op per stored tensor (or window of one): a parameter read
+/// in several places is one parameter with one gradient.
+void distopt::unifyWeights(func::FuncOp func) {
+  std::map<std::pair<std::string, const void *>, nn::WeightOp> first;
+  SmallVector<nn::WeightOp> dup;
+  func.walk([&](nn::WeightOp w) {
+    auto key =
+        std::make_pair(nn::getPersistentKey(w) + "@" + w.getFile().str() + ":" +
+                           std::to_string(w.getOffset()),
+                       w.getResult().getType().getAsOpaquePointer());
+    auto [it, inserted] = first.try_emplace(key, w);
+    if (!inserted) {
+      w.getResult().replaceAllUsesWith(it->second.getResult());
+      dup.push_back(w);
+    }
+  });
+  for (nn::WeightOp w : dup)
+    w.erase();
+}
+
+func::FuncOp distopt::stepFunction(ModuleOp module) {
+  if (func::FuncOp main = module.lookupSymbol<func::FuncOp>("main"))
+    return main;
+  auto funcs = module.getOps<func::FuncOp>();
+  if (std::distance(funcs.begin(), funcs.end()) != 1)
+    return {};
+  return *funcs.begin();
 }
 
 std::string distopt::microbatchInputName(StringRef name, int64_t j) {

@@ -97,7 +97,8 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
 }
 
 int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
-                         const std::vector<bool>& persistent) {
+                         const std::vector<bool>& persistent,
+                         const std::vector<int64_t>& scratch) {
   // What each value added to the live total, taken off at its release.
   std::vector<int64_t> counted(static_cast<size_t>(p.num_values()), 0);
   int64_t now = 0, peak = 0;
@@ -114,7 +115,8 @@ int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
     if (op != "reshape" && op != "identity")
       for (int v : p.InstructionOutputs(i))
         if (!persistent[static_cast<size_t>(v)]) add(v);
-    peak = std::max(peak, now);
+    const int64_t extra = scratch.empty() ? 0 : scratch[static_cast<size_t>(i)];
+    peak = std::max(peak, now + extra);
     for (int v : live.release_after[static_cast<size_t>(i)]) {
       now -= counted[static_cast<size_t>(v)];
       counted[static_cast<size_t>(v)] = 0;

@@ -45,9 +45,12 @@ Liveness ComputeLiveness(const Program& program, const std::vector<bool>& persis
 // The most bytes a run holds at once besides weights and constants, from
 // the liveness plan: program inputs and instruction results from their
 // definition to their release (results of reshape and identity share their
-// input's buffer and count nothing; kernel scratch is not counted).
+// input's buffer and count nothing; kernel scratch is not counted), plus
+// `scratch[i]` while instruction i runs (the f32 copies of a bf16
+// instruction run through f32; empty: none).
 int64_t PlannedPeakBytes(const Program& program, const Liveness& live,
-                         const std::vector<bool>& persistent);
+                         const std::vector<bool>& persistent,
+                         const std::vector<int64_t>& scratch = {});
 
 }  // namespace distrt
 

@@ -10,6 +10,7 @@
 #include "exec_common.h"
 #include "kernel.h"
 #include "thread_pool.h"
+#include "via_f32.h"
 #include "weights.h"
 
 namespace distrt {
@@ -25,6 +26,9 @@ struct Executor::Impl {
   // Per instruction: where its kernel runs (the device, or the host for an
   // instruction without a device kernel).
   std::vector<std::shared_ptr<Device>> runs_on;
+  // Per instruction: a host kernel written for f32 runs it on its bf16/f16
+  // operands widened to f32 (via_f32.h).
+  std::vector<bool> via_f32;
   // Values to release after each instruction (last use there, or never used).
   std::vector<std::vector<int>> release_after;
   // Per instruction and input: the value dies there (candidate for in-place).
@@ -188,7 +192,8 @@ Status Executor::PrepareKernels(const std::unordered_set<int>& outputs) {
           held.defined() && !im.updated[static_cast<size_t>(v)] ? &held : nullptr);
     }
     ctx.data_unneeded.assign(ins.size(), false);
-    Status st = im.kernels[i]->prepare(ctx);
+    Status st = im.via_f32[static_cast<size_t>(i)] ? PrepareViaF32(*im.kernels[i], ctx)
+                                                   : im.kernels[i]->prepare(ctx);
     if (!st.ok()) return Status(st.code(), StrCat(p.DescribeInstruction(i), ": ", st.message()));
     im.prepared[static_cast<size_t>(i)] = std::move(ctx.prepared);
     for (size_t k = 0; k < ins.size(); ++k) {
@@ -306,6 +311,18 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     if (!st.ok()) return st.WithContext(p.source());
     im.runs_on[i] = on_device ? im.device : CpuDevice();
   }
+  im.via_f32.assign(static_cast<size_t>(n), false);
+  std::vector<int64_t> scratch(static_cast<size_t>(n), 0);  // the f32 copies
+  for (int i = 0; i < n; ++i) {
+    if (im.runs_on[i]->kind() != DeviceKind::kCpu) continue;
+    std::vector<TensorType> ins, outs;
+    for (int id : p.InstructionInputs(i)) ins.push_back(p.value(id).type);
+    for (int id : p.InstructionOutputs(i)) outs.push_back(p.value(id).type);
+    if (!RunsViaF32(*im.kernels[i], ins, outs)) continue;
+    im.via_f32[static_cast<size_t>(i)] = true;
+    scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);
+    NoteRunsViaF32(ComputeDType(ins, outs) == DType::kF16 ? DType::kF16 : DType::kBF16);
+  }
 
   if (!im.on_host) {
     std::map<std::string, int> on_host;  // op -> instructions
@@ -346,7 +363,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   std::vector<bool> persistent(static_cast<size_t>(p.num_values()));
   for (int v = 0; v < p.num_values(); ++v) persistent[v] = im.persistent[v].defined();
   Liveness live = ComputeLiveness(p, persistent);
-  e->stats_.planned_peak_bytes = PlannedPeakBytes(p, live, persistent);
+  e->stats_.planned_peak_bytes = PlannedPeakBytes(p, live, persistent, scratch);
   if (!im.on_host) {
     // Known before any run: say now when the device cannot hold a run.
     const int64_t need = e->stats_.planned_peak_bytes, free = im.device->FreeMemory();
@@ -577,14 +594,16 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
                                 &results[k], im.run_tracker);
     } else if (im.profile) {
       const auto t0 = std::chrono::steady_clock::now();
-      st = im.kernels[i]->run(ctx);
+      st = im.via_f32[static_cast<size_t>(i)] ? RunViaF32(*im.kernels[i], ctx)
+                                               : im.kernels[i]->run(ctx);
       if (st.ok()) st = where->Synchronize();
       OpTime& t = stats_.op_times[im.op_index[static_cast<size_t>(i)]];
       t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       t.flops += im.op_flops[static_cast<size_t>(i)];
       ++t.calls;
     } else {
-      st = im.kernels[i]->run(ctx);
+      st = im.via_f32[static_cast<size_t>(i)] ? RunViaF32(*im.kernels[i], ctx)
+                                               : im.kernels[i]->run(ctx);
     }
     if (st.ok()) {
       for (size_t k = 0; k < out_ids.size() && st.ok(); ++k) {

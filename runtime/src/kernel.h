@@ -189,6 +189,11 @@ struct KernelDef {
   uint32_t dtypes = 0;
   AcceptFn accepts = nullptr;  // optional: finer than `dtypes`
   FlopsFn flops = nullptr;     // optional: for the profile
+  // A host kernel that handles bf16/f16 itself (casts, data movement by
+  // element size). A host kernel without it sees no 16-bit floats: the
+  // executor runs it in f32 with conversions (via_f32.h). Communication
+  // kernels handle them natively too.
+  bool half_native = false;
 };
 
 // Kernels by (op, device, dtype). The host kernels are there from the

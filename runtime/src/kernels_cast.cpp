@@ -114,6 +114,10 @@ Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, 
   return OkStatus();
 }
 
-void RegisterCastKernels(KernelRegistry& r) { r.Add({"cast", 1, 1, 1, RunCast, VerifyCast}); }
+void RegisterCastKernels(KernelRegistry& r) {
+  KernelDef cast{"cast", 1, 1, 1, RunCast, VerifyCast};
+  cast.half_native = true;  // converts every dtype itself
+  r.Add(cast);
+}
 
 }  // namespace distrt

@@ -194,10 +194,16 @@ Status RunScatterAdd(KernelContext& ctx) {
 }  // namespace
 
 void RegisterIndexKernels(KernelRegistry& r) {
-  r.Add({"gather", 2, 2, 1, RunGather, VerifyGather});
+  KernelDef gather{"gather", 2, 2, 1, RunGather, VerifyGather};
+  gather.half_native = true;  // copies rows by bytes
+  r.Add(gather);
   // in_place_ok: the result may take over a dying base (the kernel refuses
   // the updates' buffer itself), saving a table-sized copy.
-  r.Add({"scatter_add", 3, 3, 1, RunScatterAdd, VerifyScatterAdd, false, true});
+  // half_native: it adds bf16/f16 rows itself (each add rounded to the
+  // storage dtype, as the device body does).
+  KernelDef scatter_add{"scatter_add", 3, 3, 1, RunScatterAdd, VerifyScatterAdd, false, true};
+  scatter_add.half_native = true;
+  r.Add(scatter_add);
 }
 
 }  // namespace distrt

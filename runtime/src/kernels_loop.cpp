@@ -60,6 +60,7 @@ void RegisterLoopKernels(KernelRegistry& r) {
     KernelDef yield{"microbatch_yield", 0, -1, -1, RunByExecutor, VerifyYield};
     for (KernelDef* def : {&loop, &select, &yield}) {
       def->device = device;
+      def->half_native = true;  // the executor only moves values
       r.Add(*def);
     }
   }

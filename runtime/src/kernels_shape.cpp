@@ -592,20 +592,27 @@ Status RunRange(KernelContext& ctx) {
   }
 }
 
+// Moves elements by their size: bf16 and f16 need no conversion (range
+// computes, and takes them through f32).
+void AddByBytes(KernelRegistry& r, KernelDef def) {
+  def.half_native = true;
+  r.Add(std::move(def));
+}
+
 }  // namespace
 
 void RegisterShapeKernels(KernelRegistry& r) {
-  r.Add({"transpose", 1, 1, 1, RunTranspose, VerifyTranspose});
-  r.Add({"reshape", 1, 1, 1, RunReshape, VerifyReshape});
+  AddByBytes(r, {"transpose", 1, 1, 1, RunTranspose, VerifyTranspose});
+  AddByBytes(r, {"reshape", 1, 1, 1, RunReshape, VerifyReshape});
   // Only views its input's buffer with a new shape: the same kernel serves
   // every device.
   KernelDef reshape{"reshape", 1, 1, 1, RunReshape, VerifyReshape};
   reshape.device = DeviceKind::kCuda;
   r.Add(reshape);
-  r.Add({"expand", 1, 1, 1, RunExpand, VerifyExpand});
-  r.Add({"concat", 1, -1, 1, RunConcat, VerifyConcat});
-  r.Add({"slice", 1, 1, 1, RunSlice, VerifySlice});
-  r.Add({"pad", 1, 1, 1, RunPad, VerifyPad});
+  AddByBytes(r, {"expand", 1, 1, 1, RunExpand, VerifyExpand});
+  AddByBytes(r, {"concat", 1, -1, 1, RunConcat, VerifyConcat});
+  AddByBytes(r, {"slice", 1, 1, 1, RunSlice, VerifySlice});
+  AddByBytes(r, {"pad", 1, 1, 1, RunPad, VerifyPad});
   r.Add({"range", 3, 3, 1, RunRange, nullptr});
 }
 

@@ -291,9 +291,11 @@ Status RunClip(KernelContext& ctx) {
 
 void RegisterUnaryKernels(KernelRegistry& r) {
   for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType, false, true});
-  r.Add({"identity", 1, 1, 1, RunIdentity, VerifySameType});
-  // Only shares its input's buffer: the same kernel serves every device.
+  // Only shares its input's buffer: the same kernel serves every device and
+  // dtype.
   KernelDef identity{"identity", 1, 1, 1, RunIdentity, VerifySameType};
+  identity.half_native = true;
+  r.Add(identity);
   identity.device = DeviceKind::kCuda;
   r.Add(identity);
   r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true});

@@ -6,6 +6,7 @@
 #include "distrt/program.h"
 #include "file_util.h"
 #include "kernel.h"
+#include "via_f32.h"
 
 namespace distrt {
 
@@ -228,7 +229,10 @@ class ProgramValidator {
       }
       if (def->communicates) p_.communicates_ = true;
       if (def->verify) {
-        Status st = def->verify(vc);
+        // A bf16/f16 instruction of a kernel written for f32 is checked as
+        // the f32 instruction the executor will run.
+        Status st = RunsViaF32(*def, vc.inputs, vc.outputs) ? VerifyViaF32(*def, vc)
+                                                             : def->verify(vc);
         if (!st.ok()) return Error(what, ": ", st.message());
       }
     }

@@ -139,18 +139,20 @@ static int failWith(const Twine &message) {
 }
 
 /// Compares the case's reference losses with ours (relative 1e-4) and the
-/// trained model's probe outputs with torch's (atol 1e-3 + rtol 1e-3).
+/// trained model's probe outputs with torch's (atol 1e-3 + rtol 1e-3), or
+/// as close as the case's `tolerance` says.
 static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
                      ArrayRef<double> losses,
                      const std::vector<distrt::NamedTensor> &state,
                      StringRef workDir, int threads) {
   // losses[i] is step first + i's (a resumed run starts late).
   const std::vector<double> &want = trainer.config().losses;
+  const CaseTolerance &tol = trainer.config().tolerance;
   for (size_t i = 0; i < losses.size() && first + i < want.size(); ++i) {
     size_t k = first + i;
     double rel =
         std::fabs(losses[i] - want[k]) / std::max(std::fabs(want[k]), 1e-12);
-    if (!(rel <= 1e-4)) {
+    if (!(rel <= tol.lossRtol)) {
       outs() << "FAIL " << trainTest << ": step " << k << " loss "
              << format("%.7g", losses[i]) << ", torch "
              << format("%.7g", want[k]) << " (relative difference "
@@ -184,7 +186,8 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
     auto expected = readTensorProto(path);
     if (!expected)
       return failWith(toString(expected.takeError()));
-    Comparison c = compareTensors((*got)[i].tensor, *expected, 1e-3, 1e-3);
+    Comparison c = compareTensors((*got)[i].tensor, *expected, tol.probeRtol,
+                                  tol.probeAtol);
     maxAbs = std::max(maxAbs, c.maxAbs);
     if (!c.ok) {
       outs() << "FAIL " << trainTest << ": trained output " << i << " ('"

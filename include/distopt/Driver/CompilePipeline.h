@@ -5,7 +5,8 @@
 // tool (through Compilation), the mlir-opt plugin and `--pass-pipeline`
 // (through the `dist-pipeline` pass):
 //
-//   annotate   dist-strip-distribution (one device), dist-build-training-step
+//   annotate   dist-strip-distribution (one device), dist-apply-precision
+//              (--train with a precision policy), dist-build-training-step
 //              (--train), dist-apply-plan (--mesh, --plan; not for one device)
 //   shard      dist-propagate-sharding, dist-tie-updates-to-state,
 //              dist-insert-reshards, cse, dist-regather-parameters

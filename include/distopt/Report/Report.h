@@ -31,6 +31,7 @@ struct CollectiveEntry {
   std::vector<std::string> axes;
   int64_t bytes = 0;       // bytes one rank sends (ring algorithms)
   int64_t tensorBytes = 0; // size of the local tensor it works on
+  std::string dtype;       // of the tensor it moves: f32, bf16, ...
   int64_t count = 0;
   std::string reason;
   double timeUs = 0; // per occurrence, from the cost model
@@ -94,6 +95,12 @@ struct Report {
   bool training = false;
   std::vector<int64_t> gradientBytesPerRank;
   std::vector<int64_t> optimizerStateBytesPerRank;
+  /// Mixed precision: per rank the bytes of the parameters' copies in the
+  /// compute dtype (dist-apply-precision's casts) as the rank stores them
+  /// (split under ZeRO-3; gathered copies count as activations), and that
+  /// dtype ("" when there are none).
+  std::vector<int64_t> computeCopyBytesPerRank;
+  std::string computeDtype;
   int64_t activationBytesPeak = 0;  // rank 0, values live at once
   int64_t activationBytesTotal = 0; // rank 0, every intermediate value
   double flopsPerRank = 0;

@@ -1,7 +1,8 @@
 //===- Passes.h - the training step as passes -------------------*- C++ -*-===//
 //
-// dist-build-training-step, dist-tie-updates-to-state and
-// dist-regather-parameters: thin pass wrappers over buildTrainingStep,
+// dist-apply-precision, dist-build-training-step, dist-tie-updates-to-state
+// and dist-regather-parameters: thin pass wrappers over applyPrecision,
+// buildTrainingStep,
 // tieUpdatesToState (TrainingStep.h) and regatherParametersForBackward
 // (RegatherParameters.h). See Passes.td.
 //
@@ -29,6 +30,9 @@ std::unique_ptr<mlir::Pass>
 createDistBuildTrainingStep(TrainConfig config, int64_t batchSplit,
                             mlir::LocationAttr batchSplitLoc,
                             TrainingStepInfo *info);
+
+/// dist-apply-precision with a policy already parsed.
+std::unique_ptr<mlir::Pass> createDistApplyPrecision(PrecisionPolicy policy);
 
 #define GEN_PASS_REGISTRATION
 #include "distopt/Training/Passes.h.inc"

@@ -84,6 +84,65 @@ def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
   let dependentDialects = ["::distopt::nn::NNDialect"];
 }
 
+def DistApplyPrecision : Pass<"dist-apply-precision", "mlir::ModuleOp"> {
+  let summary = "Apply a mixed-precision policy to the forward model as casts";
+  let description = [{
+    Runs on the forward model, before `dist-build-training-step` (the tools
+    add it when the training config has `precision`; see docs/training.md,
+    "Mixed precision"). With `compute: bf16` (or f16):
+
+    - parameters stay f32 `nn.weight`s (the masters the optimizer updates,
+      ZeRO shards and checkpoints hold); a reader in the compute dtype reads
+      one `nn.cast` of each, shared by all its readers (a tied embedding and
+      head read one bf16 copy);
+    - every nn op with a float operand computes in the compute dtype: its
+      f32 operands are cast and its f32 results become the compute dtype, so
+      activations flow in bf16;
+    - `nn.layer_norm`, `nn.batch_norm`, `nn.softmax`, `nn.log_softmax`, the
+      ops of layers named `*norm*`, `*Norm*` or `*rotary*`, and those a
+      `keep_f32` glob names (node names or module paths, as `recompute`'s)
+      compute in f32: casts in and out; they read f32 parameters directly;
+    - the model's outputs are cast back to f32, so the loss is f32.
+
+    Differentiating the result gives each cast's gradient as a cast back:
+    the gradients reach the parameters in f32, the microbatch loop sums them
+    in f32, and clipping and the update run in f32. A widening cast lets
+    partial sums through (its sharding rule), so data-parallel gradient
+    reductions run after the cast, in f32.
+
+    Fused projections are split first (as `dist-build-training-step` does),
+    since the cast would hide them. A `keep_f32` glob that matches nothing
+    is a warning. `config` names a training config whose `precision` to
+    apply (the tools pass the parsed policy instead).
+
+    Example, `precision: bf16`:
+
+    ```mlir
+    %w = nn.weight "fc.weight" : tensor<8x2xf32>
+    %y = nn.matmul %x, %w : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+    %s = nn.softmax %y axis 1 : tensor<4x2xf32>
+    return %s : tensor<4x2xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %w = nn.weight "fc.weight" : tensor<8x2xf32>
+    %wb = nn.cast %w : tensor<8x2xf32> -> tensor<8x2xbf16>
+    %xb = nn.cast %x : tensor<4x8xf32> -> tensor<4x8xbf16>
+    %y = nn.matmul %xb, %wb : tensor<4x8xbf16>, tensor<8x2xbf16> -> tensor<4x2xbf16>
+    %yf = nn.cast %y : tensor<4x2xbf16> -> tensor<4x2xf32>
+    %s = nn.softmax %yf axis 1 : tensor<4x2xf32>
+    return %s : tensor<4x2xf32>
+    ```
+  }];
+  let options = [
+    Option<"config", "config", "std::string", /*default=*/"\"\"",
+           "a training config (JSON or YAML) whose precision policy to apply">
+  ];
+  let dependentDialects = ["::distopt::nn::NNDialect"];
+}
+
 def DistTieUpdatesToState : Pass<"dist-tie-updates-to-state", "mlir::ModuleOp"> {
   let summary = "Give each update of a training step its parameter's or state's sharding";
   let description = [{
@@ -121,7 +180,8 @@ def DistRegatherParameters : Pass<"dist-regather-parameters", "mlir::ModuleOp"> 
     copies back into one). A parameter stored split (ZeRO level 3, `fsdp`)
     is gathered where forward reads it; kept until backward reads it too,
     every gathered parameter would be live at once, as if it were not split
-    at all. As FSDP and ZeRO-3 do, each `dist.reshard` of an `nn.weight`
+    at all. As FSDP and ZeRO-3 do, each `dist.reshard` of an `nn.weight` (or
+    of its `nn.cast` to a mixed-precision compute dtype, gathered in bf16)
     read both by forward ops and by backward or optimizer ops (`nn.phase`)
     is copied before its first backward reader, which with the later ones
     reads the copy (inside a gradient accumulation loop, once per

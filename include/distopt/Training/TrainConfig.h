@@ -51,6 +51,36 @@ struct LrSchedule {
   double at(int64_t step, double lr, int64_t runSteps) const;
 };
 
+/// Mixed precision (the config's `precision`): the dtype parameters are used
+/// in and activations are stored in (`compute`), the dtype the optimizer
+/// updates (`master`), gradient reductions across ranks (`reduce`), optimizer
+/// states, and what computes in f32 whatever `compute` says. See
+/// docs/training.md, "Mixed precision".
+struct PrecisionPolicy {
+  /// "f32", "bf16" or "f16".
+  std::string compute = "f32", master = "f32", reduce = "f32",
+              optimizerState = "f32";
+  /// Globs of node names, layers (module paths) or parameter names that
+  /// compute in f32, besides the defaults (normalisations, softmax, the
+  /// loss, rotary tables); each with where the config wrote it.
+  std::vector<std::pair<std::string, mlir::LocationAttr>> keepF32;
+  enum class LossScale { None, Fixed, Dynamic };
+  LossScale lossScale = LossScale::None;
+  double fixedLossScale = 1.0;
+  /// Where the config wrote `precision` (null: it did not).
+  mlir::LocationAttr loc;
+
+  /// Whether anything computes in another dtype than f32.
+  bool mixed() const { return compute != "f32"; }
+};
+
+/// How close a training case must come to torch (`tolerance` in a case's
+/// train.json; bf16 cases cannot match to float32's 1e-4).
+struct CaseTolerance {
+  double lossRtol = 1e-4;
+  double probeAtol = 1e-3, probeRtol = 1e-3;
+};
+
 /// Each microbatch has its own inputs (the step runs one loop body over
 /// them); beyond this a config is surely a typo.
 inline constexpr int64_t kMaxAccumulationSteps = 4096;
@@ -75,8 +105,11 @@ struct TrainConfig {
   /// batch, the gradients are summed (each microbatch's loss divided by
   /// their number, as `(loss / k).backward()` does), then one update.
   int64_t accumulationSteps = 1;
-  /// A training case's reference losses (torch's, one per step).
+  PrecisionPolicy precision;
+  /// A training case's reference losses (torch's, one per step), and how
+  /// close a run must come to them.
   std::vector<double> losses;
+  CaseTolerance tolerance;
   mlir::LocationAttr loc;
 };
 

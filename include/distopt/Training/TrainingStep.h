@@ -20,6 +20,7 @@
 
 #include "distopt/Training/TrainConfig.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 
 #include <string>
@@ -65,6 +66,23 @@ struct TrainingStepInfo {
 mlir::FailureOr<TrainingStepInfo> buildTrainingStep(mlir::ModuleOp module,
                                                     const TrainConfig &config,
                                                     int64_t batchSplit = 1);
+
+/// The function a training step is built from: @main, or the module's only
+/// function (null if neither).
+mlir::func::FuncOp stepFunction(mlir::ModuleOp module);
+
+/// Makes every nn.weight op reading the same stored tensor (or window) one
+/// op, so a parameter read in several places has one value.
+void unifyWeights(mlir::func::FuncOp func);
+
+/// Applies a mixed-precision policy to the forward model in `module`'s step
+/// function (the pass dist-apply-precision; see Passes.td): parameters stay
+/// f32 and are cast where forward reads them, activations flow in the
+/// compute dtype, normalisations, softmax and `keep_f32` layers compute in
+/// f32, and the model's outputs are f32 (so the loss is). A keep_f32 glob
+/// that matches nothing is a warning. No-op for an f32 policy.
+mlir::LogicalResult applyPrecision(mlir::ModuleOp module,
+                                   const PrecisionPolicy &policy);
 
 /// The per-step hyper-parameter inputs of step `step` (0-based), by name.
 std::vector<std::pair<std::string, double>>

@@ -65,7 +65,8 @@ struct RunStats {
   int64_t peak_live_bytes = 0;  // peak bytes of buffers allocated by the last Run
                                 // (activations and kernel scratch, not inputs)
   // Set at Create: the peak the liveness plan predicts for a run's inputs
-  // and results (no scratch, no in-place reuse). On a GPU the executor
+  // and results (no kernel scratch, no in-place reuse), with the f32 copies
+  // of the bf16/f16 instructions the host runs in f32. On a GPU the executor
   // reserves it at Create, and fails there if the device lacks it.
   int64_t planned_peak_bytes = 0;
   int64_t instructions = 0;     // instructions executed by the last Run

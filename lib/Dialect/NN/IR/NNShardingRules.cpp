@@ -165,7 +165,23 @@ RULE(SignOp, None)
 RULE(GeluOp, None)
 RULE(LeakyReluOp, None)
 RULE(ClipOp, None)
-RULE(CastOp, None)
+#undef RULE
+
+/// A widening float cast (bf16 -> f32, the gradient of a mixed-precision
+/// parameter) lets partial sums through, so they are reduced after it, in
+/// the wider dtype; any other cast needs its input whole.
+OpShardingRule CastOp::getShardingRule() {
+  auto from = dyn_cast<FloatType>(getInput().getType().getElementType());
+  auto to = dyn_cast<FloatType>(getResult().getType().getElementType());
+  bool widens = from && to && to.getWidth() > from.getWidth();
+  return widens ? elementwise(getOperation(), PartialFlow::AllLinear, {0})
+                : elementwise(getOperation(), PartialFlow::None, {});
+}
+
+#define RULE(OP, FLOW, ...)                                                    \
+  OpShardingRule OP::getShardingRule() {                                       \
+    return elementwise(getOperation(), PartialFlow::FLOW, {__VA_ARGS__});      \
+  }
 // Optimizer updates: element by element over the parameter's shape; the
 // per-step scalars are whole.
 RULE(AdamUpdateOp, None)

@@ -1,0 +1,58 @@
+// bf16 and f16 instructions on host kernels written for f32: the executor
+// widens the instruction's 16-bit float inputs to f32, runs the f32 kernel
+// and rounds its 16-bit float outputs back (round to nearest even). That is
+// the semantics the runtime gives 16-bit floats everywhere: compute in f32,
+// store in the storage dtype. One place for every kernel: the executor
+// plans it (RunsViaF32), the loader verifies through it, and the memory
+// plan counts its f32 copies (ViaF32ScratchBytes). See docs/runtime.md,
+// "bf16 and f16".
+#ifndef DISTRT_SRC_VIA_F32_H_
+#define DISTRT_SRC_VIA_F32_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "kernel.h"
+
+namespace distrt {
+
+inline bool IsHalfFloat(DType d) { return d == DType::kBF16 || d == DType::kF16; }
+
+// Whether host kernel `def` runs an instruction of these types through f32:
+// some input or output is bf16/f16 and the kernel has no 16-bit path of its
+// own (KernelDef::half_native: casts, communication, data movement).
+bool RunsViaF32(const KernelDef& def, const std::vector<TensorType>& inputs,
+                const std::vector<TensorType>& outputs);
+
+// `t` with a bf16/f16 dtype replaced by f32; other types unchanged.
+TensorType WidenedType(const TensorType& t);
+
+// The kernel's verify on the widened types (what its f32 code will see).
+Status VerifyViaF32(const KernelDef& def, const VerifyContext& ctx);
+// The kernel's prepare on f32 copies of its bf16/f16 constants (a packed
+// f32 weight for the GEMM), made once at load.
+Status PrepareViaF32(const KernelDef& def, PrepareContext& ctx);
+// Widen, run the f32 kernel, round back. Outputs declared f32 or integer
+// keep their dtype.
+Status RunViaF32(const KernelDef& def, KernelContext& ctx);
+// The f32 copies a run of such an instruction holds besides its declared
+// values: one per 16-bit float input and output.
+int64_t ViaF32ScratchBytes(const std::vector<TensorType>& inputs,
+                           const std::vector<TensorType>& outputs);
+
+// Whether the CPU has bf16 (AVX512-BF16 or AMX) or f16 (AVX512-FP16)
+// arithmetic.
+bool CpuHasHalfArithmetic(DType dtype);
+
+// Says once per process and dtype (on stderr) that 16-bit floats run as f32
+// with conversions on this CPU.
+void NoteRunsViaF32(DType dtype);
+
+// n elements of bf16/f16 `src` to f32, and back (round to nearest even,
+// NaN stays NaN), split over `pool` (may be null).
+void WidenToF32(const void* src, DType src_dtype, float* dst, int64_t n, ThreadPool* pool);
+void NarrowFromF32(const float* src, void* dst, DType dst_dtype, int64_t n, ThreadPool* pool);
+
+}  // namespace distrt
+
+#endif  // DISTRT_SRC_VIA_F32_H_
