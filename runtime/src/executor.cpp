@@ -320,6 +320,7 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     for (int id : p.InstructionOutputs(i)) outs.push_back(p.value(id).type);
     if (!RunsViaF32(*im.kernels[i], ins, outs)) continue;
     im.via_f32[static_cast<size_t>(i)] = true;
+    ++e->stats_.instructions_via_f32;
     scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);
     NoteRunsViaF32(ComputeDType(ins, outs) == DType::kF16 ? DType::kF16 : DType::kBF16);
   }
