@@ -7,11 +7,14 @@
 //   distrt-dtype-bench rank-0.pb [--dtype bf16|f16|f32] [--threads N]
 //                      [--runs N] [--ids BOUND] [--profile]
 //
-// Prints median_ms over the runs after a first one, the weight bytes, the
+// Prints median_ms over the runs after a first one (and median_cpu_ms, the
+// process's CPU time per run: steadier than wall time on a shared machine),
+// the weight bytes, the
 // run's peak live bytes, how many instructions ran as f32 with conversions,
 // and with --profile the five op kinds that took longest.
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -129,14 +132,22 @@ int main(int argc, char** argv) {
   if (!(st = MakeInputs(*program, ids, &inputs)).ok()) return Fail(st);
   if (!(st = e->Run(inputs, &outputs)).ok()) return Fail(st);  // warm-up
   e->ClearProfile();
-  std::vector<double> ms;
+  auto cpu_ms = [] {
+    timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return 1e3 * static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_nsec);
+  };
+  std::vector<double> ms, cpu;
   for (int r = 0; r < runs; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
+    const double c0 = cpu_ms();
     if (!(st = e->Run(inputs, &outputs)).ok()) return Fail(st);
+    cpu.push_back(cpu_ms() - c0);
     ms.push_back(
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
+  std::sort(cpu.begin(), cpu.end());
   const RunStats& s = e->stats();
   std::printf("dtype: %s, threads: %d, instructions: %lld, as f32 with conversions: %lld\n",
               dtype_name.c_str(), threads, static_cast<long long>(program->num_instructions()),
@@ -151,6 +162,7 @@ int main(int argc, char** argv) {
       std::printf("  %-16s %8.2f ms per run\n", times[i].op.c_str(),
                   1e3 * times[i].seconds / std::max<int64_t>(1, s.profiled_runs));
   }
+  std::printf("median_cpu_ms: %.3f\n", cpu[cpu.size() / 2]);
   std::printf("median_ms: %.3f\n", ms[ms.size() / 2]);
   return 0;
 }

@@ -5,7 +5,7 @@
 // store in the storage dtype. One place for every kernel: the executor
 // plans it (RunsViaF32), the loader verifies through it, and the memory
 // plan counts its f32 copies (ViaF32ScratchBytes). See docs/runtime.md,
-// "bf16 and f16".
+// "bf16 and f16 on the host".
 #ifndef DISTRT_SRC_VIA_F32_H_
 #define DISTRT_SRC_VIA_F32_H_
 
