@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# distrt against ONNX Runtime on one rank, memory per rank under tensor
-# parallelism, and tensor-parallel scaling on a compute-bound MLP.
+# distrt against ONNX Runtime on one rank, bf16 against f32 inference,
+# memory per rank under tensor parallelism, and tensor-parallel scaling on a
+# compute-bound MLP.
 #
 #   bench/runtime/run.sh [ITERATIONS]
 #
@@ -57,6 +58,29 @@ for threads in 1 2; do
     done
   done
 done
+
+# bf16 inference: GPT-2-small's exported rank program retyped to bf16 (the
+# same instructions; weights rounded to bf16 at load, activations bf16)
+# against the same program in f32, distrt only (ONNX Runtime's CPU provider
+# has no bf16). The kernels column says how distrt ran the bf16
+# instructions on this CPU (docs/runtime.md, "bf16 and f16 on the host").
+program=$cache/gpt2-small-program/rank-0.pb
+if [ ! -f "$program" ]; then
+  "$bin/dist-opt" "$gpt2" --export-programs="$(dirname "$program")" >/dev/null
+fi
+echo
+echo "CPU: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+printf "%-26s %10s %10s %12s  %s\n" "bf16 vs f32 (distrt)" "f32 ms" "bf16 ms" "f32/bf16" "bf16 kernels"
+for threads in 1 2; do
+  f=$("$bin/distrt-dtype-bench" "$program" --dtype f32 --threads "$threads" --runs "$iters" --ids 50257 | median)
+  out=$("$bin/distrt-dtype-bench" "$program" --dtype bf16 --threads "$threads" --runs "$iters" --ids 50257 2>&1)
+  h=$(median <<<"$out")
+  converted=$(sed -n 's/.*as f32 with conversions: \([0-9]*\).*/\1/p' <<<"$out")
+  kernels="native"
+  [ "${converted:-0}" -gt 0 ] && kernels="bf16 via f32 conversion ($converted instructions)"
+  printf "%-26s %10s %10s %12s  %s\n" "gpt2-small, $threads thread(s)" "$f" "$h" "$(ratio "$f" "$h")" "$kernels"
+done
+echo
 
 # How close GPT-2-small at one thread comes to the machine's GEMM rate: its
 # FLOPs (2 per multiply-add of every matmul: 12 layers of QKV, projection

@@ -312,7 +312,9 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     im.runs_on[i] = on_device ? im.device : CpuDevice();
   }
   im.via_f32.assign(static_cast<size_t>(n), false);
-  std::vector<int64_t> scratch(static_cast<size_t>(n), 0);  // the f32 copies
+  // The f32 copies, counted in the plan of a host program (on a device they
+  // are host memory, not the device's the plan reserves).
+  std::vector<int64_t> scratch(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
     if (im.runs_on[i]->kind() != DeviceKind::kCpu) continue;
     std::vector<TensorType> ins, outs;
@@ -320,7 +322,8 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     for (int id : p.InstructionOutputs(i)) outs.push_back(p.value(id).type);
     if (!RunsViaF32(*im.kernels[i], ins, outs)) continue;
     im.via_f32[static_cast<size_t>(i)] = true;
-    scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);
+    ++e->stats_.instructions_via_f32;
+    if (im.on_host) scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);
     NoteRunsViaF32(ComputeDType(ins, outs) == DType::kF16 ? DType::kF16 : DType::kBF16);
   }
 

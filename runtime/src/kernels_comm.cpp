@@ -504,6 +504,7 @@ void RegisterCommKernels(KernelRegistry& r) {
   for (DeviceKind device : {DeviceKind::kCpu, DeviceKind::kCuda}) {
     auto add = [&](KernelDef d) {
       d.device = device;
+      d.half_native = true;  // bf16/f16 moved as they are, reduced through f32
       r.Add(std::move(d));
     };
     add({"all_reduce", 1, 1, 1, RunAllReduce, VerifyCollective, true});

@@ -98,8 +98,12 @@ class ProgramValidator {
       if (!IsValidDType(static_cast<int>(wd))) {
         return Error(what, " has invalid dtype ", static_cast<int>(wd));
       }
-      bool convertible = wd == vt.dtype || (!w.zeros() && vt.dtype == DType::kF32 &&
-                                            (wd == DType::kF16 || wd == DType::kBF16));
+      // f32, f16 and bf16 convert into each other at load (rounding to
+      // nearest even when narrowing).
+      auto f32_or_half = [](DType d) {
+        return d == DType::kF32 || d == DType::kF16 || d == DType::kBF16;
+      };
+      bool convertible = wd == vt.dtype || (!w.zeros() && f32_or_half(vt.dtype) && f32_or_half(wd));
       if (!convertible) {
         return Error(what, " is stored as ", DTypeName(wd), " but its value is ", vt.ToString());
       }

@@ -7,16 +7,25 @@
 #include "kernel_util.h"
 #include "portable/hd.h"
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define DISTRT_HAS_F16C_PATH 1
+#endif
+
 namespace distrt {
 
 namespace {
 
-// What PrepareViaF32 made: the f32 kernel's own state, and per input a
-// defined f32 tensor without bytes where the f32 kernel said it will not
-// read that constant again (its bytes may be gone by the first run).
+// What PrepareViaF32 made: the f32 kernel's own state (may be null), and
+// per 16-bit constant input its f32 form: the widened copy when the f32
+// kernel reads the constant every run, or a tensor of its type without
+// bytes when the kernel's state holds all it needs (the constant's own bytes
+// may be gone by the first run). Both stand for the constant while no
+// WritePersistent changed it (`version`).
 struct ViaF32State : KernelState {
   std::shared_ptr<KernelState> inner;
-  std::vector<Tensor> shell;
+  std::vector<Tensor> constant;
+  uint64_t version = 0;
 };
 
 // A constant's f32 copy, shared by the instructions that read it while they
@@ -47,12 +56,50 @@ DISTRT_SIMD_CLONES void NarrowBF16(const float* x, uint16_t* y, int64_t n) {
   }
 }
 
-void WidenF16(const uint16_t* x, float* y, int64_t n) {
+void WidenF16Scalar(const uint16_t* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = portable::HalfBitsToFloat(x[i]);
 }
 
-void NarrowF16(const float* x, uint16_t* y, int64_t n) {
+void NarrowF16Scalar(const float* x, uint16_t* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = portable::FloatToHalfBits(x[i]);
+}
+
+#ifdef DISTRT_HAS_F16C_PATH
+// F16C converts 8 halves per instruction, rounding to nearest even as the
+// scalar conversions do (x86-64-v3 CPUs all have it).
+__attribute__((target("avx2,f16c"))) void WidenF16C(const uint16_t* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
+  WidenF16Scalar(x + i, y + i, n - i);
+}
+
+__attribute__((target("avx2,f16c"))) void NarrowF16C(const float* x, uint16_t* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  NarrowF16Scalar(x + i, y + i, n - i);
+}
+
+bool HasF16C() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  return has;
+}
+#endif
+
+void WidenF16(const uint16_t* x, float* y, int64_t n) {
+#ifdef DISTRT_HAS_F16C_PATH
+  if (HasF16C()) return WidenF16C(x, y, n);
+#endif
+  WidenF16Scalar(x, y, n);
+}
+
+void NarrowF16(const float* x, uint16_t* y, int64_t n) {
+#ifdef DISTRT_HAS_F16C_PATH
+  if (HasF16C()) return NarrowF16C(x, y, n);
+#endif
+  NarrowF16Scalar(x, y, n);
 }
 
 }  // namespace
@@ -100,28 +147,39 @@ Status PrepareViaF32(const KernelDef& def, PrepareContext& ctx) {
         StrCat("f32 copy of ", reinterpret_cast<uintptr_t>(c->buffer().get())));
     if (slot == nullptr) {
       auto made = std::make_shared<WideConstant>();
-      DISTRT_RETURN_IF_ERROR(
-          Tensor::Allocate(DType::kF32, c->shape(), &made->value, nullptr, /*zero=*/false));
+      DISTRT_RETURN_IF_ERROR(Tensor::Allocate(DType::kF32, c->shape(), &made->value,
+                                              ctx.state_tracker, /*zero=*/false));
       WidenToF32(c->raw(), c->dtype(), made->value.data<float>(), c->num_elements(), nullptr);
       slot = std::move(made);
     }
     inner.constant_inputs[k] = &static_cast<WideConstant*>(slot.get())->value;
   }
   DISTRT_RETURN_IF_ERROR(def.prepare(inner));
-  if (inner.prepared == nullptr) return OkStatus();
   auto state = std::make_shared<ViaF32State>();
   state->inner = std::move(inner.prepared);
-  state->shell.resize(n);
+  state->constant.resize(n);
+  bool kept = state->inner != nullptr;
   for (size_t k = 0; k < n; ++k) {
-    if (!inner.data_unneeded[k]) continue;
-    ctx.data_unneeded[k] = true;
-    if (!IsHalfFloat(ctx.inputs[k].dtype)) continue;
-    // Reserved, never touched, then freed: the f32 type without the bytes.
-    DISTRT_RETURN_IF_ERROR(Tensor::Allocate(DType::kF32, ctx.inputs[k].shape, &state->shell[k],
-                                            nullptr, /*zero=*/false));
-    state->shell[k].buffer()->ReleaseData();
+    const bool half_constant =
+        ctx.constant_inputs[k] != nullptr && IsHalfFloat(ctx.inputs[k].dtype);
+    if (inner.data_unneeded[k]) {
+      ctx.data_unneeded[k] = true;
+      if (!half_constant) continue;
+      // Reserved, never touched, then freed: the f32 type without the bytes.
+      DISTRT_RETURN_IF_ERROR(Tensor::Allocate(DType::kF32, ctx.inputs[k].shape,
+                                              &state->constant[k], nullptr, /*zero=*/false));
+      state->constant[k].buffer()->ReleaseData();
+      kept = true;
+    } else if (half_constant) {
+      // Read every run (a weight the GEMM does not pack on this CPU): keep
+      // the f32 copy instead of widening it each run; the 16-bit bytes may
+      // go. The model then holds f32 weights, as an f32 program does.
+      state->constant[k] = *inner.constant_inputs[k];
+      ctx.data_unneeded[k] = true;
+      kept = true;
+    }
   }
-  ctx.prepared = std::move(state);
+  if (kept) ctx.prepared = std::move(state);
   return OkStatus();
 }
 
@@ -148,8 +206,10 @@ Status RunViaF32(const KernelDef& def, KernelContext& ctx) {
       inner.donatable[kk] = kk < ctx.donatable.size() && ctx.donatable[kk];
       continue;
     }
-    if (x.raw() == nullptr && state != nullptr && state->shell[kk].defined()) {
-      inner.inputs.push_back(&state->shell[kk]);  // the f32 kernel's state has it
+    if (state != nullptr && state->constant[kk].defined() &&
+        (x.raw() == nullptr ||
+         (state->constant[kk].raw() != nullptr && state->version == ctx.persistent_version))) {
+      inner.inputs.push_back(&state->constant[kk]);  // widened at load
       continue;
     }
     DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(DType::kF32, x.shape(), &wide[kk]));

@@ -5,7 +5,7 @@
 // store in the storage dtype. One place for every kernel: the executor
 // plans it (RunsViaF32), the loader verifies through it, and the memory
 // plan counts its f32 copies (ViaF32ScratchBytes). See docs/runtime.md,
-// "bf16 and f16".
+// "bf16 and f16 on the host".
 #ifndef DISTRT_SRC_VIA_F32_H_
 #define DISTRT_SRC_VIA_F32_H_
 
@@ -20,7 +20,8 @@ inline bool IsHalfFloat(DType d) { return d == DType::kBF16 || d == DType::kF16;
 
 // Whether host kernel `def` runs an instruction of these types through f32:
 // some input or output is bf16/f16 and the kernel has no 16-bit path of its
-// own (KernelDef::half_native: casts, communication, data movement).
+// own (KernelDef::half_native: casts, collectives and to_partial, data
+// movement).
 bool RunsViaF32(const KernelDef& def, const std::vector<TensorType>& inputs,
                 const std::vector<TensorType>& outputs);
 

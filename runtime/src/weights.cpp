@@ -49,7 +49,7 @@ Status LoadWeightsAndConstants(const Program& program, std::shared_ptr<MemoryTra
     PrefaultRange(t.raw(), t.byte_size(), /*write=*/true);
     if (wd == vt.dtype) {
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, t.data<uint8_t>());
-    } else {  // stored in another dtype (f16/bf16 stored, f32 wanted): converted
+    } else {  // f32/f16/bf16 stored as another of them: converted
       Tensor raw;
       DISTRT_RETURN_IF_ERROR(Tensor::Allocate(wd, vt.shape, &raw, nullptr, false));
       CopyWindow(base, s.global_shape, s.offsets, s.sizes, es, raw.data<uint8_t>());

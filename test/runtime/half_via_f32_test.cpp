@@ -374,10 +374,11 @@ TEST(HalfProgram, LargerChainOnThreadsTracksF32) {
   ExpectChainTracksF32(64, 256, 512, 300, options);
 }
 
-// A constant bf16 weight of a matmul is widened and packed once at load,
-// then its bytes are freed: the executor holds what the f32 program holds
-// (the packed copy), and each product is the f32 one rounded.
-TEST(HalfProgram, PackedBF16WeightIsTheF32One) {
+// A constant bf16 weight of a matmul is widened once at load (and packed
+// where oneDNN packs), then its bytes are freed: the executor holds what the
+// f32 program holds (the packed copy, or the f32 weight), and each product
+// is the f32 one rounded.
+TEST(HalfProgram, ConstantBF16WeightIsWidenedOnce) {
   TempDir dir;
   const int64_t rows = 64, k = 256, n = 512;
   const Tensor w16 = RandomHalf(DType::kBF16, {k, n}, 70, -0.5f, 0.5f);
@@ -406,11 +407,7 @@ TEST(HalfProgram, PackedBF16WeightIsTheF32One) {
     }
     weight_bytes[half] = e->stats().weight_bytes;
   }
-  if (weight_bytes[0] != k * n * 4) {  // oneDNN packed the f32 weight (brgemm CPUs)
-    EXPECT_EQ(weight_bytes[1], weight_bytes[0]);
-  } else {  // not worth packing on this CPU: the bf16 weight stays as it is
-    EXPECT_EQ(weight_bytes[1], k * n * 2);
-  }
+  EXPECT_EQ(weight_bytes[1], weight_bytes[0]);
   for (int64_t i = 0; i < rows * n; ++i)
     ASSERT_EQ(out[1][0].data<uint16_t>()[i], FloatToBF16(out[0][0].data<float>()[i])) << i;
 }
@@ -471,6 +468,50 @@ TEST(HalfViaF32, PreparedConstantIsNotReadAgain) {
   st = RunViaF32(def, ctx);
   ASSERT_TRUE(st.ok()) << st.ToString();
   ASSERT_EQ(out[0].type(), x.type());
+  EXPECT_EQ(AsFloats(out[0]), (std::vector<float>{4, 5, 6}));
+}
+
+// A kernel whose prepare keeps nothing still reads the constant every run:
+// its f32 copy is kept from the load, and the 16-bit bytes may go.
+Status PrepareNothing(PrepareContext&) { return OkStatus(); }
+Status RunAddAll(KernelContext& ctx) {
+  const Tensor &x = ctx.input(0), &c = ctx.input(1);
+  if (x.dtype() != DType::kF32 || c.dtype() != DType::kF32 || c.raw() == nullptr)
+    return InternalError("inputs not widened");
+  float sum = 0;
+  for (int64_t i = 0; i < c.num_elements(); ++i) sum += c.data<float>()[i];
+  Tensor* y;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
+  for (int64_t i = 0; i < x.num_elements(); ++i) y->data<float>()[i] = x.data<float>()[i] + sum;
+  return OkStatus();
+}
+
+TEST(HalfViaF32, ConstantReadEveryRunIsWidenedOnce) {
+  KernelDef def{"add_all", 2, 2, 1, RunAddAll};
+  def.prepare = PrepareNothing;
+  const Tensor c = Half(DType::kBF16, {4}, {0.5f, 1.5f, 2.0f, -1.0f});
+  const Tensor x = Half(DType::kBF16, {3}, {1, 2, 3});
+  proto::Instruction inst;
+  KernelStates states;
+  PrepareContext prep;
+  prep.inst = &inst;
+  prep.inputs = {x.type(), c.type()};
+  prep.constant_inputs = {nullptr, &c};
+  prep.states = &states;
+  prep.data_unneeded.assign(2, false);
+  ASSERT_TRUE(PrepareViaF32(def, prep).ok());
+  EXPECT_EQ(prep.data_unneeded, (std::vector<bool>{false, true}));
+  ASSERT_NE(prep.prepared, nullptr);
+  c.buffer()->ReleaseData();
+  KernelContext ctx;
+  ctx.inst = &inst;
+  ctx.inputs = {&x, &c};
+  ctx.output_types = {x.type()};
+  std::vector<Tensor> out(1);
+  ctx.outputs = &out;
+  ctx.prepared = prep.prepared.get();
+  Status st = RunViaF32(def, ctx);
+  ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(AsFloats(out[0]), (std::vector<float>{4, 5, 6}));
 }
 
@@ -539,7 +580,8 @@ TEST(HalfProgram, InPlaceUpdateOfBF16Parameter) {
 }
 
 // bf16 weights stored in bf16 load as bf16 when the program wants bf16
-// (and widen when it wants f32, as before).
+// (and widen when it wants f32, as before); f32 weights of a bf16 value are
+// rounded at load.
 TEST(HalfProgram, WeightsLoadInTheirDType) {
   TempDir dir;
   const std::vector<uint16_t> w = {FloatToBF16(1.5f), FloatToBF16(-2.25f), FloatToBF16(3.0f)};
@@ -559,6 +601,21 @@ TEST(HalfProgram, WeightsLoadInTheirDType) {
     EXPECT_EQ(AsFloats(out[0]), (std::vector<float>{1.5f, -2.25f, 3.0f}));
     EXPECT_EQ(e->stats().weight_bytes, want == DType::kBF16 ? 6 : 12);
   }
+  const std::vector<float> w32 = {1.00390625f, -2.5f, 1e-3f};  // 1 + 2^-8 rounds to 1 (even)
+  WriteFile(dir.File("w32.bin"), w32.data(), 12);
+  ProgramBuilder b;
+  const int v = b.Weight("w", "w32.bin", 0, DType::kF32, DType::kBF16, {3}, {0}, {3});
+  b.Output("y", b.Apply("identity", {v}, DType::kBF16, {3}));
+  std::shared_ptr<const Program> p;
+  Status st = Program::Create(b.Build(), "w", dir.path(), &p);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::unique_ptr<Executor> e;
+  ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
+  std::vector<Tensor> out;
+  ASSERT_TRUE(e->Run({}, &out).ok());
+  ASSERT_EQ(out[0].dtype(), DType::kBF16);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(out[0].data<uint16_t>()[i], FloatToBF16(w32[i])) << i;
+  EXPECT_EQ(out[0].data<uint16_t>()[0], FloatToBF16(1.0f));
 }
 
 // A 16-bit instruction whose f32 form is wrong is refused at load, naming

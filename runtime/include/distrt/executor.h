@@ -83,6 +83,9 @@ struct RunStats {
   // the device; on the host: conv x4, max_pool x2").
   std::string device;
   std::string placement;
+  // Set at Create: host instructions with bf16/f16 operands that run as f32
+  // kernels with conversions (docs/runtime.md, "bf16 and f16 on the host").
+  int64_t instructions_via_f32 = 0;
   // With ExecutorOptions::profile: per op kind and device over all runs so
   // far (in order of first appearance; "apply updates" is writing a
   // training step's updates into its weights), and how many runs that is.
