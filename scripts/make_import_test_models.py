@@ -561,6 +561,14 @@ def more_models(rng):
     save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
                [i64("ids", [4]), i64("depth", [])], [f32("y", [4, 7])],
                [floats("values", [0.0, 1.0])], opset=11), "one_hot_runtime_depth.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
+               [i64("ids", [4])], [f32("y", [4, 7])],
+               [ints("depth", 0), floats("values", [0.0, 1.0])], opset=11),
+         "one_hot_zero_depth.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
+               [i64("ids", [10000])], [f32("y", [10000, 10**15])],
+               [ints("depth", 10**15), floats("values", [0.0, 1.0])], opset=11),
+         "one_hot_huge_depth.onnx")
     save(model([node("GatherElements", ["x", "ids"], ["y"], axis=0)],
                [f32("x", [4, 8]), i64("ids", [4])], [f32("y", [4])], opset=13),
          "gather_elements_rank.onnx")

@@ -795,9 +795,17 @@ LogicalResult distopt::onnximport::oneHotOp(ImportContext &ctx) {
     return ctx.error() << "depth must hold one value, got "
                        << (*depthValue)->numElements();
   // A float depth is truncated to an integer, as ONNX says.
-  int64_t depth = static_cast<int64_t>((*depthValue)->at(0));
+  double d = (*depthValue)->at(0);
+  if (!std::isfinite(d) || std::fabs(d) > 1e15)
+    return ctx.error() << "depth must be a positive integer below 10^15";
+  int64_t depth = static_cast<int64_t>(d);
   if (depth < 1)
     return ctx.error() << "depth must be positive, got " << depth;
+  SmallVector<int64_t> shape(it.getShape());
+  shape.push_back(depth);
+  if (checkedNumElements(shape) < 0)
+    return ctx.error() << "depth " << depth
+                       << " gives a result too large to hold";
   if (vt.getShape() != ArrayRef<int64_t>{2})
     return ctx.error() << "values must be [off, on] (2 elements), got " << vt;
   FailureOr<int64_t> axis =
