@@ -529,6 +529,53 @@ def more_models(rng):
     save(model([node("Reshape", ["x", "s"], ["y"])],
                [x23, i64("s", [2])], [f32("y", [3, 2])]), "runtime_shape.onnx")
 
+    # Training-code ops, each in a model small enough to run partitioned
+    # (test/lit/e2e/training-ops.test).
+    # torch.gather(logits, 2, ids): per-token values, as DPO code takes them.
+    save(model([node("GatherElements", ["logits", "ids"], ["picked"], axis=2),
+                node("Mul", ["picked", "two"], ["out"])],
+               [f32("logits", [4, 6, 10]), i64("ids", [4, 6, 1])],
+               [f32("out", [4, 6, 1])], [floats("two", 2.0)], opset=13),
+         "gather_elements.onnx")
+    # Add (repeated indices accumulate), then replace.
+    save(model([node("ScatterElements", ["data", "ids", "upd"], ["added"], axis=1,
+                     reduction="add"),
+                node("ScatterElements", ["added", "first", "one"], ["out"], axis=1)],
+               [f32("data", [4, 8]), i64("ids", [4, 3]), f32("upd", [4, 3]),
+                i64("first", [4, 1]), f32("one", [4, 1])],
+               [f32("out", [4, 8])], opset=16), "scatter_elements.onnx")
+    # An exclusive running sum along the rows, then a reversed one down the
+    # columns.
+    save(model([node("CumSum", ["x", "one"], ["rows"], exclusive=1),
+                node("CumSum", ["rows", "zero"], ["out"], reverse=1)],
+               [f32("x", [4, 8])], [f32("out", [4, 8])],
+               [ints("one", 1), ints("zero", 0)], opset=14), "cumsum.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["out"], axis=-1)],
+               [i64("ids", [4, 5])], [f32("out", [4, 5, 7])],
+               [ints("depth", 7), floats("values", [-1.0, 3.0])], opset=11),
+         "one_hot.onnx")
+    # Their mistakes (test/lit/import/errors.test).
+    save(model([node("CumSum", ["x", "axis"], ["y"])],
+               [f32("x", [4, 8]), i64("axis", [])], [f32("y", [4, 8])], opset=14),
+         "cumsum_runtime_axis.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
+               [i64("ids", [4]), i64("depth", [])], [f32("y", [4, 7])],
+               [floats("values", [0.0, 1.0])], opset=11), "one_hot_runtime_depth.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
+               [i64("ids", [4])], [f32("y", [4, 7])],
+               [ints("depth", 0), floats("values", [0.0, 1.0])], opset=11),
+         "one_hot_zero_depth.onnx")
+    save(model([node("OneHot", ["ids", "depth", "values"], ["y"])],
+               [i64("ids", [10000])], [f32("y", [10000, 10**15])],
+               [ints("depth", 10**15), floats("values", [0.0, 1.0])], opset=11),
+         "one_hot_huge_depth.onnx")
+    save(model([node("GatherElements", ["x", "ids"], ["y"], axis=0)],
+               [f32("x", [4, 8]), i64("ids", [4])], [f32("y", [4])], opset=13),
+         "gather_elements_rank.onnx")
+    save_unchecked(model([node("ScatterElements", ["x", "ids", "upd"], ["y"], reduction="sub")],
+                         [f32("x", [4]), i64("ids", [2]), f32("upd", [2])],
+                         [f32("y", [4])], opset=16), "scatter_elements_reduction.onnx")
+
 
 if __name__ == "__main__":
     main()

@@ -202,6 +202,15 @@ const std::vector<OpSpec> &opSpecs() {
         {"axes", AP::INTS, 1, 10}},
        "attributes before 10; bounds clamped, negative steps");
     op("Gather", gatherOp, {1, 11, 13}, {{1, 2, 2}}, {{"axis", AP::INT}});
+    op("GatherElements", gatherElementsOp, {11, 13}, {{1, 2, 2}},
+       {{"axis", AP::INT}});
+    op("ScatterElements", scatterElementsOp, {11, 13, 16, 18}, {{1, 3, 3}},
+       {{"axis", AP::INT}, {"reduction", AP::STRING, 16}},
+       "reduction none, add, mul (16); max, min (18)");
+    op("Scatter", scatterElementsOp, {9}, {{1, 3, 3}}, {{"axis", AP::INT}},
+       "as ScatterElements");
+    op("OneHot", oneHotOp, {9, 11}, {{1, 3, 3}}, {{"axis", AP::INT}},
+       "depth must be known at import");
     op("Expand", expandOp, {8, 13}, {{1, 2, 2}}, {});
     op("Tile", tileOp, {6, 13}, {{1, 2, 2}}, {}, "reshape + expand + reshape");
     op("Pad", padOp, {2, 11, 13, 18, 19, 21},
@@ -262,6 +271,9 @@ const std::vector<OpSpec> &opSpecs() {
     op("SoftmaxCrossEntropyLoss", lossOp, {12, 13}, {{1, 2, 3, 1, 2}},
        {{"ignore_index", AP::INT}, {"reduction", AP::STRING}},
        "log_softmax, then as NegativeLogLikelihoodLoss");
+    op("CumSum", cumSumOp, {11, 14}, {{1, 2, 2}},
+       {{"exclusive", AP::INT}, {"reverse", AP::INT}},
+       "axis must be known at import");
     for (const char *v : {"ArgMax", "ArgMin"})
       op(v, argReduceOp, {1, 11, 12, 13}, {{1, 1, 1}},
          {{"axis", AP::INT},

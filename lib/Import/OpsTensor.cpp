@@ -730,6 +730,99 @@ LogicalResult distopt::onnximport::gatherOp(ImportContext &ctx) {
       0, c.make<nn::GatherOp>(data, idx, ctx.b.getI64IntegerAttr(*axis)));
 }
 
+static LogicalResult checkIndexType(ImportContext &ctx, RankedTensorType it) {
+  if (!it.getElementType().isInteger(32) && !it.getElementType().isInteger(64))
+    return ctx.error() << "indices must be int32 or int64, got "
+                       << it.getElementType();
+  return success();
+}
+
+LogicalResult distopt::onnximport::gatherElementsOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0), it = ctx.type(1);
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
+  if (failed(axis) || failed(checkIndexType(ctx, it)))
+    return failure();
+  OpChain c(ctx);
+  Value data = c.input(0), idx = c.input(1);
+  return c.output(0, c.make<nn::GatherElementsOp>(
+                         data, idx, ctx.b.getI64IntegerAttr(*axis)));
+}
+
+LogicalResult distopt::onnximport::scatterElementsOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0), it = ctx.type(1);
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
+  if (failed(axis) || failed(checkIndexType(ctx, it)))
+    return failure();
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      !(ctx.opset >= 18 && (reduction == "max" || reduction == "min")))
+    return ctx.error() << "unknown reduction '" << reduction << "'";
+  OpChain c(ctx);
+  Value data = c.input(0), idx = c.input(1), updates = c.input(2);
+  return c.output(0, c.make<nn::ScatterElementsOp>(
+                         data, idx, updates, ctx.b.getI64IntegerAttr(*axis),
+                         ctx.b.getStringAttr(reduction)));
+}
+
+LogicalResult distopt::onnximport::cumSumOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  FailureOr<std::vector<int64_t>> a = ctx.knownInts(1, "the axis");
+  if (failed(a))
+    return failure();
+  if (a->size() != 1)
+    return ctx.error() << "axis must hold one value, got " << a->size();
+  FailureOr<int64_t> axis =
+      ctx.axis((*a)[0], std::max<int64_t>(t.getRank(), 1), "axis");
+  if (failed(axis))
+    return failure();
+  auto flag = [&](const char *name) {
+    return ctx.attrInt(name, 0) ? ctx.b.getUnitAttr() : UnitAttr();
+  };
+  OpChain c(ctx);
+  Value x = c.input(0);
+  return c.output(0, c.make<nn::CumSumOp>(x, ctx.b.getI64IntegerAttr(*axis),
+                                          flag("exclusive"), flag("reverse")));
+}
+
+LogicalResult distopt::onnximport::oneHotOp(ImportContext &ctx) {
+  RankedTensorType it = ctx.type(0), vt = ctx.type(2);
+  FailureOr<const Known *> depthValue = ctx.requireKnown(1, "the depth");
+  if (failed(depthValue))
+    return failure();
+  if ((*depthValue)->numElements() != 1)
+    return ctx.error() << "depth must hold one value, got "
+                       << (*depthValue)->numElements();
+  // A float depth is truncated to an integer, as ONNX says.
+  double d = (*depthValue)->at(0);
+  if (!std::isfinite(d) || std::fabs(d) > 1e15)
+    return ctx.error() << "depth must be a positive integer below 10^15";
+  int64_t depth = static_cast<int64_t>(d);
+  if (depth < 1)
+    return ctx.error() << "depth must be positive, got " << depth;
+  SmallVector<int64_t> shape(it.getShape());
+  shape.push_back(depth);
+  if (checkedNumElements(shape) < 0)
+    return ctx.error() << "depth " << depth
+                       << " gives a result too large to hold";
+  if (vt.getShape() != ArrayRef<int64_t>{2})
+    return ctx.error() << "values must be [off, on] (2 elements), got " << vt;
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", -1), it.getRank() + 1, "axis");
+  if (failed(axis))
+    return failure();
+  OpChain c(ctx);
+  Value idx = c.input(0), values = c.input(2);
+  // Non-integer indices are cast to int64 (truncated) first, as ONNX says.
+  if (!c.failed() && !it.getElementType().isInteger(32) &&
+      !it.getElementType().isInteger(64))
+    idx = c.typed<nn::CastOp>(it.clone(ctx.b.getI64Type()), idx);
+  return c.output(0, c.make<nn::OneHotOp>(idx, values,
+                                          ctx.b.getI64IntegerAttr(depth),
+                                          ctx.b.getI64IntegerAttr(*axis)));
+}
+
 /// Shared by Expand and Tile: `x` broadcast to `shape` (no op if it has it).
 static Value expand(OpChain &c, Value x, ArrayRef<int64_t> shape) {
   if (c.failed())

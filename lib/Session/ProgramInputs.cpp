@@ -31,7 +31,9 @@ struct ValueReaders {
 };
 } // namespace
 
-/// Upper bound for an integer input: the size of the table it indexes.
+/// Upper bound for an integer input: the size of the table it indexes
+/// (a gather's), of the dimension it picks from (gather_elements,
+/// scatter_elements), or a one_hot's depth.
 static int64_t indexBound(const distrt::Program &program,
                           const ValueReaders &readers, int inputIndex) {
   const auto &proto = program.proto();
@@ -42,6 +44,19 @@ static int64_t indexBound(const distrt::Program &program,
     for (int32_t value : frontier)
       for (auto [k, i] : readers.of(value)) {
         const auto &inst = proto.instructions(k);
+        if ((inst.op() == "gather_elements" ||
+             inst.op() == "scatter_elements") &&
+            i == 1) {
+          // data's axis is whole on every rank (the op's sharding rule).
+          int axis =
+              inst.attrs().count("axis") ? inst.attrs().at("axis").i() : 0;
+          int idx = program.ValueIndex(inst.inputs(0));
+          if (idx >= 0 &&
+              axis < static_cast<int>(program.value(idx).type.shape.size()))
+            return program.value(idx).type.shape[axis];
+        }
+        if (inst.op() == "one_hot" && i == 0 && inst.attrs().count("depth"))
+          return inst.attrs().at("depth").i();
         if (inst.op() == "gather" && i == 1) {
           int axis =
               inst.attrs().count("axis") ? inst.attrs().at("axis").i() : 0;

@@ -1,5 +1,8 @@
 // gather (ONNX Gather): take slices of `data` along `axis` at `indices`;
 // scatter_add, its gradient: add slices of `updates` into `base` there.
+// gather_elements / scatter_elements (ONNX GatherElements /
+// ScatterElements): one element per index, indices of data's rank;
+// one_hot (ONNX OneHot).
 #include <algorithm>
 
 #include "kernel_util.h"
@@ -191,6 +194,203 @@ Status RunScatterAdd(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- gather_elements, scatter_elements ------------------------------------------
+
+// indices of data's rank, no longer than data outside `axis`.
+Status ElementsShape(const char* op, const AttrReader& attrs, const TensorType& data,
+                     const TensorType& idx, int64_t* axis) {
+  int64_t a;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &a));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, static_cast<int>(data.shape.size()), axis));
+  if (idx.dtype != DType::kI64 && idx.dtype != DType::kI32) {
+    return InvalidArgumentError(op, " indices must be i64 or i32, got ", DTypeName(idx.dtype));
+  }
+  if (idx.shape.size() != data.shape.size()) {
+    return InvalidArgumentError(op, " indices ", idx.ToString(), " must have the rank of data ",
+                                data.ToString());
+  }
+  for (size_t d = 0; d < data.shape.size(); ++d) {
+    if (static_cast<int64_t>(d) != *axis && idx.shape[d] > data.shape[d]) {
+      return InvalidArgumentError(op, " indices ", idx.ToString(), " exceed data ",
+                                  data.ToString(), " in dimension ", d);
+    }
+  }
+  return OkStatus();
+}
+
+// For every position of the indices (row-major), the offset of the data
+// element it addresses: its own coordinates, with the index at `axis`.
+Status ElementOffsets(const char* op, const Tensor& data, const Tensor& idx, int64_t axis,
+                      std::vector<int64_t>* out) {
+  const int rank = data.rank();
+  std::vector<int64_t> ids;
+  DISTRT_RETURN_IF_ERROR(ReadIndices(op, idx, data.dim(static_cast<int>(axis)), &ids));
+  std::vector<int64_t> stride(static_cast<size_t>(rank), 1), coord(static_cast<size_t>(rank), 0);
+  for (int d = rank - 2; d >= 0; --d) stride[d] = stride[d + 1] * data.dim(d + 1);
+  out->resize(ids.size());
+  for (size_t t = 0; t < ids.size(); ++t) {
+    int64_t off = 0;
+    for (int d = 0; d < rank; ++d) off += (d == axis ? ids[t] : coord[d]) * stride[d];
+    (*out)[t] = off;
+    for (int d = rank - 1; d >= 0 && ++coord[d] == idx.dim(d); --d) coord[d] = 0;
+  }
+  return OkStatus();
+}
+
+Status VerifyGatherElements(const VerifyContext& ctx) {
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(
+      ElementsShape("gather_elements", ctx.attrs(), ctx.inputs[0], ctx.inputs[1], &axis));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, ctx.inputs[1].shape});
+}
+
+Status RunGatherElements(KernelContext& ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(
+      ElementsShape("gather_elements", ctx.attrs(), data.type(), idx.type(), &axis));
+  DISTRT_RETURN_IF_ERROR(
+      CheckOutputType(ctx.output_types[0], TensorType{data.dtype(), idx.shape()}));
+  std::vector<int64_t> offsets;
+  DISTRT_RETURN_IF_ERROR(ElementOffsets("gather_elements", data, idx, axis, &offsets));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const size_t size = DTypeSize(data.dtype());
+  const uint8_t* src = data.data<uint8_t>();
+  uint8_t* dst = out->data<uint8_t>();
+  for (size_t t = 0; t < offsets.size(); ++t) {
+    std::memcpy(dst + t * size, src + static_cast<size_t>(offsets[t]) * size, size);
+  }
+  return OkStatus();
+}
+
+Status VerifyScatterElements(const VerifyContext& ctx) {
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(
+      ElementsShape("scatter_elements", ctx.attrs(), ctx.inputs[0], ctx.inputs[1], &axis));
+  if (ctx.inputs[2] != TensorType{ctx.inputs[0].dtype, ctx.inputs[1].shape}) {
+    return InvalidArgumentError("scatter_elements updates are ", ctx.inputs[2].ToString(),
+                                ", expected the indices' shape and data's dtype");
+  }
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+// out[offsets[t]] = combine(out[offsets[t]], upd[t]) in index order, so
+// repeated indices combine deterministically.
+template <typename T>
+void ScatterCombine(const T* upd, const std::vector<int64_t>& offsets, const std::string& r,
+                    T* out) {
+  for (size_t t = 0; t < offsets.size(); ++t) {
+    T& e = out[offsets[t]];
+    auto a = portable::Load(e), b = portable::Load(upd[t]);
+    if (r == "add") {
+      e = portable::Store<T>(WrapAdd(a, b));
+    } else if (r == "mul") {
+      e = portable::Store<T>(WrapMul(a, b));
+    } else if (r == "max") {
+      e = portable::Store<T>(a < b ? b : a);
+    } else {
+      e = portable::Store<T>(b < a ? b : a);
+    }
+  }
+}
+
+Status RunScatterElements(KernelContext& ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(
+      ElementsShape("scatter_elements", ctx.attrs(), data.type(), idx.type(), &axis));
+  if (upd.type() != TensorType{data.dtype(), idx.shape()}) {
+    return InvalidArgumentError("scatter_elements updates are ", upd.type().ToString(),
+                                ", expected the indices' shape and data's dtype");
+  }
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], data.type()));
+  std::string reduction;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetString("reduction", "none", &reduction));
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return InvalidArgumentError("scatter_elements reduction must be none, add, mul, max or min, "
+                                "got '", reduction, "'");
+  }
+  std::vector<int64_t> offsets;
+  DISTRT_RETURN_IF_ERROR(ElementOffsets("scatter_elements", data, idx, axis, &offsets));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (data.byte_size() > 0) std::memcpy(out->raw(), data.raw(), data.byte_size());
+  if (reduction == "none") {
+    const size_t size = DTypeSize(data.dtype());
+    for (size_t t = 0; t < offsets.size(); ++t) {
+      std::memcpy(out->data<uint8_t>() + static_cast<size_t>(offsets[t]) * size,
+                  upd.data<uint8_t>() + t * size, size);
+    }
+    return OkStatus();
+  }
+  switch (data.dtype()) {
+    DISTRT_FLOAT_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_INT_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_HALF_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_UNSUPPORTED_(data.dtype(), "scatter_elements")
+  }
+  return OkStatus();
+}
+
+// ---- one_hot -----------------------------------------------------------------------
+
+Status OneHotShape(const AttrReader& attrs, const TensorType& idx, const TensorType& values,
+                   int64_t* depth, int64_t* axis, TensorType* out) {
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("depth", depth));
+  int64_t a;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", -1, &a));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, static_cast<int>(idx.shape.size()) + 1, axis));
+  if (*depth < 1) return InvalidArgumentError("one_hot depth must be positive, got ", *depth);
+  if (idx.dtype != DType::kI64 && idx.dtype != DType::kI32) {
+    return InvalidArgumentError("one_hot indices must be i64 or i32, got ", DTypeName(idx.dtype));
+  }
+  if (values.shape != Shape{2}) {
+    return InvalidArgumentError("one_hot values must have 2 elements [off, on], got ",
+                                values.ToString());
+  }
+  out->dtype = values.dtype;
+  out->shape = idx.shape;
+  out->shape.insert(out->shape.begin() + *axis, *depth);
+  return OkStatus();
+}
+
+Status VerifyOneHot(const VerifyContext& ctx) {
+  int64_t depth, axis;
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(OneHotShape(ctx.attrs(), ctx.inputs[0], ctx.inputs[1], &depth, &axis, &t));
+  return CheckOutputType(ctx.outputs[0], t);
+}
+
+Status RunOneHot(KernelContext& ctx) {
+  const Tensor &idx = ctx.input(0), &values = ctx.input(1);
+  int64_t depth, axis;
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(OneHotShape(ctx.attrs(), idx.type(), values.type(), &depth, &axis, &t));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], t));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  // The output viewed as [outer, depth, inner], the indices as [outer, inner].
+  int64_t outer = 1, inner = 1;
+  for (int d = 0; d < idx.rank(); ++d) (d < axis ? outer : inner) *= idx.dim(d);
+  const size_t size = DTypeSize(values.dtype());
+  const uint8_t *off = values.data<uint8_t>(), *on = off + size;
+  uint8_t* dst = out->data<uint8_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      int64_t v = idx.dtype() == DType::kI64 ? idx.data<int64_t>()[o * inner + i]
+                                             : idx.data<int32_t>()[o * inner + i];
+      if (v < 0) v += depth;  // out of [-depth, depth): a row of `off`
+      for (int64_t k = 0; k < depth; ++k) {
+        std::memcpy(dst + static_cast<size_t>((o * depth + k) * inner + i) * size,
+                    k == v ? on : off, size);
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterIndexKernels(KernelRegistry& r) {
@@ -204,6 +404,9 @@ void RegisterIndexKernels(KernelRegistry& r) {
   KernelDef scatter_add{"scatter_add", 3, 3, 1, RunScatterAdd, VerifyScatterAdd, false, true};
   scatter_add.half_native = true;
   r.Add(scatter_add);
+  r.Add({"gather_elements", 2, 2, 1, RunGatherElements, VerifyGatherElements});
+  r.Add({"scatter_elements", 3, 3, 1, RunScatterElements, VerifyScatterElements});
+  r.Add({"one_hot", 2, 2, 1, RunOneHot, VerifyOneHot});
 }
 
 }  // namespace distrt

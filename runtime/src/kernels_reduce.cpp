@@ -292,6 +292,67 @@ Status RunArg(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- cumsum (ONNX CumSum) ----------------------------------------------------
+
+Status CumSumAxis(const AttrReader& attrs, const TensorType& in, int64_t* axis) {
+  int64_t a;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", 0, &a));
+  return NormalizeAxis(a, std::max<int>(1, static_cast<int>(in.shape.size())), axis);
+}
+
+Status VerifyCumSum(const VerifyContext& ctx) {
+  int64_t axis;
+  DISTRT_RETURN_IF_ERROR(CumSumAxis(ctx.attrs(), ctx.inputs[0], &axis));
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+// x viewed as [outer, dim, inner]; each (outer, inner) line summed in
+// order (from the end when reversed), in the element's compute type.
+template <typename T>
+void CumSum(const T* x, T* y, int64_t outer, int64_t dim, int64_t inner, bool exclusive,
+            bool reverse) {
+  using C = decltype(portable::Load(T{}));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      C sum = C{};
+      for (int64_t s = 0; s < dim; ++s) {
+        const int64_t k = reverse ? dim - 1 - s : s;
+        const int64_t at = (o * dim + k) * inner + i;
+        const C v = portable::Load(x[at]);
+        if (!exclusive) sum = WrapAdd(sum, v);
+        y[at] = portable::Store<T>(sum);
+        if (exclusive) sum = WrapAdd(sum, v);
+      }
+    }
+  }
+}
+
+Status RunCumSum(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t axis, exclusive, reverse;
+  DISTRT_RETURN_IF_ERROR(CumSumAxis(ctx.attrs(), x.type(), &axis));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("exclusive", 0, &exclusive));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("reverse", 0, &reverse));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  int64_t outer = 1, dim = x.rank() ? x.dim(static_cast<int>(axis)) : 1, inner = 1;
+  for (int d = 0; d < x.rank(); ++d) {
+    if (d < axis) outer *= x.dim(d);
+    if (d > axis) inner *= x.dim(d);
+  }
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  switch (x.dtype()) {
+    DISTRT_FLOAT_CASES_(CumSum(x.data<T>(), out->data<T>(), outer, dim, inner, exclusive != 0,
+                               reverse != 0))
+    DISTRT_INT_CASES_(CumSum(x.data<T>(), out->data<T>(), outer, dim, inner, exclusive != 0,
+                             reverse != 0))
+    DISTRT_HALF_CASES_(CumSum(x.data<T>(), out->data<T>(), outer, dim, inner, exclusive != 0,
+                              reverse != 0))
+    DISTRT_UNSUPPORTED_(x.dtype(), "cumsum")
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& r) {
@@ -300,6 +361,7 @@ void RegisterReduceKernels(KernelRegistry& r) {
   }
   r.Add({"argmax", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});
+  r.Add({"cumsum", 1, 1, 1, RunCumSum, VerifyCumSum});
 }
 
 }  // namespace distrt

@@ -218,3 +218,31 @@ TEST(BatchNorm, InferenceForm) {
 
 }  // namespace
 }  // namespace distrt
+
+namespace distrt {
+namespace {
+using namespace distrt::testing;  // NOLINT
+
+TEST(CumSum, InclusiveExclusiveReverseEitherAxis) {
+  Tensor x = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto run = [&](int64_t axis, int64_t exclusive, int64_t reverse) {
+    return Run1("cumsum", {x}, {DType::kF32, {2, 3}},
+                {{"axis", AttrInt(axis)},
+                 {"exclusive", AttrInt(exclusive)},
+                 {"reverse", AttrInt(reverse)}});
+  };
+  ExpectF32(run(1, 0, 0), {2, 3}, {1, 3, 6, 4, 9, 15});
+  ExpectF32(run(1, 1, 0), {2, 3}, {0, 1, 3, 0, 4, 9});
+  ExpectF32(run(-1, 0, 1), {2, 3}, {6, 5, 3, 15, 11, 6});
+  ExpectF32(run(1, 1, 1), {2, 3}, {5, 3, 0, 11, 6, 0});
+  ExpectF32(run(0, 0, 0), {2, 3}, {1, 2, 3, 5, 7, 9});
+  EXPECT_EQ(Vec<int64_t>(Run1("cumsum", {I64({4}, {1, -2, 3, 10})}, {DType::kI64, {4}},
+                              {{"axis", AttrInt(0)}, {"reverse", AttrInt(1)}})),
+            (std::vector<int64_t>{12, 11, 13, 10}));
+  std::vector<Tensor> out;
+  Status st = RunOp("cumsum", {x}, {{DType::kF32, {2, 3}}}, {{"axis", AttrInt(2)}}, &out);
+  EXPECT_FALSE(st.ok());
+}
+
+}  // namespace
+}  // namespace distrt

@@ -1,4 +1,5 @@
 // Data-movement kernels: transpose, reshape, expand, concat, slice, gather,
+// gather_elements, scatter_elements, one_hot,
 // pad, range.
 #include <gtest/gtest.h>
 
@@ -175,6 +176,71 @@ TEST(Gather, NegativeIndicesAxesAndIndexTypes) {
   st = RunOp("gather", {data, I64({1}, {-4})}, {{DType::kF32, {1, 4}}}, {{"axis", AttrInt(0)}},
              &out);
   EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+}
+
+TEST(GatherElements, PicksOneElementPerIndexAlongEitherAxis) {
+  Tensor data = Iota({3, 4});  // data[i][j] = 4 * i + j
+  ExpectF32(Run1("gather_elements", {data, I64({3, 2}, {3, -1, 0, 1, 2, 2})},
+                 {DType::kF32, {3, 2}}, {{"axis", AttrInt(1)}}),
+            {3, 2}, {3, 3, 4, 5, 10, 10});
+  // Along axis 0, with fewer columns than data: result[i][j] = data[idx][j].
+  ExpectF32(Run1("gather_elements", {data, I32({2, 3}, {2, 0, 1, -1, 1, 0})},
+                 {DType::kF32, {2, 3}}, {{"axis", AttrInt(0)}}),
+            {2, 3}, {8, 1, 6, 8, 5, 2});
+  std::vector<Tensor> out;
+  Status st = RunOp("gather_elements", {data, I64({1, 1}, {4})}, {{DType::kF32, {1, 1}}},
+                    {{"axis", AttrInt(1)}}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(st.message().find("gather_elements index 4"), std::string::npos) << st.message();
+  st = RunOp("gather_elements", {data, I64({4}, {0, 0, 0, 0})}, {{DType::kF32, {4}}},
+             {{"axis", AttrInt(0)}}, &out);
+  EXPECT_NE(st.message().find("must have the rank of data"), std::string::npos) << st.message();
+}
+
+TEST(ScatterElements, ReplacesOrCombinesInIndexOrder) {
+  // ONNX's example: replace along axis 0.
+  ExpectF32(Run1("scatter_elements",
+                 {F32({3, 3}, {0, 0, 0, 0, 0, 0, 0, 0, 0}), I64({2, 3}, {1, 0, 2, 0, 2, 1}),
+                  F32({2, 3}, {1.0f, 1.1f, 1.2f, 2.0f, 2.1f, 2.2f})},
+                 {DType::kF32, {3, 3}}, {{"axis", AttrInt(0)}}),
+            {3, 3}, {2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f});
+  Tensor data = F32({1, 5}, {1, 2, 3, 4, 5});
+  auto run = [&](const char* reduction, Tensor idx, Tensor upd) {
+    return Run1("scatter_elements", {data, idx, upd}, {DType::kF32, {1, 5}},
+                {{"axis", AttrInt(1)}, {"reduction", AttrString(reduction)}});
+  };
+  ExpectF32(run("add", I64({1, 2}, {1, 1}), F32({1, 2}, {1.1f, 2.1f})), {1, 5},
+            {1, 2 + 1.1f + 2.1f, 3, 4, 5});
+  ExpectF32(run("mul", I64({1, 2}, {1, -4}), F32({1, 2}, {1.5f, 3})), {1, 5},
+            {1, 2 * 1.5f * 3, 3, 4, 5});
+  ExpectF32(run("max", I64({1, 2}, {1, -1}), F32({1, 2}, {0, 9})), {1, 5}, {1, 2, 3, 4, 9});
+  ExpectF32(run("min", I64({1, 2}, {1, -1}), F32({1, 2}, {0, 9})), {1, 5}, {1, 0, 3, 4, 5});
+  EXPECT_EQ(Vec<int64_t>(Run1("scatter_elements",
+                              {I64({4}, {1, 2, 3, 4}), I32({2}, {3, 0}), I64({2}, {7, 8})},
+                              {DType::kI64, {4}}, {{"axis", AttrInt(0)}})),
+            (std::vector<int64_t>{8, 2, 3, 7}));
+  std::vector<Tensor> out;
+  Status st = RunOp("scatter_elements", {data, I64({1, 1}, {5}), F32({1, 1}, {0})},
+                    {{DType::kF32, {1, 5}}}, {{"axis", AttrInt(1)}}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  st = RunOp("scatter_elements", {data, I64({1, 1}, {0}), F32({1, 1}, {0})},
+             {{DType::kF32, {1, 5}}}, {{"axis", AttrInt(1)}, {"reduction", AttrString("sub")}},
+             &out);
+  EXPECT_NE(st.message().find("reduction must be"), std::string::npos) << st.message();
+}
+
+TEST(OneHot, NewAxisNegativeAndOutOfRangeIndices) {
+  // -1 counts from the end (depth - 1); 5 is outside [-4, 4): all off.
+  ExpectF32(Run1("one_hot", {I64({3}, {0, -1, 5}), F32({2}, {0, 1})}, {DType::kF32, {3, 4}},
+                 {{"depth", AttrInt(4)}, {"axis", AttrInt(-1)}}),
+            {3, 4}, {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0});
+  EXPECT_EQ(Vec<int64_t>(Run1("one_hot", {I32({2}, {1, 3}), I64({2}, {-2, 7})},
+                              {DType::kI64, {4, 2}}, {{"depth", AttrInt(4)}, {"axis", AttrInt(0)}})),
+            (std::vector<int64_t>{-2, -2, 7, -2, -2, -2, -2, 7}));
+  std::vector<Tensor> out;
+  Status st = RunOp("one_hot", {I64({1}, {0}), F32({3}, {0, 1, 2})}, {{DType::kF32, {1, 4}}},
+                    {{"depth", AttrInt(4)}}, &out);
+  EXPECT_NE(st.message().find("2 elements"), std::string::npos) << st.message();
 }
 
 TEST(Pad, ConstantReflectEdge) {

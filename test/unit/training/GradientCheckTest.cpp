@@ -382,6 +382,35 @@ const Case kCases[] = {
      "%y = nn.gather %t, %i axis 0 : " T("5x3") ", tensor<2x2xi64> -> " T(
          "2x2x3"),
      T("2x2x3")},
+    {"gather_elements",
+     {{"%t: " T("3x4"), false}, {"%i: tensor<3x5xi64>", false}},
+     "%y = nn.gather_elements %t, %i axis 1 : " T("3x4") ", tensor<3x5xi64> -> " T(
+         "3x5"),
+     T("3x5")},
+    // One index per row, so no two updates land on one element (which of
+    // them wins is unspecified, and so is its gradient).
+    {"scatter_elements",
+     {{"%t: " T("3x4"), false},
+      {"%i: tensor<3x1xi64>", false},
+      {"%u: " T("3x1"), false}},
+     "%y = nn.scatter_elements %t, %i, %u axis 1 : (" T("3x4") ", tensor<3x1xi64>, " T(
+         "3x1") ") -> " T("3x4"),
+     T("3x4")},
+    {"scatter_elements_add",
+     {{"%t: " T("4x3"), false},
+      {"%i: tensor<5x3xi64>", false},
+      {"%u: " T("5x3"), false}},
+     "%y = nn.scatter_elements %t, %i, %u axis 0 reduction \"add\" : (" T(
+         "4x3") ", tensor<5x3xi64>, " T("5x3") ") -> " T("4x3"),
+     T("4x3")},
+    {"cumsum",
+     {{"%a: " T("3x4"), false}},
+     "%y = nn.cumsum %a axis 1 : " T("3x4"),
+     T("3x4")},
+    {"cumsum_exclusive_reverse",
+     {{"%a: " T("3x4"), false}},
+     "%y = nn.cumsum %a axis 0 exclusive reverse : " T("3x4"),
+     T("3x4")},
     {"conv",
      {{"%x: " T("1x2x5x5"), false},
       {"%w: " T("3x2x3x3"), false},

@@ -413,6 +413,16 @@ LogicalResult ReduceSumOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   return success();
 }
 
+LogicalResult CumSumOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
+                                      SmallVectorImpl<Value> &dx) {
+  // x[i] reaches every y[j] with j >= i (j > i when exclusive), so dx[i]
+  // sums dy over those: the running sum the other way round.
+  dx[0] = g.create<CumSumOp>(
+      dy[0], getAxisAttr(), getExclusiveAttr(),
+      getReverse() ? UnitAttr() : g.builder().getUnitAttr());
+  return success();
+}
+
 LogicalResult ReduceMeanOp::buildGradient(GradientBuilder &g,
                                           ArrayRef<Value> dy,
                                           SmallVectorImpl<Value> &dx) {
@@ -694,6 +704,35 @@ LogicalResult GatherOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   // embedding's gradient).
   dx[0] = g.create<ScatterAddOp>(g.zerosLike(getData()), getIndices(), dy[0],
                                  getAxisAttr());
+  return success();
+}
+
+LogicalResult GatherElementsOp::buildGradient(GradientBuilder &g,
+                                              ArrayRef<Value> dy,
+                                              SmallVectorImpl<Value> &dx) {
+  // Each picked element's gradient goes back to where it was picked from;
+  // an element picked twice receives both.
+  dx[0] = g.create<ScatterElementsOp>(g.zerosLike(getData()), getIndices(),
+                                      dy[0], getAxisAttr(),
+                                      g.builder().getStringAttr("add"));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::buildGradient(GradientBuilder &g,
+                                               ArrayRef<Value> dy,
+                                               SmallVectorImpl<Value> &dx) {
+  StringRef r = getReduction();
+  if (r != "none" && r != "add")
+    return emitOpError("with reduction '")
+           << r << "' has no gradient rule; only none and add train";
+  // Every update lands in one result element: its gradient is read back
+  // from there.
+  dx[2] = g.create<GatherElementsOp>(dy[0], getIndices(), getAxisAttr());
+  // data passes through where nothing replaced it (none), everywhere (add).
+  dx[0] = r == "add" ? dy[0]
+                     : g.create<ScatterElementsOp>(
+                           dy[0], getIndices(), g.zerosLike(getUpdates()),
+                           getAxisAttr(), g.builder().getStringAttr("none"));
   return success();
 }
 

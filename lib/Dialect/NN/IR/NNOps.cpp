@@ -238,6 +238,22 @@ LogicalResult GatherOp::verify() { return success(); }
 
 LogicalResult ScatterAddOp::verify() { return success(); }
 
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (getAxis() < 0 || getAxis() >= std::max<int64_t>(rank, 1))
+    return emitOpError("axis ") << getAxis() << " is out of range for rank "
+                                << rank;
+  return success();
+}
+
+LogicalResult ScatterElementsOp::verify() {
+  StringRef r = getReduction();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return emitOpError("reduction must be none, add, mul, max or min, got '")
+           << r << "'";
+  return success();
+}
+
 /// An optimizer update: tensors (parameter, gradient, states and the new
 /// values) of one float type, scalars rank-0 of its element type.
 static LogicalResult verifyOptimizerUpdate(Operation *op, unsigned tensors,

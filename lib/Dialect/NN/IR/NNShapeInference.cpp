@@ -532,3 +532,106 @@ ScatterAddOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
   out.push_back(base);
   return success();
 }
+
+static bool isIndexType(RankedTensorType t) {
+  return t.getElementType().isInteger(64) || t.getElementType().isInteger(32);
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto data = rankedType(adaptor.getData());
+  auto indices = rankedType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (!data || !indices)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             data.getRank());
+  if (!isIndexType(indices))
+    return emitOptionalError(loc, "indices must be i32 or i64, got ",
+                             indices.getElementType());
+  if (indices.getRank() != data.getRank())
+    return emitOptionalError(loc, "indices have rank ", indices.getRank(),
+                             ", expected the rank of data (", data.getRank(),
+                             ")");
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && !ShapedType::isDynamic(data.getDimSize(d)) &&
+        !ShapedType::isDynamic(indices.getDimSize(d)) &&
+        indices.getDimSize(d) > data.getDimSize(d))
+      return emitOptionalError(loc, "indices extent ", indices.getDimSize(d),
+                               " in dimension ", d, " exceeds data's (",
+                               data.getDimSize(d), ")");
+  out.push_back(data.clone(indices.getShape()));
+  return success();
+}
+
+LogicalResult ScatterElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto data = rankedType(adaptor.getData());
+  auto indices = rankedType(adaptor.getIndices());
+  auto updates = rankedType(adaptor.getUpdates());
+  int64_t axis = adaptor.getAxis();
+  if (!data || !indices || !updates)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  if (axis < 0 || axis >= data.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             data.getRank());
+  if (!isIndexType(indices))
+    return emitOptionalError(loc, "indices must be i32 or i64, got ",
+                             indices.getElementType());
+  if (indices.getRank() != data.getRank())
+    return emitOptionalError(loc, "indices have rank ", indices.getRank(),
+                             ", expected the rank of data (", data.getRank(),
+                             ")");
+  if (updates.getShape() != indices.getShape() ||
+      updates.getElementType() != data.getElementType())
+    return emitOptionalError(
+        loc, "updates must be ",
+        RankedTensorType::get(indices.getShape(), data.getElementType()),
+        " (the indices' shape, data's element type), got ", updates);
+  for (int64_t d = 0; d < data.getRank(); ++d)
+    if (d != axis && !ShapedType::isDynamic(data.getDimSize(d)) &&
+        !ShapedType::isDynamic(indices.getDimSize(d)) &&
+        indices.getDimSize(d) > data.getDimSize(d))
+      return emitOptionalError(loc, "indices extent ", indices.getDimSize(d),
+                               " in dimension ", d, " exceeds data's (",
+                               data.getDimSize(d), ")");
+  out.push_back(data);
+  return success();
+}
+
+LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ValueRange operands,
+                                         DictionaryAttr attrs,
+                                         OpaqueProperties props,
+                                         RegionRange regions,
+                                         SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto indices = rankedType(adaptor.getIndices());
+  auto values = rankedType(adaptor.getValues());
+  if (!indices || !values)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  if (!isa<IntegerType>(indices.getElementType()))
+    return emitOptionalError(loc, "indices must be integers, got ",
+                             indices.getElementType());
+  if (values.getShape() != ArrayRef<int64_t>{2})
+    return emitOptionalError(loc, "values must be [off, on] (2 elements), got ",
+                             values);
+  int64_t depth = adaptor.getDepth(), axis = adaptor.getAxis();
+  if (depth < 1)
+    return emitOptionalError(loc, "depth must be positive, got ", depth);
+  if (axis < 0 || axis > indices.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             indices.getRank() + 1);
+  SmallVector<int64_t> shape(indices.getShape());
+  shape.insert(shape.begin() + axis, depth);
+  out.push_back(RankedTensorType::get(shape, values.getElementType()));
+  return success();
+}

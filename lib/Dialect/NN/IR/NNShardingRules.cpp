@@ -673,6 +673,87 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   return success();
 }
 
+/// GatherElements and ScatterElements: `data` and `indices` (and
+/// `updates`, the indices' shape) share a factor in every dimension but
+/// `axis` where their extents agree, so those dimensions shard alike and each
+/// rank works on its own block. Along `axis` every index may point anywhere
+/// in data's dimension, so that stays whole in data; the indices' extent
+/// there is a factor of its own, shardable for a gather (each rank picks its
+/// rows of the result) and whole for a scatter (every index writes into the
+/// one data row). Dimensions where the indices are shorter stay whole.
+static TensorFactors elementsIndexFactors(OpShardingRule &rule, Value data,
+                                          Value indices, int64_t axis,
+                                          FactorKind indexAxisKind,
+                                          TensorFactors &dataFactors) {
+  ArrayRef<int64_t> ds = shapeOf(data), is = shapeOf(indices);
+  TensorFactors ti;
+  for (int64_t d = 0, e = ds.size(); d < e; ++d) {
+    if (d != axis && ds[d] == is[d] && !ShapedType::isDynamic(ds[d])) {
+      int64_t f = rule.addFactor(ds[d]);
+      dataFactors.push_back({f});
+      ti.push_back({f});
+      continue;
+    }
+    dataFactors.push_back({rule.addFactor(ds[d], FactorKind::Whole)});
+    ti.push_back({rule.addFactor(
+        is[d], d == axis ? indexAxisKind : FactorKind::Whole)});
+  }
+  return ti;
+}
+
+OpShardingRule GatherElementsOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors td;
+  TensorFactors ti = elementsIndexFactors(rule, getData(), getIndices(),
+                                          getAxis(), FactorKind::Parallel, td);
+  rule.operands = {td, ti};
+  rule.results = {ti};
+  rule.setPartialFlow(PartialFlow::OneLinear, {0});
+  return rule;
+}
+
+OpShardingRule ScatterElementsOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors td;
+  TensorFactors ti = elementsIndexFactors(rule, getData(), getIndices(),
+                                          getAxis(), FactorKind::Whole, td);
+  rule.operands = {td, ti, ti};
+  rule.results = {td};
+  // Replacing or adding is linear in data and updates together; mul, max
+  // and min are not.
+  if (getReduction() == "none" || getReduction() == "add")
+    rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
+  else
+    rule.linearOperands.assign(3, false);
+  return rule;
+}
+
+/// CumSum: a running sum needs its whole axis; other dimensions shard.
+OpShardingRule CumSumOp::getShardingRule() {
+  int64_t axis = getAxis();
+  OpShardingRule rule =
+      keptOrWholeRule(*this, [&](int64_t d) { return d != axis; });
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+/// OneHot: the indices' dimensions shard (the result's matching ones with
+/// them); the new depth dimension and the two values stay whole.
+OpShardingRule OneHotOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors ti, tv, tr;
+  for (int64_t s : shapeOf(getIndices()))
+    ti.push_back({rule.addFactor(s)});
+  tv.push_back({rule.addFactor(2, FactorKind::Whole)});
+  tr = ti;
+  tr.insert(tr.begin() + getAxis(), SmallVector<int64_t, 2>{rule.addFactor(
+                                        getDepth(), FactorKind::Whole)});
+  rule.operands = {ti, tv};
+  rule.results = {tr};
+  rule.linearOperands.assign(2, false);
+  return rule;
+}
+
 OpShardingRule PadOp::getShardingRule() {
   int64_t rank = getInput().getType().getRank();
   OpShardingRule rule = keptOrWholeRule(*this, [&](int64_t d) {

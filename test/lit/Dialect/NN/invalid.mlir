@@ -303,3 +303,64 @@ func.func @select_outside(%i: tensor<i64>, %x0: tensor<2xf32>) {
   %x = nn.microbatch_select %i, %x0 : tensor<2xf32>
   return
 }
+
+// -----
+
+func.func @gather_elements_rank(%a: tensor<4x8xf32>, %i: tensor<2xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{indices have rank 1, expected the rank of data (2)}}
+  %0 = nn.gather_elements %a, %i axis 0 : tensor<4x8xf32>, tensor<2xi64> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_extent(%a: tensor<4x8xf32>, %i: tensor<2x9xi64>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{indices extent 9 in dimension 1 exceeds data's (8)}}
+  %0 = nn.gather_elements %a, %i axis 0 : tensor<4x8xf32>, tensor<2x9xi64> -> tensor<2x9xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_elements_updates(%a: tensor<4x8xf32>, %i: tensor<2x8xi64>, %u: tensor<2x4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{updates must be 'tensor<2x8xf32>' (the indices' shape, data's element type), got 'tensor<2x4xf32>'}}
+  %0 = nn.scatter_elements %a, %i, %u axis 0 : (tensor<4x8xf32>, tensor<2x8xi64>, tensor<2x4xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_elements_reduction(%a: tensor<4x8xf32>, %i: tensor<2x8xi64>, %u: tensor<2x8xf32>) {
+  // expected-error @+1 {{reduction must be none, add, mul, max or min, got 'sub'}}
+  %0 = nn.scatter_elements %a, %i, %u axis 0 reduction "sub" : (tensor<4x8xf32>, tensor<2x8xi64>, tensor<2x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cumsum_axis(%a: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = nn.cumsum %a axis 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @one_hot_values(%i: tensor<4xi64>, %v: tensor<3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{values must be [off, on] (2 elements), got 'tensor<3xf32>'}}
+  %0 = nn.one_hot %i, %v depth 10 axis 1 : tensor<4xi64>, tensor<3xf32> -> tensor<4x10xf32>
+  return
+}
+
+// -----
+
+func.func @one_hot_depth(%i: tensor<4xi64>, %v: tensor<2xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{depth must be positive, got 0}}
+  %0 = nn.one_hot %i, %v depth 0 axis 1 : tensor<4xi64>, tensor<2xf32> -> tensor<4x0xf32>
+  return
+}

@@ -209,3 +209,20 @@ func.func @microbatch_loop(%w: tensor<8x2xf32>, %x0: tensor<2x8xf32>, %x1: tenso
   }
   return %y, %s : tensor<2x2xf32>, tensor<f32>
 }
+
+// CHECK-LABEL: func.func @elements
+func.func @elements(%logp: tensor<2x16x96xf32>, %ids: tensor<2x16x1xi64>, %x: tensor<3x3xf32>, %i: tensor<3x2xi64>, %u: tensor<3x2xf32>, %t: tensor<4xi32>, %v: tensor<2xf32>) {
+  // CHECK: nn.gather_elements %{{.*}}, %{{.*}} axis 2 : tensor<2x16x96xf32>, tensor<2x16x1xi64> -> tensor<2x16x1xf32>
+  %0 = nn.gather_elements %logp, %ids axis 2 : tensor<2x16x96xf32>, tensor<2x16x1xi64> -> tensor<2x16x1xf32>
+  // CHECK: nn.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} axis 1 : (tensor<3x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x3xf32>
+  %1 = nn.scatter_elements %x, %i, %u axis 1 : (tensor<3x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x3xf32>
+  // CHECK: nn.scatter_elements %{{.*}}, %{{.*}}, %{{.*}} axis 1 reduction "add" : (tensor<3x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x3xf32>
+  %2 = nn.scatter_elements %x, %i, %u axis 1 reduction "add" : (tensor<3x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x3xf32>
+  // CHECK: nn.cumsum %{{.*}} axis 1 : tensor<3x3xf32>
+  %3 = nn.cumsum %x axis 1 : tensor<3x3xf32>
+  // CHECK: nn.cumsum %{{.*}} axis 0 exclusive reverse : tensor<3x3xf32>
+  %4 = nn.cumsum %x axis 0 exclusive reverse : tensor<3x3xf32>
+  // CHECK: nn.one_hot %{{.*}}, %{{.*}} depth 10 axis 1 : tensor<4xi32>, tensor<2xf32> -> tensor<4x10xf32>
+  %5 = nn.one_hot %t, %v depth 10 axis 1 : tensor<4xi32>, tensor<2xf32> -> tensor<4x10xf32>
+  return
+}

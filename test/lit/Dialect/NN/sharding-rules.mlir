@@ -91,3 +91,37 @@ func.func @conv_with_bias(%x: tensor<2x8x6x6xf32>, %w: tensor<4x8x3x3xf32>, %b: 
   %0 = nn.conv %x, %w, %b {dilations = array<i64: 1, 1>, pads = array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>} : (tensor<2x8x6x6xf32>, tensor<4x8x3x3xf32>, tensor<4xf32>) -> tensor<2x4x4x4xf32>
   return
 }
+
+// -----
+
+// GatherElements: dimensions where data and indices agree (other than the
+// axis) share a factor; the axis is whole in data and free in the indices.
+func.func @gather_elements(%logp: tensor<2x16x96xf32>, %ids: tensor<2x16x1xi64>, %short: tensor<2x8x1xi64>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k], [i, j, l]) -> ([i, j, l]) {i=2, j=16, k=96, l=1} whole={k} partial=one(0)}}
+  %0 = nn.gather_elements %logp, %ids axis 2 : tensor<2x16x96xf32>, tensor<2x16x1xi64> -> tensor<2x16x1xf32>
+  // Indices shorter than data in dimension 1: it stays whole.
+  // expected-remark @+1 {{sharding rule: ([i, j, l], [i, k, m]) -> ([i, k, m]) {i=2, j=16, k=8, l=96, m=1} whole={j, k, l} partial=one(0)}}
+  %1 = nn.gather_elements %logp, %short axis 2 : tensor<2x16x96xf32>, tensor<2x8x1xi64> -> tensor<2x8x1xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_elements(%x: tensor<4x8xf32>, %i: tensor<4x2xi64>, %u: tensor<4x2xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j], [i, k], [i, k]) -> ([i, j]) {i=4, j=8, k=2} whole={j, k} partial=all(0, 2)}}
+  %0 = nn.scatter_elements %x, %i, %u axis 1 reduction "add" : (tensor<4x8xf32>, tensor<4x2xi64>, tensor<4x2xf32>) -> tensor<4x8xf32>
+  // max is not linear: partial values are reduced first.
+  // expected-remark @+1 {{sharding rule: ([i, j], [i, k], [i, k]) -> ([i, j]) {i=4, j=8, k=2} whole={j, k}}}
+  %1 = nn.scatter_elements %x, %i, %u axis 1 reduction "max" : (tensor<4x8xf32>, tensor<4x2xi64>, tensor<4x2xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @cumsum_one_hot(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %v: tensor<2xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, k]) {i=4, j=8, k=8} whole={j, k} partial=all(0)}}
+  %0 = nn.cumsum %x axis 1 : tensor<4x8xf32>
+  // expected-remark @+1 {{sharding rule: ([i], [j]) -> ([i, k]) {i=4, j=2, k=10} whole={j, k}}}
+  %1 = nn.one_hot %t, %v depth 10 axis 1 : tensor<4xi64>, tensor<2xf32> -> tensor<4x10xf32>
+  return
+}

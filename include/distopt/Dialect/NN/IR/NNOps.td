@@ -227,6 +227,51 @@ def NN_ReduceMaxOp : NN_ReduceOp<"reduce_max", "maximum", [], [NN_Differentiable
 def NN_ReduceMinOp : NN_ReduceOp<"reduce_min", "minimum", [], [NN_Differentiable]>;
 def NN_ReduceProdOp : NN_ReduceOp<"reduce_prod", "product">;
 
+def NN_CumSumOp : NN_InferredOp<"cumsum", [SameOperandsAndResultType,
+                                          NN_Differentiable]> {
+  let summary = "running sum along `axis`";
+  let description = [{
+    As ONNX CumSum: `result[.., j, ..]` is the sum of `input[.., i, ..]` over
+    `i <= j` along `axis`; `exclusive` leaves out `i == j`, `reverse` sums
+    from the end (`i >= j`).
+
+    ```mlir
+    %c = nn.cumsum %x axis 1 exclusive : tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis (`exclusive` $exclusive^)? (`reverse` $reverse^)?
+    attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_OneHotOp : NN_InferredOp<"one_hot"> {
+  let summary = "one-hot encoding of integer `indices` along a new `axis`";
+  let description = [{
+    As ONNX OneHot: the result has the shape of `indices` with a new
+    dimension of extent `depth` at `axis`, and the element type of `values`
+    (`[off, on]`): `on` where the position along `axis` equals the index
+    (a negative index counts from the end, `index + depth`), `off` elsewhere;
+    an index outside `[-depth, depth)` gives a row of `off`.
+
+    ```mlir
+    %h = nn.one_hot %ids, %vals depth 10 axis 1
+        : tensor<4xi64>, tensor<2xf32> -> tensor<4x10xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$indices, AnyRankedTensor:$values,
+                       I64Attr:$depth, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $indices `,` $values `depth` $depth `axis` $axis attr-dict `:`
+    type($indices) `,` type($values) `->` type($result)
+  }];
+}
+
 class NN_ArgReduceOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
   let summary = "index of the " # what # " along `axis`";
   let description = [{
@@ -420,6 +465,55 @@ def NN_GatherOp : NN_InferredOp<"gather", [NN_Differentiable], ["partitionOp"]> 
   let assemblyFormat = [{
     $data `,` $indices `axis` $axis attr-dict `:` type($data) `,` type($indices)
     `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_GatherElementsOp : NN_InferredOp<"gather_elements", [NN_Differentiable]> {
+  let summary = "pick one element of `data` along `axis` per index (torch.gather)";
+  let description = [{
+    As ONNX GatherElements: `indices` has the rank of `data` and the result
+    has the shape of `indices`;
+    `result[i0, .., ik, ..] = data[i0, .., indices[i0, .., ik, ..], ..]` with
+    the index in position `axis` (negative indices count from the end).
+    Outside `axis`, `indices` may be smaller than `data`.
+
+    ```mlir
+    %lp = nn.gather_elements %logp, %ids axis 2
+        : tensor<2x16x96xf32>, tensor<2x16x1xi64> -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `axis` $axis attr-dict `:` type($data) `,` type($indices)
+    `->` type($result)
+  }];
+}
+
+def NN_ScatterElementsOp : NN_InferredOp<"scatter_elements", [NN_Differentiable]> {
+  let summary = "write (or combine) `updates` into a copy of `data` along `axis`";
+  let description = [{
+    As ONNX ScatterElements: `indices` and `updates` have one shape, of the
+    rank of `data`; the result is `data` with
+    `result[i0, .., indices[i0, .., ik, ..], ..] = updates[i0, .., ik, ..]`
+    (index in position `axis`, negative indices counting from the end).
+    `reduction` is `none` (replace; which of repeated indices wins is
+    unspecified, as in ONNX), `add`, `mul`, `max` or `min` (combine with the
+    value there, in index order).
+
+    ```mlir
+    %r = nn.scatter_elements %data, %ids, %upd axis 1 reduction "add"
+        : (tensor<3x3xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       AnyRankedTensor:$updates, I64Attr:$axis,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates `axis` $axis (`reduction` $reduction^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
