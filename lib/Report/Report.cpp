@@ -73,6 +73,36 @@ static int64_t runsPerStep(Operation *op) {
   return runs;
 }
 
+/// A collective whose result the function returns, said in the user's
+/// names: the parameter or optimizer state the result updates (a training
+/// step's `nn.updates`), or the output's name, instead of the return's
+/// operand number ("func.return ... needs operand 94 as [R] ..." becomes
+/// "function result: returns the update of 'h.0.mlp.c_fc.weight' as [R]
+/// ..."), so one layer's collectives group with the others'.
+static std::string inUserNames(Operation *op, std::string reason) {
+  if (op->getNumResults() != 1)
+    return reason;
+  for (OpOperand &use : op->getResult(0).getUses()) {
+    if (!isa<func::ReturnOp>(use.getOwner()))
+      continue;
+    auto func = use.getOwner()->getParentOfType<func::FuncOp>();
+    unsigned i = use.getOperandNumber();
+    if (!func || i >= func.getNumResults())
+      return reason;
+    std::string what;
+    if (auto key = func.getResultAttrOfType<StringAttr>(i, nn::kUpdatesAttr))
+      what = "the update of '" + key.str() + "'";
+    else if (auto name = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr))
+      what = "output '" + name.str() + "'";
+    size_t as = reason.find(" as [");
+    if (what.empty() || as == std::string::npos ||
+        !StringRef(reason).starts_with("function result"))
+      return reason;
+    return "function result: returns " + what + reason.substr(as);
+  }
+  return reason;
+}
+
 static std::string normalizeReason(StringRef reason) {
   static const std::regex layerIndex("([./_])[0-9]+");
   return std::regex_replace(reason.str(), layerIndex, "$1*");
@@ -230,7 +260,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     double sent = cost::bytesSent(*collective, held, k);
     std::string reason;
     if (auto r = op->getAttrOfType<StringAttr>(dist::kReasonAttr))
-      reason = r.str();
+      reason = inUserNames(op, r.str());
     std::string phase = report.training ? phaseOf(op) : "";
     std::string joined;
     for (const std::string &a : axes)
@@ -257,7 +287,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       index[key] = report.collectives.size();
       report.collectives.push_back(e);
     }
-    report.collectives[index[key]].count += runsPerStep(op);
+    // Grouped collectives of several layers show the reason with the layer
+    // numbers as * (h.*.mlp.c_fc.weight), not the first layer's.
+    CollectiveEntry &entry = report.collectives[index[key]];
+    if (entry.reason != reason)
+      entry.reason = std::get<3>(key);
+    entry.count += runsPerStep(op);
   });
   for (const CollectiveEntry &e : report.collectives) {
     report.communicationUs += e.timeUs * e.count;
