@@ -537,16 +537,13 @@ static bool isIndexType(RankedTensorType t) {
   return t.getElementType().isInteger(64) || t.getElementType().isInteger(32);
 }
 
-LogicalResult GatherElementsOp::inferReturnTypes(
-    MLIRContext *, std::optional<Location> loc, ValueRange operands,
-    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
-    SmallVectorImpl<Type> &out) {
-  Adaptor adaptor(operands, attrs, props, regions);
-  auto data = rankedType(adaptor.getData());
-  auto indices = rankedType(adaptor.getIndices());
-  int64_t axis = adaptor.getAxis();
-  if (!data || !indices)
-    return emitOptionalError(loc, "expects ranked tensor operands");
+/// What GatherElements and ScatterElements ask of `data`, `indices` and
+/// `axis` alike: an axis in range, integer indices of data's rank, no
+/// wider than data outside the axis.
+static LogicalResult checkElementIndices(std::optional<Location> loc,
+                                         RankedTensorType data,
+                                         RankedTensorType indices,
+                                         int64_t axis) {
   if (axis < 0 || axis >= data.getRank())
     return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
                              data.getRank());
@@ -564,6 +561,21 @@ LogicalResult GatherElementsOp::inferReturnTypes(
       return emitOptionalError(loc, "indices extent ", indices.getDimSize(d),
                                " in dimension ", d, " exceeds data's (",
                                data.getDimSize(d), ")");
+  return success();
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto data = rankedType(adaptor.getData());
+  auto indices = rankedType(adaptor.getIndices());
+  int64_t axis = adaptor.getAxis();
+  if (!data || !indices)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  if (failed(checkElementIndices(loc, data, indices, axis)))
+    return failure();
   out.push_back(data.clone(indices.getShape()));
   return success();
 }
@@ -579,29 +591,14 @@ LogicalResult ScatterElementsOp::inferReturnTypes(
   int64_t axis = adaptor.getAxis();
   if (!data || !indices || !updates)
     return emitOptionalError(loc, "expects ranked tensor operands");
-  if (axis < 0 || axis >= data.getRank())
-    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
-                             data.getRank());
-  if (!isIndexType(indices))
-    return emitOptionalError(loc, "indices must be i32 or i64, got ",
-                             indices.getElementType());
-  if (indices.getRank() != data.getRank())
-    return emitOptionalError(loc, "indices have rank ", indices.getRank(),
-                             ", expected the rank of data (", data.getRank(),
-                             ")");
+  if (failed(checkElementIndices(loc, data, indices, axis)))
+    return failure();
   if (updates.getShape() != indices.getShape() ||
       updates.getElementType() != data.getElementType())
     return emitOptionalError(
         loc, "updates must be ",
         RankedTensorType::get(indices.getShape(), data.getElementType()),
         " (the indices' shape, data's element type), got ", updates);
-  for (int64_t d = 0; d < data.getRank(); ++d)
-    if (d != axis && !ShapedType::isDynamic(data.getDimSize(d)) &&
-        !ShapedType::isDynamic(indices.getDimSize(d)) &&
-        indices.getDimSize(d) > data.getDimSize(d))
-      return emitOptionalError(loc, "indices extent ", indices.getDimSize(d),
-                               " in dimension ", d, " exceeds data's (",
-                               data.getDimSize(d), ")");
   out.push_back(data);
   return success();
 }
