@@ -34,10 +34,9 @@ std::string distopt::formatDuration(double seconds) {
 }
 
 llvm::Expected<std::unique_ptr<ProgressLog>>
-ProgressLog::create(int64_t first, int64_t total, llvm::StringRef rateUnit,
+ProgressLog::create(int64_t total, llvm::StringRef rateUnit,
                     llvm::StringRef logFile, bool append) {
   std::unique_ptr<ProgressLog> log(new ProgressLog());
-  log->first = first;
   log->total = total;
   log->unit = rateUnit.str();
   log->startedAt = nowSeconds();
@@ -56,6 +55,14 @@ ProgressLog::create(int64_t first, int64_t total, llvm::StringRef rateUnit,
 
 double ProgressLog::elapsedSeconds() const { return nowSeconds() - startedAt; }
 
+void ProgressLog::record(llvm::json::Object fields) {
+  if (!file)
+    return;
+  // One line per record, flushed: a plot or a tracker may read it live.
+  *file << llvm::json::Value(std::move(fields)) << "\n";
+  file->flush();
+}
+
 std::string ProgressLog::step(const StepResult &r) {
   ++done;
   stepSeconds += r.ms / 1e3;
@@ -73,18 +80,14 @@ std::string ProgressLog::step(const StepResult &r) {
      << llvm::format("%.1f", r.ms) << " " << unit << "/s "
      << llvm::format("%.0f", rate) << " elapsed " << formatDuration(elapsed)
      << " eta " << formatDuration(left);
-  if (file) {
-    llvm::json::Object o{{"step", r.step + 1},
-                         {"steps", total},
-                         {"loss", r.loss},
-                         {"lr", r.lr},
-                         {"grad_norm", r.gradNorm},
-                         {"ms", r.ms},
-                         {unit + "_per_s", rate},
-                         {"elapsed_s", elapsed}};
-    *file << llvm::json::Value(std::move(o)) << "\n";
-    file->flush();
-  }
+  record(llvm::json::Object{{"step", r.step + 1},
+                            {"steps", total},
+                            {"loss", r.loss},
+                            {"lr", r.lr},
+                            {"grad_norm", r.gradNorm},
+                            {"ms", r.ms},
+                            {unit + "_per_s", rate},
+                            {"elapsed_s", elapsed}});
   return line;
 }
 
@@ -95,15 +98,11 @@ std::string ProgressLog::evaluation(int64_t stepsDone, double loss,
   os << "eval after step " << stepsDone << "/" << total << ": loss "
      << llvm::format("%.7g", loss) << " over " << tokens << " tokens ms "
      << llvm::format("%.1f", ms);
-  if (file) {
-    llvm::json::Object o{{"step", stepsDone},
-                         {"steps", total},
-                         {"eval_loss", loss},
-                         {"eval_tokens", tokens},
-                         {"ms", ms},
-                         {"elapsed_s", elapsedSeconds()}};
-    *file << llvm::json::Value(std::move(o)) << "\n";
-    file->flush();
-  }
+  record(llvm::json::Object{{"step", stepsDone},
+                            {"steps", total},
+                            {"eval_loss", loss},
+                            {"eval_tokens", tokens},
+                            {"ms", ms},
+                            {"elapsed_s", elapsedSeconds()}});
   return line;
 }

@@ -389,7 +389,7 @@ int main(int argc, char **argv) {
   };
   std::vector<double> losses;
   auto progress = ProgressLog::create(
-      start, total,
+      total,
       options->train->loss.kind == LossSpec::Kind::CrossEntropy ? "tokens"
                                                                 : "samples",
       root ? StringRef(logFile) : StringRef(), /*append=*/!resume.empty());

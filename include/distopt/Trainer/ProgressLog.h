@@ -13,6 +13,7 @@
 #include "distopt/Trainer/Trainer.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <memory>
@@ -22,11 +23,12 @@ namespace distopt {
 
 class ProgressLog {
 public:
-  /// A run of steps [first, total); `rateUnit` is "tokens" or "samples".
+  /// A run that stops after step `total`; `rateUnit` is "tokens" or
+  /// "samples".
   /// With `logFile` non-empty, each record is also appended to that file
   /// (created or truncated here; a resumed run appends when `append`).
   static llvm::Expected<std::unique_ptr<ProgressLog>>
-  create(int64_t first, int64_t total, llvm::StringRef rateUnit,
+  create(int64_t total, llvm::StringRef rateUnit,
          llvm::StringRef logFile, bool append);
 
   /// Records a finished step; returns its progress line (no newline).
@@ -41,7 +43,9 @@ public:
 
 private:
   ProgressLog() = default;
-  int64_t first = 0, total = 0, done = 0;
+  /// Appends one JSON object to the log file, if there is one.
+  void record(llvm::json::Object fields);
+  int64_t total = 0, done = 0;
   std::string unit;
   double stepSeconds = 0; // of the steps recorded, for the time left
   double startedAt = 0;
