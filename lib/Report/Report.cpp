@@ -1,6 +1,7 @@
 //===- Report.cpp - what a partitioned model communicates and costs -*- C++
 //-*-===//
 #include "distopt/Report/Report.h"
+#include "HumanBytes.h"
 #include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
@@ -463,19 +464,6 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   pr.bubbleFraction = pr.timeline.bubbleFraction;
   report.pipeline = std::move(pr);
   return report;
-}
-
-static std::string humanBytes(double b) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::format(u ? "%.2f %s" : "%.0f %s", b, units[u]);
-  return s;
 }
 
 void distopt::printReportText(const Report &r, raw_ostream &os) {

@@ -35,7 +35,7 @@ static cl::opt<int64_t> emitRank(
              "instead of the SPMD program"),
     cl::init(-1), cl::value_desc("N"), cl::cat(category));
 
-enum class ReportFormat { None, Text, Json };
+enum class ReportFormat { None, Text, Summary, Json };
 static cl::opt<ReportFormat> reportFormat(
     "report",
     cl::desc("print what the partitioned model communicates and "
@@ -43,6 +43,9 @@ static cl::opt<ReportFormat> reportFormat(
     cl::ValueOptional, cl::init(ReportFormat::None),
     cl::values(clEnumValN(ReportFormat::Text, "", "text (default)"),
                clEnumValN(ReportFormat::Text, "text", "text"),
+               clEnumValN(ReportFormat::Summary, "summary",
+                          "text, one screen: collectives grouped by phase, "
+                          "kind and axes; memory; the estimate"),
                clEnumValN(ReportFormat::Json, "json", "JSON")),
     cl::cat(category));
 static cl::opt<std::string> pipelineSvg(
@@ -159,6 +162,10 @@ static int runModelFlow(int argc, char **argv, StringRef input,
       if (*chosen)
         autoplan::printAutoPlanReport(**chosen, outs());
       printReportText(*report, outs());
+    } else if (reportFormat == ReportFormat::Summary) {
+      if (*chosen)
+        autoplan::printAutoPlanReport(**chosen, outs());
+      printReportSummary(*report, outs());
     }
     // The report takes stdout; -o still receives the IR.
     if (reportFormat != ReportFormat::None && output == "-")
@@ -224,7 +231,7 @@ int main(int argc, char **argv) {
       "IR\n"
       "  dist-opt model.onnx --mesh tp=2 --plan tp --dist-emit-rank=1\n"
       "      print the program rank 1 runs\n"
-      "  dist-opt model.onnx --mesh tp=2 --plan tp --report[=json]\n"
+      "  dist-opt model.onnx --mesh tp=2 --plan tp --report[=summary|json]\n"
       "      what the partitioned model communicates and costs, and why\n"
       "  dist-opt model.onnx --mesh dp=4,tp=8 --plan dp,tp --machine h100 "
       "--report\n"

@@ -135,6 +135,9 @@ buildReport(mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
 
 void printReportText(const Report &report, llvm::raw_ostream &os);
 void printReportJson(const Report &report, llvm::raw_ostream &os);
+/// One screen: collectives grouped by phase, kind and axes; the busiest
+/// rank's memory; the step estimate (no per-collective reasons).
+void printReportSummary(const Report &report, llvm::raw_ostream &os);
 
 } // namespace distopt
 
