@@ -7,11 +7,13 @@
 #      losses and trained outputs as on the CPU, and multi-rank plans with
 #      all ranks on the one GPU (host-staged collectives);
 #   3. the GPT-2-small training step on the GPU against torch on the same
-#      GPU (bench/gpu/run.sh), with distopt's profile;
+#      GPU (bench/gpu/run.sh), with distopt's profile: in f32, with TF32
+#      GEMMs, and in bf16 mixed precision (against torch.autocast);
 #   4. distrt's matmul rate per dtype (distrt-gemm-rate).
 # Writes everything to $OUT/gpu_check.log (OUT default /tmp/gpu-check) and
 # prints a summary; exits non-zero if a test or case failed. Each part has a
-# time limit, so that a hang costs minutes, not the machine.
+# time limit, so that a hang costs minutes, not the machine. PARTS (default
+# "1 2 3 4") picks parts, e.g. PARTS=3 to rerun the benchmark alone.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/gpu-check}
@@ -33,10 +35,14 @@ record() { # NAME STATUS
   [ "$2" = ok ] || failures=$((failures + 1))
 }
 
+parts=" ${PARTS:-1 2 3 4} "
+wanted() { [[ $parts == *" $1 "* ]]; }
+
 section "machine"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv 2>&1 | tee -a "$log"
 note "host: $(nproc) cores; $(python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
 
+if wanted 1; then
 section "1. CUDA tests"
 # One process per test suite: a kernel that faults poisons its CUDA context,
 # and would end every later test of the same process.
@@ -55,6 +61,9 @@ done
 rm -f "$out/suite.log"
 record "CUDA tests ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
 
+fi
+
+if wanted 2; then
 section "2. training cases on the GPU vs PyTorch"
 train_case() { # NAME ARGS...
   local name=$1 start=$SECONDS
@@ -84,6 +93,9 @@ train_case "gpt_accumulate, dp=2 (2 ranks, 1 GPU)" --train-test "$t/gpt_accumula
 echo 'pipeline: {split: "h.*", microbatches: 8, schedule: 1f1b}' >"$pack/1f1b.yaml"
 train_case "gpt4_pipeline, pp=2 1f1b (2 ranks, 1 GPU)" --train-test "$t/gpt4_pipeline" --mesh pp=2 --plan "$pack/1f1b.yaml"
 
+fi
+
+if wanted 3; then
 section "3. GPT-2-small training step: distopt vs torch on this GPU"
 start=$SECONDS
 gpt=$pack/gpt2
@@ -100,10 +112,22 @@ TF32=1 DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}
 status=$?
 tee -a "$log" <"$out/gpt2_step_tf32.txt"
 record "GPT-2-small step vs torch, TF32 ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+start=$SECONDS
+note
+note "-- bf16 mixed precision on both sides (precision: bf16 vs torch.autocast)"
+BF16=1 DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step_bf16.txt" 2>&1
+status=$?
+tee -a "$log" <"$out/gpt2_step_bf16.txt"
+record "GPT-2-small step vs torch, bf16 ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
 
+fi
+
+if wanted 4; then
 section "4. matmul rate per dtype"
 timeout 120 "$bin/distrt-gemm-rate" --runs 10 2>&1 | tee -a "$log"
 record "distrt-gemm-rate" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
+
+fi
 
 section "summary"
 for s in "${summary[@]}"; do note "$s"; done

@@ -19,6 +19,11 @@
 # TF32=1: both sides multiply f32 matrices on TF32 tensor cores
 # (DISTRT_CUDA_TF32=1, torch's allow_tf32); the losses then agree within
 # 2e-3 relative instead of 1e-4.
+# BF16=1: mixed precision on both sides: dist-train with "precision": "bf16"
+# added to train.json (bf16 compute, f32 masters and reductions, norms,
+# softmax and the loss in f32), torch with forward and loss under
+# torch.autocast(bfloat16); the two policies round differently, so the
+# losses agree within 1e-2 relative.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${DISTOPT_BIN:-$root/build/bin}
@@ -37,8 +42,17 @@ if [ "$tf32" = 1 ]; then
   tol=2e-3
   torch_flags=(--tf32)
 fi
+train=$dir/train.json
+bf16=${BF16:-0}
+if [ "$bf16" = 1 ]; then
+  tol=1e-2
+  torch_flags+=(--bf16)
+  train=$(mktemp --suffix .json)
+  trap 'rm -f "$train"' EXIT
+  "$py" -c "import json,sys; c = json.load(open(sys.argv[1])); c['precision'] = 'bf16'; json.dump(c, open(sys.argv[2], 'w'))" "$dir/train.json" "$train"
+fi
 dt() { # dist-train on the GPU, then its flags
-  "$bin/dist-train" "$dir/model.onnx" --train "$dir/train.json" --tokens "$dir/tokens.bin" \
+  "$bin/dist-train" "$dir/model.onnx" --train "$train" --tokens "$dir/tokens.bin" \
     --batch "$batch" --seq "$seq" --dim batch="$batch" --device cuda "$@" 2>&1
 }
 dout=$(dt --steps $warmup --bench "$steps") || { echo "$dout"; exit 1; }
@@ -61,7 +75,13 @@ d=$(sed -n 's/median_ms: //p' <<<"$dout")
 t=$(sed -n 's/median_ms: //p' <<<"$tout")
 sed -n 's/^\(torch.*\)/\1/p; s/^phases_ms: /torch phases (ms): /p' <<<"$tout"
 echo "model: $dir ($batch x $seq tokens per step)"
-printf "%-34s %12s %12s %14s\n" "training step (f32$([ "$tf32" = 1 ] && echo ', TF32 GEMMs'))" "distopt ms" "torch ms" "torch/distopt"
+kind=f32
+if [ "$bf16" = 1 ]; then
+  kind="bf16 mixed precision"
+elif [ "$tf32" = 1 ]; then
+  kind="f32, TF32 GEMMs"
+fi
+printf "%-34s %12s %12s %14s\n" "training step ($kind)" "distopt ms" "torch ms" "torch/distopt"
 printf "%-34s %12s %12s %14s\n" "one GPU" "$d" "$t" "$(awk -v a="$t" -v b="$d" 'BEGIN { printf "%.2f", a / b }')"
 echo
 sed -n '/^profile of rank/,$p' <<<"$pout"

@@ -15,6 +15,7 @@ optimizer phase).
   torch_train.py DIR ... --device cuda   # on the GPU (f32, TF32 off, as
       dist-train's default; --tf32 allows it, as DISTRT_CUDA_TF32=1 does);
       each timer reads after torch.cuda.synchronize
+  torch_train.py DIR ... --bf16    # forward and loss under autocast(bfloat16)
   torch_train.py DIR ... --ddp     # one process of torch DDP over gloo:
       RANK, WORLD_SIZE and INIT_FILE in the environment (file:// rendezvous);
       --batch is the global batch, each rank takes its rows, DDP averages the
@@ -65,6 +66,9 @@ def main():
     p.add_argument("--device", default="cpu")
     p.add_argument("--tf32", action="store_true",
                    help="on cuda, f32 matmuls on TF32 tensor cores")
+    p.add_argument("--bf16", action="store_true",
+                   help="forward and loss under torch.autocast(bfloat16): "
+                   "f32 parameters and optimizer, bf16 matmuls")
     a = p.parse_args()
     dev = torch.device(a.device)
     if dev.type == "cuda":
@@ -129,8 +133,10 @@ def main():
         ids, labels = ids[rows].to(dev), labels[rows].to(dev)
         t0 = now()
         optimizer.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(train_model(ids).view(-1, vocab),
-                               labels.reshape(-1))
+        with torch.autocast(dev.type, dtype=torch.bfloat16,
+                            enabled=a.bf16):
+            loss = F.cross_entropy(train_model(ids).view(-1, vocab),
+                                   labels.reshape(-1))
         t1 = now()
         loss.backward()
         t2 = now()
@@ -149,11 +155,12 @@ def main():
         dist.destroy_process_group()
     if rank != 0:
         return
-    print("torch: %s on %s, %d thread(s)%s, AdamW %s" % (
+    print("torch: %s on %s, %d thread(s)%s%s, AdamW %s" % (
         torch.__version__,
         torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu",
         torch.get_num_threads(),
         ", DDP gloo %d processes" % world if a.ddp else "",
+        ", autocast bf16" if a.bf16 else "",
         "foreach" if a.foreach else "single-tensor"))
     if blas is not None:
         print("torch BLAS: OpenBLAS %s, %d thread(s)" % (
