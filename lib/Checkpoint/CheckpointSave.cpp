@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "CheckpointState.h"
+#include "distopt/Support/WritableTarget.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -42,20 +43,9 @@ Error distopt::checkCheckpointTarget(StringRef dir) {
                           "index.json); not replacing it");
     }
   }
-  // The temporary directory goes beside `dir`: the nearest existing
-  // ancestor must be a directory we may create it (and its parents) in.
-  std::string parent = llvm::sys::path::parent_path(dir).str();
-  while (!parent.empty() && !llvm::sys::fs::exists(parent))
-    parent = llvm::sys::path::parent_path(parent).str();
-  if (parent.empty())
-    parent = ".";
-  if (!llvm::sys::fs::is_directory(parent))
-    return fail("cannot save a checkpoint in " + dir + ": " + parent +
-                " is not a directory");
-  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
-    return fail("cannot save a checkpoint in " + dir + ": " + parent +
-                " is not writable");
-  return Error::success();
+  // The temporary directory goes beside `dir`, its missing parents made.
+  return checkWritableParent(dir, "cannot save a checkpoint in " + dir,
+                             /*missingParentsAllowed=*/true);
 }
 
 /// Removes `<dir>.tmp-<pid>` directories whose process is gone: what a run

@@ -1,5 +1,6 @@
 //===- RunFolder.cpp - a run's inputs and outputs as ONNX test files ------===//
 #include "distopt/Data/RunFolder.h"
+#include "distopt/Support/WritableTarget.h"
 #include "distopt/Data/TensorProtoFile.h"
 
 #include "llvm/ADT/SmallString.h"
@@ -26,15 +27,8 @@ llvm::Error distopt::checkRunFolderTarget(llvm::StringRef dir) {
                         "no file of another run is mixed in");
     return llvm::Error::success();
   }
-  llvm::StringRef parent = llvm::sys::path::parent_path(dir);
-  if (parent.empty())
-    parent = ".";
-  if (!fs::is_directory(parent))
-    return fail("cannot create " + dir + ": " + parent +
-                " is not a directory");
-  if (fs::access(parent, fs::AccessMode::Write))
-    return fail("cannot create " + dir + ": " + parent + " is not writable");
-  return llvm::Error::success();
+  return checkWritableParent(dir, "cannot create " + dir,
+                             /*missingParentsAllowed=*/false);
 }
 
 static llvm::Error writeTensors(llvm::StringRef dir, llvm::StringRef prefix,

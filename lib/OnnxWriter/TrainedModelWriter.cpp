@@ -1,5 +1,6 @@
 //===- TrainedModelWriter.cpp - write a trained model as ONNX -------------===//
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
+#include "distopt/Support/WritableTarget.h"
 #include "distopt/OnnxWriter/LoraMerge.h"
 
 #include "onnx/onnx_pb.h"
@@ -55,16 +56,8 @@ Error distopt::checkTrainedModelTarget(llvm::StringRef out) {
   if (llvm::sys::fs::is_directory(out))
     return fail("cannot write the trained model to " + out +
                 ": it is a directory");
-  std::string parent = llvm::sys::path::parent_path(out).str();
-  if (parent.empty())
-    parent = ".";
-  if (!llvm::sys::fs::is_directory(parent))
-    return fail("cannot write the trained model to " + out + ": " + parent +
-                " is not an existing directory");
-  if (llvm::sys::fs::access(parent, llvm::sys::fs::AccessMode::Write))
-    return fail("cannot write the trained model to " + out + ": " + parent +
-                " is not writable");
-  return Error::success();
+  return checkWritableParent(out, "cannot write the trained model to " + out,
+                             /*missingParentsAllowed=*/false);
 }
 
 Error distopt::saveTrainedModel(StringRef modelPath,
