@@ -282,7 +282,8 @@ private:
 
 using Handler = mlir::LogicalResult (*)(ImportContext &);
 
-/// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp, OpsLoss.cpp).
+/// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp, OpsLoss.cpp,
+/// OpsTransformer.cpp).
 #define DISTOPT_IMPORT_HANDLER(name)                                           \
   mlir::LogicalResult name(ImportContext &ctx);
 #include "Handlers.def"
@@ -293,7 +294,7 @@ using Handler = mlir::LogicalResult (*)(ImportContext &);
 Handler lookupHandler(ImportContext &ctx);
 
 /// Newest default-domain opset the table describes.
-constexpr int64_t kNewestOpset = 21;
+constexpr int64_t kNewestOpset = 23;
 /// Oldest default-domain opset supported: per op, the table's first version
 /// decides (most ops are described from opset 6 on, where ONNX's legacy
 /// attributes such as consumed_inputs are gone).

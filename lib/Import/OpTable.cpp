@@ -113,31 +113,31 @@ const std::vector<OpSpec> &opSpecs() {
     unary("Ceil", {6, 13});
     unary("Erf", {9, 13});
     unary("Sign", {9, 13});
-    unary("Sin", {7});
-    unary("Cos", {7});
-    unary("Round", {11});
+    unary("Sin", {7, 22});
+    unary("Cos", {7, 22});
+    unary("Round", {11, 22});
     unary("Not", {1});
-    unary("Identity", {1, 13, 14, 16, 19, 21}, {}, identityOp);
+    unary("Identity", {1, 13, 14, 16, 19, 21, 23}, {}, identityOp);
     unary("Gelu", {20}, {{"approximate", AP::STRING}}, geluOp);
     unary("LeakyRelu", {6, 16}, {{"alpha", AP::FLOAT}}, leakyReluOp);
     // Short chains of nn ops (mathOp in OpsElementwise.cpp).
-    unary("Softplus", {1}, {}, mathOp);
-    unary("HardSigmoid", {6}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
+    unary("Softplus", {1, 22}, {}, mathOp);
+    unary("HardSigmoid", {6, 22}, {{"alpha", AP::FLOAT}, {"beta", AP::FLOAT}},
           mathOp);
-    unary("Elu", {6}, {{"alpha", AP::FLOAT}}, mathOp);
-    unary("HardSwish", {14}, {}, mathOp);
-    unary("Tan", {7}, {}, mathOp);
+    unary("Elu", {6, 22}, {{"alpha", AP::FLOAT}}, mathOp);
+    unary("HardSwish", {14, 22}, {}, mathOp);
+    unary("Tan", {7, 22}, {}, mathOp);
     for (const char *v : {"Sinh", "Cosh", "Asinh", "Acosh", "Atanh"})
-      unary(v, {9}, {}, mathOp);
-    unary("Softsign", {1}, {}, mathOp);
-    unary("Mish", {18}, {}, mathOp);
-    unary("Selu", {6}, {{"alpha", AP::FLOAT}, {"gamma", AP::FLOAT}}, mathOp);
+      unary(v, {9, 22}, {}, mathOp);
+    unary("Softsign", {1, 22}, {}, mathOp);
+    unary("Mish", {18, 22}, {}, mathOp);
+    unary("Selu", {6, 22}, {{"alpha", AP::FLOAT}, {"gamma", AP::FLOAT}}, mathOp);
     unary("Celu", {12}, {{"alpha", AP::FLOAT}}, mathOp);
     unary("Shrink", {9}, {{"bias", AP::FLOAT}, {"lambd", AP::FLOAT}}, mathOp);
     unary("IsNaN", {9, 13, 20}, {}, mathOp);
     unary("IsInf", {10, 20},
           {{"detect_negative", AP::INT}, {"detect_positive", AP::INT}}, mathOp);
-    unary("ThresholdedRelu", {10}, {{"alpha", AP::FLOAT}}, mathOp);
+    unary("ThresholdedRelu", {10, 22}, {{"alpha", AP::FLOAT}}, mathOp);
     op("PRelu", preluOp, {6, 7, 9, 16}, {{1, 2, 2}}, {},
        "x < 0 ? slope * x : x");
     op("Trilu", triluOp, {14}, {{1, 1, 2}}, {{"upper", AP::INT}},
@@ -145,12 +145,12 @@ const std::vector<OpSpec> &opSpecs() {
     op("Clip", clipOp, {6, 11, 12, 13}, {{1, 1, 1}, {11, 1, 3}},
        {{"min", AP::FLOAT, 1, 11}, {"max", AP::FLOAT, 1, 11}},
        "bounds: attributes before 11, inputs from 11");
-    op("Cast", castOp, {6, 9, 13, 19, 21}, {{1, 1, 1}},
+    op("Cast", castOp, {6, 9, 13, 19, 21, 23}, {{1, 1, 1}},
        {req({"to", AP::INT}), {"saturate", AP::INT, 19}});
-    op("CastLike", castOp, {15, 19, 21}, {{1, 2, 2}},
+    op("CastLike", castOp, {15, 19, 21, 23}, {{1, 2, 2}},
        {{"saturate", AP::INT, 19}}, "a Cast to input 1's type");
     op("Where", whereOp, {9, 16}, {{1, 3, 3}}, {});
-    op("Dropout", dropoutOp, {6, 7, 10, 12, 13},
+    op("Dropout", dropoutOp, {6, 7, 10, 12, 13, 22},
        {{1, 1, 1, 1, 2}, {12, 1, 3, 1, 2}},
        {{"ratio", AP::FLOAT, 1, 12},
         {"is_test", AP::INT, 1, 7},
@@ -158,7 +158,7 @@ const std::vector<OpSpec> &opSpecs() {
        "inference: identity, mask all true");
 
     // Constants and shapes.
-    op("Constant", constantOp, {1, 9, 11, 12, 13, 19, 21}, {{1, 0, 0}},
+    op("Constant", constantOp, {1, 9, 11, 12, 13, 19, 21, 23}, {{1, 0, 0}},
        {{"value", AP::TENSOR},
         {"sparse_value", AP::SPARSE_TENSOR, 11},
         {"value_float", AP::FLOAT, 12},
@@ -168,24 +168,24 @@ const std::vector<OpSpec> &opSpecs() {
         {"value_string", AP::STRING, 12},
         {"value_strings", AP::STRINGS, 12}},
        "all value forms but strings");
-    op("ConstantOfShape", constantOfShapeOp, {9, 20, 21}, {{1, 1, 1}},
+    op("ConstantOfShape", constantOfShapeOp, {9, 20, 21, 23}, {{1, 1, 1}},
        {{"value", AP::TENSOR}});
-    op("Shape", shapeOp, {1, 13, 15, 19, 21}, {{1, 1, 1}},
+    op("Shape", shapeOp, {1, 13, 15, 19, 21, 23}, {{1, 1, 1}},
        {{"start", AP::INT, 15}, {"end", AP::INT, 15}}, "evaluated at import");
-    op("Size", sizeOp, {1, 13, 19, 21}, {{1, 1, 1}}, {}, "evaluated at import");
+    op("Size", sizeOp, {1, 13, 19, 21, 23}, {{1, 1, 1}}, {}, "evaluated at import");
     op("Range", rangeOp, {11}, {{1, 3, 3}}, {},
        "inputs must be known at import");
 
     // Data movement.
-    op("Transpose", transposeOp, {1, 13, 21}, {{1, 1, 1}},
+    op("Transpose", transposeOp, {1, 13, 21, 23}, {{1, 1, 1}},
        {{"perm", AP::INTS}});
-    op("Reshape", reshapeOp, {5, 13, 14, 19, 21}, {{1, 2, 2}},
+    op("Reshape", reshapeOp, {5, 13, 14, 19, 21, 23}, {{1, 2, 2}},
        {{"allowzero", AP::INT, 14}}, "shape must be known at import");
-    op("Flatten", flattenOp, {1, 9, 11, 13, 21}, {{1, 1, 1}},
+    op("Flatten", flattenOp, {1, 9, 11, 13, 21, 23}, {{1, 1, 1}},
        {{"axis", AP::INT}});
-    op("Squeeze", squeezeOp, {1, 11, 13, 21}, {{1, 1, 1}, {13, 1, 2}},
+    op("Squeeze", squeezeOp, {1, 11, 13, 21, 23}, {{1, 1, 1}, {13, 1, 2}},
        {{"axes", AP::INTS, 1, 13}}, "axes: attribute before 13");
-    op("Unsqueeze", unsqueezeOp, {1, 11, 13, 21}, {{1, 1, 1}, {13, 2, 2}},
+    op("Unsqueeze", unsqueezeOp, {1, 11, 13, 21, 23}, {{1, 1, 1}, {13, 2, 2}},
        {{"axes", AP::INTS, 1, 13, /*required=*/true}},
        "axes: attribute before 13");
     op("Concat", concatOp, {4, 11, 13}, {{1, 1, kMany}},
@@ -213,7 +213,7 @@ const std::vector<OpSpec> &opSpecs() {
        "depth must be known at import");
     op("Expand", expandOp, {8, 13}, {{1, 2, 2}}, {});
     op("Tile", tileOp, {6, 13}, {{1, 2, 2}}, {}, "reshape + expand + reshape");
-    op("Pad", padOp, {2, 11, 13, 18, 19, 21},
+    op("Pad", padOp, {2, 11, 13, 18, 19, 21, 23},
        {{1, 1, 1}, {11, 2, 3}, {18, 2, 4}},
        {{"mode", AP::STRING},
         {"pads", AP::INTS, 1, 11, true},
@@ -235,6 +235,25 @@ const std::vector<OpSpec> &opSpecs() {
     op("LayerNormalization", layerNormOp, {17}, {{1, 2, 3, 1, 3}},
        {{"axis", AP::INT}, {"epsilon", AP::FLOAT}, {"stash_type", AP::INT}},
        "Mean/InvStdDev outputs from reductions");
+    // Opset 23's transformer blocks, as the chains their function bodies
+    // describe (OpsTransformer.cpp).
+    op("RMSNormalization", rmsNormOp, {23}, {{23, 2, 2}},
+       {{"axis", AP::INT}, {"epsilon", AP::FLOAT}, {"stash_type", AP::INT}},
+       "mul/reduce_mean/add/sqrt/div/mul");
+    op("RotaryEmbedding", rotaryEmbeddingOp, {23}, {{23, 3, 4}},
+       {{"interleaved", AP::INT},
+        {"num_heads", AP::INT},
+        {"rotary_embedding_dim", AP::INT}},
+       "slices, mul/sub/add, concat; static shapes");
+    op("Attention", attentionOp, {23}, {{23, 3, 6, 1, 4}},
+       {{"is_causal", AP::INT},
+        {"kv_num_heads", AP::INT},
+        {"q_num_heads", AP::INT},
+        {"qk_matmul_output_mode", AP::INT},
+        {"scale", AP::FLOAT},
+        {"softcap", AP::FLOAT},
+        {"softmax_precision", AP::INT}},
+       "matmul/softmax chain; GQA, masks, KV cache; no qk_matmul_output");
     op("BatchNormalization", batchNormOp, {6, 7, 9, 14, 15}, {{1, 5, 5, 1, 5}},
        {{"epsilon", AP::FLOAT},
         {"momentum", AP::FLOAT},
@@ -242,7 +261,7 @@ const std::vector<OpSpec> &opSpecs() {
         {"spatial", AP::INT, 1, 9},
         {"training_mode", AP::INT, 14}},
        "inference form only");
-    op("InstanceNormalization", instanceNormOp, {1, 6}, {{1, 3, 3}},
+    op("InstanceNormalization", instanceNormOp, {1, 6, 22}, {{1, 3, 3}},
        {{"epsilon", AP::FLOAT}},
        "reduce_mean over the spatial dimensions, then scale/bias");
     // `axes` moved from an attribute to an input at opset `axesInput`.
@@ -265,7 +284,7 @@ const std::vector<OpSpec> &opSpecs() {
              "decomposed into abs/mul/exp/log/sqrt and reduce_sum "
              "(LogSumExp subtracts the max)");
     // Training losses (OpsLoss.cpp).
-    op("NegativeLogLikelihoodLoss", lossOp, {12, 13}, {{1, 2, 3}},
+    op("NegativeLogLikelihoodLoss", lossOp, {12, 13, 22}, {{1, 2, 3}},
        {{"ignore_index", AP::INT}, {"reduction", AP::STRING}},
        "one-hot pick: equal/where/reduce_sum");
     op("SoftmaxCrossEntropyLoss", lossOp, {12, 13}, {{1, 2, 3, 1, 2}},
@@ -282,14 +301,14 @@ const std::vector<OpSpec> &opSpecs() {
          "select_last_index via a reversed slice");
 
     // Convolution and pooling.
-    op("Conv", convOp, {1, 11}, {{1, 2, 3}},
+    op("Conv", convOp, {1, 11, 22}, {{1, 2, 3}},
        {{"auto_pad", AP::STRING},
         {"dilations", AP::INTS},
         {"group", AP::INT},
         {"kernel_shape", AP::INTS},
         {"pads", AP::INTS},
         {"strides", AP::INTS}});
-    op("MaxPool", poolOp, {1, 8, 10, 11, 12}, {{1, 1, 1, 1, 2}},
+    op("MaxPool", poolOp, {1, 8, 10, 11, 12, 22}, {{1, 1, 1, 1, 2}},
        {{"auto_pad", AP::STRING},
         {"ceil_mode", AP::INT, 10},
         {"dilations", AP::INTS, 10},
@@ -298,7 +317,7 @@ const std::vector<OpSpec> &opSpecs() {
         {"storage_order", AP::INT, 8},
         {"strides", AP::INTS}},
        "Indices output unsupported");
-    op("AveragePool", poolOp, {1, 7, 10, 11, 19}, {{1, 1, 1}},
+    op("AveragePool", poolOp, {1, 7, 10, 11, 19, 22}, {{1, 1, 1}},
        {{"auto_pad", AP::STRING},
         {"ceil_mode", AP::INT, 10},
         {"count_include_pad", AP::INT, 7},
@@ -306,8 +325,8 @@ const std::vector<OpSpec> &opSpecs() {
         req({"kernel_shape", AP::INTS}),
         {"pads", AP::INTS},
         {"strides", AP::INTS}});
-    op("GlobalAveragePool", globalPoolOp, {1}, {{1, 1, 1}}, {});
-    op("GlobalMaxPool", globalPoolOp, {1}, {{1, 1, 1}}, {});
+    op("GlobalAveragePool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
+    op("GlobalMaxPool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
     return s;
   }();
   return specs;
