@@ -415,6 +415,126 @@ def randomise(model, seed, lora_b_scale=0.2):
 # --------------------------------------------------------------------------
 
 
+
+class Llama23(nn.Module):
+    """A plain Llama (every weight trains) whose ONNX graph is written by hand
+    with opset 23's RMSNormalization, RotaryEmbedding and Attention
+    (export_llama23): torch 1.13 cannot export those ops. The rotary tables
+    are half-width ([max_pos, hd/2], the op's cache layout), read at the
+    position_ids input."""
+
+    def __init__(self, vocab=64, d=32, heads=4, kv_heads=2, layers=2, hidden=48,
+                 max_pos=24, theta=10000.0):
+        super().__init__()
+        self.heads, self.kv_heads, self.hd = heads, kv_heads, d // heads
+        self.embed_tokens = nn.Embedding(vocab, d)
+        inv_freq = 1.0 / (theta ** (torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd))
+        angles = torch.outer(torch.arange(max_pos, dtype=torch.float32), inv_freq)
+        self.register_buffer("rotary_cos", angles.cos())
+        self.register_buffer("rotary_sin", angles.sin())
+        self.layers = nn.ModuleList()
+        for _ in range(layers):
+            layer = nn.Module()
+            layer.input_layernorm = RMSNorm(d)
+            layer.q_proj = nn.Linear(d, heads * self.hd, bias=False)
+            layer.k_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+            layer.v_proj = nn.Linear(d, kv_heads * self.hd, bias=False)
+            layer.o_proj = nn.Linear(heads * self.hd, d, bias=False)
+            layer.post_attention_layernorm = RMSNorm(d)
+            layer.mlp = LlamaMLP(d, hidden)
+            self.layers.append(layer)
+        self.norm = RMSNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def attention(self, layer, x, cos, sin):
+        B, T, _ = x.size()
+        hd, rep = self.hd, self.heads // self.kv_heads
+        q = layer.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
+        k = layer.k_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
+        v = layer.v_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        k = k.repeat_interleave(rep, dim=1)
+        v = v.repeat_interleave(rep, dim=1)
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+        p = torch.arange(T)
+        att = att.masked_fill(~(p.unsqueeze(1) >= p.unsqueeze(0)), float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, self.heads * hd)
+        return layer.o_proj(y)
+
+    def forward(self, input_ids, position_ids):
+        # [B, 1, T, hd]: the half tables read at the positions, repeated for
+        # the rotate-half form.
+        cos = torch.cat([self.rotary_cos[position_ids]] * 2, -1).unsqueeze(1)
+        sin = torch.cat([self.rotary_sin[position_ids]] * 2, -1).unsqueeze(1)
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = x + self.attention(layer, layer.input_layernorm(x), cos, sin)
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return self.lm_head(self.norm(x))
+
+
+def export_llama23(model, inputs, path):
+    """Llama23's graph at opset 23, node by node; initializers named as
+    torch's parameters and buffers."""
+    from onnx import TensorProto, helper
+    B, T = inputs[0].shape
+    nodes, inits = [], []
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        inits.append(numpy_helper.from_array(t.detach().numpy(), name))
+
+    def node(op, ins, name, **attrs):
+        nodes.append(helper.make_node(op, ins, [name], name=name, **attrs))
+        return name
+
+    def linear(x, prefix):
+        w = node("Transpose", [prefix + ".weight"], f"/{prefix}/Transpose", perm=[1, 0])
+        return node("MatMul", [x, w], f"/{prefix}/MatMul")
+
+    def rms(x, prefix):
+        return node("RMSNormalization", [x, prefix + ".weight"],
+                    f"/{prefix}/RMSNormalization", epsilon=model.norm.eps)
+
+    x = node("Gather", ["embed_tokens.weight", "input_ids"], "/embed_tokens/Gather")
+    for i, _ in enumerate(model.layers):
+        L = f"layers.{i}"
+        h = rms(x, f"{L}.input_layernorm")
+        q, k, v = (linear(h, f"{L}.{p}_proj") for p in "qkv")
+        q = node("RotaryEmbedding", [q, "rotary_cos", "rotary_sin", "position_ids"],
+                 f"/{L}/q_rotary/RotaryEmbedding", num_heads=model.heads)
+        k = node("RotaryEmbedding", [k, "rotary_cos", "rotary_sin", "position_ids"],
+                 f"/{L}/k_rotary/RotaryEmbedding", num_heads=model.kv_heads)
+        a = node("Attention", [q, k, v], f"/{L}/self_attn/Attention", is_causal=1,
+                 q_num_heads=model.heads, kv_num_heads=model.kv_heads)
+        x = node("Add", [x, linear(a, f"{L}.o_proj")], f"/{L}/attn_residual/Add")
+        h = rms(x, f"{L}.post_attention_layernorm")
+        g = linear(h, f"{L}.mlp.gate_proj")
+        silu = node("Mul", [g, node("Sigmoid", [g], f"/{L}/mlp/Sigmoid")], f"/{L}/mlp/silu/Mul")
+        m = node("Mul", [silu, linear(h, f"{L}.mlp.up_proj")], f"/{L}/mlp/Mul")
+        x = node("Add", [x, linear(m, f"{L}.mlp.down_proj")], f"/{L}/mlp_residual/Add")
+    logits = linear(rms(x, "norm"), "lm_head")
+    nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/logits/Identity"))
+    vocab = model.lm_head.weight.shape[0]
+    graph = helper.make_graph(
+        nodes, "llama_opset23",
+        [helper.make_tensor_value_info("input_ids", TensorProto.INT64, [B, T]),
+         helper.make_tensor_value_info("position_ids", TensorProto.INT64, [B, T])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [B, T, vocab])],
+        initializer=inits)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    proto.ir_version = 10
+    onnx.save_model(proto, path)
+
+
+def with_positions(data):
+    """An LM's batches with a second input, position_ids = arange(T) per row."""
+    batches, probe = data
+    def add(inputs):
+        ids = inputs[0]
+        return list(inputs) + [torch.arange(ids.shape[1]).expand_as(ids).contiguous()]
+    return [(add(i), labels) for i, labels in batches], add(probe)
+
+
 def lm_tokens(g, perm, batch, seq, noise=0.15):
     """Token streams with a learnable bigram structure: the next token is
     perm[token], except with probability `noise` a random token.  Returns
@@ -777,6 +897,33 @@ every weight (the script counts them, below), so weights kept only in bf16
 would not change at all; the f32 masters do, and the probe output (the f32
 masters' forward) moves by more than the case's probe tolerance.""",
     ),
+    dict(
+        name="llama_opset23",
+        what="Llama (RMSNorm, rotary at position_ids, GQA 4/2, causal, SwiGLU) "
+             "written with opset 23's RMSNormalization, RotaryEmbedding and "
+             "Attention; every weight trains",
+        seed=24,
+        ctor=Llama23, export=export_llama23,
+        inputs=["input_ids", "position_ids"], output="logits",
+        data=lambda: with_positions(make_lm_data(64, 4, 16, 4, 224, ignore=True)),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*norm.weight"], frozen=["rotary_*"], clip_grad_norm=1.0, steps=4,
+        notes="""\
+The graph is written node by node (`export_llama23`), since torch 1.13
+exports none of opset 23's ops: `embed_tokens` [64, 32] → per layer
+`RMSNormalization` (epsilon 1e-6) → `q_proj` [32, 32], `k_proj` and
+`v_proj` [16, 32] (Transpose → MatMul) → `RotaryEmbedding` on q (4 heads of
+8) and k (2 heads), 3-D inputs, the half tables `rotary_cos` / `rotary_sin`
+[24, 4] (θ = 10000, frozen) read at `position_ids` (a second graph input,
+0..15 per row) → `Attention` (3-D, q_num_heads 4, kv_num_heads 2,
+is_causal) → `o_proj` → residual → `RMSNormalization` → SwiGLU MLP (hidden
+48; Sigmoid, Mul) → residual; final `RMSNormalization` (`norm`), untied
+`lm_head` [64, 32]. torch trains the same math written out (rotate-half
+with the tables repeated, `repeat_interleave` for the kv heads, a masked
+softmax). Ignored labels as in gpt_adamw; clipping at 1.0.""",
+    ),
 ]
 
 
@@ -994,18 +1141,22 @@ def make_case(case):
 
     # Export the initial model (gradients enabled, no constant folding).
     model_path = os.path.join(case_dir, "model.onnx")
-    torch.onnx.export(
-        model, tuple(batches[0][0]), model_path,
-        input_names=case["inputs"], output_names=[case["output"]],
-        opset_version=OPSET, do_constant_folding=False,
-        export_params=True, verbose=False)
+    if "export" in case:  # a graph written by hand (ops torch cannot export)
+        case["export"](model, batches[0][0], model_path)
+    else:
+        torch.onnx.export(
+            model, tuple(batches[0][0]), model_path,
+            input_names=case["inputs"], output_names=[case["output"]],
+            opset_version=OPSET, do_constant_folding=False,
+            export_params=True, verbose=False)
     proto = onnx.load(model_path)
     proto.producer_name = "distopt scripts/make_training_cases.py (torch.onnx)"
     proto.doc_string = ""
     for node in proto.graph.node:
         node.doc_string = ""
     onnx.save_model(proto, model_path)
-    onnx.checker.check_model(model_path)
+    if "export" not in case:  # onnx 1.12's checker knows opsets up to 17
+        onnx.checker.check_model(model_path)
     inits, trainable = check_names(case, model, proto)
 
     # Train in torch on the same batches (a mixed-precision case also in

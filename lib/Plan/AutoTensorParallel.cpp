@@ -182,9 +182,10 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
       }
       colwise.push_back({op, 1});
     }
-    // Token embeddings become vocabulary-parallel; a position table read
-    // at positions the model makes itself stays whole (one reduction for
-    // the embedding sum, as Megatron has).
+    // Token embeddings become vocabulary-parallel (below: only the largest
+    // tables read at inputs); a position table read at positions the model
+    // makes itself stays whole (one reduction for the embedding sum, as
+    // Megatron has).
     if (auto g = dyn_cast<nn::GatherOp>(op))
       if (isWeightValue(g.getData()) && g.getAxis() == 0 &&
           fromInputs(g.getIndices()))
@@ -220,6 +221,20 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
                     kPresetPriority, "preset tp: column-parallel");
     ++entries;
   }
+  // Only the vocabulary: among tables read at the model's inputs, those with
+  // the most rows. A small table read at input positions (position_ids into
+  // rotary or position tables, BERT's token types) gains no memory from a
+  // split and would cost an all-reduce at every read.
+  int64_t vocabRows = 0;
+  for (auto [op, operand] : vocab)
+    vocabRows = std::max(vocabRows, cast<RankedTensorType>(
+                                        op->getOperand(operand).getType())
+                                        .getDimSize(0));
+  llvm::erase_if(vocab, [&](std::pair<Operation *, unsigned> entry) {
+    return cast<RankedTensorType>(
+               entry.first->getOperand(entry.second).getType())
+               .getDimSize(0) != vocabRows;
+  });
   for (auto [op, operand] : vocab) {
     annotateOperand(op, operand,
                     oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
