@@ -1,5 +1,6 @@
 //===- Evaluator.cpp - validation loss during training --------------------===//
 #include "distopt/Trainer/Evaluator.h"
+#include "distopt/Import/OnnxImporter.h"
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/ProgramInputs.h"
 #include "distopt/Session/RankPrograms.h"
@@ -16,6 +17,51 @@ using llvm::Expected;
 
 static llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(message.str());
+}
+
+/// Adds each labelled position's cross-entropy (in double) to `sum` and
+/// counts it; positions labelled `ignore` are skipped.
+static llvm::Error addCrossEntropy(const distrt::Tensor &logits,
+                                   const distrt::Tensor &labels, int64_t ignore,
+                                   double &sum, int64_t &counted) {
+  const int64_t positions = labels.num_elements();
+  const int64_t classes = logits.num_elements() / positions;
+  const float *z = logits.data<float>();
+  const int64_t *label = labels.data<int64_t>();
+  for (int64_t i = 0; i < positions; ++i) {
+    if (label[i] == ignore)
+      continue;
+    if (label[i] < 0 || label[i] >= classes)
+      return fail("token " + llvm::Twine(label[i]) + " is outside the " +
+                  llvm::Twine(classes) + " classes");
+    const float *row = z + i * classes;
+    double top = row[0];
+    for (int64_t c = 1; c < classes; ++c)
+      top = std::max(top, static_cast<double>(row[c]));
+    double norm = 0;
+    for (int64_t c = 0; c < classes; ++c)
+      norm += std::exp(row[c] - top);
+    sum += top + std::log(norm) - row[label[i]];
+    ++counted;
+  }
+  return llvm::Error::success();
+}
+
+/// The symbol of `model`'s batch dimension, bound in `options`: what a
+/// pipeline plan's evaluation rebinds to rows / microbatches.
+static Expected<std::string> batchSymbol(llvm::StringRef model,
+                                         const CompileOptions &options) {
+  auto shapes = graphInputShapes(model);
+  if (!shapes)
+    return shapes.takeError();
+  std::string symbol = shapes->empty() || (*shapes)[0].symbols.empty()
+                           ? ""
+                           : (*shapes)[0].symbols.front();
+  if (symbol.empty() || !options.dims.count(symbol))
+    return fail("evaluating a pipeline plan needs a model whose batch "
+                "dimension is symbolic (bound by --batch or --dim): its "
+                "microbatches are batches of rows / microbatches");
+  return symbol;
 }
 
 Expected<std::unique_ptr<Evaluator>>
@@ -38,6 +84,10 @@ Evaluator::create(const Trainer &trainer, llvm::StringRef tokensFile,
         return std::move(e);
       break;
     }
+  if (trainer.pipelineMicrobatches() > 1)
+    if (auto symbol = batchSymbol(trainer.model(), trainer.compileOptions());
+        !symbol)
+      return symbol.takeError();
   std::unique_ptr<Evaluator> e(new Evaluator());
   e->tokensFile = tokensFile.str();
   e->batches = batches;
@@ -75,8 +125,25 @@ Expected<EvalResult> Evaluator::evaluate(mlir::MLIRContext &ctx,
   auto programs = compilePrograms(ctx, model, options);
   if (!programs)
     return programs.takeError();
-  if (microbatchesOf(*programs) > 1)
-    return fail("evaluation of pipeline plans is not supported yet");
+  // A pipeline plan's forward takes each microbatch as a whole input, so it
+  // is compiled again with the batch dimension bound to rows / microbatches:
+  // microbatch m then reads the windows of the batch's rows m * rows/M ..,
+  // and every plan evaluates the same tokens.
+  const int64_t microbatches = microbatchesOf(*programs);
+  if (microbatches > 1) {
+    auto symbol = batchSymbol(model, options);
+    if (!symbol)
+      return symbol.takeError();
+    auto bound = options.dims.find(*symbol);
+    if (bound->getValue() % microbatches)
+      return fail("evaluating a pipeline plan: the batch's " +
+                  llvm::Twine(bound->getValue()) + " rows do not divide into " +
+                  llvm::Twine(microbatches) + " microbatches");
+    bound->getValue() /= microbatches;
+    programs = compilePrograms(ctx, model, options);
+    if (!programs)
+      return programs.takeError();
+  }
   std::vector<InputSpec> inputs = programInputs(*programs);
   if (inputs.size() != 1 || inputs[0].shape.size() != 2)
     return fail("--eval-tokens feeds models whose only input is int64 "
@@ -90,6 +157,8 @@ Expected<EvalResult> Evaluator::evaluate(mlir::MLIRContext &ctx,
   labels.labels = true;
   labels.base = labels.input.name = kLabelsInput.str();
   requests.push_back(labels);
+  for (InputRequest &r : requests)
+    r.microbatches = microbatches;
   auto source = tokenFile(tokensFile);
   if (llvm::Error e = source->check(requests))
     return std::move(e);
@@ -98,46 +167,35 @@ Expected<EvalResult> Evaluator::evaluate(mlir::MLIRContext &ctx,
   double sum = 0;
   int64_t counted = 0;
   for (int64_t b = 0; b < batches; ++b) {
-    auto data = source->read(b, requests);
-    if (!data)
-      return data.takeError();
-    std::vector<distrt::NamedTensor> feed{{inputs[0].name,
-                                           std::move((*data)[0])}};
-    auto outputs = (*evalSession)->run({feed});
+    std::vector<std::vector<distrt::NamedTensor>> feeds;
+    std::vector<distrt::Tensor> labels;
+    for (int64_t m = 0; m < microbatches; ++m) {
+      for (InputRequest &r : requests)
+        r.microbatch = m;
+      auto data = source->read(b, requests);
+      if (!data)
+        return data.takeError();
+      feeds.push_back({{inputs[0].name, std::move((*data)[0])}});
+      labels.push_back(std::move((*data)[1]));
+    }
+    auto outputs = (*evalSession)->run(feeds);
     if (!outputs)
       return fail("evaluation batch " + llvm::Twine(b) + ": " +
                   llvm::toString(outputs.takeError()));
     if (!(*evalSession)->isRoot())
       continue;
-    const distrt::NamedTensor *logits = nullptr;
-    for (const distrt::NamedTensor &o : outputs->front())
-      if (o.name == outputName)
-        logits = &o;
-    if (!logits || logits->tensor.dtype() != distrt::DType::kF32)
-      return fail("evaluation: the forward model has no f32 output '" +
-                  outputName + "'");
-    const distrt::Tensor &y = (*data)[1];
-    const int64_t positions = y.num_elements();
-    const int64_t classes = logits->tensor.num_elements() / positions;
-    const float *z = logits->tensor.data<float>();
-    const int64_t *label = y.data<int64_t>();
-    for (int64_t i = 0; i < positions; ++i) {
-      if (label[i] == ignore)
-        continue;
-      if (label[i] < 0 || label[i] >= classes)
-        return fail("evaluation batch " + llvm::Twine(b) + ": token " +
-                    llvm::Twine(label[i]) + " is outside the " +
-                    llvm::Twine(classes) + " classes of '" + outputName +
-                    "'");
-      const float *row = z + i * classes;
-      double top = row[0];
-      for (int64_t c = 1; c < classes; ++c)
-        top = std::max(top, static_cast<double>(row[c]));
-      double norm = 0;
-      for (int64_t c = 0; c < classes; ++c)
-        norm += std::exp(row[c] - top);
-      sum += top + std::log(norm) - row[label[i]];
-      ++counted;
+    for (int64_t m = 0; m < microbatches; ++m) {
+      const distrt::NamedTensor *logits = nullptr;
+      for (const distrt::NamedTensor &o : (*outputs)[m])
+        if (o.name == outputName)
+          logits = &o;
+      if (!logits || logits->tensor.dtype() != distrt::DType::kF32)
+        return fail("evaluation: the forward model has no f32 output '" +
+                    outputName + "'");
+      if (llvm::Error e =
+              addCrossEntropy(logits->tensor, labels[m], ignore, sum, counted))
+        return fail("evaluation batch " + llvm::Twine(b) + ": " +
+                    llvm::toString(std::move(e)) + " of '" + outputName + "'");
     }
   }
   EvalResult r;

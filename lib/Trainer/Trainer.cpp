@@ -136,6 +136,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   const TrainingStepInfo &info = (*compilation)->training();
   t->classes = info.classes;
   t->microbatches = info.microbatches;
+  t->batchSplit = info.batchSplit;
 
   // What the source gives: every input but the hyper-parameters, each
   // model input numbered (input_<I>.pb) in the order of the first

@@ -87,6 +87,8 @@ public:
   /// and --seq included (an evaluation compiles the forward model alike).
   const CompileOptions &compileOptions() const { return options; }
   const std::string &model() const { return modelPath; }
+  /// A pipeline plan's microbatches per batch (1 without a pipeline).
+  int64_t pipelineMicrobatches() const { return batchSplit; }
   /// Where batches come from, as checkpoints record it (DataSource::kind).
   llvm::StringRef dataSourceKind() const { return source->kind(); }
 
@@ -106,6 +108,7 @@ private:
   std::string modelPath;
   int64_t classes = 0; // of a cross-entropy loss
   int64_t microbatches = 1;
+  int64_t batchSplit = 1;
   std::vector<std::string> remarks;
 };
 
