@@ -232,6 +232,15 @@ const std::vector<OpSpec> &opSpecs() {
     for (const char *v : {"Softmax", "LogSoftmax"})
       op(v, softmaxOp, {1, 11, 13}, {{1, 1, 1}}, {{"axis", AP::INT}},
          "before 13: flattened to 2-D at axis");
+    op("Hardmax", softmaxOp, {1, 11, 13}, {{1, 1, 1}}, {{"axis", AP::INT}},
+       "arg_max then one_hot; before 13: flattened to 2-D at axis");
+    op("DepthToSpace", depthToSpaceOp, {1, 11, 13}, {{1, 1, 1}},
+       {req({"blocksize", AP::INT}), {"mode", AP::STRING, 11}},
+       "reshape/transpose/reshape");
+    op("SpaceToDepth", depthToSpaceOp, {1, 13}, {{1, 1, 1}},
+       {req({"blocksize", AP::INT})}, "reshape/transpose/reshape");
+    op("EyeLike", eyeLikeOp, {9, 22}, {{1, 1, 1}},
+       {{"dtype", AP::INT}, {"k", AP::INT}}, "a constant at import");
     op("LayerNormalization", layerNormOp, {17}, {{1, 2, 3, 1, 3}},
        {{"axis", AP::INT}, {"epsilon", AP::FLOAT}, {"stash_type", AP::INT}},
        "Mean/InvStdDev outputs from reductions");

@@ -78,10 +78,12 @@ LogicalResult distopt::onnximport::gemmOp(ImportContext &ctx) {
   return c.output(0, c.make<nn::AddOp>(y, cs));
 }
 
-/// Softmax and LogSoftmax. Before opset 13 the input is coerced to 2-D at
-/// `axis` (default 1) and normalised over the whole second part.
+/// Softmax, LogSoftmax and Hardmax. Before opset 13 the input is coerced to
+/// 2-D at `axis` (default 1) and normalised over the whole second part.
+/// Hardmax is a one-hot of the first maximum: ArgMax, then OneHot.
 LogicalResult distopt::onnximport::softmaxOp(ImportContext &ctx) {
   bool log = ctx.node.op_type() == "LogSoftmax";
+  bool hard = ctx.node.op_type() == "Hardmax";
   FailureOr<Value> x = ctx.value(0);
   if (failed(x))
     return failure();
@@ -100,6 +102,16 @@ LogicalResult distopt::onnximport::softmaxOp(ImportContext &ctx) {
   OpChain c(ctx);
   auto make = [&](Value v, int64_t ax) {
     IntegerAttr attr = ctx.b.getI64IntegerAttr(ax);
+    if (hard) {
+      if (c.failed())
+        return Value();
+      auto vt = cast<RankedTensorType>(v.getType());
+      Value first = c.make<nn::ArgMaxOp>(v, attr, UnitAttr());
+      Known offOn = Known::ofFloats({2}, {0.0, 1.0});
+      return c.make<nn::OneHotOp>(
+          first, ctx.materialize(offOn, vt.getElementType()),
+          ctx.b.getI64IntegerAttr(vt.getDimSize(ax)), attr);
+    }
     return log ? c.make<nn::LogSoftmaxOp>(v, attr)
                : c.make<nn::SoftmaxOp>(v, attr);
   };

@@ -1005,3 +1005,79 @@ LogicalResult distopt::onnximport::triluOp(ImportContext &ctx) {
   OpChain c(ctx);
   return c.output(0, c.make<nn::WhereOp>(m, *x, c.scalarLike(0.0, *x)));
 }
+
+/// DepthToSpace and SpaceToDepth on [N, C, H, W]: a reshape that splits
+/// the moved blocks out, a transpose that puts them in place, a reshape
+/// that merges them. DepthToSpace reads channels as (block row, block
+/// column, channel) in mode DCR (the default) and (channel, block row,
+/// block column) in mode CRD.
+LogicalResult distopt::onnximport::depthToSpaceOp(ImportContext &ctx) {
+  bool toSpace = ctx.node.op_type() == "DepthToSpace";
+  RankedTensorType t = ctx.type(0);
+  if (t.getRank() != 4 || !t.hasStaticShape())
+    return ctx.error() << "needs a static [N, C, H, W] input, got " << t;
+  int64_t b = ctx.attrInt("blocksize", 0);
+  int64_t n = t.getDimSize(0), ch = t.getDimSize(1), h = t.getDimSize(2),
+          w = t.getDimSize(3);
+  if (b < 1)
+    return ctx.error() << "blocksize must be positive, got " << b;
+  OpChain c(ctx);
+  Value x = c.input(0);
+  auto perm = [&](ArrayRef<int64_t> p) {
+    return c.make<nn::TransposeOp>(x, ctx.b.getDenseI64ArrayAttr(p));
+  };
+  if (toSpace) {
+    if (ch % (b * b))
+      return ctx.error() << "channels " << ch << " do not divide by blocksize "
+                         << b << " squared";
+    std::string mode = ctx.attrString("mode", "DCR");
+    if (mode != "DCR" && mode != "CRD")
+      return ctx.error() << "mode must be DCR or CRD, got '" << mode << "'";
+    int64_t c2 = ch / (b * b);
+    if (mode == "DCR") {
+      x = c.reshape(x, {n, b, b, c2, h, w});
+      x = perm({0, 3, 4, 1, 5, 2});
+    } else {
+      x = c.reshape(x, {n, c2, b, b, h, w});
+      x = perm({0, 1, 4, 2, 5, 3});
+    }
+    return c.output(0, c.reshape(x, {n, c2, h * b, w * b}));
+  }
+  if (h % b || w % b)
+    return ctx.error() << "height " << h << " and width " << w
+                       << " must divide by blocksize " << b;
+  x = c.reshape(x, {n, ch, h / b, b, w / b, b});
+  x = perm({0, 3, 5, 1, 2, 4});
+  return c.output(0, c.reshape(x, {n, ch * b * b, h / b, w / b}));
+}
+
+/// EyeLike: ones on the k-th diagonal of a 2-D shape, zeros elsewhere, of
+/// `dtype` (default: the input's type); a constant, since only the input's
+/// shape is read.
+LogicalResult distopt::onnximport::eyeLikeOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  if (t.getRank() != 2 || !t.hasStaticShape())
+    return ctx.error() << "needs a static 2-D input, got " << t;
+  Type et = t.getElementType();
+  if (ctx.hasAttr("dtype")) {
+    et = elementTypeOfOnnx(ctx.b.getContext(), ctx.attrInt("dtype", 0));
+    if (!et)
+      return ctx.error() << "dtype " << ctx.attrInt("dtype", 0)
+                         << " is not supported";
+  }
+  int64_t rows = t.getDimSize(0), cols = t.getDimSize(1);
+  int64_t k = ctx.attrInt("k", 0);
+  if (checkedNumElements({rows, cols}) > kMaxFoldElements)
+    return ctx.error() << "a " << rows << "x" << cols
+                       << " identity is too large to hold in the IR";
+  std::vector<int64_t> eye(rows * cols, 0);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols)
+      eye[i * cols + i + k] = 1;
+  Known out = isa<FloatType>(et)
+                  ? Known::ofFloats({rows, cols}, std::vector<double>(
+                                                      eye.begin(), eye.end()))
+                  : Known::ofInts({rows, cols}, eye);
+  ctx.setKnownOutput(0, std::move(out), et);
+  return success();
+}
