@@ -33,6 +33,7 @@ CI depends on torch.
 """
 
 import collections
+import contextlib
 import copy
 import fnmatch
 import json
@@ -47,6 +48,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from onnx import numpy_helper
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN_DIR = os.path.join(REPO, "test", "data", "train")
@@ -898,6 +901,35 @@ would not change at all; the f32 masters do, and the probe output (the f32
 masters' forward) moves by more than the case's probe tolerance.""",
     ),
     dict(
+        name="gpt_f16",
+        what="the GPT in f16 with a dynamic loss scale that overflows, backs "
+             "off and grows: skipped steps update nothing",
+        seed=31, precision="f16",
+        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
+        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 8, 231, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
+        notes="""\
+The GPT of `gpt_bf16` trained in f16 (`precision: {compute: f16,
+loss_scale: {initial: 524288, growth_interval: 2, hysteresis: 2}}`): an
+f16 copy of the f32 masters runs forward and backward from the loss times
+the scale; the gradients, copied to f32, are multiplied by 1/scale; a step
+with a gradient that is not finite updates nothing (AdamW's step count does
+not advance), and the scaler (Megatron's DynamicGradScaler, written out in
+the script) halves the scale at the second such step since the last growth
+and doubles it after 2 clean steps in a row. torch 1.13 has no f16 GEMMs on
+the CPU: every f16 op computes in f32 on widened inputs and rounds its
+result to f16 once (`HalfViaF32`, a dispatch mode), as CUDA's f16 kernels
+and distopt's runtime do. `loss_scales` and `skipped` hold the scale each
+step ran with and which steps were skipped; `--train-test` checks both
+exactly.""",
+    ),
+    dict(
         name="llama_opset23",
         what="Llama (RMSNorm, rotary at position_ids, GQA 4/2, causal, SwiGLU) "
              "written with opset 23's RMSNormalization, RotaryEmbedding and "
@@ -1051,7 +1083,74 @@ def to_json(obj, indent=""):
     return json.dumps(obj)
 
 
-PRECISION_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+PRECISION_DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16,
+                    "f16": torch.float16}
+
+
+class HalfViaF32(TorchDispatchMode):
+    """float16 on the CPU, where torch 1.13 has no f16 GEMMs: every aten op
+    (forward and backward) that reads only float16 floats computes in
+    float32 on the widened inputs and rounds its float results to float16
+    once, as CUDA's f16 kernels (f32 accumulation) and distopt's runtime
+    (f16 storage, f32 kernels) do. An op that mixes in float32 tensors
+    returns float32 (torch's type promotion); casts and in-place ops run
+    as they are."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        tensors = [t for t in tree_flatten((args, kwargs))[0]
+                   if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        if (func is torch.ops.aten._to_copy.default or func._schema.is_mutable
+                or not any(t.dtype == torch.float16 for t in tensors)):
+            return func(*args, **kwargs)
+        half_only = all(t.dtype == torch.float16 or t.dim() == 0 for t in tensors)
+
+        def widen(t):
+            if isinstance(t, torch.Tensor) and t.dtype == torch.float16:
+                return t.float()
+            return t
+
+        out = func(*tree_map(widen, args), **tree_map(widen, kwargs))
+        if not half_only:
+            return out
+        return tree_map(lambda t: t.half() if isinstance(t, torch.Tensor)
+                        and t.dtype == torch.float32 else t, out)
+
+
+class DynamicLossScaler:
+    """Megatron's DynamicGradScaler (DeepSpeed's DynamicLossScaler with
+    its defaults), written out: a step whose gradients are not finite is
+    skipped; `hysteresis` such steps since the last growth halve the scale
+    (each further one halves it again), never below `min`; `growth_interval`
+    clean steps in a row double it. A fixed scale only skips."""
+
+    def __init__(self, spec):
+        if isinstance(spec, dict):
+            self.dynamic = True
+            self.scale = float(spec.get("initial", 65536.0))
+            self.interval = spec.get("growth_interval", 1000)
+            self.hysteresis = spec.get("hysteresis", 2)
+            self.min = float(spec.get("min", 1.0))
+        else:
+            self.dynamic = spec == "dynamic"
+            self.scale = 65536.0 if self.dynamic else float(spec)
+            self.interval, self.hysteresis, self.min = 1000, 2, 1.0
+        self.clean, self.left = 0, self.hysteresis
+
+    def update(self, found_inf):
+        if not self.dynamic:
+            return
+        if found_inf:
+            self.clean = 0
+            self.left -= 1
+            if self.left <= 0:
+                self.scale = max(self.scale * 0.5, self.min)
+        else:
+            self.clean += 1
+            if self.clean == self.interval:
+                self.clean = 0
+                self.left = self.hysteresis
+                self.scale *= 2.0
 
 
 def working_copy(master, dtype):
@@ -1069,14 +1168,25 @@ def working_copy(master, dtype):
     return work
 
 
-def train(case, model, batches, dtype, case_dir=None):
+def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
     """Trains `model` (f32, the masters) on the batches as the case says and
     returns the losses and the (pre-clip) gradient norms. With another
     `dtype` forward and backward run on a copy in that dtype, refreshed from
     the masters every step; its gradients are copied to f32 and summed over
     microbatches in f32, and clipping and the optimizer run on the f32
-    masters. With `case_dir`, writes each step's batch there."""
+    masters. With `case_dir`, writes each step's batch there. With
+    `scaling` (f16), backward starts from the loss times the scale, the f32
+    gradients are multiplied by 1/scale, and a step whose gradients are not
+    all finite updates nothing (optimizer.step() and the schedule are not
+    called, so Adam's step count does not advance); `scaling` then gets
+    `scales` (each step's scale) and `skipped` (0 or 1 per step). `skip`
+    (0 or 1 per step) leaves out the updates of those steps (an f32 run to
+    compare an f16 run with)."""
     opt = make_optimizer(case, model)
+    scaler = None
+    if scaling is not None:
+        scaler = DynamicLossScaler(case["loss_scale"])
+        scaling["scales"], scaling["skipped"] = [], []
     sched = make_scheduler(case, opt)
     params = [p for p in model.parameters() if p.requires_grad]
     work = working_copy(model, dtype) if dtype != torch.float32 else model
@@ -1104,14 +1214,33 @@ def train(case, model, batches, dtype, case_dir=None):
                     write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
                 if labels is not None:
                     write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
-            out = work(*inputs)
-            loss = compute_loss(case, out.float(), labels)
-            (loss / micro).backward()
+            with HalfViaF32() if dtype == torch.float16 else contextlib.nullcontext():
+                out = work(*inputs)
+                loss = compute_loss(case, out.float(), labels)
+                seed = loss / micro
+                if scaler is not None:
+                    seed = seed * scaler.scale
+                seed.backward()
             total += loss.item()
             if work is not model:
                 for w, p in zip(work_params, params):
                     p.grad += w.grad.float()
                     w.grad = None
+        losses.append(f32(total / micro))
+        if scaler is not None:
+            inv = torch.tensor(1.0 / scaler.scale, dtype=torch.float32)
+            for p in params:
+                p.grad.mul_(inv)
+            found_inf = not all(bool(torch.isfinite(p.grad).all()) for p in params)
+            scaling["scales"].append(scaler.scale)
+            scaling["skipped"].append(int(found_inf))
+            scaler.update(found_inf)
+            if found_inf:
+                norms.append(float("inf"))
+                continue
+        if skip is not None and skip[k]:
+            norms.append(float("inf"))
+            continue
         if case["clip_grad_norm"] is not None:
             norms.append(float(torch.nn.utils.clip_grad_norm_(
                 params, case["clip_grad_norm"])))
@@ -1121,7 +1250,6 @@ def train(case, model, batches, dtype, case_dir=None):
         opt.step()
         if sched is not None:
             sched.step()
-        losses.append(f32(total / micro))
     return losses, norms
 
 
@@ -1168,8 +1296,10 @@ def make_case(case):
         facts += small_lr_facts(case, model)
         with torch.no_grad():
             probe_before = model(*probe)
-    losses, norms = train(case, model, batches, dtype, case_dir)
-    losses_f32 = train(case, f32_model, batches, torch.float32)[0] if f32_model else None
+    scaling = {} if "loss_scale" in case else None
+    losses, norms = train(case, model, batches, dtype, case_dir, scaling)
+    losses_f32 = train(case, f32_model, batches, torch.float32,
+                       skip=scaling["skipped"] if scaling else None)[0] if f32_model else None
 
     pd = os.path.join(case_dir, "probe")
     os.makedirs(pd)
@@ -1183,10 +1313,11 @@ def make_case(case):
             out_f32 = f32_model(*probe)
         rel = max(abs(a - b) / abs(b) for a, b in zip(losses, losses_f32))
         facts.append(f"torch's own f32 training of this model: losses within "
-                     f"{rel:.2g} relative of the bf16 ones, probe outputs within "
+                     f"{rel:.2g} relative of the {case['precision']} ones, probe outputs within "
                      f"{float((out - out_f32).abs().max()):.3g} (outputs up to "
-                     f"{float(out.abs().max()):.3g}): bf16's rounding noise, "
-                     f"which bounds how closely another bf16 trainer can match")
+                     f"{float(out.abs().max()):.3g}): {case['precision']}'s rounding noise, "
+                     f"which bounds how closely another {case['precision']} trainer can match"
+                     + (" (the f32 run skips the same steps)" if scaling else ""))
     if case.get("small_lr"):
         moved = float((out - probe_before).abs().max())
         atol = case["tolerance"]["probe_atol"]
@@ -1211,9 +1342,15 @@ def make_case(case):
     micro = case.get("accumulate", 1)
     if micro > 1:
         spec["gradient_accumulation_steps"] = micro
-    if "precision" in case:
+    if "loss_scale" in case:
+        spec["precision"] = {"compute": case["precision"],
+                             "loss_scale": case["loss_scale"]}
+    elif "precision" in case:
         spec["precision"] = case["precision"]
     spec["losses"] = losses
+    if scaling is not None:
+        spec["loss_scales"] = scaling["scales"]
+        spec["skipped"] = scaling["skipped"]
     if losses_f32 is not None:
         spec["losses_f32"] = losses_f32
     if "tolerance" in case:
@@ -1224,6 +1361,9 @@ def make_case(case):
     assert len(batches) == case["steps"] * micro
     s = summarise(case, case_dir, model, proto, inits, trainable, losses, norms)
     s["losses_f32"] = losses_f32
+    if scaling is not None:
+        facts.append(f"loss scale per step {scaling['scales']}, skipped "
+                     f"{scaling['skipped']}")
     s["facts"] = facts
     return s
 
@@ -1278,7 +1418,8 @@ def summarise(case, case_dir, model, proto, inits, trainable, losses, norms):
         outputs=[(vi.name, [d.dim_value for d in vi.type.tensor_type.shape.dim])
                  for vi in proto.graph.output],
         identities=identities, losses=losses, norms=norms, clip=clip,
-        clipped=[k for k, nrm in enumerate(norms) if clip is not None and nrm > clip],
+        clipped=[k for k, nrm in enumerate(norms)
+                 if clip is not None and math.isfinite(nrm) and nrm > clip],
         torch_params=sum(p.numel() for p in model.parameters()),
     )
 
@@ -1344,6 +1485,9 @@ test/data/train/<case>/probe/output_0.pb   the model's output on it after the la
                                                       # (the mean over its microbatches)
  "losses_f32": [...],                                 # mixed precision: the same training in float32
                                                       # (for comparison; nothing checks it)
+ "loss_scales": [...], "skipped": [...],              # f16 with a loss scale: the scale each step ran
+                                                      # with, and 1 for a step skipped for gradients
+                                                      # that were not finite (checked exactly)
  "tolerance": {"loss_rtol": 2e-3,                     # optional: how close a trainer must come;
                "probe_atol": 2e-2, "probe_rtol": 2e-2}}   # default 1e-4, 1e-3, 1e-3
 ```

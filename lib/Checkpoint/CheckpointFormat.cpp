@@ -13,6 +13,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <tuple>
@@ -218,6 +219,12 @@ std::string checkpoint::writeIndex(const Index &index) {
                                           {"position", index.dataPosition}}},
                     {"files", std::move(files)},
                     {"tensors", std::move(tensors)}};
+  if (index.scaler)
+    root["loss_scaler"] =
+        json::Object{{"scale", index.scaler->scale},
+                     {"clean_steps", index.scaler->cleanSteps},
+                     {"hysteresis_left", index.scaler->hysteresisLeft},
+                     {"applied_steps", index.scaler->appliedSteps}};
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", json::Value(std::move(root))) << "\n";
@@ -320,6 +327,16 @@ Expected<Index> checkpoint::parseIndex(StringRef text, StringRef where) {
   TRY(position, r.integer(*data, "position", "data: ", 0, kMax));
   index.dataSource = source;
   index.dataPosition = position;
+  if (root->get("loss_scaler")) {
+    TRY(scaler, r.object(*root, "loss_scaler", ""));
+    std::optional<double> scale = scaler->getNumber("scale");
+    if (!scale || !(*scale > 0) || !std::isfinite(*scale))
+      return r.problem("loss_scaler: 'scale' must be a positive number");
+    TRY(clean, r.integer(*scaler, "clean_steps", "loss_scaler: ", 0, kMax));
+    TRY(left, r.integer(*scaler, "hysteresis_left", "loss_scaler: ", 0, kMax));
+    TRY(applied, r.integer(*scaler, "applied_steps", "loss_scaler: ", 0, step));
+    index.scaler = ScalerRecord{*scale, clean, left, applied};
+  }
 
   TRY(files, r.object(*root, "files", ""));
   std::map<std::string, const FileEntry *> fileByName;

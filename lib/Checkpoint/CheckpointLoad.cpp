@@ -340,5 +340,6 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
   meta.configText = index.configText;
   meta.dataSource = index.dataSource;
   meta.dataPosition = index.dataPosition;
+  meta.scaler = index.scaler;
   return meta;
 }

@@ -226,6 +226,7 @@ Error distopt::saveCheckpoint(Session &session, const Programs &programs,
     index.configText = meta.configText;
     index.dataSource = meta.dataSource;
     index.dataPosition = meta.dataPosition;
+    index.scaler = meta.scaler;
     stateTensors(*slots, &index.fingerprint);
     // (file, tensor) -> the piece's byte range and CRC, from the messages.
     std::map<std::pair<std::string, std::string>, Piece> stored;

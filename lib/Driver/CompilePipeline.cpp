@@ -38,6 +38,8 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     // the casts' gradients (f32 gradients of f32 parameters).
     if (options.train && options.train->precision.mixed())
       pm.addPass(createDistApplyPrecision(options.train->precision));
+    else if (!options.train && options.inferencePrecision.mixed())
+      pm.addPass(createDistApplyPrecision(options.inferencePrecision));
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.
     if (options.train) {

@@ -374,13 +374,25 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   };
   Operation *ret = func.getBody().front().getTerminator();
 
-  // Which stages store each parameter (before local copies change users).
+  // Which stages store each parameter (before local copies change users):
+  // those that read it, and those that compute again what is made of it
+  // alone (a mixed-precision policy's cast of a tied embedding and head is
+  // computed in both stages, each from its own copy of the parameter).
   std::map<std::string, std::set<int64_t>> storedBy;
-  for (Operation *op : ops)
-    if (isa<nn::WeightOp>(op))
-      for (Operation *user : op->getUsers())
-        if (!user->hasTrait<OpTrait::IsTerminator>())
-          storedBy[nn::getPersistentKey(op)].insert(rankOf(user));
+  for (Operation *op : ops) {
+    if (!isa<nn::WeightOp>(op))
+      continue;
+    SmallVector<Operation *> work(op->getUsers().begin(), op->getUsers().end());
+    llvm::DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *user = work.pop_back_val();
+      if (user->hasTrait<OpTrait::IsTerminator>() || !seen.insert(user).second)
+        continue;
+      storedBy[nn::getPersistentKey(op)].insert(rankOf(user));
+      if (independent.contains(user))
+        work.append(user->getUsers().begin(), user->getUsers().end());
+    }
+  }
 
   // Every crossing gets the same tag in every stage's program: tags count
   // the crossings of activations in program order.

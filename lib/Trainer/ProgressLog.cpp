@@ -80,14 +80,23 @@ std::string ProgressLog::step(const StepResult &r) {
      << llvm::format("%.1f", r.ms) << " " << unit << "/s "
      << llvm::format("%.0f", rate) << " elapsed " << formatDuration(elapsed)
      << " eta " << formatDuration(left);
-  record(llvm::json::Object{{"step", r.step + 1},
+  llvm::json::Object fields{{"step", r.step + 1},
                             {"steps", total},
                             {"loss", r.loss},
                             {"lr", r.lr},
                             {"grad_norm", r.gradNorm},
                             {"ms", r.ms},
                             {unit + "_per_s", rate},
-                            {"elapsed_s", elapsed}});
+                            {"elapsed_s", elapsed}};
+  if (r.lossScaled) {
+    os << " loss_scale " << llvm::format("%g", r.lossScale);
+    if (r.skipped)
+      os << " skipped: gradients not finite, nothing updated; loss_scale now "
+         << llvm::format("%g", r.nextLossScale);
+    fields["loss_scale"] = r.lossScale;
+    fields["skipped"] = r.skipped;
+  }
+  record(std::move(fields));
   return line;
 }
 

@@ -119,8 +119,7 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
       options.train->loss.kind != LossSpec::Kind::CrossEntropy)
     return fail("--tokens makes next-token labels for a cross_entropy loss; " +
                 options.train->path + " asks for another loss");
-  std::unique_ptr<Trainer> t(new Trainer());
-  t->train = *options.train;
+  std::unique_ptr<Trainer> t(new Trainer(*options.train));
   t->modelPath = modelPath.str();
   CompileOptions bound = options;
   if (Error e = bindTokenShape(modelPath, trainer, bound))
@@ -145,6 +144,8 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
   std::set<std::string> hyperNames;
   for (auto &[name, v] : hyperParameters(t->train, 0))
     hyperNames.insert(name);
+  if (t->scaler.enabled())
+    hyperNames.insert(kLossScaleInput.str());
   std::map<std::string, int> inputIndex;
   for (const InputSpec &input : t->inputs) {
     if (hyperNames.count(input.name))
@@ -194,8 +195,10 @@ Expected<std::vector<distrt::NamedTensor>> Trainer::batch(int64_t step) {
   if (!data)
     return data.takeError();
   std::map<std::string, double> hyper;
-  for (auto &[name, v] : hyperParameters(train, step))
+  for (auto &[name, v] : hyperParameters(train, scheduleStep(step)))
     hyper[name] = v;
+  if (scaler.enabled())
+    hyper[kLossScaleInput.str()] = scaler.state().scale;
   // The programs' inputs in order: a hyper-parameter's value, or the
   // source's tensor (labels checked first).
   std::vector<distrt::NamedTensor> out;
@@ -228,7 +231,9 @@ Expected<StepResult> Trainer::step(int64_t k) {
     return inputs.takeError();
   StepResult r;
   r.step = k;
-  r.lr = hyperParameters(train, k).front().second;
+  r.lr = hyperParameters(train, scheduleStep(k)).front().second;
+  r.lossScaled = scaler.enabled();
+  r.lossScale = scaler.state().scale;
   for (const distrt::NamedTensor &t : *inputs)
     if (splitMicrobatchInputName(t.name, microbatches).first == kLabelsInput &&
         t.tensor.dtype() == distrt::DType::kI64 &&
@@ -252,7 +257,8 @@ Expected<StepResult> Trainer::step(int64_t k) {
   std::vector<distrt::NamedTensor> shared;
   if (runner->isRoot()) {
     for (const distrt::NamedTensor &o : outputs->front())
-      if (o.name == kLossOutput || o.name == kGradNormOutput)
+      if (o.name == kLossOutput || o.name == kGradNormOutput ||
+          o.name == kGradsFiniteOutput)
         shared.push_back(o);
     auto stop = scalarF32(stopSignal());
     if (!stop)
@@ -261,14 +267,22 @@ Expected<StepResult> Trainer::step(int64_t k) {
   }
   if (Error e = runner->shareFromRoot(shared))
     return std::move(e);
+  bool finite = true;
   for (const distrt::NamedTensor &o : shared) {
     double v = o.tensor.dtype() == distrt::DType::kF64
                    ? o.tensor.data<double>()[0]
                    : o.tensor.data<float>()[0];
     if (o.name == kStopName)
       r.stopSignal = static_cast<int>(v);
+    else if (o.name == kGradsFiniteOutput)
+      finite = v != 0;
     else
       (o.name == kLossOutput ? r.loss : r.gradNorm) = v;
+  }
+  if (scaler.enabled()) {
+    r.skipped = !finite;
+    scaler.update(finite);
+    r.nextLossScale = scaler.state().scale;
   }
   if (!std::isfinite(r.loss))
     return fail("step " + std::to_string(k + 1) + ": the loss is " +
@@ -286,11 +300,34 @@ Error Trainer::saveCheckpoint(StringRef dir, int64_t stepsDone,
   // Batches are a function of the step: the source says how far it read.
   meta.dataSource = source->kind().str();
   meta.dataPosition = source->positionAfter(stepsDone, requests);
+  if (scaler.enabled()) {
+    const LossScalerState &s = scaler.state();
+    meta.scaler = checkpoint::ScalerRecord{s.scale, s.cleanSteps,
+                                           s.hysteresisLeft, s.appliedSteps};
+  }
   return distopt::saveCheckpoint(*runner, compiled, dir, meta, io, files);
 }
 
 Expected<CheckpointMeta> Trainer::resume(StringRef dir, CheckpointIO *io) {
-  return loadCheckpoint(*runner, compiled, dir, io);
+  auto meta = loadCheckpoint(*runner, compiled, dir, io);
+  if (!meta || !scaler.enabled())
+    return meta;
+  // A checkpoint of a run without a loss scale: every step it ran applied
+  // its update, and the scaler starts afresh.
+  LossScalerState s = scaler.state();
+  s.appliedSteps = meta->step;
+  if (meta->scaler)
+    s = LossScalerState{meta->scaler->scale, meta->scaler->cleanSteps,
+                        meta->scaler->hysteresisLeft,
+                        meta->scaler->appliedSteps};
+  scaler.restore(s);
+  return meta;
+}
+
+int64_t Trainer::scheduleStep(int64_t step) const {
+  // Skipped steps do not advance Adam's step count or the learning-rate
+  // schedule (Megatron, DeepSpeed).
+  return scaler.enabled() ? scaler.state().appliedSteps : step;
 }
 
 Expected<std::vector<distrt::NamedTensor>> Trainer::trainedState() {

@@ -5,6 +5,8 @@
 #include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
 #include <tuple>
@@ -55,6 +57,7 @@ private:
   LogicalResult parseOptimizer(yaml::Node *node);
   LogicalResult parseSchedule(yaml::Node *node);
   LogicalResult parsePrecision(yaml::Node *node);
+  LogicalResult parseLossScale(yaml::Node *node);
   FailureOr<std::string> dtype(yaml::Node *node, StringRef key);
   LogicalResult parseTolerance(yaml::Node *node);
   LogicalResult
@@ -241,6 +244,81 @@ FailureOr<std::string> ConfigParser::dtype(yaml::Node *node, StringRef key) {
   return v;
 }
 
+/// `v` as printf's %g writes it (0.5, 65536, 1e+30).
+static std::string shortNumber(double v) {
+  std::string s;
+  llvm::raw_string_ostream(s) << llvm::format("%g", v);
+  return s;
+}
+
+/// `loss_scale: dynamic`, a fixed positive number, or a dynamic scaler's
+/// settings: {initial, growth_interval, hysteresis, min}.
+LogicalResult ConfigParser::parseLossScale(yaml::Node *node) {
+  PrecisionPolicy &p = c.precision;
+  if (auto *s = dyn_cast<yaml::ScalarNode>(node)) {
+    SmallString<16> storage;
+    if (s->getValue(storage) == "dynamic") {
+      p.lossScale = PrecisionPolicy::LossScale::Dynamic;
+      return success();
+    }
+    FailureOr<double> v = r.number(node, "precision.loss_scale");
+    if (failed(v))
+      return r.error(node) << "precision.loss_scale must be 'dynamic', a "
+                              "positive number, or a mapping such as "
+                              "{initial: 65536, growth_interval: 1000}";
+    if (!(*v > 0) || !std::isfinite(*v))
+      return r.error(node) << "precision.loss_scale must be positive, got "
+                           << *v;
+    p.lossScale = PrecisionPolicy::LossScale::Fixed;
+    p.initialLossScale = *v;
+    return success();
+  }
+  auto map = r.mapping(node, "precision.loss_scale must be 'dynamic', a "
+                             "positive number, or a mapping such as "
+                             "{initial: 65536, growth_interval: 1000}");
+  if (failed(map))
+    return failure();
+  p.lossScale = PrecisionPolicy::LossScale::Dynamic;
+  yaml::Node *initialNode = nullptr, *minNode = nullptr;
+  if (failed(r.forEachKey(
+          *map,
+          [&](StringRef key, yaml::Node *keyNode,
+              yaml::Node *value) -> LogicalResult {
+            std::string what = ("precision.loss_scale." + key).str();
+            if (key == "initial" || key == "min") {
+              FailureOr<double> v = r.number(value, what);
+              if (failed(v))
+                return failure();
+              if (!(*v > 0) || !std::isfinite(*v))
+                return r.error(value) << what << " must be positive, got "
+                                      << *v;
+              (key == "initial" ? p.initialLossScale : p.minLossScale) = *v;
+              (key == "initial" ? initialNode : minNode) = value;
+              return success();
+            }
+            if (key == "growth_interval" || key == "hysteresis") {
+              FailureOr<int64_t> v = r.integer(value, what);
+              if (failed(v))
+                return failure();
+              if (*v < 1)
+                return r.error(value) << what << " must be at least 1, got "
+                                      << *v;
+              (key == "hysteresis" ? p.hysteresis : p.growthInterval) = *v;
+              return success();
+            }
+            return r.error(keyNode)
+                   << "unknown key '" << what
+                   << "'; expected initial, growth_interval, hysteresis or "
+                      "min";
+          })))
+    return failure();
+  if (p.initialLossScale < p.minLossScale)
+    return r.error(initialNode ? initialNode : minNode)
+           << "precision.loss_scale.initial " << shortNumber(p.initialLossScale)
+           << " is below its min " << shortNumber(p.minLossScale);
+  return success();
+}
+
 /// Bits of a dtype that parsePrecision accepted.
 static int dtypeBits(StringRef dtype) { return dtype == "f32" ? 32 : 16; }
 
@@ -256,7 +334,7 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     if (*v == "f16")
       return r.error(node)
              << "precision: f16 needs a loss scale; write precision: "
-                "{compute: f16, loss_scale: <number>}";
+                "{compute: f16, loss_scale: dynamic}";
     p.compute = *v;
     return success();
   }
@@ -289,23 +367,7 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
               return parseGlobs(value, "precision.keep_f32", p.keepF32);
             if (key == "loss_scale") {
               scaleNode = keyNode;
-              if (auto *s = dyn_cast<yaml::ScalarNode>(value)) {
-                SmallString<16> storage;
-                if (s->getValue(storage) == "dynamic") {
-                  p.lossScale = PrecisionPolicy::LossScale::Dynamic;
-                  return success();
-                }
-              }
-              FailureOr<double> v = r.number(value, "precision.loss_scale");
-              if (failed(v))
-                return r.error(value) << "precision.loss_scale must be "
-                                         "'dynamic' or a positive number";
-              if (!(*v > 0) || !std::isfinite(*v))
-                return r.error(value)
-                       << "precision.loss_scale must be positive, got " << *v;
-              p.lossScale = PrecisionPolicy::LossScale::Fixed;
-              p.fixedLossScale = *v;
-              return success();
+              return parseLossScale(value);
             }
             return r.error(keyNode)
                    << "unknown key 'precision." << key
@@ -327,10 +389,6 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     return r.error(node) << "precision compute: f16 needs a loss_scale (f16 "
                             "gradients underflow without one): a number, or "
                             "dynamic";
-  if (p.lossScale == PrecisionPolicy::LossScale::Dynamic)
-    return r.error(scaleNode)
-           << "precision.loss_scale: dynamic is not yet supported; give a "
-              "fixed scale such as 1024";
   // What the compiler does not apply yet: each is an error, not a silent
   // f32.
   for (auto [n, what, value] :
@@ -454,19 +512,21 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
               return failed(r.numberList(value, "losses_f32"))
                          ? failure()
                          : success();
-            if (key == "losses") {
-              FailureOr<std::vector<double>> v = r.numberList(value, "losses");
+            if (key == "losses" || key == "loss_scales" || key == "skipped") {
+              FailureOr<std::vector<double>> v = r.numberList(value, key);
               if (failed(v))
                 return failure();
-              c.losses = *v;
+              (key == "losses"        ? c.losses
+               : key == "loss_scales" ? c.lossScales
+                                      : c.skipped) = *v;
               return success();
             }
             return r.error(keyNode)
                    << "unknown key '" << key
                    << "'; expected output, loss, optimizer, lr_schedule, "
                       "no_decay, frozen, recompute, clip_grad_norm, steps, "
-                      "gradient_accumulation_steps, precision, losses or "
-                      "tolerance";
+                      "gradient_accumulation_steps, precision, losses, "
+                      "loss_scales, skipped or tolerance";
           })))
     return failure();
   if (!sawOutput)

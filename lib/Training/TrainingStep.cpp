@@ -63,13 +63,11 @@ public:
 
 private:
   void setPhase(StringRef phase) { tagger.phase = b.getStringAttr(phase); }
-  /// f16's fixed loss scale: the loss's gradient is multiplied by it, and
-  /// the parameters' (f32) gradients divided by it again.
-  double lossScale() const {
-    const PrecisionPolicy &p = config.precision;
-    return p.lossScale == PrecisionPolicy::LossScale::Fixed ? p.fixedLossScale
-                                                            : 1.0;
-  }
+  /// f16's loss scale (the input hyper.loss_scale) times `seed`, a scalar or
+  /// the loss's gradient (itself without a loss scale).
+  Value scaleSeed(nn::GradientBuilder &g, Value seed);
+  /// The parameters' (f32) gradients divided by the loss scale again.
+  Value unscale(Value grad, Location loc);
   nn::GradientBuilder gb(Location loc) { return nn::GradientBuilder(b, loc); }
   Value addInput(StringRef name, Type type);
   void unifyWeights();
@@ -121,6 +119,9 @@ private:
   LogicalResult compileRecomputeGlobs();
   std::vector<llvm::GlobPattern> recomputeGlobs;
   Value clipGradients(Location loc);
+  /// Whether the gradient norm is finite: with a loss scale, a step whose
+  /// gradients overflowed keeps every parameter and state as it was.
+  void checkFinite(Value norm, Location loc);
   void optimizerUpdate(Parameter &p, Location loc);
   Value variable(Parameter &p, StringRef suffix, RankedTensorType type);
   void eraseDeadOps();
@@ -144,6 +145,9 @@ private:
   std::map<std::string, Value> hyper;
   /// The clipping coefficient every gradient is scaled by (null: none).
   Value gradScale;
+  /// With a loss scale: hyper.loss_scale, its reciprocal, and whether every
+  /// gradient is finite (a scalar i1); null without one.
+  Value lossScaleIn, inverseLossScale, gradsFinite;
   /// Each op of the model's forward by its place in it (where the loop
   /// moves the ops, the order the forward reads the parameters stays).
   DenseMap<Operation *, unsigned> forwardOrder;
@@ -308,6 +312,7 @@ std::pair<Value, Value> StepBuilder::crossEntropy(Value logits, Value labels,
   Value weight = g.create<nn::DivOp>(valid, count);
   if (seedScale != 1.0)
     weight = g.create<nn::MulOp>(weight, g.scalar(seedScale, f));
+  weight = scaleSeed(g, weight);
   Value scaled = g.create<nn::MulOp>(e, g.create<nn::DivOp>(weight, s));
   Value grad = g.create<nn::WhereOp>(
       onehot, g.create<nn::SubOp>(scaled, weight), scaled);
@@ -325,8 +330,8 @@ std::pair<Value, Value> StepBuilder::meanSquaredError(Value out, Value target,
   Value d = g.create<nn::SubOp>(out, target);
   Value loss = g.reduceMean(g.create<nn::MulOp>(d, d), allAxes, false);
   double n = static_cast<double>(t.getNumElements());
-  Value grad =
-      g.create<nn::MulOp>(d, g.scalar(2.0 / n * seedScale, t.getElementType()));
+  Value grad = g.create<nn::MulOp>(
+      d, scaleSeed(g, g.scalar(2.0 / n * seedScale, t.getElementType())));
   return {loss, grad};
 }
 
@@ -350,7 +355,7 @@ std::pair<Value, Value> StepBuilder::modelOutputLoss(Value out,
   Value seed = nn::ConstantOp::create(
       b, out.getLoc(), t,
       DenseElementsAttr::get(t, FloatAttr::get(t.getElementType(), seedScale)));
-  return {loss, seed};
+  return {loss, scaleSeed(g, seed)};
 }
 
 Value StepBuilder::validMask(nn::GradientBuilder &g, Value labels, Type f) {
@@ -545,6 +550,39 @@ Value StepBuilder::clipGradients(Location loc) {
   return norm;
 }
 
+Value StepBuilder::scaleSeed(nn::GradientBuilder &g, Value seed) {
+  if (!lossScaleIn)
+    return seed;
+  return g.create<nn::MulOp>(seed,
+                             g.castLike(lossScaleIn, getElementTypeOrSelf(seed)));
+}
+
+Value StepBuilder::unscale(Value grad, Location loc) {
+  if (!lossScaleIn)
+    return grad;
+  nn::GradientBuilder g = gb(loc);
+  Type f = getElementTypeOrSelf(grad);
+  // One reciprocal, then a multiply per gradient (GradScaler's and
+  // Megatron's unscale; exact for the powers of two a scaler uses).
+  if (!inverseLossScale)
+    inverseLossScale = g.create<nn::DivOp>(g.scalar(1.0, f),
+                                           g.castLike(lossScaleIn, f));
+  return g.create<nn::MulOp>(grad, inverseLossScale);
+}
+
+void StepBuilder::checkFinite(Value norm, Location loc) {
+  if (!lossScaleIn)
+    return;
+  // The global norm is already summed over every gradient on every rank of
+  // every axis, so each rank takes the same decision: it is finite exactly
+  // when every (unscaled) gradient is (or an f32 sum of squares of finite
+  // gradients overflows, which no f16 model reaches).
+  nn::GradientBuilder g = gb(loc);
+  gradsFinite = g.create<nn::LessOp>(
+      norm, g.scalar(std::numeric_limits<double>::infinity(),
+                     getElementTypeOrSelf(norm)));
+}
+
 Value StepBuilder::variable(Parameter &p, StringRef suffix,
                             RankedTensorType type) {
   OpBuilder::InsertionGuard guard(b);
@@ -566,7 +604,10 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   auto c = [&](double v) { return g.scalar(v, f); };
   Value lr = g.castLike(hyper.at(kLrInput.str()), f);
   double wd = p.decays ? o.weightDecay : 0.0;
-  auto update = [&](Value next, StringRef key) {
+  // A step whose gradients overflowed writes back what it read.
+  auto update = [&](Value next, Value old, StringRef key) {
+    if (gradsFinite)
+      next = g.create<nn::WhereOp>(gradsFinite, next, old);
     results.push_back({next, "update:" + key.str(), key.str()});
   };
   Value scale = gradScale ? g.castLike(gradScale, f) : c(1.0);
@@ -587,9 +628,9 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
         g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f),
         b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));
-    update(op.getNewExpAvg(), p.key + "/exp_avg");
-    update(op.getNewExpAvgSq(), p.key + "/exp_avg_sq");
-    update(op.getNewParam(), p.key);
+    update(op.getNewExpAvg(), m, p.key + "/exp_avg");
+    update(op.getNewExpAvgSq(), v, p.key + "/exp_avg_sq");
+    update(op.getNewParam(), w, p.key);
     return;
   }
   if (o.momentum != 0) {
@@ -599,8 +640,8 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
                                       lr, b.getF64FloatAttr(o.momentum),
                                       b.getF64FloatAttr(wd),
                                       b.getBoolAttr(o.nesterov));
-    update(op.getNewMomentumBuffer(), p.key + "/momentum_buffer");
-    update(op.getNewParam(), p.key);
+    update(op.getNewMomentumBuffer(), buf, p.key + "/momentum_buffer");
+    update(op.getNewParam(), w, p.key);
     return;
   }
   // Plain SGD (no state): p += -lr * (g * scale + wd * p).
@@ -611,7 +652,7 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
     grad = g.create<nn::AddOp>(grad, g.create<nn::MulOp>(w, c(wd)));
   Value nextW = g.create<nn::AddOp>(
       w, g.create<nn::MulOp>(g.create<nn::NegOp>(lr), grad));
-  update(nextW, p.key);
+  update(nextW, w, p.key);
 }
 
 void StepBuilder::eraseDeadOps() {
@@ -687,7 +728,7 @@ FailureOr<Value> StepBuilder::unrolledMicrobatches(
       out = cloneForward(forward, modelInputs, j, output, forwardOps);
     }
     setPhase("loss");
-    auto [l, seed] = loss(out, lab, seedScale * lossScale(), globalCount);
+    auto [l, seed] = loss(out, lab, seedScale, globalCount);
     losses.push_back(l);
     setPhase("backward");
     auto g = buildGradients(b, {{out, seed}}, wrt);
@@ -794,8 +835,7 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
                                          index, labelCandidates);
 
   setPhase("loss");
-  auto [l, seed] =
-      loss(output, lab, lossScale() / static_cast<double>(micro), {});
+  auto [l, seed] = loss(output, lab, 1.0 / static_cast<double>(micro), {});
   setPhase("backward");
   auto g = buildGradients(b, {{output, seed}}, wrt);
   if (failed(g))
@@ -892,6 +932,9 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (config.optimizer.kind == OptimizerSpec::Kind::AdamW)
       hyper[kDecayInput.str()] = addInput(kDecayInput, scalarType);
   }
+  if (config.precision.lossScale != PrecisionPolicy::LossScale::None)
+    lossScaleIn = hyper[kLossScaleInput.str()] =
+        addInput(kLossScaleInput, scalarType);
 
   // Each microbatch: forward (a copy after the first), loss, backward; the
   // gradients add up. Backward k runs before forward k+1, so one
@@ -933,11 +976,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (auto sum = dyn_cast<OpResult>(grad);
         loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
-    if (lossScale() != 1.0) {
-      nn::GradientBuilder g = gb(gradLoc);
-      grad = g.create<nn::MulOp>(
-          grad, g.scalar(1.0 / lossScale(), getElementTypeOrSelf(grad)));
-    }
+    grad = unscale(grad, gradLoc);
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
                                     b.getStringAttr(p.key));
@@ -951,16 +990,23 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
 
   setPhase("optimizer");
   Value gradNorm = clipGradients(loc);
+  checkFinite(gradNorm, loc);
   for (Parameter &p : params)
     optimizerUpdate(p, loc);
 
-  // The step's results: loss, gradient norm, then every update.
+  // The step's results: loss, gradient norm, (whether the gradients were
+  // finite,) then every update.
   SmallVector<Value> values{loss, gradNorm};
   SmallVector<DictionaryAttr> attrs{
       b.getDictionaryAttr(
           {b.getNamedAttr(nn::kNameAttr, b.getStringAttr(kLossOutput))}),
       b.getDictionaryAttr(
           {b.getNamedAttr(nn::kNameAttr, b.getStringAttr(kGradNormOutput))})};
+  if (gradsFinite) {
+    values.push_back(gb(loc).castLike(gradsFinite, b.getF32Type()));
+    attrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
+        nn::kNameAttr, b.getStringAttr(kGradsFiniteOutput))}));
+  }
   for (const Result &r : results) {
     values.push_back(r.value);
     attrs.push_back(b.getDictionaryAttr(

@@ -110,6 +110,14 @@ static cl::opt<bool> calibrateQuick(
     cl::desc("with --calibrate: small sizes, one run each (a smoke test, "
              "not a usable profile)"),
     cl::cat(category));
+static cl::opt<std::string> precision(
+    "precision",
+    cl::desc("run the model in bf16 or f16: parameters cast once where they "
+             "are read, activations in that dtype, normalisations, softmax "
+             "and the outputs in f32 (training's precision policy, "
+             "docs/training.md); --check still compares with the f32 model, "
+             "so give --rtol/--atol for the rounding"),
+    cl::value_desc("bf16|f16"), cl::cat(category));
 static cl::opt<double>
     absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
            cl::init(1e-5), cl::cat(category));
@@ -311,6 +319,12 @@ int main(int argc, char **argv) {
                     "there with --emit-plan FILE and run it with --plan FILE");
   if (options.train)
     return failWith("dist-run runs forward models; train with dist-train");
+  if (!precision.empty()) {
+    if (precision != "bf16" && precision != "f16" && precision != "f32")
+      return failWith("--precision " + precision +
+                      ": expected bf16, f16 or f32");
+    options.inferencePrecision.compute = precision;
+  }
   SmallString<128> workDir;
   if (std::error_code ec = sys::fs::createUniqueDirectory("dist-run", workDir))
     return failWith("cannot create a work directory: " + ec.message());

@@ -140,14 +140,19 @@ static int failWith(const Twine &message) {
 
 /// Compares the case's reference losses with ours (relative 1e-4) and the
 /// trained model's probe outputs with torch's (atol 1e-3 + rtol 1e-3), or
-/// as close as the case's `tolerance` says.
+/// as close as the case's `tolerance` says; an f16 case's loss scales and
+/// skipped steps exactly.
 static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
-                     ArrayRef<double> losses,
+                     ArrayRef<StepResult> steps,
                      const std::vector<distrt::NamedTensor> &state,
                      StringRef workDir, int threads) {
-  // losses[i] is step first + i's (a resumed run starts late).
-  const std::vector<double> &want = trainer.config().losses;
-  const CaseTolerance &tol = trainer.config().tolerance;
+  // steps[i] is step first + i's (a resumed run starts late).
+  const TrainConfig &config = trainer.config();
+  const std::vector<double> &want = config.losses;
+  const CaseTolerance &tol = config.tolerance;
+  std::vector<double> losses;
+  for (const StepResult &r : steps)
+    losses.push_back(r.loss);
   for (size_t i = 0; i < losses.size() && first + i < want.size(); ++i) {
     size_t k = first + i;
     double rel =
@@ -157,6 +162,22 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
              << format("%.7g", losses[i]) << ", torch "
              << format("%.7g", want[k]) << " (relative difference "
              << format("%.2g", rel) << ")\n";
+      return 1;
+    }
+    // An f16 case: the same scale and the same skipped steps, exactly.
+    if (k < config.lossScales.size() &&
+        steps[i].lossScale != config.lossScales[k]) {
+      outs() << "FAIL " << trainTest << ": step " << k << " ran with loss "
+             << "scale " << format("%g", steps[i].lossScale) << ", torch's "
+             << format("%g", config.lossScales[k]) << "\n";
+      return 1;
+    }
+    if (k < config.skipped.size() &&
+        steps[i].skipped != (config.skipped[k] != 0)) {
+      outs() << "FAIL " << trainTest << ": step " << k << " was "
+             << (steps[i].skipped ? "skipped" : "not skipped")
+             << ", torch's was "
+             << (steps[i].skipped ? "not" : "skipped") << "\n";
       return 1;
     }
   }
@@ -387,7 +408,7 @@ int main(int argc, char **argv) {
     printCheckpointIO(errs(), "wrote", io);
     return 0;
   };
-  std::vector<double> losses;
+  std::vector<StepResult> results;
   auto progress = ProgressLog::create(
       total,
       options->train->loss.kind == LossSpec::Kind::CrossEntropy ? "tokens"
@@ -423,7 +444,7 @@ int main(int argc, char **argv) {
     auto r = t.step(k);
     if (!r)
       return failWith(toString(r.takeError()));
-    losses.push_back(r->loss);
+    results.push_back(*r);
     if (root)
       outs() << (*progress)->step(*r) << "\n";
     // A step's line appears when the step ends, also through a pipe or tee.
@@ -499,7 +520,7 @@ int main(int argc, char **argv) {
   }
   int status = 0;
   if (!trainTest.empty() && root)
-    status = checkCase(t, ctx, start, losses, state, workDir, *threads);
+    status = checkCase(t, ctx, start, results, state, workDir, *threads);
   if (!saveModel.empty()) {
     if (root) {
       int merged = 0;

@@ -23,6 +23,7 @@ struct CheckpointMeta {
   std::string modelFile, mesh, plan, configFile, configText;
   std::string dataSource; // DataSource::kind(): "data", "tokens", "random", ...
   int64_t dataPosition = 0;
+  std::optional<checkpoint::ScalerRecord> scaler;
 };
 
 /// What one process did: bytes of checkpoint files it wrote or read (its

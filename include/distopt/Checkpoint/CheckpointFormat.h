@@ -20,6 +20,7 @@
 #include "llvm/Support/Error.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,6 +93,13 @@ struct FileEntry {
 };
 
 /// index.json.
+/// An f16 run's loss scaler (LossScaler.h), saved so a resumed run goes on
+/// with the same scale, counters and count of applied updates.
+struct ScalerRecord {
+  double scale = 1.0;
+  int64_t cleanSteps = 0, hysteresisLeft = 0, appliedSteps = 0;
+};
+
 struct Index {
   int64_t version = 1;
   int64_t step = 0; // steps completed: a resumed run starts at this step
@@ -103,6 +111,8 @@ struct Index {
   /// the run read (tokens: next token; else the next step).
   std::string dataSource;
   int64_t dataPosition = 0;
+  /// "loss_scaler" (runs with an f16 loss scale only).
+  std::optional<ScalerRecord> scaler;
   std::vector<FileEntry> files;
   std::vector<TensorEntry> tensors;
 };

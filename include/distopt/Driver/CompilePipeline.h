@@ -50,6 +50,11 @@ struct CompileOptions {
   /// Compile a training step for this config instead of the forward model
   /// (see distopt/Training/TrainingStep.h).
   std::optional<TrainConfig> train;
+  /// A forward model's precision (dist-run --precision): its parameters
+  /// read through casts, activations in `compute`, normalisations, softmax
+  /// and outputs in f32, as training's policy does (dist-apply-precision).
+  /// A training step takes its config's policy instead.
+  PrecisionPolicy inferencePrecision;
   /// Drop every mesh, annotation and sharding the model carries: compile it
   /// for one device (the reference a distributed run is checked against).
   bool singleDevice = false;

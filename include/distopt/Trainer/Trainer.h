@@ -14,6 +14,7 @@
 #include "distopt/Checkpoint/Checkpoint.h"
 #include "distopt/Data/DataSource.h"
 #include "distopt/Session/Session.h"
+#include "distopt/Training/LossScaler.h"
 
 #include <memory>
 #include <optional>
@@ -46,6 +47,11 @@ struct StepResult {
   /// The signal that asked the root process to stop (StopRequest.h), or 0:
   /// every process gets the root's, so all stop after the same step.
   int stopSignal = 0;
+  /// With an f16 loss scale: the scale the step ran with, whether its
+  /// gradients overflowed (then nothing was updated), and the scale the
+  /// next step runs with.
+  bool lossScaled = false, skipped = false;
+  double lossScale = 0, nextLossScale = 0;
 };
 
 class Trainer {
@@ -93,10 +99,16 @@ public:
   llvm::StringRef dataSourceKind() const { return source->kind(); }
 
 private:
-  Trainer() = default;
+  explicit Trainer(const TrainConfig &train)
+      : train(train), scaler(train.precision) {}
   llvm::Expected<std::vector<distrt::NamedTensor>> batch(int64_t step);
+  /// The step the hyper-parameters (learning rate, Adam's bias
+  /// corrections) are those of: `step`, or with a loss scale the updates
+  /// applied so far.
+  int64_t scheduleStep(int64_t step) const;
 
   TrainConfig train;
+  LossScaler scaler;
   CompileOptions options;
   Programs compiled;
   std::unique_ptr<Session> runner;

@@ -25,7 +25,11 @@ def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
     back in place. Ops carry `nn.phase` ("loss", "backward", "optimizer")
     and, with a pipeline's microbatches, `nn.microbatch`. Gradient
     accumulation is one `nn.microbatch_loop` whose body is one microbatch's
-    forward, loss and backward, run once per microbatch.
+    forward, loss and backward, run once per microbatch. With an f16 loss
+    scale the step also takes `hyper.loss_scale` (the loss's gradient is
+    multiplied by it, each gradient by its reciprocal), returns
+    `grads_finite`, and writes back the old value of every parameter and
+    state when the gradient norm is not finite.
 
     Before differentiating, projections whose result is only ever sliced (a
     fused QKV) become one projection per slice, so each window of the stored

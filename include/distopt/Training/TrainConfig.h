@@ -64,9 +64,19 @@ struct PrecisionPolicy {
   /// compute in f32, besides the defaults (normalisations, softmax, the
   /// loss, rotary tables); each with where the config wrote it.
   std::vector<std::pair<std::string, mlir::LocationAttr>> keepF32;
+  /// compute: f16's loss scale: a fixed number, or a dynamic scaler with
+  /// Megatron's and DeepSpeed's semantics (LossScaler.h). Either way a step
+  /// whose gradients are not finite updates nothing.
   enum class LossScale { None, Fixed, Dynamic };
   LossScale lossScale = LossScale::None;
-  double fixedLossScale = 1.0;
+  /// The fixed scale, or the dynamic scaler's first.
+  double initialLossScale = 65536.0;
+  /// Dynamic: clean steps before the scale doubles; overflowing steps
+  /// (since the last growth) before it halves; the floor it never goes
+  /// below.
+  int64_t growthInterval = 1000;
+  int64_t hysteresis = 2;
+  double minLossScale = 1.0;
   /// Where the config wrote `precision` (null: it did not).
   mlir::LocationAttr loc;
 
@@ -109,6 +119,9 @@ struct TrainConfig {
   /// A training case's reference losses (torch's, one per step), and how
   /// close a run must come to them.
   std::vector<double> losses;
+  /// An f16 case's: the loss scale each step ran with, and which steps
+  /// torch skipped (1) for gradients that were not finite.
+  std::vector<double> lossScales, skipped;
   CaseTolerance tolerance;
   mlir::LocationAttr loc;
 };

@@ -39,6 +39,12 @@ inline constexpr llvm::StringLiteral kStepSizeInput = "hyper.step_size";
 inline constexpr llvm::StringLiteral kBiasCorrection2SqrtInput =
     "hyper.bias_correction2_sqrt";
 inline constexpr llvm::StringLiteral kDecayInput = "hyper.decay";
+/// With an f16 loss scale: the scale the loss's gradient is multiplied by
+/// (an input, so a dynamic scaler needs no recompilation), and whether
+/// every gradient was finite (1 or 0, f32): a step whose gradients are not
+/// updates nothing.
+inline constexpr llvm::StringLiteral kLossScaleInput = "hyper.loss_scale";
+inline constexpr llvm::StringLiteral kGradsFiniteOutput = "grads_finite";
 
 struct TrainingStepInfo {
   /// Persistent keys of the parameters that train.

@@ -62,14 +62,28 @@
 // ACCUM: %[[DWF:.*]] = nn.cast %{{.*}} {nn.phase = "backward"} : tensor<8x2xbf16> -> tensor<8x2xf32>
 // ACCUM: nn.microbatch_yield {nn.phase = "backward"} %[[DWF]],
 
-// f16 with loss_scale 1024: the loss's gradient is scaled up (2/8 * 1024 =
-// 256) and each f32 gradient down by 1/1024 before it is marked.
+// f16 with a loss scale (1024, which the trainer feeds as hyper.loss_scale):
+// the loss's gradient (2/8) is multiplied by the scale and each f32 gradient
+// by its reciprocal before it is marked. A gradient norm that is not below
+// +inf (an overflow: inf or NaN) leaves every parameter as it was, and the
+// step says whether it did.
+// F16: func.func @main(%{{.*}}, %[[SCALE:.*]]: tensor<f32> {nn.name = "hyper.loss_scale"}) -> ({{.*}}, tensor<f32> {nn.name = "grads_finite"}, {{.*}}
 // F16: nn.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xf16>
-// F16: nn.constant dense<2.560000e+02> : tensor<f32> {nn.phase = "loss"}
+// F16: %[[Q:.*]] = nn.constant dense<2.500000e-01> : tensor<f32> {nn.phase = "loss"}
+// F16: %[[SEED:.*]] = nn.mul %[[Q]], %[[SCALE]] {nn.phase = "loss"}
+// F16: nn.mul %{{.*}}, %[[SEED]] {nn.phase = "loss"}
 // F16: %[[DWF:.*]] = nn.cast %{{.*}} {nn.phase = "backward"} : tensor<8x2xf16> -> tensor<8x2xf32>
-// F16: %[[S:.*]] = nn.constant dense<9.765625E-4> : tensor<f32> {nn.phase = "backward"}
-// F16: %[[G:.*]] = nn.mul %[[DWF]], %[[S]] {nn.phase = "backward"}
+// F16: %[[ONE:.*]] = nn.constant dense<1.000000e+00> : tensor<f32> {nn.phase = "backward"}
+// F16: %[[INV:.*]] = nn.div %[[ONE]], %[[SCALE]] {nn.phase = "backward"}
+// F16: %[[G:.*]] = nn.mul %[[DWF]], %[[INV]] {nn.phase = "backward"}
 // F16: nn.identity %[[G]] {nn.gradient_of = "fc.weight"
+// F16: %[[NORM:.*]] = nn.sqrt
+// F16: %[[INF:.*]] = nn.constant dense<0x7F800000> : tensor<f32>
+// F16: %[[FINITE:.*]] = nn.less %[[NORM]], %[[INF]]
+// F16: %[[W:.*]] = nn.add %[[W0:.*]], %{{.*}} {nn.phase = "optimizer"} : tensor<8x2xf32>
+// F16: %[[KEPT:.*]] = nn.where %[[FINITE]], %[[W]], %[[W0]] {nn.phase = "optimizer"}
+// F16: %[[OK:.*]] = nn.cast %[[FINITE]] {{.*}} : tensor<i1> -> tensor<f32>
+// F16: return %{{.*}}, %[[NORM]], %[[OK]], %[[KEPT]],
 
 func.func @main(%x: tensor<4x8xf32> {nn.name = "x"}) -> (tensor<4x2xf32> {nn.name = "y"}) {
   %w = nn.weight "fc.weight" : tensor<8x2xf32>

@@ -152,6 +152,28 @@ TEST(CheckpointFormat, IndexRoundTrips) {
   EXPECT_EQ(p.blockCrc32, (std::vector<uint32_t>{10}));
 }
 
+TEST(CheckpointFormat, LossScalerRoundTrips) {
+  Index index = twoPieceIndex();
+  auto without = parseIndex(writeIndex(index), "index.json");
+  ASSERT_TRUE(static_cast<bool>(without)) << toString(without.takeError());
+  EXPECT_FALSE(without->scaler.has_value());
+  index.scaler = ScalerRecord{262144.0, 3, 1, 5};
+  auto parsed = parseIndex(writeIndex(index), "index.json");
+  ASSERT_TRUE(static_cast<bool>(parsed)) << toString(parsed.takeError());
+  ASSERT_TRUE(parsed->scaler.has_value());
+  EXPECT_EQ(parsed->scaler->scale, 262144.0);
+  EXPECT_EQ(parsed->scaler->cleanSteps, 3);
+  EXPECT_EQ(parsed->scaler->hysteresisLeft, 1);
+  EXPECT_EQ(parsed->scaler->appliedSteps, 5);
+  // More updates applied than steps ran.
+  index.scaler->appliedSteps = 8;
+  auto refused = parseIndex(writeIndex(index), "index.json");
+  ASSERT_FALSE(static_cast<bool>(refused));
+  EXPECT_EQ(toString(refused.takeError()),
+            "index.json: loss_scaler: 'applied_steps' must be an integer in "
+            "[0, 7]");
+}
+
 /// `index`, written and parsed again, is refused with `message`.
 void expectRefused(const Index &index, const std::string &message) {
   auto parsed = parseIndex(writeIndex(index), "index.json");
