@@ -27,11 +27,15 @@ for row in "${rows[@]}"; do
   shape=${row%%:*} devices=${row##*:}
   where=(--devices "$devices")
   [[ $devices == *=* ]] && where=(--mesh "$devices")
-  dir=$cache/auto-llama$shape
+  # Sequences of 1024 tokens: 8 for 8B (room for dp and microbatches to
+  # divide on 8 devices), 1024 for 70B (1024 devices: dp x microbatches
+  # must divide the batch).
+  batch=8
+  [ "$shape" = 70b ] && batch=1024
+  dir=$cache/auto-llama$shape-b$batch
   if [ ! -f "$dir/model.onnx" ]; then
-    # Batch 8 x 1024 tokens: room for dp and microbatches to divide.
     /usr/bin/python3 "$root/bench/compile/make_llama_shaped.py" "$dir" \
-      --shape "$shape" --seq 1024 --batch 8 >&2
+      --shape "$shape" --seq 1024 --batch "$batch" >&2
   fi
   stats=$(mktemp)
   out=$(mktemp)

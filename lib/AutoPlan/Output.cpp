@@ -26,7 +26,8 @@ void distopt::autoplan::printAutoPlanLine(const SearchResult &result,
      << w.candidate.mesh() << ": "
      << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
                w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes))
-     << " (" << result.compiled << " candidates, " << result.fit << " fit)\n";
+     << " (" << result.compiled + result.predicted << " candidates, "
+     << result.fit << " fit)\n";
 }
 
 /// "communication +0.120 ms, bubble +0.050 ms": the terms in which `e` is
@@ -58,9 +59,11 @@ static std::string losses(const Evaluation &e, const Evaluation &w,
 void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
                                             raw_ostream &os) {
   int64_t total = result.evaluations.size();
-  os << "== --plan auto: " << total << " candidates: " << result.compiled
-     << " compiled and predicted, " << result.rejected
-     << " rejected by the compiler, " << result.screened
+  os << "== --plan auto: " << total << " candidates: " << result.predicted
+     << " predicted from layer terms (" << result.probes
+     << " compiles of the model cut to one and two layers), "
+     << result.compiled << " compiled whole, " << result.rejected
+     << " rejected, " << result.screened
      << " ruled out by the memory bound, " << result.dominated
      << " skipped as recompute of a plan that fits; " << result.fit << " fit";
   if (result.memoryBudget)
@@ -72,7 +75,8 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   // The winner, then the fastest others, fitting or not.
   std::vector<const Evaluation *> ranked;
   for (const Evaluation &e : result.evaluations)
-    if (e.status == Evaluation::Status::Compiled &&
+    if ((e.status == Evaluation::Status::Compiled ||
+         e.status == Evaluation::Status::Predicted) &&
         &e != &result.evaluations[result.winner])
       ranked.push_back(&e);
   std::stable_sort(ranked.begin(), ranked.end(), [](auto *a, auto *b) {
@@ -83,17 +87,20 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
     ranked.resize(5);
   const Evaluation &w = *ranked.front();
   os << "top candidates (predicted; step = compute + communication + bubble "
-        "+ recompute):\n";
-  os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s  %s\n", "#",
+        "+ recompute; from: the whole step compiled, or its layer terms):\n";
+  os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s %-7s  %s\n", "#",
                "plan", "mesh", "step ms", "compute", "comm", "bubble", "recomp",
-               "peak MiB", "loses on");
+               "peak MiB", "from", "loses on");
   for (auto [i, e] : llvm::enumerate(ranked)) {
     const Prediction &p = e->prediction;
-    os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f  ",
+    os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f "
+                 "%-7s  ",
                  int(i + 1), e->candidate.describe().c_str(),
                  e->candidate.mesh().c_str(), p.stepUs / 1e3, p.computeUs / 1e3,
                  p.communicationUs / 1e3, p.bubbleUs / 1e3, p.recomputeUs / 1e3,
-                 toMiB(p.peakBytes))
+                 toMiB(p.peakBytes),
+                 e->status == Evaluation::Status::Compiled ? "compile"
+                                                           : "layers")
        << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
   }
   // What was not compiled, grouped by why.
@@ -106,7 +113,8 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
     if (byReason.empty())
       continue;
     os << (status == Evaluation::Status::Rejected
-               ? "rejected by the compiler:\n"
+               ? "rejected (the compiler's reason, or a batch the "
+                 "microbatches do not divide):\n"
                : "ruled out before compiling (lower bound over the budget):\n");
     for (auto &[reason, list] : byReason)
       os << "  " << list.size() << " candidate(s), e.g. "

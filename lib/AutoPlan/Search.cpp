@@ -13,6 +13,7 @@
 #include "distopt/Dialect/NN/IR/NNCost.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Driver/Compilation.h"
+#include "distopt/Report/Report.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/Format.h"
@@ -97,6 +98,64 @@ static FailureOr<SearchSpace> spaceFor(MLIRContext &ctx,
   return space;
 }
 
+namespace {
+/// The layer terms of each (tp, sp, ZeRO level, recompute) choice, compiled
+/// on the model cut to one and to two layers the first time a candidate
+/// needs them.
+struct LayerProbes {
+  MLIRContext &ctx;
+  StringRef model;
+  const CompileOptions &base;
+  std::string layerGlob;
+  OwningOpRef<ModuleOp> one, two;
+  struct Entry {
+    std::optional<LayerTerms> terms;
+    std::string error;
+  };
+  std::map<std::string, Entry> byChoice;
+  int64_t compiles = 0;
+
+  /// The choice's probe: the candidate without its pipeline, on dp = 1, or
+  /// 2 where it has dp (so that dp's collectives are there to time).
+  static Candidate probeOf(const Candidate &c) {
+    Candidate p = c;
+    p.dp = c.dp > 1 ? 2 : 1;
+    p.pp = 1;
+    p.schedule.clear();
+    p.microbatches = 1;
+    p.virtualStages = 1;
+    return p;
+  }
+
+  const Entry &terms(const Candidate &c) {
+    Candidate p = probeOf(c);
+    auto [it, inserted] = byChoice.try_emplace(p.mesh() + " " + p.describe());
+    if (!inserted)
+      return it->second;
+    CompileOptions options = candidateOptions(&ctx, base, p, layerGlob);
+    if (p.dp == 1 && p.tp == 1) {
+      // One device: no mesh (a mesh of one device has nothing to split).
+      options.meshSpec.clear();
+      options.plan.specs.front().presets.clear();
+    }
+    std::optional<StepTerms> steps[2];
+    for (int k = 0; k < 2; ++k) {
+      ++compiles;
+      FailureOr<Report> report = compileForReport(
+          ctx, k == 0 ? *one : *two, model, options, it->second.error);
+      if (failed(report))
+        return it->second;
+      steps[k] = stepTerms(*report);
+    }
+    it->second.terms = layerTermsFrom(*steps[0], *steps[1]);
+    return it->second;
+  }
+};
+} // namespace
+
+/// How many fitting candidates a full compile confirms.
+static constexpr int64_t kConfirmed = 3;
+
 FailureOr<SearchResult>
 distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
                                const CompileOptions &base,
@@ -106,9 +165,11 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   if (failed(space))
     return failure();
   space->training = base.train.has_value();
-  space->maxTensorParallel = base.machine
-                                 ? base.machine->devicesPerNode
-                                 : cost::defaultMachineProfile().devicesPerNode;
+  std::shared_ptr<const cost::MachineProfile> machine =
+      base.machine ? base.machine
+                   : std::make_shared<const cost::MachineProfile>(
+                         cost::defaultMachineProfile());
+  space->maxTensorParallel = machine->devicesPerNode;
   // Imported once; every candidate compiles a copy.
   OwningOpRef<ModuleOp> imported = Compilation::importModel(ctx, model, base);
   if (!imported)
@@ -131,9 +192,56 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
            << "--plan auto: --mesh has pp=" << space->pp
            << " but the model has no repeated layers to cut into stages";
 
+  // Training steps whose layers form one chain are predicted from layer
+  // terms; others (forward models, no repeated layers) are compiled whole.
+  LayerProbes probes{ctx, model, base, space->layerGlob, {}, {}, {}, 0};
+  std::optional<ModelShape> shape;
+  if (space->training && !space->layerGlob.empty()) {
+    StringRef glob(space->layerGlob);
+    FailureOr<ModelShape> read =
+        readModelShape(*imported, glob.drop_back(2), space->layers);
+    if (succeeded(read)) {
+      probes.one = keepFirstLayers(*imported, *read, 1);
+      probes.two = keepFirstLayers(*imported, *read, 2);
+      if (probes.one && probes.two)
+        shape = *read;
+    }
+  }
+
   SearchResult result;
   result.memoryBudget = options.memoryBudget;
   result.layerGlob = space->layerGlob;
+  auto fits = [&](const Prediction &p) {
+    return !options.memoryBudget || p.peakBytes <= *options.memoryBudget;
+  };
+  auto predicted = [](const Evaluation &e) {
+    return e.status == Evaluation::Status::Compiled ||
+           e.status == Evaluation::Status::Predicted;
+  };
+  // One candidate: from its choice's layer terms, or compiled whole.
+  auto evaluate = [&](const Candidate &c) {
+    if (!shape)
+      return evaluateCandidate(ctx, *imported, model, base, c,
+                               space->layerGlob);
+    Evaluation e{c, Evaluation::Status::Rejected, {}, {}, false};
+    if (c.pp > 1 && shape->batch > 0 && shape->batch % c.microbatches != 0) {
+      e.reason = "pipeline: " + std::to_string(c.microbatches) +
+                 " microbatches do not divide the batch of " +
+                 std::to_string(shape->batch) + " rows";
+      return e;
+    }
+    const LayerProbes::Entry &entry = probes.terms(c);
+    if (!entry.terms) {
+      e.reason = entry.error;
+      return e;
+    }
+    e.status = Evaluation::Status::Predicted;
+    e.prediction =
+        composePrediction(*entry.terms, *shape, c, LayerProbes::probeOf(c).dp,
+                          machine);
+    return e;
+  };
+
   std::map<std::string, size_t> byDescription;
   int64_t smallestBound = std::numeric_limits<int64_t>::max();
   const Candidate *smallestBounded = nullptr;
@@ -160,9 +268,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
       twin.recompute = false;
       auto it = byDescription.find(twin.mesh() + " " + twin.describe());
       if (it != byDescription.end() &&
-          (!options.memoryBudget ||
-           result.evaluations[it->second].prediction.peakBytes <=
-               *options.memoryBudget)) {
+          fits(result.evaluations[it->second].prediction)) {
         Evaluation e{c, Evaluation::Status::Dominated, {}, {}, false};
         e.reason = "the same plan without recompute fits";
         result.evaluations.push_back(std::move(e));
@@ -170,24 +276,54 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         continue;
       }
     }
-    Evaluation e =
-        evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
-    if (e.status == Evaluation::Status::Rejected) {
+    Evaluation e = evaluate(c);
+    if (e.status == Evaluation::Status::Rejected)
       ++result.rejected;
-    } else {
-      ++result.compiled;
+    else
       byDescription[c.mesh() + " " + c.describe()] = result.evaluations.size();
-    }
     result.evaluations.push_back(std::move(e));
   }
+
+  // The fastest predictions that fit are compiled whole: the winner is the
+  // fastest of those the compiler confirms fit.
+  if (shape) {
+    std::vector<size_t> order;
+    for (auto [i, e] : llvm::enumerate(result.evaluations))
+      if (e.status == Evaluation::Status::Predicted && fits(e.prediction))
+        order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return result.evaluations[a].prediction.stepUs <
+             result.evaluations[b].prediction.stepUs;
+    });
+    int64_t confirmed = 0;
+    for (size_t i : order) {
+      if (confirmed == kConfirmed)
+        break;
+      Evaluation &e = result.evaluations[i];
+      e = evaluateCandidate(ctx, *imported, model, base, e.candidate,
+                            space->layerGlob);
+      if (e.status == Evaluation::Status::Rejected) {
+        ++result.rejected;
+        continue;
+      }
+      if (fits(e.prediction))
+        ++confirmed;
+    }
+  }
+  for (const Evaluation &e : result.evaluations) {
+    result.compiled += e.status == Evaluation::Status::Compiled;
+    result.predicted += e.status == Evaluation::Status::Predicted;
+  }
+  result.probes = probes.compiles;
+
   // Recomputation's cost: the compute beyond the same plan's without it.
   for (Evaluation &e : result.evaluations) {
-    if (e.status != Evaluation::Status::Compiled || !e.candidate.recompute)
+    if (!predicted(e) || !e.candidate.recompute)
       continue;
     Candidate twin = e.candidate;
     twin.recompute = false;
     auto it = byDescription.find(twin.mesh() + " " + twin.describe());
-    if (it == byDescription.end())
+    if (it == byDescription.end() || !predicted(result.evaluations[it->second]))
       continue;
     Prediction &p = e.prediction;
     p.recomputeUs = std::max(
@@ -198,15 +334,18 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   for (auto [i, e] : llvm::enumerate(result.evaluations)) {
     if (e.status == Evaluation::Status::Rejected && !firstRejected)
       firstRejected = &e;
-    if (e.status != Evaluation::Status::Compiled)
+    if (!predicted(e))
       continue;
     const Prediction &p = e.prediction;
-    e.fits = !options.memoryBudget || p.peakBytes <= *options.memoryBudget;
+    e.fits = fits(p);
     if (!smallest || p.peakBytes < smallest->prediction.peakBytes)
       smallest = &e;
     if (!e.fits)
       continue;
     ++result.fit;
+    // Only a whole compile's prediction wins.
+    if (e.status != Evaluation::Status::Compiled)
+      continue;
     if (result.winner < 0 ||
         p.stepUs < result.evaluations[result.winner].prediction.stepUs)
       result.winner = i;

@@ -21,9 +21,14 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace distopt {
+struct Report;
+} // namespace distopt
 
 namespace distopt::autoplan {
 
@@ -95,7 +100,10 @@ struct Prediction {
 /// What the search knows of one candidate.
 struct Evaluation {
   Candidate candidate;
-  enum class Status { Compiled, Rejected, Screened, Dominated } status;
+  /// Compiled: predicted by a compile of the whole step; Predicted: from
+  /// its choice's layer terms (composePrediction).
+  enum class Status { Compiled, Predicted, Rejected, Screened, Dominated }
+  status;
   Prediction prediction;
   /// Rejected: the compiler's first error; Screened: the bound; Dominated:
   /// what makes it no better than one already compiled.
@@ -114,9 +122,83 @@ struct ModelStateBytes {
 int64_t modelStateLowerBound(const ModelStateBytes &bytes,
                              const Candidate &candidate);
 
-/// Compiles `candidate` on a copy of `imported` (the model `model` as
-/// Compilation::importModel reads it; diagnostics captured, not printed) and
-/// predicts.
+/// A collective rank 0 runs, as the report groups it: how many run (per
+/// layer, or in the rest of the step).
+struct CollectiveTerm {
+  std::string kind;
+  std::vector<std::string> axes;
+  std::string phase;
+  int64_t tensorBytes = 0; // what a member holds
+  double count = 0;
+};
+
+/// What one compiled step costs rank 0 and what it holds: compute by phase
+/// (the loss counted with forward), the collectives, the memory terms.
+struct StepTerms {
+  double forwardUs = 0, backwardUs = 0, optimizerUs = 0;
+  double parameterBytes = 0, optimizerStateBytes = 0, gradientBytes = 0;
+  double liveBytes = 0; // the liveness peak, gradients included
+  std::vector<CollectiveTerm> collectives;
+};
+
+/// The step of one (tp, sp, ZeRO level, recompute) choice split into one
+/// repeated layer's terms and the rest's (embedding, head, loss), from
+/// compiles of the model cut to its first layer and to its first two.
+struct LayerTerms {
+  StepTerms layer, rest;
+};
+
+/// What the composition needs to know of the model, read once.
+struct ModelShape {
+  std::string layerBase; // "h" for the layers h.0, h.1, ...
+  int64_t layers = 0;
+  int64_t batch = 0;        // rows of dimension 0 of the inputs (0: unknown)
+  double boundaryBytes = 0; // the activation one layer hands the next
+  /// Shares of the rest that sit before the first layer (the first
+  /// pipeline stage's; the others are the last stage's): of its forward
+  /// flops and of its parameters.
+  double restComputeBefore = 0, restParametersBefore = 0;
+};
+
+/// The shape of `imported`'s layers `base.*` (`layers` of them); failure
+/// (nothing emitted) when the layers are not one chain that hands one
+/// activation from each layer to the next.
+mlir::FailureOr<ModelShape> readModelShape(mlir::ModuleOp imported,
+                                           llvm::StringRef layerBase,
+                                           int64_t layers);
+
+/// A copy of `imported` with only its first `keep` layers: the rest of the
+/// chain reads what the last kept layer hands on.
+mlir::OwningOpRef<mlir::ModuleOp> keepFirstLayers(mlir::ModuleOp imported,
+                                                  const ModelShape &shape,
+                                                  int64_t keep);
+
+/// The terms of a report (rank 0; a step without a pipeline).
+StepTerms stepTerms(const Report &report);
+
+/// One layer is what the two-layer step adds to the one-layer step; the
+/// rest is the one-layer step less one layer.
+LayerTerms layerTermsFrom(const StepTerms &oneLayer, const StepTerms &twoLayers);
+
+/// Predicts `candidate` from the terms of its (tp, sp, ZeRO, recompute)
+/// choice compiled on dp = `probeDp` (1, or 2 when the candidate has dp):
+/// compute and activations scale with the rows a rank runs, collectives are
+/// timed by the cost model on the candidate's mesh, a pipeline's stages are
+/// simulated with its schedule.
+Prediction composePrediction(const LayerTerms &terms, const ModelShape &shape,
+                             const Candidate &candidate, int64_t probeDp,
+                             std::shared_ptr<const cost::MachineProfile> machine);
+
+/// Compiles `options` on a copy of `imported` (the model `model` as
+/// Compilation::importModel reads it) and builds its report; diagnostics are
+/// captured, not printed: on failure `error` holds the compiler's first.
+mlir::FailureOr<Report> compileForReport(mlir::MLIRContext &ctx,
+                                         mlir::ModuleOp imported,
+                                         llvm::StringRef model,
+                                         const CompileOptions &options,
+                                         std::string &error);
+
+/// Compiles `candidate` on a copy of `imported` and predicts.
 Evaluation evaluateCandidate(mlir::MLIRContext &ctx, mlir::ModuleOp imported,
                              llvm::StringRef model, const CompileOptions &base,
                              const Candidate &candidate,
@@ -131,7 +213,11 @@ struct SearchOptions {
 struct SearchResult {
   std::vector<Evaluation> evaluations;
   int64_t winner = -1; // index into evaluations
-  int64_t compiled = 0, rejected = 0, screened = 0, dominated = 0, fit = 0;
+  /// compiled: whole steps compiled (the fallback, and the final
+  /// confirmations); predicted: from layer terms; probes: compiles of the
+  /// model cut to one or two layers.
+  int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0,
+          screened = 0, dominated = 0, fit = 0;
   std::optional<int64_t> memoryBudget;
   std::string layerGlob;
   double seconds = 0;
