@@ -109,11 +109,12 @@ FailureOr<ModelShape> distopt::autoplan::readModelShape(ModuleOp imported,
   ModelShape shape;
   shape.layerBase = layerBase.str();
   shape.layers = layers;
-  // Both probes cut the chain: after one layer and, with more than two,
-  // after two.
+  // The probes cut the chain after up to three layers.
   FailureOr<Cut> first = cutAfter(func, layerBase, 1);
-  if (failed(first) ||
-      (layers > 2 && failed(cutAfter(func, layerBase, 2))))
+  for (int64_t keep = 2; keep <= 3 && keep < layers; ++keep)
+    if (failed(cutAfter(func, layerBase, keep)))
+      return failure();
+  if (failed(first))
     return failure();
   shape.boundaryBytes = nn::tensorBytes(first->handedOn.getType());
   for (Type t : func.getArgumentTypes())
@@ -213,32 +214,27 @@ StepTerms distopt::autoplan::stepTerms(const Report &r) {
   return t;
 }
 
-/// One layer is what the second adds to the first; the rest is the first
-/// less one layer. Collectives are matched by what they are.
+/// One layer is what the longer cut adds to the shorter; the rest is the
+/// shorter less its layers. Collectives are matched by what they are.
 LayerTerms distopt::autoplan::layerTermsFrom(const StepTerms &one,
-                                             const StepTerms &two) {
+                                             const StepTerms &two,
+                                             int64_t kept) {
   LayerTerms terms;
-  auto diff = [](double a, double b) { return a - b; };
   StepTerms &l = terms.layer, &rest = terms.rest;
-  l.forwardUs = diff(two.forwardUs, one.forwardUs);
-  l.backwardUs = diff(two.backwardUs, one.backwardUs);
-  l.optimizerUs = diff(two.optimizerUs, one.optimizerUs);
-  l.parameterBytes = diff(two.parameterBytes, one.parameterBytes);
-  l.optimizerStateBytes =
-      diff(two.optimizerStateBytes, one.optimizerStateBytes);
-  l.gradientBytes = diff(two.gradientBytes, one.gradientBytes);
-  l.liveBytes = diff(two.liveBytes, one.liveBytes);
-  rest.forwardUs = one.forwardUs - l.forwardUs;
-  rest.backwardUs = one.backwardUs - l.backwardUs;
-  rest.optimizerUs = one.optimizerUs - l.optimizerUs;
-  rest.parameterBytes = one.parameterBytes - l.parameterBytes;
-  rest.optimizerStateBytes = one.optimizerStateBytes - l.optimizerStateBytes;
-  rest.gradientBytes = one.gradientBytes - l.gradientBytes;
-  rest.liveBytes = one.liveBytes - l.liveBytes;
+  double k = kept;
+  auto split = [&](double StepTerms::*term) {
+    l.*term = two.*term - one.*term;
+    rest.*term = one.*term - k * (l.*term);
+  };
+  for (double StepTerms::*term :
+       {&StepTerms::forwardUs, &StepTerms::backwardUs, &StepTerms::optimizerUs,
+        &StepTerms::parameterBytes, &StepTerms::optimizerStateBytes,
+        &StepTerms::gradientBytes, &StepTerms::liveBytes})
+    split(term);
   // Aligned lists: entry i of layer and rest is the same collective.
   using Key =
       std::tuple<std::string, std::vector<std::string>, std::string, int64_t>;
-  std::map<Key, std::pair<double, double>> counts; // one, two
+  std::map<Key, std::pair<double, double>> counts; // shorter, longer
   for (const CollectiveTerm &c : one.collectives)
     counts[{c.kind, c.axes, c.phase, c.tensorBytes}].first += c.count;
   for (const CollectiveTerm &c : two.collectives)
@@ -248,7 +244,7 @@ LayerTerms distopt::autoplan::layerTermsFrom(const StepTerms &one,
                      std::get<3>(key), 0};
     c.count = count.second - count.first;
     l.collectives.push_back(c);
-    c.count = count.first - l.collectives.back().count;
+    c.count = count.first - k * l.collectives.back().count;
     rest.collectives.push_back(c);
   }
   return terms;

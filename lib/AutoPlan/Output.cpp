@@ -61,14 +61,16 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   int64_t total = result.evaluations.size();
   os << "== --plan auto: " << total << " candidates: " << result.predicted
      << " predicted from layer terms (" << result.probes
-     << " compiles of the model cut to one and two layers), "
+     << " compiles of the model cut to its first layers), "
      << result.compiled << " compiled whole, " << result.rejected
      << " rejected, " << result.screened
      << " ruled out by the memory bound, " << result.dominated
      << " skipped as recompute of a plan that fits; " << result.fit << " fit";
   if (result.memoryBudget)
     os << format(" the budget of %.2f MiB", toMiB(*result.memoryBudget));
-  os << format(" (%.2f s)\n", result.seconds);
+  os << format(" (%.2f s; compiling: %.2f s the cut models, %.2f s whole "
+               "steps)\n",
+               result.seconds, result.probeSeconds, result.compileSeconds);
   if (!result.layerGlob.empty())
     os << "repeated layers: " << result.layerGlob
        << " (pipeline split and recompute glob)\n";
@@ -102,6 +104,19 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
                  e->status == Evaluation::Status::Compiled ? "compile"
                                                            : "layers")
        << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
+  }
+  // How far the layer terms were from the whole compile where both exist.
+  bool header = false;
+  for (const Evaluation &e : result.evaluations) {
+    if (!e.composed || e.status != Evaluation::Status::Compiled)
+      continue;
+    if (!header)
+      os << "confirmed by a whole compile (from layer terms -> compiled):\n";
+    header = true;
+    os << format("  %-36s %-16s step %.3f -> %.3f ms, peak %.2f -> %.2f MiB\n",
+                 e.candidate.describe().c_str(), e.candidate.mesh().c_str(),
+                 e.composed->stepUs / 1e3, e.prediction.stepUs / 1e3,
+                 toMiB(e.composed->peakBytes), toMiB(e.prediction.peakBytes));
   }
   // What was not compiled, grouped by why.
   for (auto status :

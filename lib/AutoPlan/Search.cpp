@@ -16,6 +16,7 @@
 #include "distopt/Report/Report.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
@@ -107,6 +108,9 @@ struct LayerProbes {
   StringRef model;
   const CompileOptions &base;
   std::string layerGlob;
+  /// The cut models: `kept` layers and one more (the first layer's
+  /// liveness peak differs from the others', so two where there are more).
+  int64_t kept = 1;
   OwningOpRef<ModuleOp> one, two;
   struct Entry {
     std::optional<LayerTerms> terms;
@@ -114,6 +118,7 @@ struct LayerProbes {
   };
   std::map<std::string, Entry> byChoice;
   int64_t compiles = 0;
+  double seconds = 0;
 
   /// The choice's probe: the candidate without its pipeline, on dp = 1, or
   /// 2 where it has dp (so that dp's collectives are there to time).
@@ -139,6 +144,12 @@ struct LayerProbes {
       options.plan.specs.front().presets.clear();
     }
     std::optional<StepTerms> steps[2];
+    auto start = std::chrono::steady_clock::now();
+    auto stop = llvm::make_scope_exit([&] {
+      seconds += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+    });
     for (int k = 0; k < 2; ++k) {
       ++compiles;
       FailureOr<Report> report = compileForReport(
@@ -147,7 +158,7 @@ struct LayerProbes {
         return it->second;
       steps[k] = stepTerms(*report);
     }
-    it->second.terms = layerTermsFrom(*steps[0], *steps[1]);
+    it->second.terms = layerTermsFrom(*steps[0], *steps[1], kept);
     return it->second;
   }
 };
@@ -194,15 +205,16 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
 
   // Training steps whose layers form one chain are predicted from layer
   // terms; others (forward models, no repeated layers) are compiled whole.
-  LayerProbes probes{ctx, model, base, space->layerGlob, {}, {}, {}, 0};
+  LayerProbes probes{ctx, model, base, space->layerGlob, 1, {}, {}, {}, 0, 0};
   std::optional<ModelShape> shape;
   if (space->training && !space->layerGlob.empty()) {
     StringRef glob(space->layerGlob);
     FailureOr<ModelShape> read =
         readModelShape(*imported, glob.drop_back(2), space->layers);
     if (succeeded(read)) {
-      probes.one = keepFirstLayers(*imported, *read, 1);
-      probes.two = keepFirstLayers(*imported, *read, 2);
+      probes.kept = std::min<int64_t>(2, read->layers - 1);
+      probes.one = keepFirstLayers(*imported, *read, probes.kept);
+      probes.two = keepFirstLayers(*imported, *read, probes.kept + 1);
       if (probes.one && probes.two)
         shape = *read;
     }
@@ -219,15 +231,25 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
            e.status == Evaluation::Status::Predicted;
   };
   // One candidate: from its choice's layer terms, or compiled whole.
+  auto compileWhole = [&](const Candidate &c) {
+    auto start = std::chrono::steady_clock::now();
+    Evaluation e =
+        evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
+    result.compileSeconds += std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start)
+                                 .count();
+    return e;
+  };
   auto evaluate = [&](const Candidate &c) {
     if (!shape)
-      return evaluateCandidate(ctx, *imported, model, base, c,
-                               space->layerGlob);
+      return compileWhole(c);
     Evaluation e{c, Evaluation::Status::Rejected, {}, {}, false};
     if (c.pp > 1 && shape->batch > 0 && shape->batch % c.microbatches != 0) {
       e.reason = "pipeline: " + std::to_string(c.microbatches) +
-                 " microbatches do not divide the batch of " +
-                 std::to_string(shape->batch) + " rows";
+                 " microbatches split the batch (dimension 0 of every "
+                 "input), whose " +
+                 std::to_string(shape->batch) + " rows do not divide into " +
+                 std::to_string(c.microbatches);
       return e;
     }
     const LayerProbes::Entry &entry = probes.terms(c);
@@ -285,29 +307,59 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   }
 
   // The fastest predictions that fit are compiled whole: the winner is the
-  // fastest of those the compiler confirms fit.
+  // fastest of those the compiler confirms fit. One that does not fit after
+  // all brings back its recompute twin, if that was skipped for it.
   if (shape) {
-    std::vector<size_t> order;
+    std::vector<size_t> pending;
+    auto byStep = [&](size_t a, size_t b) {
+      return result.evaluations[a].prediction.stepUs >
+             result.evaluations[b].prediction.stepUs;
+    };
     for (auto [i, e] : llvm::enumerate(result.evaluations))
       if (e.status == Evaluation::Status::Predicted && fits(e.prediction))
-        order.push_back(i);
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return result.evaluations[a].prediction.stepUs <
-             result.evaluations[b].prediction.stepUs;
-    });
+        pending.push_back(i);
+    std::make_heap(pending.begin(), pending.end(), byStep);
     int64_t confirmed = 0;
-    for (size_t i : order) {
-      if (confirmed == kConfirmed)
-        break;
+    while (confirmed < kConfirmed && !pending.empty()) {
+      std::pop_heap(pending.begin(), pending.end(), byStep);
+      size_t i = pending.back();
+      pending.pop_back();
+      Prediction composed = result.evaluations[i].prediction;
+      Candidate c = result.evaluations[i].candidate;
+      result.evaluations[i] = compileWhole(c);
       Evaluation &e = result.evaluations[i];
-      e = evaluateCandidate(ctx, *imported, model, base, e.candidate,
-                            space->layerGlob);
+      e.composed = composed;
       if (e.status == Evaluation::Status::Rejected) {
         ++result.rejected;
         continue;
       }
-      if (fits(e.prediction))
+      if (fits(e.prediction)) {
         ++confirmed;
+        continue;
+      }
+      if (c.recompute)
+        continue;
+      c.recompute = true;
+      for (auto [j, twin] : llvm::enumerate(result.evaluations)) {
+        if (twin.status != Evaluation::Status::Dominated ||
+            twin.candidate.mesh() + " " + twin.candidate.describe() !=
+                c.mesh() + " " + c.describe())
+          continue;
+        --result.dominated;
+        twin = evaluate(c);
+        if (twin.status == Evaluation::Status::Rejected) {
+          ++result.rejected;
+          break;
+        }
+        byDescription[c.mesh() + " " + c.describe()] = j;
+        if (twin.status == Evaluation::Status::Compiled)
+          continue;
+        if (fits(twin.prediction)) {
+          pending.push_back(j);
+          std::push_heap(pending.begin(), pending.end(), byStep);
+        }
+        break;
+      }
     }
   }
   for (const Evaluation &e : result.evaluations) {
@@ -315,6 +367,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     result.predicted += e.status == Evaluation::Status::Predicted;
   }
   result.probes = probes.compiles;
+  result.probeSeconds = probes.seconds;
 
   // Recomputation's cost: the compute beyond the same plan's without it.
   for (Evaluation &e : result.evaluations) {

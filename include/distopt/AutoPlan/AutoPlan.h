@@ -109,6 +109,8 @@ struct Evaluation {
   /// what makes it no better than one already compiled.
   std::string reason;
   bool fits = false;
+  /// Compiled to confirm: what the layer terms had predicted.
+  std::optional<Prediction> composed;
 };
 
 /// Bytes the search bounds memory with, measured once on the unsharded step.
@@ -143,7 +145,7 @@ struct StepTerms {
 
 /// The step of one (tp, sp, ZeRO level, recompute) choice split into one
 /// repeated layer's terms and the rest's (embedding, head, loss), from
-/// compiles of the model cut to its first layer and to its first two.
+/// compiles of the model cut to its first k layers and to its first k + 1.
 struct LayerTerms {
   StepTerms layer, rest;
 };
@@ -176,9 +178,10 @@ mlir::OwningOpRef<mlir::ModuleOp> keepFirstLayers(mlir::ModuleOp imported,
 /// The terms of a report (rank 0; a step without a pipeline).
 StepTerms stepTerms(const Report &report);
 
-/// One layer is what the two-layer step adds to the one-layer step; the
-/// rest is the one-layer step less one layer.
-LayerTerms layerTermsFrom(const StepTerms &oneLayer, const StepTerms &twoLayers);
+/// One layer is what the step of `kept` + 1 layers adds to that of `kept`;
+/// the rest is the latter less `kept` layers.
+LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
+                          int64_t keptLayers);
 
 /// Predicts `candidate` from the terms of its (tp, sp, ZeRO, recompute)
 /// choice compiled on dp = `probeDp` (1, or 2 when the candidate has dp):
@@ -221,6 +224,8 @@ struct SearchResult {
   std::optional<int64_t> memoryBudget;
   std::string layerGlob;
   double seconds = 0;
+  /// Of those: compiling the probes, and compiling whole steps.
+  double probeSeconds = 0, compileSeconds = 0;
   /// The winner's compile options.
   CompileOptions options;
 };
