@@ -136,7 +136,8 @@ struct Composer {
     return p;
   }
 
-  Prediction withPipeline() const {
+  Prediction withPipeline(std::optional<int64_t> budget,
+                          double fastestUs) const {
     const StepTerms &l = terms.layer, &r = terms.rest;
     int64_t stages = c.pp, v = c.virtualStages, virtualStages = stages * v;
     double m = c.microbatches;
@@ -175,8 +176,6 @@ struct Composer {
     }
     std::vector<std::vector<ScheduleAction>> schedule = buildSchedule(
         c.schedule, stages, c.microbatches, /*withBackward=*/true, v);
-    ScheduleTimeline timeline =
-        simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
 
     // Memory per stage: its chunks' states and its in-flight activations
     // in the schedule's order; the fullest stage counts.
@@ -225,6 +224,30 @@ struct Composer {
                              collectivesUs("backward", layers0, compute0, m) +
                              2 * sends0 * transferUs) +
                         collectivesUs("optimizer", layers0, share0, 1);
+    if (budget && p.peakBytes > *budget) {
+      p.timed = false;
+      return p;
+    }
+    // A stage runs its actions one at a time: the busiest stage's work is a
+    // lower bound on the makespan.
+    double busiest = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      double work = 0;
+      for (const ScheduleAction &a : schedule[s]) {
+        int64_t vs = a.chunk * stages + s;
+        work += a.pass == Pass::Forward    ? fwd[vs]
+                : a.pass == Pass::Backward ? bwd[vs]
+                                           : wgt[vs];
+      }
+      busiest = std::max(busiest, work);
+    }
+    if (busiest + optimizerUs + p.communicationUs > fastestUs) {
+      p.stepUs = busiest + optimizerUs + p.communicationUs;
+      p.timed = false;
+      return p;
+    }
+    ScheduleTimeline timeline =
+        simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
     p.bubbleUs = timeline.makespan * timeline.bubbleFraction;
     p.computeUs = timeline.makespan - p.bubbleUs + optimizerUs;
     p.stepUs = timeline.makespan + optimizerUs + p.communicationUs;
@@ -236,7 +259,8 @@ struct Composer {
 Prediction distopt::autoplan::composePrediction(
     const LayerTerms &terms, const ModelShape &shape,
     const Candidate &candidate, int64_t probeDp,
-    std::shared_ptr<const cost::MachineProfile> machine) {
+    std::shared_ptr<const cost::MachineProfile> machine,
+    std::optional<int64_t> budget, double fastestUs) {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   for (auto [name, size] : {std::pair<const char *, int64_t>{"pp", candidate.pp},
@@ -248,6 +272,6 @@ Prediction distopt::autoplan::composePrediction(
     }
   Composer composer(terms, shape, candidate, probeDp, std::move(machine),
                     std::move(names), std::move(sizes));
-  return candidate.pp > 1 ? composer.withPipeline()
+  return candidate.pp > 1 ? composer.withPipeline(budget, fastestUs)
                           : composer.withoutPipeline();
 }

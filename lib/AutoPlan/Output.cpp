@@ -71,6 +71,10 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   os << format(" (%.2f s; compiling: %.2f s the cut models, %.2f s whole "
                "steps)\n",
                result.seconds, result.probeSeconds, result.compileSeconds);
+  if (result.overBudget + result.bounded > 0)
+    os << "pipelines predicted without simulating the schedule: "
+       << result.overBudget << " over the budget, " << result.bounded
+       << " whose busiest stage alone is slower than the fastest fit\n";
   if (!result.layerGlob.empty())
     os << "repeated layers: " << result.layerGlob
        << " (pipeline split and recompute glob)\n";
@@ -78,7 +82,7 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   std::vector<const Evaluation *> ranked;
   for (const Evaluation &e : result.evaluations)
     if ((e.status == Evaluation::Status::Compiled ||
-         e.status == Evaluation::Status::Predicted) &&
+         (e.status == Evaluation::Status::Predicted && e.prediction.timed)) &&
         &e != &result.evaluations[result.winner])
       ranked.push_back(&e);
   std::stable_sort(ranked.begin(), ranked.end(), [](auto *a, auto *b) {

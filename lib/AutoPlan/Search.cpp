@@ -230,6 +230,9 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     return e.status == Evaluation::Status::Compiled ||
            e.status == Evaluation::Status::Predicted;
   };
+  // The fastest predicted step that fits so far: pipelines whose busiest
+  // stage alone is slower are not simulated.
+  double fastestFit = std::numeric_limits<double>::infinity();
   // One candidate: from its choice's layer terms, or compiled whole.
   auto compileWhole = [&](const Candidate &c) {
     auto start = std::chrono::steady_clock::now();
@@ -260,7 +263,9 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     e.status = Evaluation::Status::Predicted;
     e.prediction =
         composePrediction(*entry.terms, *shape, c, LayerProbes::probeOf(c).dp,
-                          machine);
+                          machine, options.memoryBudget, fastestFit);
+    if (e.prediction.timed && fits(e.prediction))
+      fastestFit = std::min(fastestFit, e.prediction.stepUs);
     return e;
   };
 
@@ -316,7 +321,8 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
              result.evaluations[b].prediction.stepUs;
     };
     for (auto [i, e] : llvm::enumerate(result.evaluations))
-      if (e.status == Evaluation::Status::Predicted && fits(e.prediction))
+      if (e.status == Evaluation::Status::Predicted && e.prediction.timed &&
+          fits(e.prediction))
         pending.push_back(i);
     std::make_heap(pending.begin(), pending.end(), byStep);
     int64_t confirmed = 0;
@@ -354,7 +360,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         byDescription[c.mesh() + " " + c.describe()] = j;
         if (twin.status == Evaluation::Status::Compiled)
           continue;
-        if (fits(twin.prediction)) {
+        if (twin.prediction.timed && fits(twin.prediction)) {
           pending.push_back(j);
           std::push_heap(pending.begin(), pending.end(), byStep);
         }
@@ -365,13 +371,15 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   for (const Evaluation &e : result.evaluations) {
     result.compiled += e.status == Evaluation::Status::Compiled;
     result.predicted += e.status == Evaluation::Status::Predicted;
+    if (e.status == Evaluation::Status::Predicted && !e.prediction.timed)
+      ++(fits(e.prediction) ? result.bounded : result.overBudget);
   }
   result.probes = probes.compiles;
   result.probeSeconds = probes.seconds;
 
   // Recomputation's cost: the compute beyond the same plan's without it.
   for (Evaluation &e : result.evaluations) {
-    if (!predicted(e) || !e.candidate.recompute)
+    if (!predicted(e) || !e.candidate.recompute || !e.prediction.timed)
       continue;
     Candidate twin = e.candidate;
     twin.recompute = false;

@@ -93,6 +93,9 @@ struct Prediction {
   int64_t gradientBytes = 0;       // busiest rank (live during backward)
   int64_t activationBytes = 0;     // peak live, gradients excluded
   int64_t peakBytes = 0;           // parameters + states + live peak
+  /// False when the composition stopped after the memory (over the budget)
+  /// or at a lower bound on the step (stepUs) above the fastest so far.
+  bool timed = true;
   /// The largest of the four memory terms, in words.
   std::string dominantTerm() const;
 };
@@ -187,10 +190,13 @@ LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
 /// choice compiled on dp = `probeDp` (1, or 2 when the candidate has dp):
 /// compute and activations scale with the rows a rank runs, collectives are
 /// timed by the cost model on the candidate's mesh, a pipeline's stages are
-/// simulated with its schedule.
+/// simulated with its schedule. The memory comes first: a pipeline over
+/// `budget`, or whose busiest stage's work alone exceeds `fastestUs`, is not
+/// simulated (`timed` false).
 Prediction composePrediction(const LayerTerms &terms, const ModelShape &shape,
                              const Candidate &candidate, int64_t probeDp,
-                             std::shared_ptr<const cost::MachineProfile> machine);
+                             std::shared_ptr<const cost::MachineProfile> machine,
+                             std::optional<int64_t> budget, double fastestUs);
 
 /// Compiles `options` on a copy of `imported` (the model `model` as
 /// Compilation::importModel reads it) and builds its report; diagnostics are
@@ -221,6 +227,9 @@ struct SearchResult {
   /// model cut to one or two layers.
   int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0,
           screened = 0, dominated = 0, fit = 0;
+  /// Predicted pipelines not simulated: over the budget, or bounded above
+  /// the fastest.
+  int64_t overBudget = 0, bounded = 0;
   std::optional<int64_t> memoryBudget;
   std::string layerGlob;
   double seconds = 0;
