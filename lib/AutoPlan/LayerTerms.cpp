@@ -1,12 +1,13 @@
 //===- LayerTerms.cpp - one repeated layer's share of the step --*- C++ -*-===//
 //
 // The search predicts most candidates without compiling them whole: the
-// model is cut to its first repeated layer and to its first two, both are
-// compiled for one (tp, sp, ZeRO level, recompute) choice, and their
-// reports' difference is one layer's compute, collectives and memory; what
-// remains is the rest of the step (embedding, head, loss). Identical layers
-// share one decision, so the whole step is the rest plus `layers` times one
-// layer (Compose.cpp).
+// model is cut to its first two repeated layers and to its first three (one
+// and two for a model of two layers; the first layer's liveness peak differs
+// from the later ones'), both are compiled for one (tp, sp, ZeRO level,
+// recompute) choice, and their reports' difference is one layer's compute,
+// collectives and memory; what remains is the rest of the step (embedding,
+// head, loss). Identical layers share one decision, so the whole step is the
+// rest plus `layers` times one layer (Compose.cpp).
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/AutoPlan/AutoPlan.h"

@@ -3,8 +3,11 @@
 // The unsharded training step is loaded once: it gives the repeated layers
 // (the pipeline's split and the recompute glob) and the bytes a lower bound
 // on each candidate's model states needs. Candidates the bound puts over the
-// budget are not compiled; every other one is compiled and predicted, and
-// the fastest predicted step whose predicted peak fits wins.
+// budget are not predicted; the others are predicted from their choice's
+// layer terms (LayerTerms.cpp, Compose.cpp), and the fastest predictions
+// that fit are compiled whole: the fastest whose whole compile fits wins.
+// Models without a chain of repeated layers, and forward models, compile
+// every candidate whole.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/AutoPlan/AutoPlan.h"
@@ -101,8 +104,7 @@ static FailureOr<SearchSpace> spaceFor(MLIRContext &ctx,
 
 namespace {
 /// The layer terms of each (tp, sp, ZeRO level, recompute) choice, compiled
-/// on the model cut to one and to two layers the first time a candidate
-/// needs them.
+/// on the cut models the first time a candidate needs them.
 struct LayerProbes {
   MLIRContext &ctx;
   StringRef model;

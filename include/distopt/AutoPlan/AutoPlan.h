@@ -3,12 +3,13 @@
 //
 // `--plan auto`: enumerate plans (mesh factorisations into dp x tp x pp,
 // the ZeRO level of dp, sequence parallelism with tp, pipeline schedules and
-// microbatches, recomputation of the repeated layers), compile each with the
-// compiler itself and read its report (the one cost model, the liveness
-// memory), and keep the fastest predicted step whose predicted per-rank peak
-// memory fits the budget. A lower bound on each candidate's model states
-// rules out, before compiling, those that cannot fit. See
-// docs/auto-plan.md.
+// microbatches, recomputation of the repeated layers), predict each from the
+// compiler's own terms of one repeated layer (the model cut to a few layers,
+// compiled once per tp/sp/ZeRO/recompute choice: the one cost model, the
+// liveness memory), compile the fastest that fit whole to confirm, and keep
+// the fastest confirmed step whose predicted per-rank peak memory fits the
+// budget. A lower bound on each candidate's model states rules out, before
+// predicting, those that cannot fit. See docs/auto-plan.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_AUTOPLAN_AUTOPLAN_H
