@@ -200,9 +200,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       report.training = true;
     if (!gradient && !state)
       return;
+    // With a pipeline, a rank keeps the states and gradients of its stage's
+    // parameters only (those its stage's ops read), as it does parameters.
     for (int64_t r = 0; r < report.ranks; ++r)
-      (gradient ? report.gradientBytesPerRank
-                : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
+      if (!stores || stores(op, r))
+        (gradient ? report.gradientBytesPerRank
+                  : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
   });
 
   // Mixed precision: the narrowing casts of parameters.
