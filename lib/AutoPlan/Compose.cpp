@@ -41,9 +41,8 @@ struct Composer {
   double stateShare; // of the probe's optimizer states (and their update)
   double gradientShare, parameterShare;
 
-  Composer(const LayerTerms &terms, const ModelShape &shape,
-           const Candidate &c, int64_t probeDp,
-           std::shared_ptr<const cost::MachineProfile> machine,
+  Composer(const LayerTerms &terms, const ModelShape &shape, const Candidate &c,
+           int64_t probeDp, std::shared_ptr<const cost::MachineProfile> machine,
            std::vector<std::string> names, std::vector<int64_t> sizes)
       : terms(terms), shape(shape), c(c), links(machine, names, sizes),
         axisNames(std::move(names)) {
@@ -104,18 +103,17 @@ struct Composer {
                     double inFlight, double microbatches) const {
     const StepTerms &l = terms.layer, &r = terms.rest;
     Prediction p;
-    p.parameterBytes =
-        span(l.parameterBytes, r.parameterBytes, layers, share) *
-        parameterShare;
+    p.parameterBytes = span(l.parameterBytes, r.parameterBytes, layers, share) *
+                       parameterShare;
     p.optimizerStateBytes =
         span(l.optimizerStateBytes, r.optimizerStateBytes, layers, share) *
         stateShare;
     p.gradientBytes =
         span(l.gradientBytes, r.gradientBytes, layers, share) * gradientShare;
-    double perSlice = span(l.liveBytes - l.gradientBytes,
-                           r.liveBytes - r.gradientBytes, layers,
-                           activationShare) *
-                      rows / microbatches;
+    double perSlice =
+        span(l.liveBytes - l.gradientBytes, r.liveBytes - r.gradientBytes,
+             layers, activationShare) *
+        rows / microbatches;
     p.activationBytes = inFlight * perSlice;
     p.peakBytes = p.parameterBytes + p.optimizerStateBytes + p.gradientBytes +
                   p.activationBytes;
@@ -162,14 +160,12 @@ struct Composer {
     for (int64_t vs = 0; vs < virtualStages; ++vs) {
       double share = computeShare(vs);
       double sends = (vs > 0 ? 1 : 0) + (vs < virtualStages - 1 ? 1 : 0);
-      fwd.push_back(span(l.forwardUs, r.forwardUs, layers[vs], share) * rows /
-                        m +
-                    collectivesUs("forward", layers[vs], share, m) +
-                    sends * transferUs);
-      double b = span(l.backwardUs, r.backwardUs, layers[vs], share) * rows /
-                     m +
-                 collectivesUs("backward", layers[vs], share, m) +
-                 sends * transferUs;
+      fwd.push_back(
+          span(l.forwardUs, r.forwardUs, layers[vs], share) * rows / m +
+          collectivesUs("forward", layers[vs], share, m) + sends * transferUs);
+      double b =
+          span(l.backwardUs, r.backwardUs, layers[vs], share) * rows / m +
+          collectivesUs("backward", layers[vs], share, m) + sends * transferUs;
       // Zero-bubble weight passes take half a backward, as in the report.
       bwd.push_back(weights ? b / 2 : b);
       wgt.push_back(weights ? b / 2 : 0);
@@ -187,8 +183,8 @@ struct Composer {
         int64_t vs = chunk * stages + s;
         held += layers[vs];
         share += stateShareOf(vs);
-        slice[chunk] = memory(layers[vs], 0, computeShare(vs), 1, m)
-                           .activationBytes;
+        slice[chunk] =
+            memory(layers[vs], 0, computeShare(vs), 1, m).activationBytes;
       }
       double live = 0, peakLive = 0;
       for (const ScheduleAction &a : schedule[s]) {
@@ -246,8 +242,7 @@ struct Composer {
       p.timed = false;
       return p;
     }
-    ScheduleTimeline timeline =
-        simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
+    ScheduleTimeline timeline = simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
     p.bubbleUs = timeline.makespan * timeline.bubbleFraction;
     p.computeUs = timeline.makespan - p.bubbleUs + optimizerUs;
     p.stepUs = timeline.makespan + optimizerUs + p.communicationUs;
@@ -263,9 +258,10 @@ Prediction distopt::autoplan::composePrediction(
     std::optional<int64_t> budget, double fastestUs) {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
-  for (auto [name, size] : {std::pair<const char *, int64_t>{"pp", candidate.pp},
-                            {"dp", candidate.dp},
-                            {"tp", candidate.tp}})
+  for (auto [name, size] :
+       {std::pair<const char *, int64_t>{"pp", candidate.pp},
+        {"dp", candidate.dp},
+        {"tp", candidate.tp}})
     if (size > 1) {
       names.push_back(name);
       sizes.push_back(size);

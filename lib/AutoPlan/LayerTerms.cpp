@@ -92,8 +92,7 @@ static FailureOr<Cut> cutAfter(func::FuncOp func, StringRef base,
   }
   // One activation in from the kept layers, one out to the rest, of one
   // type: the residual stream.
-  if (in.size() != 1 || out.size() != 1 ||
-      in[0].getType() != out[0].getType())
+  if (in.size() != 1 || out.size() != 1 || in[0].getType() != out[0].getType())
     return failure();
   cut.handedOn = in[0];
   cut.leftBehind = out[0];
@@ -158,8 +157,9 @@ FailureOr<ModelShape> distopt::autoplan::readModelShape(ModuleOp imported,
   return shape;
 }
 
-OwningOpRef<ModuleOp> distopt::autoplan::keepFirstLayers(
-    ModuleOp imported, const ModelShape &shape, int64_t keep) {
+OwningOpRef<ModuleOp>
+distopt::autoplan::keepFirstLayers(ModuleOp imported, const ModelShape &shape,
+                                   int64_t keep) {
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(imported->clone()));
   if (keep >= shape.layers)
     return copy;
@@ -185,15 +185,15 @@ StepTerms distopt::autoplan::stepTerms(const Report &r) {
   StepTerms t;
   llvm::StringMap<double> communication;
   for (const CollectiveEntry &e : r.collectives) {
-    std::string phase = e.phase == "loss" || e.phase.empty() ? "forward"
-                                                              : e.phase;
+    std::string phase =
+        e.phase == "loss" || e.phase.empty() ? "forward" : e.phase;
     communication[phase] += e.timeUs * e.count;
     t.collectives.push_back(
         {e.kind, e.axes, phase, e.tensorBytes, static_cast<double>(e.count)});
   }
   auto compute = [&](StringRef phase) {
-    return std::max(0.0, r.usByPhase.lookup(phase) -
-                             communication.lookup(phase));
+    return std::max(0.0,
+                    r.usByPhase.lookup(phase) - communication.lookup(phase));
   };
   t.forwardUs = compute("forward") + r.usByPhase.lookup("loss");
   t.backwardUs = compute("backward");

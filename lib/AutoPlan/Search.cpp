@@ -240,9 +240,9 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     auto start = std::chrono::steady_clock::now();
     Evaluation e =
         evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
-    result.compileSeconds += std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - start)
-                                 .count();
+    result.compileSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     return e;
   };
   auto evaluate = [&](const Candidate &c) {

@@ -272,9 +272,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         op->getNumOperands()
             ? dtypeName(getElementTypeOrSelf(op->getOperand(0).getType()))
             : "";
-    auto key = std::make_tuple(kind, joined + phase + "/" + dtype,
-                               static_cast<int64_t>(sent),
-                               normalizeReason(reason));
+    auto key =
+        std::make_tuple(kind, joined + phase + "/" + dtype,
+                        static_cast<int64_t>(sent), normalizeReason(reason));
     auto it = index.find(key);
     if (it == index.end()) {
       CollectiveEntry e;
@@ -490,12 +490,13 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
   }
   // Every estimate below assumes this machine.
   const MachineEntry &m = r.machine;
-  os << "\nmachine profile: " << m.profile
-     << (m.builtin ? " (built-in)" : "") << ", " << m.device << "\n";
+  os << "\nmachine profile: " << m.profile << (m.builtin ? " (built-in)" : "")
+     << ", " << m.device << "\n";
   for (const AxisLinkEntry &l : m.axes)
     os << llvm::format("  axis %s: link %s%s, %.3g us + bytes / %.4g GB/s\n",
                        l.axis.c_str(), l.link.c_str(),
-                       l.backend.empty() ? "" : (" (" + l.backend + ")").c_str(),
+                       l.backend.empty() ? ""
+                                         : (" (" + l.backend + ")").c_str(),
                        l.alphaUs, l.betaGBps);
   os << "\ncollectives (rank 0; bytes = sent per rank, ring algorithms):\n";
   if (r.collectives.empty())
@@ -506,8 +507,7 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
       axes += (axes.empty() ? "" : ",") + a;
     os << llvm::format("  %-18s %-8s x%-4lld %12s/each %-4s %8.1f us/each",
                        e.kind.c_str(), axes.c_str(), (long long)e.count,
-                       humanBytes(e.bytes).c_str(), e.dtype.c_str(),
-                       e.timeUs);
+                       humanBytes(e.bytes).c_str(), e.dtype.c_str(), e.timeUs);
     if (!e.phase.empty())
       os << "  " << e.phase;
     os << "\n";

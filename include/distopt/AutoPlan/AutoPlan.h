@@ -106,8 +106,13 @@ struct Evaluation {
   Candidate candidate;
   /// Compiled: predicted by a compile of the whole step; Predicted: from
   /// its choice's layer terms (composePrediction).
-  enum class Status { Compiled, Predicted, Rejected, Screened, Dominated }
-  status;
+  enum class Status {
+    Compiled,
+    Predicted,
+    Rejected,
+    Screened,
+    Dominated
+  } status;
   Prediction prediction;
   /// Rejected: the compiler's first error; Screened: the bound; Dominated:
   /// what makes it no better than one already compiled.
@@ -175,9 +180,8 @@ mlir::FailureOr<ModelShape> readModelShape(mlir::ModuleOp imported,
 
 /// A copy of `imported` with only its first `keep` layers: the rest of the
 /// chain reads what the last kept layer hands on.
-mlir::OwningOpRef<mlir::ModuleOp> keepFirstLayers(mlir::ModuleOp imported,
-                                                  const ModelShape &shape,
-                                                  int64_t keep);
+mlir::OwningOpRef<mlir::ModuleOp>
+keepFirstLayers(mlir::ModuleOp imported, const ModelShape &shape, int64_t keep);
 
 /// The terms of a report (rank 0; a step without a pipeline).
 StepTerms stepTerms(const Report &report);
@@ -194,10 +198,11 @@ LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
 /// simulated with its schedule. The memory comes first: a pipeline over
 /// `budget`, or whose busiest stage's work alone exceeds `fastestUs`, is not
 /// simulated (`timed` false).
-Prediction composePrediction(const LayerTerms &terms, const ModelShape &shape,
-                             const Candidate &candidate, int64_t probeDp,
-                             std::shared_ptr<const cost::MachineProfile> machine,
-                             std::optional<int64_t> budget, double fastestUs);
+Prediction
+composePrediction(const LayerTerms &terms, const ModelShape &shape,
+                  const Candidate &candidate, int64_t probeDp,
+                  std::shared_ptr<const cost::MachineProfile> machine,
+                  std::optional<int64_t> budget, double fastestUs);
 
 /// Compiles `options` on a copy of `imported` (the model `model` as
 /// Compilation::importModel reads it) and builds its report; diagnostics are
@@ -226,8 +231,8 @@ struct SearchResult {
   /// compiled: whole steps compiled (the fallback, and the final
   /// confirmations); predicted: from layer terms; probes: compiles of the
   /// model cut to one or two layers.
-  int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0,
-          screened = 0, dominated = 0, fit = 0;
+  int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0, screened = 0,
+          dominated = 0, fit = 0;
   /// Predicted pipelines not simulated: over the budget, or bounded above
   /// the fastest.
   int64_t overBudget = 0, bounded = 0;

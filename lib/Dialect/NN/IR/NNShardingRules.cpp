@@ -717,8 +717,8 @@ static TensorFactors elementsIndexFactors(OpShardingRule &rule, Value data,
       continue;
     }
     dataFactors.push_back({rule.addFactor(ds[d], FactorKind::Whole)});
-    ti.push_back({rule.addFactor(
-        is[d], d == axis ? indexAxisKind : FactorKind::Whole)});
+    ti.push_back(
+        {rule.addFactor(is[d], d == axis ? indexAxisKind : FactorKind::Whole)});
   }
   return ti;
 }
