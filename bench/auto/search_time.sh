@@ -9,9 +9,10 @@
 #   LIMIT=600 (seconds per row; a row over it prints "timed out")
 #
 # Prints per row: wall and user CPU seconds, peak RSS, and the search's own
-# count line (candidates compiled, rejected, ruled out by the memory bound,
-# skipped) and the chosen plan. Needs a build and python3-onnx
-# (/usr/bin/python3).
+# count lines (candidates predicted from layer terms, compiles of the cut
+# models, compiled whole, rejected, ruled out by the memory bound, skipped,
+# pipelines not simulated; seconds spent compiling) and the chosen plan.
+# Needs a build and python3-onnx (/usr/bin/python3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${DISTOPT_BUILD_DIR:-$root/build}/bin
@@ -27,11 +28,15 @@ for row in "${rows[@]}"; do
   shape=${row%%:*} devices=${row##*:}
   where=(--devices "$devices")
   [[ $devices == *=* ]] && where=(--mesh "$devices")
-  dir=$cache/auto-llama$shape
+  # Sequences of 1024 tokens: 8 for 8B (room for dp and microbatches to
+  # divide on 8 devices), 1024 for 70B (1024 devices: dp x microbatches
+  # must divide the batch).
+  batch=8
+  [ "$shape" = 70b ] && batch=1024
+  dir=$cache/auto-llama$shape-b$batch
   if [ ! -f "$dir/model.onnx" ]; then
-    # Batch 8 x 1024 tokens: room for dp and microbatches to divide.
     /usr/bin/python3 "$root/bench/compile/make_llama_shaped.py" "$dir" \
-      --shape "$shape" --seq 1024 --batch 8 >&2
+      --shape "$shape" --seq 1024 --batch "$batch" >&2
   fi
   stats=$(mktemp)
   out=$(mktemp)
@@ -44,6 +49,7 @@ for row in "${rows[@]}"; do
   printf '%-12s %8.2f s wall %8.2f s user %6d MiB%s\n' "$shape:$devices" \
     "$secs" "$user" "$((rss / 1024))" \
     "$([ "$status" = 124 ] && echo "  timed out after ${LIMIT:-600} s")"
-  grep -E '^(auto plan:|== --plan auto:|error:)|error:' "$out" | sed 's/^/    /'
+  grep -E '^(auto plan:|== --plan auto:|pipelines predicted|error:)|error:' \
+    "$out" | sed 's/^/    /'
   rm -f "$stats" "$out"
 done

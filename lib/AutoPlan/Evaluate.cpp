@@ -80,6 +80,26 @@ static Prediction predict(const Report &r) {
   return p;
 }
 
+FailureOr<Report> distopt::autoplan::compileForReport(
+    MLIRContext &ctx, ModuleOp imported, StringRef model,
+    const CompileOptions &options, std::string &error) {
+  // The compiler's refusal is the candidate's reason; warnings (what the
+  // plan could not follow) are the report's, not the search's output.
+  error.clear();
+  ScopedDiagnosticHandler quiet(&ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error && error.empty())
+      error = d.str();
+    return success();
+  });
+  FailureOr<Report> report = failure();
+  auto compiled = Compilation::compile(ctx, imported, model, options);
+  if (succeeded(compiled))
+    report = buildReport(**compiled);
+  if (failed(report) && error.empty())
+    error = "the compile failed";
+  return report;
+}
+
 Evaluation distopt::autoplan::evaluateCandidate(MLIRContext &ctx,
                                                 ModuleOp imported,
                                                 StringRef model,
@@ -87,25 +107,12 @@ Evaluation distopt::autoplan::evaluateCandidate(MLIRContext &ctx,
                                                 const Candidate &candidate,
                                                 StringRef layerGlob) {
   Evaluation e{candidate, Evaluation::Status::Rejected, {}, {}, false};
-  // The compiler's refusal is the candidate's reason; warnings (what the
-  // plan could not follow) are the report's, not the search's output.
-  std::string firstError;
-  ScopedDiagnosticHandler quiet(&ctx, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && firstError.empty())
-      firstError = d.str();
-    return success();
-  });
   CompileOptions options = candidateOptions(&ctx, base, candidate, layerGlob);
-  auto reject = [&] {
-    e.reason = firstError.empty() ? "the compile failed" : firstError;
-    return e;
-  };
-  auto compiled = Compilation::compile(ctx, imported, model, options);
-  if (failed(compiled))
-    return reject();
-  FailureOr<Report> report = buildReport(**compiled);
+  FailureOr<Report> report =
+      compileForReport(ctx, imported, model, options, e.reason);
   if (failed(report))
-    return reject();
+    return e;
+  e.reason.clear();
   e.status = Evaluation::Status::Compiled;
   e.prediction = predict(*report);
   return e;

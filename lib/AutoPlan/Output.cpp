@@ -26,7 +26,8 @@ void distopt::autoplan::printAutoPlanLine(const SearchResult &result,
      << w.candidate.mesh() << ": "
      << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
                w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes))
-     << " (" << result.compiled << " candidates, " << result.fit << " fit)\n";
+     << " (" << result.compiled + result.predicted << " candidates, "
+     << result.fit << " fit)\n";
 }
 
 /// "communication +0.120 ms, bubble +0.050 ms": the terms in which `e` is
@@ -58,21 +59,30 @@ static std::string losses(const Evaluation &e, const Evaluation &w,
 void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
                                             raw_ostream &os) {
   int64_t total = result.evaluations.size();
-  os << "== --plan auto: " << total << " candidates: " << result.compiled
-     << " compiled and predicted, " << result.rejected
-     << " rejected by the compiler, " << result.screened
-     << " ruled out by the memory bound, " << result.dominated
-     << " skipped as recompute of a plan that fits; " << result.fit << " fit";
+  os << "== --plan auto: " << total << " candidates: " << result.predicted
+     << " predicted from layer terms (" << result.probes
+     << " compiles of the model cut to its first layers), " << result.compiled
+     << " compiled whole, " << result.rejected << " rejected, "
+     << result.screened << " ruled out by the memory bound, "
+     << result.dominated << " skipped as recompute of a plan that fits; "
+     << result.fit << " fit";
   if (result.memoryBudget)
     os << format(" the budget of %.2f MiB", toMiB(*result.memoryBudget));
-  os << format(" (%.2f s)\n", result.seconds);
+  os << format(" (%.2f s; compiling: %.2f s the cut models, %.2f s whole "
+               "steps)\n",
+               result.seconds, result.probeSeconds, result.compileSeconds);
+  if (result.overBudget + result.bounded > 0)
+    os << "pipelines predicted without simulating the schedule: "
+       << result.overBudget << " over the budget, " << result.bounded
+       << " whose busiest stage alone is slower than the fastest fit\n";
   if (!result.layerGlob.empty())
     os << "repeated layers: " << result.layerGlob
        << " (pipeline split and recompute glob)\n";
   // The winner, then the fastest others, fitting or not.
   std::vector<const Evaluation *> ranked;
   for (const Evaluation &e : result.evaluations)
-    if (e.status == Evaluation::Status::Compiled &&
+    if ((e.status == Evaluation::Status::Compiled ||
+         (e.status == Evaluation::Status::Predicted && e.prediction.timed)) &&
         &e != &result.evaluations[result.winner])
       ranked.push_back(&e);
   std::stable_sort(ranked.begin(), ranked.end(), [](auto *a, auto *b) {
@@ -83,18 +93,34 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
     ranked.resize(5);
   const Evaluation &w = *ranked.front();
   os << "top candidates (predicted; step = compute + communication + bubble "
-        "+ recompute):\n";
-  os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s  %s\n", "#",
+        "+ recompute; from: the whole step compiled, or its layer terms):\n";
+  os << format("  %-2s %-36s %-16s %10s %9s %9s %9s %9s %11s %-7s  %s\n", "#",
                "plan", "mesh", "step ms", "compute", "comm", "bubble", "recomp",
-               "peak MiB", "loses on");
+               "peak MiB", "from", "loses on");
   for (auto [i, e] : llvm::enumerate(ranked)) {
     const Prediction &p = e->prediction;
-    os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f  ",
+    os << format("  %-2d %-36s %-16s %10.3f %9.3f %9.3f %9.3f %9.3f %11.2f "
+                 "%-7s  ",
                  int(i + 1), e->candidate.describe().c_str(),
                  e->candidate.mesh().c_str(), p.stepUs / 1e3, p.computeUs / 1e3,
                  p.communicationUs / 1e3, p.bubbleUs / 1e3, p.recomputeUs / 1e3,
-                 toMiB(p.peakBytes))
+                 toMiB(p.peakBytes),
+                 e->status == Evaluation::Status::Compiled ? "compile"
+                                                           : "layers")
        << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
+  }
+  // How far the layer terms were from the whole compile where both exist.
+  bool header = false;
+  for (const Evaluation &e : result.evaluations) {
+    if (!e.composed || e.status != Evaluation::Status::Compiled)
+      continue;
+    if (!header)
+      os << "confirmed by a whole compile (from layer terms -> compiled):\n";
+    header = true;
+    os << format("  %-36s %-16s step %.3f -> %.3f ms, peak %.2f -> %.2f MiB\n",
+                 e.candidate.describe().c_str(), e.candidate.mesh().c_str(),
+                 e.composed->stepUs / 1e3, e.prediction.stepUs / 1e3,
+                 toMiB(e.composed->peakBytes), toMiB(e.prediction.peakBytes));
   }
   // What was not compiled, grouped by why.
   for (auto status :
@@ -106,7 +132,8 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
     if (byReason.empty())
       continue;
     os << (status == Evaluation::Status::Rejected
-               ? "rejected by the compiler:\n"
+               ? "rejected (the compiler's reason, or a batch the "
+                 "microbatches do not divide):\n"
                : "ruled out before compiling (lower bound over the budget):\n");
     for (auto &[reason, list] : byReason)
       os << "  " << list.size() << " candidate(s), e.g. "

@@ -3,8 +3,11 @@
 // The unsharded training step is loaded once: it gives the repeated layers
 // (the pipeline's split and the recompute glob) and the bytes a lower bound
 // on each candidate's model states needs. Candidates the bound puts over the
-// budget are not compiled; every other one is compiled and predicted, and
-// the fastest predicted step whose predicted peak fits wins.
+// budget are not predicted; the others are predicted from their choice's
+// layer terms (LayerTerms.cpp, Compose.cpp), and the fastest predictions
+// that fit are compiled whole: the fastest whose whole compile fits wins.
+// Models without a chain of repeated layers, and forward models, compile
+// every candidate whole.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/AutoPlan/AutoPlan.h"
@@ -13,8 +16,10 @@
 #include "distopt/Dialect/NN/IR/NNCost.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Driver/Compilation.h"
+#include "distopt/Report/Report.h"
 
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
@@ -97,6 +102,73 @@ static FailureOr<SearchSpace> spaceFor(MLIRContext &ctx,
   return space;
 }
 
+namespace {
+/// The layer terms of each (tp, sp, ZeRO level, recompute) choice, compiled
+/// on the cut models the first time a candidate needs them.
+struct LayerProbes {
+  MLIRContext &ctx;
+  StringRef model;
+  const CompileOptions &base;
+  std::string layerGlob;
+  /// The cut models: `kept` layers and one more (the first layer's
+  /// liveness peak differs from the others', so two where there are more).
+  int64_t kept = 1;
+  OwningOpRef<ModuleOp> one, two;
+  struct Entry {
+    std::optional<LayerTerms> terms;
+    std::string error;
+  };
+  std::map<std::string, Entry> byChoice;
+  int64_t compiles = 0;
+  double seconds = 0;
+
+  /// The choice's probe: the candidate without its pipeline, on dp = 1, or
+  /// 2 where it has dp (so that dp's collectives are there to time).
+  static Candidate probeOf(const Candidate &c) {
+    Candidate p = c;
+    p.dp = c.dp > 1 ? 2 : 1;
+    p.pp = 1;
+    p.schedule.clear();
+    p.microbatches = 1;
+    p.virtualStages = 1;
+    return p;
+  }
+
+  const Entry &terms(const Candidate &c) {
+    Candidate p = probeOf(c);
+    auto [it, inserted] = byChoice.try_emplace(p.mesh() + " " + p.describe());
+    if (!inserted)
+      return it->second;
+    CompileOptions options = candidateOptions(&ctx, base, p, layerGlob);
+    if (p.dp == 1 && p.tp == 1) {
+      // One device: no mesh (a mesh of one device has nothing to split).
+      options.meshSpec.clear();
+      options.plan.specs.front().presets.clear();
+    }
+    std::optional<StepTerms> steps[2];
+    auto start = std::chrono::steady_clock::now();
+    auto stop = llvm::make_scope_exit([&] {
+      seconds += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+    });
+    for (int k = 0; k < 2; ++k) {
+      ++compiles;
+      FailureOr<Report> report = compileForReport(
+          ctx, k == 0 ? *one : *two, model, options, it->second.error);
+      if (failed(report))
+        return it->second;
+      steps[k] = stepTerms(*report);
+    }
+    it->second.terms = layerTermsFrom(*steps[0], *steps[1], kept);
+    return it->second;
+  }
+};
+} // namespace
+
+/// How many fitting candidates a full compile confirms.
+static constexpr int64_t kConfirmed = 3;
+
 FailureOr<SearchResult>
 distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
                                const CompileOptions &base,
@@ -106,9 +178,11 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   if (failed(space))
     return failure();
   space->training = base.train.has_value();
-  space->maxTensorParallel = base.machine
-                                 ? base.machine->devicesPerNode
-                                 : cost::defaultMachineProfile().devicesPerNode;
+  std::shared_ptr<const cost::MachineProfile> machine =
+      base.machine ? base.machine
+                   : std::make_shared<const cost::MachineProfile>(
+                         cost::defaultMachineProfile());
+  space->maxTensorParallel = machine->devicesPerNode;
   // Imported once; every candidate compiles a copy.
   OwningOpRef<ModuleOp> imported = Compilation::importModel(ctx, model, base);
   if (!imported)
@@ -131,9 +205,72 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
            << "--plan auto: --mesh has pp=" << space->pp
            << " but the model has no repeated layers to cut into stages";
 
+  // Training steps whose layers form one chain are predicted from layer
+  // terms; others (forward models, no repeated layers) are compiled whole.
+  LayerProbes probes{ctx, model, base, space->layerGlob, 1, {}, {}, {}, 0, 0};
+  std::optional<ModelShape> shape;
+  if (space->training && !space->layerGlob.empty()) {
+    StringRef glob(space->layerGlob);
+    FailureOr<ModelShape> read =
+        readModelShape(*imported, glob.drop_back(2), space->layers);
+    if (succeeded(read)) {
+      probes.kept = std::min<int64_t>(2, read->layers - 1);
+      probes.one = keepFirstLayers(*imported, *read, probes.kept);
+      probes.two = keepFirstLayers(*imported, *read, probes.kept + 1);
+      if (probes.one && probes.two)
+        shape = *read;
+    }
+  }
+
   SearchResult result;
   result.memoryBudget = options.memoryBudget;
   result.layerGlob = space->layerGlob;
+  auto fits = [&](const Prediction &p) {
+    return !options.memoryBudget || p.peakBytes <= *options.memoryBudget;
+  };
+  auto predicted = [](const Evaluation &e) {
+    return e.status == Evaluation::Status::Compiled ||
+           e.status == Evaluation::Status::Predicted;
+  };
+  // The fastest predicted step that fits so far: pipelines whose busiest
+  // stage alone is slower are not simulated.
+  double fastestFit = std::numeric_limits<double>::infinity();
+  // One candidate: from its choice's layer terms, or compiled whole.
+  auto compileWhole = [&](const Candidate &c) {
+    auto start = std::chrono::steady_clock::now();
+    Evaluation e =
+        evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
+    result.compileSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    return e;
+  };
+  auto evaluate = [&](const Candidate &c) {
+    if (!shape)
+      return compileWhole(c);
+    Evaluation e{c, Evaluation::Status::Rejected, {}, {}, false};
+    if (c.pp > 1 && shape->batch > 0 && shape->batch % c.microbatches != 0) {
+      e.reason = "pipeline: " + std::to_string(c.microbatches) +
+                 " microbatches split the batch (dimension 0 of every "
+                 "input), whose " +
+                 std::to_string(shape->batch) + " rows do not divide into " +
+                 std::to_string(c.microbatches);
+      return e;
+    }
+    const LayerProbes::Entry &entry = probes.terms(c);
+    if (!entry.terms) {
+      e.reason = entry.error;
+      return e;
+    }
+    e.status = Evaluation::Status::Predicted;
+    e.prediction =
+        composePrediction(*entry.terms, *shape, c, LayerProbes::probeOf(c).dp,
+                          machine, options.memoryBudget, fastestFit);
+    if (e.prediction.timed && fits(e.prediction))
+      fastestFit = std::min(fastestFit, e.prediction.stepUs);
+    return e;
+  };
+
   std::map<std::string, size_t> byDescription;
   int64_t smallestBound = std::numeric_limits<int64_t>::max();
   const Candidate *smallestBounded = nullptr;
@@ -160,9 +297,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
       twin.recompute = false;
       auto it = byDescription.find(twin.mesh() + " " + twin.describe());
       if (it != byDescription.end() &&
-          (!options.memoryBudget ||
-           result.evaluations[it->second].prediction.peakBytes <=
-               *options.memoryBudget)) {
+          fits(result.evaluations[it->second].prediction)) {
         Evaluation e{c, Evaluation::Status::Dominated, {}, {}, false};
         e.reason = "the same plan without recompute fits";
         result.evaluations.push_back(std::move(e));
@@ -170,24 +305,88 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         continue;
       }
     }
-    Evaluation e =
-        evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
-    if (e.status == Evaluation::Status::Rejected) {
+    Evaluation e = evaluate(c);
+    if (e.status == Evaluation::Status::Rejected)
       ++result.rejected;
-    } else {
-      ++result.compiled;
+    else
       byDescription[c.mesh() + " " + c.describe()] = result.evaluations.size();
-    }
     result.evaluations.push_back(std::move(e));
   }
+
+  // The fastest predictions that fit are compiled whole: the winner is the
+  // fastest of those the compiler confirms fit. One that does not fit after
+  // all brings back its recompute twin, if that was skipped for it.
+  if (shape) {
+    std::vector<size_t> pending;
+    auto byStep = [&](size_t a, size_t b) {
+      return result.evaluations[a].prediction.stepUs >
+             result.evaluations[b].prediction.stepUs;
+    };
+    for (auto [i, e] : llvm::enumerate(result.evaluations))
+      if (e.status == Evaluation::Status::Predicted && e.prediction.timed &&
+          fits(e.prediction))
+        pending.push_back(i);
+    std::make_heap(pending.begin(), pending.end(), byStep);
+    int64_t confirmed = 0;
+    while (confirmed < kConfirmed && !pending.empty()) {
+      std::pop_heap(pending.begin(), pending.end(), byStep);
+      size_t i = pending.back();
+      pending.pop_back();
+      Prediction composed = result.evaluations[i].prediction;
+      Candidate c = result.evaluations[i].candidate;
+      result.evaluations[i] = compileWhole(c);
+      Evaluation &e = result.evaluations[i];
+      e.composed = composed;
+      if (e.status == Evaluation::Status::Rejected) {
+        ++result.rejected;
+        continue;
+      }
+      if (fits(e.prediction)) {
+        ++confirmed;
+        continue;
+      }
+      if (c.recompute)
+        continue;
+      c.recompute = true;
+      for (auto [j, twin] : llvm::enumerate(result.evaluations)) {
+        if (twin.status != Evaluation::Status::Dominated ||
+            twin.candidate.mesh() + " " + twin.candidate.describe() !=
+                c.mesh() + " " + c.describe())
+          continue;
+        --result.dominated;
+        twin = evaluate(c);
+        if (twin.status == Evaluation::Status::Rejected) {
+          ++result.rejected;
+          break;
+        }
+        byDescription[c.mesh() + " " + c.describe()] = j;
+        if (twin.status == Evaluation::Status::Compiled)
+          continue;
+        if (twin.prediction.timed && fits(twin.prediction)) {
+          pending.push_back(j);
+          std::push_heap(pending.begin(), pending.end(), byStep);
+        }
+        break;
+      }
+    }
+  }
+  for (const Evaluation &e : result.evaluations) {
+    result.compiled += e.status == Evaluation::Status::Compiled;
+    result.predicted += e.status == Evaluation::Status::Predicted;
+    if (e.status == Evaluation::Status::Predicted && !e.prediction.timed)
+      ++(fits(e.prediction) ? result.bounded : result.overBudget);
+  }
+  result.probes = probes.compiles;
+  result.probeSeconds = probes.seconds;
+
   // Recomputation's cost: the compute beyond the same plan's without it.
   for (Evaluation &e : result.evaluations) {
-    if (e.status != Evaluation::Status::Compiled || !e.candidate.recompute)
+    if (!predicted(e) || !e.candidate.recompute || !e.prediction.timed)
       continue;
     Candidate twin = e.candidate;
     twin.recompute = false;
     auto it = byDescription.find(twin.mesh() + " " + twin.describe());
-    if (it == byDescription.end())
+    if (it == byDescription.end() || !predicted(result.evaluations[it->second]))
       continue;
     Prediction &p = e.prediction;
     p.recomputeUs = std::max(
@@ -198,15 +397,18 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   for (auto [i, e] : llvm::enumerate(result.evaluations)) {
     if (e.status == Evaluation::Status::Rejected && !firstRejected)
       firstRejected = &e;
-    if (e.status != Evaluation::Status::Compiled)
+    if (!predicted(e))
       continue;
     const Prediction &p = e.prediction;
-    e.fits = !options.memoryBudget || p.peakBytes <= *options.memoryBudget;
+    e.fits = fits(p);
     if (!smallest || p.peakBytes < smallest->prediction.peakBytes)
       smallest = &e;
     if (!e.fits)
       continue;
     ++result.fit;
+    // Only a whole compile's prediction wins.
+    if (e.status != Evaluation::Status::Compiled)
+      continue;
     if (result.winner < 0 ||
         p.stepUs < result.evaluations[result.winner].prediction.stepUs)
       result.winner = i;

@@ -201,9 +201,12 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       report.training = true;
     if (!gradient && !state)
       return;
+    // With a pipeline, a rank keeps the states and gradients of its stage's
+    // parameters only (those its stage's ops read), as it does parameters.
     for (int64_t r = 0; r < report.ranks; ++r)
-      (gradient ? report.gradientBytesPerRank
-                : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
+      if (!stores || stores(op, r))
+        (gradient ? report.gradientBytesPerRank
+                  : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
   });
 
   // Mixed precision: the narrowing casts of parameters.
@@ -270,9 +273,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         op->getNumOperands()
             ? dtypeName(getElementTypeOrSelf(op->getOperand(0).getType()))
             : "";
-    auto key = std::make_tuple(kind, joined + phase + "/" + dtype,
-                               static_cast<int64_t>(sent),
-                               normalizeReason(reason));
+    auto key =
+        std::make_tuple(kind, joined + phase + "/" + dtype,
+                        static_cast<int64_t>(sent), normalizeReason(reason));
     auto it = index.find(key);
     if (it == index.end()) {
       CollectiveEntry e;
@@ -475,12 +478,13 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
   }
   // Every estimate below assumes this machine.
   const MachineEntry &m = r.machine;
-  os << "\nmachine profile: " << m.profile
-     << (m.builtin ? " (built-in)" : "") << ", " << m.device << "\n";
+  os << "\nmachine profile: " << m.profile << (m.builtin ? " (built-in)" : "")
+     << ", " << m.device << "\n";
   for (const AxisLinkEntry &l : m.axes)
     os << llvm::format("  axis %s: link %s%s, %.3g us + bytes / %.4g GB/s\n",
                        l.axis.c_str(), l.link.c_str(),
-                       l.backend.empty() ? "" : (" (" + l.backend + ")").c_str(),
+                       l.backend.empty() ? ""
+                                         : (" (" + l.backend + ")").c_str(),
                        l.alphaUs, l.betaGBps);
   os << "\ncollectives (rank 0; bytes = sent per rank, ring algorithms):\n";
   if (r.collectives.empty())
@@ -491,8 +495,7 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
       axes += (axes.empty() ? "" : ",") + a;
     os << llvm::format("  %-18s %-8s x%-4lld %12s/each %-4s %8.1f us/each",
                        e.kind.c_str(), axes.c_str(), (long long)e.count,
-                       humanBytes(e.bytes).c_str(), e.dtype.c_str(),
-                       e.timeUs);
+                       humanBytes(e.bytes).c_str(), e.dtype.c_str(), e.timeUs);
     if (!e.phase.empty())
       os << "  " << e.phase;
     os << "\n";

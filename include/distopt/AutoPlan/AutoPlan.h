@@ -3,12 +3,13 @@
 //
 // `--plan auto`: enumerate plans (mesh factorisations into dp x tp x pp,
 // the ZeRO level of dp, sequence parallelism with tp, pipeline schedules and
-// microbatches, recomputation of the repeated layers), compile each with the
-// compiler itself and read its report (the one cost model, the liveness
-// memory), and keep the fastest predicted step whose predicted per-rank peak
-// memory fits the budget. A lower bound on each candidate's model states
-// rules out, before compiling, those that cannot fit. See
-// docs/auto-plan.md.
+// microbatches, recomputation of the repeated layers), predict each from the
+// compiler's own terms of one repeated layer (the model cut to a few layers,
+// compiled once per tp/sp/ZeRO/recompute choice: the one cost model, the
+// liveness memory), compile the fastest that fit whole to confirm, and keep
+// the fastest confirmed step whose predicted per-rank peak memory fits the
+// budget. A lower bound on each candidate's model states rules out, before
+// predicting, those that cannot fit. See docs/auto-plan.md.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_AUTOPLAN_AUTOPLAN_H
@@ -21,9 +22,14 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace distopt {
+struct Report;
+} // namespace distopt
 
 namespace distopt::autoplan {
 
@@ -88,6 +94,9 @@ struct Prediction {
   int64_t gradientBytes = 0;       // busiest rank (live during backward)
   int64_t activationBytes = 0;     // peak live, gradients excluded
   int64_t peakBytes = 0;           // parameters + states + live peak
+  /// False when the composition stopped after the memory (over the budget)
+  /// or at a lower bound on the step (stepUs) above the fastest so far.
+  bool timed = true;
   /// The largest of the four memory terms, in words.
   std::string dominantTerm() const;
 };
@@ -95,12 +104,22 @@ struct Prediction {
 /// What the search knows of one candidate.
 struct Evaluation {
   Candidate candidate;
-  enum class Status { Compiled, Rejected, Screened, Dominated } status;
+  /// Compiled: predicted by a compile of the whole step; Predicted: from
+  /// its choice's layer terms (composePrediction).
+  enum class Status {
+    Compiled,
+    Predicted,
+    Rejected,
+    Screened,
+    Dominated
+  } status;
   Prediction prediction;
   /// Rejected: the compiler's first error; Screened: the bound; Dominated:
   /// what makes it no better than one already compiled.
   std::string reason;
   bool fits = false;
+  /// Compiled to confirm: what the layer terms had predicted.
+  std::optional<Prediction> composed;
 };
 
 /// Bytes the search bounds memory with, measured once on the unsharded step.
@@ -114,9 +133,87 @@ struct ModelStateBytes {
 int64_t modelStateLowerBound(const ModelStateBytes &bytes,
                              const Candidate &candidate);
 
-/// Compiles `candidate` on a copy of `imported` (the model `model` as
-/// Compilation::importModel reads it; diagnostics captured, not printed) and
-/// predicts.
+/// A collective rank 0 runs, as the report groups it: how many run (per
+/// layer, or in the rest of the step).
+struct CollectiveTerm {
+  std::string kind;
+  std::vector<std::string> axes;
+  std::string phase;
+  int64_t tensorBytes = 0; // what a member holds
+  double count = 0;
+};
+
+/// What one compiled step costs rank 0 and what it holds: compute by phase
+/// (the loss counted with forward), the collectives, the memory terms.
+struct StepTerms {
+  double forwardUs = 0, backwardUs = 0, optimizerUs = 0;
+  double parameterBytes = 0, optimizerStateBytes = 0, gradientBytes = 0;
+  double liveBytes = 0; // the liveness peak, gradients included
+  std::vector<CollectiveTerm> collectives;
+};
+
+/// The step of one (tp, sp, ZeRO level, recompute) choice split into one
+/// repeated layer's terms and the rest's (embedding, head, loss), from
+/// compiles of the model cut to its first k layers and to its first k + 1.
+struct LayerTerms {
+  StepTerms layer, rest;
+};
+
+/// What the composition needs to know of the model, read once.
+struct ModelShape {
+  std::string layerBase; // "h" for the layers h.0, h.1, ...
+  int64_t layers = 0;
+  int64_t batch = 0;        // rows of dimension 0 of the inputs (0: unknown)
+  double boundaryBytes = 0; // the activation one layer hands the next
+  /// Shares of the rest that sit before the first layer (the first
+  /// pipeline stage's; the others are the last stage's): of its forward
+  /// flops and of its parameters.
+  double restComputeBefore = 0, restParametersBefore = 0;
+};
+
+/// The shape of `imported`'s layers `base.*` (`layers` of them); failure
+/// (nothing emitted) when the layers are not one chain that hands one
+/// activation from each layer to the next.
+mlir::FailureOr<ModelShape> readModelShape(mlir::ModuleOp imported,
+                                           llvm::StringRef layerBase,
+                                           int64_t layers);
+
+/// A copy of `imported` with only its first `keep` layers: the rest of the
+/// chain reads what the last kept layer hands on.
+mlir::OwningOpRef<mlir::ModuleOp>
+keepFirstLayers(mlir::ModuleOp imported, const ModelShape &shape, int64_t keep);
+
+/// The terms of a report (rank 0; a step without a pipeline).
+StepTerms stepTerms(const Report &report);
+
+/// One layer is what the step of `kept` + 1 layers adds to that of `kept`;
+/// the rest is the latter less `kept` layers.
+LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
+                          int64_t keptLayers);
+
+/// Predicts `candidate` from the terms of its (tp, sp, ZeRO, recompute)
+/// choice compiled on dp = `probeDp` (1, or 2 when the candidate has dp):
+/// compute and activations scale with the rows a rank runs, collectives are
+/// timed by the cost model on the candidate's mesh, a pipeline's stages are
+/// simulated with its schedule. The memory comes first: a pipeline over
+/// `budget`, or whose busiest stage's work alone exceeds `fastestUs`, is not
+/// simulated (`timed` false).
+Prediction
+composePrediction(const LayerTerms &terms, const ModelShape &shape,
+                  const Candidate &candidate, int64_t probeDp,
+                  std::shared_ptr<const cost::MachineProfile> machine,
+                  std::optional<int64_t> budget, double fastestUs);
+
+/// Compiles `options` on a copy of `imported` (the model `model` as
+/// Compilation::importModel reads it) and builds its report; diagnostics are
+/// captured, not printed: on failure `error` holds the compiler's first.
+mlir::FailureOr<Report> compileForReport(mlir::MLIRContext &ctx,
+                                         mlir::ModuleOp imported,
+                                         llvm::StringRef model,
+                                         const CompileOptions &options,
+                                         std::string &error);
+
+/// Compiles `candidate` on a copy of `imported` and predicts.
 Evaluation evaluateCandidate(mlir::MLIRContext &ctx, mlir::ModuleOp imported,
                              llvm::StringRef model, const CompileOptions &base,
                              const Candidate &candidate,
@@ -131,10 +228,19 @@ struct SearchOptions {
 struct SearchResult {
   std::vector<Evaluation> evaluations;
   int64_t winner = -1; // index into evaluations
-  int64_t compiled = 0, rejected = 0, screened = 0, dominated = 0, fit = 0;
+  /// compiled: whole steps compiled (the fallback, and the final
+  /// confirmations); predicted: from layer terms; probes: compiles of the
+  /// model cut to one or two layers.
+  int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0, screened = 0,
+          dominated = 0, fit = 0;
+  /// Predicted pipelines not simulated: over the budget, or bounded above
+  /// the fastest.
+  int64_t overBudget = 0, bounded = 0;
   std::optional<int64_t> memoryBudget;
   std::string layerGlob;
   double seconds = 0;
+  /// Of those: compiling the probes, and compiling whole steps.
+  double probeSeconds = 0, compileSeconds = 0;
   /// The winner's compile options.
   CompileOptions options;
 };

@@ -81,21 +81,43 @@ LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
     for (int64_t d = 0; d < global.getRank(); ++d)
       offsets.push_back(*ctx.pieceOffset(getLoc(), global, sharding, d));
     ArrayRef<int64_t> gShape = global.getShape(), lShape = local.getShape();
+    int64_t n = local.getNumElements();
+    // The flat global index of each local element, in order.
+    auto forEachPicked = [&](auto pick) {
+      SmallVector<int64_t> idx(local.getRank(), 0);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t flat = 0;
+        for (int64_t d = 0; d < local.getRank(); ++d)
+          flat = flat * gShape[d] + offsets[d] + idx[d];
+        pick(flat);
+        for (int64_t d = local.getRank() - 1; d >= 0; --d) {
+          if (++idx[d] < lShape[d])
+            break;
+          idx[d] = 0;
+        }
+      }
+    };
+    Type element = global.getElementType();
+    if (!dense.isSplat() && element.isIntOrFloat() &&
+        element.getIntOrFloatBitWidth() % 8 == 0) {
+      // Whole bytes per element: copy the raw bytes (an Attribute per
+      // element is slow for masks and tables of a million elements).
+      int64_t width = element.getIntOrFloatBitWidth() / 8;
+      ArrayRef<char> raw = dense.getRawData();
+      std::vector<char> picked;
+      picked.reserve(n * width);
+      forEachPicked([&](int64_t flat) {
+        picked.insert(picked.end(), raw.begin() + flat * width,
+                      raw.begin() + (flat + 1) * width);
+      });
+      localResults.push_back(ConstantOp::create(
+          ctx.builder, getLoc(), local,
+          DenseElementsAttr::getFromRawBuffer(local, picked)));
+      return success();
+    }
     SmallVector<Attribute> values(dense.getValues<Attribute>());
     SmallVector<Attribute> picked;
-    int64_t n = local.getNumElements();
-    SmallVector<int64_t> idx(local.getRank(), 0);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t flat = 0;
-      for (int64_t d = 0; d < local.getRank(); ++d)
-        flat = flat * gShape[d] + offsets[d] + idx[d];
-      picked.push_back(values[flat]);
-      for (int64_t d = local.getRank() - 1; d >= 0; --d) {
-        if (++idx[d] < lShape[d])
-          break;
-        idx[d] = 0;
-      }
-    }
+    forEachPicked([&](int64_t flat) { picked.push_back(values[flat]); });
     localResults.push_back(ConstantOp::create(
         ctx.builder, getLoc(), local, DenseElementsAttr::get(local, picked)));
     return success();
@@ -695,8 +717,8 @@ static TensorFactors elementsIndexFactors(OpShardingRule &rule, Value data,
       continue;
     }
     dataFactors.push_back({rule.addFactor(ds[d], FactorKind::Whole)});
-    ti.push_back({rule.addFactor(
-        is[d], d == axis ? indexAxisKind : FactorKind::Whole)});
+    ti.push_back(
+        {rule.addFactor(is[d], d == axis ? indexAxisKind : FactorKind::Whole)});
   }
   return ti;
 }

@@ -1,0 +1,273 @@
+//===- Compose.cpp - a candidate from its choice's layer terms --*- C++ -*-===//
+//
+// A candidate's step is `layers` times one layer plus the rest
+// (LayerTerms.cpp), adjusted for what the compiled probe did not have:
+//  - dp: a rank runs probeDp / dp of the probe's rows, so its forward and
+//    backward compute, its activations and its collectives over tp scale by
+//    that share; what ZeRO splits over dp (states from level 1, gradients
+//    from 2, parameters at 3) too; collectives over dp keep their size and
+//    are timed by the cost model for the candidate's group;
+//  - pp: each stage holds its layers (the rest's head on the last stage, its
+//    embedding on the first); one microbatch's forward and backward per
+//    stage, with the sends between stages, are simulated with the
+//    candidate's schedule; a stage's activations are its in-flight
+//    microbatches' (the schedule's own order).
+// The step time is formed as the report forms it (Evaluate.cpp), so the
+// final full compile confirms it.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
+
+#include "distopt/CostModel/CostModel.h"
+#include "distopt/PipelineStages/Schedule.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::autoplan;
+
+namespace {
+/// The candidate's mesh and what its ranks run of the probe.
+struct Composer {
+  const LayerTerms &terms;
+  const ModelShape &shape;
+  const Candidate &c;
+  cost::MeshCost links;
+  std::vector<std::string> axisNames;
+  double rows;       // share of the probe's rows a rank runs
+  double stateShare; // of the probe's optimizer states (and their update)
+  double gradientShare, parameterShare;
+
+  Composer(const LayerTerms &terms, const ModelShape &shape, const Candidate &c,
+           int64_t probeDp, std::shared_ptr<const cost::MachineProfile> machine,
+           std::vector<std::string> names, std::vector<int64_t> sizes)
+      : terms(terms), shape(shape), c(c), links(machine, names, sizes),
+        axisNames(std::move(names)) {
+    rows = static_cast<double>(probeDp) / c.dp;
+    stateShare = c.zero >= 1 ? rows : 1;
+    gradientShare = c.zero >= 2 ? rows : 1;
+    parameterShare = c.zero >= 3 ? rows : 1;
+  }
+
+  /// One run of `t` on one of `microbatches` slices of a rank's rows.
+  double collectiveUs(const CollectiveTerm &t, double microbatches) const {
+    std::optional<cost::Collective> kind = cost::collectiveNamed(t.kind);
+    if (!kind)
+      return 0;
+    llvm::SmallVector<int64_t> axes;
+    bool overDp = false;
+    for (const std::string &a : t.axes) {
+      overDp |= a == "dp";
+      auto it = llvm::find(axisNames, a);
+      if (it != axisNames.end())
+        axes.push_back(it - axisNames.begin());
+    }
+    if (axes.empty())
+      return 0;
+    // Over dp: parameters and gradients, whole; otherwise activations.
+    double held = t.tensorBytes;
+    if (!overDp && t.phase != "optimizer")
+      held *= rows / microbatches;
+    return links.collectiveUs(*kind, held, axes);
+  }
+
+  /// Collectives of `phase` for `layers` layers and `restShare` of the
+  /// rest, each run once per slice of `microbatches`.
+  double collectivesUs(StringRef phase, double layers, double restShare,
+                       double microbatches) const {
+    double us = 0;
+    for (size_t i = 0; i < terms.layer.collectives.size(); ++i) {
+      const CollectiveTerm &l = terms.layer.collectives[i];
+      if (l.phase != phase)
+        continue;
+      double count = std::max(
+          0.0, layers * l.count + restShare * terms.rest.collectives[i].count);
+      us += count * collectiveUs(l, microbatches);
+    }
+    return us;
+  }
+
+  /// `layers` layers and `share` of the rest of one term.
+  static double span(double layer, double rest, double layers, double share) {
+    return std::max(0.0, layers * layer + share * rest);
+  }
+
+  /// Memory of a rank holding `layers` layers and `share` of the rest's
+  /// states, whose live activations are those of `inFlight` slices of
+  /// `microbatches` (each of `layers` layers and `activationShare` of the
+  /// rest's).
+  Prediction memory(double layers, double share, double activationShare,
+                    double inFlight, double microbatches) const {
+    const StepTerms &l = terms.layer, &r = terms.rest;
+    Prediction p;
+    p.parameterBytes = span(l.parameterBytes, r.parameterBytes, layers, share) *
+                       parameterShare;
+    p.optimizerStateBytes =
+        span(l.optimizerStateBytes, r.optimizerStateBytes, layers, share) *
+        stateShare;
+    p.gradientBytes =
+        span(l.gradientBytes, r.gradientBytes, layers, share) * gradientShare;
+    double perSlice =
+        span(l.liveBytes - l.gradientBytes, r.liveBytes - r.gradientBytes,
+             layers, activationShare) *
+        rows / microbatches;
+    p.activationBytes = inFlight * perSlice;
+    p.peakBytes = p.parameterBytes + p.optimizerStateBytes + p.gradientBytes +
+                  p.activationBytes;
+    return p;
+  }
+
+  Prediction withoutPipeline() const {
+    const StepTerms &l = terms.layer, &r = terms.rest;
+    double n = shape.layers;
+    Prediction p = memory(n, 1, 1, 1, 1);
+    p.computeUs = (span(l.forwardUs, r.forwardUs, n, 1) +
+                   span(l.backwardUs, r.backwardUs, n, 1)) *
+                      rows +
+                  span(l.optimizerUs, r.optimizerUs, n, 1) * stateShare;
+    for (const char *phase : {"forward", "backward", "optimizer"})
+      p.communicationUs += collectivesUs(phase, n, 1, 1);
+    p.stepUs = p.computeUs + p.communicationUs;
+    return p;
+  }
+
+  Prediction withPipeline(std::optional<int64_t> budget,
+                          double fastestUs) const {
+    const StepTerms &l = terms.layer, &r = terms.rest;
+    int64_t stages = c.pp, v = c.virtualStages, virtualStages = stages * v;
+    double m = c.microbatches;
+    // Layers per virtual stage, the first ones taking what does not divide.
+    std::vector<double> layers(virtualStages);
+    for (int64_t vs = 0; vs < virtualStages; ++vs)
+      layers[vs] = shape.layers / virtualStages +
+                   (vs < shape.layers % virtualStages ? 1 : 0);
+    auto computeShare = [&](int64_t vs) {
+      return (vs == 0 ? shape.restComputeBefore : 0) +
+             (vs == virtualStages - 1 ? 1 - shape.restComputeBefore : 0);
+    };
+    auto stateShareOf = [&](int64_t vs) {
+      return (vs == 0 ? shape.restParametersBefore : 0) +
+             (vs == virtualStages - 1 ? 1 - shape.restParametersBefore : 0);
+    };
+    int64_t ppAxis = llvm::find(axisNames, "pp") - axisNames.begin();
+    double transferUs = links.collectiveUs(
+        cost::Collective::Send, shape.boundaryBytes * rows / m, {ppAxis});
+    bool weights = c.schedule == "zb-h1";
+    std::vector<double> fwd, bwd, wgt;
+    for (int64_t vs = 0; vs < virtualStages; ++vs) {
+      double share = computeShare(vs);
+      double sends = (vs > 0 ? 1 : 0) + (vs < virtualStages - 1 ? 1 : 0);
+      fwd.push_back(
+          span(l.forwardUs, r.forwardUs, layers[vs], share) * rows / m +
+          collectivesUs("forward", layers[vs], share, m) + sends * transferUs);
+      double b =
+          span(l.backwardUs, r.backwardUs, layers[vs], share) * rows / m +
+          collectivesUs("backward", layers[vs], share, m) + sends * transferUs;
+      // Zero-bubble weight passes take half a backward, as in the report.
+      bwd.push_back(weights ? b / 2 : b);
+      wgt.push_back(weights ? b / 2 : 0);
+    }
+    std::vector<std::vector<ScheduleAction>> schedule = buildSchedule(
+        c.schedule, stages, c.microbatches, /*withBackward=*/true, v);
+
+    // Memory per stage: its chunks' states and its in-flight activations
+    // in the schedule's order; the fullest stage counts.
+    Prediction p;
+    for (int64_t s = 0; s < stages; ++s) {
+      double held = 0, share = 0;
+      std::vector<double> slice(v);
+      for (int64_t chunk = 0; chunk < v; ++chunk) {
+        int64_t vs = chunk * stages + s;
+        held += layers[vs];
+        share += stateShareOf(vs);
+        slice[chunk] =
+            memory(layers[vs], 0, computeShare(vs), 1, m).activationBytes;
+      }
+      double live = 0, peakLive = 0;
+      for (const ScheduleAction &a : schedule[s]) {
+        if (a.pass == Pass::Forward)
+          live += slice[a.chunk];
+        else if (a.pass == Pass::Backward)
+          live -= slice[a.chunk];
+        peakLive = std::max(peakLive, live);
+      }
+      Prediction stage = memory(held, share, 0, 0, m);
+      stage.activationBytes = peakLive;
+      stage.peakBytes += peakLive;
+      if (s == 0 || stage.peakBytes > p.peakBytes)
+        p = stage;
+    }
+
+    // Rank 0 (stage 0): its optimizer, its collectives, as the report.
+    double layers0 = 0, share0 = 0, compute0 = 0;
+    for (int64_t chunk = 0; chunk < v; ++chunk) {
+      int64_t vs = chunk * stages;
+      layers0 += layers[vs];
+      share0 += stateShareOf(vs);
+      compute0 += computeShare(vs);
+    }
+    double optimizerUs =
+        span(l.optimizerUs, r.optimizerUs, layers0, share0) * stateShare;
+    double sends0 = 0;
+    for (int64_t chunk = 0; chunk < v; ++chunk) {
+      int64_t vs = chunk * stages;
+      sends0 += (vs > 0 ? 1 : 0) + (vs < virtualStages - 1 ? 1 : 0);
+    }
+    p.communicationUs = m * (collectivesUs("forward", layers0, compute0, m) +
+                             collectivesUs("backward", layers0, compute0, m) +
+                             2 * sends0 * transferUs) +
+                        collectivesUs("optimizer", layers0, share0, 1);
+    if (budget && p.peakBytes > *budget) {
+      p.timed = false;
+      return p;
+    }
+    // A stage runs its actions one at a time: the busiest stage's work is a
+    // lower bound on the makespan.
+    double busiest = 0;
+    for (int64_t s = 0; s < stages; ++s) {
+      double work = 0;
+      for (const ScheduleAction &a : schedule[s]) {
+        int64_t vs = a.chunk * stages + s;
+        work += a.pass == Pass::Forward    ? fwd[vs]
+                : a.pass == Pass::Backward ? bwd[vs]
+                                           : wgt[vs];
+      }
+      busiest = std::max(busiest, work);
+    }
+    if (busiest + optimizerUs + p.communicationUs > fastestUs) {
+      p.stepUs = busiest + optimizerUs + p.communicationUs;
+      p.timed = false;
+      return p;
+    }
+    ScheduleTimeline timeline = simulateSchedule(schedule, fwd, bwd, 0.0, wgt);
+    p.bubbleUs = timeline.makespan * timeline.bubbleFraction;
+    p.computeUs = timeline.makespan - p.bubbleUs + optimizerUs;
+    p.stepUs = timeline.makespan + optimizerUs + p.communicationUs;
+    return p;
+  }
+};
+} // namespace
+
+Prediction distopt::autoplan::composePrediction(
+    const LayerTerms &terms, const ModelShape &shape,
+    const Candidate &candidate, int64_t probeDp,
+    std::shared_ptr<const cost::MachineProfile> machine,
+    std::optional<int64_t> budget, double fastestUs) {
+  std::vector<std::string> names;
+  std::vector<int64_t> sizes;
+  for (auto [name, size] :
+       {std::pair<const char *, int64_t>{"pp", candidate.pp},
+        {"dp", candidate.dp},
+        {"tp", candidate.tp}})
+    if (size > 1) {
+      names.push_back(name);
+      sizes.push_back(size);
+    }
+  Composer composer(terms, shape, candidate, probeDp, std::move(machine),
+                    std::move(names), std::move(sizes));
+  return candidate.pp > 1 ? composer.withPipeline(budget, fastestUs)
+                          : composer.withoutPipeline();
+}
