@@ -1,4 +1,4 @@
-//===- ContextParallel.cpp - split activations along the sequence -*- C++ -*-===//
+//===- ContextParallel.cpp - split along the sequence --------*- C++ -*-===//
 //
 // Context parallelism splits every activation along the sequence over one
 // mesh axis. The model inputs are split along dimension 1 (tokens and
@@ -26,6 +26,8 @@
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace distopt;
@@ -278,7 +280,8 @@ LogicalResult distopt::plan::applyContextParallel(
   if (!func)
     return failure();
   Location loc(spec.loc);
-  dist::MeshOp mesh = requireMesh(module, loc, "context parallelism", spec.axis);
+  dist::MeshOp mesh =
+      requireMesh(module, loc, "context parallelism", spec.axis);
   if (!mesh)
     return failure();
   int64_t axis = requireAxis(mesh, loc, spec.axis, "context parallelism");

@@ -283,8 +283,8 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
 LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
   auto map = r.mapping(root, "a plan file must be a mapping of sections "
                              "(presets, tensor_parallel, sequence_parallel, "
-                             "data_parallel, context_parallel, placements, pipeline, mesh, "
-                             "recompute, strict)");
+                             "data_parallel, context_parallel, placements, "
+                             "pipeline, mesh, recompute, strict)");
   if (failed(map))
     return failure();
   return r.forEachKey(
@@ -342,8 +342,8 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
         return r.error(keyNode)
                << "unknown section '" << key
                << "'; expected presets, tensor_parallel, sequence_parallel, "
-                  "data_parallel, context_parallel, placements, pipeline, mesh, recompute or "
-                  "strict";
+                  "data_parallel, context_parallel, placements, pipeline, "
+                  "mesh, recompute or strict";
       });
 }
 
