@@ -245,6 +245,69 @@ class LlamaLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
+class LlamaCPAttention(nn.Module):
+    """Multi-head causal attention with rotary positions (plain projections,
+    as many kv heads as query heads)."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads, self.hd = heads, d // heads
+        self.q_proj = nn.Linear(d, d, bias=False)
+        self.k_proj = nn.Linear(d, d, bias=False)
+        self.v_proj = nn.Linear(d, d, bias=False)
+        self.o_proj = nn.Linear(d, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, _ = x.size()
+        hd = self.hd
+        q = self.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
+        k = self.k_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
+        v = self.v_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+        p = torch.arange(T, device=x.device)
+        causal = p.unsqueeze(1) >= p.unsqueeze(0)
+        att = att.masked_fill(~causal, float("-inf"))
+        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
+            B, T, self.heads * hd)
+        return self.o_proj(y)
+
+
+class LlamaCPLayer(nn.Module):
+    def __init__(self, d, heads, hidden):
+        super().__init__()
+        self.input_layernorm = RMSNorm(d)
+        self.self_attn = LlamaCPAttention(d, heads)
+        self.post_attention_layernorm = RMSNorm(d)
+        self.mlp = LlamaMLP(d, hidden)
+
+    def forward(self, x, cos, sin):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class LlamaLongContext(nn.Module):
+    """A small Llama on long sequences, every parameter trained (the
+    context-parallel case)."""
+
+    def __init__(self, vocab=64, d=32, heads=4, layers=2, hidden=64, max_pos=256):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(vocab, d)
+        self.rotary_emb = RotaryEmbedding(d // heads, max_pos)
+        self.layers = nn.ModuleList(
+            [LlamaCPLayer(d, heads, hidden) for _ in range(layers)])
+        self.norm = RMSNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, input_ids):
+        cos, sin = self.rotary_emb(input_ids.size(1))
+        x = self.embed_tokens(input_ids)
+        for layer in self.layers:
+            x = layer(x, cos, sin)
+        return self.lm_head(self.norm(x))
+
+
 class LlamaLoRA(nn.Module):
     def __init__(self, vocab=96, d=32, heads=4, kv_heads=2, layers=2, hidden=88,
                  max_pos=32, r=4, alpha=8):
@@ -713,6 +776,32 @@ causal mask from `arange` comparisons, `o_proj` → residual →
 `lm_head` [96, 32]. Only the 8 LoRA matrices train; every other
 initializer (weights, norms, embeddings, rotary buffers) is frozen, by the
 explicit globs in `frozen`. No ignored labels.""",
+    ),
+    dict(
+        name="llama_long_context",
+        what="Llama-style decoder on 256-token sequences (RMSNorm, SwiGLU, "
+             "rotary buffers, causal mask from arange), every weight trains: "
+             "the context-parallel case",
+        seed=17,
+        ctor=LlamaLongContext,
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(64, 2, 256, 3, 217, ignore=False),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*norm.weight"], frozen=["rotary_emb.*"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+`embed_tokens` [64, 32]; `rotary_emb.cos_cached` / `sin_cached` [256, 8]
+buffers (θ = 10000, rotate-half form), sliced to the sequence (all 256
+rows) and read by every layer; `layers.{0,1}`: RMSNorm → `self_attn`
+(`q_proj`, `k_proj`, `v_proj`, `o_proj` [32, 32], 4 heads of 8, no
+bias), rotary on q and k, causal mask from `arange` comparisons
+(`masked_fill(-inf)`), softmax → `o_proj` → residual → RMSNorm →
+`mlp.down_proj(silu(gate_proj(x)) * up_proj(x))` (hidden 64) → residual;
+`norm`; untied `lm_head` [64, 32]. Batches of 2 x 256 tokens, no ignored
+labels. Every weight trains; the rotary buffers are frozen. Trained with
+context parallelism (`--plan cp`) in `test/lit/train/context-parallel.test`.""",
     ),
     dict(
         name="bert_classifier",

@@ -21,7 +21,7 @@ using namespace distopt::plan;
 
 ArrayRef<StringRef> distopt::presetNames() {
   static const StringRef names[] = {"replicate", "dp", "zero1", "zero2",
-                                    "fsdp",      "tp", "sp"};
+                                    "fsdp",      "tp", "sp",    "cp"};
   return names;
 }
 
@@ -522,6 +522,11 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
     return applyAutoTensorParallel(module, loc, "tp", findings.notes);
   if (preset == "sp")
     return applySequenceParallel(loc, "tp");
+  if (preset == "cp") {
+    ContextParallelSpec cp;
+    cp.loc = spec.loc;
+    return applyContextParallel(module, cp, findings.notes);
+  }
   return mlir::emitError(loc) << "unknown preset '" << preset << "'";
 }
 
@@ -535,6 +540,10 @@ LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
   if (spec.sequenceParallel && failed(applySequenceParallel(loc, spec.tpAxis)))
     return failure();
   if (spec.dpAxis && failed(applyDataParallel(loc, *spec.dpAxis, spec.dpLevel)))
+    return failure();
+  if (spec.contextParallel &&
+      failed(applyContextParallel(module, *spec.contextParallel,
+                                  findings.notes)))
     return failure();
   if (!spec.placements.empty() && failed(applyPlacements(spec)))
     return failure();
@@ -561,8 +570,11 @@ static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
   for (const std::string &preset : spec.presets)
     if ((name == "dp" && (preset == "dp" || preset == "zero1" ||
                           preset == "zero2" || preset == "fsdp")) ||
-        (name == "tp" && (preset == "tp" || preset == "sp")))
+        (name == "tp" && (preset == "tp" || preset == "sp")) ||
+        (name == "cp" && preset == "cp"))
       return true;
+  if (spec.contextParallel && spec.contextParallel->axis == name)
+    return true;
   if ((!spec.styles.empty() || spec.sequenceParallel) && spec.tpAxis == name)
     return true;
   if (spec.dpAxis && *spec.dpAxis == name)
@@ -603,6 +615,8 @@ static void warnUnusedAxes(ModuleOp module, const Plan &plan) {
         name == "dp"   ? "the presets dp, zero1, zero2 and fsdp"
         : name == "tp" ? "the presets tp and sp"
         : name == "pp" ? "a plan file's pipeline section"
+        : name == "cp" ? "the preset cp and a plan file's context_parallel "
+                         "section"
                        : "a plan file's placements";
     mlir::emitWarning(mesh.getLoc())
         << "mesh axis '" << name << "' (size " << mesh.getAxisSizes()[i]

@@ -43,6 +43,7 @@ private:
   }
   LogicalResult parseTensorParallel(yaml::Node *node, PlanSpec &spec);
   LogicalResult parseDataParallel(yaml::Node *node, PlanSpec &spec);
+  LogicalResult parseContextParallel(yaml::Node *node, PlanSpec &spec);
   LogicalResult parsePlacements(yaml::Node *node, PlanSpec &spec);
   LogicalResult parsePipeline(yaml::Node *node, PlanSpec &spec);
 
@@ -126,6 +127,45 @@ LogicalResult PlanParser::parseDataParallel(yaml::Node *node, PlanSpec &spec) {
         spec.dpLevel = *v;
         return success();
       });
+}
+
+LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
+                                               PlanSpec &spec) {
+  auto map = r.mapping(node, "context_parallel must be a mapping with 'axis' "
+                             "and 'attention'");
+  if (failed(map))
+    return failure();
+  ContextParallelSpec cp;
+  cp.loc = r.locOf(node);
+  if (failed(r.forEachKey(
+          *map,
+          [&](StringRef key, yaml::Node *keyNode,
+              yaml::Node *value) -> LogicalResult {
+            if (key != "axis" && key != "attention")
+              return r.error(keyNode)
+                     << "unknown key 'context_parallel." << key
+                     << "'; expected axis or attention";
+            FailureOr<std::string> v =
+                r.scalar(value, ("context_parallel." + key).str());
+            if (failed(v))
+              return failure();
+            if (key == "axis") {
+              cp.axis = *v;
+              return success();
+            }
+            if (!llvm::is_contained(contextParallelAttentions(), *v)) {
+              InFlightDiagnostic d = r.error(value);
+              d << "unknown context_parallel.attention '" << *v
+                << "'; expected ";
+              llvm::interleave(contextParallelAttentions(), d, " or ");
+              return failure();
+            }
+            cp.attention = *v;
+            return success();
+          })))
+    return failure();
+  spec.contextParallel = cp;
+  return success();
 }
 
 LogicalResult PlanParser::parsePlacements(yaml::Node *node, PlanSpec &spec) {
@@ -243,8 +283,8 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
 LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
   auto map = r.mapping(root, "a plan file must be a mapping of sections "
                              "(presets, tensor_parallel, sequence_parallel, "
-                             "data_parallel, placements, pipeline, mesh, "
-                             "recompute, strict)");
+                             "data_parallel, context_parallel, placements, "
+                             "pipeline, mesh, recompute, strict)");
   if (failed(map))
     return failure();
   return r.forEachKey(
@@ -270,6 +310,8 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
         }
         if (key == "data_parallel")
           return parseDataParallel(value, spec);
+        if (key == "context_parallel")
+          return parseContextParallel(value, spec);
         if (key == "placements")
           return parsePlacements(value, spec);
         if (key == "pipeline")
@@ -300,8 +342,8 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
         return r.error(keyNode)
                << "unknown section '" << key
                << "'; expected presets, tensor_parallel, sequence_parallel, "
-                  "data_parallel, placements, pipeline, mesh, recompute or "
-                  "strict";
+                  "data_parallel, context_parallel, placements, pipeline, "
+                  "mesh, recompute or strict";
       });
 }
 

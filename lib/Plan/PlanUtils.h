@@ -3,6 +3,7 @@
 #define DISTOPT_LIB_PLAN_PLANUTILS_H
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
+#include "distopt/Plan/Plan.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/GlobPattern.h"
@@ -81,6 +82,13 @@ mlir::LogicalResult applyAutoTensorParallel(mlir::ModuleOp module,
                                             mlir::Location loc,
                                             llvm::StringRef axisName,
                                             std::vector<std::string> &notes);
+
+/// Context parallelism: splits the inputs along the sequence (dimension 1)
+/// over `spec.axis` and pins each recognised attention to `spec.attention`;
+/// what it cannot follow is a warning that also goes to `notes`.
+mlir::LogicalResult applyContextParallel(mlir::ModuleOp module,
+                                         const ContextParallelSpec &spec,
+                                         std::vector<std::string> &notes);
 
 } // namespace distopt::plan
 

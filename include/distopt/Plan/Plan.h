@@ -58,6 +58,17 @@ struct PipelineSpec {
   mlir::LocationAttr loc;
 };
 
+/// Context parallelism: every activation split along the sequence over
+/// `axis`; `attention` says how attention sees the whole sequence.
+struct ContextParallelSpec {
+  std::string axis = "cp";
+  /// allgather: each rank keeps its query rows, keys and values are
+  /// gathered; ulysses: all-to-all from the sequence split to a head split
+  /// around attention.
+  std::string attention = "allgather";
+  mlir::LocationAttr loc;
+};
+
 /// One `--plan` argument: a plan file, or presets named on the command line.
 struct PlanSpec {
   std::string source; // the plan file's path, or "--plan"
@@ -70,6 +81,7 @@ struct PlanSpec {
   int64_t dpLevel = 0;
   std::vector<ExplicitPlacement> placements;
   std::optional<PipelineSpec> pipeline;
+  std::optional<ContextParallelSpec> contextParallel;
   bool strict = false; // `strict: true`: unmatched patterns are errors
   /// `mesh: dp=2,tp=4`: the mesh the plan was made for (--mesh may be left
   /// out; given, it must be the same).
@@ -167,6 +179,9 @@ mlir::LogicalResult splitBatch(mlir::ModuleOp module, int64_t microbatches,
 /// The pipeline schedules a plan may name: gpipe, 1f1b, interleaved-1f1b,
 /// zb-h1 (see PipelineStages/Schedule.h).
 llvm::ArrayRef<llvm::StringRef> pipelineScheduleNames();
+
+/// The attention variants context parallelism knows: allgather, ulysses.
+llvm::ArrayRef<llvm::StringRef> contextParallelAttentions();
 
 /// Names of the presets, for --help and messages.
 llvm::ArrayRef<llvm::StringRef> presetNames();
