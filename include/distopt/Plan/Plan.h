@@ -68,6 +68,8 @@ struct PlanSpec {
   bool sequenceParallel = false;
   std::optional<std::string> dpAxis;
   int64_t dpLevel = 0;
+  /// `expert_parallel: {axis: ep}`: experts split over this axis.
+  std::optional<std::string> epAxis;
   std::vector<ExplicitPlacement> placements;
   std::optional<PipelineSpec> pipeline;
   bool strict = false; // `strict: true`: unmatched patterns are errors
