@@ -410,13 +410,13 @@ const Case kCases[] = {
      T("2x3x5")},
     // A mixture of experts' dispatch and combine.
     {"einsum_dispatch",
-     {{"%m: " T("4x2x3"), false}, {"%x: " T("4x5"), false}},
-     "%y = nn.einsum \"tec,td->ecd\" %m, %x : (" T("4x2x3") ", " T(
+     {{"%mask: " T("4x2x3"), false}, {"%x: " T("4x5"), false}},
+     "%y = nn.einsum \"tec,td->ecd\" %mask, %x : (" T("4x2x3") ", " T(
          "4x5") ") -> " T("2x3x5"),
      T("2x3x5")},
     {"einsum_combine",
-     {{"%m: " T("4x2x3"), false}, {"%e: " T("2x3x5"), false}},
-     "%y = nn.einsum \"tec,ecd->td\" %m, %e : (" T("4x2x3") ", " T(
+     {{"%mask: " T("4x2x3"), false}, {"%e: " T("2x3x5"), false}},
+     "%y = nn.einsum \"tec,ecd->td\" %mask, %e : (" T("4x2x3") ", " T(
          "2x3x5") ") -> " T("4x5"),
      T("4x5")},
     // Letters only one operand has are summed there: its gradient is
