@@ -576,6 +576,32 @@ def more_models(rng):
                          [f32("x", [4]), i64("ids", [2]), f32("upd", [2])],
                          [f32("y", [4])], opset=16), "scatter_elements_reduction.onnx")
 
+    # A mixture of experts' einsums (GShard's dispatch, expert FFN and
+    # combine) and TopK (test/lit/import/moe-ops.test, test/lit/e2e/moe-ops.test).
+    w_experts = numpy_helper.from_array(
+        rng.standard_normal((2, 4, 5)).astype(np.float32), "w_experts")
+    save(model([node("Einsum", ["mask", "x"], ["dispatched"], equation="tec,td->ecd"),
+                node("Einsum", ["dispatched", "w_experts"], ["hidden"],
+                     equation="ecd,edf->ecf"),
+                node("Einsum", ["mask", "hidden"], ["out"], equation="tec, ecf -> tf")],
+               [f32("mask", [8, 2, 3]), f32("x", [8, 4])], [f32("out", [8, 5])],
+               [w_experts], opset=17), "einsum_moe.onnx")
+    # The implicit form with '...' (broadcast 1 against 5) and a trace.
+    save(model([node("Einsum", ["a", "b"], ["ab"], equation="...ij,...jk"),
+                node("Einsum", ["sq"], ["trace"], equation="ii")],
+               [f32("a", [2, 1, 3, 4]), f32("b", [5, 4, 6]), f32("sq", [3, 3])],
+               [f32("ab", [2, 5, 3, 6]), f32("trace", [])], opset=17), "einsum_forms.onnx")
+    save(model([node("TopK", ["gates", "k"], ["values", "indices"], axis=-1)],
+               [f32("gates", [6, 4])], [f32("values", [6, 2]), i64("indices", [6, 2])],
+               [ints("k", [2])], opset=11), "top_k.onnx")
+    save(model([node("TopK", ["x", "k"], ["values", "indices"], largest=0)],
+               [f32("x", [6, 4]), i64("k", [1])],
+               [f32("values", [6, 2]), i64("indices", [6, 2])], opset=11),
+         "top_k_runtime_k.onnx")
+    save_unchecked(model([node("Einsum", ["x"], ["y"], equation="ij,jk->ik")],
+                         [f32("x", [4, 4])], [f32("y", [4, 4])], opset=17),
+                   "einsum_terms.onnx")
+
 
 if __name__ == "__main__":
     main()

@@ -142,6 +142,90 @@ class GPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+class MoE(nn.Module):
+    """GShard's top-2 mixture of experts over groups of tokens (a group is
+    one sequence): a softmax gate, TopK, OneHot masks, CumSum positions in
+    each expert's buffer of `capacity` slots (tokens past it are dropped),
+    Einsum dispatch, a batched expert FFN and Einsum combine, and the
+    load-balancing loss. Returns the output and that loss."""
+
+    def __init__(self, d, experts, hidden, capacity):
+        super().__init__()
+        self.experts, self.capacity = experts, capacity
+        self.gate = nn.Linear(d, experts, bias=False)
+        self.w_in = nn.Parameter(torch.empty(experts, d, hidden))
+        self.w_out = nn.Parameter(torch.empty(experts, hidden, d))
+
+    def forward(self, x):  # x: [groups, tokens, d]
+        E, C = self.experts, self.capacity
+        gates = F.softmax(self.gate(x), dim=-1)                    # [g, s, e]
+        top = torch.topk(gates, 2, dim=-1).indices                 # [g, s, 2]
+        mask1 = F.one_hot(top[..., 0], E).to(x.dtype)
+        mask2 = F.one_hot(top[..., 1], E).to(x.dtype)
+        # Load balance: E * sum_e (tokens sent first to e) * (mean gate of e).
+        aux = (mask1.mean(dim=1) * gates.mean(dim=1)).sum(-1).mean() * E
+        # Slots in each expert's buffer: first choices, then second ones.
+        pos1 = torch.cumsum(mask1, dim=1) - mask1
+        mask1 = mask1 * (pos1 < C).to(x.dtype)
+        pos2 = torch.cumsum(mask2, dim=1) - mask2 + mask1.sum(dim=1, keepdim=True)
+        mask2 = mask2 * (pos2 < C).to(x.dtype)
+        g1 = (gates * mask1).sum(-1, keepdim=True)
+        g2 = (gates * mask2).sum(-1, keepdim=True)
+        denom = g1 + g2 + 1e-6
+        slot1 = F.one_hot((pos1 * mask1).sum(-1).long(), C).to(x.dtype)   # [g, s, c]
+        slot2 = F.one_hot((pos2 * mask2).sum(-1).long(), C).to(x.dtype)
+        dispatch = (mask1.unsqueeze(-1) * slot1.unsqueeze(2)
+                    + mask2.unsqueeze(-1) * slot2.unsqueeze(2))            # [g, s, e, c]
+        combine = ((g1 / denom * mask1).unsqueeze(-1) * slot1.unsqueeze(2)
+                   + (g2 / denom * mask2).unsqueeze(-1) * slot2.unsqueeze(2))
+        xin = torch.einsum("gsec,gsd->gecd", dispatch, x)
+        h = F.gelu(torch.einsum("gecd,edf->gecf", xin, self.w_in))
+        out = torch.einsum("gecf,efd->gecd", h, self.w_out)
+        return torch.einsum("gsec,gecd->gsd", combine, out), aux
+
+
+class MoEBlock(nn.Module):
+    def __init__(self, d, heads, block_size, experts, hidden, capacity):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = GPTAttention(d, heads, block_size)
+        self.ln_2 = nn.LayerNorm(d)
+        self.moe = MoE(d, experts, hidden, capacity)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        y, aux = self.moe(self.ln_2(x))
+        return x + y, aux
+
+
+class MoEGPT(nn.Module):
+    """The GPT of gpt_adamw with a top-2 mixture of experts in place of
+    every MLP; the graph computes the loss: cross-entropy plus 0.01 times
+    the layers' load-balancing losses."""
+
+    def __init__(self, vocab, d, heads, layers, block_size, experts, hidden, capacity):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block_size, d)
+        self.h = nn.ModuleList([MoEBlock(d, heads, block_size, experts, hidden, capacity)
+                                for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+
+    def forward(self, input_ids, labels):
+        B, T = input_ids.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(pos)
+        aux = 0.0
+        for block in self.h:
+            x, a = block(x)
+            aux = aux + a
+        logits = self.lm_head(self.ln_f(x))
+        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+        return ce + 0.01 * aux
+
+
 class RMSNorm(nn.Module):
     def __init__(self, d, eps=1e-6):
         super().__init__()
@@ -465,6 +549,10 @@ def randomise(model, seed, lora_b_scale=0.2):
                 mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
             elif isinstance(mod, nn.Embedding):
                 mod.weight.copy_(0.5 * rn(mod.weight))
+            elif isinstance(mod, MoE):
+                # [experts, in, out]: each expert a Linear of fan-in `in`.
+                for w in (mod.w_in, mod.w_out):
+                    w.copy_(rn(w) / math.sqrt(w.shape[1]))
             else:
                 continue
             handled.update(id(p) for p in mod.parameters(recurse=False))
@@ -637,6 +725,18 @@ def make_lm_data(vocab, batch, seq, steps, seed, ignore):
                 if n == 3:
                     break
         batches.append(([ids], labels))
+    return batches[:-1], batches[-1][0]
+
+
+def make_lm_data_in_graph(vocab, batch, seq, steps, seed):
+    """Batches for a causal LM that computes its own loss: the labels are
+    its second input."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(vocab, generator=g)
+    batches = []
+    for _ in range(steps + 1):  # the last one is the probe
+        ids, labels = lm_tokens(g, perm, batch, seq)
+        batches.append(([ids, labels], None))
     return batches[:-1], batches[-1][0]
 
 
@@ -1044,6 +1144,36 @@ is_causal) → `o_proj` → residual → `RMSNormalization` → SwiGLU MLP (hidd
 `lm_head` [64, 32]. torch trains the same math written out (rotate-half
 with the tables repeated, `repeat_interleave` for the kv heads, a masked
 softmax). Ignored labels as in gpt_adamw; clipping at 1.0.""",
+    ),
+    dict(
+        name="moe_gpt",
+        what="GPT-2-style decoder whose MLPs are GShard top-2 mixtures of 4 "
+             "experts (TopK, OneHot, CumSum capacity, Einsum dispatch/combine), "
+             "load-balancing loss in the graph, AdamW",
+        seed=31,
+        ctor=lambda: MoEGPT(vocab=64, d=32, heads=4, layers=2, block_size=16,
+                            experts=4, hidden=48, capacity=3),
+        inputs=["input_ids", "labels"], output="loss",
+        data=lambda: make_lm_data_in_graph(64, 4, 8, 3, 231),
+        loss={"kind": "model"},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*ln_*", "wpe.weight"], frozen=["h.*.attn.bias"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+Two pre-LN blocks of nanoGPT attention and a mixture of experts (`MoE`),
+vocabulary 64, batch 4 × 8 tokens; each sequence is one GShard group of 8
+tokens. The gate (Linear 32 → 4, no bias) is softmaxed; `torch.topk`
+picks each token's two experts, `one_hot` makes their masks, an exclusive
+`cumsum` over the group gives each token's slot in its expert's buffer of 3
+(first choices before second ones); tokens past the capacity are dropped
+(their expert output is 0, and the residual carries them). The two kept
+gates are normalised to sum to 1. Einsums: dispatch `gsec,gsd->gecd`, the
+experts' FFN `gecd,edf->gecf` (`w_in` [4, 32, 48]), exact GELU,
+`gecf,efd->gecd` (`w_out` [4, 48, 32]), combine `gsec,gecd->gsd`. The
+load-balancing loss per layer is `4 · Σ_e mean_s(first-choice mask) ·
+mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
+0.01 times their sum (`loss: {kind: model}`, labels the second input).""",
     ),
 ]
 

@@ -19,7 +19,7 @@ static cl::opt<std::string>
 static cl::list<std::string> plans(
     "plan",
     cl::desc("plan file (YAML/JSON) or presets: replicate, dp, zero1, zero2, "
-             "fsdp, tp, sp, cp (comma-separated, composable); repeatable; "
+             "fsdp, tp, sp, cp, ep (comma-separated, composable); repeatable; "
              "'auto': search for the fastest predicted plan that fits "
              "--memory-budget on --devices (docs/auto-plan.md)"),
     cl::value_desc("file|presets"), cl::cat(compileFlagsCategory()));

@@ -222,6 +222,9 @@ const std::vector<OpSpec> &opSpecs() {
 
     // Linear algebra, normalisation, reductions.
     op("MatMul", matmulOp, {1, 9, 13}, {{1, 2, 2}}, {});
+    op("Einsum", einsumOp, {12}, {{12, 1, kMany}},
+       {req({"equation", AP::STRING})},
+       "implicit output and ... written out; ... dims of extent 1 broadcast");
     op("Gemm", gemmOp, {6, 7, 9, 11, 13}, {{1, 3, 3}, {11, 2, 3}},
        {{"alpha", AP::FLOAT},
         {"beta", AP::FLOAT},
@@ -302,6 +305,13 @@ const std::vector<OpSpec> &opSpecs() {
     op("CumSum", cumSumOp, {11, 14}, {{1, 2, 2}},
        {{"exclusive", AP::INT}, {"reverse", AP::INT}},
        "axis must be known at import");
+    op("TopK", topKOp, {1, 10, 11}, {{1, 1, 1, 1, 2}, {10, 2, 2, 1, 2}},
+       {{"axis", AP::INT},
+        {"k", AP::INT, 1, 10},
+        {"largest", AP::INT, 11},
+        {"sorted", AP::INT, 11}},
+       "K must be known at import; indices, values gathered at them; "
+       "always sorted");
     for (const char *v : {"ArgMax", "ArgMin"})
       op(v, argReduceOp, {1, 11, 12, 13}, {{1, 1, 1}},
          {{"axis", AP::INT},

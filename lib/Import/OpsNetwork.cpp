@@ -7,6 +7,7 @@
 #include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
 #include "llvm/ADT/Sequence.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
@@ -496,4 +497,152 @@ LogicalResult distopt::onnximport::globalPoolOp(ImportContext &ctx) {
   return c.output(0, ctx.node.op_type() == "GlobalMaxPool"
                          ? c.make<nn::GlobalMaxPoolOp>(*x)
                          : c.make<nn::GlobalAvgPoolOp>(*x));
+}
+
+/// TopK: nn.top_k gives the indices; the values are the input gathered at
+/// them (so they have GatherElements' gradient).
+LogicalResult distopt::onnximport::topKOp(ImportContext &ctx) {
+  RankedTensorType t = ctx.type(0);
+  int64_t k;
+  if (ctx.opset < 10) {
+    k = ctx.attrInt("k", -1);
+  } else {
+    FailureOr<std::vector<int64_t>> kv = ctx.knownInts(1, "K");
+    if (failed(kv))
+      return failure();
+    if (kv->size() != 1)
+      return ctx.error() << "K must hold one value, got " << kv->size();
+    k = (*kv)[0];
+  }
+  FailureOr<int64_t> axis =
+      ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
+  if (failed(axis))
+    return failure();
+  int64_t extent = t.getDimSize(*axis);
+  if (k < 0 || (!ShapedType::isDynamic(extent) && k > extent))
+    return ctx.error() << "K " << k << " is not in [0, " << extent
+                       << "] (the extent of axis " << *axis << ")";
+  bool smallest = ctx.attrInt("largest", 1) == 0;
+  OpChain c(ctx);
+  Value x = c.input(0);
+  IntegerAttr axisAttr = ctx.b.getI64IntegerAttr(*axis);
+  Value idx = c.make<nn::TopKOp>(x, ctx.b.getI64IntegerAttr(k), axisAttr,
+                                 smallest ? ctx.b.getUnitAttr() : UnitAttr());
+  if (ctx.wantsOutput(0) &&
+      failed(c.output(0, c.make<nn::GatherElementsOp>(x, idx, axisAttr))))
+    return failure();
+  return ctx.wantsOutput(1) ? c.output(1, idx) : success();
+}
+
+static bool isEinsumLetter(char ch) {
+  return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+}
+
+/// Einsum: the equation is written out in nn.einsum's explicit form. `...`
+/// becomes letters the equation does not use (aligned from the right, as
+/// numpy broadcasts), an operand whose `...` dimension has extent 1 where
+/// another's is larger is expanded first, and an implicit result is the
+/// `...` letters then the letters used once, in alphabetical order.
+LogicalResult distopt::onnximport::einsumOp(ImportContext &ctx) {
+  std::string text;
+  for (char ch : ctx.attrString("equation", ""))
+    if (ch != ' ')
+      text += ch;
+  for (char ch : text)
+    if (!isEinsumLetter(ch) && ch != ',' && ch != '.' && ch != '-' &&
+        ch != '>')
+      return ctx.error() << "equation '" << text << "': '" << ch
+                         << "' is not an index letter";
+  size_t arrow = text.find("->");
+  bool implicit = arrow == std::string::npos;
+  std::string lhs = implicit ? text : text.substr(0, arrow);
+  std::string rhs = implicit ? "" : text.substr(arrow + 2);
+  SmallVector<StringRef> termRefs;
+  StringRef(lhs).split(termRefs, ',');
+  unsigned n = ctx.numInputs();
+  if (termRefs.size() != n)
+    return ctx.error() << "equation '" << text << "' has " << termRefs.size()
+                       << " terms for " << n << " inputs";
+  // Letters standing for `...`: unused ones, as many as the widest needs.
+  std::string unused;
+  for (char ch = 'a'; ch <= 'z'; ++ch)
+    if (text.find(ch) == std::string::npos)
+      unused += ch;
+  for (char ch = 'A'; ch <= 'Z'; ++ch)
+    if (text.find(ch) == std::string::npos)
+      unused += ch;
+  SmallVector<std::string> terms;
+  SmallVector<int64_t> ellipsisRank(n, 0);
+  int64_t widest = 0;
+  for (unsigned i = 0; i < n; ++i) {
+    std::string term = termRefs[i].str();
+    RankedTensorType t = ctx.type(i);
+    if (!t)
+      return failure();
+    size_t dots = term.find("...");
+    size_t letters = llvm::count_if(term, isEinsumLetter);
+    if (dots == std::string::npos ? term.size() != letters
+                                  : term.size() != letters + 3)
+      return ctx.error() << "equation '" << text << "': term '" << term
+                         << "' is not letters with at most one '...'";
+    if (dots != std::string::npos) {
+      if (static_cast<int64_t>(letters) > t.getRank())
+        return ctx.error() << "equation '" << text << "': term '" << term
+                           << "' has more letters than input " << i
+                           << "'s rank (" << t.getRank() << ")";
+      ellipsisRank[i] = t.getRank() - letters;
+      widest = std::max(widest, ellipsisRank[i]);
+    }
+    terms.push_back(term);
+  }
+  if (widest > static_cast<int64_t>(unused.size()))
+    return ctx.error() << "equation '" << text
+                       << "': too few unused letters to write out '...'";
+  std::string dotLetters = unused.substr(0, widest);
+  for (unsigned i = 0; i < n; ++i) {
+    size_t dots = terms[i].find("...");
+    if (dots != std::string::npos)
+      terms[i].replace(dots, 3, dotLetters.substr(widest - ellipsisRank[i]));
+  }
+  std::string out;
+  if (implicit) {
+    out = dotLetters;
+    std::string once;
+    for (char ch : lhs)
+      if (isEinsumLetter(ch) && llvm::count(lhs, ch) == 1)
+        once += ch;
+    llvm::sort(once);
+    out += once;
+  } else {
+    size_t dots = rhs.find("...");
+    if (dots != std::string::npos)
+      rhs.replace(dots, 3, dotLetters);
+    if (rhs.find('.') != std::string::npos)
+      return ctx.error() << "equation '" << text << "': malformed '...'";
+    out = rhs;
+  }
+  // `...` extents broadcast: 1 stretches to the others' extent.
+  llvm::StringMap<int64_t> dotExtent;
+  for (unsigned i = 0; i < n; ++i)
+    for (auto [d, ch] : llvm::enumerate(terms[i]))
+      if (dotLetters.find(ch) != std::string::npos) {
+        int64_t &e = dotExtent[StringRef(&ch, 1)];
+        e = std::max(e, ctx.type(i).getDimSize(d));
+      }
+  OpChain c(ctx);
+  SmallVector<Value> inputs;
+  for (unsigned i = 0; i < n; ++i) {
+    Value v = c.input(i);
+    RankedTensorType t = ctx.type(i);
+    SmallVector<int64_t> shape(t.getShape());
+    for (auto [d, ch] : llvm::enumerate(terms[i]))
+      if (dotLetters.find(ch) != std::string::npos && shape[d] == 1)
+        shape[d] = dotExtent[StringRef(&ch, 1)];
+    if (!c.failed() && ArrayRef<int64_t>(shape) != t.getShape())
+      v = c.typed<nn::ExpandOp>(t.clone(shape), v);
+    inputs.push_back(v);
+  }
+  std::string equation = llvm::join(terms, ",") + "->" + out;
+  return c.output(0, c.make<nn::EinsumOp>(ctx.b.getStringAttr(equation),
+                                          ValueRange(inputs)));
 }

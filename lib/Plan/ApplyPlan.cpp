@@ -3,6 +3,7 @@
 #include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
@@ -21,7 +22,8 @@ using namespace distopt::plan;
 
 ArrayRef<StringRef> distopt::presetNames() {
   static const StringRef names[] = {"replicate", "dp", "zero1", "zero2",
-                                    "fsdp",      "tp", "sp",    "cp"};
+                                    "fsdp",      "tp", "sp",    "cp",
+                                    "ep"};
   return names;
 }
 
@@ -51,6 +53,7 @@ private:
   LogicalResult applySequenceParallel(Location loc, StringRef axisName);
   LogicalResult applyDataParallel(Location loc, StringRef axisName,
                                   int64_t level);
+  LogicalResult applyExpertParallel(Location loc, StringRef axisName);
   LogicalResult applyPlacements(const PlanSpec &spec);
   LogicalResult checkPipeline(const PipelineSpec &pp);
   void shardParameters();
@@ -246,6 +249,138 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
   // data axis (forward programs have only parameters).
   if (level > 0)
     zeroLevels[axis] = std::max(zeroLevels[axis], level);
+  return success();
+}
+
+/// Where an nn.einsum of a mixture of experts reads an experts' weight: a
+/// weight whose first dimension's letter (the expert) also names a
+/// dimension of another operand (the tokens dispatched to each expert) and
+/// of the result, as in GShard's `gecd,edf->gecf`.
+struct ExpertEinsum {
+  mutable nn::EinsumOp op; // an op handle; its accessors are not const
+  nn::EinsumEquation eq;
+  unsigned weight;
+  char expert;
+};
+
+static std::optional<ExpertEinsum> expertEinsum(nn::EinsumOp einsum) {
+  std::string error;
+  auto eq = nn::EinsumEquation::parse(einsum.getEquation(), error);
+  if (!eq)
+    return std::nullopt;
+  for (auto [i, v] : llvm::enumerate(einsum.getInputs())) {
+    const std::string &term = eq->inputs[i];
+    if (!isa_and_nonnull<nn::WeightOp>(v.getDefiningOp()) || term.size() < 2 ||
+        eq->output.find(term[0]) == std::string::npos)
+      continue;
+    for (auto [j, other] : llvm::enumerate(eq->inputs))
+      if (j != i && other.find(term[0]) != std::string::npos)
+        return ExpertEinsum{einsum, *eq, static_cast<unsigned>(i), term[0]};
+  }
+  return std::nullopt;
+}
+
+/// Whether an einsum that reads `x`'s result directly sums over the expert
+/// letter: it combines the experts' outputs back into tokens (in a training
+/// step backward reads the result too).
+static bool feedsCombine(const ExpertEinsum &x) {
+  int64_t dim = x.eq.output.find(x.expert);
+  for (OpOperand &use : x.op.getResult().getUses()) {
+    auto einsum = dyn_cast<nn::EinsumOp>(use.getOwner());
+    if (!einsum)
+      continue;
+    std::string error;
+    auto eq = nn::EinsumEquation::parse(einsum.getEquation(), error);
+    if (eq && eq->output.find(eq->inputs[use.getOperandNumber()][dim]) ==
+                  std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+/// Whether `v` is computed element-wise from an expert einsum's result (a
+/// GELU between the experts' two einsums, however it was written).
+static bool
+fromExperts(Value v, const llvm::DenseMap<Operation *, ExpertEinsum> &experts) {
+  SmallVector<Value> work{v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || !seen.insert(def).second || seen.size() > 64)
+      continue;
+    if (experts.count(def))
+      return true;
+    if (isa<nn::EinsumOp>(def))
+      continue;
+    for (Value operand : def->getOperands())
+      if (operand.getType() == v.getType())
+        work.push_back(operand);
+  }
+  return false;
+}
+
+/// Expert parallelism (GShard): each expert's weights live on one rank of
+/// the axis, split along the expert dimension, and the tokens routed to an
+/// expert travel to that rank and back. The tokens arrive split over the
+/// axis along the batch (as data parallelism splits them, applied here);
+/// the experts' einsums take their tokens split by expert, so the reshard
+/// into the first is an all-to-all from the batch split to the expert
+/// split; the einsum combining the experts' outputs takes them, and gives
+/// its result, split along the batch again: the all-to-all back.
+LogicalResult PlanApplier::applyExpertParallel(Location loc,
+                                               StringRef axisName) {
+  dist::MeshOp mesh = requireMesh(module, loc, "expert parallelism", axisName);
+  if (!mesh)
+    return failure();
+  int64_t axis = requireAxis(mesh, loc, axisName, "expert parallelism");
+  if (axis < 0 || failed(applyDataParallel(loc, axisName, 0)))
+    return failure();
+  SmallVector<ExpertEinsum> found;
+  llvm::DenseMap<Operation *, ExpertEinsum> byOp;
+  func.walk([&](nn::EinsumOp op) {
+    if (auto x = expertEinsum(op)) {
+      found.push_back(*x);
+      byOp.try_emplace(op, *x);
+    }
+  });
+  if (found.empty())
+    return mlir::emitError(loc)
+           << "expert parallelism found no experts' weights: a weight whose "
+              "first dimension an nn.einsum keeps in its result and shares "
+              "with another operand (GShard's 'gecd,edf->gecf')";
+  auto pin = [&](Value v, int64_t dim, StringRef why) {
+    annotateValue(v, oneAxisSharding(mesh, axis, dist::Placement::shard(dim)),
+                  kStylePriority, why);
+  };
+  // The tokens' batch dimension of a tensor whose dimension `expertDim` is
+  // the expert: its first other dimension (g in GShard's gecd).
+  auto batchDim = [](int64_t expertDim) { return expertDim == 0 ? 1 : 0; };
+  llvm::SmallPtrSet<void *, 16> weights;
+  for (const ExpertEinsum &x : found) {
+    auto operands = x.op.getInputs();
+    Value w = operands[x.weight];
+    if (weights.insert(w.getAsOpaquePointer()).second)
+      pin(w, 0, "expert_parallel: experts' weights");
+    // Tokens coming from outside the experts arrive split by batch and are
+    // sent to their experts (annotations nearest the value come last).
+    for (auto [i, term] : llvm::enumerate(x.eq.inputs)) {
+      Value v = operands[i];
+      if (i == x.weight || isa_and_nonnull<nn::WeightOp>(v.getDefiningOp()))
+        continue;
+      if (fromExperts(v, byOp))
+        continue; // already at the experts
+      int64_t e = term.find(x.expert);
+      pin(v, e, "expert_parallel: tokens to their experts");
+      pin(v, batchDim(e), "expert_parallel: tokens from their batch rows");
+    }
+    // The result stays with the experts; before the einsum that combines
+    // the experts' outputs it goes back to the batch split.
+    int64_t e = x.eq.output.find(x.expert);
+    if (feedsCombine(x))
+      pin(x.op.getResult(), batchDim(e),
+          "expert_parallel: experts' outputs back to their batch rows");
+    pin(x.op.getResult(), e, "expert_parallel: experts' outputs");
+  }
   return success();
 }
 
@@ -527,6 +662,8 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
     cp.loc = spec.loc;
     return applyContextParallel(module, cp, findings.notes);
   }
+  if (preset == "ep")
+    return applyExpertParallel(loc, "ep");
   return mlir::emitError(loc) << "unknown preset '" << preset << "'";
 }
 
@@ -544,6 +681,8 @@ LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
   if (spec.contextParallel &&
       failed(applyContextParallel(module, *spec.contextParallel,
                                   findings.notes)))
+    return failure();
+  if (spec.epAxis && failed(applyExpertParallel(loc, *spec.epAxis)))
     return failure();
   if (!spec.placements.empty() && failed(applyPlacements(spec)))
     return failure();
@@ -571,9 +710,12 @@ static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
     if ((name == "dp" && (preset == "dp" || preset == "zero1" ||
                           preset == "zero2" || preset == "fsdp")) ||
         (name == "tp" && (preset == "tp" || preset == "sp")) ||
-        (name == "cp" && preset == "cp"))
+        (name == "cp" && preset == "cp") ||
+        (name == "ep" && preset == "ep"))
       return true;
   if (spec.contextParallel && spec.contextParallel->axis == name)
+    return true;
+  if (spec.epAxis && *spec.epAxis == name)
     return true;
   if ((!spec.styles.empty() || spec.sequenceParallel) && spec.tpAxis == name)
     return true;
@@ -614,6 +756,7 @@ static void warnUnusedAxes(ModuleOp module, const Plan &plan) {
     std::string users =
         name == "dp"   ? "the presets dp, zero1, zero2 and fsdp"
         : name == "tp" ? "the presets tp and sp"
+        : name == "ep" ? "the preset ep"
         : name == "pp" ? "a plan file's pipeline section"
         : name == "cp" ? "the preset cp and a plan file's context_parallel "
                          "section"

@@ -44,6 +44,7 @@ private:
   LogicalResult parseTensorParallel(yaml::Node *node, PlanSpec &spec);
   LogicalResult parseDataParallel(yaml::Node *node, PlanSpec &spec);
   LogicalResult parseContextParallel(yaml::Node *node, PlanSpec &spec);
+  LogicalResult parseExpertParallel(yaml::Node *node, PlanSpec &spec);
   LogicalResult parsePlacements(yaml::Node *node, PlanSpec &spec);
   LogicalResult parsePipeline(yaml::Node *node, PlanSpec &spec);
 
@@ -168,6 +169,27 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
   return success();
 }
 
+LogicalResult PlanParser::parseExpertParallel(yaml::Node *node,
+                                              PlanSpec &spec) {
+  auto map = r.mapping(node, "expert_parallel must be a mapping with 'axis'");
+  if (failed(map))
+    return failure();
+  spec.epAxis = "ep";
+  return r.forEachKey(
+      *map,
+      [&](StringRef key, yaml::Node *keyNode,
+          yaml::Node *value) -> LogicalResult {
+        if (key != "axis")
+          return r.error(keyNode) << "unknown key 'expert_parallel." << key
+                                  << "'; expected axis";
+        FailureOr<std::string> v = r.scalar(value, "expert_parallel.axis");
+        if (failed(v))
+          return failure();
+        spec.epAxis = *v;
+        return success();
+      });
+}
+
 LogicalResult PlanParser::parsePlacements(yaml::Node *node, PlanSpec &spec) {
   auto map = r.mapping(node, "placements must map tensor name patterns to "
                              "placements, e.g. input_ids: [S(0), R]");
@@ -283,7 +305,8 @@ LogicalResult PlanParser::parsePipeline(yaml::Node *node, PlanSpec &spec) {
 LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
   auto map = r.mapping(root, "a plan file must be a mapping of sections "
                              "(presets, tensor_parallel, sequence_parallel, "
-                             "data_parallel, context_parallel, placements, "
+                             "data_parallel, context_parallel, "
+                             "expert_parallel, placements, "
                              "pipeline, mesh, recompute, strict)");
   if (failed(map))
     return failure();
@@ -312,6 +335,8 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
           return parseDataParallel(value, spec);
         if (key == "context_parallel")
           return parseContextParallel(value, spec);
+        if (key == "expert_parallel")
+          return parseExpertParallel(value, spec);
         if (key == "placements")
           return parsePlacements(value, spec);
         if (key == "pipeline")
@@ -342,7 +367,8 @@ LogicalResult PlanParser::parse(yaml::Node *root, PlanSpec &spec) {
         return r.error(keyNode)
                << "unknown section '" << key
                << "'; expected presets, tensor_parallel, sequence_parallel, "
-                  "data_parallel, context_parallel, placements, pipeline, "
+                  "data_parallel, context_parallel, expert_parallel, "
+                  "placements, pipeline, "
                   "mesh, recompute or strict";
       });
 }

@@ -104,6 +104,18 @@ static std::string inUserNames(Operation *op, std::string reason) {
   return reason;
 }
 
+/// An all-to-all of expert parallelism in words: the annotations of the
+/// plan's expert_parallel part (dist-apply-plan) say which side of the
+/// experts a reshard serves, in forward and backward alike.
+static std::string expertTraffic(StringRef reason) {
+  if (reason.contains("'expert_parallel: tokens to their experts'"))
+    return "tokens to their experts' ranks";
+  if (reason.contains("'expert_parallel: experts' outputs back to their "
+                      "batch rows'"))
+    return "tokens back from their experts' ranks";
+  return "";
+}
+
 static std::string normalizeReason(StringRef reason) {
   static const std::regex layerIndex("([./_])[0-9]+");
   return std::regex_replace(reason.str(), layerIndex, "$1*");
@@ -265,6 +277,11 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     std::string reason;
     if (auto r = op->getAttrOfType<StringAttr>(dist::kReasonAttr))
       reason = inUserNames(op, r.str());
+    if (isa<dist::AllToAllOp>(op)) {
+      std::string moves = expertTraffic(reason);
+      if (!moves.empty())
+        reason = moves + ": " + reason;
+    }
     std::string phase = report.training ? phaseOf(op) : "";
     std::string joined;
     for (const std::string &a : axes)

@@ -137,6 +137,8 @@ Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, Tensor* out,
 
 // Declared here, not in kernel.h: the loop's kernels are the executor's own.
 void RegisterLoopKernels(KernelRegistry& r);
+// kernels_einsum.cpp.
+void RegisterEinsumKernels(KernelRegistry& r);
 
 KernelRegistry& KernelRegistry::Get() {
   static KernelRegistry* const kRegistry = [] {
@@ -149,6 +151,7 @@ KernelRegistry& KernelRegistry::Get() {
     RegisterMatmulKernels(*r);
     RegisterShapeKernels(*r);
     RegisterIndexKernels(*r);
+    RegisterEinsumKernels(*r);
     RegisterConvKernels(*r);
     RegisterPoolKernels(*r);
     RegisterOptimizerKernels(*r);

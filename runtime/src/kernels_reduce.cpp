@@ -1,7 +1,9 @@
-// Reductions over axes, and argmax / argmin.
+// Reductions over axes, argmax / argmin, cumsum and top_k.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
+#include <vector>
 
 #include "axis_geometry.h"
 #include "kernel_util.h"
@@ -353,6 +355,71 @@ Status RunCumSum(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- top_k (the indices of ONNX TopK) ------------------------------------------
+
+Status TopKShape(const AttrReader& attrs, const Shape& in, int64_t* axis, int64_t* k, Shape* out) {
+  int64_t a;
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("axis", -1, &a));
+  DISTRT_RETURN_IF_ERROR(NormalizeAxis(a, static_cast<int>(in.size()), axis));
+  DISTRT_RETURN_IF_ERROR(attrs.GetInt("k", k));
+  if (*k < 0 || *k > in[static_cast<size_t>(*axis)]) {
+    return InvalidArgumentError("top_k: k ", *k, " is not in [0, ", in[static_cast<size_t>(*axis)],
+                                "]");
+  }
+  *out = in;
+  (*out)[static_cast<size_t>(*axis)] = *k;
+  return OkStatus();
+}
+
+Status VerifyTopK(const VerifyContext& ctx) {
+  int64_t axis, k;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(TopKShape(ctx.attrs(), ctx.inputs[0].shape, &axis, &k, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{DType::kI64, s});
+}
+
+// Per line along the axis: the positions of the k largest (smallest)
+// values, best first; equal values keep index order, NaN counts as largest.
+template <typename T>
+void TopKLoop(bool smallest, const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner,
+              int64_t k) {
+  auto key = [](T v) {
+    if constexpr (std::is_floating_point<T>::value) {
+      return std::isnan(v) ? std::numeric_limits<double>::infinity() : static_cast<double>(v);
+    } else {
+      return static_cast<double>(v);
+    }
+  };
+  std::vector<int64_t> order(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const T* p = x + o * n * inner + i;
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+        const double va = key(p[a * inner]), vb = key(p[b * inner]);
+        return smallest ? va < vb : va > vb;
+      });
+      for (int64_t j = 0; j < k; ++j) y[(o * k + j) * inner + i] = order[static_cast<size_t>(j)];
+    }
+  }
+}
+
+Status RunTopK(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  int64_t axis, k, smallest;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(TopKShape(ctx.attrs(), x.shape(), &axis, &k, &s));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("smallest", 0, &smallest));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
+  const AxisSplit split = SplitAround(x.shape(), axis);
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), "top_k",
+                          TopKLoop<T>(smallest != 0, x.data<T>(), out->data<int64_t>(),
+                                      split.outer, split.n, split.inner, k));
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterReduceKernels(KernelRegistry& r) {
@@ -362,6 +429,7 @@ void RegisterReduceKernels(KernelRegistry& r) {
   r.Add({"argmax", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"cumsum", 1, 1, 1, RunCumSum, VerifyCumSum});
+  r.Add({"top_k", 1, 1, 1, RunTopK, VerifyTopK});
 }
 
 }  // namespace distrt

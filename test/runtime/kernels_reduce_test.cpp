@@ -246,3 +246,83 @@ TEST(CumSum, InclusiveExclusiveReverseEitherAxis) {
 
 }  // namespace
 }  // namespace distrt
+
+namespace distrt {
+namespace {
+using namespace distrt::testing;  // NOLINT
+
+Tensor Einsum(const std::string& eq, const std::vector<Tensor>& in, DType dt, const Shape& s) {
+  return Run1("einsum", in, {dt, s}, {{"equation", AttrString(eq)}});
+}
+
+// Products that are batched GEMMs (operands and result in any letter
+// order), against hand-computed values.
+TEST(Einsum, MatmulForms) {
+  Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6}), b = F32({3, 2}, {1, 2, 3, 4, 5, 6});
+  ExpectF32(Einsum("ij,jk->ik", {a, b}, DType::kF32, {2, 2}), {2, 2}, {22, 28, 49, 64});
+  ExpectF32(Einsum("ij,jk->ki", {a, b}, DType::kF32, {2, 2}), {2, 2}, {22, 49, 28, 64});
+  Tensor at = F32({3, 2}, {1, 4, 2, 5, 3, 6});
+  ExpectF32(Einsum("ji,jk->ik", {at, b}, DType::kF32, {2, 2}), {2, 2}, {22, 28, 49, 64});
+  ExpectF32(Einsum("bij,bjk->bik", {F32({2, 1, 2}, {1, 2, 5, 6}), F32({2, 2, 1}, {3, 4, 7, 8})},
+                   DType::kF32, {2, 1, 1}),
+            {2, 1, 1}, {11, 83});
+  // An outer product: no summed letter.
+  ExpectF32(Einsum("i,j->ij", {F32({2}, {1, 2}), F32({3}, {3, 4, 5})}, DType::kF32, {2, 3}),
+            {2, 3}, {3, 4, 5, 6, 8, 10});
+  EXPECT_EQ(Vec<double>(Einsum("ij,jk->ik", {F64({2, 2}, {1, 2, 3, 4}), F64({2, 2}, {5, 6, 7, 8})},
+                               DType::kF64, {2, 2})),
+            (std::vector<double>{19, 22, 43, 50}));
+}
+
+// Diagonals, sums within one operand, several operands and integers take
+// the general loop.
+TEST(Einsum, GeneralForms) {
+  Tensor sq = F32({2, 2}, {1, 2, 3, 4}), a = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  ExpectF32(Einsum("ii->i", {sq}, DType::kF32, {2}), {2}, {1, 4});
+  ExpectF32(Einsum("ii->", {sq}, DType::kF32, {}), {}, {5});
+  ExpectF32(Einsum("ij->", {a}, DType::kF32, {}), {}, {21});
+  ExpectF32(Einsum("ij->j", {a}, DType::kF32, {3}), {3}, {5, 7, 9});
+  ExpectF32(Einsum("ij->ji", {a}, DType::kF32, {3, 2}), {3, 2}, {1, 4, 2, 5, 3, 6});
+  ExpectF32(Einsum("i,i,i->", {F32({2}, {1, 2}), F32({2}, {3, 4}), F32({2}, {5, 6})},
+                   DType::kF32, {}),
+            {}, {63});
+  // j summed within the first operand alone: (1+2+3)*1 + (4+5+6)*2 per row.
+  ExpectF32(Einsum("ij,i->", {a, F32({2}, {1, 2})}, DType::kF32, {}), {}, {36});
+  EXPECT_EQ(Vec<int64_t>(Einsum("ij,jk->ik", {I64({2, 2}, {1, 2, 3, 4}), I64({2, 2}, {5, 6, 7, 8})},
+                                DType::kI64, {2, 2})),
+            (std::vector<int64_t>{19, 22, 43, 50}));
+}
+
+TEST(Einsum, RejectsMismatches) {
+  std::vector<Tensor> out;
+  Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_FALSE(RunOp("einsum", {a, a}, {{DType::kF32, {2, 2}}},
+                     {{"equation", AttrString("ij,jk->ik")}}, &out)
+                   .ok());
+  EXPECT_FALSE(
+      RunOp("einsum", {a}, {{DType::kF32, {2}}}, {{"equation", AttrString("ijk->i")}}, &out).ok());
+  EXPECT_FALSE(
+      RunOp("einsum", {a}, {{DType::kF32, {2}}}, {{"equation", AttrString("ij")}}, &out).ok());
+}
+
+TEST(TopK, LargestSmallestTiesAndAxis) {
+  Tensor x = F32({2, 4}, {3, 1, 3, 2, 0, 5, 5, -1});
+  auto run = [&](int64_t k, int64_t axis, int64_t smallest, const Shape& s) {
+    return Vec<int64_t>(Run1("top_k", {x}, {DType::kI64, s},
+                             {{"k", AttrInt(k)},
+                              {"axis", AttrInt(axis)},
+                              {"smallest", AttrInt(smallest)}}));
+  };
+  // Equal values: the lower index first.
+  EXPECT_EQ(run(2, 1, 0, {2, 2}), (std::vector<int64_t>{0, 2, 1, 2}));
+  EXPECT_EQ(run(2, 1, 1, {2, 2}), (std::vector<int64_t>{1, 3, 3, 0}));
+  EXPECT_EQ(run(1, 0, 0, {1, 4}), (std::vector<int64_t>{0, 1, 1, 0}));
+  EXPECT_EQ(run(4, -1, 0, {2, 4}), (std::vector<int64_t>{0, 2, 3, 1, 1, 2, 0, 3}));
+  std::vector<Tensor> out;
+  EXPECT_FALSE(RunOp("top_k", {x}, {{DType::kI64, {2, 5}}}, {{"k", AttrInt(5)}, {"axis", AttrInt(1)}},
+                     &out)
+                   .ok());
+}
+
+}  // namespace
+}  // namespace distrt

@@ -53,7 +53,7 @@ def DistApplyPlan : Pass<"dist-apply-plan", "mlir::ModuleOp"> {
            "empty: the module's own mesh">,
     ListOption<"plans", "plan", "std::string",
                "plan files (YAML/JSON) and presets (replicate, dp, zero1, "
-               "zero2, fsdp, tp, sp, cp), applied in order">,
+               "zero2, fsdp, tp, sp, cp, ep), applied in order">,
     Option<"strict", "strict", "bool", /*default=*/"false",
            "a plan pattern that matches nothing is an error, not a warning">,
     Option<"machine", "machine", "std::string", /*default=*/"\"\"",

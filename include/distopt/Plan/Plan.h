@@ -79,6 +79,8 @@ struct PlanSpec {
   bool sequenceParallel = false;
   std::optional<std::string> dpAxis;
   int64_t dpLevel = 0;
+  /// `expert_parallel: {axis: ep}`: experts split over this axis.
+  std::optional<std::string> epAxis;
   std::vector<ExplicitPlacement> placements;
   std::optional<PipelineSpec> pipeline;
   std::optional<ContextParallelSpec> contextParallel;

@@ -42,7 +42,7 @@
 
 // BAD-MESH: error: bad mesh axis 'dp=2x' in the mesh option: expected name=size, e.g. mesh=dp=2,tp=4
 // TWICE: error: mesh axis 'dp' appears twice in the mesh option
-// NO-PLAN: error: --plan: unknown plan 'nosuch': not a file, and not a preset (replicate, dp, zero1, zero2, fsdp, tp, sp, cp)
+// NO-PLAN: error: --plan: unknown plan 'nosuch': not a file, and not a preset (replicate, dp, zero1, zero2, fsdp, tp, sp, cp, ep)
 // NO-MESH: error: data parallelism needs a mesh
 // OTHER-MESH: error: the model declares mesh @mesh which differs from mesh=dp=4
 

@@ -403,6 +403,45 @@ const Case kCases[] = {
      "%y = nn.scatter_elements %t, %i, %u axis 0 reduction \"add\" : (" T(
          "4x3") ", tensor<5x3xi64>, " T("5x3") ") -> " T("4x3"),
      T("4x3")},
+    {"einsum_batch_matmul",
+     {{"%a: " T("2x3x4"), false}, {"%b: " T("2x4x5"), false}},
+     "%y = nn.einsum \"bij,bjk->bik\" %a, %b : (" T("2x3x4") ", " T(
+         "2x4x5") ") -> " T("2x3x5"),
+     T("2x3x5")},
+    // A mixture of experts' dispatch and combine.
+    {"einsum_dispatch",
+     {{"%mask: " T("4x2x3"), false}, {"%x: " T("4x5"), false}},
+     "%y = nn.einsum \"tec,td->ecd\" %mask, %x : (" T("4x2x3") ", " T(
+         "4x5") ") -> " T("2x3x5"),
+     T("2x3x5")},
+    {"einsum_combine",
+     {{"%mask: " T("4x2x3"), false}, {"%e: " T("2x3x5"), false}},
+     "%y = nn.einsum \"tec,ecd->td\" %mask, %e : (" T("4x2x3") ", " T(
+         "2x3x5") ") -> " T("4x5"),
+     T("4x5")},
+    // Letters only one operand has are summed there: its gradient is
+    // broadcast back along them.
+    {"einsum_summed_alone",
+     {{"%a: " T("3x4x2"), false}, {"%b: " T("4x5"), false}},
+     "%y = nn.einsum \"ijk,jl->il\" %a, %b : (" T("3x4x2") ", " T(
+         "4x5") ") -> " T("3x5"),
+     T("3x5")},
+    {"einsum_three_operands",
+     {{"%a: " T("2x3"), false}, {"%b: " T("3x4"), false}, {"%c2: " T("4x2"), false}},
+     "%y = nn.einsum \"ij,jk,kl->il\" %a, %b, %c2 : (" T("2x3") ", " T(
+         "3x4") ", " T("4x2") ") -> " T("2x2"),
+     T("2x2")},
+    {"einsum_transpose_sum",
+     {{"%a: " T("3x4x2"), false}},
+     "%y = nn.einsum \"ijk->ki\" %a : (" T("3x4x2") ") -> " T("2x3"),
+     T("2x3")},
+    // TopK's values: the input gathered at the top-k indices (the indices
+    // take no gradient).
+    {"top_k_values",
+     {{"%a: " T("3x5"), false}},
+     "%i = nn.top_k %a k 2 axis 1 : " T("3x5") " -> tensor<3x2xi64>\n"
+     "  %y = nn.gather_elements %a, %i axis 1 : " T("3x5") ", tensor<3x2xi64> -> " T("3x2"),
+     T("3x2")},
     {"cumsum",
      {{"%a: " T("3x4"), false}},
      "%y = nn.cumsum %a axis 1 : " T("3x4"),

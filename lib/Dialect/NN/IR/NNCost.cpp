@@ -3,6 +3,7 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include <algorithm>
+#include <map>
 
 using namespace mlir;
 
@@ -20,6 +21,23 @@ double distopt::nn::estimateFlops(Operation *op) {
     if (!w.hasStaticShape() || !y.hasStaticShape() || w.getDimSize(0) == 0)
       return 0;
     return 2.0 * y.getNumElements() * (w.getNumElements() / w.getDimSize(0));
+  }
+  if (auto es = dyn_cast<EinsumOp>(op)) {
+    // A multiply-add per point of the space all letters span.
+    std::map<char, int64_t> extent;
+    SmallVector<StringRef> terms;
+    es.getEquation().split("->").first.split(terms, ',');
+    for (auto [term, v] : llvm::zip(terms, es.getInputs())) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (!t.hasStaticShape() || term.size() != size_t(t.getRank()))
+        return 0;
+      for (auto [c, s] : llvm::zip(term, t.getShape()))
+        extent[c] = s;
+    }
+    double points = 1;
+    for (auto &[c, s] : extent)
+      points *= s;
+    return 2.0 * points;
   }
   double n = 0;
   for (Value r : op->getResults())

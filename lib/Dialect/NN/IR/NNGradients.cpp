@@ -7,6 +7,7 @@
 // test/unit/training.
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/GradientBuilder.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -818,4 +819,52 @@ LogicalResult GlobalMaxPoolOp::buildGradient(GradientBuilder &g,
   return extremeGradient(g, getInput(), getResult(), dy[0],
                          spatialAxes(getInput().getType()), /*keepdims=*/true,
                          dx);
+}
+
+LogicalResult EinsumOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
+                                      SmallVectorImpl<Value> &dx) {
+  std::string error;
+  auto eq = EinsumEquation::parse(getEquation(), error);
+  if (!eq)
+    return emitOpError(error);
+  OperandRange inputs = getInputs();
+  for (auto [i, term] : llvm::enumerate(eq->inputs)) {
+    // The product's derivative by operand i is the product of the others:
+    // an einsum of dy and the other operands back to operand i's letters.
+    // A letter only operand i has was summed away there, so the gradient is
+    // the same along it (broadcast back).
+    std::string kept;
+    EinsumEquation back;
+    back.inputs.push_back(eq->output);
+    SmallVector<Value> operands{dy[0]};
+    for (auto [j, other] : llvm::enumerate(eq->inputs))
+      if (j != i) {
+        back.inputs.push_back(other);
+        operands.push_back(inputs[j]);
+      }
+    for (auto [d, c] : llvm::enumerate(term)) {
+      if (term.find(c) != d)
+        return emitOpError("has no gradient rule for operand ")
+               << i << ": letter '" << c << "' repeats in its term '" << term
+               << "' (a diagonal)";
+      if (llvm::any_of(back.inputs, [c = c](const std::string &t) {
+            return t.find(c) != std::string::npos;
+          }))
+        kept += c;
+    }
+    back.output = kept;
+    Value grad = g.create<EinsumOp>(g.builder().getStringAttr(back.str()),
+                                    operands);
+    RankedTensorType target = typeOf(inputs[i]);
+    if (kept.size() != term.size()) {
+      SmallVector<int64_t> withOnes;
+      for (auto [d, c] : llvm::enumerate(term))
+        withOnes.push_back(kept.find(c) == std::string::npos
+                               ? 1
+                               : target.getDimSize(d));
+      grad = g.expand(g.reshape(grad, target.clone(withOnes)), target);
+    }
+    dx[i] = grad;
+  }
+  return success();
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
@@ -630,5 +631,63 @@ LogicalResult OneHotOp::inferReturnTypes(MLIRContext *,
   SmallVector<int64_t> shape(indices.getShape());
   shape.insert(shape.begin() + axis, depth);
   out.push_back(RankedTensorType::get(shape, values.getElementType()));
+  return success();
+}
+
+LogicalResult EinsumOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ValueRange operands,
+                                         DictionaryAttr attrs,
+                                         OpaqueProperties props,
+                                         RegionRange regions,
+                                         SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  std::string error;
+  auto eq = EinsumEquation::parse(adaptor.getEquation(), error);
+  if (!eq)
+    return emitOptionalError(loc, error);
+  SmallVector<ArrayRef<int64_t>> shapes;
+  Type element;
+  for (Value v : adaptor.getInputs()) {
+    auto t = rankedType(v);
+    if (!t)
+      return emitOptionalError(loc, "expects ranked tensor operands");
+    if (element && t.getElementType() != element)
+      return emitOptionalError(loc, "operands have element types ", element,
+                               " and ", t.getElementType());
+    element = t.getElementType();
+    shapes.push_back(t.getShape());
+  }
+  if (shapes.empty())
+    return emitOptionalError(loc, "expects at least one operand");
+  SmallVector<int64_t> shape;
+  if (!eq->letterExtents(shapes, shape, error))
+    return emitOptionalError(loc, error);
+  out.push_back(RankedTensorType::get(shape, element));
+  return success();
+}
+
+LogicalResult TopKOp::inferReturnTypes(MLIRContext *ctx,
+                                       std::optional<Location> loc,
+                                       ValueRange operands,
+                                       DictionaryAttr attrs,
+                                       OpaqueProperties props,
+                                       RegionRange regions,
+                                       SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto t = rankedType(adaptor.getInput());
+  int64_t axis = adaptor.getAxis(), k = adaptor.getK();
+  if (!t)
+    return emitOptionalError(loc, "expects a ranked tensor operand");
+  if (axis < 0 || axis >= t.getRank())
+    return emitOptionalError(loc, "axis ", axis, " is out of range for rank ",
+                             t.getRank());
+  int64_t n = t.getDimSize(axis);
+  if (k < 0 || (!ShapedType::isDynamic(n) && k > n))
+    return emitOptionalError(loc, "k ", k, " is not in [0, ", n,
+                             "] (the extent of axis ", axis, ")");
+  SmallVector<int64_t> shape(t.getShape());
+  shape[axis] = k;
+  out.push_back(RankedTensorType::get(shape, IntegerType::get(ctx, 64)));
   return success();
 }

@@ -10,8 +10,11 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace distopt;
@@ -982,5 +985,69 @@ OpShardingRule MicrobatchSelectOp::getShardingRule() {
   for (size_t i = 0; i < getCandidates().size(); ++i)
     rule.operands.push_back(shared);
   rule.results.push_back(shared);
+  return rule;
+}
+
+/// Einsum: each letter is one factor, shared by every dimension it names;
+/// letters missing from the result are summed (reduction factors: a split
+/// one leaves a partial sum). A letter repeated within one term (a
+/// diagonal) stays whole, as one axis cannot split two dimensions of a
+/// tensor. The product is linear in each operand.
+OpShardingRule EinsumOp::getShardingRule() {
+  OpShardingRule rule;
+  std::string error;
+  auto eq = EinsumEquation::parse(getEquation(), error);
+  if (!eq)
+    return rule;
+  auto repeats = [&](char c) {
+    return llvm::any_of(eq->inputs, [c](const std::string &t) {
+      return llvm::count(t, c) > 1;
+    });
+  };
+  std::map<char, int64_t> factor;
+  for (auto [i, term] : llvm::enumerate(eq->inputs)) {
+    ArrayRef<int64_t> shape = shapeOf(getInputs()[i]);
+    TensorFactors tf;
+    for (auto [d, c] : llvm::enumerate(term)) {
+      if (!factor.count(c)) {
+        FactorKind kind = repeats(c) ? FactorKind::Whole
+                          : eq->output.find(c) != std::string::npos
+                              ? FactorKind::Parallel
+                              : FactorKind::Reduction;
+        factor[c] = rule.addFactor(shape[d], kind);
+      }
+      tf.push_back({factor[c]});
+    }
+    rule.operands.push_back(tf);
+  }
+  TensorFactors out;
+  for (char c : eq->output)
+    out.push_back({factor.at(c)});
+  rule.results = {out};
+  SmallVector<unsigned> linear;
+  for (unsigned i = 0, e = eq->inputs.size(); i < e; ++i)
+    linear.push_back(i);
+  rule.setPartialFlow(PartialFlow::OneLinear, linear);
+  return rule;
+}
+
+/// TopK: the indices are picked along `axis` from its whole extent (their
+/// own extent there, k, is whole too); other dimensions shard.
+OpShardingRule TopKOp::getShardingRule() {
+  OpShardingRule rule;
+  TensorFactors in, out;
+  for (auto [d, s] : llvm::enumerate(shapeOf(getInput()))) {
+    if (static_cast<int64_t>(d) == getAxis()) {
+      in.push_back({rule.addFactor(s, FactorKind::Whole)});
+      out.push_back({rule.addFactor(getK(), FactorKind::Whole)});
+      continue;
+    }
+    int64_t f = rule.addFactor(s);
+    in.push_back({f});
+    out.push_back({f});
+  }
+  rule.operands = {in};
+  rule.results = {out};
+  rule.linearOperands.assign(1, false);
   return rule;
 }

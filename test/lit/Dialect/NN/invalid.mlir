@@ -364,3 +364,66 @@ func.func @one_hot_depth(%i: tensor<4xi64>, %v: tensor<2xf32>) {
   %0 = nn.one_hot %i, %v depth 0 axis 1 : tensor<4xi64>, tensor<2xf32> -> tensor<4x0xf32>
   return
 }
+
+// -----
+
+func.func @einsum_no_arrow(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{equation 'ij' has no '->'}}
+  %0 = nn.einsum "ij" %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @einsum_terms(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{equation 'ij,jk->ik' has 2 terms for 1 operands}}
+  %0 = nn.einsum "ij,jk->ik" %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @einsum_rank(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{term 'ijk' of equation 'ijk->i' has 3 letters for operand 0 of rank 2}}
+  %0 = nn.einsum "ijk->i" %a : (tensor<4x8xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @einsum_extents(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{letter 'j' of equation 'ij,jk->ik' names extents 8 and 4}}
+  %0 = nn.einsum "ij,jk->ik" %a, %b : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @einsum_result_letter(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{equation 'ij->iz': result letter 'z' names no operand dimension}}
+  %0 = nn.einsum "ij->iz" %a : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @einsum_repeated_result(%a: tensor<4x4xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{equation 'ij->ii': result letter 'i' is not a letter or repeats}}
+  %0 = nn.einsum "ij->ii" %a : (tensor<4x4xf32>) -> tensor<4x4xf32>
+  return
+}
+
+// -----
+
+func.func @top_k_k(%a: tensor<4x8xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{k 9 is not in [0, 8] (the extent of axis 1)}}
+  %0 = nn.top_k %a k 9 axis 1 : tensor<4x8xf32> -> tensor<4x9xi64>
+  return
+}

@@ -226,3 +226,19 @@ func.func @elements(%logp: tensor<2x16x96xf32>, %ids: tensor<2x16x1xi64>, %x: te
   %5 = nn.one_hot %t, %v depth 10 axis 1 : tensor<4xi32>, tensor<2xf32> -> tensor<4x10xf32>
   return
 }
+
+// CHECK-LABEL: func.func @einsum_top_k
+func.func @einsum_top_k(%m: tensor<16x4x8xf32>, %x: tensor<16x32xf32>, %w: tensor<4x32x64xf32>, %g: tensor<16x4xf32>) {
+  // CHECK: nn.einsum "tec,td->ecd" %{{.*}}, %{{.*}} : (tensor<16x4x8xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
+  %0 = nn.einsum "tec,td->ecd" %m, %x : (tensor<16x4x8xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
+  // CHECK: nn.einsum "ecd,edf->ecf" %{{.*}}, %{{.*}} : (tensor<4x8x32xf32>, tensor<4x32x64xf32>) -> tensor<4x8x64xf32>
+  %1 = nn.einsum "ecd,edf->ecf" %0, %w : (tensor<4x8x32xf32>, tensor<4x32x64xf32>) -> tensor<4x8x64xf32>
+  // CHECK: nn.einsum "ii->" %{{.*}} : (tensor<16x16xf32>) -> tensor<f32>
+  %sq = nn.einsum "td,sd->ts" %x, %x : (tensor<16x32xf32>, tensor<16x32xf32>) -> tensor<16x16xf32>
+  %2 = nn.einsum "ii->" %sq : (tensor<16x16xf32>) -> tensor<f32>
+  // CHECK: nn.top_k %{{.*}} k 2 axis 1 : tensor<16x4xf32> -> tensor<16x2xi64>
+  %3 = nn.top_k %g k 2 axis 1 : tensor<16x4xf32> -> tensor<16x2xi64>
+  // CHECK: nn.top_k %{{.*}} k 1 axis 0 smallest : tensor<16x4xf32> -> tensor<1x4xi64>
+  %4 = nn.top_k %g k 1 axis 0 smallest : tensor<16x4xf32> -> tensor<1x4xi64>
+  return
+}

@@ -125,3 +125,27 @@ func.func @cumsum_one_hot(%x: tensor<4x8xf32>, %t: tensor<4xi64>, %v: tensor<2xf
   %1 = nn.one_hot %t, %v depth 10 axis 1 : tensor<4xi64>, tensor<2xf32> -> tensor<4x10xf32>
   return
 }
+
+// -----
+
+// Einsum: one factor per letter; letters the result lacks are reductions
+// (a split one leaves a partial sum); a letter repeated in a term is whole.
+func.func @einsum(%m: tensor<16x4x8xf32>, %x: tensor<16x32xf32>, %w: tensor<4x32x64xf32>, %e: tensor<4x8x32xf32>, %s: tensor<8x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k], [i, l]) -> ([j, k, l]) {i=16, j=4, k=8, l=32} reduction={i} partial=one(0, 1)}}
+  %0 = nn.einsum "tec,td->ecd" %m, %x : (tensor<16x4x8xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j, k], [i, k, l]) -> ([i, j, l]) {i=4, j=8, k=32, l=64} reduction={k} partial=one(0, 1)}}
+  %1 = nn.einsum "ecd,edf->ecf" %e, %w : (tensor<4x8x32xf32>, tensor<4x32x64xf32>) -> tensor<4x8x64xf32>
+  // expected-remark @+1 {{sharding rule: ([i, j, k], [j, k, l]) -> ([i, l]) {i=16, j=4, k=8, l=32} reduction={j, k} partial=one(0, 1)}}
+  %2 = nn.einsum "tec,ecd->td" %m, %e : (tensor<16x4x8xf32>, tensor<4x8x32xf32>) -> tensor<16x32xf32>
+  // expected-remark @+1 {{sharding rule: ([i, i]) -> ([i]) {i=8} whole={i} partial=one(0)}}
+  %3 = nn.einsum "ii->i" %s : (tensor<8x8xf32>) -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @top_k(%g: tensor<16x4xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j]) -> ([i, k]) {i=16, j=4, k=2} whole={j, k}}}
+  %0 = nn.top_k %g k 2 axis 1 : tensor<16x4xf32> -> tensor<16x2xi64>
+  return
+}

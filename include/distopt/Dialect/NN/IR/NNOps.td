@@ -289,6 +289,29 @@ class NN_ArgReduceOp<string mnemonic, string what> : NN_InferredOp<mnemonic> {
 def NN_ArgMaxOp : NN_ArgReduceOp<"argmax", "maximum">;
 def NN_ArgMinOp : NN_ArgReduceOp<"argmin", "minimum">;
 
+def NN_TopKOp : NN_InferredOp<"top_k"> {
+  let summary = "indices of the `k` largest (or smallest) elements along `axis`";
+  let description = [{
+    As ONNX TopK's second result: int64 indices along `axis` of the `k`
+    largest elements (`smallest`: the `k` smallest), in order from the
+    largest (smallest) on; of equal elements the lower index comes first.
+    The result has the input's shape with extent `k` at `axis`. ONNX TopK's
+    values are `nn.gather_elements` of the input at these indices, which
+    also gives them their gradient.
+
+    ```mlir
+    %i = nn.top_k %gates k 2 axis 1 : tensor<16x4xf32> -> tensor<16x2xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$k, I64Attr:$axis,
+                       UnitAttr:$smallest);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `k` $k `axis` $axis (`smallest` $smallest^)? attr-dict `:`
+    type($input) `->` type($result)
+  }];
+}
+
 class NN_SoftmaxLikeOp<string mnemonic, string what>
     : NN_InferredOp<mnemonic, [SameOperandsAndResultType, NN_Differentiable]> {
   let summary = what # " along `axis`";
@@ -364,6 +387,30 @@ def NN_MatMulOp : NN_InferredOp<"matmul", [NN_Differentiable]> {
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def NN_EinsumOp : NN_InferredOp<"einsum", [NN_Differentiable]> {
+  let summary = "Einstein summation over the operands' index letters";
+  let description = [{
+    As ONNX Einsum, in explicit form: `equation` names each operand's
+    dimensions by a letter (`a`-`z`, `A`-`Z`), terms separated by `,`, then
+    `->` and the result's letters. Each result element is the sum, over the
+    letters missing from the result, of the product of the operands'
+    elements; a letter repeated within one operand takes its diagonal. All
+    dimensions one letter names have one extent; the result's letters are
+    distinct and each names an operand dimension. The importer writes
+    ONNX's implicit form and `...` out into this form.
+
+    ```mlir
+    %d = nn.einsum "tec,td->ecd" %mask, %x
+        : (tensor<16x4x8xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$equation, Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $equation $inputs attr-dict `:` functional-type($inputs, results)
   }];
 }
 
