@@ -90,6 +90,9 @@ train_case "gpt_adamw, dp=2 zero2 (2 ranks, 1 GPU)" --train-test "$t/gpt_adamw" 
 train_case "gpt_adamw, tp=2 (2 ranks, 1 GPU)" --train-test "$t/gpt_adamw" --mesh tp=2 --plan tp,sp
 train_case "gpt_adamw, dp=2,tp=2 fsdp,tp (4 ranks, 1 GPU)" --train-test "$t/gpt_adamw" --mesh dp=2,tp=2 --plan fsdp,tp
 train_case "gpt_accumulate, dp=2 (2 ranks, 1 GPU)" --train-test "$t/gpt_accumulate" --mesh dp=2 --plan dp
+train_case "moe_gpt, ep=2 (2 ranks, 1 GPU)" --train-test "$t/moe_gpt" --mesh ep=2 --plan ep
+train_case "llama_long_context, cp=2 (2 ranks, 1 GPU)" --train-test "$t/llama_long_context" --mesh cp=2 --plan cp
+train_case "gpt_f16, dp=2 zero2 (2 ranks, 1 GPU)" --train-test "$t/gpt_f16" --mesh dp=2 --plan zero2
 echo 'pipeline: {split: "h.*", microbatches: 8, schedule: 1f1b}' >"$pack/1f1b.yaml"
 train_case "gpt4_pipeline, pp=2 1f1b (2 ranks, 1 GPU)" --train-test "$t/gpt4_pipeline" --mesh pp=2 --plan "$pack/1f1b.yaml"
 
