@@ -63,7 +63,7 @@ def main():
     rng = np.random.default_rng(0)
 
     # An op the importer does not know.
-    save(model([helper.make_node("Hardmax", ["x"], ["y"], name="the_hardmax")],
+    save(model([helper.make_node("NonZero", ["x"], ["y"], name="the_nonzero")],
                [f32("x", [2, 3])], [f32("y", [2, 3])]), "unknown_op.onnx")
 
     # A symbolic dimension to bind with --dim.
