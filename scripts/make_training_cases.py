@@ -1732,7 +1732,11 @@ Needs Debian's `python3-torch`, `python3-onnx`, `python3-numpy`,
 `torch.use_deterministic_algorithms(True)`. Seeds are fixed: a re-run with
 the same versions on the same machine reproduces every file byte for byte
 (checked by running it three times); on another CPU the last digits of the
-recorded losses can differ, as OpenBLAS picks its kernels by CPU. The build and CI do not need torch.
+recorded losses can differ, as OpenBLAS picks its kernels by CPU. A later
+run of all cases on a machine of the same kind changed the last digits of
+some older cases' data (cause not found), so new cases are made one at a
+time (`make_training_cases.py NAME`), which reproduces that case's files
+byte for byte. The build and CI do not need torch.
 
 How a case is made: build the model (fixed seed), randomise every parameter
 (Linear weights `N(0,1)/sqrt(fan_in)`, LoRA B 0.2 times that, biases
