@@ -84,15 +84,31 @@ Evaluator::create(const Trainer &trainer, llvm::StringRef tokensFile,
         return std::move(e);
       break;
     }
-  if (trainer.pipelineMicrobatches() > 1)
-    if (auto symbol = batchSymbol(trainer.model(), trainer.compileOptions());
-        !symbol)
+  // The forward model's compile options, fixed for the run. A pipeline
+  // plan's forward takes each microbatch as a whole input, so its batch
+  // dimension is bound to rows / microbatches: microbatch m then reads the
+  // windows of the batch's rows m * rows/M .., and every plan evaluates the
+  // same tokens.
+  CompileOptions forward = trainer.compileOptions();
+  forward.train.reset();
+  forward.workDir = workDir.str();
+  if (int64_t m = trainer.pipelineMicrobatches(); m > 1) {
+    auto symbol = batchSymbol(trainer.model(), forward);
+    if (!symbol)
       return symbol.takeError();
+    int64_t &rows = forward.dims[*symbol];
+    if (rows % m)
+      return fail("evaluating a pipeline plan: the batch's " +
+                  llvm::Twine(rows) + " rows do not divide into " +
+                  llvm::Twine(m) + " microbatches");
+    rows /= m;
+  }
   std::unique_ptr<Evaluator> e(new Evaluator());
   e->tokensFile = tokensFile.str();
   e->batches = batches;
   e->run = run;
   e->workDir = workDir.str();
+  e->forward = std::move(forward);
   return e;
 }
 
@@ -119,31 +135,10 @@ Expected<EvalResult> Evaluator::evaluate(mlir::MLIRContext &ctx,
     return fail("evaluation: " + problem);
   std::string model = llvm::StringRef((*paths)[0]).drop_front(3).str();
 
-  CompileOptions options = trainer.compileOptions();
-  options.train.reset();
-  options.workDir = workDir;
-  auto programs = compilePrograms(ctx, model, options);
+  auto programs = compilePrograms(ctx, model, forward);
   if (!programs)
     return programs.takeError();
-  // A pipeline plan's forward takes each microbatch as a whole input, so it
-  // is compiled again with the batch dimension bound to rows / microbatches:
-  // microbatch m then reads the windows of the batch's rows m * rows/M ..,
-  // and every plan evaluates the same tokens.
   const int64_t microbatches = microbatchesOf(*programs);
-  if (microbatches > 1) {
-    auto symbol = batchSymbol(model, options);
-    if (!symbol)
-      return symbol.takeError();
-    auto bound = options.dims.find(*symbol);
-    if (bound->getValue() % microbatches)
-      return fail("evaluating a pipeline plan: the batch's " +
-                  llvm::Twine(bound->getValue()) + " rows do not divide into " +
-                  llvm::Twine(microbatches) + " microbatches");
-    bound->getValue() /= microbatches;
-    programs = compilePrograms(ctx, model, options);
-    if (!programs)
-      return programs.takeError();
-  }
   std::vector<InputSpec> inputs = programInputs(*programs);
   if (inputs.size() != 1 || inputs[0].shape.size() != 2)
     return fail("--eval-tokens feeds models whose only input is int64 "

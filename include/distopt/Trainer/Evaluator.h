@@ -46,6 +46,9 @@ private:
   std::string tokensFile, workDir;
   int64_t batches = 0;
   RunSettings run;
+  /// How the forward model compiles: the trainer's options without the
+  /// training step, the batch bound per microbatch under a pipeline plan.
+  CompileOptions forward;
 };
 
 } // namespace distopt
