@@ -190,6 +190,9 @@ def main():
     error_model("rotary_odd_dim",
                 mk("RotaryEmbedding", ["X", "cos", "sin"], ["Y"], rotary_embedding_dim=3),
                 [("X", [1, 2, 3, 8]), ("cos", [1, 3, 1]), ("sin", [1, 3, 1])], ["Y"])
+    error_model("rmsnorm_stash_type",
+                mk("RMSNormalization", ["X", "scale"], ["Y"], stash_type=0),
+                [("X", [2, 4]), ("scale", [4])], ["Y"])
     error_model("opset24", mk("Relu", ["X"], ["Y"]), [("X", [2])], ["Y"], opset=24)
 
 

@@ -514,6 +514,16 @@ FailureOr<int64_t> ImportContext::axis(int64_t a, int64_t rank,
   return n;
 }
 
+FailureOr<int64_t> ImportContext::normalizationAxis(int64_t rank) {
+  FailureOr<int64_t> a = axis(attrInt("axis", -1), rank, "axis");
+  if (failed(a))
+    return failure();
+  if (attrInt("stash_type", 1) != 1)
+    return error() << "stash_type " << attrInt("stash_type", 1)
+                   << " is not supported (only 1, float)";
+  return a;
+}
+
 FailureOr<Value> ImportContext::verified(Operation *op) {
   std::string message;
   LogicalResult ok = failure();

@@ -201,6 +201,10 @@ public:
   /// Normalises a possibly negative axis into [0, rank); fails with a
   /// diagnostic naming `what`.
   mlir::FailureOr<int64_t> axis(int64_t a, int64_t rank, llvm::StringRef what);
+  /// LayerNormalization's and RMSNormalization's first normalised axis
+  /// (attribute `axis`, default -1), refusing a stash_type other than 1
+  /// (statistics in float).
+  mlir::FailureOr<int64_t> normalizationAxis(int64_t rank);
 
 private:
   /// Values read for requireKnown that must not become foldable.

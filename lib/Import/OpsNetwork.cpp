@@ -130,13 +130,9 @@ LogicalResult distopt::onnximport::layerNormOp(ImportContext &ctx) {
   if (failed(x) || failed(scale))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  FailureOr<int64_t> axis =
-      ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
+  FailureOr<int64_t> axis = ctx.normalizationAxis(t.getRank());
   if (failed(axis))
     return failure();
-  if (ctx.attrInt("stash_type", 1) != 1)
-    return ctx.error() << "stash_type " << ctx.attrInt("stash_type", 1)
-                       << " is not supported (only 1, float)";
   FailureOr<Value> bias = ctx.optionalValue(2);
   if (failed(bias))
     return failure();

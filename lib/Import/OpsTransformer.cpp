@@ -64,13 +64,9 @@ LogicalResult distopt::onnximport::rmsNormOp(ImportContext &ctx) {
   RankedTensorType t = typeOf(*x);
   if (!isa<FloatType>(t.getElementType()))
     return ctx.error() << "needs a floating-point input, got " << t;
-  FailureOr<int64_t> axis =
-      ctx.axis(ctx.attrInt("axis", -1), t.getRank(), "axis");
+  FailureOr<int64_t> axis = ctx.normalizationAxis(t.getRank());
   if (failed(axis))
     return failure();
-  if (ctx.attrInt("stash_type", 1) != 1)
-    return ctx.error() << "stash_type " << ctx.attrInt("stash_type", 1)
-                       << " is not supported (only 1, float)";
   OpChain c(ctx);
   Type f32 = ctx.b.getF32Type();
   Value xs = *x;
