@@ -100,28 +100,24 @@ fi
 
 if wanted 3; then
 section "3. GPT-2-small training step: distopt vs torch on this GPU"
-start=$SECONDS
 gpt=$pack/gpt2
 cp -r "$carry/gpt2" "$gpt"
 python3 "$root/bench/gpu/weights.py" write "$gpt" >>"$log" 2>&1
-DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step.txt" 2>&1
-status=$?
-tee -a "$log" <"$out/gpt2_step.txt"
-record "GPT-2-small step vs torch ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
-start=$SECONDS
+gpt2_step() { # NAME FILE [VAR=VALUE...]: bench/gpu/run.sh in that environment
+  local name=$1 file=$out/$2 start=$SECONDS
+  shift 2
+  env "$@" DISTOPT_BIN="$bin" timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$file" 2>&1
+  local status=$?
+  tee -a "$log" <"$file"
+  record "GPT-2-small step vs torch$name ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+}
+gpt2_step "" gpt2_step.txt
 note
 note "-- the same with TF32 tensor cores on both sides"
-TF32=1 DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step_tf32.txt" 2>&1
-status=$?
-tee -a "$log" <"$out/gpt2_step_tf32.txt"
-record "GPT-2-small step vs torch, TF32 ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
-start=$SECONDS
+gpt2_step ", TF32" gpt2_step_tf32.txt TF32=1
 note
 note "-- bf16 mixed precision on both sides (precision: bf16 vs torch.autocast)"
-BF16=1 DISTOPT_BIN=$bin timeout 300 "$root/bench/gpu/run.sh" "$gpt" "${BATCH:-8}" 5 >"$out/gpt2_step_bf16.txt" 2>&1
-status=$?
-tee -a "$log" <"$out/gpt2_step_bf16.txt"
-record "GPT-2-small step vs torch, bf16 ($((SECONDS - start)) s)" "$([ $status = 0 ] && echo ok || echo FAILED)"
+gpt2_step ", bf16" gpt2_step_bf16.txt BF16=1
 
 fi
 
