@@ -271,6 +271,32 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
+def rotary_causal_attention(x, projections, cos, sin, heads, kv_heads, hd):
+    """x [B, T, d] through the q, k, v `projections` to the attention output
+    [B, T, heads*hd]: rotate-half rotary positions on q and k, each kv head
+    serving heads / kv_heads consecutive query heads (HF's repeat_kv), causal
+    softmax attention."""
+    q_proj, k_proj, v_proj = projections
+    B, T, _ = x.size()
+    q = q_proj(x).view(B, T, heads, hd).transpose(1, 2)
+    k = k_proj(x).view(B, T, kv_heads, hd).transpose(1, 2)
+    v = v_proj(x).view(B, T, kv_heads, hd).transpose(1, 2)
+    q = q * cos + rotate_half(q) * sin
+    k = k * cos + rotate_half(k) * sin
+    n_rep = heads // kv_heads
+    if n_rep > 1:
+        k = k[:, :, None, :, :].expand(B, kv_heads, n_rep, T, hd).reshape(
+            B, heads, T, hd)
+        v = v[:, :, None, :, :].expand(B, kv_heads, n_rep, T, hd).reshape(
+            B, heads, T, hd)
+    att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
+    p = torch.arange(T, device=x.device)
+    causal = p.unsqueeze(1) >= p.unsqueeze(0)
+    att = att.masked_fill(~causal, float("-inf"))
+    return (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
+        B, T, heads * hd)
+
+
 class LlamaAttention(nn.Module):
     """Grouped-query attention (4 query heads, 2 kv heads), rotary, LoRA on
     q_proj and v_proj."""
@@ -284,25 +310,9 @@ class LlamaAttention(nn.Module):
         self.o_proj = nn.Linear(heads * self.hd, d, bias=False)
 
     def forward(self, x, cos, sin):
-        B, T, _ = x.size()
-        hd = self.hd
-        q = self.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        n_rep = self.heads // self.kv_heads  # HF's repeat_kv
-        k = k[:, :, None, :, :].expand(B, self.kv_heads, n_rep, T, hd).reshape(
-            B, self.heads, T, hd)
-        v = v[:, :, None, :, :].expand(B, self.kv_heads, n_rep, T, hd).reshape(
-            B, self.heads, T, hd)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        p = torch.arange(T, device=x.device)
-        causal = p.unsqueeze(1) >= p.unsqueeze(0)
-        att = att.masked_fill(~causal, float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
-            B, T, self.heads * hd)
-        return self.o_proj(y)
+        return self.o_proj(rotary_causal_attention(
+            x, (self.q_proj, self.k_proj, self.v_proj), cos, sin, self.heads,
+            self.kv_heads, self.hd))
 
 
 class LlamaMLP(nn.Module):
@@ -342,20 +352,9 @@ class LlamaCPAttention(nn.Module):
         self.o_proj = nn.Linear(d, d, bias=False)
 
     def forward(self, x, cos, sin):
-        B, T, _ = x.size()
-        hd = self.hd
-        q = self.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
-        v = self.v_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        p = torch.arange(T, device=x.device)
-        causal = p.unsqueeze(1) >= p.unsqueeze(0)
-        att = att.masked_fill(~causal, float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
-            B, T, self.heads * hd)
-        return self.o_proj(y)
+        return self.o_proj(rotary_causal_attention(
+            x, (self.q_proj, self.k_proj, self.v_proj), cos, sin, self.heads,
+            self.heads, self.hd))
 
 
 class LlamaCPLayer(nn.Module):
@@ -601,20 +600,9 @@ class Llama23(nn.Module):
         self.lm_head = nn.Linear(d, vocab, bias=False)
 
     def attention(self, layer, x, cos, sin):
-        B, T, _ = x.size()
-        hd, rep = self.hd, self.heads // self.kv_heads
-        q = layer.q_proj(x).view(B, T, self.heads, hd).transpose(1, 2)
-        k = layer.k_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
-        v = layer.v_proj(x).view(B, T, self.kv_heads, hd).transpose(1, 2)
-        q = q * cos + rotate_half(q) * sin
-        k = k * cos + rotate_half(k) * sin
-        k = k.repeat_interleave(rep, dim=1)
-        v = v.repeat_interleave(rep, dim=1)
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(hd)
-        p = torch.arange(T)
-        att = att.masked_fill(~(p.unsqueeze(1) >= p.unsqueeze(0)), float("-inf"))
-        y = (F.softmax(att, dim=-1) @ v).transpose(1, 2).reshape(B, T, self.heads * hd)
-        return layer.o_proj(y)
+        return layer.o_proj(rotary_causal_attention(
+            x, (layer.q_proj, layer.k_proj, layer.v_proj), cos, sin,
+            self.heads, self.kv_heads, self.hd))
 
     def forward(self, input_ids, position_ids):
         # [B, 1, T, hd]: the half tables read at the positions, repeated for
@@ -1142,7 +1130,7 @@ exports none of opset 23's ops: `embed_tokens` [64, 32] → per layer
 is_causal) → `o_proj` → residual → `RMSNormalization` → SwiGLU MLP (hidden
 48; Sigmoid, Mul) → residual; final `RMSNormalization` (`norm`), untied
 `lm_head` [64, 32]. torch trains the same math written out (rotate-half
-with the tables repeated, `repeat_interleave` for the kv heads, a masked
+with the tables repeated, each kv head repeated for its query heads, a masked
 softmax). Ignored labels as in gpt_adamw; clipping at 1.0.""",
     ),
     dict(
