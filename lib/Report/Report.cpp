@@ -554,7 +554,7 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
       byPhase[e.phase].second += e.count * e.bytes;
     }
     os << "\ncollectives by phase (rank 0):\n";
-    for (const char *phase : {"forward", "loss", "backward", "optimizer"})
+    for (const char *phase : kTrainingPhases)
       os << llvm::format("  %-10s %5lld collective(s) %12s sent\n", phase,
                          (long long)byPhase[phase].first,
                          humanBytes(byPhase[phase].second).c_str());

@@ -24,12 +24,15 @@ struct CollectiveGroup {
 };
 } // namespace
 
+/// Where `phase` stands in kTrainingPhases; after them when it is none.
 static int phaseRank(const std::string &phase) {
-  const char *order[] = {"forward", "loss", "backward", "optimizer"};
-  for (int i = 0; i < 4; ++i)
-    if (phase == order[i])
-      return i;
-  return 4;
+  int rank = 0;
+  for (const char *p : kTrainingPhases) {
+    if (phase == p)
+      return rank;
+    ++rank;
+  }
+  return rank;
 }
 
 static int64_t busiest(const std::vector<int64_t> &v) {

@@ -26,6 +26,11 @@
 
 namespace distopt {
 
+/// The phases of a training step, in the order a step runs them
+/// (CollectiveEntry::phase).
+inline constexpr const char *kTrainingPhases[] = {"forward", "loss",
+                                                  "backward", "optimizer"};
+
 struct CollectiveEntry {
   std::string kind;
   std::vector<std::string> axes;
