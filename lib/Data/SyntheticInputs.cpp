@@ -62,6 +62,17 @@ public:
   }
 
 private:
+  // bf16 and f16 values are f32 draws rounded to nearest even, so a model
+  // in a 16-bit dtype sees the same stream an f32 model does, rounded.
+  static bool isHalfWidth(distrt::DType dtype) {
+    return dtype == distrt::DType::kBF16 || dtype == distrt::DType::kF16;
+  }
+  static void storeHalfWidth(distrt::Tensor &t, int64_t k, float v) {
+    t.data<uint16_t>()[k] = t.dtype() == distrt::DType::kBF16
+                                ? distrt::FloatToBF16(v)
+                                : distrt::FloatToHalf(v);
+  }
+
   static Expected<distrt::Tensor> draw(const InputSpec &input,
                                        std::mt19937_64 &rng) {
     distrt::DType dtype = input.dtype;
@@ -78,6 +89,10 @@ private:
       std::uniform_real_distribution<double> dist(-1.0, 1.0);
       for (int64_t k = 0; k < n; ++k)
         t.data<double>()[k] = dist(rng);
+    } else if (isHalfWidth(dtype)) {
+      std::uniform_real_distribution<float> dist(-1.f, 1.f);
+      for (int64_t k = 0; k < n; ++k)
+        storeHalfWidth(t, k, dist(rng));
     } else if (dtype == distrt::DType::kI64 || dtype == distrt::DType::kI32) {
       std::uniform_int_distribution<int64_t> dist(0, input.valueBound - 1);
       for (int64_t k = 0; k < n; ++k) {
@@ -112,6 +127,10 @@ private:
       std::uniform_real_distribution<float> pick(-1.f, 1.f);
       for (int64_t i = 0; i < t.num_elements(); ++i)
         t.data<float>()[i] = pick(rng);
+    } else if (isHalfWidth(t.dtype())) {
+      std::uniform_real_distribution<float> pick(-1.f, 1.f);
+      for (int64_t i = 0; i < t.num_elements(); ++i)
+        storeHalfWidth(t, i, pick(rng));
     } else {
       return fail("cannot generate labels of dtype " +
                   distrt::DTypeName(t.dtype()) + " for '" + labels.name +
