@@ -191,7 +191,8 @@ LogicalResult Exporter::exportWeight(nn::WeightOp op) {
   w->set_offset(op.getOffset());
   persistentEntries[nn::getPersistentKey(op)].push_back(prog.weights_size() -
                                                         1);
-  w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
+  // The file's dtype; the loader converts it to the value's.
+  w->set_dtype(*dtypeOf(op.getLoc(), op.getStoredElementType()));
   if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
                        firstSharding(op), w->mutable_slice())))
     return failure();

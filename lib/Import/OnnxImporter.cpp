@@ -308,7 +308,7 @@ LogicalResult Importer::importInitializer(const onnx::TensorProto &t,
   tensor.value = nn::WeightOp::create(
       b, loc, type, b.getStringAttr(t.name()), b.getStringAttr(file),
       b.getI64IntegerAttr(static_cast<int64_t>(offset)), DenseI64ArrayAttr(),
-      DenseI64ArrayAttr());
+      DenseI64ArrayAttr(), TypeAttr());
   values[t.name()] = std::move(tensor);
   return success();
 }
@@ -341,7 +341,7 @@ bool Importer::splitMergedInitializer(const onnx::NodeProto &node) {
   Tensor copy = it->second;
   copy.value = nn::WeightOp::create(
       b, loc, copy.type, b.getStringAttr(node.output(0)), w.getFileAttr(),
-      w.getOffsetAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr());
+      w.getOffsetAttr(), DenseI64ArrayAttr(), DenseI64ArrayAttr(), TypeAttr());
   values[node.output(0)] = std::move(copy);
   splitOff[w.getName()].push_back(node.output(0));
   return true;

@@ -70,7 +70,7 @@ Value window(OpBuilder &b, nn::WeightOp w, int64_t dim, int64_t start,
   auto op = nn::WeightOp::create(
       b, w.getLoc(), type.clone(shape), w.getNameAttr(), w.getFileAttr(),
       w.getOffsetAttr(), b.getDenseI64ArrayAttr(stored),
-      b.getDenseI64ArrayAttr(at));
+      b.getDenseI64ArrayAttr(at), w.getStoredTypeAttr());
   return op.getResult();
 }
 

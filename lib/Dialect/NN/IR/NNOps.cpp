@@ -43,6 +43,15 @@ LogicalResult WeightOp::verify() {
   if (getOffsetAttr().getInt() < 0)
     return emitOpError("weight '") << getName() << "' has a negative offset "
                                    << getOffsetAttr().getInt();
+  if (auto stored = getStoredType()) {
+    // The loader converts between the float types only.
+    auto isFloat = [](Type t) { return t.isF32() || t.isF16() || t.isBF16(); };
+    if (!isFloat(*stored) || !isFloat(type.getElementType()))
+      return emitOpError("weight '")
+             << getName() << "': stored_type " << *stored << " and element "
+             << "type " << type.getElementType()
+             << " must both be f32, f16 or bf16";
+  }
   if (getStoredShape().has_value() != getWindowOffsets().has_value())
     return emitOpError("weight '") << getName()
                                    << "' needs both stored_shape and "

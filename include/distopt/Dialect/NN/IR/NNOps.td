@@ -44,6 +44,10 @@ def NN_WeightOp : NN_Op<"weight"> {
     `window_offsets`): one of Q, K and V cut out of a fused QKV matrix, say.
     The result type is the window's shape.
 
+    `stored_type` is the element type of the stored bytes when it differs
+    from the result's: a bf16 or f16 model's parameter trained from an f32
+    master is stored in 16 bits and widened when it is loaded.
+
     ```mlir
     %w = nn.weight "blocks.0.mlp.fc1.weight" file "model.onnx" offset 4096
         : tensor<64x256xf32>
@@ -55,8 +59,17 @@ def NN_WeightOp : NN_Op<"weight"> {
   let arguments = (ins StrAttr:$name, DefaultValuedStrAttr<StrAttr, "">:$file,
                        DefaultValuedAttr<I64Attr, "0">:$offset,
                        OptionalAttr<DenseI64ArrayAttr>:$stored_shape,
-                       OptionalAttr<DenseI64ArrayAttr>:$window_offsets);
+                       OptionalAttr<DenseI64ArrayAttr>:$window_offsets,
+                       OptionalAttr<TypeAttr>:$stored_type);
   let results = (outs AnyRankedTensor:$result);
+  let extraClassDeclaration = [{
+    /// The element type of the bytes in the file.
+    mlir::Type getStoredElementType() {
+      if (auto t = getStoredType())
+        return *t;
+      return getResult().getType().getElementType();
+    }
+  }];
   let assemblyFormat = [{
     $name (`file` $file^)? (`offset` $offset^)? attr-dict `:` type($result)
   }];
