@@ -23,6 +23,8 @@ distopt::runTrainedModel(mlir::MLIRContext &ctx, StringRef modelPath,
                          StringRef inputDir, StringRef workDir, int threads) {
   CompileOptions single;
   single.singleDevice = true;
+  // The trained f32 masters of a 16-bit model, used as they are.
+  single.forwardInF32 = true;
   single.workDir = workDir.str();
   auto programs = compilePrograms(ctx, modelPath, single);
   if (!programs)
@@ -31,7 +33,7 @@ distopt::runTrainedModel(mlir::MLIRContext &ctx, StringRef modelPath,
   // weights point at.
   llvm::SmallString<256> file(workDir);
   llvm::sys::path::append(file, "trained-weights.bin");
-  std::map<std::string, uint64_t> offsets;
+  std::map<std::string, std::pair<uint64_t, distrt::DType>> offsets;
   {
     std::error_code ec;
     llvm::raw_fd_ostream os(file, ec);
@@ -39,7 +41,7 @@ distopt::runTrainedModel(mlir::MLIRContext &ctx, StringRef modelPath,
       return fail("cannot write " + file + ": " + ec.message());
     uint64_t at = 0;
     for (const distrt::NamedTensor &t : trained) {
-      offsets[t.name] = at;
+      offsets[t.name] = {at, t.tensor.dtype()};
       os.write(static_cast<const char *>(t.tensor.raw()), t.tensor.byte_size());
       at += t.tensor.byte_size();
     }
@@ -52,7 +54,10 @@ distopt::runTrainedModel(mlir::MLIRContext &ctx, StringRef modelPath,
       if (it == offsets.end())
         continue;
       w.set_file(file.str().str());
-      w.set_offset(it->second);
+      w.set_offset(it->second.first);
+      // An f32 master of a 16-bit model's weight: the loader rounds it to
+      // the weight's dtype, as --save does.
+      w.set_dtype(static_cast<distrt::proto::DType>(it->second.second));
     }
     std::shared_ptr<const distrt::Program> program;
     distrt::Status st = distrt::Program::Create(

@@ -35,11 +35,16 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     if (options.singleDevice)
       pm.addPass(createDistStripDistribution());
     // Mixed precision on the forward, so that differentiating it gives
-    // the casts' gradients (f32 gradients of f32 parameters).
-    if (options.train && options.train->precision.mixed())
-      pm.addPass(createDistApplyPrecision(options.train->precision));
-    else if (!options.train && options.inferencePrecision.mixed())
-      pm.addPass(createDistApplyPrecision(options.inferencePrecision));
+    // the casts' gradients (f32 gradients of f32 parameters). Training runs
+    // it whatever the policy: a bf16 or f16 model trains f32 masters.
+    if (options.train)
+      pm.addPass(createDistApplyPrecision(options.train->precision,
+                                          SixteenBitModel::TrainMasters));
+    else if (options.inferencePrecision.mixed() || options.forwardInF32)
+      pm.addPass(createDistApplyPrecision(
+          options.inferencePrecision, options.forwardInF32
+                                          ? SixteenBitModel::ComputeInF32
+                                          : SixteenBitModel::Keep));
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.
     if (options.train) {

@@ -153,13 +153,43 @@ void PrecisionRewriter::run() {
 }
 
 LogicalResult distopt::applyPrecision(ModuleOp module,
-                                      const PrecisionPolicy &policy) {
-  if (!policy.mixed())
-    return success();
+                                      const PrecisionPolicy &given,
+                                      SixteenBitModel mode) {
   func::FuncOp func = stepFunction(module);
   if (!func)
-    return module.emitError("precision applies to the function @main (or "
-                            "the module's only function)");
+    return given.mixed() ? module.emitError(
+                               "precision applies to the function @main (or "
+                               "the module's only function)")
+                         : success();
+  PrecisionPolicy policy = given;
+  Type narrow = mode == SixteenBitModel::Keep ? Type()
+                                              : sixteenBitParameterType(func);
+  if (narrow && failed(widenSixteenBitModel(func)))
+    return failure();
+  if (narrow && mode == SixteenBitModel::TrainMasters) {
+    std::string name = narrow.isBF16() ? "bf16" : "f16";
+    // f16 gradients underflow without a loss scale, which the config
+    // chooses (the step and the trainer both read it from there).
+    if (narrow.isF16() && !given.loc)
+      return emitError(module.getLoc())
+             << "the model's parameters are f16: training them needs a loss "
+                "scale; add `precision: {compute: f16, loss_scale: dynamic}` "
+                "to the training config (or `precision: f32`)";
+    InFlightDiagnostic note = emitRemark(module.getLoc());
+    note << "the model's parameters are " << name
+         << ": training f32 masters initialised from them";
+    // Without a policy a bf16 model computes in bf16, as it was written.
+    if (!given.loc) {
+      policy.compute = name;
+      note << ", computing in " << name
+           << " (the training config's `precision` overrides this)";
+    } else {
+      note << ", computing as the config's precision says (compute: "
+           << policy.compute << ")";
+    }
+  }
+  if (!policy.mixed())
+    return success();
   // Windows of fused projections become parameters of their own before a
   // cast stands between a weight and its projection.
   splitFusedProjections(module);
@@ -178,7 +208,8 @@ namespace {
 struct ApplyPrecisionPass
     : public distopt::impl::DistApplyPrecisionBase<ApplyPrecisionPass> {
   using Base::Base;
-  ApplyPrecisionPass(PrecisionPolicy policy) : parsed(std::move(policy)) {}
+  ApplyPrecisionPass(PrecisionPolicy policy, SixteenBitModel mode)
+      : parsed(std::move(policy)), mode(mode) {}
 
   void runOnOperation() override {
     std::optional<PrecisionPolicy> policy = parsed;
@@ -194,15 +225,18 @@ struct ApplyPrecisionPass
         return signalPassFailure();
       policy = read->precision;
     }
-    if (failed(applyPrecision(getOperation(), *policy)))
+    if (failed(applyPrecision(getOperation(), *policy, mode)))
       signalPassFailure();
   }
 
   std::optional<PrecisionPolicy> parsed;
+  // A config file's policy is a training one.
+  SixteenBitModel mode = SixteenBitModel::TrainMasters;
 };
 } // namespace
 
 std::unique_ptr<Pass>
-distopt::createDistApplyPrecision(PrecisionPolicy policy) {
-  return std::make_unique<ApplyPrecisionPass>(std::move(policy));
+distopt::createDistApplyPrecision(PrecisionPolicy policy,
+                                  SixteenBitModel mode) {
+  return std::make_unique<ApplyPrecisionPass>(std::move(policy), mode);
 }

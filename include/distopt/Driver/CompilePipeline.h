@@ -55,6 +55,9 @@ struct CompileOptions {
   /// and outputs in f32, as training's policy does (dist-apply-precision).
   /// A training step takes its config's policy instead.
   PrecisionPolicy inferencePrecision;
+  /// A bf16 or f16 model's forward computed in f32 from f32 parameters (a
+  /// trained model's masters: --train-test's probe), not in its dtype.
+  bool forwardInF32 = false;
   /// Drop every mesh, annotation and sharding the model carries: compile it
   /// for one device (the reference a distributed run is checked against).
   bool singleDevice = false;

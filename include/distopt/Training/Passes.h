@@ -31,8 +31,10 @@ createDistBuildTrainingStep(TrainConfig config, int64_t batchSplit,
                             mlir::LocationAttr batchSplitLoc,
                             TrainingStepInfo *info);
 
-/// dist-apply-precision with a policy already parsed.
-std::unique_ptr<mlir::Pass> createDistApplyPrecision(PrecisionPolicy policy);
+/// dist-apply-precision with a policy already parsed, and what it does with
+/// a bf16 or f16 model.
+std::unique_ptr<mlir::Pass> createDistApplyPrecision(PrecisionPolicy policy,
+                                                     SixteenBitModel mode);
 
 #define GEN_PASS_REGISTRATION
 #include "distopt/Training/Passes.h.inc"

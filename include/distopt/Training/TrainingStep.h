@@ -81,14 +81,36 @@ mlir::func::FuncOp stepFunction(mlir::ModuleOp module);
 /// op, so a parameter read in several places has one value.
 void unifyWeights(mlir::func::FuncOp func);
 
+/// What dist-apply-precision does with a model whose parameters are bf16 or
+/// f16: run it in its dtype (inference), train f32 masters of it, or compute
+/// its forward in f32 from f32 parameters (a trained model's masters).
+enum class SixteenBitModel { Keep, TrainMasters, ComputeInF32 };
+
+/// The element type of a model whose parameters are stored in bf16 or f16
+/// (that of the first such nn.weight); null for an f32 model.
+mlir::Type sixteenBitParameterType(mlir::func::FuncOp func);
+
+/// Makes a 16-bit model's training step train f32 masters
+/// (SixteenBitModel.cpp): each 16-bit nn.weight becomes an f32 value read
+/// from its 16-bit bytes (`stored_type`), 16-bit inputs are cast to f32
+/// where they enter, and every other 16-bit value, constant and output
+/// becomes f32. The precision policy applied after it narrows the compute
+/// again.
+mlir::LogicalResult widenSixteenBitModel(mlir::func::FuncOp func);
+
 /// Applies a mixed-precision policy to the forward model in `module`'s step
 /// function (the pass dist-apply-precision; see Passes.td): parameters stay
 /// f32 and are cast where forward reads them, activations flow in the
 /// compute dtype, normalisations, softmax and `keep_f32` layers compute in
 /// f32, and the model's outputs are f32 (so the loss is). A keep_f32 glob
-/// that matches nothing is a warning. No-op for an f32 policy.
-mlir::LogicalResult applyPrecision(mlir::ModuleOp module,
-                                   const PrecisionPolicy &policy);
+/// that matches nothing is a warning. No-op for an f32 policy. A model
+/// whose parameters are bf16 or f16 is first widened
+/// (widenSixteenBitModel) unless `mode` is Keep; with TrainMasters and no
+/// `precision` in the config, a bf16 model then computes in bf16 (a remark
+/// says so) and an f16 one is an error asking for a loss scale.
+mlir::LogicalResult
+applyPrecision(mlir::ModuleOp module, const PrecisionPolicy &policy,
+               SixteenBitModel mode = SixteenBitModel::Keep);
 
 /// The per-step hyper-parameter inputs of step `step` (0-based), by name.
 std::vector<std::pair<std::string, double>>
