@@ -1,6 +1,7 @@
 //===- TrainedModelWriter.cpp - write a trained model as ONNX -------------===//
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Support/WritableTarget.h"
+#include "distopt/OnnxWriter/FloatDtype.h"
 #include "distopt/OnnxWriter/LoraMerge.h"
 
 #include "onnx/onnx_pb.h"
@@ -63,7 +64,8 @@ Error distopt::checkTrainedModelTarget(llvm::StringRef out) {
 Error distopt::saveTrainedModel(StringRef modelPath,
                                 const std::vector<distrt::NamedTensor> &trained,
                                 StringRef out, bool mergeLora,
-                                int *mergedLayers) {
+                                int *mergedLayers,
+                                std::optional<distrt::DType> saveDtype) {
   auto buffer = llvm::MemoryBuffer::getFile(modelPath, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -85,6 +87,13 @@ Error distopt::saveTrainedModel(StringRef modelPath,
       *mergedLayers = *merged;
   }
   splitMergedInitializers(*model.mutable_graph(), byName);
+  llvm::SmallString<256> modelDir(llvm::sys::path::parent_path(modelPath));
+  llvm::sys::fs::make_absolute(modelDir);
+  if (saveDtype)
+    if (Error e = convertFloatGraph(
+            model, *saveDtype, modelDir,
+            [&](const std::string &name) { return byName.count(name) > 0; }))
+      return e;
   size_t total = 0;
   for (const auto &[name, t] : byName)
     total += t->byte_size();
@@ -100,6 +109,7 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     if (ec)
       return fail("cannot write " + dataPath + ": " + ec.message());
   }
+  std::deque<std::string> converted;
   uint64_t at = 0;
   for (onnx::TensorProto &init :
        *model.mutable_graph()->mutable_initializer()) {
@@ -107,10 +117,26 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     if (it == byName.end())
       continue;
     const distrt::Tensor &t = *it->second;
-    if (distrt::OnnxTypeOf(t.dtype()) != init.data_type())
-      return fail("trained '" + init.name() + "' is " +
-                  distrt::DTypeName(t.dtype()) +
-                  ", not the initializer's element type");
+    // Each parameter in its initializer's dtype (an f32 master of a bf16
+    // model's weight is rounded back), or all in --save-dtype's.
+    distrt::DType want;
+    if (saveDtype && isConvertibleFloat(t.dtype()))
+      want = *saveDtype;
+    else if (!distrt::DTypeFromOnnx(init.data_type(), &want).ok())
+      want = distrt::DType::kUnspecified;
+    const void *bytes = t.raw();
+    size_t size = t.byte_size();
+    if (want != t.dtype()) {
+      if (!isConvertibleFloat(t.dtype()) || !isConvertibleFloat(want))
+        return fail("trained '" + init.name() + "' is " +
+                    distrt::DTypeName(t.dtype()) +
+                    ", not the initializer's element type");
+      const std::string &c = converted.emplace_back(
+          convertFloats(t.raw(), t.dtype(), want, t.num_elements()));
+      bytes = c.data();
+      size = c.size();
+    }
+    init.set_data_type(distrt::OnnxTypeOf(want));
     init.clear_float_data();
     init.clear_double_data();
     init.clear_int32_data();
@@ -118,10 +144,10 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     init.clear_external_data();
     init.set_data_location(onnx::TensorProto::DEFAULT);
     if (!external) {
-      init.set_raw_data(t.raw(), t.byte_size());
+      init.set_raw_data(bytes, size);
       continue;
     }
-    data->write(static_cast<const char *>(t.raw()), t.byte_size());
+    data->write(static_cast<const char *>(bytes), size);
     init.set_data_location(onnx::TensorProto::EXTERNAL);
     auto entry = [&](const std::string &k, const std::string &v) {
       auto *e = init.add_external_data();
@@ -130,13 +156,11 @@ Error distopt::saveTrainedModel(StringRef modelPath,
     };
     entry("location", dataName.str().str());
     entry("offset", std::to_string(at));
-    entry("length", std::to_string(t.byte_size()));
-    at += t.byte_size();
+    entry("length", std::to_string(size));
+    at += size;
   }
   // Initializers with external data that were not trained (frozen) keep
   // pointing at the original file: make the path absolute.
-  llvm::SmallString<256> modelDir(llvm::sys::path::parent_path(modelPath));
-  llvm::sys::fs::make_absolute(modelDir);
   for (onnx::TensorProto &init : *model.mutable_graph()->mutable_initializer())
     if (init.data_location() == onnx::TensorProto::EXTERNAL &&
         !byName.count(init.name()))

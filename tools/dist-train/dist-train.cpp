@@ -15,6 +15,7 @@
 #include "distopt/Check/TrainedModelRun.h"
 #include "distopt/Checkpoint/Checkpoint.h"
 #include "distopt/Data/TensorProtoFile.h"
+#include "distopt/OnnxWriter/FloatDtype.h"
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/RunFlags.h"
@@ -89,6 +90,13 @@ static cl::opt<std::string>
               cl::desc("write the trained model as ONNX (parameters gathered "
                        "from every rank)"),
               cl::value_desc("out.onnx"), cl::cat(category));
+static cl::opt<std::string> saveDtypeName(
+    "save-dtype",
+    cl::desc("with --save: write the model in this dtype (f32, bf16 or f16: "
+             "parameters rounded to nearest even, the graph's float tensors "
+             "converted); default: each parameter in its initializer's "
+             "dtype"),
+    cl::value_desc("dtype"), cl::cat(category));
 static cl::opt<std::string> checkpointDir(
     "save-checkpoint",
     cl::desc("save the sharded training state (parameters, optimizer "
@@ -334,6 +342,16 @@ int main(int argc, char **argv) {
   if (!saveModel.empty())
     if (Error e = checkTrainedModelTarget(saveModel))
       return failWith(toString(std::move(e)));
+  std::optional<distrt::DType> saveDtype;
+  if (!saveDtypeName.empty()) {
+    saveDtype = parseSaveDtype(saveDtypeName);
+    if (!saveDtype)
+      return failWith("--save-dtype " + saveDtypeName +
+                      ": expected f32, bf16 or f16");
+    if (saveModel.empty())
+      return failWith("--save-dtype applies to --save OUT.onnx, which was "
+                      "not given");
+  }
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
@@ -525,9 +543,12 @@ int main(int argc, char **argv) {
     if (root) {
       int merged = 0;
       if (Error e =
-              saveTrainedModel(model, state, saveModel, mergeLora, &merged))
+              saveTrainedModel(model, state, saveModel, mergeLora, &merged,
+                               saveDtype))
         return failWith(toString(std::move(e)));
       errs() << "dist-train: wrote " << saveModel;
+      if (saveDtype)
+        errs() << " in " << saveDtypeName;
       if (mergeLora)
         errs() << " (LoRA adapters of " << merged
                << " layer(s) merged into their base weights)";

@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <vector>
 
 namespace distopt {
@@ -22,15 +23,18 @@ namespace distopt {
 llvm::Error checkTrainedModelTarget(llvm::StringRef out);
 
 /// Writes the ONNX model with its initializers replaced by `trained`
-/// (matched by name; optimizer states ignored). A trained tensor's dtype
-/// must be its initializer's element type. Tensors go to an external-data
-/// file next to `out` when they exceed 1 GiB in all. With `mergeLora`, LoRA
-/// adapters are folded into their base weights and `*mergedLayers` says how
-/// many.
+/// (matched by name; optimizer states ignored). A trained float tensor is
+/// written in its initializer's element type (an f32 master of a bf16
+/// weight rounded to nearest even); any other must have that type. With
+/// `saveDtype`, the whole float graph is written in that dtype
+/// (FloatDtype.h). Tensors go to an external-data file next to `out` when
+/// they exceed 1 GiB in all. With `mergeLora`, LoRA adapters are folded
+/// into their base weights and `*mergedLayers` says how many.
 llvm::Error saveTrainedModel(llvm::StringRef modelPath,
                              const std::vector<distrt::NamedTensor> &trained,
                              llvm::StringRef out, bool mergeLora = false,
-                             int *mergedLayers = nullptr);
+                             int *mergedLayers = nullptr,
+                             std::optional<distrt::DType> saveDtype = {});
 
 } // namespace distopt
 
