@@ -114,6 +114,13 @@ def DistApplyPrecision : Pass<"dist-apply-precision", "mlir::ModuleOp"> {
     partial sums through (its sharding rule), so data-parallel gradient
     reductions run after the cast, in f32.
 
+    A model whose parameters are bf16 or f16 (exported in that dtype) is
+    first made an f32 model for training: each 16-bit `nn.weight` becomes an
+    f32 master read from its 16-bit bytes (`stored_type`), 16-bit inputs are
+    cast to f32 where they enter, and every other 16-bit value becomes f32.
+    Without a `precision` key a bf16 model then computes in bf16 (a remark
+    says so); an f16 model needs the config to choose a loss scale.
+
     Fused projections are split first (as `dist-build-training-step` does),
     since the cast would hide them. A `keep_f32` glob that matches nothing
     is a warning. `config` names a training config whose `precision` to
