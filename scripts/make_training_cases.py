@@ -15,7 +15,7 @@ docs/training-cases.md):
     test/data/train/<case>/step_K/labels.pb    its labels
     test/data/train/<case>/step_K/micro_J/     accumulating cases: microbatch J of step K
     test/data/train/<case>/probe/input_I.pb    a batch never trained on
-    test/data/train/<case>/probe/output_0.pb   the trained model's output on it
+    test/data/train/<case>/probe/output_I.pb   the trained model's outputs on it
 
 The model is built with fixed seeds, every parameter randomised (nothing
 exactly 0 or 1), exported with do_constant_folding=False (so initializers keep
@@ -1284,6 +1284,33 @@ also returns `chosen_rewards` and `rejected_rewards` [4] (`0.1·(π − ref)`,
 what TRL logs), which the probe compares too. The four causal-mask buffers
 export as one initializer and three Identity nodes.""",
     ),
+    dict(
+        name="dpo_gpt_same_start",
+        what="DPO as dpo_gpt with the reference starting as a copy of the "
+             "policy (DPO's usual start from one SFT model), so the export "
+             "merges every reference tensor into the policy's initializer",
+        seed=38, start_as=("reference", "policy"),
+        ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
+        inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
+                "rejected_labels"],
+        output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+        data=lambda: make_dpo_data(64, 4, 12, 3, 238),
+        loss={"kind": "model"},
+        optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
+        frozen=["policy.h.*.attn.bias", "reference.*"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+The `DPO` model of `dpo_gpt` (other random weights and batches) whose
+reference is loaded with the policy's weights before the export, as when
+both start from one SFT model. torch.onnx.export keeps one initializer of
+each pair of equal tensors: every `reference.*` tensor is an Identity node
+reading the policy's initializer (29 initializers for 57 parameters and
+buffers). The reference must stay at the initial values while the policy
+trains (a trainer that ties them trains the reference too, and its loss
+stays log 2). The first loss is log 2 (policy and reference agree).""",
+    ),
 ]
 
 
@@ -1340,8 +1367,8 @@ def check_names(case, model, proto):
             f"  in ONNX (float initializers minus frozen) only: "
             f"{sorted(onnx_trainable - torch_trainable)}\n"
             f"  in torch (requires_grad) only: {sorted(torch_trainable - onnx_trainable)}")
-    for g in case["frozen"]:
-        if not any(fnmatch.fnmatchcase(n, g) for n in inits):
+    for g in case["frozen"]:  # an initializer, or a parameter merged into one
+        if not any(fnmatch.fnmatchcase(n, g) for n in set(inits) | float_inits):
             raise RuntimeError(f"{case['name']}: frozen glob {g!r} matches no initializer")
     for g in case["no_decay"]:
         if not any(fnmatch.fnmatchcase(n, g) for n in onnx_trainable):
@@ -1604,6 +1631,9 @@ def make_case(case):
     torch.manual_seed(case["seed"])
     model = case["ctor"]()
     (fresh_init if case.get("fresh") else randomise)(model, 1000 + case["seed"])
+    if "start_as" in case:  # a module that starts as a copy of another
+        copy_to, copy_from = case["start_as"]
+        getattr(model, copy_to).load_state_dict(getattr(model, copy_from).state_dict())
     for n, p in model.named_parameters():
         p.requires_grad_(not matches(n, case["frozen"]))
     model.eval()  # no dropout or batch norm anywhere: train() would be the same
@@ -1806,7 +1836,8 @@ test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int
                                            absent when the graph computes its loss and takes labels as an input)
 test/data/train/<case>/step_K/micro_J/     with gradient accumulation: microbatch J of step K (input_I.pb, labels.pb)
 test/data/train/<case>/probe/input_I.pb    a batch never trained on
-test/data/train/<case>/probe/output_0.pb   the model's output on it after the last step (named as the output)
+test/data/train/<case>/probe/output_I.pb   the model's output I on it after the last step (named as the output;
+                                           a graph with several outputs has one file per output)
 ```
 
 `train.json`:
@@ -1926,7 +1957,8 @@ One step K (t = K + 1), in this order:
      `cosine`) `lr·(K+1)/warmup_steps` while K < warmup_steps, then
      `min_lr + (lr − min_lr)·(1 + cos(π·min(1, (K − warmup)/(total − warmup))))/2`.
 
-After the last step, the forward of `probe/` inputs gives `probe/output_0.pb`.
+After the last step, the forward of `probe/` inputs gives `probe/output_I.pb`
+(one per graph output).
 Expected agreement for a float32 trainer: losses about 1e-6 relative, probe
 output about 1e-5.
 
