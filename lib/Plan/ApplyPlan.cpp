@@ -254,11 +254,17 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
   func.walk([&](nn::ConcatOp concat) {
     if (concat.getAxis() != 0)
       return;
-    auto fromInput = [&](Value v) {
+    auto isInput = [&](Value v) {
       if (auto a = v.getDefiningOp<dist::AnnotateOp>())
         v = a.getInput();
       auto arg = dyn_cast<BlockArgument>(v);
       return arg && arg.getOwner() == &func.getBody().front();
+    };
+    // Under gradient accumulation, the running microbatch's inputs.
+    auto fromInput = [&](Value v) {
+      if (auto select = v.getDefiningOp<nn::MicrobatchSelectOp>())
+        return llvm::all_of(select.getCandidates(), isInput);
+      return isInput(v);
     };
     if (llvm::all_of(concat.getInputs(), fromInput))
       assembled.push_back(concat.getResult());
