@@ -1282,7 +1282,9 @@ sequence (`ReduceSum`). Rows `[:4]` are chosen and `[4:]` rejected
 (`Sigmoid`, `Log`, `Neg`, `ReduceMean`), `loss: {kind: model}`. The graph
 also returns `chosen_rewards` and `rejected_rewards` [4] (`0.1·(π − ref)`,
 what TRL logs), which the probe compares too. The four causal-mask buffers
-export as one initializer and three Identity nodes.""",
+export as one initializer and three Identity nodes. ONNX Runtime 1.30
+(`onnxruntime-node`) gives `model.onnx` on `step_0` the loss 0.67943573,
+torch's first loss as a float32.""",
     ),
     dict(
         name="dpo_gpt_same_start",
@@ -1309,7 +1311,8 @@ each pair of equal tensors: every `reference.*` tensor is an Identity node
 reading the policy's initializer (29 initializers for 57 parameters and
 buffers). The reference must stay at the initial values while the policy
 trains (a trainer that ties them trains the reference too, and its loss
-stays log 2). The first loss is log 2 (policy and reference agree).""",
+stays log 2). The first loss is log 2 (policy and reference agree; ONNX
+Runtime 1.30 gives 0.6931472 and zero rewards on `step_0`).""",
     ),
 ]
 
