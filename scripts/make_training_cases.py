@@ -15,7 +15,7 @@ docs/training-cases.md):
     test/data/train/<case>/step_K/labels.pb    its labels
     test/data/train/<case>/step_K/micro_J/     accumulating cases: microbatch J of step K
     test/data/train/<case>/probe/input_I.pb    a batch never trained on
-    test/data/train/<case>/probe/output_0.pb   the trained model's output on it
+    test/data/train/<case>/probe/output_I.pb   the trained model's outputs on it
 
 The model is built with fixed seeds, every parameter randomised (nothing
 exactly 0 or 1), exported with do_constant_folding=False (so initializers keep
@@ -224,6 +224,49 @@ class MoEGPT(nn.Module):
         logits = self.lm_head(self.ln_f(x))
         ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
         return ce + 0.01 * aux
+
+
+def sequence_logps(logits, labels):
+    """Each row's summed log-probability of its labelled tokens, as TRL's
+    DPOTrainer computes it (get_batch_logps): the labels shifted by one,
+    IGNORE_INDEX (prompt and padding) masked out, log_softmax read at the
+    labels with torch.gather."""
+    labels = labels[:, 1:]
+    logits = logits[:, :-1, :]
+    mask = labels != IGNORE_INDEX
+    labels = labels.masked_fill(~mask, 0)
+    per_token = torch.gather(logits.log_softmax(-1), 2, labels.unsqueeze(2)).squeeze(2)
+    return (per_token * mask).sum(-1)
+
+
+class DPO(nn.Module):
+    """Direct preference optimisation in one graph: a GPT policy and a
+    reference GPT of the same shape (frozen, other weights) read the chosen
+    and rejected sequences concatenated along the batch (TRL's
+    concatenated_forward); the graph returns the sigmoid DPO loss and the
+    implicit rewards TRL logs."""
+
+    def __init__(self, beta, **gpt):
+        super().__init__()
+        self.beta = beta
+        self.policy = GPT(**gpt)
+        self.reference = GPT(**gpt)
+
+    def forward(self, chosen_input_ids, chosen_labels, rejected_input_ids,
+                rejected_labels):
+        B = chosen_input_ids.size(0)
+        ids = torch.cat([chosen_input_ids, rejected_input_ids], 0)
+        labels = torch.cat([chosen_labels, rejected_labels], 0)
+        policy = sequence_logps(self.policy(ids), labels)
+        with torch.no_grad():
+            reference = sequence_logps(self.reference(ids), labels)
+        pi_chosen, pi_rejected = policy[:B], policy[B:]
+        ref_chosen, ref_rejected = reference[:B], reference[B:]
+        logits = (pi_chosen - pi_rejected) - (ref_chosen - ref_rejected)
+        loss = -F.logsigmoid(self.beta * logits).mean()
+        chosen_rewards = self.beta * (pi_chosen - ref_chosen).detach()
+        rejected_rewards = self.beta * (pi_rejected - ref_rejected).detach()
+        return loss, chosen_rewards, rejected_rewards
 
 
 class RMSNorm(nn.Module):
@@ -728,6 +771,45 @@ def make_lm_data_in_graph(vocab, batch, seq, steps, seed):
     return batches[:-1], batches[-1][0]
 
 
+def make_dpo_data(vocab, pairs, seq, steps, seed, pad=0):
+    """Preference pairs for DPO: a prompt of 3 to 5 tokens, then a chosen
+    response that continues the prompt's bigram stream and a rejected one of
+    random tokens, each of 3 to seq - prompt tokens, padded on the right
+    with `pad`. The labels are the input ids with the prompt and the padding
+    IGNORE_INDEX (TRL's layout); inputs are chosen ids, chosen labels,
+    rejected ids, rejected labels, each [pairs, seq]."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(vocab, generator=g)
+
+    def rint(lo, hi):  # lo..hi inclusive
+        return int(torch.randint(lo, hi + 1, (1,), generator=g))
+
+    batches = []
+    for _ in range(steps + 1):  # the last one is the probe
+        rows = {k: torch.full((pairs, seq), v, dtype=torch.int64)
+                for k, v in (("ci", pad), ("cl", IGNORE_INDEX),
+                             ("ri", pad), ("rl", IGNORE_INDEX))}
+        for b in range(pairs):
+            p = rint(3, 5)
+            prompt, _ = lm_tokens(g, perm, 1, p)
+            chosen_len, rejected_len = rint(3, seq - p), rint(3, seq - p)
+            # The chosen response continues the prompt's stream (noise 0.1).
+            cont = [int(perm[prompt[0, -1]])]
+            for _t in range(chosen_len - 1):
+                nxt = int(perm[cont[-1]])
+                if float(torch.rand(1, generator=g)) < 0.1:
+                    nxt = rint(0, vocab - 1)
+                cont.append(nxt)
+            chosen = torch.tensor(cont, dtype=torch.int64)
+            rejected = torch.randint(0, vocab, (rejected_len,), generator=g)
+            for ids, lab, resp in (("ci", "cl", chosen), ("ri", "rl", rejected)):
+                rows[ids][b, :p] = prompt[0]
+                rows[ids][b, p:p + resp.numel()] = resp
+                rows[lab][b, p:p + resp.numel()] = resp
+        batches.append(([rows["ci"], rows["cl"], rows["ri"], rows["rl"]], None))
+    return batches[:-1], batches[-1][0]
+
+
 def make_bert_data(vocab, batch, seq, classes, steps, seed):
     """input_ids (position 0 is [CLS]=1, padding is 0), float attention masks
     with different padding per row, class = input_ids[:, 1] % classes."""
@@ -1191,6 +1273,75 @@ load-balancing loss per layer is `4 · Σ_e mean_s(first-choice mask) ·
 mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
 0.01 times their sum (`loss: {kind: model}`, labels the second input).""",
     ),
+    dict(
+        name="dpo_gpt",
+        what="direct preference optimisation (DPO): a GPT policy and a frozen "
+             "reference GPT with other weights in one graph, per-token "
+             "log-probabilities by log_softmax and torch.gather, the DPO loss "
+             "in the graph, AdamW",
+        seed=37,
+        ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
+        inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
+                "rejected_labels"],
+        output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+        data=lambda: make_dpo_data(64, 4, 12, 4, 237),
+        loss={"kind": "model"},
+        optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
+        frozen=["policy.h.*.attn.bias", "reference.*"],
+        clip_grad_norm=None, steps=4,
+        notes="""\
+`DPO` holds `policy` and `reference`, two GPTs of `gpt_adamw`'s layout
+(vocabulary 64, block size 16, 2 blocks, tied heads) with different random
+weights; `frozen: ["reference.*"]` freezes the reference (torch computes it
+under `no_grad`). The inputs are TRL's: `chosen_input_ids`, `chosen_labels`,
+`rejected_input_ids`, `rejected_labels`, int64 [4, 12] each: a prompt of 3
+to 5 tokens shared by the pair, then the response (chosen: the prompt's
+bigram stream continued; rejected: random tokens), padded with token 0; the
+labels are the ids with prompt and padding -100. The graph concatenates
+chosen and rejected rows along the batch (`Concat`, 8 rows), runs both
+models on them, and takes each row's log-probability as TRL's
+`get_batch_logps` does: labels and logits shifted by one, `log_softmax`
+(`LogSoftmax`) read at the labels by `torch.gather` (`GatherElements`), -100
+masked out (`Equal`, `Not`, `Where`, `Cast`, `Mul`), summed over the
+sequence (`ReduceSum`). Rows `[:4]` are chosen and `[4:]` rejected
+(`Slice`); `loss = mean(-logsigmoid(0.1·((π_c − π_r) − (ref_c − ref_r))))`
+(`Sigmoid`, `Log`, `Neg`, `ReduceMean`), `loss: {kind: model}`. The graph
+also returns `chosen_rewards` and `rejected_rewards` [4] (`0.1·(π − ref)`,
+what TRL logs), which the probe compares too. The four causal-mask buffers
+export as one initializer and three Identity nodes. ONNX Runtime 1.30
+(`onnxruntime-node`) gives `model.onnx` on `step_0` the loss 0.67943573,
+torch's first loss as a float32.""",
+    ),
+    dict(
+        name="dpo_gpt_same_start",
+        what="DPO as dpo_gpt with the reference starting as a copy of the "
+             "policy (DPO's usual start from one SFT model), so the export "
+             "merges every reference tensor into the policy's initializer",
+        seed=38, start_as=("reference", "policy"),
+        ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
+        inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
+                "rejected_labels"],
+        output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+        data=lambda: make_dpo_data(64, 4, 12, 3, 238),
+        loss={"kind": "model"},
+        optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
+        frozen=["policy.h.*.attn.bias", "reference.*"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+The `DPO` model of `dpo_gpt` (other random weights and batches) whose
+reference is loaded with the policy's weights before the export, as when
+both start from one SFT model. torch.onnx.export keeps one initializer of
+each pair of equal tensors: every `reference.*` tensor is an Identity node
+reading the policy's initializer (29 initializers for 57 parameters and
+buffers). The reference must stay at the initial values while the policy
+trains (a trainer that ties them trains the reference too, and its loss
+stays log 2). The first loss is log 2 (policy and reference agree; ONNX
+Runtime 1.30 gives 0.6931472 and zero rewards on `step_0`).""",
+    ),
 ]
 
 
@@ -1283,8 +1434,8 @@ def check_names(case, model, proto):
             f"  in ONNX (float initializers minus frozen) only: "
             f"{sorted(onnx_trainable - torch_trainable)}\n"
             f"  in torch (requires_grad) only: {sorted(torch_trainable - onnx_trainable)}")
-    for g in case["frozen"]:
-        if not any(fnmatch.fnmatchcase(n, g) for n in inits):
+    for g in case["frozen"]:  # an initializer, or a parameter merged into one
+        if not any(fnmatch.fnmatchcase(n, g) for n in set(inits) | float_inits):
             raise RuntimeError(f"{case['name']}: frozen glob {g!r} matches no initializer")
     for g in case["no_decay"]:
         if not any(fnmatch.fnmatchcase(n, g) for n in onnx_trainable):
@@ -1329,6 +1480,20 @@ def make_scheduler(case, opt):
         progress = min(1.0, (k - warm) / max(1, total - warm))
         return (low + (lr - low) * 0.5 * (1 + math.cos(math.pi * progress))) / lr
     return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def case_outputs(case):
+    """The graph's outputs: the one the loss reads, or all the case names."""
+    return case.get("outputs", [case["output"]])
+
+
+def as_tuple(out):
+    return out if isinstance(out, tuple) else (out,)
+
+
+def loss_output(case, out):
+    """The output the loss reads of a model that returns several."""
+    return as_tuple(out)[case_outputs(case).index(case["output"])]
 
 
 def compute_loss(case, out, labels):
@@ -1486,7 +1651,7 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
                 if labels is not None:
                     write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
             with HalfViaF32() if dtype == torch.float16 else contextlib.nullcontext():
-                out = work(*inputs)
+                out = loss_output(case, work(*inputs))
                 loss = compute_loss(case, out.float(), labels)
                 seed = loss / micro
                 if scaler is not None:
@@ -1533,6 +1698,9 @@ def make_case(case):
     torch.manual_seed(case["seed"])
     model = case["ctor"]()
     (fresh_init if case.get("fresh") else randomise)(model, 1000 + case["seed"])
+    if "start_as" in case:  # a module that starts as a copy of another
+        copy_to, copy_from = case["start_as"]
+        getattr(model, copy_to).load_state_dict(getattr(model, copy_from).state_dict())
     model_dtype = PRECISION_DTYPES[case.get("model_dtype", "f32")]
     if model_dtype != torch.float32:
         # The f32 masters start at the values the 16-bit file holds.
@@ -1552,7 +1720,7 @@ def make_case(case):
     else:
         torch.onnx.export(
             model, tuple(batches[0][0]), model_path,
-            input_names=case["inputs"], output_names=[case["output"]],
+            input_names=case["inputs"], output_names=case_outputs(case),
             opset_version=OPSET, do_constant_folding=False,
             export_params=True, verbose=False)
     proto = onnx.load(model_path)
@@ -1586,10 +1754,12 @@ def make_case(case):
     pd = os.path.join(case_dir, "probe")
     os.makedirs(pd)
     with torch.no_grad():
-        out = model(*probe)
+        outs = as_tuple(model(*probe))
     for i, (n, t) in enumerate(zip(case["inputs"], probe)):
         write_tensor(os.path.join(pd, f"input_{i}.pb"), t, n)
-    write_tensor(os.path.join(pd, "output_0.pb"), out, case["output"])
+    for i, (n, t) in enumerate(zip(case_outputs(case), outs)):
+        write_tensor(os.path.join(pd, f"output_{i}.pb"), t, n)
+    out = loss_output(case, outs)
     if f32_model is not None:
         with torch.no_grad():
             out_f32 = f32_model(*probe)
@@ -1744,7 +1914,8 @@ test/data/train/<case>/step_K/labels.pb    its labels (TensorProto "labels": int
                                            absent when the graph computes its loss and takes labels as an input)
 test/data/train/<case>/step_K/micro_J/     with gradient accumulation: microbatch J of step K (input_I.pb, labels.pb)
 test/data/train/<case>/probe/input_I.pb    a batch never trained on
-test/data/train/<case>/probe/output_0.pb   the model's output on it after the last step (named as the output)
+test/data/train/<case>/probe/output_I.pb   the model's output I on it after the last step (named as the output;
+                                           a graph with several outputs has one file per output)
 ```
 
 `train.json`:
@@ -1864,7 +2035,8 @@ One step K (t = K + 1), in this order:
      `cosine`) `lr·(K+1)/warmup_steps` while K < warmup_steps, then
      `min_lr + (lr − min_lr)·(1 + cos(π·min(1, (K − warmup)/(total − warmup))))/2`.
 
-After the last step, the forward of `probe/` inputs gives `probe/output_0.pb`.
+After the last step, the forward of `probe/` inputs gives `probe/output_I.pb`
+(one per graph output).
 Expected agreement for a float32 trainer: losses about 1e-6 relative, probe
 output about 1e-5.
 

@@ -26,7 +26,9 @@ static Error fail(const llvm::Twine &message) {
 /// The importer trains each parameter the exporter merged into one
 /// initializer (read through an Identity named after the parameter) on its
 /// own: each trained one becomes its own initializer again, in place of its
-/// Identity node.
+/// Identity node. So does a frozen one whose initializer trains (a DPO
+/// reference that started as the policy), keeping the initial value that
+/// the Identity would otherwise no longer give it.
 static void splitMergedInitializers(
     onnx::GraphProto &graph,
     const std::map<std::string, const distrt::Tensor *> &trained) {
@@ -35,20 +37,28 @@ static void splitMergedInitializers(
     initializerAt[graph.initializer(i).name()] = i;
   google::protobuf::RepeatedPtrField<onnx::NodeProto> kept;
   for (onnx::NodeProto &node : *graph.mutable_node()) {
-    bool split =
-        node.op_type() == "Identity" && node.input_size() == 1 &&
-        node.output_size() == 1 && initializerAt.count(node.input(0)) &&
-        !initializerAt.count(node.output(0)) && trained.count(node.output(0));
-    if (!split) {
+    bool merged = node.op_type() == "Identity" && node.input_size() == 1 &&
+                  node.output_size() == 1 &&
+                  initializerAt.count(node.input(0)) &&
+                  !initializerAt.count(node.output(0));
+    bool trains = merged && trained.count(node.output(0));
+    bool keepsInitial =
+        merged && !trains && trained.count(node.input(0));
+    if (!trains && !keepsInitial) {
       *kept.Add() = std::move(node);
       continue;
     }
     const onnx::TensorProto &from =
         graph.initializer(initializerAt[node.input(0)]);
     onnx::TensorProto *init = graph.add_initializer();
+    if (keepsInitial) {
+      *init = from; // the stored initial value (the trained one replaces
+                    // only the initializer under its own name)
+    } else {
+      init->set_data_type(from.data_type());
+      *init->mutable_dims() = from.dims();
+    }
     init->set_name(node.output(0));
-    init->set_data_type(from.data_type());
-    *init->mutable_dims() = from.dims();
   }
   graph.mutable_node()->Swap(&kept);
 }

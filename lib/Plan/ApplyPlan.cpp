@@ -244,6 +244,35 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
     annotateValue(arg, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                   kStylePriority, "data_parallel: batch");
   }
+  // A batch the model assembles from inputs, such as the chosen and rejected
+  // rows of preference pairs concatenated (TRL's concatenated_forward), is
+  // split by rows too. A concat cannot keep its operands' row split (each
+  // device's rows would not be a block of the result), so its inputs are
+  // gathered (token ids, small) and the result is split again: every device
+  // runs the model on its share of the rows.
+  SmallVector<Value> assembled;
+  func.walk([&](nn::ConcatOp concat) {
+    if (concat.getAxis() != 0)
+      return;
+    auto isInput = [&](Value v) {
+      if (auto a = v.getDefiningOp<dist::AnnotateOp>())
+        v = a.getInput();
+      auto arg = dyn_cast<BlockArgument>(v);
+      return arg && arg.getOwner() == &func.getBody().front();
+    };
+    // Under gradient accumulation, the running microbatch's inputs.
+    auto fromInput = [&](Value v) {
+      if (auto select = v.getDefiningOp<nn::MicrobatchSelectOp>())
+        return llvm::all_of(select.getCandidates(), isInput);
+      return isInput(v);
+    };
+    if (llvm::all_of(concat.getInputs(), fromInput))
+      assembled.push_back(concat.getResult());
+  });
+  for (Value v : assembled)
+    annotateValue(v, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
+                  kStylePriority,
+                  "data_parallel: batch concatenated from inputs");
   reduceGradientsAfterWidening(mesh, axis);
   // Levels 1 to 3 split optimizer states, gradients and parameters over the
   // data axis (forward programs have only parameters).

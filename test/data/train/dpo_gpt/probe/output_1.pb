@@ -1,0 +1,1 @@
+Bchosen_rewardsJ`Š>´ª>óN>âo¿

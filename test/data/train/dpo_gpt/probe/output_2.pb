@@ -1,0 +1,1 @@
+Brejected_rewardsJç,>óŒ…¾Í0ý<s›¾

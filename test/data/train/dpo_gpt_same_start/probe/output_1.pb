@@ -1,0 +1,1 @@
+Bchosen_rewardsJ€}=€Úü½3Ãr¿§¾
