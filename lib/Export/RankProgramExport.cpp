@@ -305,6 +305,9 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
     Attribute v = na.getValue();
     if (auto arr = dyn_cast<DenseI64ArrayAttr>(v))
       setInts(a, arr.asArrayRef());
+    else if (auto floats = dyn_cast<DenseF64ArrayAttr>(v))
+      for (double f : floats.asArrayRef())
+        a.mutable_floats()->add_values(f);
     else if (auto b = dyn_cast<BoolAttr>(v))
       a.set_i(b.getValue() ? 1 : 0);
     else if (auto i = dyn_cast<IntegerAttr>(v))

@@ -276,6 +276,14 @@ const std::vector<OpSpec> &opSpecs() {
     op("InstanceNormalization", instanceNormOp, {1, 6, 22}, {{1, 3, 3}},
        {{"epsilon", AP::FLOAT}},
        "reduce_mean over the spatial dimensions, then scale/bias");
+    op("MeanVarianceNormalization", meanVarianceNormOp, {9, 13}, {{1, 1, 1}},
+       {{"axes", AP::INTS}}, "reduce_mean/sub/mul/sqrt/div");
+    op("LRN", lrnOp, {1, 13}, {{1, 1, 1}},
+       {{"alpha", AP::FLOAT},
+        {"beta", AP::FLOAT},
+        {"bias", AP::FLOAT},
+        req({"size", AP::INT})},
+       "x^2 summed over channels by avg_pool, then add/pow/div");
     // `axes` moved from an attribute to an input at opset `axesInput`.
     auto reduce = [&](const char *type, std::vector<int> versions,
                       int axesInput, const char *notes) {
@@ -327,6 +335,17 @@ const std::vector<OpSpec> &opSpecs() {
         {"kernel_shape", AP::INTS},
         {"pads", AP::INTS},
         {"strides", AP::INTS}});
+    op("ConvTranspose", convTransposeOp, {1, 11, 22}, {{1, 2, 3}},
+       {{"auto_pad", AP::STRING},
+        {"dilations", AP::INTS},
+        {"group", AP::INT},
+        {"kernel_shape", AP::INTS},
+        {"output_padding", AP::INTS},
+        {"output_shape", AP::INTS},
+        {"pads", AP::INTS},
+        {"strides", AP::INTS}},
+       "conv_grad_input (+ bias); output_shape and output_padding as zeros "
+       "past the covered extent");
     op("MaxPool", poolOp, {1, 8, 10, 11, 12, 22}, {{1, 1, 1, 1, 2}},
        {{"auto_pad", AP::STRING},
         {"ceil_mode", AP::INT, 10},
@@ -335,7 +354,11 @@ const std::vector<OpSpec> &opSpecs() {
         {"pads", AP::INTS},
         {"storage_order", AP::INT, 8},
         {"strides", AP::INTS}},
-       "Indices output unsupported");
+       "Indices from max_pool_indices");
+    op("MaxUnpool", maxUnpoolOp, {9, 11, 22}, {{1, 2, 3}},
+       {req({"kernel_shape", AP::INTS}), {"pads", AP::INTS},
+        {"strides", AP::INTS}},
+       "scatter_elements into zeros; output_shape known at import");
     op("AveragePool", poolOp, {1, 7, 10, 11, 19, 22}, {{1, 1, 1}},
        {{"auto_pad", AP::STRING},
         {"ceil_mode", AP::INT, 10},
@@ -344,6 +367,45 @@ const std::vector<OpSpec> &opSpecs() {
         req({"kernel_shape", AP::INTS}),
         {"pads", AP::INTS},
         {"strides", AP::INTS}});
+    // Recurrent ops, unrolled over a static sequence (OpsRecurrent.cpp).
+    auto recurrent = [&](const char *type, int maxIn, int maxOut,
+                         std::vector<AttrSpec> extra) {
+      std::vector<AttrSpec> attrs{{"activation_alpha", AP::FLOATS},
+                                  {"activation_beta", AP::FLOATS},
+                                  {"activations", AP::STRINGS},
+                                  {"clip", AP::FLOAT},
+                                  {"direction", AP::STRING},
+                                  req({"hidden_size", AP::INT}),
+                                  {"layout", AP::INT, 14}};
+      attrs.insert(attrs.end(), extra.begin(), extra.end());
+      op(type, recurrentOp, {7, 14, 22}, {{1, 3, maxIn, 1, maxOut}}, attrs,
+         "unrolled per time step; static sequence length, full "
+         "sequence_lens; Tanh/Sigmoid/Relu activations");
+    };
+    recurrent("RNN", 6, 2, {});
+    recurrent("GRU", 6, 2, {{"linear_before_reset", AP::INT}});
+    recurrent("LSTM", 8, 3, {{"input_forget", AP::INT}});
+    // Resizing (scales, sizes and roi known at import).
+    op("Resize", resizeOp, {10, 11, 13, 18, 19},
+       {{10, 2, 2}, {11, 3, 4}, {13, 1, 4}},
+       {{"mode", AP::STRING},
+        {"coordinate_transformation_mode", AP::STRING, 11},
+        {"cubic_coeff_a", AP::FLOAT, 11},
+        {"exclude_outside", AP::INT, 11},
+        {"extrapolation_value", AP::FLOAT, 11},
+        {"nearest_mode", AP::STRING, 11},
+        {"antialias", AP::INT, 18},
+        {"axes", AP::INTS, 18},
+        {"keep_aspect_ratio_policy", AP::STRING, 18}},
+       "nearest, linear, cubic; no antialias or half_pixel_symmetric");
+    op("GridSample", gridSampleOp, {16, 20, 22}, {{1, 2, 2}},
+       {{"align_corners", AP::INT},
+        {"mode", AP::STRING},
+        {"padding_mode", AP::STRING}},
+       "4-D input only");
+    op("Upsample", resizeOp, {7, 9}, {{7, 1, 1}, {9, 2, 2}},
+       {{"mode", AP::STRING}, req({"scales", AP::FLOATS, 7, 9})},
+       "as Resize with asymmetric coordinates");
     op("GlobalAveragePool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
     op("GlobalMaxPool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
     return s;

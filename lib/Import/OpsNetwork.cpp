@@ -10,6 +10,9 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cmath>
+#include <cstdio>
+
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::onnximport;
@@ -463,8 +466,6 @@ LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
   auto tx = cast<RankedTensorType>(x->getType());
   if (tx.getRank() < 3)
     return ctx.error() << "needs input [N, C, spatial...], got " << tx;
-  if (ctx.wantsOutput(1))
-    return ctx.error() << "the Indices output of MaxPool is not supported";
   FailureOr<Window> win = windowOf(ctx, tx, ctx.attrInts("kernel_shape"));
   if (failed(win))
     return failure();
@@ -477,6 +478,15 @@ LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
   auto p = ctx.b.getDenseI64ArrayAttr(win->pads);
   auto d = ctx.b.getDenseI64ArrayAttr(win->dilations);
   OpChain c(ctx);
+  if (isMax && ctx.wantsOutput(1)) {
+    int64_t order = ctx.attrInt("storage_order", 0);
+    if (order != 0 && order != 1)
+      return ctx.error() << "storage_order must be 0 or 1, got " << order;
+    Value indices = c.make<nn::MaxPoolIndicesOp>(
+        *x, k, s, p, d, ceil, order ? ctx.b.getUnitAttr() : UnitAttr());
+    if (failed(c.output(1, indices)))
+      return failure();
+  }
   return c.output(
       0, isMax ? c.make<nn::MaxPoolOp>(*x, k, s, p, d, ceil, UnitAttr())
                : c.make<nn::AvgPoolOp>(*x, k, s, p, d, ceil, countPad));
@@ -641,4 +651,483 @@ LogicalResult distopt::onnximport::einsumOp(ImportContext &ctx) {
   std::string equation = llvm::join(terms, ",") + "->" + out;
   return c.output(0, c.make<nn::EinsumOp>(ctx.b.getStringAttr(equation),
                                           ValueRange(inputs)));
+}
+
+/// Resize (10+) and Upsample (7, 9): one nn.resize. Scales, sizes and roi
+/// must be known at import; the output extents follow from them as ONNX
+/// defines (floor(extent * scale), or the sizes, whose scales are then
+/// size / extent). Before opset 11 coordinates are asymmetric and nearest
+/// rounds down.
+/// A float for a diagnostic, as a person writes it (0.1, not 1.000000e-01).
+static std::string shortFloat(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+LogicalResult distopt::onnximport::resizeOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType());
+  int64_t rank = tx.getRank();
+  bool legacy = ctx.node.op_type() == "Upsample" || ctx.opset < 11;
+  std::string mode = ctx.attrString("mode", "nearest");
+  if (legacy && mode == "bilinear")
+    mode = "linear";
+  std::string ctm = legacy ? "asymmetric"
+                           : ctx.attrString("coordinate_transformation_mode",
+                                            "half_pixel");
+  std::string nearest =
+      legacy ? "floor" : ctx.attrString("nearest_mode", "round_prefer_floor");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return ctx.error() << "mode '" << mode
+                       << "' is not one of nearest, linear, cubic";
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "tf_half_pixel_for_nn",
+                           "tf_crop_and_resize", "half_pixel_symmetric"},
+                          ctm))
+    return ctx.error() << "unknown coordinate_transformation_mode '" << ctm
+                       << "'";
+  if (ctm == "half_pixel_symmetric")
+    return ctx.error()
+           << "coordinate_transformation_mode half_pixel_symmetric is not "
+              "supported";
+  if (!llvm::is_contained(
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          nearest))
+    return ctx.error() << "unknown nearest_mode '" << nearest << "'";
+  if (ctx.attrInt("antialias", 0) != 0)
+    return ctx.error() << "antialias is not supported";
+
+  // The resized axes (all unless `axes` names some).
+  SmallVector<int64_t> axes;
+  if (ctx.hasAttr("axes")) {
+    for (int64_t a : ctx.attrInts("axes")) {
+      FailureOr<int64_t> axis = ctx.axis(a, rank, "axes");
+      if (failed(axis))
+        return failure();
+      if (llvm::is_contained(axes, *axis))
+        return ctx.error() << "axes repeats axis " << a;
+      axes.push_back(*axis);
+    }
+  } else {
+    axes = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  }
+  int64_t n = axes.size();
+
+  // An input that is absent or empty is not given.
+  auto given = [&](unsigned i) {
+    return ctx.hasInput(i) && ctx.type(i) && ctx.type(i).getNumElements() != 0;
+  };
+  unsigned scalesInput = legacy ? 1 : 2, sizesInput = 3;
+  SmallVector<double> scales(rank, 1.0);
+  SmallVector<int64_t> sizes(tx.getShape());
+  auto staticExtent = [&](int64_t d) -> FailureOr<int64_t> {
+    if (tx.isDynamicDim(d))
+      return ctx.error() << "resized dimension " << d
+                         << " must have a static extent";
+    return tx.getDimSize(d);
+  };
+  bool hasScales = ctx.node.op_type() == "Upsample" && ctx.opset < 9
+                       ? ctx.hasAttr("scales")
+                       : given(scalesInput);
+  bool hasSizes = !legacy && given(sizesInput);
+  if (hasScales == hasSizes)
+    return ctx.error() << "needs exactly one of scales and sizes";
+  if (hasScales) {
+    std::vector<double> values;
+    if (ctx.node.op_type() == "Upsample" && ctx.opset < 9) {
+      const onnx::AttributeProto *a = ctx.attr("scales");
+      values.assign(a->floats().begin(), a->floats().end());
+    } else {
+      FailureOr<const Known *> k = ctx.requireKnown(scalesInput, "scales");
+      if (failed(k))
+        return failure();
+      for (int64_t i = 0; i < (*k)->numElements(); ++i)
+        values.push_back((*k)->at(i));
+    }
+    if (static_cast<int64_t>(values.size()) != n)
+      return ctx.error() << "scales has " << values.size() << " entries, "
+                         << "expected " << n;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!(values[i] > 0))
+        return ctx.error() << "scales must be positive, got "
+                           << shortFloat(values[i]);
+      int64_t d = axes[i];
+      scales[d] = values[i];
+      if (values[i] == 1.0)
+        continue;
+      FailureOr<int64_t> in = staticExtent(d);
+      if (failed(in))
+        return failure();
+      sizes[d] = static_cast<int64_t>(std::floor(double(*in) * values[i]));
+      if (sizes[d] < 1)
+        return ctx.error() << "scale " << shortFloat(values[i])
+                           << " leaves dimension "
+                           << d << " empty";
+    }
+  } else {
+    FailureOr<std::vector<int64_t>> values = ctx.knownInts(sizesInput, "sizes");
+    if (failed(values))
+      return failure();
+    if (static_cast<int64_t>(values->size()) != n)
+      return ctx.error() << "sizes has " << values->size() << " entries, "
+                         << "expected " << n;
+    SmallVector<int64_t> in;
+    for (int64_t i = 0; i < n; ++i) {
+      FailureOr<int64_t> e = staticExtent(axes[i]);
+      if (failed(e))
+        return failure();
+      if ((*values)[i] < 1 || *e < 1)
+        return ctx.error() << "sizes and the resized extents must be "
+                              "positive, got "
+                           << (*values)[i] << " for dimension " << axes[i];
+      in.push_back(*e);
+    }
+    std::string policy = ctx.attrString("keep_aspect_ratio_policy", "stretch");
+    if (policy == "stretch") {
+      for (int64_t i = 0; i < n; ++i) {
+        sizes[axes[i]] = (*values)[i];
+        scales[axes[i]] = double((*values)[i]) / double(in[i]);
+      }
+    } else if (policy == "not_larger" || policy == "not_smaller") {
+      // One scale for every resized axis: the smallest (largest) ratio.
+      double s = double((*values)[0]) / double(in[0]);
+      for (int64_t i = 1; i < n; ++i) {
+        double r = double((*values)[i]) / double(in[i]);
+        s = policy == "not_larger" ? std::min(s, r) : std::max(s, r);
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        sizes[axes[i]] = static_cast<int64_t>(std::nearbyint(s * in[i]));
+        scales[axes[i]] = s;
+      }
+    } else {
+      return ctx.error() << "keep_aspect_ratio_policy '" << policy
+                         << "' is not one of stretch, not_larger, not_smaller";
+    }
+  }
+
+  // The crop box of tf_crop_and_resize: starts then ends, per resized axis.
+  DenseF64ArrayAttr roi;
+  if (ctm == "tf_crop_and_resize") {
+    if (!given(1))
+      return ctx.error() << "tf_crop_and_resize needs roi";
+    FailureOr<const Known *> k = ctx.requireKnown(1, "roi");
+    if (failed(k))
+      return failure();
+    if ((*k)->numElements() != 2 * n)
+      return ctx.error() << "roi has " << (*k)->numElements()
+                         << " entries, expected " << 2 * n;
+    SmallVector<double> box(2 * rank);
+    for (int64_t d = 0; d < rank; ++d)
+      box[d + rank] = 1.0;
+    for (int64_t i = 0; i < n; ++i) {
+      box[axes[i]] = (*k)->at(i);
+      box[axes[i] + rank] = (*k)->at(i + n);
+    }
+    roi = ctx.b.getDenseF64ArrayAttr(box);
+  }
+  if (mode != "nearest" && !isa<FloatType>(tx.getElementType()))
+    return ctx.error() << mode << " mode needs a floating-point input, got "
+                       << tx;
+  OpChain c(ctx);
+  return c.output(
+      0, c.make<nn::ResizeOp>(
+             *x, ctx.b.getDenseF64ArrayAttr(scales),
+             ctx.b.getDenseI64ArrayAttr(sizes), ctx.b.getStringAttr(mode),
+             ctx.b.getStringAttr(ctm), ctx.b.getStringAttr(nearest),
+             ctx.b.getF64FloatAttr(ctx.attrFloat("cubic_coeff_a", -0.75)),
+             ctx.attrInt("exclude_outside", 0) ? ctx.b.getUnitAttr()
+                                               : UnitAttr(),
+             ctx.b.getF64FloatAttr(ctx.attrFloat("extrapolation_value", 0.0)),
+             roi));
+}
+
+/// ConvTranspose: the gradient of a convolution with respect to its input
+/// (nn.conv_grad_input) with the weight read as the convolution's
+/// ([C, M/group, kernel...]), plus the bias. Output padding and an
+/// output_shape beyond what the convolution covers are zeros appended at
+/// the end.
+LogicalResult distopt::onnximport::convTransposeOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0), w = ctx.value(1);
+  if (failed(x) || failed(w))
+    return failure();
+  FailureOr<Value> bias = ctx.optionalValue(2);
+  if (failed(bias))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType());
+  auto tw = cast<RankedTensorType>(w->getType());
+  int64_t rank = tx.getRank(), spatial = rank - 2;
+  if (rank < 3 || tw.getRank() != rank || !tx.hasStaticShape() ||
+      !tw.hasStaticShape())
+    return ctx.error() << "needs a static input [N, C, spatial...] and a "
+                          "weight of the same rank, got "
+                       << tx << " and " << tw;
+  int64_t group = ctx.attrInt("group", 1);
+  if (group <= 0 || tw.getDimSize(0) != tx.getDimSize(1) ||
+      tx.getDimSize(1) % group != 0)
+    return ctx.error() << "channels do not match: input " << tx << ", weight "
+                       << tw << ", group " << group;
+  int64_t outChannels = tw.getDimSize(1) * group;
+  ArrayRef<int64_t> kernel = tw.getShape().drop_front(2);
+  if (ctx.hasAttr("kernel_shape") &&
+      ArrayRef<int64_t>(ctx.attrInts("kernel_shape")) != kernel)
+    return ctx.error() << "kernel_shape does not match the weight " << tw;
+  auto get = [&](StringRef name, int64_t n, int64_t dflt) {
+    std::vector<int64_t> v = ctx.attrInts(name);
+    if (!ctx.hasAttr(name))
+      v.assign(n, dflt);
+    return SmallVector<int64_t>(v.begin(), v.end());
+  };
+  SmallVector<int64_t> strides = get("strides", spatial, 1),
+                       dilations = get("dilations", spatial, 1),
+                       pads = get("pads", 2 * spatial, 0),
+                       outPad = get("output_padding", spatial, 0),
+                       outShape = get("output_shape", 0, 0);
+  if (static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(dilations.size()) != spatial ||
+      static_cast<int64_t>(outPad.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return ctx.error() << "strides, dilations and output_padding need "
+                       << spatial << " entries and pads " << 2 * spatial
+                       << " for an input of rank " << rank;
+  // output_shape may name the spatial extents or the whole shape.
+  if (static_cast<int64_t>(outShape.size()) == rank)
+    outShape.erase(outShape.begin(), outShape.begin() + 2);
+  if (!outShape.empty() && static_cast<int64_t>(outShape.size()) != spatial)
+    return ctx.error() << "output_shape needs " << spatial << " entries";
+  for (int64_t i = 0; i < spatial; ++i)
+    if (strides[i] <= 0 || dilations[i] <= 0 || outPad[i] < 0 ||
+        pads[i] < 0 || pads[i + spatial] < 0)
+      return ctx.error() << "strides and dilations must be positive, pads "
+                            "and output_padding not negative";
+  std::string autoPad = ctx.attrString("auto_pad", "NOTSET");
+  if (!llvm::is_contained({"NOTSET", "VALID", "SAME_UPPER", "SAME_LOWER"},
+                          autoPad))
+    return ctx.error() << "auto_pad '" << autoPad << "' is not supported";
+  bool same = autoPad == "SAME_UPPER" || autoPad == "SAME_LOWER";
+  if (autoPad == "VALID")
+    std::fill(pads.begin(), pads.end(), 0);
+  // Per spatial dimension: the extent the convolution covers (`fit`) and
+  // the zeros appended after it.
+  SmallVector<int64_t> outShapeFull{tx.getDimSize(0), outChannels},
+      fitShape{tx.getDimSize(0), outChannels}, tail(2 * rank, 0);
+  for (int64_t i = 0; i < spatial; ++i) {
+    int64_t in = tx.getDimSize(i + 2), s = strides[i];
+    int64_t span = (kernel[i] - 1) * dilations[i] + 1;
+    int64_t full = s * (in - 1) + outPad[i] + span; // before any padding
+    int64_t out;
+    if (!outShape.empty() || same) {
+      out = outShape.empty() ? in * s : outShape[i];
+      // The padding that gives that extent; negative: zeros appended.
+      int64_t total = full - out;
+      int64_t small = std::max<int64_t>(total, 0) / 2,
+              large = std::max<int64_t>(total, 0) - small;
+      pads[i] = autoPad == "SAME_UPPER" ? small : large;
+      pads[i + spatial] = autoPad == "SAME_UPPER" ? large : small;
+    } else {
+      out = full - pads[i] - pads[i + spatial];
+    }
+    if (out < 1)
+      return ctx.error() << "spatial dimension " << i
+                         << " of the output would be " << out;
+    // The convolution of an input of extent `fit` gives `in` again only
+    // while the extra extent stays below the stride.
+    int64_t core = s * (in - 1) + span - pads[i] - pads[i + spatial];
+    int64_t fit = std::min(out, core + s - 1);
+    if (fit < out && pads[i + spatial] > s - 1)
+      return ctx.error() << "output_padding beyond the stride together with "
+                            "end padding is not supported";
+    outShapeFull.push_back(out);
+    fitShape.push_back(fit);
+    tail[i + 2 + rank] = out - fit;
+  }
+  OpChain c(ctx);
+  Value y = c.typed<nn::ConvGradInputOp>(
+      tx.clone(fitShape), *x, *w, ctx.b.getDenseI64ArrayAttr(strides),
+      ctx.b.getDenseI64ArrayAttr(pads), ctx.b.getDenseI64ArrayAttr(dilations),
+      ctx.b.getI64IntegerAttr(group));
+  if (fitShape != outShapeFull)
+    y = c.make<nn::PadOp>(y, ctx.b.getDenseI64ArrayAttr(tail),
+                          ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+  if (*bias) {
+    auto tb = cast<RankedTensorType>(bias->getType());
+    if (tb.getRank() != 1 || tb.getDimSize(0) != outChannels)
+      return ctx.error() << "bias must be [" << outChannels << "], got "
+                         << tb;
+    SmallVector<int64_t> perChannel(rank - 1, 1);
+    perChannel[0] = outChannels;
+    y = c.make<nn::AddOp>(y, c.reshape(*bias, perChannel));
+  }
+  return c.output(0, y);
+}
+
+/// MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes`, as
+/// ONNX's function body (the standard deviation is biased).
+LogicalResult distopt::onnximport::meanVarianceNormOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  auto t = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return ctx.error() << "needs a floating-point input, got " << t;
+  SmallVector<int64_t> axes;
+  std::vector<int64_t> given =
+      ctx.hasAttr("axes") ? ctx.attrInts("axes") : std::vector<int64_t>{0, 2, 3};
+  for (int64_t a : given) {
+    FailureOr<int64_t> axis = ctx.axis(a, t.getRank(), "axes");
+    if (failed(axis))
+      return failure();
+    axes.push_back(*axis);
+  }
+  llvm::sort(axes);
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end())
+    return ctx.error() << "axes repeats an axis";
+  auto axesAttr = ctx.b.getDenseI64ArrayAttr(axes);
+  OpChain c(ctx);
+  Value mean = c.make<nn::ReduceMeanOp>(*x, axesAttr, ctx.b.getUnitAttr());
+  Value d = c.make<nn::SubOp>(*x, mean);
+  Value dev = stdDev(c, d, axesAttr, 0.0);
+  Value denom = c.make<nn::AddOp>(dev, c.scalarLike(1e-9, dev));
+  return c.output(0, c.make<nn::DivOp>(d, denom));
+}
+
+/// LRN: x / (bias + alpha / size * sum of x^2 over the `size` channels
+/// around each)^beta. The channel window sum is an average pool of x^2
+/// viewed as [N, 1, C, rest] (zero padding counted, times `size`).
+LogicalResult distopt::onnximport::lrnOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  auto t = cast<RankedTensorType>(x->getType());
+  if (t.getRank() < 2 || !t.hasStaticShape() ||
+      !isa<FloatType>(t.getElementType()))
+    return ctx.error() << "needs a static floating-point input [N, C, ...], "
+                          "got "
+                       << t;
+  int64_t size = ctx.attrInt("size", 0);
+  if (size < 1)
+    return ctx.error() << "size must be positive, got " << size;
+  double alpha = ctx.attrFloat("alpha", 1e-4), beta = ctx.attrFloat("beta", 0.75),
+         bias = ctx.attrFloat("bias", 1.0);
+  int64_t rest = 1;
+  for (int64_t d = 2; d < t.getRank(); ++d)
+    rest *= t.getDimSize(d);
+  int64_t before = (size - 1) / 2, after = size - 1 - before;
+  OpChain c(ctx);
+  Value sq = c.make<nn::MulOp>(*x, *x);
+  Value planes = c.reshape(sq, {t.getDimSize(0), 1, t.getDimSize(1), rest});
+  Value avg = c.make<nn::AvgPoolOp>(
+      planes, ctx.b.getDenseI64ArrayAttr({size, 1}),
+      ctx.b.getDenseI64ArrayAttr({1, 1}),
+      ctx.b.getDenseI64ArrayAttr({before, 0, after, 0}),
+      ctx.b.getDenseI64ArrayAttr({1, 1}), UnitAttr(), ctx.b.getUnitAttr());
+  Value back = c.reshape(avg, t.getShape());
+  Value scaled = c.make<nn::MulOp>(back, c.scalarLike(alpha, back));
+  Value base = c.make<nn::AddOp>(scaled, c.scalarLike(bias, scaled));
+  Value denom = c.make<nn::PowOp>(base, c.scalarLike(beta, base));
+  return c.output(0, c.make<nn::DivOp>(*x, denom));
+}
+
+/// GridSample: nn.grid_sample on a 4-D input (opset 20's N-d form and mode
+/// names linear/cubic map onto the 2-D op).
+LogicalResult distopt::onnximport::gridSampleOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0), grid = ctx.value(1);
+  if (failed(x) || failed(grid))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType());
+  if (tx.getRank() != 4)
+    return ctx.error() << "only 4-D inputs [N, C, H, W] are supported, got "
+                       << tx;
+  std::string mode = ctx.attrString("mode", "bilinear");
+  if (mode == "linear")
+    mode = "bilinear";
+  else if (mode == "cubic")
+    mode = "bicubic";
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    return ctx.error() << "mode '" << ctx.attrString("mode", "")
+                       << "' is not one of bilinear, nearest, bicubic";
+  std::string padding = ctx.attrString("padding_mode", "zeros");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return ctx.error() << "padding_mode '" << padding
+                       << "' is not one of zeros, border, reflection";
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::GridSampleOp>(
+                         *x, *grid, ctx.b.getStringAttr(mode),
+                         ctx.b.getStringAttr(padding),
+                         ctx.attrInt("align_corners", 0) ? ctx.b.getUnitAttr()
+                                                         : UnitAttr()));
+}
+
+/// MaxUnpool: zeros of the output shape with X written at the flattened
+/// positions I (MaxPool's Indices): a scatter_elements into the flattened
+/// zeros. The default output shape inverts the pooling's extents.
+LogicalResult distopt::onnximport::maxUnpoolOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0), indices = ctx.value(1);
+  if (failed(x) || failed(indices))
+    return failure();
+  auto tx = cast<RankedTensorType>(x->getType());
+  auto ti = cast<RankedTensorType>(indices->getType());
+  int64_t rank = tx.getRank(), spatial = rank - 2;
+  if (rank < 3 || !tx.hasStaticShape() || ti.getShape() != tx.getShape() ||
+      !ti.getElementType().isInteger(64))
+    return ctx.error() << "needs a static input [N, C, spatial...] and i64 "
+                          "indices of its shape, got "
+                       << tx << " and " << ti;
+  std::vector<int64_t> kernel = ctx.attrInts("kernel_shape");
+  std::vector<int64_t> strides = ctx.hasAttr("strides")
+                                     ? ctx.attrInts("strides")
+                                     : std::vector<int64_t>(spatial, 1);
+  std::vector<int64_t> pads = ctx.hasAttr("pads")
+                                  ? ctx.attrInts("pads")
+                                  : std::vector<int64_t>(2 * spatial, 0);
+  if (static_cast<int64_t>(kernel.size()) != spatial ||
+      static_cast<int64_t>(strides.size()) != spatial ||
+      static_cast<int64_t>(pads.size()) != 2 * spatial)
+    return ctx.error() << "kernel_shape and strides need " << spatial
+                       << " entries and pads " << 2 * spatial;
+  // The indices number the positions of the shape the pooling inverts to;
+  // a larger output_shape appends zeros after them.
+  SmallVector<int64_t> shape{tx.getDimSize(0), tx.getDimSize(1)};
+  for (int64_t i = 0; i < spatial; ++i)
+    shape.push_back((tx.getDimSize(i + 2) - 1) * strides[i] + kernel[i] -
+                    pads[i] - pads[i + spatial]);
+  SmallVector<int64_t> tail(2 * rank, 0);
+  if (ctx.hasInput(2)) {
+    FailureOr<std::vector<int64_t>> given =
+        ctx.knownInts(2, "output_shape");
+    if (failed(given))
+      return failure();
+    bool fits = static_cast<int64_t>(given->size()) == rank &&
+                (*given)[0] == shape[0] && (*given)[1] == shape[1];
+    for (int64_t d = 2; fits && d < rank; ++d) {
+      fits = (*given)[d] >= shape[d];
+      tail[d + rank] = (*given)[d] - shape[d];
+    }
+    if (!fits)
+      return ctx.error() << "output_shape must keep the input's batch and "
+                            "channels and cover the unpooled extents";
+  }
+  int64_t total = 1;
+  for (int64_t e : shape) {
+    if (e < 1)
+      return ctx.error() << "the output extents must be positive";
+    total *= e;
+  }
+  OpChain c(ctx);
+  Value zero = c.scalarLike(0.0, *x);
+  Value zeros = c.typed<nn::ExpandOp>(tx.clone({total}), zero);
+  Value flatIdx = c.reshape(*indices, {tx.getNumElements()});
+  Value flatX = c.reshape(*x, {tx.getNumElements()});
+  Value scattered = c.make<nn::ScatterElementsOp>(
+      zeros, flatIdx, flatX, ctx.b.getI64IntegerAttr(0),
+      ctx.b.getStringAttr("none"));
+  Value y = c.reshape(scattered, shape);
+  if (llvm::any_of(tail, [](int64_t t) { return t != 0; }))
+    y = c.make<nn::PadOp>(y, ctx.b.getDenseI64ArrayAttr(tail),
+                          ctx.b.getStringAttr("constant"),
+                          ctx.b.getF64FloatAttr(0.0));
+  return c.output(0, y);
 }

@@ -139,6 +139,7 @@ Status KernelContext::AllocateTemp(DType dtype, const Shape& shape, Tensor* out,
 void RegisterLoopKernels(KernelRegistry& r);
 // kernels_einsum.cpp.
 void RegisterEinsumKernels(KernelRegistry& r);
+void RegisterResizeKernels(KernelRegistry& r);
 
 KernelRegistry& KernelRegistry::Get() {
   static KernelRegistry* const kRegistry = [] {
@@ -154,6 +155,7 @@ KernelRegistry& KernelRegistry::Get() {
     RegisterEinsumKernels(*r);
     RegisterConvKernels(*r);
     RegisterPoolKernels(*r);
+    RegisterResizeKernels(*r);
     RegisterOptimizerKernels(*r);
     RegisterCommKernels(*r);
     RegisterLoopKernels(*r);

@@ -265,9 +265,78 @@ Status RunGlobal(KernelContext& ctx) {
 
 }  // namespace
 
+// max_pool_indices: the flattened input position of each window's first
+// maximum (ONNX MaxPool's Indices); storage_order 1 numbers the spatial
+// dimensions column-major.
+Status VerifyPoolIndices(const VerifyContext& ctx) {
+  Spatial sp;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(PoolShape(ctx.attrs(), ctx.inputs[0].shape, &sp, &s));
+  return CheckOutputType(ctx.outputs[0], TensorType{DType::kI64, s});
+}
+
+template <typename T>
+void PoolIndicesPlane(bool column_major, int64_t base, const Spatial& s, const T* x, int64_t* y) {
+  for (int64_t od = 0; od < s.out[0]; ++od)
+    for (int64_t oh = 0; oh < s.out[1]; ++oh)
+      for (int64_t ow = 0; ow < s.out[2]; ++ow) {
+        const int64_t o[3] = {od, oh, ow};
+        bool found = false;
+        double best = 0;
+        int64_t at[3] = {0, 0, 0};
+        for (int64_t kd = 0; kd < s.k[0]; ++kd)
+          for (int64_t kh = 0; kh < s.k[1]; ++kh)
+            for (int64_t kw = 0; kw < s.k[2]; ++kw) {
+              const int64_t kk[3] = {kd, kh, kw};
+              int64_t pos[3];
+              bool inside = true;
+              for (int j = 0; j < 3; ++j) {
+                pos[j] = o[j] * s.s[j] - s.pb[j] + kk[j] * s.d[j];
+                if (pos[j] < 0 || pos[j] >= s.in[j]) inside = false;
+              }
+              if (!inside) continue;
+              const double v = static_cast<double>(x[(pos[0] * s.in[1] + pos[1]) * s.in[2] + pos[2]]);
+              if (!found || v > best) {
+                found = true;
+                best = v;
+                std::copy(pos, pos + 3, at);
+              }
+            }
+        const int64_t local = column_major ? at[0] + s.in[0] * (at[1] + s.in[1] * at[2])
+                                           : (at[0] * s.in[1] + at[1]) * s.in[2] + at[2];
+        y[(od * s.out[1] + oh) * s.out[2] + ow] = base + local;
+      }
+}
+
+Status RunPoolIndices(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  Spatial sp;
+  Shape s;
+  DISTRT_RETURN_IF_ERROR(PoolShape(ctx.attrs(), x.shape(), &sp, &s));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{DType::kI64, s}));
+  int64_t column_major;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("storage_order", 0, &column_major));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t in_plane = sp.in[0] * sp.in[1] * sp.in[2];
+  const int64_t out_plane = sp.out[0] * sp.out[1] * sp.out[2];
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), "max_pool_indices", {
+    const T* px = x.data<T>();
+    int64_t* py = out->data<int64_t>();
+    ParallelFor(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p)
+        PoolIndicesPlane<T>(column_major != 0, p * in_plane, sp, px + p * in_plane,
+                            py + p * out_plane);
+    });
+  });
+  return OkStatus();
+}
+
 void RegisterPoolKernels(KernelRegistry& r) {
   r.Add({"max_pool", 1, 1, 1, RunPool, VerifyPool});
   r.Add({"avg_pool", 1, 1, 1, RunPool, VerifyPool});
+  r.Add({"max_pool_indices", 1, 1, 1, RunPoolIndices, VerifyPoolIndices});
   r.Add({"max_pool_grad", 2, 2, 1, RunPoolGrad, VerifyPoolGrad});
   r.Add({"avg_pool_grad", 2, 2, 1, RunPoolGrad, VerifyPoolGrad});
   r.Add({"global_avg_pool", 1, 1, 1, RunGlobal, VerifyGlobal});

@@ -465,6 +465,20 @@ const Case kCases[] = {
      "array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, group = "
      "2 : i64} : (" T("2x4x4x4") ", " T("4x2x2x2") ") -> " T("2x4x3x3"),
      T("2x4x3x3")},
+    // ConvTranspose's form: strided, padded, one row and column of output
+    // padding; and grouped.
+    {"conv_grad_input",
+     {{"%x: " T("1x3x3x3"), false}, {"%w: " T("3x2x3x3"), false}},
+     "%y = nn.conv_grad_input %x, %w {dilations = array<i64: 1, 1>, pads = "
+     "array<i64: 1, 1, 1, 1>, strides = array<i64: 2, 2>} : (" T("1x3x3x3") ", " T(
+         "3x2x3x3") ") -> " T("1x2x6x6"),
+     T("1x2x6x6")},
+    {"conv_grad_input_grouped",
+     {{"%x: " T("1x4x3x3"), false}, {"%w: " T("4x1x2x2"), false}},
+     "%y = nn.conv_grad_input %x, %w {dilations = array<i64: 1, 1>, pads = "
+     "array<i64: 0, 0, 0, 0>, strides = array<i64: 1, 1>, group = 2 : i64} : (" T(
+         "1x4x3x3") ", " T("4x1x2x2") ") -> " T("1x2x4x4"),
+     T("1x2x4x4")},
     {"max_pool",
      {{"%x: " T("1x2x4x4"), false}},
      "%y = nn.max_pool %x {kernel = array<i64: 2, 2>, strides = "

@@ -775,6 +775,23 @@ LogicalResult ConvOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   return success();
 }
 
+LogicalResult ConvGradInputOp::buildGradient(GradientBuilder &g,
+                                             ArrayRef<Value> dy,
+                                             SmallVectorImpl<Value> &dx) {
+  // This op is the transpose of conv in its input: its adjoint is conv, and
+  // its weight gradient pairs dy (as the conv's input) with result_grad.
+  OpBuilder &b = g.builder();
+  Location loc = g.location();
+  dx[0] = ConvOp::create(b, loc, getResultGrad().getType(), dy[0], getWeight(),
+                         Value(), getStridesAttr(), getPadsAttr(),
+                         getDilationsAttr(), getGroupAttr());
+  dx[1] = ConvGradWeightOp::create(b, loc, getWeight().getType(), dy[0],
+                                   getResultGrad(), getStridesAttr(),
+                                   getPadsAttr(), getDilationsAttr(),
+                                   getGroupAttr());
+  return success();
+}
+
 template <typename GradOp, typename PoolOp>
 static LogicalResult poolGradient(GradientBuilder &g, PoolOp op, Value dy,
                                   SmallVectorImpl<Value> &dx) {

@@ -369,6 +369,61 @@ LogicalResult PadOp::verify() {
   return success();
 }
 
+LogicalResult ResizeOp::verify() {
+  int64_t rank = getInput().getType().getRank();
+  if (static_cast<int64_t>(getScales().size()) != rank ||
+      static_cast<int64_t>(getSizes().size()) != rank)
+    return emitOpError("scales and sizes need one entry per dimension (")
+           << rank << ")";
+  for (int64_t d = 0; d < rank; ++d)
+    if (!(getScales()[d] > 0) || (getScales()[d] != 1.0 && getSizes()[d] < 1))
+      return emitOpError("dimension ")
+             << d << ": scale " << getScales()[d] << " and size "
+             << getSizes()[d] << " must be positive";
+  StringRef mode = getMode(), ctm = getCoordinateTransformationMode(),
+            nearest = getNearestMode();
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return emitOpError("mode must be nearest, linear or cubic, got ") << mode;
+  if (!llvm::is_contained({"half_pixel", "pytorch_half_pixel", "align_corners",
+                           "asymmetric", "tf_half_pixel_for_nn",
+                           "tf_crop_and_resize"},
+                          ctm))
+    return emitOpError("unknown coordinate_transformation_mode ") << ctm;
+  if (!llvm::is_contained(
+          {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+          nearest))
+    return emitOpError("unknown nearest_mode ") << nearest;
+  if (ctm == "tf_crop_and_resize" &&
+      (!getRoi() || static_cast<int64_t>(getRoi()->size()) != 2 * rank))
+    return emitOpError("tf_crop_and_resize needs roi with ")
+           << 2 * rank << " entries";
+  return success();
+}
+
+bool ResizeOp::keepsDimension(int64_t d) {
+  if (getScales()[d] != 1.0)
+    return false;
+  StringRef ctm = getCoordinateTransformationMode();
+  if (ctm == "tf_half_pixel_for_nn")
+    return false; // shifts every coordinate by half a pixel
+  if (ctm == "tf_crop_and_resize") {
+    int64_t rank = getScales().size();
+    return (*getRoi())[d] == 0.0 && (*getRoi())[d + rank] == 1.0;
+  }
+  return true;
+}
+
+LogicalResult GridSampleOp::verify() {
+  if (!llvm::is_contained({"bilinear", "nearest", "bicubic"}, getMode()))
+    return emitOpError("mode must be bilinear, nearest or bicubic, got ")
+           << getMode();
+  if (!llvm::is_contained({"zeros", "border", "reflection"}, getPaddingMode()))
+    return emitOpError("padding_mode must be zeros, border or reflection, "
+                       "got ")
+           << getPaddingMode();
+  return success();
+}
+
 LogicalResult RangeOp::verify() {
   for (Value v : {getStart(), getLimit(), getDelta()})
     if (cast<RankedTensorType>(v.getType()).getRank() != 0)
@@ -401,6 +456,7 @@ LogicalResult ConvOp::verify() {
 
 LogicalResult MaxPoolOp::verify() { return success(); }
 LogicalResult AvgPoolOp::verify() { return success(); }
+LogicalResult MaxPoolIndicesOp::verify() { return success(); }
 LogicalResult GlobalAvgPoolOp::verify() { return success(); }
 LogicalResult GlobalMaxPoolOp::verify() { return success(); }
 

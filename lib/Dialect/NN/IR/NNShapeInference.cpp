@@ -409,6 +409,48 @@ LogicalResult PadOp::inferReturnTypes(MLIRContext *,
   return success();
 }
 
+LogicalResult ResizeOp::inferReturnTypes(MLIRContext *,
+                                         std::optional<Location> loc,
+                                         ValueRange operands,
+                                         DictionaryAttr attrs,
+                                         OpaqueProperties props,
+                                         RegionRange regions,
+                                         SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto t = rankedType(adaptor.getInput());
+  ArrayRef<double> scales = adaptor.getScales();
+  ArrayRef<int64_t> sizes = adaptor.getSizes();
+  if (!t || static_cast<int64_t>(scales.size()) != t.getRank() ||
+      static_cast<int64_t>(sizes.size()) != t.getRank())
+    return emitOptionalError(loc,
+                             "scales and sizes need one entry per dimension");
+  // A dimension of scale 1 keeps its (possibly local) extent.
+  SmallVector<int64_t> shape;
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    shape.push_back(scales[d] == 1.0 ? t.getDimSize(d) : sizes[d]);
+  out.push_back(t.clone(shape));
+  return success();
+}
+
+LogicalResult GridSampleOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto x = rankedType(adaptor.getInput()), g = rankedType(adaptor.getGrid());
+  if (!x || !g || x.getRank() != 4 || g.getRank() != 4 ||
+      g.getDimSize(3) != 2 || x.getElementType() != g.getElementType() ||
+      !isa<FloatType>(x.getElementType()))
+    return emitOptionalError(loc, "expects a floating-point input [N, C, H, "
+                                  "W] and a grid [N, Ho, Wo, 2] of its type");
+  int64_t n = x.getDimSize(0), gn = g.getDimSize(0);
+  if (n != kDyn && gn != kDyn && n != gn)
+    return emitOptionalError(loc, "input and grid batch sizes differ");
+  out.push_back(x.clone({n == kDyn ? gn : n, x.getDimSize(1), g.getDimSize(1),
+                         g.getDimSize(2)}));
+  return success();
+}
+
 /// Output extent of a sliding window (ONNX conv/pool formula).
 int64_t distopt::nn::windowExtent(int64_t in, int64_t kernel, int64_t stride,
                                   int64_t padBegin, int64_t padEnd,
@@ -477,11 +519,16 @@ ConvOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
       shape.push_back(windowExtent(x.getDimSize(i + 2), k[i], s[i], p[i],      \
                                    p[i + spatial], dl[i],                      \
                                    adaptor.getCeilMode()));                    \
-    out.push_back(x.clone(shape));                                             \
+    out.push_back(x.clone(shape, ELEMENT));                                    \
     return success();                                                          \
   }
+#define ELEMENT x.getElementType()
 INFER_POOL(MaxPoolOp)
 INFER_POOL(AvgPoolOp)
+#undef ELEMENT
+#define ELEMENT IntegerType::get(x.getContext(), 64)
+INFER_POOL(MaxPoolIndicesOp)
+#undef ELEMENT
 #undef INFER_POOL
 
 #define INFER_GLOBAL_POOL(OP)                                                  \

@@ -791,6 +791,42 @@ OpShardingRule PadOp::getShardingRule() {
   return rule;
 }
 
+OpShardingRule ResizeOp::getShardingRule() {
+  // Resized dimensions are whole; the others (batch, channels) split.
+  OpShardingRule rule =
+      keptOrWholeRule(*this, [&](int64_t d) { return keepsDimension(d); });
+  // Interpolation is linear in the input; extrapolated points are not.
+  if (getCoordinateTransformationMode() != "tf_crop_and_resize" ||
+      getExtrapolationValue().convertToDouble() == 0.0)
+    rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  else
+    rule.linearOperands.assign(1, false);
+  return rule;
+}
+
+OpShardingRule GridSampleOp::getShardingRule() {
+  // Batch and channels split; every output point may read any pixel, so
+  // the image is whole; the grid's points split with the output's.
+  OpShardingRule rule;
+  ArrayRef<int64_t> x = shapeOf(getInput()), g = shapeOf(getGrid());
+  int64_t n = rule.addFactor(x[0]), c = rule.addFactor(x[1]);
+  int64_t h = rule.addFactor(x[2], FactorKind::Whole),
+          w = rule.addFactor(x[3], FactorKind::Whole);
+  int64_t ho = rule.addFactor(g[1]), wo = rule.addFactor(g[2]);
+  int64_t xy = rule.addFactor(g[3], FactorKind::Whole);
+  rule.operands = {{{n}, {c}, {h}, {w}}, {{n}, {ho}, {wo}, {xy}}};
+  rule.results = {{{n}, {c}, {ho}, {wo}}};
+  // Linear in the image for a fixed grid.
+  rule.setPartialFlow(PartialFlow::AllLinear, {0});
+  return rule;
+}
+
+OpShardingRule MaxPoolIndicesOp::getShardingRule() {
+  // The positions count every dimension's offset: a slice would number its
+  // own elements.
+  return OpShardingRule::allWhole(*this);
+}
+
 OpShardingRule RangeOp::getShardingRule() {
   return OpShardingRule::allWhole(*this);
 }

@@ -427,3 +427,60 @@ func.func @top_k_k(%a: tensor<4x8xf32>) {
   %0 = nn.top_k %a k 9 axis 1 : tensor<4x8xf32> -> tensor<4x9xi64>
   return
 }
+
+// -----
+
+func.func @resize_mode(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{mode must be nearest, linear or cubic, got area}}
+  %0 = nn.resize %x {mode = "area", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 1, 8, 8>} : tensor<1x1x4x4xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_scales(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{scales and sizes need one entry per dimension (4)}}
+  %0 = nn.resize %x {scales = array<f64: 2.0, 2.0>, sizes = array<i64: 8, 8>} : tensor<1x1x4x4xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_nonpositive(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{dimension 2: scale -2.000000e+00 and size 8 must be positive}}
+  %0 = nn.resize %x {scales = array<f64: 1.0, 1.0, -2.0, 2.0>, sizes = array<i64: 1, 1, 8, 8>} : tensor<1x1x4x4xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_crop_without_roi(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{tf_crop_and_resize needs roi with 8 entries}}
+  %0 = nn.resize %x {coordinate_transformation_mode = "tf_crop_and_resize", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 1, 8, 8>} : tensor<1x1x4x4xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @resize_nearest_mode(%x: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{unknown nearest_mode nearest}}
+  %0 = nn.resize %x {nearest_mode = "nearest", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 1, 1, 8, 8>} : tensor<1x1x4x4xf32> -> tensor<1x1x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @grid_sample_mode(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x2xf32>) {
+  // expected-error @+1 {{mode must be bilinear, nearest or bicubic, got area}}
+  %0 = nn.grid_sample %x, %g {mode = "area"} : (tensor<1x1x4x4xf32>, tensor<1x2x2x2xf32>) -> tensor<1x1x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @grid_sample_grid(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x3xf32>) {
+  // expected-error @+2 {{failed to infer returned types}}
+  // expected-error @+1 {{expects a floating-point input [N, C, H, W] and a grid [N, Ho, Wo, 2] of its type}}
+  %0 = nn.grid_sample %x, %g : (tensor<1x1x4x4xf32>, tensor<1x2x2x3xf32>) -> tensor<1x1x2x2xf32>
+  return
+}

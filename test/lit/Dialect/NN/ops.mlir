@@ -163,6 +163,20 @@ func.func @vision(%x: tensor<1x4x9x9xf32>, %w: tensor<8x2x3x3xf32>, %b: tensor<8
   %4 = nn.global_avg_pool %x : tensor<1x4x9x9xf32> -> tensor<1x4x1x1xf32>
   // CHECK: nn.global_max_pool {{.*}} -> tensor<1x4x1x1xf32>
   %5 = nn.global_max_pool %x : tensor<1x4x9x9xf32> -> tensor<1x4x1x1xf32>
+  // CHECK: nn.max_pool_indices {{.*}}storage_order{{.*}} : tensor<1x4x9x9xf32> -> tensor<1x4x4x4xi64>
+  %6 = nn.max_pool_indices %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, storage_order} : tensor<1x4x9x9xf32> -> tensor<1x4x4x4xi64>
+  return
+}
+
+// Resizing: a dimension of scale 1 keeps its extent whatever `sizes` says.
+// CHECK-LABEL: func.func @resize_and_grid_sample
+func.func @resize_and_grid_sample(%x: tensor<2x4x9x9xf32>, %g: tensor<2x3x5x2xf32>) {
+  // CHECK: nn.resize %arg0 {{.*}} : tensor<2x4x9x9xf32> -> tensor<2x4x18x4xf32>
+  %0 = nn.resize %x {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 0.5>, sizes = array<i64: 0, 0, 18, 4>} : tensor<2x4x9x9xf32> -> tensor<2x4x18x4xf32>
+  // CHECK: nn.resize {{.*}}roi = array<f64: 0.000000e+00, 0.000000e+00, 1.000000e-01, 0.000000e+00, 1.000000e+00, 1.000000e+00, 9.000000e-01, 1.000000e+00>{{.*}} -> tensor<2x4x3x9xf32>
+  %1 = nn.resize %x {coordinate_transformation_mode = "tf_crop_and_resize", extrapolation_value = 1.0, scales = array<f64: 1.0, 1.0, 0.4, 1.0>, sizes = array<i64: 2, 4, 3, 9>, roi = array<f64: 0.0, 0.0, 0.1, 0.0, 1.0, 1.0, 0.9, 1.0>} : tensor<2x4x9x9xf32> -> tensor<2x4x3x9xf32>
+  // CHECK: nn.grid_sample %arg0, %arg1 {align_corners, mode = "bicubic", padding_mode = "reflection"} : (tensor<2x4x9x9xf32>, tensor<2x3x5x2xf32>) -> tensor<2x4x3x5xf32>
+  %2 = nn.grid_sample %x, %g {mode = "bicubic", padding_mode = "reflection", align_corners} : (tensor<2x4x9x9xf32>, tensor<2x3x5x2xf32>) -> tensor<2x4x3x5xf32>
   return
 }
 

@@ -149,3 +149,41 @@ func.func @top_k(%g: tensor<16x4xf32>) {
   %0 = nn.top_k %g k 2 axis 1 : tensor<16x4xf32> -> tensor<16x2xi64>
   return
 }
+
+// -----
+
+// Resize: batch and channels (scale 1) split, resized dimensions whole.
+func.func @resize(%x: tensor<2x4x8x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k, m]) -> ([i, j, l, n]) {i=2, j=4, k=8, l=16, m=8, n=4} whole={k, l, m, n} partial=all(0)}}
+  %0 = nn.resize %x {mode = "cubic", scales = array<f64: 1.0, 1.0, 2.0, 0.5>, sizes = array<i64: 2, 4, 16, 4>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x4xf32>
+  return
+}
+
+// -----
+
+// tf_half_pixel_for_nn shifts every coordinate, scale 1 or not: nothing
+// splits.
+func.func @resize_shifted(%x: tensor<2x4x8x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, k, m, o]) -> ([j, l, n, p]) {i=2, j=2, k=4, l=4, m=8, n=16, o=8, p=16} whole={i, j, k, l, m, n, o, p} partial=all(0)}}
+  %0 = nn.resize %x {coordinate_transformation_mode = "tf_half_pixel_for_nn", scales = array<f64: 1.0, 1.0, 2.0, 2.0>, sizes = array<i64: 2, 4, 16, 16>} : tensor<2x4x8x8xf32> -> tensor<2x4x16x16xf32>
+  return
+}
+
+// -----
+
+// GridSample: batch (image and grid) and channels split; the output's
+// points split with the grid's; the image's height and width are whole.
+func.func @grid_sample(%x: tensor<2x4x8x8xf32>, %g: tensor<2x3x5x2xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k, l], [i, m, n, o]) -> ([i, j, m, n]) {i=2, j=4, k=8, l=8, m=3, n=5, o=2} whole={k, l, o} partial=all(0)}}
+  %0 = nn.grid_sample %x, %g : (tensor<2x4x8x8xf32>, tensor<2x3x5x2xf32>) -> tensor<2x4x3x5xf32>
+  return
+}
+
+// -----
+
+// MaxPool's indices number the whole input: nothing splits.
+func.func @max_pool_indices(%x: tensor<2x4x8x8xf32>) {
+  // expected-remark @+1 {{sharding rule: ([i, j, k, l]) -> ([m, n, o, p]) {i=2, j=4, k=8, l=8, m=2, n=4, o=4, p=4} whole={i, j, k, l, m, n, o, p}}}
+  %0 = nn.max_pool_indices %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, pads = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>} : tensor<2x4x8x8xf32> -> tensor<2x4x4x4xi64>
+  return
+}

@@ -648,6 +648,26 @@ class NN_PoolOp<string mnemonic, string what>
 def NN_MaxPoolOp : NN_PoolOp<"max_pool", "maximum">;
 def NN_AvgPoolOp : NN_PoolOp<"avg_pool", "average">;
 
+def NN_MaxPoolIndicesOp : NN_InferredOp<"max_pool_indices"> {
+  let summary = "where each maximum pooling window has its maximum";
+  let description = [{
+    ONNX MaxPool's Indices output: for each window of `nn.max_pool` with
+    the same attributes, the position of its (first) maximum in the whole
+    input, flattened row-major, or with the spatial dimensions column-major
+    when `storage_order` is set. The result is i64 in the pooled shape. The
+    positions count the batch and channel offsets, so nothing is split.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseI64ArrayAttr:$kernel,
+                       DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
+                       DenseI64ArrayAttr:$dilations, UnitAttr:$ceil_mode,
+                       UnitAttr:$storage_order);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 class NN_GlobalPoolOp<string mnemonic, string what>
     : NN_InferredOp<mnemonic, [NN_Differentiable]> {
   let summary = what # " over all spatial dimensions";
@@ -662,6 +682,75 @@ class NN_GlobalPoolOp<string mnemonic, string what>
 
 def NN_GlobalAvgPoolOp : NN_GlobalPoolOp<"global_avg_pool", "average">;
 def NN_GlobalMaxPoolOp : NN_GlobalPoolOp<"global_max_pool", "maximum">;
+
+def NN_ResizeOp : NN_InferredOp<"resize"> {
+  let summary = "resize by interpolation (ONNX Resize)";
+  let description = [{
+    Each output element is interpolated from the input, separably per
+    dimension, as ONNX Resize: `mode` is `nearest` (rounded by
+    `nearest_mode`), `linear` or `cubic` (`cubic_coeff_a`; `exclude_outside`
+    drops and renormalises taps outside the input). An output coordinate maps
+    to an input coordinate by `coordinate_transformation_mode` (`half_pixel`,
+    `pytorch_half_pixel`, `align_corners`, `asymmetric`,
+    `tf_half_pixel_for_nn`, `tf_crop_and_resize`) using the dimension's
+    `scales` entry; `tf_crop_and_resize` reads `roi` (starts, then ends, as
+    fractions of the input) and writes `extrapolation_value` where the
+    coordinate falls outside the input.
+
+    `sizes` holds the output's extent in every dimension whose scale is not
+    1. A dimension of scale 1 keeps the input's extent (its `sizes` entry is
+    not read), so it may be split when the transformation leaves it
+    unchanged.
+
+    ```mlir
+    %y = nn.resize %x {mode = "linear", scales = array<f64: 1.0, 1.0, 2.0, 2.0>,
+                       sizes = array<i64: 1, 3, 8, 8>}
+        : tensor<1x3x4x4xf32> -> tensor<1x3x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, DenseF64ArrayAttr:$scales,
+                       DenseI64ArrayAttr:$sizes,
+                       DefaultValuedStrAttr<StrAttr, "nearest">:$mode,
+                       DefaultValuedStrAttr<StrAttr, "half_pixel">:
+                           $coordinate_transformation_mode,
+                       DefaultValuedStrAttr<StrAttr, "round_prefer_floor">:
+                           $nearest_mode,
+                       DefaultValuedAttr<F64Attr, "-0.75">:$cubic_coeff_a,
+                       UnitAttr:$exclude_outside,
+                       DefaultValuedAttr<F64Attr, "0.0">:$extrapolation_value,
+                       OptionalAttr<DenseF64ArrayAttr>:$roi);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether dimension `d` passes through unchanged (scale 1 and a
+    /// transformation that maps every index to itself there).
+    bool keepsDimension(int64_t d);
+  }];
+}
+
+def NN_GridSampleOp : NN_InferredOp<"grid_sample"> {
+  let summary = "sample an image at grid points (ONNX GridSample, 2-D)";
+  let description = [{
+    Input `[N, C, H, W]`, grid `[N, Ho, Wo, 2]` of (x, y) points normalised
+    to [-1, 1]; result `[N, C, Ho, Wo]`. `mode` is `bilinear`, `nearest` or
+    `bicubic`; points outside the image read zeros, the border or the
+    reflection (`padding_mode` `zeros`, `border`, `reflection`);
+    `align_corners` puts -1 and 1 at the centres of the corner pixels
+    instead of their outer edges.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$grid,
+                       DefaultValuedStrAttr<StrAttr, "bilinear">:$mode,
+                       DefaultValuedStrAttr<StrAttr, "zeros">:$padding_mode,
+                       UnitAttr:$align_corners);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $grid attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // Training: persistent state and the ops gradients need
@@ -709,12 +798,14 @@ def NN_ScatterAddOp : NN_InferredOp<"scatter_add", [], ["partitionOp"]> {
   let hasVerifier = 1;
 }
 
-def NN_ConvGradInputOp : NN_Op<"conv_grad_input"> {
+def NN_ConvGradInputOp : NN_Op<"conv_grad_input", [NN_Differentiable]> {
   let summary = "gradient of a convolution with respect to its input";
   let description = [{
     Given the gradient of a convolution's result and its weight, the gradient
     of its input (a transposed convolution). The result type is the input's.
-    Attributes are the forward convolution's.
+    Attributes are the forward convolution's. ONNX ConvTranspose imports as
+    this op, so it has a gradient of its own: a convolution for its
+    operand, `nn.conv_grad_weight` for the weight.
   }];
   let arguments = (ins AnyRankedTensor:$result_grad, AnyRankedTensor:$weight,
                        DenseI64ArrayAttr:$strides, DenseI64ArrayAttr:$pads,
