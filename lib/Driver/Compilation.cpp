@@ -122,6 +122,7 @@ LogicalResult Compilation::runPhases(ModuleOp module, CompilePhase first,
   phases.first = first;
   phases.last = last;
   phases.rank = rank;
+  phases.distributed = isDistributed();
   phases.results = &results;
   buildCompilePipeline(pm, options, phases);
   return pm.run(module);
@@ -218,10 +219,9 @@ Compilation::partition(OwningOpRef<ModuleOp> copy, int64_t rank) {
 }
 
 FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionForRank(int64_t rank) {
-  if (!isDistributed()) {
-    OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module()->clone()));
-    return copy;
-  }
+  if (!isDistributed())
+    return partition(OwningOpRef<ModuleOp>(cast<ModuleOp>(module()->clone())),
+                     rank);
   if (rank < 0 || rank >= numRanks())
     return emitError(module().getLoc())
            << "rank " << rank << " is not on the mesh, which has " << numRanks()
@@ -239,7 +239,5 @@ FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionForRank(int64_t rank) {
 FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionSpmd() {
   ModuleOp input = stages ? *stagedModule : module();
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(input->clone()));
-  if (!isDistributed())
-    return copy;
   return partition(std::move(copy), -1);
 }

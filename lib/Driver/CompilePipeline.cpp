@@ -4,6 +4,7 @@
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/PipelineStages/Passes.h"
 #include "distopt/Plan/Passes.h"
 #include "distopt/Training/Passes.h"
@@ -79,7 +80,16 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     pm.addPass(createDistOrderPipelineStages());
   }
 
-  if (runs(CompilePhase::Partition)) {
+  if (runs(CompilePhase::Partition) && !phases.distributed) {
+    // Nothing to partition: only the einsum products become matmuls (the
+    // GEMM kernels' form); nothing else is folded, so a single device runs
+    // the program as built.
+    GreedyRewriteConfig config;
+    config.enableFolding(false).enableConstantCSE(false);
+    config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    pm.addPass(createCanonicalizerPass(config, /*disabledPatterns=*/{},
+                                       {nn::kEinsumAsMatMulPattern.str()}));
+  } else if (runs(CompilePhase::Partition)) {
     // With stages: every stage's SPMD program, or the stage of one rank.
     OpPassManager *partition = &pm;
     if (pp && phases.rank < 0)

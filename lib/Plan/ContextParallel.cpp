@@ -233,14 +233,23 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
 /// split after it, as the forward output does.
 void ContextParallelApplier::pinUlyssesBackward(Attention att,
                                                 StringRef layer) {
+  // A value up through transposes and pins: backward reads a forward value
+  // through transposes of its own (the gradient of Q·Kᵀ by Q reads K, a
+  // transpose of the pinned Kᵀ's source), which are as head-split as it.
+  auto source = [](Value v) {
+    while (Operation *def = v.getDefiningOp()) {
+      if (!isa<nn::TransposeOp, dist::AnnotateOp>(def))
+        break;
+      v = def->getOperand(0);
+    }
+    return v;
+  };
   llvm::SmallPtrSet<Value, 8> headSplit;
   for (Value v : {att.scores.getLhs(), att.scores.getRhs(),
                   att.output.getRhs(), att.softmax.getResult()})
-    headSplit.insert(v);
+    headSplit.insert(source(v));
   auto readsHeads = [&](Value operand) {
-    if (auto t = operand.getDefiningOp<nn::TransposeOp>())
-      operand = t.getInput();
-    return headSplit.contains(operand);
+    return headSplit.contains(source(operand));
   };
   std::string seq = "context_parallel: sequence of '" + layer.str() + "'";
   std::string heads =

@@ -14,7 +14,9 @@
 //              with a pipeline section)
 //   partition  [dist-select-stage] dist-partition, dist-reshard-to-collectives,
 //              canonicalize, cse (in every stage module for the SPMD
-//              programs; for one rank in its stage)
+//              programs; for one rank in its stage); one device: a
+//              canonicalize that only turns matrix-product einsums into
+//              nn.matmul
 //
 // Import (ONNX) and export (rank programs) are not IR to IR: they stay
 // outside, in the Import and Export libraries. See docs/overview.md.
@@ -90,6 +92,11 @@ struct CompilePipelineOptions {
   /// Partition for this rank (its stage's program, shapes and offsets
   /// concrete); -1: the SPMD program of every stage.
   int64_t rank = -1;
+  /// Whether the module runs on a mesh. A single device's program is not
+  /// partitioned; its partition phase only turns matrix-product einsums
+  /// (a linear layer's weight gradient) into nn.matmul, as partitioning's
+  /// canonicalization does on every rank.
+  bool distributed = true;
   /// Where the passes leave what they find; may be null.
   CompileResults *results = nullptr;
 };

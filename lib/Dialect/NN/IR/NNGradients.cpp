@@ -578,13 +578,26 @@ static Value swapLastTwo(GradientBuilder &g, Value v) {
   return transposed(g, v, perm);
 }
 
-/// `v` [..., n] as a matrix [prod(...), n].
-static Value flattenToMatrix(GradientBuilder &g, Value v) {
-  RankedTensorType t = typeOf(v);
-  int64_t rows = 1;
-  for (int64_t d : t.getShape().drop_back())
-    rows *= d;
-  return g.reshape(v, t.clone({rows, t.getShape().back()}));
+/// The gradient of a matrix `b` [k, n] read by `a` [..., m, k] · b, given
+/// the result's gradient `d` [..., m, n]: the sum over every row of a and d,
+/// an einsum that keeps each of a's leading dimensions as its own letter
+/// ("xyk,xyn->kn"). A sequence split of a and d then stays split (each rank
+/// sums its rows into a partial gradient) instead of being gathered, which a
+/// flattened [rows, k]^T [rows, n] product would need (a merged dimension
+/// stays split only through its major factor). Where nothing splits a row
+/// dimension the einsum is lowered to that flattened product after
+/// partitioning (EinsumOp's canonicalization), so the kernels are the same.
+static Value rowSummedProduct(GradientBuilder &g, Value a, Value d) {
+  int64_t rows = typeOf(a).getRank() - 1;
+  std::string rowLetters;
+  for (int64_t i = 0; i < rows; ++i)
+    rowLetters += static_cast<char>('a' + i);
+  // k and n come after the row letters (rank is at most 24 here).
+  char k = static_cast<char>('a' + rows), n = static_cast<char>(k + 1);
+  std::string equation =
+      rowLetters + k + "," + rowLetters + n + "->" + std::string{k, n};
+  return g.create<EinsumOp>(g.builder().getStringAttr(equation),
+                            ValueRange{a, d});
 }
 
 LogicalResult MatMulOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
@@ -609,12 +622,12 @@ LogicalResult MatMulOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
   }
   Value da = g.create<MatMulOp>(d, swapLastTwo(g, b));
   // A batched activation times a matrix (a linear layer): the weight's
-  // gradient is one matrix product over all rows, a^T d with a as [rows, k]
-  // and d as [rows, n], instead of a batch of products summed afterwards.
+  // gradient is one product summed over all rows, instead of a batch of
+  // products summed afterwards.
   Value db;
-  if (typeOf(b).getRank() == 2 && typeOf(a).getRank() > 2) {
-    db = g.create<MatMulOp>(swapLastTwo(g, flattenToMatrix(g, a)),
-                            flattenToMatrix(g, d));
+  if (typeOf(b).getRank() == 2 && typeOf(a).getRank() > 2 &&
+      typeOf(a).getRank() <= 24) {
+    db = rowSummedProduct(g, a, d);
   } else {
     db = g.create<MatMulOp>(swapLastTwo(g, a), d);
   }
@@ -642,6 +655,20 @@ LogicalResult TransposeOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
     dx[0] = g.create<MatMulOp>(swapLastTwo(g, mm.getRhs()),
                                swapLastTwo(g, mm.getLhs()));
     return success();
+  }
+  // The same for a weight gradient summed over rows (rowSummedProduct):
+  // the einsum names its result's letters in the weight's own order.
+  auto es = dy[0].getDefiningOp<EinsumOp>();
+  if (perm.size() == 2 && perm[0] == 1 && es && dy[0].use_empty() &&
+      es.getInputs().size() == 2) {
+    std::string error;
+    auto eq = EinsumEquation::parse(es.getEquation(), error);
+    if (eq && eq->output.size() == 2) {
+      std::swap(eq->output[0], eq->output[1]);
+      dx[0] = g.create<EinsumOp>(g.builder().getStringAttr(eq->str()),
+                                 es.getInputs());
+      return success();
+    }
   }
   dx[0] = transposed(g, dy[0], inverse);
   return success();

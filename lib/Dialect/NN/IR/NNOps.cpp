@@ -1,12 +1,16 @@
 //===- NNOps.cpp - nn op verifiers and folders ------------------*- C++ -*-===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/ShapeUtils.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+
+#include <map>
 
 using namespace mlir;
 using namespace distopt::nn;
@@ -452,6 +456,106 @@ LogicalResult ConvOp::verify() {
       return emitOpError("bias must have shape [") << w.getDimSize(0) << "]";
   }
   return success();
+}
+
+namespace {
+/// A two-operand einsum that is one matrix product: no batch letters, and
+/// each term's letters in two contiguous groups, `m` then `k` or the other
+/// way round for the first operand, `k` and `n` for the second, `m` then
+/// `n` for the result (`xyk,xyn->kn`, a linear layer's weight gradient
+/// summed over rows). It becomes nn.matmul of the operands reshaped to
+/// [M, K] and [K, N] (a transpose where a term has them the other way
+/// round), the form the GEMM kernels run. Static shapes only: the reshapes
+/// need the extents.
+struct EinsumAsMatMul : OpRewritePattern<EinsumOp> {
+  explicit EinsumAsMatMul(MLIRContext *context) : OpRewritePattern(context) {
+    setDebugName(kEinsumAsMatMulPattern);
+  }
+
+  LogicalResult matchAndRewrite(EinsumOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getInputs().size() != 2 || !op.getType().hasStaticShape())
+      return failure();
+    std::string error;
+    auto eq = EinsumEquation::parse(op.getEquation(), error);
+    if (!eq || eq->output.empty())
+      return failure();
+    Value a = op.getInputs()[0], b = op.getInputs()[1];
+    std::string ta = eq->inputs[0], tb = eq->inputs[1];
+    const std::string &out = eq->output;
+    auto has = [](const std::string &t, char c) {
+      return t.find(c) != std::string::npos;
+    };
+    // The operand that names the result's first letter comes first.
+    if (!has(ta, out[0])) {
+      std::swap(a, b);
+      std::swap(ta, tb);
+    }
+    auto at = cast<RankedTensorType>(a.getType());
+    auto bt = cast<RankedTensorType>(b.getType());
+    if (!at.hasStaticShape() || !bt.hasStaticShape())
+      return failure();
+    size_t split = 0;
+    while (split < out.size() && has(ta, out[split]) && !has(tb, out[split]))
+      ++split;
+    std::string m = out.substr(0, split), n = out.substr(split);
+    if (llvm::any_of(n, [&](char c) { return has(ta, c) || !has(tb, c); }))
+      return failure();
+    std::string k, kb;
+    for (char c : ta)
+      if (!has(out, c))
+        k += c;
+    for (char c : tb)
+      if (!has(out, c))
+        kb += c;
+    if (m.empty() || n.empty() || k.empty() || k != kb)
+      return failure();
+    bool transA = ta == k + m, transB = tb == n + k;
+    if ((!transA && ta != m + k) || (!transB && tb != k + n))
+      return failure();
+    std::map<char, int64_t> extent;
+    for (auto [term, type] : {std::make_pair(ta, at), std::make_pair(tb, bt)})
+      for (auto [d, c] : llvm::enumerate(term))
+        extent[c] = type.getDimSize(d);
+    auto product = [&](const std::string &letters) {
+      int64_t p = 1;
+      for (char c : letters)
+        p *= extent[c];
+      return p;
+    };
+    int64_t M = product(m), N = product(n), K = product(k);
+    Location loc = op.getLoc();
+    // The new ops keep the einsum's tags (phase, node, microbatch).
+    auto tagged = [&](Operation *created) {
+      for (NamedAttribute attr : op->getDiscardableAttrs())
+        created->setAttr(attr.getName(), attr.getValue());
+      return created->getResult(0);
+    };
+    auto matrix = [&](Value v, int64_t rows, int64_t cols, bool transpose) {
+      auto t = cast<RankedTensorType>(v.getType());
+      if (transpose)
+        std::swap(rows, cols);
+      if (t.getShape() != ArrayRef<int64_t>{rows, cols})
+        v = tagged(ReshapeOp::create(rewriter, loc, t.clone({rows, cols}), v));
+      if (transpose)
+        v = tagged(TransposeOp::create(rewriter, loc, v,
+                                       rewriter.getDenseI64ArrayAttr({1, 0})));
+      return v;
+    };
+    Value lhs = matrix(a, M, K, transA);
+    Value rhs = matrix(b, K, N, transB);
+    Value result = tagged(MatMulOp::create(rewriter, loc, lhs, rhs));
+    if (result.getType() != op.getType())
+      result = tagged(ReshapeOp::create(rewriter, loc, op.getType(), result));
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+} // namespace
+
+void EinsumOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                           MLIRContext *context) {
+  results.add<EinsumAsMatMul>(context);
 }
 
 LogicalResult MaxPoolOp::verify() { return success(); }

@@ -4,6 +4,7 @@
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <string>
 
@@ -26,6 +27,11 @@ struct EinsumEquation {
                      llvm::SmallVectorImpl<int64_t> &resultShape,
                      std::string &error) const;
 };
+
+/// The debug name of EinsumOp's canonicalization that turns a matrix
+/// product einsum into nn.matmul, for a canonicalizer that runs only it.
+inline constexpr llvm::StringLiteral kEinsumAsMatMulPattern =
+    "nn-einsum-as-matmul";
 
 } // namespace distopt::nn
 

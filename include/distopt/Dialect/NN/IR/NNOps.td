@@ -419,12 +419,19 @@ def NN_EinsumOp : NN_InferredOp<"einsum", [NN_Differentiable]> {
     %d = nn.einsum "tec,td->ecd" %mask, %x
         : (tensor<16x4x8xf32>, tensor<16x32xf32>) -> tensor<4x8x32xf32>
     ```
+
+    Canonicalization (run after partitioning) turns a static two-operand
+    einsum that is one matrix product without batch letters, each term's
+    letters in two contiguous groups (`xyk,xyn->kn`: rows `xy` summed),
+    into `nn.matmul` of the operands reshaped (and transposed) to matrices,
+    so it runs on the GEMM kernels.
   }];
   let arguments = (ins StrAttr:$equation, Variadic<AnyRankedTensor>:$inputs);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $equation $inputs attr-dict `:` functional-type($inputs, results)
   }];
+  let hasCanonicalizer = 1;
 }
 
 def NN_TransposeOp : NN_InferredOp<"transpose", [NN_Differentiable]> {
