@@ -602,6 +602,71 @@ def more_models(rng):
                          [f32("x", [4, 4])], [f32("y", [4, 4])], opset=17),
                    "einsum_terms.onnx")
 
+    conformance_ops_models()
+
+
+def conformance_ops_models():
+    """Unsigned integers, index tuples, quantization and the other ops added
+    for the ONNX node tests (test/lit/import/extra-ops.test), and their
+    mistakes (test/lit/import/errors.test)."""
+    u8 = TensorProto.UINT8
+    u32 = TensorProto.UINT32
+    save(model([node("BitShift", ["x", "n"], ["left"], direction="LEFT"),
+                node("BitShift", ["left", "n"], ["y"], direction="RIGHT")],
+               [vi("x", u32, [3]), vi("n", u32, [3])], [vi("y", u32, [3])], opset=11),
+         "bitshift.onnx")
+    save(model([node("Acos", ["x"], ["a"]), node("Asin", ["a"], ["b"]),
+                node("Atan", ["b"], ["y"])],
+               [f32("x", [4])], [f32("y", [4])], opset=7), "inverse_trig.onnx")
+    save(model([node("GatherND", ["data", "idx"], ["picked"], batch_dims=1),
+                node("ScatterND", ["data", "idx2", "picked"], ["y"], reduction="add")],
+               [f32("data", [2, 3, 4]), i64("idx", [2, 1]), i64("idx2", [2, 2])],
+               [f32("y", [2, 3, 4])], opset=16), "gather_scatter_nd.onnx")
+    save(model([node("Det", ["x"], ["y"])], [f32("x", [3, 2, 2])], [f32("y", [3])],
+               opset=11), "det.onnx")
+    save(model([node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=0, time_axis=1)],
+               [f32("x", [2, 3]), i64("lens", [2])], [f32("y", [2, 3])], opset=10),
+         "reverse_sequence.onnx")
+    save(model([node("HannWindow", ["n"], ["y"], periodic=0)], [],
+               [f32("y", [4])], [ints("n", 4)], opset=17), "hann_window.onnx")
+    save(model([node("QuantizeLinear", ["x", "scale", "zp"], ["q"], axis=1),
+                node("DequantizeLinear", ["q", "scale", "zp"], ["y"], axis=1)],
+               [f32("x", [2, 3])], [f32("y", [2, 3])],
+               [floats("scale", [0.5, 1.0, 2.0]),
+                numpy_helper.from_array(np.array([0, 10, 128], dtype=np.uint8), "zp")],
+               opset=13), "quantize.onnx")
+    save(model([node("MatMulInteger", ["a", "b", "azp"], ["y"])],
+               [vi("a", u8, [2, 3]), vi("b", u8, [3, 4])], [vi("y", TensorProto.INT32, [2, 4])],
+               [numpy_helper.from_array(np.array(3, dtype=np.uint8), "azp")], opset=10),
+         "matmul_integer.onnx")
+
+    # Their mistakes.
+    save(model([node("BitShift", ["x", "n"], ["y"], direction="LEFT")],
+               [i64("x", [3]), i64("n", [3])], [i64("y", [3])], opset=11),
+         "bitshift_signed.onnx")
+    save(model([node("BitShift", ["x", "n"], ["y"], direction="UP")],
+               [vi("x", u32, [3]), vi("n", u32, [3])], [vi("y", u32, [3])], opset=11),
+         "bitshift_direction.onnx")
+    save(model([node("GatherND", ["data", "idx"], ["y"])],
+               [f32("data", [2, 3]), i64("idx", [4, 3])], [f32("y", [4])], opset=13),
+         "gather_nd_long_tuple.onnx")
+    save(model([node("ReverseSequence", ["x", "lens"], ["y"], batch_axis=2, time_axis=0)],
+               [f32("x", [2, 3, 4]), i64("lens", [4])], [f32("y", [2, 3, 4])], opset=10),
+         "reverse_sequence_axes.onnx")
+    save(model([node("HannWindow", ["n"], ["y"])], [i64("n", [])], [f32("y", [4])],
+               opset=17), "window_runtime_size.onnx")
+    save(model([node("Det", ["x"], ["y"])], [f32("x", [2, 3])], [f32("y", [])],
+               opset=11), "det_not_square.onnx")
+    save(model([node("QuantizeLinear", ["x", "scale"], ["y"], axis=1)],
+               [f32("x", [2, 3]), f32("scale", [2])], [vi("y", u8, [2, 3])], opset=13),
+         "quantize_scale_shape.onnx")
+    save(model([node("DequantizeLinear", ["x", "scale", "zp"], ["y"])],
+               [vi("x", u8, [3]), f32("scale", []), vi("zp", TensorProto.INT8, [])],
+               [f32("y", [3])], opset=13), "dequantize_zero_point_type.onnx")
+    save(model([node("MatMulInteger", ["a", "b"], ["y"])],
+               [f32("a", [2, 3]), vi("b", u8, [3, 4])], [vi("y", TensorProto.INT32, [2, 4])],
+               opset=10), "matmul_integer_float.onnx")
+
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace distopt;
 
@@ -36,6 +37,15 @@ static bool readAsDouble(const distrt::Tensor &t, int64_t i, double &out) {
   case distrt::DType::kI8:
     out = t.data<int8_t>()[i];
     return true;
+  case distrt::DType::kU16:
+    out = t.data<uint16_t>()[i];
+    return true;
+  case distrt::DType::kU32:
+    out = t.data<uint32_t>()[i];
+    return true;
+  case distrt::DType::kU64:
+    out = static_cast<double>(t.data<uint64_t>()[i]);
+    return true;
   default:
     return false;
   }
@@ -59,6 +69,10 @@ Comparison distopt::compareTensors(const distrt::Tensor &actual,
     return c;
   }
   bool exact = !distrt::IsFloat(expected.dtype());
+  // Integers compare by their bytes: a double cannot tell apart i64 or u64
+  // values above 2^53.
+  bool bytewise = distrt::IsInteger(expected.dtype());
+  size_t width = distrt::DTypeSize(expected.dtype());
   int64_t n = expected.num_elements();
   for (int64_t i = 0; i < n; ++i) {
     double a, e;
@@ -75,7 +89,13 @@ Comparison distopt::compareTensors(const distrt::Tensor &actual,
     c.maxAbs = std::max(c.maxAbs, diff);
     if (e != 0)
       c.maxRel = std::max(c.maxRel, diff / std::fabs(e));
-    bool bad = exact ? diff != 0 : !(diff <= atol + rtol * std::fabs(e));
+    bool bad = bytewise ? std::memcmp(static_cast<const char *>(actual.raw()) +
+                                          i * width,
+                                      static_cast<const char *>(expected.raw()) +
+                                          i * width,
+                                      width) != 0
+               : exact ? diff != 0
+                       : !(diff <= atol + rtol * std::fabs(e));
     if (bad && c.ok) {
       c.ok = false;
       c.message = "element " + std::to_string(i) + ": got " +

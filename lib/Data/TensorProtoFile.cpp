@@ -54,6 +54,10 @@ llvm::Expected<distrt::Tensor> distopt::readTensorProto(llvm::StringRef path,
     case distrt::DType::kI64:
       have = t.int64_data_size();
       break;
+    case distrt::DType::kU32:
+    case distrt::DType::kU64:
+      have = t.uint64_data_size();
+      break;
     default:
       have = t.int32_data_size();
       break;
@@ -106,6 +110,18 @@ llvm::Expected<distrt::Tensor> distopt::readTensorProto(llvm::StringRef path,
     std::copy(t.int64_data().begin(), t.int64_data().end(),
               out.data<int64_t>());
     break;
+  case distrt::DType::kU32:
+  case distrt::DType::kU64: {
+    if (auto e = check(t.uint64_data_size()))
+      return std::move(e);
+    size_t width = distrt::DTypeSize(dtype);
+    for (int64_t i = 0; i < n; ++i) {
+      uint64_t v = t.uint64_data(i);
+      // Little-endian: the low bytes are the u32 value.
+      std::memcpy(static_cast<char *>(out.raw()) + i * width, &v, width);
+    }
+    break;
+  }
   default: {
     // int32_data carries every narrower type, one value per element.
     if (auto e = check(t.int32_data_size()))

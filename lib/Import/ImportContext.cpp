@@ -138,10 +138,12 @@ std::optional<Known> distopt::onnximport::knownFromRaw(RankedTensorType type,
                                : int64_t(load<int8_t>(p + i));
         break;
       case 16:
-        v[i] = load<int16_t>(p + 2 * i);
+        v[i] = it.isUnsigned() ? int64_t(load<uint16_t>(p + 2 * i))
+                               : int64_t(load<int16_t>(p + 2 * i));
         break;
       case 32:
-        v[i] = load<int32_t>(p + 4 * i);
+        v[i] = it.isUnsigned() ? int64_t(load<uint32_t>(p + 4 * i))
+                               : int64_t(load<int32_t>(p + 4 * i));
         break;
       case 64:
         v[i] = load<int64_t>(p + 8 * i);
@@ -279,6 +281,11 @@ DenseElementsAttr distopt::onnximport::denseFromTensorProto(
       return {};
     for (double d : t.double_data())
       appendElement(raw, et, d, 0, true);
+  } else if (et.isUnsignedInteger(32) || et.isUnsignedInteger(64)) {
+    if (!count(t.uint64_data_size(), "uint64_data"))
+      return {};
+    for (uint64_t u : t.uint64_data())
+      appendElement(raw, et, 0, static_cast<int64_t>(u), false);
   } else if (et.isInteger(64)) {
     if (!count(t.int64_data_size(), "int64_data"))
       return {};

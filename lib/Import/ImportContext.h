@@ -287,10 +287,16 @@ private:
 using Handler = mlir::LogicalResult (*)(ImportContext &);
 
 /// Handlers (OpsElementwise.cpp, OpsTensor.cpp, OpsNetwork.cpp, OpsLoss.cpp,
-/// OpsTransformer.cpp).
+/// OpsTransformer.cpp, OpsQuantize.cpp).
 #define DISTOPT_IMPORT_HANDLER(name)                                           \
   mlir::LogicalResult name(ImportContext &ctx);
 #include "Handlers.def"
+
+/// An nn.conv of `x` and `w` (and `bias`, may be null) with the node's Conv
+/// attributes (auto_pad, dilations, group, kernel_shape, pads, strides),
+/// checked: Conv, and the integer convolutions of OpsQuantize.cpp.
+mlir::FailureOr<mlir::Value> buildConv(ImportContext &ctx, mlir::Value x,
+                                       mlir::Value w, mlir::Value bias);
 
 /// Checks the node against the op table (the op exists in the model's opset,
 /// input and output counts, attribute names and types) and returns its

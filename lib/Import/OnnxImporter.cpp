@@ -687,6 +687,7 @@ distopt::graphInputShapes(StringRef path) {
           forEachGraphInput(path, [&](const onnx::ValueInfoProto &in) {
             GraphInputShape shape;
             shape.name = in.name();
+            shape.elementType = in.type().tensor_type().elem_type();
             for (const auto &d : in.type().tensor_type().shape().dim()) {
               bool symbolic = !d.has_dim_value();
               shape.sizes.push_back(symbolic ? -1 : d.dim_value());

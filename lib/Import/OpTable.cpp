@@ -92,6 +92,8 @@ const std::vector<OpSpec> &opSpecs() {
     binary("And", {1, 7});
     binary("Or", {1, 7});
     binary("Xor", {1, 7});
+    op("BitShift", bitShiftOp, {11}, {{11, 2, 2}},
+       {req({"direction", AP::STRING})}, "unsigned integers; LEFT or RIGHT");
     for (const char *v : {"Max", "Min"})
       op(v, variadicOp, {6, 8, 12, 13}, {{1, 1, kMany}}, {},
          "variadic: a chain of binary ops");
@@ -115,6 +117,9 @@ const std::vector<OpSpec> &opSpecs() {
     unary("Sign", {9, 13});
     unary("Sin", {7, 22});
     unary("Cos", {7, 22});
+    unary("Acos", {7, 22});
+    unary("Asin", {7, 22});
+    unary("Atan", {7, 22});
     unary("Round", {11, 22});
     unary("Not", {1});
     unary("Identity", {1, 13, 14, 16, 19, 21, 23}, {}, identityOp);
@@ -209,6 +214,18 @@ const std::vector<OpSpec> &opSpecs() {
        "reduction none, add, mul (16); max, min (18)");
     op("Scatter", scatterElementsOp, {9}, {{1, 3, 3}}, {{"axis", AP::INT}},
        "as ScatterElements");
+    op("GatherND", gatherNDOp, {11, 12, 13}, {{1, 2, 2}},
+       {{"batch_dims", AP::INT, 12}}, "index tuples in the last dimension");
+    op("ScatterND", scatterNDOp, {11, 13, 16, 18}, {{1, 3, 3}},
+       {{"reduction", AP::STRING, 16}},
+       "reduction none, add, mul (16); max, min (18)");
+    op("ReverseSequence", reverseSequenceOp, {10}, {{1, 2, 2}},
+       {{"batch_axis", AP::INT}, {"time_axis", AP::INT}},
+       "gather_elements at an index table built from the lengths");
+    for (const char *v : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+      op(v, windowOp, {17}, {{1, 1, 1}},
+         {{"output_datatype", AP::INT}, {"periodic", AP::INT}},
+         "size must be known at import; cosines computed in f64");
     op("OneHot", oneHotOp, {9, 11}, {{1, 3, 3}}, {{"axis", AP::INT}},
        "depth must be known at import");
     op("Expand", expandOp, {8, 13}, {{1, 2, 2}}, {});
@@ -266,6 +283,7 @@ const std::vector<OpSpec> &opSpecs() {
         {"softcap", AP::FLOAT},
         {"softmax_precision", AP::INT}},
        "matmul/softmax chain; GQA, masks, KV cache; no qk_matmul_output");
+    op("Det", detOp, {11, 22}, {{1, 1, 1}}, {}, "LU with partial pivoting");
     op("BatchNormalization", batchNormOp, {6, 7, 9, 14, 15}, {{1, 5, 5, 1, 5}},
        {{"epsilon", AP::FLOAT},
         {"momentum", AP::FLOAT},
@@ -406,6 +424,29 @@ const std::vector<OpSpec> &opSpecs() {
     op("Upsample", resizeOp, {7, 9}, {{7, 1, 1}, {9, 2, 2}},
        {{"mode", AP::STRING}, req({"scales", AP::FLOATS, 7, 9})},
        "as Resize with asymmetric coordinates");
+    // Quantization (OpsQuantize.cpp).
+    for (const char *v : {"QuantizeLinear", "DequantizeLinear"})
+      op(v, StringRef(v) == "QuantizeLinear" ? quantizeLinearOp
+                                              : dequantizeLinearOp,
+         {10, 13, 19, 21, 23}, {{1, 2, 3}},
+         {{"axis", AP::INT, 13},
+          {"saturate", AP::INT, 19},
+          {"block_size", AP::INT, 21},
+          {"output_dtype", AP::INT, 21}},
+         "8- and 16-bit integers, per tensor or per axis; no blocks");
+    op("DynamicQuantizeLinear", dynamicQuantizeLinearOp, {11}, {{1, 1, 1, 1, 3}},
+       {}, "reduce_min/reduce_max, then as QuantizeLinear");
+    op("MatMulInteger", integerMatMulOp, {10}, {{1, 2, 4}}, {},
+       "int8/uint8; exact int32 matmul");
+    op("QLinearMatMul", integerMatMulOp, {10, 21}, {{1, 8, 8}}, {},
+       "int32 matmul, requantized in f32");
+    auto convAttrs = std::vector<AttrSpec>{
+        {"auto_pad", AP::STRING}, {"dilations", AP::INTS}, {"group", AP::INT},
+        {"kernel_shape", AP::INTS}, {"pads", AP::INTS}, {"strides", AP::INTS}};
+    op("ConvInteger", integerMatMulOp, {10}, {{1, 2, 4}}, convAttrs,
+       "int8/uint8; convolution in f64 (exact), cast to int32");
+    op("QLinearConv", integerMatMulOp, {10}, {{1, 8, 9}}, convAttrs,
+       "convolution in f64 (exact), requantized in f32");
     op("GlobalAveragePool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
     op("GlobalMaxPool", globalPoolOp, {1, 22}, {{1, 1, 1}}, {});
     return s;

@@ -74,6 +74,9 @@ UnaryBuilder unaryBuilder(StringRef op) {
       .Case("Not", makeUnary<nn::NotOp>)
       .Case("Sin", makeUnary<nn::SinOp>)
       .Case("Cos", makeUnary<nn::CosOp>)
+      .Case("Acos", makeUnary<nn::AcosOp>)
+      .Case("Asin", makeUnary<nn::AsinOp>)
+      .Case("Atan", makeUnary<nn::AtanOp>)
       .Case("Floor", makeUnary<nn::FloorOp>)
       .Case("Ceil", makeUnary<nn::CeilOp>)
       .Case("Round", makeUnary<nn::RoundOp>)
@@ -87,7 +90,8 @@ bool floatOnly(StringRef op) {
       {"Exp",         "Log",   "Sqrt",      "Reciprocal", "Tanh",
        "Sigmoid",     "Erf",   "Sin",       "Cos",        "Floor",
        "Ceil",        "Round", "Gelu",      "LeakyRelu",  "Softplus",
-       "HardSigmoid", "Elu",   "HardSwish", "PRelu",      "ThresholdedRelu"},
+       "HardSigmoid", "Elu",   "HardSwish", "PRelu",      "ThresholdedRelu",
+       "Acos",        "Asin",  "Atan"},
       op);
 }
 
@@ -157,6 +161,23 @@ LogicalResult distopt::onnximport::binaryOp(ImportContext &ctx) {
     return ctx.error() << "needs bool operands, got " << a->getType();
   OpChain c(ctx);
   return c.output(0, binaryBuilder(op)(c, *a, *b));
+}
+
+LogicalResult distopt::onnximport::bitShiftOp(ImportContext &ctx) {
+  FailureOr<Value> a = ctx.value(0), b = ctx.value(1);
+  if (failed(a) || failed(b) || failed(sameElementType(ctx, *a, *b)))
+    return failure();
+  if (!cast<RankedTensorType>(a->getType()).getElementType().isUnsignedInteger())
+    return ctx.error() << "needs unsigned integer operands, got "
+                       << a->getType();
+  std::string direction = ctx.attrString("direction", "");
+  if (direction != "LEFT" && direction != "RIGHT")
+    return ctx.error() << "direction must be \"LEFT\" or \"RIGHT\", got \""
+                       << direction << "\"";
+  OpChain c(ctx);
+  if (direction == "LEFT")
+    return c.output(0, c.make<nn::ShiftLeftOp>(*a, *b));
+  return c.output(0, c.make<nn::ShiftRightOp>(*a, *b));
 }
 
 LogicalResult distopt::onnximport::powOp(ImportContext &ctx) {

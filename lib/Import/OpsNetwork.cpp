@@ -428,8 +428,20 @@ LogicalResult distopt::onnximport::convOp(ImportContext &ctx) {
   FailureOr<Value> x = ctx.value(0), w = ctx.value(1);
   if (failed(x) || failed(w))
     return failure();
-  auto tx = cast<RankedTensorType>(x->getType());
-  auto tw = cast<RankedTensorType>(w->getType());
+  FailureOr<Value> bias = ctx.optionalValue(2);
+  if (failed(bias))
+    return failure();
+  FailureOr<Value> y = buildConv(ctx, *x, *w, *bias);
+  if (failed(y))
+    return failure();
+  ctx.setOutput(0, *y);
+  return success();
+}
+
+FailureOr<Value> distopt::onnximport::buildConv(ImportContext &ctx, Value x,
+                                                Value w, Value bias) {
+  auto tx = cast<RankedTensorType>(x.getType());
+  auto tw = cast<RankedTensorType>(w.getType());
   if (tx.getRank() < 3 || tw.getRank() != tx.getRank())
     return ctx.error() << "needs input [N, C, spatial...] and a weight of the "
                           "same rank, got "
@@ -441,21 +453,16 @@ LogicalResult distopt::onnximport::convOp(ImportContext &ctx) {
   FailureOr<Window> win = windowOf(ctx, tx, kernel);
   if (failed(win))
     return failure();
-  FailureOr<Value> bias = ctx.optionalValue(2);
-  if (failed(bias))
-    return failure();
   int64_t group = ctx.attrInt("group", 1);
   if (group <= 0 || tx.getDimSize(1) != tw.getDimSize(1) * group ||
       tw.getDimSize(0) % group != 0)
     return ctx.error() << "channels do not match: input " << tx << ", weight "
                        << tw << ", group " << group;
-  OpChain c(ctx);
-  return c.output(0,
-                  c.make<nn::ConvOp>(*x, *w, *bias,
-                                     ctx.b.getDenseI64ArrayAttr(win->strides),
-                                     ctx.b.getDenseI64ArrayAttr(win->pads),
-                                     ctx.b.getDenseI64ArrayAttr(win->dilations),
-                                     ctx.b.getI64IntegerAttr(group)));
+  return ctx.create<nn::ConvOp>(x, w, bias,
+                                ctx.b.getDenseI64ArrayAttr(win->strides),
+                                ctx.b.getDenseI64ArrayAttr(win->pads),
+                                ctx.b.getDenseI64ArrayAttr(win->dilations),
+                                ctx.b.getI64IntegerAttr(group));
 }
 
 LogicalResult distopt::onnximport::poolOp(ImportContext &ctx) {
@@ -1130,4 +1137,19 @@ LogicalResult distopt::onnximport::maxUnpoolOp(ImportContext &ctx) {
                           ctx.b.getStringAttr("constant"),
                           ctx.b.getF64FloatAttr(0.0));
   return c.output(0, y);
+}
+
+LogicalResult distopt::onnximport::detOp(ImportContext &ctx) {
+  FailureOr<Value> x = ctx.value(0);
+  if (failed(x))
+    return failure();
+  auto t = cast<RankedTensorType>(x->getType());
+  if (!isa<FloatType>(t.getElementType()))
+    return ctx.error() << "needs a floating-point input, got " << t;
+  int64_t r = t.getRank();
+  if (r < 2 || t.getDimSize(r - 1) != t.getDimSize(r - 2) ||
+      ShapedType::isDynamic(t.getDimSize(r - 1)))
+    return ctx.error() << "needs square matrices [*, M, M], got " << t;
+  OpChain c(ctx);
+  return c.output(0, c.make<nn::DetOp>(*x));
 }

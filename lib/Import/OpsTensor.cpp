@@ -1081,3 +1081,121 @@ LogicalResult distopt::onnximport::eyeLikeOp(ImportContext &ctx) {
   ctx.setKnownOutput(0, std::move(out), et);
   return success();
 }
+
+LogicalResult distopt::onnximport::gatherNDOp(ImportContext &ctx) {
+  if (failed(checkIndexType(ctx, ctx.type(1))))
+    return failure();
+  OpChain c(ctx);
+  Value data = c.input(0), idx = c.input(1);
+  return c.output(0, c.make<nn::GatherNDOp>(
+                         data, idx,
+                         ctx.b.getI64IntegerAttr(ctx.attrInt("batch_dims", 0))));
+}
+
+LogicalResult distopt::onnximport::scatterNDOp(ImportContext &ctx) {
+  if (failed(checkIndexType(ctx, ctx.type(1))))
+    return failure();
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      !(ctx.opset >= 18 && (reduction == "max" || reduction == "min")))
+    return ctx.error() << "unknown reduction '" << reduction << "'";
+  OpChain c(ctx);
+  Value data = c.input(0), idx = c.input(1), updates = c.input(2);
+  return c.output(0, c.make<nn::ScatterNDOp>(data, idx, updates,
+                                             ctx.b.getStringAttr(reduction)));
+}
+
+/// ReverseSequence: a gather_elements along the time axis at
+/// t < len[b] ? len[b] - 1 - t : t, the index table built from the lengths
+/// at run time.
+LogicalResult distopt::onnximport::reverseSequenceOp(ImportContext &ctx) {
+  FailureOr<Value> in = ctx.value(0), lensIn = ctx.value(1);
+  if (failed(in) || failed(lensIn))
+    return failure();
+  auto t = cast<RankedTensorType>(in->getType());
+  auto lt = cast<RankedTensorType>(lensIn->getType());
+  int64_t batchAxis = ctx.attrInt("batch_axis", 1);
+  int64_t timeAxis = ctx.attrInt("time_axis", 0);
+  if (!((batchAxis == 0 && timeAxis == 1) || (batchAxis == 1 && timeAxis == 0)))
+    return ctx.error() << "batch_axis and time_axis must be 0 and 1 (either "
+                          "way), got "
+                       << batchAxis << " and " << timeAxis;
+  if (t.getRank() < 2 || !t.hasStaticShape())
+    return ctx.error() << "needs a static input of rank 2 or more, got " << t;
+  int64_t steps = t.getDimSize(timeAxis), batch = t.getDimSize(batchAxis);
+  if (lt.getRank() != 1 || lt.getDimSize(0) != batch ||
+      !lt.getElementType().isInteger(64))
+    return ctx.error() << "sequence_lens must be int64 [" << batch
+                       << "] (the batch), got " << lt;
+  Type i64 = ctx.b.getI64Type();
+  // The table has the input's rank: time and batch extents in place, 1
+  // elsewhere, then broadcast to the input's shape.
+  std::vector<int64_t> timeShape(t.getRank(), 1), lenShape(t.getRank(), 1);
+  timeShape[timeAxis] = steps;
+  lenShape[batchAxis] = batch;
+  std::vector<int64_t> iota(steps);
+  for (int64_t i = 0; i < steps; ++i)
+    iota[i] = i;
+  OpChain c(ctx);
+  Value time = ctx.materialize(Known::ofInts(timeShape, iota), i64);
+  Value lens = c.reshape(*lensIn, lenShape);
+  Value reversed =
+      c.make<nn::SubOp>(c.make<nn::SubOp>(lens, c.scalarLike(1, lens)), time);
+  Value inside = c.make<nn::LessOp>(time, lens);
+  Value table = c.make<nn::WhereOp>(inside, reversed, time);
+  if (c.failed())
+    return failure();
+  Value index = expand(c, table, t.getShape());
+  return c.output(0, c.make<nn::GatherElementsOp>(
+                         *in, index, ctx.b.getI64IntegerAttr(timeAxis)));
+}
+
+/// HannWindow, HammingWindow, BlackmanWindow: a generalised cosine window
+/// a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N) over n = 0 .. size-1, with
+/// N = size (periodic) or size - 1 (symmetric). The size must be known at
+/// import; the cosines are computed by the program, in f64, then cast.
+LogicalResult distopt::onnximport::windowOp(ImportContext &ctx) {
+  StringRef op = ctx.node.op_type();
+  FailureOr<std::vector<int64_t>> size = ctx.knownInts(0, "the window size");
+  if (failed(size))
+    return failure();
+  if (size->size() != 1 || (*size)[0] < 1 || (*size)[0] > kMaxFoldElements)
+    return ctx.error() << "the window size must be one value in [1, "
+                       << kMaxFoldElements << "]";
+  int64_t n = (*size)[0];
+  int64_t to = ctx.attrInt("output_datatype", 1);
+  Type et = elementTypeOfOnnx(ctx.b.getContext(), to);
+  if (!et)
+    return ctx.error() << "output_datatype " << dataTypeName(to)
+                       << " is not supported";
+  double a0, a1, a2 = 0;
+  if (op == "HannWindow") {
+    a0 = 0.5, a1 = 0.5;
+  } else if (op == "HammingWindow") {
+    a0 = 25.0 / 46.0, a1 = 1 - a0;
+  } else {
+    a0 = 0.42, a1 = 0.5, a2 = 0.08;
+  }
+  double denom = ctx.attrInt("periodic", 1) ? double(n) : double(n - 1);
+  std::vector<double> iota(n);
+  for (int64_t i = 0; i < n; ++i)
+    iota[i] = double(i);
+  Type f64 = ctx.b.getF64Type();
+  OpChain c(ctx);
+  Value idx = ctx.materialize(Known::ofFloats({n}, iota), f64);
+  // A one-element symmetric window divides by zero: its value is a0 - a1 + a2
+  // in ONNX's reference too (cos(nan) aside), so use n = 0's angle.
+  double step = denom > 0 ? 2 * M_PI / denom : 0;
+  Value angle = c.make<nn::MulOp>(idx, c.scalarLike(step, idx));
+  Value w = c.make<nn::SubOp>(
+      c.scalarLike(a0, idx),
+      c.make<nn::MulOp>(c.scalarLike(a1, idx), c.make<nn::CosOp>(angle)));
+  if (a2 != 0) {
+    Value twice = c.make<nn::MulOp>(angle, c.scalarLike(2, idx));
+    w = c.make<nn::AddOp>(
+        w, c.make<nn::MulOp>(c.scalarLike(a2, idx), c.make<nn::CosOp>(twice)));
+  }
+  if (et != f64)
+    w = c.typed<nn::CastOp>(RankedTensorType::get({n}, et), w);
+  return c.output(0, w);
+}

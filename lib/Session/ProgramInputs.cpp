@@ -33,7 +33,8 @@ struct ValueReaders {
 
 /// Upper bound for an integer input: the size of the table it indexes
 /// (a gather's), of the dimension it picks from (gather_elements,
-/// scatter_elements), or a one_hot's depth.
+/// scatter_elements), of the smallest dimension index tuples pick from
+/// (gather_nd, scatter_nd), or a one_hot's depth.
 static int64_t indexBound(const distrt::Program &program,
                           const ValueReaders &readers, int inputIndex) {
   const auto &proto = program.proto();
@@ -54,6 +55,26 @@ static int64_t indexBound(const distrt::Program &program,
           if (idx >= 0 &&
               axis < static_cast<int>(program.value(idx).type.shape.size()))
             return program.value(idx).type.shape[axis];
+        }
+        if ((inst.op() == "gather_nd" || inst.op() == "scatter_nd") &&
+            i == 1) {
+          // Each tuple entry indexes one of data's dimensions from
+          // batch_dims on: the smallest of them bounds every entry.
+          int b = inst.attrs().count("batch_dims")
+                      ? inst.attrs().at("batch_dims").i()
+                      : 0;
+          int di = program.ValueIndex(inst.inputs(0));
+          int ii = program.ValueIndex(inst.inputs(1));
+          if (di >= 0 && ii >= 0 &&
+              !program.value(ii).type.shape.empty()) {
+            const auto &data = program.value(di).type.shape;
+            int64_t k = program.value(ii).type.shape.back();
+            int64_t bound = -1;
+            for (int64_t d = b; d < b + k && d < int64_t(data.size()); ++d)
+              bound = bound < 0 ? data[d] : std::min(bound, data[d]);
+            if (bound > 0)
+              return bound;
+          }
         }
         if (inst.op() == "one_hot" && i == 0 && inst.attrs().count("depth"))
           return inst.attrs().at("depth").i();

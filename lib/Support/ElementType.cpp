@@ -27,6 +27,12 @@ Type distopt::elementTypeOf(MLIRContext *ctx, distrt::DType dtype) {
     return b.getI8Type();
   case distrt::DType::kU8:
     return IntegerType::get(ctx, 8, IntegerType::Unsigned);
+  case distrt::DType::kU16:
+    return IntegerType::get(ctx, 16, IntegerType::Unsigned);
+  case distrt::DType::kU32:
+    return IntegerType::get(ctx, 32, IntegerType::Unsigned);
+  case distrt::DType::kU64:
+    return IntegerType::get(ctx, 64, IntegerType::Unsigned);
   case distrt::DType::kBool:
     return b.getI1Type();
   case distrt::DType::kUnspecified:

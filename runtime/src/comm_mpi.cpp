@@ -58,6 +58,12 @@ MPI_Datatype MpiType(DType d) {
     case DType::kU8:
     case DType::kBool:
       return MPI_UINT8_T;
+    case DType::kU16:
+      return MPI_UINT16_T;
+    case DType::kU32:
+      return MPI_UINT32_T;
+    case DType::kU64:
+      return MPI_UINT64_T;
     case DType::kF16:
     case DType::kBF16:
       return MPI_UINT16_T;  // moved as bits; reduced by user ops

@@ -186,6 +186,15 @@ Status ReduceInto(void* acc, const void* x, int64_t n, DType dtype, ReduceOp op)
     case DType::kU8:
       ReduceLoop(static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(x), n, op);
       break;
+    case DType::kU16:
+      ReduceLoop(static_cast<uint16_t*>(acc), static_cast<const uint16_t*>(x), n, op);
+      break;
+    case DType::kU32:
+      ReduceLoop(static_cast<uint32_t*>(acc), static_cast<const uint32_t*>(x), n, op);
+      break;
+    case DType::kU64:
+      ReduceLoop(static_cast<uint64_t*>(acc), static_cast<const uint64_t*>(x), n, op);
+      break;
     case DType::kF16:
       Reduce16<HalfToFloat, FloatToHalf>(static_cast<uint16_t*>(acc),
                                          static_cast<const uint16_t*>(x), n, op);
@@ -237,6 +246,15 @@ Status FinishReduce(void* acc, int64_t n, DType dtype, ReduceOp op, int members)
       break;
     case DType::kU8:
       Divide(static_cast<uint8_t*>(acc), n, members);
+      break;
+    case DType::kU16:
+      Divide(static_cast<uint16_t*>(acc), n, members);
+      break;
+    case DType::kU32:
+      Divide(static_cast<uint32_t*>(acc), n, members);
+      break;
+    case DType::kU64:
+      Divide(static_cast<uint64_t*>(acc), n, members);
       break;
     case DType::kF16: {
       uint16_t* a = static_cast<uint16_t*>(acc);

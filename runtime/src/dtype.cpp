@@ -23,6 +23,9 @@ constexpr DTypeInfo kTable[] = {
     {DType::kI8,   "i8",   1,   3,  "INT8",     "I8",      false, true},
     {DType::kU8,   "u8",   1,   2,  "UINT8",    "U8",      false, true},
     {DType::kBool, "bool", 1,   9,  "BOOL",     "BOOL",    false, false},
+    {DType::kU16,  "u16",  2,   4,  "UINT16",   "U16",     false, true},
+    {DType::kU32,  "u32",  4,   12, "UINT32",   "U32",     false, true},
+    {DType::kU64,  "u64",  8,   13, "UINT64",   "U64",     false, true},
 };
 // clang-format on
 constexpr size_t kRows = sizeof(kTable) / sizeof(kTable[0]);

@@ -31,7 +31,10 @@ namespace distrt {
   DISTRT_CASE_(kI32, int32_t, __VA_ARGS__) \
   DISTRT_CASE_(kI16, int16_t, __VA_ARGS__) \
   DISTRT_CASE_(kI8, int8_t, __VA_ARGS__)   \
-  DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)
+  DISTRT_CASE_(kU8, uint8_t, __VA_ARGS__)    \
+  DISTRT_CASE_(kU16, uint16_t, __VA_ARGS__)  \
+  DISTRT_CASE_(kU32, uint32_t, __VA_ARGS__)  \
+  DISTRT_CASE_(kU64, uint64_t, __VA_ARGS__)
 // The 16-bit floats. A kernel computes with them through the element
 // trait portable::Elem<T> (portable/hd.h): Load gives an element as its
 // compute type (f32 for these, the type itself for every other), Store
@@ -43,7 +46,7 @@ namespace distrt {
 #define DISTRT_UNSUPPORTED_(dtype, opname) \
   default:                                 \
     return UnimplementedError("'", opname, "' does not support dtype ", DTypeName(dtype));
-// Numeric types with arithmetic: f32 f64 i64 i32 i16 i8 u8.
+// Numeric types with arithmetic: f32 f64 i64 i32 i16 i8 u8 u16 u32 u64.
 #define DISTRT_DISPATCH_NUMERIC(dtype, opname, ...) \
   switch (dtype) {                                  \
     DISTRT_FLOAT_CASES_(__VA_ARGS__)                \

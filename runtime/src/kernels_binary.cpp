@@ -17,6 +17,8 @@ enum class BinOp {
   kMax,
   kMin,
   kMod,
+  kShiftLeft,
+  kShiftRight,
   kEqual,
   kLess,
   kLessEqual,
@@ -188,6 +190,22 @@ Status Arith(BinOp op, int64_t fmod, const Tensor& A, const Tensor& B, Tensor* o
         }
       }
       break;
+    case BinOp::kShiftLeft:
+    case BinOp::kShiftRight:
+      if constexpr (std::is_unsigned<T>::value) {
+        // A shift by the width or more is undefined in C++; it gives 0.
+        constexpr T kBits = static_cast<T>(sizeof(T) * 8);
+        if (op == BinOp::kShiftLeft) {
+          RunBinary(a, b, o, p, pool,
+                    [](T x, T y) -> T { return y >= kBits ? T(0) : static_cast<T>(x << y); });
+        } else {
+          RunBinary(a, b, o, p, pool,
+                    [](T x, T y) -> T { return y >= kBits ? T(0) : static_cast<T>(x >> y); });
+        }
+        break;
+      } else {
+        return UnimplementedError("bit shifts need unsigned integers");
+      }
     default:
       return InternalError("not an arithmetic op");
   }
@@ -235,6 +253,8 @@ const BinaryInfo kBinaryOps[] = {
     {"max", BinOp::kMax},
     {"min", BinOp::kMin},
     {"mod", BinOp::kMod},
+    {"shift_left", BinOp::kShiftLeft},
+    {"shift_right", BinOp::kShiftRight},
     {"equal", BinOp::kEqual},
     {"less", BinOp::kLess},
     {"less_equal", BinOp::kLessEqual},
@@ -258,6 +278,12 @@ Status BinaryResultType(BinOp op, const std::string& name, const TensorType& a, 
   if (op != BinOp::kPow && a.dtype != b.dtype) {
     return InvalidArgumentError("operands have different dtypes ", DTypeName(a.dtype), " and ",
                                 DTypeName(b.dtype));
+  }
+  const bool shift = op == BinOp::kShiftLeft || op == BinOp::kShiftRight;
+  if (shift && a.dtype != DType::kU8 && a.dtype != DType::kU16 && a.dtype != DType::kU32 &&
+      a.dtype != DType::kU64) {
+    return InvalidArgumentError("'", name, "' needs unsigned integer operands, got ",
+                                DTypeName(a.dtype));
   }
   if (IsLogic(op) && a.dtype != DType::kBool) {
     return InvalidArgumentError("'", name, "' needs bool operands, got ", DTypeName(a.dtype));

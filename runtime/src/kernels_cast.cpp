@@ -15,6 +15,8 @@ auto ReadWide(const S* p, int64_t i) {
   auto v = portable::Load(p[i]);
   if constexpr (std::is_floating_point<decltype(v)>::value) {
     return static_cast<double>(v);
+  } else if constexpr (std::is_same<decltype(v), uint64_t>::value) {
+    return v;  // int64 would turn values from 2^63 on negative
   } else {
     return static_cast<int64_t>(v);
   }
@@ -22,7 +24,12 @@ auto ReadWide(const S* p, int64_t i) {
 
 template <typename I>
 I FloatToInt(double x) {
-  if constexpr (sizeof(I) >= 4) {
+  if constexpr (std::is_unsigned<I>::value && sizeof(I) >= 4) {
+    // u32/u64: in [0, 2^64) truncate (and wrap to u32); otherwise through
+    // i64, as numpy does on x86.
+    if (x >= 0 && x < 18446744073709551616.0) return static_cast<I>(static_cast<uint64_t>(x));
+    return static_cast<I>(static_cast<uint64_t>(FloatToInt<int64_t>(x)));
+  } else if constexpr (sizeof(I) >= 4) {
     // In range: truncate. NaN / out of range: the type's minimum (what x86
     // conversions, and so numpy, produce).
     if (x >= static_cast<double>(std::numeric_limits<I>::min()) &&

@@ -2,7 +2,8 @@
 // scatter_add, its gradient: add slices of `updates` into `base` there.
 // gather_elements / scatter_elements (ONNX GatherElements /
 // ScatterElements): one element per index, indices of data's rank;
-// one_hot (ONNX OneHot).
+// gather_nd / scatter_nd (ONNX GatherND / ScatterND): slices at index
+// tuples; one_hot (ONNX OneHot).
 #include <algorithm>
 
 #include "kernel_util.h"
@@ -334,6 +335,166 @@ Status RunScatterElements(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- gather_nd, scatter_nd ------------------------------------------------------
+
+// The geometry of index tuples (ONNX GatherND/ScatterND): indices
+// [B.., I.., k] address data [B.., D1..Dk, S..] (B: `batch_dims` shared
+// dimensions); every tuple picks a slice of `slice` elements.
+struct TupleGeometry {
+  int64_t batch_dims = 0, k = 0;
+  int64_t slice = 1;  // elements per picked slice: prod(S..)
+  Shape result;       // indices.shape[:-1] + S..
+};
+
+Status TupleShape(const char* op, const TensorType& data, const TensorType& idx,
+                  int64_t batch_dims, TupleGeometry* g) {
+  if (idx.dtype != DType::kI64 && idx.dtype != DType::kI32) {
+    return InvalidArgumentError(op, " indices must be i64 or i32, got ", DTypeName(idx.dtype));
+  }
+  const int64_t r = static_cast<int64_t>(data.shape.size());
+  const int64_t q = static_cast<int64_t>(idx.shape.size());
+  if (q < 1 || batch_dims < 0 || batch_dims >= std::min(q, r)) {
+    return InvalidArgumentError(op, " batch_dims ", batch_dims, " must be below the ranks of data ",
+                                data.ToString(), " and indices ", idx.ToString());
+  }
+  for (int64_t d = 0; d < batch_dims; ++d) {
+    if (data.shape[d] != idx.shape[d]) {
+      return InvalidArgumentError(op, " data ", data.ToString(), " and indices ", idx.ToString(),
+                                  " differ in batch dimension ", d);
+    }
+  }
+  g->batch_dims = batch_dims;
+  g->k = idx.shape.back();
+  if (g->k < 1 || g->k > r - batch_dims) {
+    return InvalidArgumentError(op, " index tuples of length ", g->k, " do not fit data ",
+                                data.ToString());
+  }
+  g->result.assign(idx.shape.begin(), idx.shape.end() - 1);
+  g->slice = 1;
+  for (int64_t d = batch_dims + g->k; d < r; ++d) {
+    g->result.push_back(data.shape[d]);
+    g->slice *= data.shape[d];
+  }
+  return OkStatus();
+}
+
+// The data offset (in elements) of every tuple's slice, in the tuples'
+// row-major order; indices may be negative (counting from the end).
+Status TupleOffsets(const char* op, const Tensor& data, const Tensor& idx, const TupleGeometry& g,
+                    std::vector<int64_t>* out) {
+  const int64_t b = g.batch_dims, k = g.k;
+  int64_t batches = 1, batch_stride = 1;
+  for (int64_t d = 0; d < b; ++d) batches *= data.dim(static_cast<int>(d));
+  for (int d = static_cast<int>(b); d < data.rank(); ++d) batch_stride *= data.dim(d);
+  std::vector<int64_t> stride(static_cast<size_t>(k));
+  for (int64_t j = k - 1, s = g.slice; j >= 0; --j) {
+    stride[j] = s;
+    s *= data.dim(static_cast<int>(b + j));
+  }
+  const int64_t tuples = idx.num_elements() / k;
+  const int64_t per_batch = batches ? tuples / batches : 0;
+  out->resize(static_cast<size_t>(tuples));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = per_batch ? (t / per_batch) * batch_stride : 0;
+    for (int64_t j = 0; j < k; ++j) {
+      const int64_t dim = data.dim(static_cast<int>(b + j));
+      int64_t v = idx.dtype() == DType::kI64 ? idx.data<int64_t>()[t * k + j]
+                                             : idx.data<int32_t>()[t * k + j];
+      if (v < -dim || v >= dim) {
+        return OutOfRangeError(op, " index ", v, " (tuple ", t, ", entry ", j,
+                               ") is out of range for a dimension of size ", dim);
+      }
+      off += (v < 0 ? v + dim : v) * stride[j];
+    }
+    (*out)[t] = off;
+  }
+  return OkStatus();
+}
+
+Status VerifyGatherND(const VerifyContext& ctx) {
+  int64_t b;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("batch_dims", 0, &b));
+  TupleGeometry g;
+  DISTRT_RETURN_IF_ERROR(TupleShape("gather_nd", ctx.inputs[0], ctx.inputs[1], b, &g));
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, g.result});
+}
+
+Status RunGatherND(KernelContext& ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1);
+  int64_t b;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("batch_dims", 0, &b));
+  TupleGeometry g;
+  DISTRT_RETURN_IF_ERROR(TupleShape("gather_nd", data.type(), idx.type(), b, &g));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{data.dtype(), g.result}));
+  std::vector<int64_t> offsets;
+  DISTRT_RETURN_IF_ERROR(TupleOffsets("gather_nd", data, idx, g, &offsets));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const size_t bytes = DTypeSize(data.dtype()) * static_cast<size_t>(g.slice);
+  const size_t size = DTypeSize(data.dtype());
+  for (size_t t = 0; t < offsets.size(); ++t) {
+    std::memcpy(out->data<uint8_t>() + t * bytes,
+                data.data<uint8_t>() + static_cast<size_t>(offsets[t]) * size, bytes);
+  }
+  return OkStatus();
+}
+
+Status VerifyScatterND(const VerifyContext& ctx) {
+  TupleGeometry g;
+  DISTRT_RETURN_IF_ERROR(TupleShape("scatter_nd", ctx.inputs[0], ctx.inputs[1], 0, &g));
+  if (ctx.inputs[2] != TensorType{ctx.inputs[0].dtype, g.result}) {
+    return InvalidArgumentError("scatter_nd updates are ", ctx.inputs[2].ToString(), ", expected ",
+                                TensorType{ctx.inputs[0].dtype, g.result}.ToString());
+  }
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+Status RunScatterND(KernelContext& ctx) {
+  const Tensor &data = ctx.input(0), &idx = ctx.input(1), &upd = ctx.input(2);
+  TupleGeometry g;
+  DISTRT_RETURN_IF_ERROR(TupleShape("scatter_nd", data.type(), idx.type(), 0, &g));
+  if (upd.type() != TensorType{data.dtype(), g.result}) {
+    return InvalidArgumentError("scatter_nd updates are ", upd.type().ToString(), ", expected ",
+                                TensorType{data.dtype(), g.result}.ToString());
+  }
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], data.type()));
+  std::string reduction;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetString("reduction", "none", &reduction));
+  if (reduction != "none" && reduction != "add" && reduction != "mul" && reduction != "max" &&
+      reduction != "min") {
+    return InvalidArgumentError("scatter_nd reduction must be none, add, mul, max or min, got '",
+                                reduction, "'");
+  }
+  std::vector<int64_t> slices;
+  DISTRT_RETURN_IF_ERROR(TupleOffsets("scatter_nd", data, idx, g, &slices));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  if (data.byte_size() > 0) std::memcpy(out->raw(), data.raw(), data.byte_size());
+  const size_t size = DTypeSize(data.dtype());
+  if (reduction == "none") {
+    for (size_t t = 0; t < slices.size(); ++t) {
+      std::memcpy(out->data<uint8_t>() + static_cast<size_t>(slices[t]) * size,
+                  upd.data<uint8_t>() + t * size * static_cast<size_t>(g.slice),
+                  size * static_cast<size_t>(g.slice));
+    }
+    return OkStatus();
+  }
+  // Element by element, in tuple order: what ScatterCombine does for
+  // single elements.
+  std::vector<int64_t> offsets;
+  offsets.reserve(slices.size() * static_cast<size_t>(g.slice));
+  for (int64_t s : slices) {
+    for (int64_t e = 0; e < g.slice; ++e) offsets.push_back(s + e);
+  }
+  switch (data.dtype()) {
+    DISTRT_FLOAT_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_INT_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_HALF_CASES_(ScatterCombine(upd.data<T>(), offsets, reduction, out->data<T>()))
+    DISTRT_UNSUPPORTED_(data.dtype(), "scatter_nd")
+  }
+  return OkStatus();
+}
+
 // ---- one_hot -----------------------------------------------------------------------
 
 Status OneHotShape(const AttrReader& attrs, const TensorType& idx, const TensorType& values,
@@ -407,6 +568,12 @@ void RegisterIndexKernels(KernelRegistry& r) {
   r.Add({"gather_elements", 2, 2, 1, RunGatherElements, VerifyGatherElements});
   r.Add({"scatter_elements", 3, 3, 1, RunScatterElements, VerifyScatterElements});
   r.Add({"one_hot", 2, 2, 1, RunOneHot, VerifyOneHot});
+  KernelDef gather_nd{"gather_nd", 2, 2, 1, RunGatherND, VerifyGatherND};
+  gather_nd.half_native = true;  // copies slices by bytes
+  r.Add(gather_nd);
+  KernelDef scatter_nd{"scatter_nd", 3, 3, 1, RunScatterND, VerifyScatterND};
+  scatter_nd.half_native = true;  // combines bf16/f16 itself, as scatter_elements
+  r.Add(scatter_nd);
 }
 
 }  // namespace distrt

@@ -4,7 +4,9 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
+#include <vector>
 
 #include "gemm_onednn.h"
 #include "kernel_util.h"
@@ -327,6 +329,67 @@ Status RunMatmul(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- det -------------------------------------------------------------------------
+
+Status DetShape(const TensorType& in, TensorType* out) {
+  const size_t r = in.shape.size();
+  if (r < 2 || in.shape[r - 1] != in.shape[r - 2]) {
+    return InvalidArgumentError("det needs square matrices [*, M, M], got ", in.ToString());
+  }
+  out->dtype = in.dtype;
+  out->shape.assign(in.shape.begin(), in.shape.end() - 2);
+  return OkStatus();
+}
+
+Status VerifyDet(const VerifyContext& ctx) {
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(DetShape(ctx.inputs[0], &t));
+  return CheckOutputType(ctx.outputs[0], t);
+}
+
+// The determinant of an m x m matrix by Gaussian elimination with partial
+// pivoting, in double.
+double Determinant(std::vector<double>& a, int64_t m) {
+  double det = 1;
+  for (int64_t c = 0; c < m; ++c) {
+    int64_t p = c;
+    for (int64_t r = c + 1; r < m; ++r) {
+      if (std::fabs(a[r * m + c]) > std::fabs(a[p * m + c])) p = r;
+    }
+    if (a[p * m + c] == 0) return 0;
+    if (p != c) {
+      for (int64_t j = 0; j < m; ++j) std::swap(a[p * m + j], a[c * m + j]);
+      det = -det;
+    }
+    det *= a[c * m + c];
+    for (int64_t r = c + 1; r < m; ++r) {
+      const double f = a[r * m + c] / a[c * m + c];
+      for (int64_t j = c; j < m; ++j) a[r * m + j] -= f * a[c * m + j];
+    }
+  }
+  return det;
+}
+
+Status RunDet(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  TensorType t;
+  DISTRT_RETURN_IF_ERROR(DetShape(x.type(), &t));
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], t));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t m = x.dim(x.rank() - 1);
+  const int64_t count = out->num_elements();
+  std::vector<double> a(static_cast<size_t>(m * m));
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "det", {
+    for (int64_t i = 0; i < count; ++i) {
+      const T* src = x.data<T>() + i * m * m;
+      for (int64_t j = 0; j < m * m; ++j) a[j] = static_cast<double>(src[j]);
+      out->data<T>()[i] = static_cast<T>(Determinant(a, m));
+    }
+  });
+  return OkStatus();
+}
+
 }  // namespace
 
 void GemmRowMajor(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
@@ -356,6 +419,7 @@ void RegisterMatmulKernels(KernelRegistry& r) {
   matmul.prepare = PrepareMatmul;
   matmul.flops = MatmulFlops;
   r.Add(matmul);
+  r.Add({"det", 1, 1, 1, RunDet, VerifyDet});
 }
 
 }  // namespace distrt

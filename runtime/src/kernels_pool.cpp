@@ -73,7 +73,8 @@ Status RunPool(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const bool is_max = name == "max_pool";
   const int64_t planes = x.dim(0) * x.dim(1);
-  DISTRT_DISPATCH_FLOAT(x.dtype(), name, {
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
     const T* px = x.data<T>();
     T* py = out->data<T>();
     ParallelFor(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
@@ -81,7 +82,17 @@ Status RunPool(KernelContext& ctx) {
         PoolPlane<T>(is_max, include_pad != 0, sp, px + p * sp.in_size(), py + p * sp.out_size());
       }
     });
-  });
+  };
+  // ONNX MaxPool also takes 8-bit integers (a max of values it holds exactly).
+  if (is_max && x.dtype() == DType::kU8) {
+    run(uint8_t{});
+    return OkStatus();
+  }
+  if (is_max && x.dtype() == DType::kI8) {
+    run(int8_t{});
+    return OkStatus();
+  }
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name, run(T{}));
   return OkStatus();
 }
 

@@ -44,6 +44,9 @@ enum class UnOp {
   kCeil,
   kRound,
   kSign,
+  kAcos,
+  kAsin,
+  kAtan,
 };
 struct UnaryInfo {
   const char* name;
@@ -59,7 +62,8 @@ const UnaryInfo kUnaryOps[] = {
     {"not", UnOp::kNot, false},   {"sin", UnOp::kSin, true},
     {"cos", UnOp::kCos, true},    {"floor", UnOp::kFloor, true},
     {"ceil", UnOp::kCeil, true},  {"round", UnOp::kRound, true},
-    {"sign", UnOp::kSign, false},
+    {"sign", UnOp::kSign, false}, {"acos", UnOp::kAcos, true},
+    {"asin", UnOp::kAsin, true},  {"atan", UnOp::kAtan, true},
 };
 
 const UnaryInfo* Find(const std::string& name) {
@@ -123,6 +127,15 @@ Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
       break;
     case UnOp::kCos:
       Map(x, y, n, pool, [](T v) { return std::cos(v); });
+      break;
+    case UnOp::kAcos:
+      Map(x, y, n, pool, [](T v) { return std::acos(v); });
+      break;
+    case UnOp::kAsin:
+      Map(x, y, n, pool, [](T v) { return std::asin(v); });
+      break;
+    case UnOp::kAtan:
+      Map(x, y, n, pool, [](T v) { return std::atan(v); });
       break;
     case UnOp::kFloor:
       Map(x, y, n, pool, [](T v) { return std::floor(v); });

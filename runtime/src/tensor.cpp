@@ -294,6 +294,15 @@ std::string Tensor::DebugString(int max_elements) const {
     case DType::kBool:
       PrintElems<uint8_t>(os, raw(), shown);
       break;
+    case DType::kU16:
+      PrintElems<uint16_t>(os, raw(), shown);
+      break;
+    case DType::kU32:
+      PrintElems<uint32_t>(os, raw(), shown);
+      break;
+    case DType::kU64:
+      PrintElems<uint64_t>(os, raw(), shown);
+      break;
     case DType::kF16:
     case DType::kBF16: {
       const uint16_t* d = data<uint16_t>();

@@ -36,6 +36,9 @@ const Expected kExpected[] = {
     {DType::kI8,   "i8",   sizeof(int8_t),   3,  "I8",   "I8",   false, true},
     {DType::kU8,   "u8",   sizeof(uint8_t),  2,  "U8",   "U8",   false, true},
     {DType::kBool, "bool", sizeof(uint8_t),  9,  "BOOL", "BOOL", false, false},
+    {DType::kU16,  "u16",  sizeof(uint16_t), 4,  "U16",  "U16",  false, true},
+    {DType::kU32,  "u32",  sizeof(uint32_t), 12, "U32",  "U32",  false, true},
+    {DType::kU64,  "u64",  sizeof(uint64_t), 13, "U64",  "U64",  false, true},
 };
 // clang-format on
 
@@ -100,7 +103,7 @@ TEST(DTypeTable, CodesAreDistinct) {
 }
 
 TEST(DTypeTable, UnspecifiedAndUnknownValuesHaveNoRow) {
-  for (int v : {0, 11, -1, 99}) {
+  for (int v : {0, 14, -1, 99}) {
     SCOPED_TRACE(v);
     DType d = static_cast<DType>(v);
     EXPECT_EQ(FindDType(d), nullptr);
@@ -112,19 +115,20 @@ TEST(DTypeTable, UnspecifiedAndUnknownValuesHaveNoRow) {
     EXPECT_FALSE(IsInteger(d));
   }
   EXPECT_EQ(DTypeName(DType::kUnspecified), "unspecified");
-  EXPECT_EQ(DTypeName(static_cast<DType>(11)), "invalid(11)");
+  EXPECT_EQ(DTypeName(static_cast<DType>(14)), "invalid(14)");
 }
 
 TEST(DTypeTable, UnknownOnnxTypeIsRefusedNamingIt) {
-  // STRING (8), UINT16 (4), COMPLEX64 (14), FLOAT8E4M3FN (17), UNDEFINED (0).
-  for (int code : {8, 4, 14, 17, 0, -3}) {
+  // STRING (8), COMPLEX64 (14), FLOAT8E4M3FN (17), UNDEFINED (0).
+  for (int code : {8, 14, 17, 0, -3}) {
     DType out = DType::kF32;
     Status s = DTypeFromOnnx(code, &out);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.message(), "ONNX element type " + std::to_string(code) +
                                " has no distrt dtype (distrt holds FLOAT, FLOAT16, BFLOAT16, "
-                               "DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL)");
+                               "DOUBLE, INT64, INT32, INT16, INT8, UINT8, BOOL, UINT16, "
+                               "UINT32, UINT64)");
     EXPECT_EQ(out, DType::kF32);  // untouched
   }
 }
@@ -135,7 +139,7 @@ TEST(DTypeTable, UnknownNamesAreRefusedNamingThem) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
             "unknown checkpoint dtype 'F8_E4M3' (known: F32, F16, BF16, F64, I64, I32, I16, I8, "
-            "U8, BOOL)");
+            "U8, BOOL, U16, U32, U64)");
   // Names are case-sensitive in both vocabularies.
   EXPECT_FALSE(ParseCheckpointDType("f32", &out).ok());
   EXPECT_FALSE(ParseDType("F32", &out).ok());

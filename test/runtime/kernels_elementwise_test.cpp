@@ -120,6 +120,48 @@ TEST(Binary, IntegerArithmeticWraps) {
             std::numeric_limits<int32_t>::min() + 1);
 }
 
+TEST(Binary, UnsignedWideTypesCompareAndWrapUnsigned) {
+  // Values above the signed range: a signed reading would get these wrong.
+  const uint64_t big = 0xF000000000000000ull;
+  Tensor a = Make<uint64_t>({3}, {big, 5, 0});
+  Tensor b = Make<uint64_t>({3}, {1, 7, 1});
+  EXPECT_EQ(Vec<uint64_t>(Run1("max", {a, b}, {DType::kU64, {3}})),
+            (std::vector<uint64_t>{big, 7, 1}));
+  EXPECT_EQ(Vec<uint64_t>(Run1("sub", {b, a}, {DType::kU64, {3}}))[2], 1u);
+  EXPECT_EQ(Vec<uint64_t>(Run1("sub", {a, b}, {DType::kU64, {3}}))[2],
+            std::numeric_limits<uint64_t>::max());
+  Tensor gt = Run1("greater", {a, b}, {DType::kBool, {3}});
+  EXPECT_EQ(std::vector<uint8_t>(gt.data<uint8_t>(), gt.data<uint8_t>() + 3),
+            (std::vector<uint8_t>{1, 0, 0}));
+  Tensor c = Make<uint32_t>({2}, {4000000000u, 9});
+  Tensor d = Make<uint32_t>({2}, {7, 4});
+  EXPECT_EQ(Vec<uint32_t>(Run1("mod", {c, d}, {DType::kU32, {2}})),
+            (std::vector<uint32_t>{4000000000u % 7, 1}));
+  EXPECT_EQ(Vec<uint16_t>(Run1("min", {Make<uint16_t>({2}, {65535, 3}),
+                                       Make<uint16_t>({2}, {40000, 4})},
+                               {DType::kU16, {2}})),
+            (std::vector<uint16_t>{40000, 3}));
+}
+
+TEST(Binary, ShiftsAreLogicalAndZeroPastTheWidth) {
+  Tensor x = Make<uint8_t>({4}, {0x81, 0x81, 1, 200});
+  Tensor n = Make<uint8_t>({4}, {1, 7, 8, 0});
+  EXPECT_EQ(Vec<uint8_t>(Run1("shift_left", {x, n}, {DType::kU8, {4}})),
+            (std::vector<uint8_t>{0x02, 0x80, 0, 200}));
+  EXPECT_EQ(Vec<uint8_t>(Run1("shift_right", {x, n}, {DType::kU8, {4}})),
+            (std::vector<uint8_t>{0x40, 1, 0, 200}));
+  Tensor w = Make<uint64_t>({2}, {1, 0x8000000000000000ull});
+  Tensor m = Make<uint64_t>({1}, {63});
+  EXPECT_EQ(Vec<uint64_t>(Run1("shift_left", {w, m}, {DType::kU64, {2}})),
+            (std::vector<uint64_t>{0x8000000000000000ull, 0}));
+  EXPECT_EQ(Vec<uint64_t>(Run1("shift_right", {w, m}, {DType::kU64, {2}})),
+            (std::vector<uint64_t>{0, 1}));
+  std::vector<Tensor> out;
+  Status st = RunOp("shift_left", {I64({1}, {1}), I64({1}, {1})}, {{DType::kI64, {1}}}, {}, &out);
+  EXPECT_NE(st.message().find("needs unsigned integer operands, got i64"), std::string::npos)
+      << st.message();
+}
+
 TEST(Binary, PowFloatIntAndMixed) {
   ExpectF32(Run1("pow", {F32({3}, {2, 9, -2}), F32({3}, {3, 0.5f, 2})}, {DType::kF32, {3}}), {3},
             {8, 3, 4});
@@ -206,6 +248,7 @@ TEST(Unary, FloatFunctionsMatchLibm) {
       {"relu", [](double v) { return v > 0 ? v : 0.0; }},
       {"sin", [](double v) { return std::sin(v); }},
       {"cos", [](double v) { return std::cos(v); }},
+      {"atan", [](double v) { return std::atan(v); }},
       {"floor", [](double v) { return std::floor(v); }},
       {"ceil", [](double v) { return std::ceil(v); }},
       {"sign", [](double v) { return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0); }},
@@ -222,6 +265,13 @@ TEST(Unary, FloatFunctionsMatchLibm) {
             {std::log(0.25f), 0.0f, std::log(2.0f), std::log(100.0f)});
   ExpectF32(Run1("sqrt", {F32({4}, pos)}, {DType::kF32, {4}}), {4},
             {0.5f, 1.0f, std::sqrt(2.0f), 10.0f});
+  // acos and asin inside their domain [-1, 1]: acos(-1) = pi, asin(0.5) = pi/6.
+  const std::vector<float> unit = {-1.0f, -0.5f, 0.0f, 0.5f, 1.0f};
+  const float pi = 3.14159265358979f;
+  ExpectF32(Run1("acos", {F32({5}, unit)}, {DType::kF32, {5}}), {5},
+            {pi, 2 * pi / 3, pi / 2, pi / 3, 0.0f});
+  ExpectF32(Run1("asin", {F32({5}, unit)}, {DType::kF32, {5}}), {5},
+            {-pi / 2, -pi / 6, 0.0f, pi / 6, pi / 2});
 }
 
 // f32 erf (and gelu) use a polynomial approximation instead of libm: its

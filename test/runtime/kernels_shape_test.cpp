@@ -1,5 +1,5 @@
 // Data-movement kernels: transpose, reshape, expand, concat, slice, gather,
-// gather_elements, scatter_elements, one_hot,
+// gather_elements, scatter_elements, gather_nd, scatter_nd, det, one_hot,
 // pad, range.
 #include <gtest/gtest.h>
 
@@ -195,6 +195,55 @@ TEST(GatherElements, PicksOneElementPerIndexAlongEitherAxis) {
   st = RunOp("gather_elements", {data, I64({4}, {0, 0, 0, 0})}, {{DType::kF32, {4}}},
              {{"axis", AttrInt(0)}}, &out);
   EXPECT_NE(st.message().find("must have the rank of data"), std::string::npos) << st.message();
+}
+
+TEST(GatherND, PicksSlicesAtIndexTuples) {
+  Tensor data = Iota({2, 3, 4});  // data[i][j][k] = 12 i + 4 j + k
+  // Whole rows: tuples of length 2 pick data[i][j][:].
+  ExpectF32(Run1("gather_nd", {data, I64({2, 2}, {1, 2, 0, -3})}, {DType::kF32, {2, 4}}),
+            {2, 4}, {20, 21, 22, 23, 0, 1, 2, 3});
+  // Single elements.
+  ExpectF32(Run1("gather_nd", {data, I32({1, 3}, {1, 0, 3})}, {DType::kF32, {1}}), {1}, {15});
+  // batch_dims 1: tuple b indexes data[b].
+  ExpectF32(Run1("gather_nd", {data, I64({2, 1, 2}, {2, 1, 0, 3})}, {DType::kF32, {2, 1}},
+                 {{"batch_dims", AttrInt(1)}}),
+            {2, 1}, {9, 15});
+  std::vector<Tensor> out;
+  Status st = RunOp("gather_nd", {data, I64({1, 1}, {2})}, {{DType::kF32, {1, 3, 4}}}, {}, &out);
+  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
+  EXPECT_NE(st.message().find("gather_nd index 2"), std::string::npos) << st.message();
+}
+
+TEST(ScatterND, ReplacesOrCombinesSlicesInTupleOrder) {
+  Tensor data = F32({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  Tensor idx = I64({3, 1}, {2, 0, 2});
+  Tensor upd = F32({3, 2}, {10, 20, 30, 40, 50, 60});
+  auto run = [&](const char* reduction) {
+    return Run1("scatter_nd", {data, idx, upd}, {DType::kF32, {4, 2}},
+                {{"reduction", AttrString(reduction)}});
+  };
+  // none: the last write to a repeated index wins.
+  ExpectF32(run("none"), {4, 2}, {30, 40, 3, 4, 50, 60, 7, 8});
+  ExpectF32(run("add"), {4, 2}, {31, 42, 3, 4, 65, 86, 7, 8});
+  ExpectF32(run("mul"), {4, 2}, {30, 80, 3, 4, 2500, 7200, 7, 8});
+  ExpectF32(run("max"), {4, 2}, {30, 40, 3, 4, 50, 60, 7, 8});
+  ExpectF32(run("min"), {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
+  std::vector<Tensor> out;
+  Status st = RunOp("scatter_nd", {data, idx, F32({3}, {1, 2, 3})}, {{DType::kF32, {4, 2}}}, {},
+                    &out);
+  EXPECT_NE(st.message().find("scatter_nd updates are f32[3], expected f32[3, 2]"),
+            std::string::npos)
+      << st.message();
+}
+
+TEST(Det, DeterminantsOfABatchOfMatrices) {
+  // [[1, 2], [3, 4]] -> -2; a permutation matrix -> -1; a singular one -> 0;
+  // diag(2, 3) with a zero pivot first needs a row swap.
+  Tensor x = F32({4, 2, 2}, {1, 2, 3, 4, 0, 1, 1, 0, 1, 2, 2, 4, 0, 2, 3, 0});
+  ExpectF32(Run1("det", {x}, {DType::kF32, {4}}), {4}, {-2, -1, 0, -6});
+  // 3x3: 2 (5 * 9 - 6 * 8) - 0 + 1 (4 * 8 - 5 * 7) = -6 - 3 = -9.
+  Tensor y = F64({3, 3}, {2, 0, 1, 4, 5, 6, 7, 8, 9});
+  EXPECT_NEAR(Vec<double>(Run1("det", {y}, {DType::kF64, {}}))[0], -9.0, 1e-12);
 }
 
 TEST(ScatterElements, ReplacesOrCombinesInIndexOrder) {

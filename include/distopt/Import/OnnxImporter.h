@@ -75,6 +75,8 @@ struct GraphInputShape {
   std::string name;
   std::vector<int64_t> sizes;
   std::vector<std::string> symbols;
+  /// The ONNX element type (TensorProto.DataType) it declares; 0 if none.
+  int elementType = 0;
 };
 llvm::Expected<std::vector<GraphInputShape>>
 graphInputShapes(llvm::StringRef path);

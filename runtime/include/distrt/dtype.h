@@ -30,6 +30,9 @@ enum class DType : int {
   kI8 = 8,
   kU8 = 9,
   kBool = 10,
+  kU16 = 11,
+  kU32 = 12,
+  kU64 = 13,
 };
 
 // One row of the table.
@@ -71,7 +74,7 @@ bool IsInteger(DType dtype);  // signed and unsigned integers (not bool)
 // kUnspecified or an unknown value.
 int OnnxTypeOf(DType dtype);
 // The dtype of an ONNX element type; an error naming the code (and the
-// ones distrt holds) for a type distrt cannot hold (STRING, UINT16, ...).
+// ones distrt holds) for a type distrt cannot hold (STRING, FLOAT8E4M3FN, ...).
 Status DTypeFromOnnx(int onnx_type, DType* out);
 // The dtype's name in a checkpoint (safetensors' "F32", "BF16", "I64",
 // ...); "" for kUnspecified or an unknown value.
@@ -123,6 +126,18 @@ struct DTypeOf<int8_t> {
 template <>
 struct DTypeOf<uint8_t> {
   static constexpr DType value = DType::kU8;
+};
+template <>
+struct DTypeOf<uint16_t> {
+  static constexpr DType value = DType::kU16;
+};
+template <>
+struct DTypeOf<uint32_t> {
+  static constexpr DType value = DType::kU32;
+};
+template <>
+struct DTypeOf<uint64_t> {
+  static constexpr DType value = DType::kU64;
 };
 template <>
 struct DTypeOf<bool> {

@@ -69,6 +69,12 @@ bool NcclType(DType d, ncclDataType_t* t) {
     case DType::kBool:
       *t = ncclUint8;
       return true;
+    case DType::kU32:
+      *t = ncclUint32;
+      return true;
+    case DType::kU64:
+      *t = ncclUint64;
+      return true;
     default:
       return false;
   }

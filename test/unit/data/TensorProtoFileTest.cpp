@@ -30,6 +30,9 @@ const Case kCases[] = {
     {onnx::TensorProto::INT8, DType::kI8, 1},
     {onnx::TensorProto::UINT8, DType::kU8, 1},
     {onnx::TensorProto::BOOL, DType::kBool, 1},
+    {onnx::TensorProto::UINT16, DType::kU16, 2},
+    {onnx::TensorProto::UINT32, DType::kU32, 4},
+    {onnx::TensorProto::UINT64, DType::kU64, 8},
 };
 
 TEST(TensorProtoFile, EveryDTypeReadsFromRawData) {
@@ -73,9 +76,35 @@ TEST(TensorProtoFile, NarrowTypesReadFromInt32Data) {
   EXPECT_EQ(got->data<int16_t>()[1], 700);
 }
 
+TEST(TensorProtoFile, WideUnsignedTypesReadFromUint64Data) {
+  ScratchDir dir;
+  for (auto [code, dtype] :
+       {std::pair{onnx::TensorProto::UINT32, DType::kU32},
+        std::pair{onnx::TensorProto::UINT64, DType::kU64}}) {
+    onnx::TensorProto t;
+    t.set_data_type(code);
+    t.add_dims(2);
+    t.add_uint64_data(7);
+    t.add_uint64_data(4000000000u); // above INT32_MAX: must not wrap
+    std::string path = dir.path("u" + std::to_string(code) + ".pb");
+    datafiles::writeProto(path, t);
+    auto got = readTensorProto(path);
+    ASSERT_TRUE(static_cast<bool>(got)) << llvm::toString(got.takeError());
+    EXPECT_EQ(got->dtype(), dtype);
+    if (dtype == DType::kU32) {
+      EXPECT_EQ(got->data<uint32_t>()[0], 7u);
+      EXPECT_EQ(got->data<uint32_t>()[1], 4000000000u);
+    } else {
+      EXPECT_EQ(got->data<uint64_t>()[0], 7u);
+      EXPECT_EQ(got->data<uint64_t>()[1], 4000000000u);
+    }
+  }
+}
+
 TEST(TensorProtoFile, ElementTypesWithoutADTypeAreRefused) {
   ScratchDir dir;
-  for (int code : {onnx::TensorProto::STRING, onnx::TensorProto::UINT16,
+  for (int code : {onnx::TensorProto::STRING,
+                   onnx::TensorProto::COMPLEX128,
                    onnx::TensorProto::COMPLEX64}) {
     onnx::TensorProto t;
     t.set_data_type(code);

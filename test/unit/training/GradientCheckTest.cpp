@@ -403,6 +403,20 @@ const Case kCases[] = {
      "%y = nn.scatter_elements %t, %i, %u axis 0 reduction \"add\" : (" T(
          "4x3") ", tensor<5x3xi64>, " T("5x3") ") -> " T("4x3"),
      T("4x3")},
+    // Index tuples pick rows (and single elements) of a [3, 4, 2] table;
+    // a row picked twice gets both gradients.
+    {"gather_nd",
+     {{"%t: " T("3x4x2"), false}, {"%i: tensor<5x2xi64>", false}},
+     "%y = nn.gather_nd %t, %i batch_dims 0 : " T("3x4x2") ", tensor<5x2xi64> -> " T(
+         "5x2"),
+     T("5x2")},
+    {"scatter_nd_add",
+     {{"%t: " T("4x3"), false},
+      {"%i: tensor<5x1xi64>", false},
+      {"%u: " T("5x3"), false}},
+     "%y = nn.scatter_nd %t, %i, %u reduction \"add\" : (" T("4x3") ", tensor<5x1xi64>, " T(
+         "5x3") ") -> " T("4x3"),
+     T("4x3")},
     {"einsum_batch_matmul",
      {{"%a: " T("2x3x4"), false}, {"%b: " T("2x4x5"), false}},
      "%y = nn.einsum \"bij,bjk->bik\" %a, %b : (" T("2x3x4") ", " T(

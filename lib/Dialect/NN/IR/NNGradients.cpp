@@ -764,6 +764,39 @@ LogicalResult ScatterElementsOp::buildGradient(GradientBuilder &g,
   return success();
 }
 
+LogicalResult GatherNDOp::buildGradient(GradientBuilder &g,
+                                        ArrayRef<Value> dy,
+                                        SmallVectorImpl<Value> &dx) {
+  if (getBatchDims() != 0)
+    return emitOpError("with batch_dims ")
+           << getBatchDims() << " has no gradient rule; only batch_dims 0 "
+           << "trains";
+  // Each picked slice's gradient is added back where it was picked from; a
+  // slice picked twice receives both.
+  dx[0] = g.create<ScatterNDOp>(g.zerosLike(getData()), getIndices(), dy[0],
+                                g.builder().getStringAttr("add"));
+  return success();
+}
+
+LogicalResult ScatterNDOp::buildGradient(GradientBuilder &g,
+                                         ArrayRef<Value> dy,
+                                         SmallVectorImpl<Value> &dx) {
+  StringRef r = getReduction();
+  if (r != "none" && r != "add")
+    return emitOpError("with reduction '")
+           << r << "' has no gradient rule; only none and add train";
+  // Every update lands in one result slice: its gradient is read back from
+  // there.
+  dx[2] = g.create<GatherNDOp>(dy[0], getIndices(),
+                               g.builder().getI64IntegerAttr(0));
+  // data passes through where nothing replaced it (none), everywhere (add).
+  dx[0] = r == "add" ? dy[0]
+                     : g.create<ScatterNDOp>(dy[0], getIndices(),
+                                             g.zerosLike(getUpdates()),
+                                             g.builder().getStringAttr("none"));
+  return success();
+}
+
 LogicalResult PadOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
                                    SmallVectorImpl<Value> &dx) {
   if (getMode() != "constant")

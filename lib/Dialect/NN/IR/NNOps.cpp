@@ -103,6 +103,17 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+#define VERIFY_SHIFT(OP)                                                       \
+  LogicalResult OP::verify() {                                                 \
+    if (!getLhs().getType().getElementType().isUnsignedInteger())              \
+      return emitOpError("needs unsigned integer operands, got ")              \
+             << getLhs().getType();                                            \
+    return success();                                                          \
+  }
+VERIFY_SHIFT(ShiftLeftOp)
+VERIFY_SHIFT(ShiftRightOp)
+#undef VERIFY_SHIFT
+
 static LogicalResult verifyAxes(Operation *op, ArrayRef<int64_t> axes,
                                 int64_t rank) {
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -260,6 +271,14 @@ LogicalResult CumSumOp::verify() {
 }
 
 LogicalResult ScatterElementsOp::verify() {
+  StringRef r = getReduction();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return emitOpError("reduction must be none, add, mul, max or min, got '")
+           << r << "'";
+  return success();
+}
+
+LogicalResult ScatterNDOp::verify() {
   StringRef r = getReduction();
   if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
     return emitOpError("reduction must be none, add, mul, max or min, got '")

@@ -108,6 +108,8 @@ INFER_BINARY(ModOp, SAME_ELEMENT)
 INFER_BINARY(AndOp, SAME_ELEMENT)
 INFER_BINARY(OrOp, SAME_ELEMENT)
 INFER_BINARY(XorOp, SAME_ELEMENT)
+INFER_BINARY(ShiftLeftOp, SAME_ELEMENT)
+INFER_BINARY(ShiftRightOp, SAME_ELEMENT)
 INFER_BINARY(EqualOp, BOOL_ELEMENT)
 INFER_BINARY(LessOp, BOOL_ELEMENT)
 INFER_BINARY(LessEqualOp, BOOL_ELEMENT)
@@ -648,6 +650,88 @@ LogicalResult ScatterElementsOp::inferReturnTypes(
         RankedTensorType::get(indices.getShape(), data.getElementType()),
         " (the indices' shape, data's element type), got ", updates);
   out.push_back(data);
+  return success();
+}
+
+/// GatherND/ScatterND: the index tuples' length k (indices' last extent)
+/// must be known and fit data's dimensions from `batchDims` on.
+static FailureOr<int64_t> checkIndexTuples(std::optional<Location> loc,
+                                           RankedTensorType data,
+                                           RankedTensorType indices,
+                                           int64_t batchDims) {
+  if (!indices.getElementType().isSignlessInteger(64) &&
+      !indices.getElementType().isSignlessInteger(32))
+    return emitOptionalError(loc, "indices must be i64 or i32, got ", indices);
+  int64_t q = indices.getRank(), r = data.getRank();
+  if (q < 1)
+    return emitOptionalError(loc, "indices must have rank 1 or more");
+  if (batchDims < 0 || batchDims >= std::min(q, r))
+    return emitOptionalError(loc, "batch_dims ", batchDims,
+                             " must be below both ranks (", r, ", ", q, ")");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (data.getDimSize(d) != indices.getDimSize(d))
+      return emitOptionalError(loc, "batch dimension ", d, " differs: data ",
+                               data, ", indices ", indices);
+  int64_t k = indices.getDimSize(q - 1);
+  if (k == kDyn || k < 1 || k > r - batchDims)
+    return emitOptionalError(loc, "index tuples of length ", k,
+                             " do not fit data ", data, " after ", batchDims,
+                             " batch dimensions");
+  return k;
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto data = rankedType(adaptor.getData());
+  auto indices = rankedType(adaptor.getIndices());
+  if (!data || !indices)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  int64_t b = adaptor.getBatchDims();
+  FailureOr<int64_t> k = checkIndexTuples(loc, data, indices, b);
+  if (failed(k))
+    return failure();
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(b + *k));
+  out.push_back(data.clone(shape));
+  return success();
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(
+    MLIRContext *, std::optional<Location> loc, ValueRange operands,
+    DictionaryAttr attrs, OpaqueProperties props, RegionRange regions,
+    SmallVectorImpl<Type> &out) {
+  Adaptor adaptor(operands, attrs, props, regions);
+  auto data = rankedType(adaptor.getData());
+  auto indices = rankedType(adaptor.getIndices());
+  auto updates = rankedType(adaptor.getUpdates());
+  if (!data || !indices || !updates)
+    return emitOptionalError(loc, "expects ranked tensor operands");
+  FailureOr<int64_t> k = checkIndexTuples(loc, data, indices, 0);
+  if (failed(k))
+    return failure();
+  SmallVector<int64_t> shape(indices.getShape().drop_back());
+  llvm::append_range(shape, data.getShape().drop_front(*k));
+  auto want = RankedTensorType::get(shape, data.getElementType());
+  if (updates != want)
+    return emitOptionalError(loc, "updates must be ", want, ", got ", updates);
+  out.push_back(data);
+  return success();
+}
+
+LogicalResult DetOp::inferReturnTypes(MLIRContext *,
+                                      std::optional<Location> loc,
+                                      ValueRange operands, DictionaryAttr,
+                                      OpaqueProperties, RegionRange,
+                                      SmallVectorImpl<Type> &out) {
+  auto t = operands.empty() ? RankedTensorType() : rankedType(operands[0]);
+  if (!t || t.getRank() < 2 || !isa<FloatType>(t.getElementType()) ||
+      t.getDimSize(t.getRank() - 1) != t.getDimSize(t.getRank() - 2))
+    return emitOptionalError(loc, "expects a float tensor [*, M, M], got ",
+                             operands.empty() ? Type() : operands[0].getType());
+  out.push_back(t.clone(t.getShape().drop_back(2)));
   return success();
 }
 

@@ -168,6 +168,8 @@ RULE(GreaterEqualOp, None)
 RULE(AndOp, None)
 RULE(OrOp, None)
 RULE(XorOp, None)
+RULE(ShiftLeftOp, None)
+RULE(ShiftRightOp, None)
 RULE(WhereOp, AllLinear, 1, 2)
 RULE(NegOp, AllLinear, 0)
 RULE(IdentityOp, AllLinear, 0)
@@ -183,6 +185,9 @@ RULE(ReluOp, None)
 RULE(NotOp, None)
 RULE(SinOp, None)
 RULE(CosOp, None)
+RULE(AcosOp, None)
+RULE(AsinOp, None)
+RULE(AtanOp, None)
 RULE(FloorOp, None)
 RULE(CeilOp, None)
 RULE(RoundOp, None)
@@ -750,6 +755,93 @@ OpShardingRule ScatterElementsOp::getShardingRule() {
     rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
   else
     rule.linearOperands.assign(3, false);
+  return rule;
+}
+
+/// GatherND: the batch dimensions shard alike in data, indices and result;
+/// the indices' other dimensions but the last are the result's leading ones
+/// (each rank picks its own rows); data's trailing dimensions, past those
+/// the tuples index, are the result's trailing ones. The indexed dimensions
+/// and the tuples themselves stay whole.
+OpShardingRule GatherNDOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> ds = shapeOf(getData()), is = shapeOf(getIndices());
+  int64_t b = getBatchDims(), q = is.size(), k = is.back();
+  TensorFactors td, ti, tr;
+  for (int64_t d = 0; d < b; ++d) {
+    int64_t f = rule.addFactor(ds[d]);
+    td.push_back({f});
+    ti.push_back({f});
+    tr.push_back({f});
+  }
+  for (int64_t d = b; d < q - 1; ++d) {
+    int64_t f = rule.addFactor(is[d]);
+    ti.push_back({f});
+    tr.push_back({f});
+  }
+  ti.push_back({rule.addFactor(k, FactorKind::Whole)});
+  for (int64_t d = b; d < b + k; ++d)
+    td.push_back({rule.addFactor(ds[d], FactorKind::Whole)});
+  for (int64_t d = b + k, e = ds.size(); d < e; ++d) {
+    int64_t f = rule.addFactor(ds[d]);
+    td.push_back({f});
+    tr.push_back({f});
+  }
+  rule.operands = {td, ti};
+  rule.results = {tr};
+  rule.setPartialFlow(PartialFlow::OneLinear, {0});
+  return rule;
+}
+
+/// ScatterND: data's trailing dimensions (past those the tuples index) are
+/// the updates' trailing ones and shard alike; every tuple may write
+/// anywhere in the indexed dimensions, so those, the indices and the
+/// updates' leading dimensions stay whole.
+OpShardingRule ScatterNDOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> ds = shapeOf(getData()), is = shapeOf(getIndices());
+  int64_t q = is.size(), k = is.back();
+  TensorFactors td, ti, tu;
+  for (int64_t d = 0; d < q - 1; ++d) {
+    int64_t f = rule.addFactor(is[d], FactorKind::Whole);
+    ti.push_back({f});
+    tu.push_back({f});
+  }
+  ti.push_back({rule.addFactor(k, FactorKind::Whole)});
+  for (int64_t d = 0; d < k; ++d)
+    td.push_back({rule.addFactor(ds[d], FactorKind::Whole)});
+  for (int64_t d = k, e = ds.size(); d < e; ++d) {
+    int64_t f = rule.addFactor(ds[d]);
+    td.push_back({f});
+    tu.push_back({f});
+  }
+  rule.operands = {td, ti, tu};
+  rule.results = {td};
+  // Replacing or adding is linear in data and updates together; mul, max
+  // and min are not.
+  if (getReduction() == "none" || getReduction() == "add")
+    rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
+  else
+    rule.linearOperands.assign(3, false);
+  return rule;
+}
+
+/// Det: the batch dimensions shard; each matrix stays whole.
+OpShardingRule DetOp::getShardingRule() {
+  OpShardingRule rule;
+  ArrayRef<int64_t> in = shapeOf(getInput());
+  TensorFactors tin, tout;
+  for (int64_t d = 0, e = in.size(); d < e; ++d) {
+    if (d + 2 < e) {
+      int64_t f = rule.addFactor(in[d]);
+      tin.push_back({f});
+      tout.push_back({f});
+    } else {
+      tin.push_back({rule.addFactor(in[d], FactorKind::Whole)});
+    }
+  }
+  rule.operands = {tin};
+  rule.results = {tout};
   return rule;
 }
 

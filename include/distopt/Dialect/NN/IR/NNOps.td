@@ -127,6 +127,20 @@ def NN_GreaterEqualOp : NN_BinaryOp<"greater_equal", "greater-or-equal test">;
 def NN_AndOp : NN_BinaryOp<"and", "logical and">;
 def NN_OrOp : NN_BinaryOp<"or", "logical or">;
 def NN_XorOp : NN_BinaryOp<"xor", "logical xor">;
+def NN_ShiftLeftOp : NN_BinaryOp<"shift_left", "bit shift of unsigned integers to the left"> {
+  let description = [{
+    `lhs << rhs`, element-wise with numpy broadcasting, on unsigned integer
+    operands of one type; a shift by the width or more gives 0.
+  }];
+  let hasVerifier = 1;
+}
+def NN_ShiftRightOp : NN_BinaryOp<"shift_right", "bit shift of unsigned integers to the right"> {
+  let description = [{
+    `lhs >> rhs` (logical), element-wise with numpy broadcasting, on unsigned
+    integer operands of one type; a shift by the width or more gives 0.
+  }];
+  let hasVerifier = 1;
+}
 
 def NN_WhereOp : NN_InferredOp<"where", [NN_Differentiable]> {
   let summary = "select between two tensors (numpy broadcasting)";
@@ -166,6 +180,9 @@ def NN_ReluOp : NN_UnaryOp<"relu", "max(x, 0)", [NN_Differentiable]>;
 def NN_NotOp : NN_UnaryOp<"not", "logical not">;
 def NN_SinOp : NN_UnaryOp<"sin", "sine", [NN_Differentiable]>;
 def NN_CosOp : NN_UnaryOp<"cos", "cosine", [NN_Differentiable]>;
+def NN_AcosOp : NN_UnaryOp<"acos", "arccosine">;
+def NN_AsinOp : NN_UnaryOp<"asin", "arcsine">;
+def NN_AtanOp : NN_UnaryOp<"atan", "arctangent">;
 def NN_FloorOp : NN_UnaryOp<"floor", "round down", [NN_Differentiable]>;
 def NN_CeilOp : NN_UnaryOp<"ceil", "round up", [NN_Differentiable]>;
 def NN_RoundOp : NN_UnaryOp<"round", "round half to even", [NN_Differentiable]>;
@@ -556,6 +573,71 @@ def NN_GatherElementsOp : NN_InferredOp<"gather_elements", [NN_Differentiable]> 
     $data `,` $indices `axis` $axis attr-dict `:` type($data) `,` type($indices)
     `->` type($result)
   }];
+}
+
+def NN_GatherNDOp : NN_InferredOp<"gather_nd", [NN_Differentiable]> {
+  let summary = "pick slices of `data` at index tuples (ONNX GatherND)";
+  let description = [{
+    As ONNX GatherND: the last dimension of `indices` (extent k) holds
+    index tuples into `data`'s dimensions `batch_dims` .. `batch_dims + k`
+    (negative indices count from the end); the first `batch_dims`
+    dimensions of both are shared. The result has the shape
+    `indices.shape[:-1] + data.shape[batch_dims + k:]`.
+
+    ```mlir
+    %r = nn.gather_nd %data, %idx batch_dims 0
+        : tensor<2x2xf32>, tensor<2x2xi64> -> tensor<2xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `batch_dims` $batch_dims attr-dict `:` type($data) `,`
+    type($indices) `->` type($result)
+  }];
+}
+
+def NN_ScatterNDOp : NN_InferredOp<"scatter_nd", [NN_Differentiable]> {
+  let summary = "write (or combine) slices of `updates` into a copy of `data` at index tuples";
+  let description = [{
+    As ONNX ScatterND: the last dimension of `indices` (extent k) holds
+    index tuples into `data`'s first k dimensions (negative indices count
+    from the end); `updates` has the shape
+    `indices.shape[:-1] + data.shape[k:]`. The result is `data` with each
+    slice replaced (`reduction` `none`; which of repeated indices wins is
+    unspecified, as in ONNX) or combined with the value there (`add`,
+    `mul`, `max`, `min`, in index order).
+
+    ```mlir
+    %r = nn.scatter_nd %data, %idx, %upd reduction "add"
+        : (tensor<8xf32>, tensor<4x1xi64>, tensor<4xf32>) -> tensor<8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$data, AnyRankedTensor:$indices,
+                       AnyRankedTensor:$updates,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates (`reduction` $reduction^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_DetOp : NN_InferredOp<"det"> {
+  let summary = "determinant of square matrices";
+  let description = [{
+    The determinant of each `[M, M]` matrix in the last two dimensions of a
+    floating-point tensor `[*, M, M]`; the result is `[*]`.
+
+    ```mlir
+    %d = nn.det %a : tensor<3x2x2xf32> -> tensor<3xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def NN_ScatterElementsOp : NN_InferredOp<"scatter_elements", [NN_Differentiable]> {
