@@ -113,6 +113,13 @@ def error_models():
            coordinate_transformation_mode="tf_crop_and_resize")
     error_model("resize_runtime_scales", "Resize", ["x", "roi", "s"],
                 x + [f32("s", [4])], [1, 1, 8, 8], [roi])
+    resize("resize_antialias", opset=18, antialias=1, mode="linear")
+    resize("resize_half_pixel_symmetric", opset=19,
+           coordinate_transformation_mode="half_pixel_symmetric")
+    resize("resize_axes_repeated", inits=(roi, floats("scales", [2, 2])), opset=18,
+           axes=[2, 2])
+    resize("resize_aspect_policy", ("roi", "", "sizes"), (roi, ints("sizes", [8, 8, 8, 8])),
+           opset=18, keep_aspect_ratio_policy="stretchy")
     error_model("resize_int_linear", "Resize", ["x", "roi", "scales"],
                 [helper.make_tensor_value_info("x", TensorProto.INT32, [1, 1, 4, 4])],
                 [1, 1, 8, 8], [roi, scales], mode="linear")
@@ -149,6 +156,24 @@ def error_models():
     error_model("maxunpool_indices", "MaxUnpool", ["x", "i"],
                 x + [f32("i", [1, 1, 4, 4])], [1, 1, 8, 8], opset=11,
                 kernel_shape=[2, 2], strides=[2, 2])
+    # Recurrent ops: X [seq 2, batch 1, input 3], hidden 4.
+    xs = [f32("x", [2, 1, 3])]
+    rnn_w, rnn_r = floats("w", np.ones((1, 4, 3))), floats("r", np.ones((1, 4, 4)))
+    rnn = lambda name, op="RNN", inputs=("x", "w", "r"), inits=(rnn_w, rnn_r), **a: \
+        error_model(name, op, list(inputs), xs, [2, 1, 1, 4], inits, opset=14,
+                    **{"hidden_size": 4, **a})
+    rnn("rnn_direction", direction="sideways")
+    rnn("rnn_layout", layout=2)
+    rnn("rnn_hidden_size", hidden_size=0)
+    rnn("rnn_weight_shape", inits=(floats("w", np.ones((1, 4, 2))), rnn_r))
+    rnn("rnn_activation_alpha", activation_alpha=[0.5])
+    rnn("rnn_activation_count", activations=["Tanh", "Tanh"])
+    rnn("rnn_activation_unknown", activations=["Softsign"])
+    rnn("lstm_input_forget", "LSTM",
+        inits=(floats("w", np.ones((1, 16, 3))), floats("r", np.ones((1, 16, 4)))),
+        input_forget=1)
+    rnn("rnn_sequence_lens", inputs=("x", "w", "r", "", "lens"),
+        inits=(rnn_w, rnn_r, numpy_helper.from_array(np.array([1], dtype=np.int32), "lens")))
     graph = helper.make_graph(
         [helper.make_node("MaxPool", ["x"], ["y", "i"], name="/maxpool_storage_order",
                           kernel_shape=[2, 2], storage_order=2)],

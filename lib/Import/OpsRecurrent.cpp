@@ -122,8 +122,8 @@ LogicalResult distopt::onnximport::recurrentOp(ImportContext &ctx) {
     }
   }
   if (static_cast<int64_t>(names.size()) != perDir * dirs)
-    return ctx.error() << "activations needs " << perDir * dirs
-                       << " names, got " << names.size();
+    return ctx.error() << "activations has " << names.size()
+                       << " names, expected " << perDir * dirs;
   SmallVector<Act> acts;
   for (const std::string &n : names) {
     acts.push_back(actOf(n));
