@@ -380,12 +380,32 @@ TEST(SyntheticInputs, LabelsAreClassIdsFromTheirOwnGenerator) {
     EXPECT_EQ((*got)[1].data<int64_t>()[i], pick(rng));
 }
 
+TEST(SyntheticInputs, SixteenBitFloatsAreTheF32DrawsRounded) {
+  // The same seed and input list: a bf16 or f16 model sees the numbers an
+  // f32 model does, rounded to nearest even.
+  std::vector<InputSpec> f32{spec("x", DType::kF32, {16})};
+  auto wide = syntheticInputs(f32, 7)->read(2, wholeBatchRequests(f32));
+  ASSERT_TRUE(static_cast<bool>(wide)) << errorOf(wide.takeError());
+  for (DType narrow : {DType::kBF16, DType::kF16}) {
+    std::vector<InputSpec> half{spec("x", narrow, {16})};
+    auto got = syntheticInputs(half, 7)->read(2, wholeBatchRequests(half));
+    ASSERT_TRUE(static_cast<bool>(got)) << errorOf(got.takeError());
+    ASSERT_EQ((*got)[0].dtype(), narrow);
+    for (int i = 0; i < 16; ++i) {
+      float v = (*wide)[0].data<float>()[i];
+      EXPECT_EQ((*got)[0].data<uint16_t>()[i], narrow == DType::kBF16
+                                                  ? distrt::FloatToBF16(v)
+                                                  : distrt::FloatToHalf(v));
+    }
+  }
+}
+
 TEST(SyntheticInputs, RefusesDTypesItCannotDraw) {
-  std::vector<InputSpec> inputs{spec("h", DType::kF16, {2})};
+  std::vector<InputSpec> inputs{spec("h", DType::kU16, {2})};
   auto got = syntheticInputs(inputs, 0)->read(0, wholeBatchRequests(inputs));
   ASSERT_FALSE(static_cast<bool>(got));
   EXPECT_EQ(errorOf(got.takeError()),
-            "cannot generate inputs of dtype f16 for 'h'; pass --inputs");
+            "cannot generate inputs of dtype u16 for 'h'; pass --inputs");
 }
 
 //===----------------------------------------------------------------------===//
