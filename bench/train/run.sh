@@ -28,7 +28,10 @@
 # model of row 1 and of row 2 as layers,d,heads,vocab,pos,seq (default GPT-2
 # small, 12,768,12,50257,1024,128; e.g. DP_SHAPE=6,512,8,50257,1024,128 for a
 # shorter row 2, SHAPE=2,64,4,1000,128,32 to try the script); SKIP_PHASES=1,
-# SKIP_DP=1.
+# SKIP_DP=1; THREADS (row 1's thread counts, default "1 2"). BF16=1: row 1
+# only, in bf16 on both sides: dist-train with `precision: bf16` (f32
+# masters, bf16 compute) against torch.autocast(bfloat16) (f32 parameters,
+# bf16 matmuls); the warm-up losses must then agree to 2e-3 relative.
 #
 # Needs a build with dist-train and dist-run (scripts/build.sh), Open MPI
 # for row 2, and Debian's PyTorch and ONNX for /usr/bin/python3
@@ -68,7 +71,7 @@ check_losses() { # LABEL DISTOPT_OUTPUT TORCH_OUTPUT
     d=$(loss_of "$2" $((k + 1)))
     t=$(loss_of "$3" $((k + 1)))
     printf "  %-28s step %d loss: distopt %s, torch %s\n" "$1" $k "$d" "$t"
-    if [ -z "$d" ] || [ -z "$t" ] || ! awk -v a="$d" -v b="$t" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-4 * (b < 0 ? -b : b)) }'; then
+    if [ -z "$d" ] || [ -z "$t" ] || ! awk -v a="$d" -v b="$t" -v tol="$loss_rtol" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= tol * (b < 0 ? -b : b)) }'; then
       echo "loss mismatch: distopt and torch do not compute the same step" >&2
       exit 1
     fi
@@ -77,14 +80,28 @@ check_losses() { # LABEL DISTOPT_OUTPUT TORCH_OUTPUT
 
 dir=$(model_dir "${SHAPE:-}")
 seq=$(shape_of "$dir" seq)
+config=$dir/train.json
+torch_flags=()
+loss_rtol=1e-4
+if [ "${BF16:-0}" = 1 ]; then
+  # Both sides round differently (distopt computes every op but the norms,
+  # softmax and loss in bf16; autocast only the matmul-like ones).
+  config=$dir/train_bf16.json
+  "$py" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["precision"] = "bf16"; json.dump(c, open(sys.argv[2], "w"))' \
+    "$dir/train.json" "$config"
+  torch_flags=(--bf16)
+  loss_rtol=2e-3
+  SKIP_PHASES=1 SKIP_DP=1
+fi
 dt() { # THREADS [extra dist-train flags]: one single-device run
   local threads=$1
   shift
-  "$bin/dist-train" "$dir/model.onnx" --train "$dir/train.json" --tokens "$dir/tokens.bin" \
+  "$bin/dist-train" "$dir/model.onnx" --train "$config" --tokens "$dir/tokens.bin" \
     --batch 1 --seq "$seq" --dim batch=1 --threads "$threads" --steps $warmup --bench "$steps" "$@" 2>&1
 }
 pt() { # THREADS
-  "$py" "$here/torch_train.py" "$dir" --batch 1 --threads "$1" --warmup $warmup --bench "$steps" 2>&1
+  "$py" "$here/torch_train.py" "$dir" --batch 1 --threads "$1" --warmup $warmup --bench "$steps" \
+    "${torch_flags[@]}" 2>&1
 }
 
 echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') (family $(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p')$(grep -q avx512f /proc/cpuinfo && echo ', AVX-512')), $(nproc) cores; load average at start: $(load)"
@@ -93,12 +110,13 @@ echo "distrt GEMM: $("$bin/dist-run" "$root/test/data/models/gpt_op17/model.onnx
   sed -n 's/.*GEMM \([^;]*\);.*/\1/p'), one thread per GEMM call (distrt splits the work itself)"
 "$py" -c 'import torch; print("torch: %s (%s)" % (torch.__version__, torch.__file__))'
 echo "model: $dir/model.onnx ($(shape_of "$dir" layers) layers, d=$(shape_of "$dir" d), vocabulary $(shape_of "$dir" vocab), 1 x $seq tokens); AdamW lr 1e-4, weight decay 0.01"
+[ "${BF16:-0}" = 1 ] && echo "bf16: distopt precision: bf16 (f32 masters) against torch.autocast(bfloat16); $(grep -q -e avx512_bf16 -e amx_bf16 /proc/cpuinfo && echo 'the CPU has bf16 instructions' || echo 'the CPU has no bf16 instructions')"
 echo "each run: $warmup warm-up steps, then the median of $steps steps; $rounds runs of each side"
 echo "(the losses of the warm-up steps are checked to agree before the times count)"
 echo
 
 declare -A d_ms t_ms t_phases
-for threads in 1 2; do
+for threads in ${THREADS:-1 2}; do
   d_ms[$threads]=""
   t_ms[$threads]=""
   for ((r = 1; r <= rounds; ++r)); do
@@ -122,8 +140,8 @@ for threads in 1 2; do
   done
 done
 echo
-printf "%-40s %12s %12s %14s\n" "training step, one device" "distopt ms" "torch ms" "torch/distopt"
-for threads in 1 2; do
+printf "%-40s %12s %12s %14s\n" "training step, one device$([ "${BF16:-0}" = 1 ] && echo " (bf16)")" "distopt ms" "torch ms" "torch/distopt"
+for threads in ${THREADS:-1 2}; do
   d=$(mid <<<"${d_ms[$threads]}")
   t=$(mid <<<"${t_ms[$threads]}")
   printf "%-40s %12.1f %12.1f %14s\n" "$(basename "$dir"), $threads thread(s)" "$d" "$t" "$(ratio "$t" "$d")"
