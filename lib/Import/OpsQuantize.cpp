@@ -95,6 +95,36 @@ Value minusZeroPoint(OpChain &c, Value x, Value zeroPoint, Type et) {
   return c.make<nn::SubOp>(v, castTo(c, zeroPoint, et));
 }
 
+/// A QuantizeLinear's or DequantizeLinear's scale and zero point (null when
+/// absent), shaped to broadcast along the node's axis of `x` (per tensor or
+/// per axis); `prefix` names them in errors ("y" or "x").
+struct QuantParams {
+  Value scale, zeroPoint;
+};
+FailureOr<QuantParams> alongQuantAxis(ImportContext &ctx, OpChain &c,
+                                      RankedTensorType tx, Value scale,
+                                      Value zeroPoint, StringRef prefix) {
+  FailureOr<int64_t> axis = quantAxis(ctx, tx.getRank(), scale);
+  if (failed(axis))
+    return failure();
+  int64_t rank = tx.getRank(), extent = rank ? tx.getDimSize(*axis) : 1;
+  QuantParams p;
+  FailureOr<Value> s = alongAxis(ctx, c, scale, (prefix + "_scale").str(),
+                                 rank, *axis, extent);
+  if (failed(s))
+    return failure();
+  p.scale = *s;
+  if (zeroPoint) {
+    FailureOr<Value> z = alongAxis(ctx, c, zeroPoint,
+                                   (prefix + "_zero_point").str(), rank,
+                                   *axis, extent);
+    if (failed(z))
+      return failure();
+    p.zeroPoint = *z;
+  }
+  return p;
+}
+
 } // namespace
 
 LogicalResult distopt::onnximport::quantizeLinearOp(ImportContext &ctx) {
@@ -116,24 +146,13 @@ LogicalResult distopt::onnximport::quantizeLinearOp(ImportContext &ctx) {
   if (!qt || !isQuantizedType(qt))
     return ctx.error() << "quantizes to 8- and 16-bit integers only, got "
                        << (qt ? qt : Type(ctx.b.getNoneType()));
-  FailureOr<int64_t> axis = quantAxis(ctx, tx.getRank(), *scale);
-  if (failed(axis))
-    return failure();
-  int64_t extent = tx.getRank() ? tx.getDimSize(*axis) : 1;
   OpChain c(ctx);
-  FailureOr<Value> s =
-      alongAxis(ctx, c, *scale, "y_scale", tx.getRank(), *axis, extent);
-  if (failed(s))
+  FailureOr<QuantParams> q = alongQuantAxis(ctx, c, tx, *scale, *zp, "y");
+  if (failed(q))
     return failure();
-  Value z;
-  if (*zp) {
-    FailureOr<Value> zs =
-        alongAxis(ctx, c, *zp, "y_zero_point", tx.getRank(), *axis, extent);
-    if (failed(zs))
-      return failure();
-    z = castTo(c, *zs, tx.getElementType());
-  }
-  Value y = c.make<nn::DivOp>(*x, *s);
+  Value z = q->zeroPoint ? castTo(c, q->zeroPoint, tx.getElementType())
+                         : Value();
+  Value y = c.make<nn::DivOp>(*x, q->scale);
   return c.output(0, requantize(c, y, z, qt));
 }
 
@@ -155,25 +174,12 @@ LogicalResult distopt::onnximport::dequantizeLinearOp(ImportContext &ctx) {
   if (*zp && typeOf(*zp).getElementType() != tx.getElementType())
     return ctx.error() << "x_zero_point " << zp->getType()
                        << " must have the type of x " << tx;
-  FailureOr<int64_t> axis = quantAxis(ctx, tx.getRank(), *scale);
-  if (failed(axis))
-    return failure();
-  int64_t extent = tx.getRank() ? tx.getDimSize(*axis) : 1;
   OpChain c(ctx);
-  FailureOr<Value> s =
-      alongAxis(ctx, c, *scale, "x_scale", tx.getRank(), *axis, extent);
-  if (failed(s))
+  FailureOr<QuantParams> q = alongQuantAxis(ctx, c, tx, *scale, *zp, "x");
+  if (failed(q))
     return failure();
-  Value z;
-  if (*zp) {
-    FailureOr<Value> zs =
-        alongAxis(ctx, c, *zp, "x_zero_point", tx.getRank(), *axis, extent);
-    if (failed(zs))
-      return failure();
-    z = *zs;
-  }
-  Value centred = minusZeroPoint(c, *x, z, ft);
-  return c.output(0, c.make<nn::MulOp>(centred, *s));
+  Value centred = minusZeroPoint(c, *x, q->zeroPoint, ft);
+  return c.output(0, c.make<nn::MulOp>(centred, q->scale));
 }
 
 /// DynamicQuantizeLinear (uint8): the range [min(0, min x), max(0, max x)]
