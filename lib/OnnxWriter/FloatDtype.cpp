@@ -89,8 +89,11 @@ static llvm::Expected<std::string> tensorBytes(const onnx::TensorProto &t,
     for (const auto &e : t.external_data()) {
       if (e.key() == "location")
         location = e.value();
-      else if (e.key() == "offset")
-        offset = std::stoull(e.value());
+      else if (e.key() == "offset" &&
+               llvm::StringRef(e.value()).getAsInteger(10, offset))
+        return fail("initializer '" + t.name() +
+                    "' has an invalid external data offset '" + e.value() +
+                    "'");
     }
     llvm::SmallString<256> path(location);
     if (!llvm::sys::path::is_absolute(path)) {
