@@ -866,6 +866,22 @@ def make_image_data(batch, classes, steps, seed):
 GPT_NO_DECAY = ["*.bias", "*ln_*", "wpe.weight"]
 GPT_FROZEN = ["h.*.attn.bias"]  # the causal-mask buffer (deduplicated by the export)
 
+
+# What the two DPO cases share: the model, its inputs and outputs, the loss
+# in the graph, AdamW, and the frozen reference.
+DPO_SETUP = dict(
+    ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
+    inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
+            "rejected_labels"],
+    output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+    loss={"kind": "model"},
+    optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+               "weight_decay": 0.1},
+    no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
+    frozen=["policy.h.*.attn.bias", "reference.*"],
+    clip_grad_norm=None,
+)
+
 CASES = [
     dict(
         name="gpt_adamw",
@@ -1280,17 +1296,9 @@ mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
              "log-probabilities by log_softmax and torch.gather, the DPO loss "
              "in the graph, AdamW",
         seed=37,
-        ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
-        inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
-                "rejected_labels"],
-        output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+        **DPO_SETUP,
         data=lambda: make_dpo_data(64, 4, 12, 4, 237),
-        loss={"kind": "model"},
-        optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
-        frozen=["policy.h.*.attn.bias", "reference.*"],
-        clip_grad_norm=None, steps=4,
+        steps=4,
         notes="""\
 `DPO` holds `policy` and `reference`, two GPTs of `gpt_adamw`'s layout
 (vocabulary 64, block size 16, 2 blocks, tied heads) with different random
@@ -1320,17 +1328,9 @@ torch's first loss as a float32.""",
              "policy (DPO's usual start from one SFT model), so the export "
              "merges every reference tensor into the policy's initializer",
         seed=38, start_as=("reference", "policy"),
-        ctor=lambda: DPO(beta=0.1, vocab=64, d=32, heads=4, layers=2, block_size=16),
-        inputs=["chosen_input_ids", "chosen_labels", "rejected_input_ids",
-                "rejected_labels"],
-        output="loss", outputs=["loss", "chosen_rewards", "rejected_rewards"],
+        **DPO_SETUP,
         data=lambda: make_dpo_data(64, 4, 12, 3, 238),
-        loss={"kind": "model"},
-        optimizer={"kind": "adamw", "lr": 5e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=["*.bias", "*ln_*", "policy.wpe.weight"],
-        frozen=["policy.h.*.attn.bias", "reference.*"],
-        clip_grad_norm=None, steps=3,
+        steps=3,
         notes="""\
 The `DPO` model of `dpo_gpt` (other random weights and batches) whose
 reference is loaded with the policy's weights before the export, as when
