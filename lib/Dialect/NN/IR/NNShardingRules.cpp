@@ -742,6 +742,16 @@ OpShardingRule GatherElementsOp::getShardingRule() {
   return rule;
 }
 
+/// A scatter (data, indices, updates) that replaces or adds is linear in
+/// data and updates together: partial sums of both flow through. One that
+/// multiplies or takes the max or min is not.
+static void setScatterLinearity(OpShardingRule &rule, StringRef reduction) {
+  if (reduction == "none" || reduction == "add")
+    rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
+  else
+    rule.linearOperands.assign(3, false);
+}
+
 OpShardingRule ScatterElementsOp::getShardingRule() {
   OpShardingRule rule;
   TensorFactors td;
@@ -749,12 +759,7 @@ OpShardingRule ScatterElementsOp::getShardingRule() {
                                           getAxis(), FactorKind::Whole, td);
   rule.operands = {td, ti, ti};
   rule.results = {td};
-  // Replacing or adding is linear in data and updates together; mul, max
-  // and min are not.
-  if (getReduction() == "none" || getReduction() == "add")
-    rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
-  else
-    rule.linearOperands.assign(3, false);
+  setScatterLinearity(rule, getReduction());
   return rule;
 }
 
@@ -817,12 +822,7 @@ OpShardingRule ScatterNDOp::getShardingRule() {
   }
   rule.operands = {td, ti, tu};
   rule.results = {td};
-  // Replacing or adding is linear in data and updates together; mul, max
-  // and min are not.
-  if (getReduction() == "none" || getReduction() == "add")
-    rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
-  else
-    rule.linearOperands.assign(3, false);
+  setScatterLinearity(rule, getReduction());
   return rule;
 }
 
