@@ -742,6 +742,10 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
   return op.emitError("cannot export ") << op.getName();
 }
 
+/// The pass number of a scheduled loop's last action, the sums
+/// (docs/rank-program.md); 0-2 are nn.microbatch_action's passes.
+constexpr int64_t kSumAction = 3;
+
 /// microbatch_loop defines the index and a zeroed running sum per result;
 /// the body adds what it yields to them; microbatch_yield carries the sums
 /// into the next microbatch, and out as the results after the last
@@ -751,6 +755,13 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
   const int begin = prog.instructions_size();
   proto::Instruction *start = newInstruction(loop, "microbatch_loop");
   (*start->mutable_attrs())["microbatches"].set_i(loop.getMicrobatches());
+  // A pipeline stage's schedule: its actions, and the tag stride that keeps
+  // the microbatches' messages apart.
+  if (std::optional<ArrayRef<int64_t>> schedule = loop.getSchedule()) {
+    setInts((*start->mutable_attrs())["schedule"], *schedule);
+    (*start->mutable_attrs())["tag_stride"].set_i(
+        loop.getTagStride().value_or(0));
+  }
   FailureOr<int32_t> index = define(loop.getIndex());
   if (failed(index))
     return failure();
@@ -766,9 +777,23 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
   Block &body = loop.getBody().front();
   findFoldedTransposes(body);
   findMatMulEpilogues(body);
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : body.without_terminator()) {
+    if (auto marker = dyn_cast<nn::MicrobatchActionOp>(op)) {
+      proto::Instruction *inst = newInstruction(marker, "microbatch_action");
+      (*inst->mutable_attrs())["pass"].set_i(marker.getPass());
+      (*inst->mutable_attrs())["chunk"].set_i(marker.getChunk());
+      continue;
+    }
     if (failed(exportOp(func, op)))
       return failure();
+  }
+  // The sums: the last action of a scheduled loop (after a microbatch's
+  // other actions).
+  if (loop.getSchedule()) {
+    proto::Instruction *inst = newInstruction(loop, "microbatch_action");
+    (*inst->mutable_attrs())["pass"].set_i(kSumAction);
+    (*inst->mutable_attrs())["chunk"].set_i(0);
+  }
   Operation *yield = body.getTerminator();
   SmallVector<int32_t> next;
   for (auto [sum, v] : llvm::zip(sums, yield->getOperands())) {

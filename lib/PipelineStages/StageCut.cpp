@@ -77,7 +77,9 @@ func::FuncOp mainFunc(ModuleOp module) {
 
 /// The ops of `ops` that do not depend on the function's arguments: weights,
 /// constants, and what is computed from them alone (masks sliced from a
-/// buffer, gathers of sharded parameters). Any stage can compute them.
+/// buffer, gathers of sharded parameters). Any stage can compute them. A
+/// microbatch loop's input selects are among them too: each stage reads its
+/// own microbatch's inputs (but what they feed depends on the inputs).
 llvm::DenseSet<Operation *> inputIndependentOps(ArrayRef<Operation *> ops) {
   llvm::DenseSet<Operation *> independent;
   for (Operation *op : ops) {
@@ -90,7 +92,28 @@ llvm::DenseSet<Operation *> inputIndependentOps(ArrayRef<Operation *> ops) {
     if (fromSources)
       independent.insert(op);
   }
+  for (Operation *op : ops)
+    if (isa<nn::MicrobatchSelectOp>(op))
+      independent.insert(op);
   return independent;
+}
+
+/// The function's ops in program order, a microbatch loop's body ops (not
+/// its yield) just before the loop itself.
+std::vector<Operation *> flattenedOps(func::FuncOp func) {
+  std::vector<Operation *> ops;
+  for (Operation &op : func.getBody().front().without_terminator()) {
+    if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
+      for (Operation &inner : loop.getBody().front().without_terminator())
+        ops.push_back(&inner);
+    ops.push_back(&op);
+  }
+  return ops;
+}
+
+/// `user` or the op containing it that sits in `block`.
+Operation *ancestorIn(Block *block, Operation *user) {
+  return block->findAncestorOpInBlock(*user);
 }
 
 } // namespace
@@ -129,19 +152,16 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   out.numStages = numStages;
   out.chunks = std::max<int64_t>(1, pipeline.virtualStages);
   const int64_t numVirtual = numStages * out.chunks;
-  Block &body = func.getBody().front();
-  std::vector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
+  std::vector<Operation *> ops = flattenedOps(func);
   llvm::DenseSet<Operation *> independent = inputIndependentOps(ops);
 
-  // The model's own forward: in a training step, the ops of neither a
-  // training phase nor a later microbatch's copy.
-  // Reshards belong to no phase: they go with what they read.
+  // The model's own forward: in a training step, the ops of no training
+  // phase. Reshards belong to no phase: they go with what they read. A
+  // microbatch loop runs on every stage.
   auto isForward = [](Operation *op) {
-    auto mb = op->getAttrOfType<IntegerAttr>(nn::kMicrobatchAttr);
-    return !op->hasAttr(nn::kPhaseAttr) && (!mb || mb.getInt() == 0) &&
-           !isa<dist::DistDialect>(op->getDialect());
+    return !op->hasAttr(nn::kPhaseAttr) &&
+           !isa<dist::DistDialect>(op->getDialect()) &&
+           !isa<nn::MicrobatchLoopOp>(op);
   };
   std::map<std::string, int64_t> layerIndex;
   std::vector<int64_t> layerOf(ops.size(), -1);
@@ -186,6 +206,58 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   }
   out.stageOfLayer = balance(cost, numVirtual, head, tail);
 
+  // Where a parameter lives: where its forward reads it first (once the
+  // forward's stages are known).
+  std::function<int64_t(Operation *)> homeOf = [&](Operation *op) {
+    int64_t stage = numVirtual;
+    for (Operation *user : op->getUsers()) {
+      if (auto it = out.stageOf.find(user); it != out.stageOf.end())
+        stage = std::min(stage, it->second);
+      else if (independent.contains(user)) // a transpose of the weight
+        stage = std::min(stage, homeOf(user));
+    }
+    return stage;
+  };
+  // A parameter's whole gradient (nn.gradient_of) and what sums it after the
+  // microbatch loop (a tied parameter's shares, the loss scale's undoing)
+  // sit where the parameter lives: each share crosses once, and the
+  // gradient norm sums stage by stage.
+  std::map<std::string, Operation *> weightOfKey;
+  for (Operation *op : ops)
+    if (isa<nn::WeightOp>(op))
+      weightOfKey.try_emplace(nn::getPersistentKey(op), op);
+  DenseMap<Operation *, Operation *> gradientOf; // op -> its parameter
+  for (Operation *op : ops) {
+    auto key = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr);
+    auto weight = key ? weightOfKey.find(key.str()) : weightOfKey.end();
+    if (weight == weightOfKey.end())
+      continue;
+    SmallVector<Operation *> work{op};
+    while (!work.empty()) {
+      Operation *g = work.pop_back_val();
+      if (!gradientOf.try_emplace(g, weight->second).second)
+        continue;
+      for (Value v : g->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && def->getBlock() == op->getBlock() &&
+            !isa<nn::MicrobatchLoopOp>(def) && !independent.contains(def))
+          work.push_back(def);
+    }
+  }
+  // The stage of what an op reads: a loop's sum is computed where the body
+  // computes what it yields.
+  auto stageOfOperand = [&](Value v) -> std::optional<int64_t> {
+    Operation *def = v.getDefiningOp();
+    if (auto loop = dyn_cast_or_null<nn::MicrobatchLoopOp>(def))
+      def = loop.getYielded()[cast<OpResult>(v).getResultNumber()]
+                .getDefiningOp();
+    if (!def || independent.contains(def))
+      return std::nullopt;
+    if (auto it = out.stageOf.find(def); it != out.stageOf.end())
+      return it->second;
+    return std::nullopt;
+  };
+
   // Forward ops: their layer's stage; before the first layer stage 0, after
   // the last the final stage; anything else no earlier than its operands.
   // Every other op of a training step (copies for later microbatches, loss,
@@ -195,7 +267,7 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   std::vector<Operation *> deferred;
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
-    if (independent.contains(op))
+    if (independent.contains(op) || isa<nn::MicrobatchLoopOp>(op))
       continue;
     std::string name = nn::getNodeName(op);
     if (layerOf[i] >= 0) {
@@ -207,6 +279,8 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
             def && !independent.contains(def))
           stage = std::max(stage, out.stageOf.lookup(def));
       out.stageOf[op] = stage;
+    } else if (auto g = gradientOf.find(op); g != gradientOf.end()) {
+      out.stageOf[op] = std::min(homeOf(g->second), numVirtual - 1);
     } else if (auto it = stageOfName.find(name);
                !name.empty() && it != stageOfName.end()) {
       out.stageOf[op] = it->second;
@@ -218,10 +292,8 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
       // is read (below).
       int64_t stage = -1;
       for (Value v : op->getOperands())
-        if (Operation *def = v.getDefiningOp();
-            def && !independent.contains(def))
-          if (auto s = out.stageOf.find(def); s != out.stageOf.end())
-            stage = std::max(stage, s->second);
+        if (std::optional<int64_t> s = stageOfOperand(v))
+          stage = std::max(stage, *s);
       if (stage < 0) {
         deferred.push_back(op);
         continue;
@@ -233,16 +305,6 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   }
   // Updates of a parameter run where its forward reads it first; ops that
   // read only inputs sit with their first reader.
-  std::function<int64_t(Operation *)> homeOf = [&](Operation *op) {
-    int64_t stage = numVirtual;
-    for (Operation *user : op->getUsers()) {
-      if (auto it = out.stageOf.find(user); it != out.stageOf.end())
-        stage = std::min(stage, it->second);
-      else if (independent.contains(user)) // a transpose of the weight
-        stage = std::min(stage, homeOf(user));
-    }
-    return stage;
-  };
   for (Operation *op : deferred)
     if (Operation *p = persistentOperand(op); p && isa<nn::WeightOp>(p))
       out.stageOf[op] = std::min(homeOf(p), numVirtual - 1);
@@ -270,8 +332,12 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   out.stageFlops.assign(numStages, 0);
   out.stageParameterBytes.assign(numStages, 0);
   for (Operation *op : ops) {
-    if (!independent.contains(op))
-      out.stageFlops[out.stageOf[op] % numStages] += nn::estimateFlops(op);
+    if (!independent.contains(op) && !isa<nn::MicrobatchLoopOp>(op)) {
+      auto loop = dyn_cast<nn::MicrobatchLoopOp>(op->getParentOp());
+      double runs = loop ? static_cast<double>(loop.getMicrobatches()) : 1.0;
+      out.stageFlops[out.stageOf[op] % numStages] +=
+          nn::estimateFlops(op) * runs;
+    }
     if (auto w = dyn_cast<nn::WeightOp>(op)) {
       // A weight read by several stages is stored by each of them.
       for (int64_t s = 0; s < numStages; ++s)
@@ -300,14 +366,27 @@ public:
   void run(DenseMap<Operation *, int64_t> stageOf,
            const llvm::DenseSet<Operation *> &independent);
 
+  /// A copy of `loop` yielding only its sums `kept` (their uses move to
+  /// it); the original is erased.
+  nn::MicrobatchLoopOp keepSums(nn::MicrobatchLoopOp loop,
+                                ArrayRef<unsigned> kept);
+
 private:
   /// `v` (input-independent) computed in this stage before `user`: the
   /// producing ops are cloned, each once.
   Value localCopy(Value v, Operation *user);
   /// The stage (position on the pipeline axis) running `op`: its virtual
-  /// stage modulo the stages.
-  int64_t rankOf(Operation *op) { return stageOf.lookup(op) % numStages; }
-  /// The action a training-step op belongs to, if any.
+  /// stage modulo the stages. A microbatch loop runs on every stage.
+  int64_t rankOf(Operation *op) {
+    if (isa<nn::MicrobatchLoopOp>(op))
+      return stage;
+    return stageOf.lookup(op) % numStages;
+  }
+  /// The stage computing `v`: a loop's sum is computed where the body
+  /// computes what it yields.
+  int64_t stageOfValue(Value v);
+  /// The action a training-step op of the loop body belongs to by itself
+  /// (pass and chunk), if any.
   std::optional<ScheduleAction> taskOf(Operation *op);
 
   ModuleOp copy;
@@ -324,25 +403,32 @@ private:
 
 } // namespace
 
-/// Moves `op` (and the copies it reads) up to before `user` if needed.
+/// Moves `op` (and the copies it reads) up to before `user` (or the op
+/// holding `user` in `op`'s block) if needed.
 static void hoistBefore(Operation *op, Operation *user) {
-  if (op->isBeforeInBlock(user))
+  Operation *at = ancestorIn(op->getBlock(), user);
+  if (!at || op->isBeforeInBlock(at))
     return;
-  op->moveBefore(user);
+  op->moveBefore(at);
   for (Value operand : op->getOperands())
     if (Operation *def = operand.getDefiningOp())
       hoistBefore(def, op);
 }
 
 Value StageExtractor::localCopy(Value v, Operation *user) {
+  Operation *def = v.getDefiningOp();
+  if (!def) // the loop's index, a function argument
+    return v;
   if (auto it = copies.find(v); it != copies.end()) {
     hoistBefore(it->second.getDefiningOp(), user);
     return it->second;
   }
-  Operation *def = v.getDefiningOp();
-  b.setInsertionPoint(user);
+  // The copy sits where the original does: before the loop holding `user`
+  // if the original is computed outside it.
+  b.setInsertionPoint(ancestorIn(def->getBlock(), user));
   Operation *clone = b.clone(*def);
   stageOf[clone] = stage;
+  independent.insert(clone); // of no action: it goes with its first reader
   for (OpOperand &operand : clone->getOpOperands())
     operand.set(localCopy(operand.get(), clone));
   for (auto [orig, copied] : llvm::zip(def->getResults(), clone->getResults()))
@@ -350,29 +436,44 @@ Value StageExtractor::localCopy(Value v, Operation *user) {
   return copies[v];
 }
 
+int64_t StageExtractor::stageOfValue(Value v) {
+  if (auto r = dyn_cast<OpResult>(v)) {
+    if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(r.getOwner())) {
+      Value yielded = loop.getYielded()[r.getResultNumber()];
+      Operation *def = yielded.getDefiningOp();
+      return def ? rankOf(def) : 0;
+    }
+    return rankOf(r.getOwner());
+  }
+  return 0; // arguments: the inputs, read by stage 0
+}
+
 std::optional<ScheduleAction> StageExtractor::taskOf(Operation *op) {
-  auto mb = op->getAttrOfType<IntegerAttr>(nn::kMicrobatchAttr);
-  if (!mb || independent.contains(op))
+  auto it = stageOf.find(op);
+  if (it == stageOf.end() || independent.contains(op) ||
+      !isa<nn::NNDialect>(op->getDialect()))
     return std::nullopt;
   auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
   bool backward = phase && phase.getValue() == "backward";
-  return ScheduleAction{mb.getInt(), backward ? Pass::Backward : Pass::Forward,
-                        stageOf.lookup(op) / numStages};
+  return ScheduleAction{0, backward ? Pass::Backward : Pass::Forward,
+                        it->second / numStages};
 }
 
 void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
                          const llvm::DenseSet<Operation *> &indep) {
   stageOf = std::move(stages);
   independent = indep;
-  std::vector<Operation *> ops;
-  for (Operation &op : func.getBody().front().without_terminator())
-    ops.push_back(&op);
+  std::vector<Operation *> ops = flattenedOps(func);
   auto rankOfUser = [&](Operation *u) -> int64_t {
     if (u->hasTrait<OpTrait::IsTerminator>())
       return -1;
     return rankOf(u);
   };
   Operation *ret = func.getBody().front().getTerminator();
+  nn::MicrobatchLoopOp loop;
+  for (Operation *op : ops)
+    if (auto l = dyn_cast<nn::MicrobatchLoopOp>(op))
+      loop = l;
 
   // Which stages store each parameter (before local copies change users):
   // those that read it, and those that compute again what is made of it
@@ -395,7 +496,9 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   }
 
   // Every crossing gets the same tag in every stage's program: tags count
-  // the crossings of activations in program order.
+  // the crossings of activations in program order. A crossing inside the
+  // microbatch loop is one message per microbatch (tag + microbatch *
+  // tag_stride at run time).
   int64_t tag = 0;
   auto sendAfter = [&](Operation *op, Value v, int64_t from, int64_t to,
                        int64_t t) {
@@ -403,7 +506,8 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
     auto send = dist::SendOp::create(
         b, op->getLoc(), v, meshRef, b.getStringAttr(pipeline.axis),
         b.getI64IntegerAttr(to), b.getI64IntegerAttr(t));
-    stageOf[send] = stageOf.lookup(op);
+    // (A loop runs on every stage: its sum is sent by the one computing it.)
+    stageOf[send] = isa<nn::MicrobatchLoopOp>(op) ? from : stageOf.lookup(op);
   };
   auto recvBefore = [&](Operation *op, Value v, Operation *user, int64_t from,
                         int64_t t) {
@@ -413,19 +517,25 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
         b.getI64IntegerAttr(from), b.getI64IntegerAttr(t));
     stageOf[recv] = stage;
     std::string producer = nn::getNodeName(op);
-    recv->setAttr(
-        dist::kReasonAttr,
-        b.getStringAttr("pipeline: stage " + std::to_string(stage) + " reads " +
-                        (producer.empty() ? op->getName().getStringRef().str()
-                                          : "'" + producer + "'") +
-                        " of stage " + std::to_string(from)));
+    std::string what = producer.empty() ? op->getName().getStringRef().str()
+                                        : "'" + producer + "'";
+    if (auto l = dyn_cast<nn::MicrobatchLoopOp>(op))
+      if (Operation *def = l.getYielded()[cast<OpResult>(v).getResultNumber()]
+                               .getDefiningOp())
+        what = "the microbatches' sum of '" + nn::getNodeName(def) + "'";
+    recv->setAttr(dist::kReasonAttr,
+                  b.getStringAttr("pipeline: stage " + std::to_string(stage) +
+                                  " reads " + what + " of stage " +
+                                  std::to_string(from)));
     if (dist::ShardingAttr sharding = dist::getValueSharding(v, {}))
       recv->setAttr(dist::kShardingAttr, b.getArrayAttr({sharding}));
     return recv.getResult();
   };
   for (Operation *op : ops) {
-    int64_t from = rankOf(op);
     for (Value v : op->getResults()) {
+      int64_t from = stageOfValue(v);
+      // Uses by stage, each at its op in `op`'s block (the loop holding a
+      // use reads a value from before it).
       std::map<int64_t, SmallVector<OpOperand *>> usesByStage;
       for (OpOperand &use : v.getUses()) {
         int64_t to = rankOfUser(use.getOwner());
@@ -441,10 +551,12 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
             use->set(localCopy(v, use->getOwner()));
           continue;
         }
-        Operation *firstUser = uses.front()->getOwner();
-        for (OpOperand *use : uses)
-          if (use->getOwner()->isBeforeInBlock(firstUser))
-            firstUser = use->getOwner();
+        Operation *firstUser = nullptr;
+        for (OpOperand *use : uses) {
+          Operation *at = ancestorIn(op->getBlock(), use->getOwner());
+          if (!firstUser || at->isBeforeInBlock(firstUser))
+            firstUser = at;
+        }
         int64_t t = tag++;
         if (from == stage)
           sendAfter(op, v, from, to, t);
@@ -466,7 +578,7 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
     Operation *def = v.getDefiningOp();
     if (!updates || !def || independent.contains(def))
       continue;
-    int64_t from = rankOf(def);
+    int64_t from = stageOfValue(v);
     for (int64_t to : storedBy[updates.str()]) {
       if (to == from)
         continue;
@@ -484,9 +596,7 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   SmallVector<Value> kept;
   SmallVector<DictionaryAttr> resultAttrs;
   for (auto [i, v] : llvm::enumerate(ret->getOperands())) {
-    Operation *def = v.getDefiningOp();
-    int64_t s = def ? rankOf(def) : 0;
-    Value mine = s == stage ? v : receivedResults.lookup(i);
+    Value mine = stageOfValue(v) == stage ? v : receivedResults.lookup(i);
     if (mine) {
       kept.push_back(mine);
       resultAttrs.push_back(func.getResultAttrDict(i));
@@ -496,32 +606,76 @@ void StageExtractor::run(DenseMap<Operation *, int64_t> stages,
   func::ReturnOp::create(b, ret->getLoc(), kept);
   ret->erase();
 
+  // The loop keeps the sums this stage computes.
+  SmallVector<unsigned> ownSums;
+  if (loop)
+    for (Value r : loop.getResults())
+      if (stageOfValue(r) == stage)
+        ownSums.push_back(cast<OpResult>(r).getResultNumber());
+
   // Drop everything of other stages, then the arguments nobody uses.
   SmallVector<Operation *> doomed;
-  for (Operation &op : func.getBody().front().without_terminator())
-    if (rankOf(&op) != stage)
-      doomed.push_back(&op);
+  for (Operation *op : flattenedOps(func))
+    if (rankOf(op) != stage)
+      doomed.push_back(op);
   for (Operation *op : llvm::reverse(doomed)) {
     op->dropAllUses();
     op->erase();
   }
+  if (loop)
+    loop = keepSums(loop, ownSums);
   llvm::BitVector unused(func.getNumArguments());
   for (BlockArgument arg : func.getArguments())
     if (arg.use_empty())
       unused.set(arg.getArgNumber());
   (void)func.eraseArguments(unused);
-  SmallVector<Type> resultTypes;
-  for (Value v : kept)
-    resultTypes.push_back(v.getType());
+  // (Read from the return: a kept loop sum is now the new loop's.)
+  SmallVector<Type> resultTypes(
+      func.getBody().front().getTerminator()->getOperandTypes());
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), resultTypes));
   func.setAllResultAttrs(resultAttrs);
-  // A training step runs its schedule in program order.
-  if (!actions.empty())
-    orderStageOps(func, actions, [&](Operation *op) { return taskOf(op); });
+  // A training step's loop runs the stage's schedule: its body cut into
+  // actions, which the runtime interleaves over the microbatches.
+  if (loop && !actions.empty())
+    scheduleLoopBody(loop, actions, std::max<int64_t>(tag, 1),
+                     [&](Operation *op) { return taskOf(op); });
   copy->setAttr(dist::kStageAttr, b.getI64IntegerAttr(stage));
   // The stage runs on one slice of the pipeline axis: collectives inside it
   // must not use that axis (dist-reshard-to-collectives reads this).
   copy->setAttr(dist::kPipelineAxisAttr, b.getStringAttr(pipeline.axis));
+}
+
+nn::MicrobatchLoopOp StageExtractor::keepSums(nn::MicrobatchLoopOp loop,
+                                              ArrayRef<unsigned> kept) {
+  Block &body = loop.getBody().front();
+  Operation *yield = body.getTerminator();
+  SmallVector<Value> values;
+  SmallVector<Type> types;
+  for (unsigned k : kept) {
+    values.push_back(yield->getOperand(k));
+    types.push_back(values.back().getType());
+  }
+  b.setInsertionPoint(yield);
+  nn::MicrobatchYieldOp::create(b, yield->getLoc(), values);
+  yield->erase();
+  b.setInsertionPoint(loop);
+  auto mine = nn::MicrobatchLoopOp::create(b, loop.getLoc(), types,
+                                           loop.getMicrobatches(), nullptr,
+                                           nullptr);
+  mine->setDiscardableAttrs(loop->getDiscardableAttrDictionary());
+  // One sharding per result: those of the kept sums.
+  if (auto shardings = loop->getAttrOfType<ArrayAttr>(dist::kShardingAttr)) {
+    SmallVector<Attribute> mineShardings;
+    for (unsigned k : kept)
+      mineShardings.push_back(shardings[k]);
+    mine->setAttr(dist::kShardingAttr, b.getArrayAttr(mineShardings));
+  }
+  mine.getBody().takeBody(loop.getBody());
+  for (auto [i, k] : llvm::enumerate(kept))
+    loop.getResult(k).replaceAllUsesWith(mine.getResult(i));
+  loop->dropAllUses(); // other stages' readers are gone already
+  loop.erase();
+  return mine;
 }
 
 OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
@@ -535,16 +689,12 @@ OwningOpRef<ModuleOp> distopt::extractStage(ModuleOp module,
   DenseMap<Operation *, int64_t> stageOf;
   llvm::DenseSet<Operation *> independent;
   {
-    std::vector<Operation *> origOps;
-    for (Operation &o : origFunc.getBody().front().without_terminator())
-      origOps.push_back(&o);
+    std::vector<Operation *> origOps = flattenedOps(origFunc);
     llvm::DenseSet<Operation *> origIndependent = inputIndependentOps(origOps);
-    auto o = origOps.begin();
-    for (Operation &c : func.getBody().front().without_terminator()) {
-      stageOf[&c] = stages.stageOf.lookup(*o);
-      if (origIndependent.contains(*o))
-        independent.insert(&c);
-      ++o;
+    for (auto [o, c] : llvm::zip(origOps, flattenedOps(func))) {
+      stageOf[c] = stages.stageOf.lookup(o);
+      if (origIndependent.contains(o))
+        independent.insert(c);
     }
   }
   StageExtractor extractor(*copy, func, pipeline, stage, stages.numStages,
@@ -567,24 +717,22 @@ SmallVector<ModuleOp> distopt::stageModulesOf(ModuleOp module) {
 }
 
 LogicalResult distopt::verifyStagePairing(ArrayRef<ModuleOp> stageModules) {
-  // (from, to) -> (tag, type, op) in program order, per side.
+  // (from, to) -> tag -> (type, op), per side, over every microbatch.
   struct Message {
-    int64_t tag;
     Type type;
     Operation *op;
   };
-  std::map<std::pair<int64_t, int64_t>, std::vector<Message>> sent, received;
+  std::map<std::pair<int64_t, int64_t>, std::map<int64_t, Message>> sent,
+      received;
   for (auto [s, m] : llvm::enumerate(stageModules)) {
     int64_t stage = s;
-    ModuleOp module = m;
-    module.walk([&](Operation *op) {
-      if (auto send = dyn_cast<dist::SendOp>(op))
-        sent[{stage, send.getPeer()}].push_back(
-            {send.getTag(), send.getInput().getType(), op});
-      if (auto recv = dyn_cast<dist::RecvOp>(op))
-        received[{recv.getPeer(), stage}].push_back(
-            {recv.getTag(), recv.getResult().getType(), op});
-    });
+    for (const StageMessage &msg : stageMessages(m)) {
+      auto &side = msg.isSend ? sent[{stage, msg.peer}]
+                              : received[{msg.peer, stage}];
+      Type type = msg.isSend ? cast<dist::SendOp>(msg.op).getInput().getType()
+                             : cast<dist::RecvOp>(msg.op).getResult().getType();
+      side.try_emplace(msg.tag, Message{type, msg.op});
+    }
   }
   std::set<std::pair<int64_t, int64_t>> pairs;
   for (auto &e : sent)
@@ -592,23 +740,24 @@ LogicalResult distopt::verifyStagePairing(ArrayRef<ModuleOp> stageModules) {
   for (auto &e : received)
     pairs.insert(e.first);
   for (auto [from, to] : pairs) {
-    const auto &s = sent[{from, to}];
-    const auto &r = received[{from, to}];
-    for (size_t i = 0; i < std::max(s.size(), r.size()); ++i) {
-      if (i >= s.size())
-        return r[i].op->emitError("pipeline: stage ")
-               << to << " receives message " << i << " (tag " << r[i].tag
-               << ") from stage " << from << ", which never sends it";
-      if (i >= r.size())
-        return s[i].op->emitError("pipeline: stage ")
-               << from << " sends message " << i << " (tag " << s[i].tag
-               << ") to stage " << to << ", which never receives it";
-      if (s[i].tag != r[i].tag || s[i].type != r[i].type)
-        return s[i].op->emitError("pipeline: stage ")
-               << from << " sends tag " << s[i].tag << " (" << s[i].type
-               << ") as message " << i << " to stage " << to
-               << ", which expects tag " << r[i].tag << " (" << r[i].type
-               << ") there";
+    auto &s = sent[{from, to}];
+    auto &r = received[{from, to}];
+    for (auto &[tag, msg] : r)
+      if (!s.count(tag))
+        return msg.op->emitError("pipeline: stage ")
+               << to << " receives tag " << tag << " from stage " << from
+               << ", which never sends it";
+    for (auto &[tag, msg] : s) {
+      auto it = r.find(tag);
+      if (it == r.end())
+        return msg.op->emitError("pipeline: stage ")
+               << from << " sends tag " << tag << " to stage " << to
+               << ", which never receives it";
+      if (it->second.type != msg.type)
+        return msg.op->emitError("pipeline: stage ")
+               << from << " sends tag " << tag << " (" << msg.type
+               << ") to stage " << to << ", which expects "
+               << it->second.type << " there";
     }
   }
   return success();

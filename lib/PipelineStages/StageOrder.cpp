@@ -1,10 +1,10 @@
-//===- StageOrder.cpp - a training stage's ops in schedule order -*- C++
-//-*-===//
+//===- StageOrder.cpp - a training stage's actions and messages -*- C++ -*-===//
 #include "distopt/PipelineStages/StageOrder.h"
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
-#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseSet.h"
 
 #include <map>
@@ -14,44 +14,57 @@ using namespace mlir;
 using namespace distopt;
 
 namespace {
-using TaskKey = std::tuple<int64_t, int64_t, Pass>; // chunk, microbatch, pass
+using Task = std::pair<Pass, int64_t>; // pass, chunk
 
-TaskKey keyOf(const ScheduleAction &a) {
-  return {a.chunk, a.microbatch, a.pass};
+/// Where an action's ops sit in the body: forwards by ascending chunk,
+/// then each chunk's backward and weight passes by descending chunk (the
+/// order one microbatch's actions run in).
+int64_t bodyRank(Task t, int64_t chunks) {
+  auto [pass, chunk] = t;
+  if (pass == Pass::Forward)
+    return chunk;
+  return chunks + 2 * (chunks - 1 - chunk) + (pass == Pass::Weight ? 1 : 0);
 }
 } // namespace
 
-void distopt::orderStageOps(func::FuncOp func, ArrayRef<ScheduleAction> actions,
-                            TaskOfOp taskOf) {
-  Block &body = func.getBody().front();
+void distopt::scheduleLoopBody(nn::MicrobatchLoopOp loop,
+                               ArrayRef<ScheduleAction> actions,
+                               int64_t tagStride, TaskOfOp taskOf) {
+  Block &body = loop.getBody().front();
+  int64_t chunks = 1;
+  for (const ScheduleAction &a : actions)
+    chunks = std::max(chunks, a.chunk + 1);
+  auto rank = [&](Task t) { return bodyRank(t, chunks); };
   std::vector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
-  llvm::DenseMap<Operation *, TaskKey> task;
+  llvm::DenseMap<Operation *, Task> task;
   for (Operation *op : ops)
     if (std::optional<ScheduleAction> a = taskOf(op))
-      task[op] = keyOf(*a);
-
-  // What the partitioner inserted on the way (reshards of a microbatch's
-  // activations) belongs to the action of what it reads, when that is one
-  // action; what reads several (the loss sum, the optimizer) runs after all
-  // actions.
+      task[op] = {a->pass, a->chunk};
+  // What belongs to no action by itself goes with the latest action it
+  // reads from (a send, a reshard), or else the earliest that reads it (a
+  // receive, an input).
   for (Operation *op : ops) {
-    if (task.count(op) || isa<dist::SendOp, dist::RecvOp>(op))
+    if (task.count(op))
       continue;
-    auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
-    if (phase && phase.getValue() == "optimizer")
-      continue;
-    std::optional<TaskKey> inherited;
-    bool mixed = false;
+    std::optional<Task> latest;
     for (Value v : op->getOperands())
-      if (Operation *def = v.getDefiningOp())
-        if (auto it = task.find(def); it != task.end()) {
-          mixed |= inherited && *inherited != it->second;
-          inherited = it->second;
-        }
-    if (inherited && !mixed)
-      task[op] = *inherited;
+      if (auto it = task.find(v.getDefiningOp()); it != task.end())
+        if (!latest || rank(it->second) > rank(*latest))
+          latest = it->second;
+    if (latest)
+      task[op] = *latest;
+  }
+  for (Operation *op : llvm::reverse(ops)) {
+    if (task.count(op))
+      continue;
+    std::optional<Task> earliest;
+    for (Operation *user : op->getUsers())
+      if (auto it = task.find(user); it != task.end())
+        if (!earliest || rank(it->second) < rank(*earliest))
+          earliest = it->second;
+    task[op] = earliest.value_or(Task{Pass::Forward, 0});
   }
 
   // Zero-bubble: of a backward, only what a send needs (the input gradients
@@ -59,106 +72,117 @@ void distopt::orderStageOps(func::FuncOp func, ArrayRef<ScheduleAction> actions,
   bool splitWeights = llvm::any_of(
       actions, [](const ScheduleAction &a) { return a.pass == Pass::Weight; });
   if (splitWeights) {
-    // Walk back from every send through backward ops and ops of no action,
-    // never into forward ops (done already) or the optimizer (which sends
-    // what every gradient feeds: the clipping norm).
     llvm::DenseSet<Operation *> needed;
     std::vector<Operation *> work;
     for (Operation *op : ops)
-      if (isa<dist::SendOp>(op))
+      if (isa<dist::SendOp>(op) && task[op].first == Pass::Backward) {
+        needed.insert(op);
         work.push_back(op);
+      }
     while (!work.empty()) {
       Operation *op = work.back();
       work.pop_back();
       for (Value v : op->getOperands()) {
         Operation *def = v.getDefiningOp();
-        if (!def || def->getBlock() != &body || needed.contains(def))
-          continue;
-        auto phase = def->getAttrOfType<StringAttr>(nn::kPhaseAttr);
-        if (phase && phase.getValue() == "optimizer")
-          continue;
         auto it = task.find(def);
-        if (it != task.end() && std::get<2>(it->second) != Pass::Backward)
+        if (it == task.end() || it->second.first != Pass::Backward ||
+            !needed.insert(def).second)
           continue;
-        needed.insert(def);
         work.push_back(def);
       }
     }
-    for (auto &[op, key] : task)
-      if (std::get<2>(key) == Pass::Backward && !needed.contains(op))
-        std::get<2>(key) = Pass::Weight;
+    for (auto &[op, t] : task)
+      if (t.first == Pass::Backward && !needed.contains(op))
+        t.first = Pass::Weight;
   }
-  std::map<TaskKey, std::vector<Operation *>> groups;
-  for (Operation *op : ops)
-    if (auto it = task.find(op); it != task.end())
-      groups[it->second].push_back(op);
 
-  // Place an op after what it reads (iteratively: chains are long), and a
-  // send right after the value it sends.
-  std::vector<Operation *> order;
-  llvm::DenseSet<Operation *> placed;
-  auto place = [&](Operation *root) {
-    std::vector<std::pair<Operation *, bool>> stack{{root, false}};
-    while (!stack.empty()) {
-      auto [op, operandsDone] = stack.back();
-      stack.pop_back();
-      if (placed.contains(op))
-        continue;
-      if (!operandsDone) {
-        stack.push_back({op, true});
-        for (Value v : llvm::reverse(op->getOperands()))
-          if (Operation *def = v.getDefiningOp();
-              def && def->getBlock() == &body && !placed.contains(def))
-            stack.push_back({def, false});
+  // Each action's ops together behind its marker, in body order.
+  std::map<int64_t, std::vector<Operation *>> byRank;
+  for (Operation *op : ops)
+    byRank[rank(task[op])].push_back(op);
+  Operation *yield = body.getTerminator();
+  OpBuilder b(loop.getContext());
+  for (auto &[r, group] : byRank) {
+    b.setInsertionPoint(yield);
+    Task t = task[group.front()];
+    nn::MicrobatchActionOp::create(b, loop.getLoc(),
+                                   static_cast<int64_t>(t.first), t.second);
+    for (Operation *op : group)
+      op->moveBefore(yield);
+  }
+  SmallVector<int64_t> table;
+  for (const ScheduleAction &a : actions)
+    table.append({a.microbatch, static_cast<int64_t>(a.pass), a.chunk});
+  loop.setSchedule(table);
+  loop.setTagStride(tagStride);
+}
+
+std::vector<StageMessage> distopt::stageMessages(ModuleOp stage) {
+  std::vector<StageMessage> out;
+  auto message = [](Operation *op, int64_t offset) {
+    if (auto send = dyn_cast<dist::SendOp>(op))
+      return std::optional<StageMessage>(
+          {op, true, send.getPeer(), send.getTag() + offset});
+    if (auto recv = dyn_cast<dist::RecvOp>(op))
+      return std::optional<StageMessage>(
+          {op, false, recv.getPeer(), recv.getTag() + offset});
+    return std::optional<StageMessage>();
+  };
+  for (auto func : stage.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    for (Operation &op : func.getBody().front()) {
+      auto loop = dyn_cast<nn::MicrobatchLoopOp>(op);
+      if (!loop) {
+        if (auto m = message(&op, 0))
+          out.push_back(*m);
         continue;
       }
-      placed.insert(op);
-      order.push_back(op);
-      for (Value r : op->getResults())
-        for (Operation *user : r.getUsers())
-          if (isa<dist::SendOp>(user) && !placed.contains(user))
-            stack.push_back({user, false});
+      // The body's messages per action; without a schedule, the whole body
+      // per microbatch in order.
+      std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>> segment;
+      std::pair<int64_t, int64_t> at{0, 0};
+      for (Operation &inner : loop.getBody().front()) {
+        if (auto marker = dyn_cast<nn::MicrobatchActionOp>(inner))
+          at = {marker.getPass(), marker.getChunk()};
+        else if (isa<dist::SendOp, dist::RecvOp>(inner))
+          segment[at].push_back(&inner);
+      }
+      int64_t stride = loop.getTagStride().value_or(0);
+      std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
+      if (std::optional<ArrayRef<int64_t>> table = loop.getSchedule())
+        for (size_t i = 0; i + 2 < table->size(); i += 3)
+          runs.push_back({(*table)[i], (*table)[i + 1], (*table)[i + 2]});
+      else
+        for (int64_t j = 0; j < loop.getMicrobatches(); ++j)
+          for (auto &entry : segment)
+            runs.push_back({j, entry.first.first, entry.first.second});
+      for (auto [j, pass, chunk] : runs)
+        for (Operation *inner : segment[{pass, chunk}])
+          out.push_back(*message(inner, j * stride));
     }
-  };
-  for (const ScheduleAction &a : actions)
-    if (auto it = groups.find(keyOf(a)); it != groups.end())
-      for (Operation *op : it->second)
-        place(op);
-  for (Operation *op : ops)
-    place(op);
-  Operation *terminator = body.getTerminator();
-  for (Operation *op : order)
-    op->moveBefore(terminator);
+  }
+  return out;
 }
 
 LogicalResult distopt::verifyStageProgress(ArrayRef<ModuleOp> stageModules) {
-  struct Step {
-    Operation *op;
-    bool isSend;
-    int64_t peer;
-  };
   int64_t n = stageModules.size();
-  std::vector<std::vector<Step>> programs(n);
+  std::vector<std::vector<StageMessage>> programs(n);
   for (int64_t s = 0; s < n; ++s)
-    ModuleOp(stageModules[s]).walk([&](Operation *op) {
-      if (auto send = dyn_cast<dist::SendOp>(op))
-        programs[s].push_back({op, true, send.getPeer()});
-      else if (auto recv = dyn_cast<dist::RecvOp>(op))
-        programs[s].push_back({op, false, recv.getPeer()});
-    });
-  // sent[from][to] - received[from][to]: messages waiting.
-  std::map<std::pair<int64_t, int64_t>, int64_t> waiting;
+    programs[s] = stageMessages(stageModules[s]);
+  // (from, to, tag) -> messages sent and not yet received.
+  std::map<std::tuple<int64_t, int64_t, int64_t>, int64_t> waiting;
   std::vector<size_t> at(n, 0);
   bool progress = true;
   while (progress) {
     progress = false;
     for (int64_t s = 0; s < n; ++s)
       while (at[s] < programs[s].size()) {
-        const Step &step = programs[s][at[s]];
-        if (step.isSend) {
-          ++waiting[{s, step.peer}];
+        const StageMessage &m = programs[s][at[s]];
+        if (m.isSend) {
+          ++waiting[{s, m.peer, m.tag}];
         } else {
-          int64_t &w = waiting[{step.peer, s}];
+          int64_t &w = waiting[{m.peer, s, m.tag}];
           if (w == 0)
             break;
           --w;
@@ -169,17 +193,26 @@ LogicalResult distopt::verifyStageProgress(ArrayRef<ModuleOp> stageModules) {
   }
   for (int64_t s = 0; s < n; ++s)
     if (at[s] < programs[s].size()) {
-      const Step &step = programs[s][at[s]];
-      return step.op->emitError("pipeline: the stage programs deadlock: stage ")
-             << s << " waits here for a message from stage " << step.peer
-             << ", which is itself waiting";
+      const StageMessage &m = programs[s][at[s]];
+      InFlightDiagnostic diag =
+          m.op->emitError("pipeline: the stage programs deadlock: stage ")
+          << s << " waits here for a message from stage " << m.peer
+          << " (tag " << m.tag << "), which is itself waiting";
+      if (at[m.peer] < programs[m.peer].size()) {
+        const StageMessage &other = programs[m.peer][at[m.peer]];
+        diag.attachNote(other.op->getLoc())
+            << "stage " << m.peer << " waits here for tag " << other.tag
+            << " from stage " << other.peer;
+      }
+      return diag;
     }
   return success();
 }
 
 void distopt::alignReceives(ArrayRef<ModuleOp> stageModules) {
   // (from, to) -> tags in the sender's program order; the receiver's
-  // receives by tag.
+  // receives by tag. Only messages outside loops: a loop body's order is its
+  // actions'.
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> sent;
   std::map<std::pair<int64_t, int64_t>, std::map<int64_t, Operation *>>
       received;
@@ -187,6 +220,8 @@ void distopt::alignReceives(ArrayRef<ModuleOp> stageModules) {
     int64_t stage = s;
     ModuleOp module = m;
     module.walk([&](Operation *op) {
+      if (!isa<func::FuncOp>(op->getParentOp()))
+        return;
       if (auto send = dyn_cast<dist::SendOp>(op))
         sent[{stage, send.getPeer()}].push_back(send.getTag());
       if (auto recv = dyn_cast<dist::RecvOp>(op))

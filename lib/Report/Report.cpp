@@ -63,6 +63,54 @@ static cost::OpWork opWork(Operation *op, double flops, double bytes) {
   return work;
 }
 
+/// The most bytes a pipeline stage's loop holds at once beyond what was
+/// live before it: its schedule's actions run in order, each microbatch's
+/// values live from their op to their last reader in the body, and the
+/// values still waiting for a later action of their microbatch add up
+/// (GPipe keeps every microbatch's, 1F1B at most the stages').
+static int64_t scheduledLoopPeak(nn::MicrobatchLoopOp loop) {
+  Block &body = loop.getBody().front();
+  std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>> actions;
+  std::pair<int64_t, int64_t> at{0, 0};
+  DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body) {
+    if (auto marker = dyn_cast<nn::MicrobatchActionOp>(op))
+      at = {marker.getPass(), marker.getChunk()};
+    else if (!op.hasTrait<OpTrait::IsTerminator>())
+      actions[at].push_back(&op);
+    for (Value v : op.getOperands())
+      lastUse[v] = &op;
+  }
+  ArrayRef<int64_t> table = *loop.getSchedule();
+  std::map<int64_t, size_t> lastAction;
+  for (size_t a = 0; a + 2 < table.size(); a += 3)
+    lastAction[table[a]] = a;
+  std::map<int64_t, int64_t> liveOf; // per microbatch
+  int64_t live = 0, peak = 0;
+  for (size_t a = 0; a + 2 < table.size(); a += 3) {
+    int64_t j = table[a];
+    for (Operation *op : actions[{table[a + 1], table[a + 2]}]) {
+      for (Value r : op->getResults()) {
+        int64_t bytes = nn::tensorBytes(r.getType());
+        live += bytes;
+        liveOf[j] += bytes;
+      }
+      peak = std::max(peak, live);
+      for (Value v : op->getOperands())
+        if (lastUse.lookup(v) == op && v.getDefiningOp() &&
+            v.getDefiningOp()->getBlock() == &body) {
+          live -= nn::tensorBytes(v.getType());
+          liveOf[j] -= nn::tensorBytes(v.getType());
+        }
+    }
+    if (lastAction[j] == a) { // its sums are added: its values go
+      live -= liveOf[j];
+      liveOf[j] = 0;
+    }
+  }
+  return peak;
+}
+
 /// Node names differ per layer only by their indices: `blocks.3` and
 /// `blocks.7` are the same collective repeated.
 /// How often `op` runs per step: once, or once per microbatch in a loop.
@@ -321,7 +369,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       report.usByPhase[e.phase] += e.timeUs * e.count;
   }
 
-  // Activations and compute of rank 0: a liveness walk over the program.
+  // Activations and compute of rank 0: a liveness walk over the program (a
+  // pipeline stage's loop in the order of its schedule).
   for (auto func : rank0.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
@@ -341,7 +390,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       // The loop's own ops move values and compute nothing.
       if (isa<nn::NNDialect>(op->getDialect()) &&
           !isa<nn::MicrobatchLoopOp, nn::MicrobatchSelectOp,
-               nn::MicrobatchYieldOp>(op)) {
+               nn::MicrobatchYieldOp, nn::MicrobatchActionOp>(op)) {
         const double runs = static_cast<double>(runsPerStep(op));
         double flops = nn::estimateFlops(op) * runs;
         int64_t bytes = 0;
@@ -357,6 +406,24 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
           report.usByPhase[phase.getValue()] += us;
         else if (report.training)
           report.usByPhase["forward"] += us;
+      }
+      auto parent = dyn_cast<nn::MicrobatchLoopOp>(op->getParentOp());
+      if (parent && parent.getSchedule()) {
+        for (Value r : op->getResults())
+          report.activationBytesTotal += nn::tensorBytes(r.getType());
+        return; // counted with the loop's schedule
+      }
+      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op);
+          loop && loop.getSchedule()) {
+        peak = std::max(peak, live + scheduledLoopPeak(loop));
+        // What the body read last from before the loop dies with it.
+        loop.getBody().walk([&](Operation *inner) {
+          for (Value v : inner->getOperands())
+            if (lastUse.lookup(v) == inner && v.getDefiningOp() &&
+                !loop->isAncestor(v.getDefiningOp()) &&
+                !stored(v.getDefiningOp()))
+              live -= nn::tensorBytes(v.getType());
+        });
       }
       for (Value r : op->getResults()) {
         int64_t b = nn::tensorBytes(r.getType());

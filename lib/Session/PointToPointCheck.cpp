@@ -13,9 +13,10 @@ static llvm::Error fail(const llvm::Twine &message) {
 }
 
 llvm::Error distopt::checkPointToPoint(const Programs &programs) {
-  // (from, to) -> the tags and byte sizes in program order.
-  std::map<std::pair<int, int>, std::vector<std::pair<int64_t, int64_t>>> sent,
-      received;
+  // (from, to) -> tag -> bytes. Messages are matched by peer and tag, so
+  // the order does not matter; a pipeline stage's loop body sends its tags
+  // once per microbatch, offset alike on both sides.
+  std::map<std::pair<int, int>, std::map<int64_t, int64_t>> sent, received;
   for (const auto &p : programs) {
     const auto &proto = p->proto();
     for (const auto &inst : proto.instructions()) {
@@ -30,10 +31,9 @@ llvm::Error distopt::checkPointToPoint(const Programs &programs) {
       int64_t bytes =
           distrt::NumElements(type.shape) * distrt::DTypeSize(type.dtype);
       if (send)
-        sent[{proto.rank(), static_cast<int>(peer)}].push_back({tag, bytes});
+        sent[{proto.rank(), static_cast<int>(peer)}][tag] = bytes;
       else
-        received[{static_cast<int>(peer), proto.rank()}].push_back(
-            {tag, bytes});
+        received[{static_cast<int>(peer), proto.rank()}][tag] = bytes;
     }
   }
   std::set<std::pair<int, int>> pairs;
@@ -44,24 +44,23 @@ llvm::Error distopt::checkPointToPoint(const Programs &programs) {
   for (auto [from, to] : pairs) {
     const auto &s = sent[{from, to}];
     const auto &r = received[{from, to}];
-    for (size_t i = 0; i < std::max(s.size(), r.size()); ++i) {
-      if (i >= s.size())
-        return fail("rank " + llvm::Twine(to) + " receives message " +
-                    llvm::Twine(i) + " (tag " + llvm::Twine(r[i].first) +
-                    ") from rank " + llvm::Twine(from) +
+    for (auto [tag, bytes] : r)
+      if (!s.count(tag))
+        return fail("rank " + llvm::Twine(to) + " receives tag " +
+                    llvm::Twine(tag) + " from rank " + llvm::Twine(from) +
                     ", which never sends it");
-      if (i >= r.size())
-        return fail("rank " + llvm::Twine(from) + " sends message " +
-                    llvm::Twine(i) + " (tag " + llvm::Twine(s[i].first) +
-                    ") to rank " + llvm::Twine(to) +
-                    ", which never receives it");
-      if (s[i] != r[i])
+    for (auto [tag, bytes] : s) {
+      auto it = r.find(tag);
+      if (it == r.end())
         return fail("rank " + llvm::Twine(from) + " sends tag " +
-                    llvm::Twine(s[i].first) + " (" + llvm::Twine(s[i].second) +
-                    " bytes) as message " + llvm::Twine(i) + " to rank " +
-                    llvm::Twine(to) + ", which expects tag " +
-                    llvm::Twine(r[i].first) + " (" + llvm::Twine(r[i].second) +
-                    " bytes) there");
+                    llvm::Twine(tag) + " to rank " + llvm::Twine(to) +
+                    ", which never receives it");
+      if (it->second != bytes)
+        return fail("rank " + llvm::Twine(from) + " sends tag " +
+                    llvm::Twine(tag) + " (" + llvm::Twine(bytes) +
+                    " bytes) to rank " + llvm::Twine(to) +
+                    ", which expects " + llvm::Twine(it->second) +
+                    " bytes there");
     }
   }
   return llvm::Error::success();

@@ -29,17 +29,12 @@ using namespace distopt;
 
 namespace {
 
-/// Tags every op created through it with a training phase and, inside the
-/// microbatch loop, the microbatch (what pipeline schedules reorder by).
+/// Tags every op created through it with a training phase.
 struct PhaseTagger : public OpBuilder::Listener {
   StringAttr phase;
-  IntegerAttr microbatch;
   void notifyOperationInserted(Operation *op, OpBuilder::InsertPoint) override {
     if (phase && !op->hasAttr(nn::kPhaseAttr))
       op->setAttr(nn::kPhaseAttr, phase);
-    // Copies of the forward carry microbatch 0's tag: replace it.
-    if (microbatch)
-      op->setAttr(nn::kMicrobatchAttr, microbatch);
   }
 };
 
@@ -90,27 +85,18 @@ private:
   Value validMask(nn::GradientBuilder &g, Value labels, Type f);
   /// Valid (not ignored) labels over all of `labels`, as a float scalar.
   Value validLabels(ArrayRef<Value> labels, Type f);
-  /// Removes the microbatch tag from ops that do not depend on the inputs
-  /// (constants, weight transposes): all microbatches share them.
-  void untagSharedOps();
-  /// A copy of the forward ops for microbatch `j` reading fresh inputs
-  /// (the parameters are shared); returns the copy of `output`.
-  Value cloneForward(ArrayRef<Operation *> forward, unsigned modelInputs,
-                     int64_t j, Value output,
-                     SmallVectorImpl<Operation *> &copies);
   /// The layer of `op` a recompute glob names ("" if none).
   std::string recomputeLayer(Operation *op);
-  /// Builds the microbatches' forward, loss and backward; sets each
-  /// parameter's gradient in `grads` (null: none) and returns the step's
-  /// loss.
-  FailureOr<Value> unrolledMicrobatches(ArrayRef<Operation *> forward,
-                                        unsigned modelInputs, Value output,
-                                        Value labels, ArrayRef<Value> wrt,
-                                        MutableArrayRef<Value> grads);
-  FailureOr<Value> accumulationLoop(ArrayRef<Operation *> forward,
-                                    unsigned modelInputs, Value output,
-                                    Value labels, ArrayRef<Value> wrt,
-                                    MutableArrayRef<Value> grads);
+  /// Builds the forward, loss and backward (of one batch, or of every
+  /// microbatch in a loop); sets each parameter's gradient in `grads`
+  /// (null: none) and returns the step's loss.
+  FailureOr<Value> wholeBatch(ArrayRef<Operation *> forward, Value output,
+                              Value labels, ArrayRef<Value> wrt,
+                              MutableArrayRef<Value> grads);
+  FailureOr<Value> microbatchLoop(ArrayRef<Operation *> forward,
+                                  unsigned modelInputs, Value output,
+                                  Value labels, ArrayRef<Value> wrt,
+                                  MutableArrayRef<Value> grads);
   /// Activation checkpointing of one microbatch: the backward of a layer
   /// named by `recompute` reads a copy of the layer's forward made just
   /// before it, from what entered the layer, not the forward's values.
@@ -392,21 +378,6 @@ static llvm::DenseSet<Value> inputDependent(ValueRange roots,
   return dependent;
 }
 
-void StepBuilder::untagSharedOps() {
-  // Only a pipeline orders by microbatch: without one, no tags at all.
-  if (batchSplit == 1) {
-    func.walk([](Operation *op) { op->removeAttr(nn::kMicrobatchAttr); });
-    return;
-  }
-  SmallVector<Operation *> ops;
-  for (Operation &op : func.getBody().front())
-    ops.push_back(&op);
-  llvm::DenseSet<Value> dependent = inputDependent(func.getArguments(), ops);
-  for (Operation *op : ops)
-    if (op->getNumResults() == 0 || !dependent.contains(op->getResult(0)))
-      op->removeAttr(nn::kMicrobatchAttr);
-}
-
 std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
                                           double seedScale, Value count) {
   switch (config.loss.kind) {
@@ -418,22 +389,6 @@ std::pair<Value, Value> StepBuilder::loss(Value out, Value labels,
     return modelOutputLoss(out, seedScale);
   }
   llvm_unreachable("unknown loss kind");
-}
-
-Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
-                                unsigned modelInputs, int64_t j, Value output,
-                                SmallVectorImpl<Operation *> &copies) {
-  IRMapping map;
-  for (unsigned i = 0; i < modelInputs; ++i) {
-    auto name = func.getArgAttrOfType<StringAttr>(i, nn::kNameAttr);
-    std::string base = name ? name.str() : "input_" + std::to_string(i);
-    map.map(func.getArgument(i), addInput(microbatchInputName(base, j),
-                                          func.getArgument(i).getType()));
-  }
-  for (Operation *op : forward)
-    if (!isa<nn::WeightOp>(op))
-      copies.push_back(b.clone(*op, map));
-  return map.lookupOrDefault(output);
 }
 
 std::string StepBuilder::recomputeLayer(Operation *op) {
@@ -673,114 +628,58 @@ void StepBuilder::eraseDeadOps() {
   }
 }
 
-/// One batch (no accumulation) or a pipeline's microbatches: a copy of the
-/// forward, loss and backward per microbatch, each copy's ops tagged with its
-/// microbatch for the pipeline's schedule to reorder.
-FailureOr<Value> StepBuilder::unrolledMicrobatches(
-    ArrayRef<Operation *> forward, unsigned modelInputs, Value output,
-    Value labels, ArrayRef<Value> wrt, MutableArrayRef<Value> grads) {
-  const int64_t micro = batchSplit;
-  // A split batch must give the whole batch's loss: cross-entropy divides
-  // by the valid labels of all microbatches; equal-sized means average.
-  Value globalCount;
-  SmallVector<Value> microLabels{labels};
-  if (labels)
-    for (int64_t j = 1; j < micro; ++j)
-      microLabels.push_back(
-          addInput(microbatchInputName(kLabelsInput, j), labels.getType()));
-  if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
-    setPhase("loss");
-    globalCount = validLabels(
-        microLabels, cast<RankedTensorType>(output.getType()).getElementType());
-  }
-  const double seedScale = globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
-  for (Operation *op : forward)
-    op->setAttr(nn::kMicrobatchAttr, b.getI64IntegerAttr(0));
-  // Per parameter, one running sum per term of its gradient: a parameter
-  // read in two places (a tied embedding and head, maybe on two pipeline
-  // stages) sums each place's share over the microbatches on its own and
-  // adds the two once.
-  std::vector<SmallVector<Value>> accumulators(wrt.size());
-  auto sumTerms = [&](Value g) {
-    SmallVector<Value> terms, work{g};
-    while (!work.empty()) {
-      Value v = work.pop_back_val();
-      auto add = v.getDefiningOp<nn::AddOp>();
-      if (add && add->hasAttr(nn::kMicrobatchAttr) &&
-          add.getLhs().getType() == v.getType() &&
-          add.getRhs().getType() == v.getType()) {
-        work.push_back(add.getRhs());
-        work.push_back(add.getLhs());
-        continue;
-      }
-      terms.push_back(v);
-    }
-    return terms;
-  };
-  SmallVector<Value> losses;
-  for (int64_t j = 0; j < micro; ++j) {
-    tagger.microbatch = b.getI64IntegerAttr(j);
-    Value out = output, lab = microLabels[j];
-    SmallVector<Operation *> forwardOps(forward.begin(), forward.end());
-    if (j > 0) {
-      tagger.phase = {};
-      forwardOps.clear();
-      out = cloneForward(forward, modelInputs, j, output, forwardOps);
-    }
-    setPhase("loss");
-    auto [l, seed] = loss(out, lab, seedScale, globalCount);
-    losses.push_back(l);
-    setPhase("backward");
-    auto g = buildGradients(b, {{out, seed}}, wrt);
-    if (failed(g))
-      return failure();
-    recomputeLayers(forwardOps, func.getArguments());
-    for (auto [sums, gj] : llvm::zip(accumulators, *g)) {
-      if (!gj)
-        continue;
-      SmallVector<Value> terms =
-          micro > 1 ? sumTerms(gj) : SmallVector<Value>{gj};
-      if (sums.empty()) {
-        sums = terms;
-        continue;
-      }
-      if (terms.size() != sums.size())
-        terms = {gj};
-      while (sums.size() > terms.size()) { // fold back into one sum
-        Value last = sums.pop_back_val();
-        sums.back() = gb(last.getLoc()).create<nn::AddOp>(sums.back(), last);
-      }
-      for (auto [sum, term] : llvm::zip(sums, terms))
-        sum = gb(term.getLoc()).create<nn::AddOp>(sum, term);
-    }
-  }
-  tagger.microbatch = {};
-  for (auto [grad, sums] : llvm::zip(grads, accumulators))
-    for (Value sum : sums)
-      grad = grad ? gb(sum.getLoc()).create<nn::AddOp>(grad, sum) : sum;
+/// One batch, no microbatches: forward, loss and backward once.
+FailureOr<Value> StepBuilder::wholeBatch(ArrayRef<Operation *> forward,
+                                         Value output, Value labels,
+                                         ArrayRef<Value> wrt,
+                                         MutableArrayRef<Value> grads) {
   setPhase("loss");
-  Value loss = losses.front();
-  if (micro > 1) {
-    nn::GradientBuilder g = gb(output.getLoc());
-    for (Value l : ArrayRef<Value>(losses).drop_front())
-      loss = g.create<nn::AddOp>(loss, l);
-    if (seedScale != 1.0)
-      loss = g.create<nn::MulOp>(
-          loss, g.scalar(seedScale, getElementTypeOrSelf(loss.getType())));
-  }
-  return loss;
+  auto [l, seed] = loss(output, labels, 1.0, {});
+  setPhase("backward");
+  auto g = buildGradients(b, {{output, seed}}, wrt);
+  if (failed(g))
+    return failure();
+  recomputeLayers(forward, func.getArguments());
+  for (auto [grad, gk] : llvm::zip(grads, *g))
+    grad = gk;
+  return l;
 }
 
-/// Gradient accumulation: one copy of the forward, loss and backward in an
-/// nn.microbatch_loop that runs once per microbatch and sums the gradients
-/// and the losses. What does not read the inputs (constants, the weights'
-/// transposes) stays before the loop and is computed once.
-FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
-                                               unsigned modelInputs,
-                                               Value output, Value labels,
-                                               ArrayRef<Value> wrt,
-                                               MutableArrayRef<Value> grads) {
-  const int64_t micro = config.accumulationSteps;
+/// The terms of a gradient the backward summed inside the loop body: a
+/// parameter read in several places (a tied embedding and head, on two
+/// pipeline stages) keeps one running sum per place, so that each stage
+/// sums its own share over the microbatches and the shares are added once.
+static SmallVector<Value> gradientTerms(Value g, Block *body) {
+  SmallVector<Value> terms, work{g};
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    auto add = v.getDefiningOp<nn::AddOp>();
+    auto phase = add ? add->getAttrOfType<StringAttr>(nn::kPhaseAttr)
+                     : StringAttr();
+    if (add && add->getBlock() == body && phase &&
+        phase.getValue() == "backward" &&
+        add.getLhs().getType() == v.getType() &&
+        add.getRhs().getType() == v.getType()) {
+      work.push_back(add.getRhs());
+      work.push_back(add.getLhs());
+      continue;
+    }
+    terms.push_back(v);
+  }
+  return terms;
+}
+
+/// Gradient accumulation and a pipeline's microbatches: one copy of the
+/// forward, loss and backward in an nn.microbatch_loop that runs once per
+/// microbatch and sums the gradients and the losses. What does not read
+/// the inputs (constants, the weights' transposes) stays before the loop
+/// and is computed once. A pipeline's stages later cut the body into the
+/// actions their schedule interleaves (dist-cut-pipeline-stages).
+FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
+                                             unsigned modelInputs, Value output,
+                                             Value labels, ArrayRef<Value> wrt,
+                                             MutableArrayRef<Value> grads) {
+  const int64_t micro = std::max(config.accumulationSteps, batchSplit);
   Location loc = output.getLoc();
   // Every input once per microbatch: the model's own for microbatch 0,
   // "<name>.mb<j>" for the others.
@@ -802,11 +701,24 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
       candidates[i].push_back(addInput(microbatchInputName(base, j),
                                        func.getArgument(i).getType()));
     }
+  // A batch split into a pipeline's microbatches must give the whole
+  // batch's loss: cross-entropy divides by the valid labels of all of them
+  // (counted once, before the loop); equal-sized means average.
+  Value globalCount;
+  if (batchSplit > 1 && config.loss.kind == LossSpec::Kind::CrossEntropy) {
+    setPhase("loss");
+    globalCount = validLabels(
+        labelCandidates,
+        cast<RankedTensorType>(output.getType()).getElementType());
+  }
+  const double seedScale =
+      globalCount ? 1.0 : 1.0 / static_cast<double>(micro);
 
   // The body: the microbatch's inputs, then the forward ops that read them,
   // built in a loop without results until the sums' types are known.
   Operation *ret = &*b.getInsertionPoint();
-  auto building = nn::MicrobatchLoopOp::create(b, loc, TypeRange{}, micro);
+  auto building = nn::MicrobatchLoopOp::create(b, loc, TypeRange{}, micro,
+                                               nullptr, nullptr);
   Block *body = new Block();
   building.getBody().push_back(body);
   Value index =
@@ -835,16 +747,23 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
                                          index, labelCandidates);
 
   setPhase("loss");
-  auto [l, seed] = loss(output, lab, 1.0 / static_cast<double>(micro), {});
+  auto [l, seed] = loss(output, lab, seedScale, globalCount);
   setPhase("backward");
   auto g = buildGradients(b, {{output, seed}}, wrt);
   if (failed(g))
     return failure();
   recomputeLayers(bodyOps, selected);
+  // Per gradient, its yields: one, or (a pipeline's) one per term.
   SmallVector<Value> yielded;
-  for (Value gk : *g)
-    if (gk)
-      yielded.push_back(gk);
+  SmallVector<unsigned> termsOf;
+  for (Value gk : *g) {
+    if (!gk)
+      continue;
+    SmallVector<Value> terms =
+        batchSplit > 1 ? gradientTerms(gk, body) : SmallVector<Value>{gk};
+    yielded.append(terms.begin(), terms.end());
+    termsOf.push_back(terms.size());
+  }
   yielded.push_back(l);
   nn::MicrobatchYieldOp::create(b, loc, yielded);
 
@@ -852,19 +771,27 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
   SmallVector<Type> types;
   for (Value v : yielded)
     types.push_back(v.getType());
-  loop = nn::MicrobatchLoopOp::create(b, loc, types, micro);
+  loop = nn::MicrobatchLoopOp::create(b, loc, types, micro, nullptr, nullptr);
   loop.getBody().takeBody(building.getBody());
   building.erase();
-  unsigned k = 0;
-  for (auto [grad, gk] : llvm::zip(grads, *g))
-    if (gk)
-      grad = loop.getResult(k++);
+  unsigned k = 0, t = 0;
+  setPhase("backward");
+  for (auto [grad, gk] : llvm::zip(grads, *g)) {
+    if (!gk)
+      continue;
+    for (unsigned term = 0; term < termsOf[t]; ++term) {
+      Value sum = loop.getResult(k++);
+      grad = grad ? gb(sum.getLoc()).create<nn::AddOp>(grad, sum) : sum;
+    }
+    ++t;
+  }
   setPhase("loss");
   nn::GradientBuilder gl = gb(loc);
   Value sum = loop.getResult(k);
-  return gl.create<nn::MulOp>(sum,
-                              gl.scalar(1.0 / static_cast<double>(micro),
-                                        getElementTypeOrSelf(sum.getType())));
+  if (seedScale == 1.0)
+    return sum;
+  return gl.create<nn::MulOp>(
+      sum, gl.scalar(seedScale, getElementTypeOrSelf(sum.getType())));
 }
 
 FailureOr<TrainingStepInfo> StepBuilder::run() {
@@ -909,7 +836,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   Operation *ret = body.getTerminator();
   Location loc = ret->getLoc();
   b.setInsertionPoint(ret);
-  // The forward as the model has it, copied for every further microbatch.
+  // The forward as the model has it.
   SmallVector<Operation *> forward;
   for (Operation &op : body.without_terminator())
     forward.push_back(&op);
@@ -936,10 +863,8 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     lossScaleIn = hyper[kLossScaleInput.str()] =
         addInput(kLossScaleInput, scalarType);
 
-  // Each microbatch: forward (a copy after the first), loss, backward; the
-  // gradients add up. Backward k runs before forward k+1, so one
-  // microbatch's activations are live at a time (pipeline schedules reorder
-  // by the microbatch tags).
+  // Microbatches (accumulation's or a pipeline's) run one copy of the
+  // forward, loss and backward in a loop; the gradients add up.
   if (batchSplit > 1 && config.accumulationSteps > 1)
     return emitError(Location(config.loc))
            << "gradient_accumulation_steps: " << config.accumulationSteps
@@ -954,10 +879,9 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     wrt.push_back(p.weight->getResult(0));
   SmallVector<Value> grads(wrt.size());
   FailureOr<Value> stepLoss =
-      batchSplit == 1 && micro > 1
-          ? accumulationLoop(forward, modelInputs, *output, labels, wrt, grads)
-          : unrolledMicrobatches(forward, modelInputs, *output, labels, wrt,
-                                 grads);
+      micro > 1
+          ? microbatchLoop(forward, modelInputs, *output, labels, wrt, grads)
+          : wholeBatch(forward, *output, labels, wrt, grads);
   if (failed(stepLoss))
     return failure();
   Value loss = *stepLoss;
@@ -1022,7 +946,6 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
   func.setType(FunctionType::get(ctx, func.getArgumentTypes(), types));
   func.setAllResultAttrs(attrs);
   eraseDeadOps();
-  untagSharedOps();
   info.microbatches = micro;
   info.batchSplit = batchSplit;
   return info;

@@ -98,28 +98,80 @@ Liveness ComputeLiveness(const Program& p, const std::vector<bool>& persistent) 
 
 int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
                          const std::vector<bool>& persistent,
-                         const std::vector<int64_t>& scratch) {
+                         const std::vector<int64_t>& scratch,
+                         const std::map<int, ScheduledLoop>& loops) {
   // What each value added to the live total, taken off at its release.
   std::vector<int64_t> counted(static_cast<size_t>(p.num_values()), 0);
   int64_t now = 0, peak = 0;
-  auto add = [&](int v) {
+  auto bytes_of = [&](int v) {
     const TensorType& t = p.value(v).type;
-    counted[static_cast<size_t>(v)] =
-        NumElements(t.shape) * static_cast<int64_t>(DTypeSize(t.dtype));
-    now += counted[static_cast<size_t>(v)];
+    return NumElements(t.shape) * static_cast<int64_t>(DTypeSize(t.dtype));
   };
-  for (int i = 0; i < p.proto().inputs_size(); ++i) add(p.InputValue(i));
-  peak = now;
-  for (int i = 0; i < p.num_instructions(); ++i) {
+  auto counts = [&](int i) {
     const std::string& op = p.proto().instructions(i).op();
-    if (op != "reshape" && op != "identity")
+    return op != "reshape" && op != "identity";
+  };
+  auto extra = [&](int i) { return scratch.empty() ? 0 : scratch[static_cast<size_t>(i)]; };
+  for (int i = 0; i < p.proto().inputs_size(); ++i) {
+    counted[static_cast<size_t>(p.InputValue(i))] = bytes_of(p.InputValue(i));
+    now += bytes_of(p.InputValue(i));
+  }
+  peak = now;
+  // A scheduled loop's microbatches hold their own values between their
+  // actions: run its schedule, each microbatch's values counted apart.
+  auto scheduled = [&](const ScheduledLoop& l) {
+    const std::vector<int>& own = p.InstructionOutputs(l.begin);  // index, sums
+    std::map<int64_t, std::map<int, int64_t>> held;
+    int64_t waiting = 0;
+    auto run = [&](int first, int last, std::map<int, int64_t>& mine) {
+      for (int k = first; k < last; ++k) {
+        if (counts(k))
+          for (int v : p.InstructionOutputs(k))
+            if (!persistent[static_cast<size_t>(v)]) {
+              mine[v] = bytes_of(v);
+              waiting += mine[v];
+            }
+        peak = std::max(peak, now + waiting + extra(k));
+        for (int v : live.release_after[static_cast<size_t>(k)]) {
+          if (auto it = mine.find(v); it != mine.end()) {
+            waiting -= it->second;
+            mine.erase(it);
+          } else if (std::find(own.begin(), own.end(), v) == own.end()) {
+            now -= counted[static_cast<size_t>(v)];
+            counted[static_cast<size_t>(v)] = 0;
+          }
+        }
+      }
+    };
+    for (size_t a = 0; a < l.actions.size(); ++a) {
+      const ScheduledLoop::Action& action = l.actions[a];
+      std::map<int, int64_t>& mine = held[action.microbatch];
+      if (action.segment >= 0) {
+        const auto& [first, last] = l.segments[static_cast<size_t>(action.segment)];
+        run(first, last, mine);
+      }
+      if (a == l.last_action[static_cast<size_t>(action.microbatch)]) {
+        run(l.sums_begin, l.end, mine);
+        for (auto& [v, b] : mine) waiting -= b;
+        held.erase(action.microbatch);
+      }
+    }
+  };
+  for (int i = 0; i < p.num_instructions(); ++i) {
+    if (counts(i))
       for (int v : p.InstructionOutputs(i))
-        if (!persistent[static_cast<size_t>(v)]) add(v);
-    const int64_t extra = scratch.empty() ? 0 : scratch[static_cast<size_t>(i)];
-    peak = std::max(peak, now + extra);
+        if (!persistent[static_cast<size_t>(v)]) {
+          counted[static_cast<size_t>(v)] = bytes_of(v);
+          now += counted[static_cast<size_t>(v)];
+        }
+    peak = std::max(peak, now + extra(i));
     for (int v : live.release_after[static_cast<size_t>(i)]) {
       now -= counted[static_cast<size_t>(v)];
       counted[static_cast<size_t>(v)] = 0;
+    }
+    if (auto it = loops.find(i); it != loops.end()) {
+      scheduled(it->second);
+      i = it->second.end - 1;  // the yield is counted as any instruction
     }
   }
   return peak;

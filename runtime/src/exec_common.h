@@ -3,12 +3,14 @@
 #ifndef DISTRT_SRC_EXEC_COMMON_H_
 #define DISTRT_SRC_EXEC_COMMON_H_
 
+#include <map>
 #include <vector>
 
 #include "distrt/communicator.h"
 #include "distrt/executor.h"
 #include "distrt/program.h"
 #include "distrt/tensor.h"
+#include "scheduled_loop.h"
 
 namespace distrt {
 
@@ -47,10 +49,13 @@ Liveness ComputeLiveness(const Program& program, const std::vector<bool>& persis
 // definition to their release (results of reshape and identity share their
 // input's buffer and count nothing; kernel scratch is not counted), plus
 // `scratch[i]` while instruction i runs (the f32 copies of a bf16
-// instruction run through f32; empty: none).
+// instruction run through f32; empty: none). A scheduled loop of `loops`
+// (pipeline stages, by first instruction) counts the values each
+// microbatch holds between its actions, in the schedule's order.
 int64_t PlannedPeakBytes(const Program& program, const Liveness& live,
                          const std::vector<bool>& persistent,
-                         const std::vector<int64_t>& scratch = {});
+                         const std::vector<int64_t>& scratch = {},
+                         const std::map<int, ScheduledLoop>& loops = {});
 
 }  // namespace distrt
 

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "exec_common.h"
+#include "scheduled_loop.h"
 #include "kernel.h"
 #include "thread_pool.h"
 #include "via_f32.h"
@@ -52,6 +53,8 @@ struct Executor::Impl {
   // its floating-point operations per run.
   std::vector<size_t> op_index;
   std::vector<double> op_flops;
+  // Pipeline stages' loops, by their first instruction.
+  std::map<int, ScheduledLoop> loop_plans;
 };
 
 Executor::~Executor() = default;
@@ -366,7 +369,12 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   std::vector<bool> persistent(static_cast<size_t>(p.num_values()));
   for (int v = 0; v < p.num_values(); ++v) persistent[v] = im.persistent[v].defined();
   Liveness live = ComputeLiveness(p, persistent);
-  e->stats_.planned_peak_bytes = PlannedPeakBytes(p, live, persistent, scratch);
+  for (int i = 0; i < p.num_instructions(); ++i) {
+    if (p.proto().instructions(i).op() != "microbatch_loop" || !HasSchedule(p, i)) continue;
+    Status st = PlanScheduledLoop(p, i, &im.loop_plans[i]);
+    if (!st.ok()) return st.WithContext(p.source());
+  }
+  e->stats_.planned_peak_bytes = PlannedPeakBytes(p, live, persistent, scratch, im.loop_plans);
   if (!im.on_host) {
     // Known before any run: say now when the device cannot hold a run.
     const int64_t need = e->stats_.planned_peak_bytes, free = im.device->FreeMemory();
@@ -502,54 +510,12 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
   auto release_after = [&](int i) {
     for (int v : im.release_after[static_cast<size_t>(i)]) set(v, Tensor());
   };
-  // The open microbatch loop (validated: they do not nest): its first
-  // instruction, its count and the microbatch running.
-  int loop_begin = -1;
-  int64_t microbatches = 0, microbatch = 0;
-  for (int i = 0; i < n; ++i) {
+  // Runs instruction i, one that computes (not one of a loop's own).
+  auto run_instruction = [&](int i) -> Status {
     const proto::Instruction& inst = p.proto().instructions(i);
     const std::vector<int>& in_ids = p.InstructionInputs(i);
     const std::vector<int>& out_ids = p.InstructionOutputs(i);
     const std::shared_ptr<Device>& where = im.runs_on[static_cast<size_t>(i)];
-    // The loop's own instructions move values and compute nothing: the
-    // index, zeroed running sums, the microbatch's inputs, the sums carried
-    // into the next microbatch (or out of the loop after the last).
-    if (inst.op() == "microbatch_loop") {
-      Status st = AttrReader(inst).GetInt("microbatches", &microbatches);
-      loop_begin = i;
-      microbatch = 0;
-      set(out_ids[0], Tensor::Scalar<int64_t>(0));
-      for (size_t k = 1; k < out_ids.size() && st.ok(); ++k) {
-        const TensorType& t = p.value(out_ids[k]).type;
-        st = Tensor::AllocateOn(where, t.dtype, t.shape, &values[out_ids[k]], im.run_tracker,
-                                /*zero=*/true);
-      }
-      if (!st.ok()) {
-        return fail_run(Status(
-            st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
-      }
-      release_after(i);
-      continue;
-    }
-    if (inst.op() == "microbatch_select") {
-      set(out_ids[0], values[in_ids[static_cast<size_t>(1 + microbatch)]]);
-      release_after(i);
-      continue;
-    }
-    if (inst.op() == "microbatch_yield") {
-      const std::vector<int>& sums = p.InstructionOutputs(loop_begin);
-      const bool again = ++microbatch < microbatches;
-      if (again) set(sums[0], Tensor::Scalar<int64_t>(microbatch));
-      for (size_t k = 0; k < in_ids.size(); ++k)
-        set(again ? sums[k + 1] : out_ids[k], values[in_ids[k]]);
-      if (!again) {
-        release_after(i);  // what the loop read from before it, too
-        continue;
-      }
-      for (int v : in_ids) set(v, Tensor());
-      i = loop_begin;
-      continue;
-    }
     const bool fallback = where != im.device;
     host_instructions += fallback ? 1 : 0;
     ctx.inst = &inst;
@@ -629,6 +595,115 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
       values[v] = Tensor();
       if (!im.on_host) mirror[static_cast<size_t>(v)] = Tensor();
     }
+    return OkStatus();
+  };
+  // The open microbatch loop (validated: they do not nest): its first
+  // instruction, its count and the microbatch running.
+  int loop_begin = -1;
+  int64_t microbatches = 0, microbatch = 0;
+  // A scheduled loop runs its actions in the schedule's order; between two
+  // actions of a microbatch, its values wait in `waiting[microbatch]`.
+  auto run_scheduled_loop = [&](const ScheduledLoop& l) -> Status {
+    const std::vector<int>& sums = p.InstructionOutputs(l.begin);
+    const std::vector<int>& yielded = p.InstructionInputs(l.end);
+    std::vector<std::vector<Tensor>> waiting(static_cast<size_t>(l.microbatches));
+    auto run_range = [&](int first, int last) -> Status {
+      for (int k = first; k < last; ++k) {
+        const std::string& op = p.proto().instructions(k).op();
+        if (op == "microbatch_action") continue;
+        if (op == "microbatch_select") {
+          set(p.InstructionOutputs(k)[0],
+              values[p.InstructionInputs(k)[static_cast<size_t>(1 + microbatch)]]);
+          release_after(k);
+          continue;
+        }
+        DISTRT_RETURN_IF_ERROR(run_instruction(k));
+      }
+      return OkStatus();
+    };
+    for (size_t a = 0; a < l.actions.size(); ++a) {
+      const ScheduledLoop::Action& action = l.actions[a];
+      microbatch = action.microbatch;
+      std::vector<Tensor>& mine = waiting[static_cast<size_t>(microbatch)];
+      for (size_t k = 0; k < mine.size(); ++k) set(l.body_values[k], std::move(mine[k]));
+      mine.clear();
+      set(sums[0], Tensor::Scalar<int64_t>(microbatch));
+      ctx.tag_offset = tag_offset_ + microbatch * l.tag_stride;
+      if (action.segment >= 0) {
+        const auto& [first, last] = l.segments[static_cast<size_t>(action.segment)];
+        DISTRT_RETURN_IF_ERROR(run_range(first, last));
+      }
+      if (a == l.last_action[static_cast<size_t>(microbatch)]) {
+        // Its last action: add what it yields to the sums.
+        DISTRT_RETURN_IF_ERROR(run_range(l.sums_begin, l.end));
+        for (size_t k = 0; k < yielded.size(); ++k) set(sums[k + 1], values[yielded[k]]);
+        for (int v : l.body_values) set(v, Tensor());
+        continue;
+      }
+      mine.resize(l.body_values.size());
+      for (size_t k = 0; k < mine.size(); ++k) {
+        mine[k] = std::move(values[static_cast<size_t>(l.body_values[k])]);
+        set(l.body_values[k], Tensor());
+      }
+    }
+    ctx.tag_offset = tag_offset_;
+    const std::vector<int>& results = p.InstructionOutputs(l.end);
+    for (size_t k = 0; k < results.size(); ++k) set(results[k], values[sums[k + 1]]);
+    release_after(l.end);  // what the loop read from before it
+    return OkStatus();
+  };
+  for (int i = 0; i < n; ++i) {
+    const proto::Instruction& inst = p.proto().instructions(i);
+    const std::vector<int>& in_ids = p.InstructionInputs(i);
+    const std::vector<int>& out_ids = p.InstructionOutputs(i);
+    const std::shared_ptr<Device>& where = im.runs_on[static_cast<size_t>(i)];
+    // The loop's own instructions move values and compute nothing: the
+    // index, zeroed running sums, the microbatch's inputs, the sums carried
+    // into the next microbatch (or out of the loop after the last).
+    if (inst.op() == "microbatch_loop") {
+      Status st = AttrReader(inst).GetInt("microbatches", &microbatches);
+      loop_begin = i;
+      microbatch = 0;
+      set(out_ids[0], Tensor::Scalar<int64_t>(0));
+      for (size_t k = 1; k < out_ids.size() && st.ok(); ++k) {
+        const TensorType& t = p.value(out_ids[k]).type;
+        st = Tensor::AllocateOn(where, t.dtype, t.shape, &values[out_ids[k]], im.run_tracker,
+                                /*zero=*/true);
+      }
+      if (!st.ok()) {
+        return fail_run(Status(
+            st.code(), StrCat(p.source(), ": ", p.DescribeInstruction(i), ": ", st.message())));
+      }
+      release_after(i);
+      if (!im.loop_plans.count(i)) continue;
+      // A pipeline stage's loop: its actions, interleaved over the
+      // microbatches as the schedule says.
+      st = run_scheduled_loop(im.loop_plans.at(i));
+      if (!st.ok()) return st;
+      i = im.loop_plans.at(i).end;
+      continue;
+    }
+    if (inst.op() == "microbatch_select") {
+      set(out_ids[0], values[in_ids[static_cast<size_t>(1 + microbatch)]]);
+      release_after(i);
+      continue;
+    }
+    if (inst.op() == "microbatch_yield") {
+      const std::vector<int>& sums = p.InstructionOutputs(loop_begin);
+      const bool again = ++microbatch < microbatches;
+      if (again) set(sums[0], Tensor::Scalar<int64_t>(microbatch));
+      for (size_t k = 0; k < in_ids.size(); ++k)
+        set(again ? sums[k + 1] : out_ids[k], values[in_ids[k]]);
+      if (!again) {
+        release_after(i);  // what the loop read from before it, too
+        continue;
+      }
+      for (int v : in_ids) set(v, Tensor());
+      i = loop_begin;
+      continue;
+    }
+    Status st = run_instruction(i);
+    if (!st.ok()) return st;
   }
   mirror.clear();
   outputs->clear();

@@ -1,6 +1,7 @@
 // Gradient accumulation's loop: `microbatch_loop` ... `microbatch_yield` run
-// the instructions between them once per microbatch. The executor runs these
-// three instructions itself (they move values, compute nothing); the kernels
+// the instructions between them once per microbatch (a pipeline stage's in
+// the order of its schedule, cut by `microbatch_action` markers:
+// scheduled_loop.h). The executor runs these instructions itself (they move values, compute nothing); the kernels
 // here check their types when a program is loaded.
 
 #include "kernel.h"
@@ -51,6 +52,14 @@ Status VerifyYield(const VerifyContext& ctx) {
   return OkStatus();
 }
 
+// A pipeline stage's action marker: which pass of which chunk starts here.
+Status VerifyAction(const VerifyContext& ctx) {
+  int64_t pass = 0, chunk = 0;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("pass", &pass));
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("chunk", &chunk));
+  return OkStatus();
+}
+
 }  // namespace
 
 void RegisterLoopKernels(KernelRegistry& r) {
@@ -58,7 +67,8 @@ void RegisterLoopKernels(KernelRegistry& r) {
     KernelDef loop{"microbatch_loop", 0, 0, -1, RunByExecutor, VerifyLoop};
     KernelDef select{"microbatch_select", 2, -1, 1, RunByExecutor, VerifySelect};
     KernelDef yield{"microbatch_yield", 0, -1, -1, RunByExecutor, VerifyYield};
-    for (KernelDef* def : {&loop, &select, &yield}) {
+    KernelDef action{"microbatch_action", 0, 0, 0, RunByExecutor, VerifyAction};
+    for (KernelDef* def : {&loop, &select, &yield, &action}) {
       def->device = device;
       def->half_native = true;  // the executor only moves values
       r.Add(*def);

@@ -244,8 +244,9 @@ class ProgramValidator {
   }
 
   // Each microbatch_loop is closed by the microbatch_yield that names it,
-  // with one running sum per input; loops do not nest, and the index is
-  // read only by microbatch_select.
+  // with one running sum per input; loops do not nest, the index is read
+  // only by microbatch_select, and action markers sit in scheduled loops
+  // (whose schedule the executor checks: scheduled_loop.h).
   Status Loops() {
     int open = -1;
     for (int i = 0; i < proto_.instructions_size(); ++i) {
@@ -274,6 +275,9 @@ class ProgramValidator {
                          p_.DescribeValue(sums[k + 1]));
           }
         open = -1;
+      } else if (inst.op() == "microbatch_action" &&
+                 (open < 0 || !proto_.instructions(open).attrs().count("schedule"))) {
+        return Error(what, " is outside a microbatch loop with a schedule");
       } else if (inst.op() == "microbatch_select" &&
                  (open < 0 || p_.inst_inputs_[static_cast<size_t>(i)][0] !=
                                   p_.inst_outputs_[static_cast<size_t>(open)][0])) {

@@ -413,5 +413,92 @@ TEST(Executor, MicrobatchLoopsAreValidated) {
   rejected(outside, "does not read the index of an open microbatch loop");
 }
 
+// A pipeline stage's loop: the body's forward action computes y = x * (-w)
+// and its backward action g = y * x from the forward's values; each
+// microbatch's sum is added after its last action. `schedule` lists
+// (microbatch, pass, chunk) triples.
+static ProgramBuilder ScheduledLoopProgram(const std::vector<int64_t>& schedule) {
+  const int microbatches = 3;
+  ProgramBuilder b;
+  int w = b.Input("w", DType::kF32, {3});
+  std::vector<int> xs;
+  for (int j = 0; j < microbatches; ++j)
+    xs.push_back(b.Input("x.mb" + std::to_string(j), DType::kF32, {3}));
+  int nw = b.Apply("neg", {w}, DType::kF32, {3});
+  int index = b.Value(DType::kI64, {});
+  int acc = b.Value(DType::kF32, {3});
+  const int begin = b.proto().instructions_size();
+  b.Op("microbatch_loop", {}, {index, acc},
+       {{"microbatches", AttrInt(microbatches)},
+        {"schedule", AttrInts(schedule)},
+        {"tag_stride", AttrInt(1)}});
+  auto action = [&](int64_t pass) {
+    b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
+  };
+  action(0);
+  std::vector<int> select_in{index};
+  select_in.insert(select_in.end(), xs.begin(), xs.end());
+  int x = b.Apply("microbatch_select", select_in, DType::kF32, {3});
+  int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
+  action(1);
+  int g = b.Apply("mul", {y, x}, DType::kF32, {3});
+  action(3);
+  int next = b.Apply("add", {acc, g}, DType::kF32, {3});
+  int sum = b.Value(DType::kF32, {3});
+  b.Op("microbatch_yield", {next}, {sum}, {{"loop", AttrInt(begin)}});
+  b.Output("sum", sum);
+  return b;
+}
+
+TEST(Executor, ScheduledLoopKeepsEachMicrobatchsValuesBetweenItsActions) {
+  // GPipe's order, and one where microbatches finish out of order.
+  std::vector<int64_t> planned;
+  for (const std::vector<int64_t>& schedule :
+       {std::vector<int64_t>{0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0},
+        std::vector<int64_t>{0, 0, 0, 1, 0, 0, 1, 1, 0, 2, 0, 0, 0, 1, 0, 2, 1, 0}}) {
+    std::shared_ptr<const Program> p;
+    Status created = Program::Create(ScheduledLoopProgram(schedule).Build(), "", ".", &p);
+    ASSERT_TRUE(created.ok()) << created.ToString();
+    std::unique_ptr<Executor> e;
+    ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+    std::vector<Tensor> out;
+    Status st = e->Run(
+        {F32({3}, {1, 2, 3}), F32({3}, {1, 0, 0}), F32({3}, {0, 2, 0}), F32({3}, {0, 0, 4})}, &out);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    // sum over j of -w * x_j * x_j
+    ExpectF32(out[0], {3}, {-1, -8, -48});
+    planned.push_back(e->stats().planned_peak_bytes);
+  }
+  // GPipe holds three microbatches' x and y (12 bytes each) before the first
+  // backward, the other order at most two.
+  EXPECT_EQ(planned[0] - planned[1], 2 * 12);
+}
+
+TEST(Executor, ScheduledLoopsAreValidated) {
+  auto refused = [](const std::vector<int64_t>& schedule, const std::string& why) {
+    std::shared_ptr<const Program> p;
+    ASSERT_TRUE(Program::Create(ScheduledLoopProgram(schedule).Build(), "", ".", &p).ok());
+    std::unique_ptr<Executor> e;
+    Status st = Executor::Create(p, nullptr, {}, &e);
+    EXPECT_FALSE(st.ok()) << why;
+    EXPECT_HAS(st.message(), why);
+  };
+  refused({0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 1, 0, 1, 1, 0},
+          "the schedule runs 1 of the body's 2 actions for microbatch 2");
+  refused({0, 1, 0, 0, 0, 0, 1, 0, 0, 1, 1, 0, 2, 0, 0, 2, 1, 0},
+          "schedule action 0 runs pass 1 of chunk 0 for microbatch 0 out of the body's order");
+  refused({0, 0, 0, 3, 0, 0}, "schedule action 1 (3, 0, 0) is out of range");
+  refused({0, 0, 0, 0}, "schedule needs (microbatch, pass, chunk) triples, got 4 numbers");
+  // A marker outside a scheduled loop.
+  ProgramBuilder stray;
+  int x = stray.Input("x", DType::kF32, {2});
+  stray.Op("microbatch_action", {}, {}, {{"pass", AttrInt(0)}, {"chunk", AttrInt(0)}});
+  stray.Output("y", stray.Apply("neg", {x}, DType::kF32, {2}));
+  std::shared_ptr<const Program> p;
+  Status st = Program::Create(stray.Build(), "", ".", &p);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "is outside a microbatch loop with a schedule");
+}
+
 }  // namespace
 }  // namespace distrt

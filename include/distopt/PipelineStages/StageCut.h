@@ -58,10 +58,10 @@ mlir::FailureOr<StageAssignment> assignStages(mlir::ModuleOp module,
 
 /// A copy of the (sharded) module holding only stage `stage` (all its
 /// chunks), with sends and receives for the activations that cross its
-/// boundaries. Every crossing has one tag, counted in program order
-/// (alignReceives, StageOrder.h, then puts each stage's receives in the
-/// order its peers send). A training step's ops are put in the order of the
-/// stage's schedule `actions` (orderStageOps).
+/// boundaries. Every crossing has one tag, counted in program order (one
+/// message per microbatch for a crossing inside the microbatch loop). A
+/// training step's loop body is cut into the actions of the stage's
+/// schedule `actions` (scheduleLoopBody, StageOrder.h).
 mlir::OwningOpRef<mlir::ModuleOp>
 extractStage(mlir::ModuleOp module, const StageAssignment &stages,
              const PipelineSpec &pipeline, int64_t stage,
@@ -72,7 +72,7 @@ extractStage(mlir::ModuleOp module, const StageAssignment &stages,
 llvm::SmallVector<mlir::ModuleOp> stageModulesOf(mlir::ModuleOp module);
 
 /// Checks that the stage modules pair up: for every two stages, the tags and
-/// tensor types one sends, in program order, equal those the other
+/// tensor types one sends (every microbatch's) equal those the other
 /// receives. A mismatch would deadlock or mix messages; the diagnostic names
 /// the first one.
 mlir::LogicalResult

@@ -7,8 +7,8 @@
 namespace distopt {
 
 /// Checks, before anything runs, that every send has its receive: for each
-/// pair of ranks the tags (and sizes) sent, in program order, equal those
-/// received. A mismatch would deadlock or mix messages.
+/// pair of ranks the tags (and sizes) sent equal those received (messages
+/// are matched by peer and tag). A mismatch would deadlock or mix messages.
 llvm::Error checkPointToPoint(const Programs &programs);
 
 } // namespace distopt

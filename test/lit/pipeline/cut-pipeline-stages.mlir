@@ -1,7 +1,7 @@
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-cut-pipeline-stages{split=blocks.*})' | FileCheck %s
 
 // A training step (built, planned and sharded by the passes before this one)
-// is cut with its schedule compiled into each stage's program order.
+// is cut with its schedule as each stage loop's table of actions.
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-strip-distribution, dist-build-training-step{config=%S/../train/Inputs/mse-sgd.json batch-split=4}, dist-apply-plan{mesh=pp=2}, dist-propagate-sharding, dist-tie-updates-to-state, dist-insert-reshards, cse, dist-cut-pipeline-stages{split=blocks.* microbatches=4 schedule=gpipe})' | FileCheck %s --check-prefix=GPIPE
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-strip-distribution, dist-build-training-step{config=%S/../train/Inputs/mse-sgd.json batch-split=4}, dist-apply-plan{mesh=pp=2}, dist-propagate-sharding, dist-tie-updates-to-state, dist-insert-reshards, cse, dist-cut-pipeline-stages{split=blocks.* microbatches=4 schedule=1f1b})' | FileCheck %s --check-prefix=1F1B
 
@@ -35,29 +35,38 @@
 // CHECK-NEXT: %[[Y:.*]] = nn.add %[[A1]], %[[X1]]
 // CHECK-NEXT: return %[[Y]]
 
-// Stage 0 of two, four microbatches. GPipe sends every forward before it
-// receives a gradient; 1F1B sends two (one warm-up), then alternates. The
-// last two sends are the stage's share of the gradient norm and the
-// learning rate the other stage's update reads.
+// Two stages, four microbatches: each stage keeps one copy of its share of
+// a microbatch's work in a loop, cut into a forward action (pass 0) and a
+// backward action (pass 1); the schedule is the loop's table of
+// (microbatch, pass, chunk). One send and one receive per microbatch cross
+// the cut inside the loop (tags offset by the microbatch times the stride);
+// after it, stage 0 sends its share of the gradient norm and the learning
+// rate the other stage's update reads.
 // GPIPE-LABEL: module @stage0
-// GPIPE-COUNT-4: dist.send {{.*}} to 1 tag
-// GPIPE-NOT: dist.send
-// GPIPE-COUNT-4: dist.recv {{.*}} from 1 tag
-// GPIPE-COUNT-2: dist.send {{.*}} to 1 tag
+// GPIPE: nn.microbatch_loop (%mb) count 4 attributes {{.*}}schedule = array<i64: 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0, 3, 1, 0>, tag_stride = 4 : i64}
+// GPIPE-NEXT: nn.microbatch_action pass 0 chunk 0
+// GPIPE-NEXT: nn.microbatch_select
+// GPIPE: dist.send {{.*}} to 1 tag 0
+// GPIPE-NEXT: nn.microbatch_action pass 1 chunk 0
+// GPIPE: dist.recv {{.*}} from 1 tag 1
+// GPIPE: nn.microbatch_yield
+// GPIPE: dist.send {{.*}} to 1 tag 2
+// GPIPE: dist.send {{.*}} to 1 tag 3
 // GPIPE-LABEL: module @stage1
+// GPIPE: schedule = array<i64: 0, 0, 0, 1, 0, 0, 2, 0, 0, 3, 0, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0, 3, 1, 0>
+// GPIPE-NEXT: nn.microbatch_action pass 0 chunk 0
+// GPIPE-NEXT: dist.recv {{.*}} from 0 tag 0
+// GPIPE: nn.microbatch_action pass 1 chunk 0
+// GPIPE: dist.send {{.*}} to 0 tag 1
+// GPIPE: nn.microbatch_yield
+// GPIPE: dist.recv {{.*}} from 0 tag 2
+// GPIPE: dist.recv {{.*}} from 0 tag 3
+// Under 1F1B stage 0 warms up with one forward, then alternates; the last
+// stage alternates from the start.
 // 1F1B-LABEL: module @stage0
-// 1F1B-COUNT-2: dist.send {{.*}} to 1 tag
-// 1F1B-NOT: dist.send
-// 1F1B: dist.recv {{.*}} from 1 tag 1
-// 1F1B-NOT: dist.recv
-// 1F1B: dist.send {{.*}} to 1 tag 4
-// 1F1B-NOT: dist.send
-// 1F1B: dist.recv {{.*}} from 1 tag 3
-// 1F1B-NOT: dist.recv
-// 1F1B: dist.send {{.*}} to 1 tag 6
-// 1F1B-NOT: dist.send
-// 1F1B-COUNT-2: dist.recv {{.*}} from 1 tag
+// 1F1B: schedule = array<i64: 0, 0, 0, 1, 0, 0, 0, 1, 0, 2, 0, 0, 1, 1, 0, 3, 0, 0, 2, 1, 0, 3, 1, 0>
 // 1F1B-LABEL: module @stage1
+// 1F1B: schedule = array<i64: 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0, 2, 0, 0, 2, 1, 0, 3, 0, 0, 3, 1, 0>
 
 // NO-SPLIT: error: dist-cut-pipeline-stages needs split=<glob over layer names>, e.g. split=blocks.*
 // SCHEDULE: error: dist-cut-pipeline-stages: unknown schedule '2f2b'; expected gpipe, 1f1b, interleaved-1f1b, zb-h1

@@ -35,7 +35,7 @@ module {
   module @stage0 attributes {dist.pipeline_axis = "pp", dist.stage = 0 : i64} {
     dist.mesh @mesh [pp = 2]
     func.func @main(%x: tensor<4xf32>) {
-      // expected-error @+1 {{pipeline: stage 0 sends tag 0 ('tensor<4xf32>') as message 0 to stage 1, which expects tag 0 ('tensor<8xf32>') there}}
+      // expected-error @+1 {{pipeline: stage 0 sends tag 0 ('tensor<4xf32>') to stage 1, which expects 'tensor<8xf32>' there}}
       dist.send %x on @mesh axis "pp" to 1 tag 0 : tensor<4xf32>
       return
     }
@@ -62,7 +62,7 @@ module {
   module @stage1 attributes {dist.pipeline_axis = "pp", dist.stage = 1 : i64} {
     dist.mesh @mesh [pp = 2]
     func.func @main() -> tensor<4xf32> {
-      // expected-error @+1 {{pipeline: stage 1 receives message 0 (tag 0) from stage 0, which never sends it}}
+      // expected-error @+1 {{pipeline: stage 1 receives tag 0 from stage 0, which never sends it}}
       %a = dist.recv on @mesh axis "pp" from 0 tag 0 : tensor<4xf32>
       return %a : tensor<4xf32>
     }
@@ -77,7 +77,7 @@ module {
   module @stage0 attributes {dist.pipeline_axis = "pp", dist.stage = 0 : i64} {
     dist.mesh @mesh [pp = 2]
     func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32> {nn.updates = "w"}) {
-      // expected-error @+1 {{pipeline: the stage programs deadlock: stage 0 waits here for a message from stage 1, which is itself waiting}}
+      // expected-error @+1 {{pipeline: the stage programs deadlock: stage 0 waits here for a message from stage 1 (tag 1), which is itself waiting}}
       %g = dist.recv on @mesh axis "pp" from 1 tag 1 : tensor<4xf32>
       dist.send %x on @mesh axis "pp" to 1 tag 0 : tensor<4xf32>
       return %g : tensor<4xf32>
@@ -86,6 +86,7 @@ module {
   module @stage1 attributes {dist.pipeline_axis = "pp", dist.stage = 1 : i64} {
     dist.mesh @mesh [pp = 2]
     func.func @main() -> (tensor<4xf32> {nn.updates = "v"}) {
+      // expected-note @+1 {{stage 1 waits here for tag 0 from stage 0}}
       %a = dist.recv on @mesh axis "pp" from 0 tag 0 : tensor<4xf32>
       dist.send %a on @mesh axis "pp" to 0 tag 1 : tensor<4xf32>
       return %a : tensor<4xf32>

@@ -45,11 +45,15 @@
 // ADAMW-NEXT: nn.adam_update %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %{{[^,]*}}, %[[ONE]], %[[SIZE]], %[[BC2]]
 
 // batch-split=2: the model takes half the batch; the step runs both halves
-// (the second's inputs are named .mb1) and sums their gradients.
+// (the second's inputs are named .mb1) through one copy of the work in a
+// loop and sums their gradients.
 // SPLIT-LABEL: func.func @main
 // SPLIT-SAME: tensor<2x8xf32> {nn.name = "x"}, %{{.*}}: tensor<2x2xf32> {nn.name = "labels"}, %{{.*}}: tensor<f32> {nn.name = "hyper.lr"}, %{{.*}}: tensor<2x2xf32> {nn.name = "labels.mb1"}, %{{.*}}: tensor<2x8xf32> {nn.name = "x.mb1"}
-// SPLIT: nn.matmul {{.*}}nn.microbatch = 0 : i64
-// SPLIT: nn.matmul {{.*}}nn.microbatch = 1 : i64
+// SPLIT: nn.microbatch_loop (%mb) count 2
+// SPLIT-NEXT: nn.microbatch_select %mb, %{{.*}}, %{{.*}} : tensor<2x8xf32>
+// SPLIT-NEXT: nn.matmul
+// SPLIT-NOT: nn.matmul {{.*}} : tensor<2x8xf32>, tensor<8x2xf32>
+// SPLIT: nn.microbatch_yield
 
 // NO-CONFIG: error: dist-build-training-step needs config=<file>: the training config (JSON or YAML; see docs/training.md)
 // NO-FILE: error: cannot read training config {{.*}}no-such-file.json

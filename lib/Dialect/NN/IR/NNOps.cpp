@@ -696,6 +696,19 @@ LogicalResult MicrobatchLoopOp::verify() {
            << yield.getValues().size() << " value(s) of types "
            << yield.getValues().getTypes() << " for results of types "
            << getSums().getTypes();
+  if (auto schedule = getSchedule()) {
+    if (schedule->size() % 3 != 0)
+      return emitOpError("schedule needs (microbatch, pass, chunk) triples, "
+                         "got ")
+             << schedule->size() << " numbers";
+    for (size_t i = 0; i < schedule->size(); i += 3)
+      if ((*schedule)[i] < 0 || (*schedule)[i] >= getMicrobatches() ||
+          (*schedule)[i + 1] < 0 || (*schedule)[i + 1] > 2 ||
+          (*schedule)[i + 2] < 0)
+        return emitOpError("schedule action ")
+               << i / 3 << " (" << (*schedule)[i] << ", " << (*schedule)[i + 1]
+               << ", " << (*schedule)[i + 2] << ") is out of range";
+  }
   return success();
 }
 

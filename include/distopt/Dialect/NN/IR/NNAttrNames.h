@@ -30,9 +30,6 @@ inline constexpr llvm::StringLiteral kGradientOfAttr = "nn.gradient_of";
 /// On ops of a training step: "loss", "backward" or "optimizer" (forward
 /// ops carry none).
 inline constexpr llvm::StringLiteral kPhaseAttr = "nn.phase";
-/// The microbatch a training-step op belongs to (forward, loss, backward),
-/// when it depends on that microbatch's inputs.
-inline constexpr llvm::StringLiteral kMicrobatchAttr = "nn.microbatch";
 
 } // namespace distopt::nn
 

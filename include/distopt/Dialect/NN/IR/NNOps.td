@@ -961,6 +961,16 @@ def NN_MicrobatchLoopOp : Op<NN_Dialect, "microbatch_loop", [
     microbatches in index order, of the value the body yields in its place
     (in the value's own element type): the gradients and the loss.
 
+    A pipeline stage's loop has a `schedule`: its body is cut into
+    actions by `nn.microbatch_action` markers (a forward, backward or
+    weight-gradient pass of one model chunk), and the schedule lists the
+    actions to run as (microbatch, pass, chunk) triples (pass 0 forward, 1
+    backward, 2 weight gradients), in order. Each microbatch runs its
+    actions in body order, but the microbatches interleave as the schedule
+    says (GPipe, 1F1B, interleaved, zero-bubble: docs/pipeline.md); a
+    microbatch's yield is added after its last action. Sends and receives in
+    the body use tag + microbatch * `tag_stride`.
+
     Values defined before the loop (weights, optimizer states, constants,
     the transposes of weights) are read by every microbatch and computed
     once. The body's own values belong to one microbatch: the runtime frees
@@ -976,7 +986,9 @@ def NN_MicrobatchLoopOp : Op<NN_Dialect, "microbatch_loop", [
     }
     ```
   }];
-  let arguments = (ins I64Attr:$microbatches);
+  let arguments = (ins I64Attr:$microbatches,
+                       OptionalAttr<DenseI64ArrayAttr>:$schedule,
+                       OptionalAttr<I64Attr>:$tag_stride);
   let results = (outs Variadic<AnyRankedTensor>:$sums);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
@@ -1006,6 +1018,22 @@ def NN_MicrobatchSelectOp : NN_Op<"microbatch_select"> {
   let results = (outs AnyRankedTensor:$result);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
+}
+
+def NN_MicrobatchActionOp : Op<NN_Dialect, "microbatch_action", [
+    HasParent<"MicrobatchLoopOp">]> {
+  let summary = "where one action of a pipeline stage's loop body starts";
+  let description = [{
+    Inside an `nn.microbatch_loop` with a `schedule`: the ops from here to
+    the next marker (or the yield) are the action `pass` (0 forward, 1
+    backward, 2 weight gradients) of model chunk `chunk`.
+
+    ```mlir
+    nn.microbatch_action pass 1 chunk 0
+    ```
+  }];
+  let arguments = (ins I64Attr:$pass, I64Attr:$chunk);
+  let assemblyFormat = "`pass` $pass `chunk` $chunk attr-dict";
 }
 
 def NN_MicrobatchYieldOp : Op<NN_Dialect, "microbatch_yield", [
