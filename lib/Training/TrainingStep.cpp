@@ -72,6 +72,8 @@ private:
   Value addInput(StringRef name, Type type);
   void unifyWeights();
   FailureOr<Value> findOutput();
+  /// The model's output named `name` (null: none).
+  Value namedOutput(StringRef name);
   LogicalResult selectParameters();
   /// Each loss returns its value and its gradient w.r.t. the output,
   /// scaled by `seedScale` (1 / microbatches when accumulating).
@@ -153,6 +155,10 @@ private:
   DenseMap<Operation *, unsigned> forwardOrder;
   /// Gradient accumulation's loop (null: none).
   nn::MicrobatchLoopOp loop;
+  /// The model's dropped-token fraction (null: it returns none), and its
+  /// value in each microbatch.
+  Value dropped;
+  SmallVector<Value> droppedPerMicrobatch;
 };
 
 } // namespace
@@ -166,6 +172,15 @@ Value StepBuilder::addInput(StringRef name, Type type) {
 }
 
 void StepBuilder::unifyWeights() { distopt::unifyWeights(func); }
+
+Value StepBuilder::namedOutput(StringRef name) {
+  Operation *ret = func.getBody().front().getTerminator();
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto n = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
+        n && n.getValue() == name)
+      return ret->getOperand(i);
+  return {};
+}
 
 FailureOr<Value> StepBuilder::findOutput() {
   Operation *ret = func.getBody().front().getTerminator();
@@ -433,6 +448,8 @@ Value StepBuilder::cloneForward(ArrayRef<Operation *> forward,
   for (Operation *op : forward)
     if (!isa<nn::WeightOp>(op))
       copies.push_back(b.clone(*op, map));
+  if (dropped)
+    droppedPerMicrobatch.push_back(map.lookupOrDefault(dropped));
   return map.lookupOrDefault(output);
 }
 
@@ -722,6 +739,8 @@ FailureOr<Value> StepBuilder::unrolledMicrobatches(
     tagger.microbatch = b.getI64IntegerAttr(j);
     Value out = output, lab = microLabels[j];
     SmallVector<Operation *> forwardOps(forward.begin(), forward.end());
+    if (j == 0 && dropped)
+      droppedPerMicrobatch.push_back(dropped);
     if (j > 0) {
       tagger.phase = {};
       forwardOps.clear();
@@ -846,6 +865,8 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
     if (gk)
       yielded.push_back(gk);
   yielded.push_back(l);
+  if (dropped)
+    yielded.push_back(dropped);
   nn::MicrobatchYieldOp::create(b, loc, yielded);
 
   b.setInsertionPoint(ret);
@@ -861,10 +882,14 @@ FailureOr<Value> StepBuilder::accumulationLoop(ArrayRef<Operation *> forward,
       grad = loop.getResult(k++);
   setPhase("loss");
   nn::GradientBuilder gl = gb(loc);
-  Value sum = loop.getResult(k);
-  return gl.create<nn::MulOp>(sum,
-                              gl.scalar(1.0 / static_cast<double>(micro),
-                                        getElementTypeOrSelf(sum.getType())));
+  auto mean = [&](Value sum) {
+    return gl.create<nn::MulOp>(
+        sum, gl.scalar(1.0 / static_cast<double>(micro),
+                       getElementTypeOrSelf(sum.getType())));
+  };
+  if (dropped)
+    droppedPerMicrobatch = {mean(loop.getResult(k + 1))};
+  return mean(loop.getResult(k));
 }
 
 FailureOr<TrainingStepInfo> StepBuilder::run() {
@@ -905,6 +930,16 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
 
   if (config.loss.kind == LossSpec::Kind::CrossEntropy)
     info.classes = outType.getShape().back();
+  // A mixture of experts' dropped-token fraction, when the model returns
+  // one (a float scalar). A pipeline's stages would each hold a part of it;
+  // it is left out there.
+  if (config.output != kDroppedTokensOutput && batchSplit == 1)
+    if (Value v = namedOutput(kDroppedTokensOutput)) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (type && type.getNumElements() == 1 &&
+          isa<FloatType>(type.getElementType()))
+        dropped = v;
+    }
   Block &body = func.getBody().front();
   Operation *ret = body.getTerminator();
   Location loc = ret->getLoc();
@@ -995,7 +1030,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     optimizerUpdate(p, loc);
 
   // The step's results: loss, gradient norm, (whether the gradients were
-  // finite,) then every update.
+  // finite,) (the dropped-token fraction,) then every update.
   SmallVector<Value> values{loss, gradNorm};
   SmallVector<DictionaryAttr> attrs{
       b.getDictionaryAttr(
@@ -1006,6 +1041,20 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     values.push_back(gb(loc).castLike(gradsFinite, b.getF32Type()));
     attrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
         nn::kNameAttr, b.getStringAttr(kGradsFiniteOutput))}));
+  }
+  if (!droppedPerMicrobatch.empty()) {
+    setPhase("loss");
+    nn::GradientBuilder g = gb(dropped.getLoc());
+    Value sum = droppedPerMicrobatch.front();
+    for (Value v : ArrayRef<Value>(droppedPerMicrobatch).drop_front())
+      sum = g.create<nn::AddOp>(sum, v);
+    if (droppedPerMicrobatch.size() > 1)
+      sum = g.create<nn::MulOp>(
+          sum, g.scalar(1.0 / static_cast<double>(droppedPerMicrobatch.size()),
+                        getElementTypeOrSelf(sum.getType())));
+    values.push_back(sum);
+    attrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
+        nn::kNameAttr, b.getStringAttr(kDroppedTokensOutput))}));
   }
   for (const Result &r : results) {
     values.push_back(r.value);
