@@ -39,6 +39,7 @@ import fnmatch
 import json
 import math
 import os
+import re
 import shutil
 import sys
 
@@ -224,6 +225,87 @@ class MoEGPT(nn.Module):
         logits = self.lm_head(self.ln_f(x))
         ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
         return ce + 0.01 * aux
+
+
+class SwitchMoE(nn.Module):
+    """Switch Transformer's top-1 mixture of experts over groups of tokens
+    (a group is one sequence): a softmax router, each token's expert its
+    argmax and its gate that expert's probability, `capacity` slots per
+    expert filled in token order (tokens past it are dropped: no expert
+    output, the residual carries them), Einsum dispatch, a batched ReLU FFN
+    and Einsum combine. Returns the output, the Switch load-balancing loss
+    and the fraction of the tokens dropped."""
+
+    def __init__(self, d, experts, hidden, capacity):
+        super().__init__()
+        self.experts, self.capacity = experts, capacity
+        self.router = nn.Linear(d, experts, bias=False)
+        self.w_in = nn.Parameter(torch.empty(experts, d, hidden))
+        self.w_out = nn.Parameter(torch.empty(experts, hidden, d))
+
+    def forward(self, x):  # x: [groups, tokens, d]
+        E, C = self.experts, self.capacity
+        G, S = x.shape[0], x.shape[1]
+        probs = F.softmax(self.router(x), dim=-1)                 # [g, s, e]
+        mask = F.one_hot(torch.argmax(probs, dim=-1), E).to(x.dtype)
+        gate = (probs * mask).sum(-1, keepdim=True)               # [g, s, 1]
+        # Switch's load balance: E * sum_e (fraction of tokens routed to e,
+        # before the capacity drop) * (mean router probability of e).
+        aux = (mask.mean(dim=1) * probs.mean(dim=1)).sum(-1).mean() * E
+        pos = torch.cumsum(mask, dim=1) - mask                    # slot if kept
+        keep = mask * (pos < C).to(x.dtype)
+        slot = F.one_hot((pos * keep).sum(-1).long(), C).to(x.dtype)   # [g, s, c]
+        dispatch = keep.unsqueeze(-1) * slot.unsqueeze(2)         # [g, s, e, c]
+        combine = dispatch * gate.unsqueeze(-1)
+        dropped = 1.0 - dispatch.sum() / (G * S)
+        xin = torch.einsum("gsec,gsd->gecd", dispatch, x)
+        h = F.relu(torch.einsum("gecd,edf->gecf", xin, self.w_in))
+        out = torch.einsum("gecf,efd->gecd", h, self.w_out)
+        return torch.einsum("gsec,gecd->gsd", combine, out), aux, dropped
+
+
+class SwitchBlock(nn.Module):
+    def __init__(self, d, heads, block_size, experts, hidden, capacity):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(d)
+        self.attn = GPTAttention(d, heads, block_size)
+        self.ln_2 = nn.LayerNorm(d)
+        self.moe = SwitchMoE(d, experts, hidden, capacity)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        y, aux, dropped = self.moe(self.ln_2(x))
+        return x + y, aux, dropped
+
+
+class SwitchGPT(nn.Module):
+    """The GPT of gpt_adamw with a Switch (top-1) mixture of experts in
+    place of every MLP. Returns the loss (cross-entropy plus 0.01 times the
+    layers' load-balancing losses) and the fraction of the tokens the
+    layers dropped (the mean over layers)."""
+
+    def __init__(self, vocab, d, heads, layers, block_size, experts, hidden, capacity):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(block_size, d)
+        self.h = nn.ModuleList([SwitchBlock(d, heads, block_size, experts, hidden, capacity)
+                                for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.lm_head = nn.Linear(d, vocab, bias=False)
+        self.lm_head.weight = self.wte.weight  # tied
+
+    def forward(self, input_ids, labels):
+        B, T = input_ids.size()
+        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
+        x = self.wte(input_ids) + self.wpe(pos)
+        aux, dropped = 0.0, 0.0
+        for block in self.h:
+            x, a, d = block(x)
+            aux = aux + a
+            dropped = dropped + d
+        logits = self.lm_head(self.ln_f(x))
+        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
+        return ce + 0.01 * aux, dropped / len(self.h)
 
 
 def sequence_logps(logits, labels):
@@ -591,7 +673,7 @@ def randomise(model, seed, lora_b_scale=0.2):
                 mod.weight.copy_(1.0 + 0.2 * rn(mod.weight))
             elif isinstance(mod, nn.Embedding):
                 mod.weight.copy_(0.5 * rn(mod.weight))
-            elif isinstance(mod, MoE):
+            elif isinstance(mod, (MoE, SwitchMoE)):
                 # [experts, in, out]: each expert a Linear of fan-in `in`.
                 for w in (mod.w_in, mod.w_out):
                     w.copy_(rn(w) / math.sqrt(w.shape[1]))
@@ -1290,6 +1372,43 @@ mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
 0.01 times their sum (`loss: {kind: model}`, labels the second input).""",
     ),
     dict(
+        name="switch_gpt",
+        what="GPT-2-style decoder whose MLPs are Switch Transformer top-1 "
+             "mixtures of 4 experts (ArgMax router, capacity 2 with dropped "
+             "tokens, Einsum dispatch/combine), the Switch load-balancing "
+             "loss in the graph and the dropped-token fraction as a second "
+             "output, AdamW",
+        seed=32,
+        ctor=lambda: SwitchGPT(vocab=64, d=32, heads=4, layers=2, block_size=16,
+                               experts=4, hidden=48, capacity=2),
+        inputs=["input_ids", "labels"], output="loss",
+        outputs=["loss", "dropped_tokens"], logged=["dropped_tokens"],
+        data=lambda: make_lm_data_in_graph(64, 4, 8, 3, 232),
+        loss={"kind": "model"},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*ln_*", "wpe.weight"], frozen=["h.*.attn.bias"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+moe_gpt's model with Switch Transformer routing in place of GShard's top-2:
+two pre-LN blocks of nanoGPT attention and a top-1 mixture of experts
+(`SwitchMoE`), vocabulary 64, batch 4 × 8 tokens, each sequence one group
+of 8 tokens. The router (Linear 32 → 4, no bias) is softmaxed; each
+token's expert is the `argmax` (ONNX `ArgMax`), its gate that expert's
+probability; an exclusive `cumsum` over the group gives its slot in the
+expert's buffer of 2 (capacity factor 1: 8 tokens / 4 experts), and tokens
+past it are dropped (no expert output; the residual carries them). Einsums
+as in moe_gpt (`gsec,gsd->gecd`, `gecd,edf->gecf`, `gecf,efd->gecd`,
+`gsec,gecd->gsd`), the experts' FFN with ReLU (`w_in` [4, 32, 48],
+`w_out` [4, 48, 32]). The load-balancing loss per layer is Switch's
+`4 · Σ_e f_e · P_e` (f_e: the fraction of the group's tokens routed to e
+before the drop, P_e: the mean router probability of e), averaged over
+groups; the graph returns cross-entropy plus 0.01 times their sum
+(`loss`), and `dropped_tokens`: `1 − Σ dispatch / tokens` per layer,
+averaged over the layers (torch's value at each step is `train.json`'s
+`dropped_tokens`).""",
+    ),
+    dict(
         name="dpo_gpt",
         what="direct preference optimisation (DPO): a GPT policy and a frozen "
              "reference GPT with other weights in one graph, per-token "
@@ -1604,7 +1723,8 @@ def working_copy(master, dtype):
     return work
 
 
-def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
+def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
+          logged=None):
     """Trains `model` (f32, the masters) on the batches as the case says and
     returns the losses and the (pre-clip) gradient norms. With another
     `dtype` forward and backward run on a copy in that dtype, refreshed from
@@ -1617,7 +1737,8 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
     called, so Adam's step count does not advance); `scaling` then gets
     `scales` (each step's scale) and `skipped` (0 or 1 per step). `skip`
     (0 or 1 per step) leaves out the updates of those steps (an f32 run to
-    compare an f16 run with)."""
+    compare an f16 run with). `logged` gets, for each output the case's
+    `logged` names, its value at each step (microbatch), before the update."""
     opt = make_optimizer(case, model)
     scaler = None
     if scaling is not None:
@@ -1630,6 +1751,7 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
     assert len(work_params) == len(params)
     losses, norms = [], []
     micro = case.get("accumulate", 1)
+    logged = {} if logged is None else logged
     for k in range(case["steps"]):
         opt.zero_grad()
         if work is not model:
@@ -1651,7 +1773,11 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None):
                 if labels is not None:
                     write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
             with HalfViaF32() if dtype == torch.float16 else contextlib.nullcontext():
-                out = loss_output(case, work(*inputs))
+                outs = as_tuple(work(*inputs))
+                for name in case.get("logged", []):
+                    logged.setdefault(name, []).append(
+                        float(outs[case_outputs(case).index(name)]))
+                out = loss_output(case, outs)
                 loss = compute_loss(case, out.float(), labels)
                 seed = loss / micro
                 if scaler is not None:
@@ -1747,7 +1873,8 @@ def make_case(case):
         with torch.no_grad():
             probe_before = model(*probe)
     scaling = {} if "loss_scale" in case else None
-    losses, norms = train(case, model, batches, dtype, case_dir, scaling)
+    logged = {}
+    losses, norms = train(case, model, batches, dtype, case_dir, scaling, logged=logged)
     losses_f32 = train(case, f32_model, batches, torch.float32,
                        skip=scaling["skipped"] if scaling else None)[0] if f32_model else None
 
@@ -1800,6 +1927,8 @@ def make_case(case):
     elif "precision" in case and "model_dtype" not in case:
         spec["precision"] = case["precision"]
     spec["losses"] = losses
+    for name in case.get("logged", []):
+        spec[name] = [f32(x) for x in logged[name]]
     if scaling is not None:
         spec["loss_scales"] = scaling["scales"]
         spec["skipped"] = scaling["skipped"]
@@ -1817,6 +1946,7 @@ def make_case(case):
         facts.append(f"loss scale per step {scaling['scales']}, skipped "
                      f"{scaling['skipped']}")
     s["facts"] = facts
+    s["logged"] = {name: spec[name] for name in case.get("logged", [])}
     return s
 
 
@@ -1941,6 +2071,9 @@ test/data/train/<case>/probe/output_I.pb   the model's output I on it after the 
  "loss_scales": [...], "skipped": [...],              # f16 with a loss scale: the scale each step ran
                                                       # with, and 1 for a step skipped for gradients
                                                       # that were not finite (checked exactly)
+ "dropped_tokens": [...],                             # a mixture of experts that returns the output
+                                                      # dropped_tokens: its value at each step, before
+                                                      # the update (checked to 1e-6)
  "tolerance": {"loss_rtol": 2e-3,                     # optional: how close a trainer must come;
                "probe_atol": 2e-2, "probe_rtol": 2e-2}}   # default 1e-4, 1e-3, 1e-3
 ```
@@ -1957,7 +2090,7 @@ the same float32.
 
 ```
 /usr/bin/python3 scripts/make_training_cases.py            # all cases and this page
-/usr/bin/python3 scripts/make_training_cases.py gpt_adamw  # one case (page not rewritten)
+/usr/bin/python3 scripts/make_training_cases.py gpt_adamw  # one case, and its row and section of this page
 ```
 
 Needs Debian's `python3-torch`, `python3-onnx`, `python3-numpy`,
@@ -2082,6 +2215,55 @@ the same places but sums in another order, so the case says its
 """
 
 
+def doc_row(s):
+    c = s["spec"]
+    clip = (f"{s['clip']} (steps {', '.join(map(str, s['clipped']))} clipped)"
+            if s["clip"] is not None else "—")
+    return (f"| `{s['name']}` | {s['size']} | {s['model_bytes']} | {s['n_nodes']} "
+            f"| {s['n_init']} ({s['params']}) | {s['n_trainable']} ({s['trainable']}) "
+            f"| {c['loss']['kind']} | {c['optimizer']['kind']} | {c['steps']} | {clip} |")
+
+
+def doc_section(s):
+    c = s["spec"]
+    o = c["optimizer"]
+    lines = [f"### `{s['name']}`", "", s["what"][0].upper() + s["what"][1:] + ".", "",
+             s["notes"], ""]
+    for n, t, dm in s["inputs"]:
+        lines.append(f"- input `{n}`: {t} {dm}")
+    for n, dm in s["outputs"]:
+        lines.append(f"- output `{n}`: float {dm}")
+    lines.append(f"- loss: `{json.dumps(c['loss'])}`; optimizer: `{json.dumps(o)}`"
+                 + (f"; clip_grad_norm {s['clip']}" if s["clip"] is not None else ""))
+    lines.append(f"- initializers: {s['n_init']} ({s['params']} elements); "
+                 f"trainable: {s['n_trainable']} ({s['trainable']} elements)")
+    lines.append(f"- frozen: `{json.dumps(c['frozen'])}` → "
+                 f"{len(s['frozen'])} initializer(s)"
+                 + (": " + ", ".join(f"`{n}`" for n in s["frozen"])
+                    if 0 < len(s["frozen"]) <= 4 else ""))
+    lines.append(f"- no_decay: `{json.dumps(c['no_decay'])}`")
+    if "precision" in c:
+        lines.append(f"- precision: `{c['precision']}`; tolerance: "
+                     f"`{json.dumps(c['tolerance'])}`")
+    lines.append("- losses: " + ", ".join(str(x) for x in s["losses"]))
+    for name, values in s.get("logged", {}).items():
+        lines.append(f"- `{name}` at each step: " + ", ".join(str(x) for x in values))
+    if s.get("losses_f32"):
+        lines.append("- losses trained in f32 (`losses_f32`): "
+                     + ", ".join(str(x) for x in s["losses_f32"]))
+    for fact in s.get("facts", []):
+        lines.append(f"- {fact}")
+    kind = "pre-clip gradient norms" if s["clip"] is not None else "gradient norms"
+    lines.append(f"- {kind}: " + ", ".join(f"{n:.4f}" for n in s["norms"]))
+    if s["identities"]:
+        lines.append("- Identity nodes: " + ", ".join(
+            f"`{a}` → `{b}`" for a, b in s["identities"]))
+    lines.append("- ops: " + ", ".join(
+        f"{k} {v}" for k, v in sorted(s["hist"].items())))
+    lines.append("")
+    return lines
+
+
 def write_doc(summaries):
     lines = [DOC_HEAD.replace("@TORCH@", torch.__version__.split("+")[0])
              .replace("@ONNX@", onnx.__version__).replace("@OPSET@", str(OPSET))]
@@ -2089,53 +2271,49 @@ def write_doc(summaries):
                  "| trainable (elements) | loss | optimizer | steps | clip |")
     lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for s in summaries:
-        c = s["spec"]
-        clip = (f"{s['clip']} (steps {', '.join(map(str, s['clipped']))} clipped)"
-                if s["clip"] is not None else "—")
-        lines.append(
-            f"| `{s['name']}` | {s['size']} | {s['model_bytes']} | {s['n_nodes']} "
-            f"| {s['n_init']} ({s['params']}) | {s['n_trainable']} ({s['trainable']}) "
-            f"| {c['loss']['kind']} | {c['optimizer']['kind']} | {c['steps']} | {clip} |")
+        lines.append(doc_row(s))
     lines.append("")
     for s in summaries:
-        c = s["spec"]
-        o = c["optimizer"]
-        lines.append(f"### `{s['name']}`")
-        lines.append("")
-        lines.append(s["what"][0].upper() + s["what"][1:] + ".")
-        lines.append("")
-        lines.append(s["notes"])
-        lines.append("")
-        for n, t, dm in s["inputs"]:
-            lines.append(f"- input `{n}`: {t} {dm}")
-        for n, dm in s["outputs"]:
-            lines.append(f"- output `{n}`: float {dm}")
-        lines.append(f"- loss: `{json.dumps(c['loss'])}`; optimizer: `{json.dumps(o)}`"
-                     + (f"; clip_grad_norm {s['clip']}" if s["clip"] is not None else ""))
-        lines.append(f"- initializers: {s['n_init']} ({s['params']} elements); "
-                     f"trainable: {s['n_trainable']} ({s['trainable']} elements)")
-        lines.append(f"- frozen: `{json.dumps(c['frozen'])}` → "
-                     f"{len(s['frozen'])} initializer(s)"
-                     + (": " + ", ".join(f"`{n}`" for n in s["frozen"])
-                        if 0 < len(s["frozen"]) <= 4 else ""))
-        lines.append(f"- no_decay: `{json.dumps(c['no_decay'])}`")
-        if "precision" in c:
-            lines.append(f"- precision: `{c['precision']}`; tolerance: "
-                         f"`{json.dumps(c['tolerance'])}`")
-        lines.append("- losses: " + ", ".join(str(x) for x in s["losses"]))
-        if s.get("losses_f32"):
-            lines.append("- losses trained in f32 (`losses_f32`): "
-                         + ", ".join(str(x) for x in s["losses_f32"]))
-        for fact in s.get("facts", []):
-            lines.append(f"- {fact}")
-        kind = "pre-clip gradient norms" if s["clip"] is not None else "gradient norms"
-        lines.append(f"- {kind}: " + ", ".join(f"{n:.4f}" for n in s["norms"]))
-        if s["identities"]:
-            lines.append("- Identity nodes: " + ", ".join(
-                f"`{a}` → `{b}`" for a, b in s["identities"]))
-        lines.append("- ops: " + ", ".join(
-            f"{k} {v}" for k, v in sorted(s["hist"].items())))
-        lines.append("")
+        lines += doc_section(s)
+    with open(DOC_PATH, "w") as f:
+        f.write("\n".join(lines))
+
+
+def update_doc(summaries):
+    """The page with the row and section of each case in `summaries`
+    replaced (or added in the cases' order); the other cases' rows and
+    sections stay as they are."""
+    with open(DOC_PATH) as f:
+        lines = f.read().split("\n")
+    order = [c["name"] for c in CASES]
+
+    def row_of(line):
+        m = re.match(r"\| `([^`]+)` \|", line)
+        return m.group(1) if m else None
+
+    def section_of(line):
+        m = re.match(r"### `([^`]+)`$", line)
+        return m.group(1) if m else None
+
+    for s in summaries:
+        name = s["name"]
+        rows = [i for i, l in enumerate(lines) if row_of(l) in order]
+        at = [i for i in rows if row_of(lines[i]) == name]
+        if at:
+            lines[at[0]] = doc_row(s)
+        else:
+            before = [i for i in rows if order.index(row_of(lines[i])) < order.index(name)]
+            lines.insert(before[-1] + 1 if before else rows[0], doc_row(s))
+        heads = [i for i, l in enumerate(lines) if section_of(l) in order]
+        at = [i for i in heads if section_of(lines[i]) == name]
+        if at:
+            nxt = [i for i in heads if i > at[0]]
+            lines[at[0]:nxt[0] if nxt else len(lines) - 1] = doc_section(s)
+        else:
+            after = [i for i in heads
+                     if order.index(section_of(lines[i])) > order.index(name)]
+            pos = after[0] if after else len(lines) - 1
+            lines[pos:pos] = doc_section(s)
     with open(DOC_PATH, "w") as f:
         f.write("\n".join(lines))
 
@@ -2165,6 +2343,10 @@ def main():
     if not only:
         write_doc(summaries)
         print(f"wrote {len(summaries)} cases and {os.path.relpath(DOC_PATH, REPO)}")
+    else:
+        update_doc(summaries)
+        print(f"wrote {len(summaries)} case(s) and their rows and sections of "
+              f"{os.path.relpath(DOC_PATH, REPO)}")
 
 
 if __name__ == "__main__":

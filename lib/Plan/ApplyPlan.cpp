@@ -1,9 +1,9 @@
 //===- ApplyPlan.cpp - plans and presets become annotations ----*- C++ -*-===//
 #include "PlanUtils.h"
+#include "distopt/Plan/Experts.h"
 #include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
-#include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
@@ -281,73 +281,6 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
   return success();
 }
 
-/// Where an nn.einsum of a mixture of experts reads an experts' weight: a
-/// weight whose first dimension's letter (the expert) also names a
-/// dimension of another operand (the tokens dispatched to each expert) and
-/// of the result, as in GShard's `gecd,edf->gecf`.
-struct ExpertEinsum {
-  mutable nn::EinsumOp op; // an op handle; its accessors are not const
-  nn::EinsumEquation eq;
-  unsigned weight;
-  char expert;
-};
-
-static std::optional<ExpertEinsum> expertEinsum(nn::EinsumOp einsum) {
-  std::string error;
-  auto eq = nn::EinsumEquation::parse(einsum.getEquation(), error);
-  if (!eq)
-    return std::nullopt;
-  for (auto [i, v] : llvm::enumerate(einsum.getInputs())) {
-    const std::string &term = eq->inputs[i];
-    if (!isa_and_nonnull<nn::WeightOp>(v.getDefiningOp()) || term.size() < 2 ||
-        eq->output.find(term[0]) == std::string::npos)
-      continue;
-    for (auto [j, other] : llvm::enumerate(eq->inputs))
-      if (j != i && other.find(term[0]) != std::string::npos)
-        return ExpertEinsum{einsum, *eq, static_cast<unsigned>(i), term[0]};
-  }
-  return std::nullopt;
-}
-
-/// Whether an einsum that reads `x`'s result directly sums over the expert
-/// letter: it combines the experts' outputs back into tokens (in a training
-/// step backward reads the result too).
-static bool feedsCombine(const ExpertEinsum &x) {
-  int64_t dim = x.eq.output.find(x.expert);
-  for (OpOperand &use : x.op.getResult().getUses()) {
-    auto einsum = dyn_cast<nn::EinsumOp>(use.getOwner());
-    if (!einsum)
-      continue;
-    std::string error;
-    auto eq = nn::EinsumEquation::parse(einsum.getEquation(), error);
-    if (eq && eq->output.find(eq->inputs[use.getOperandNumber()][dim]) ==
-                  std::string::npos)
-      return true;
-  }
-  return false;
-}
-
-/// Whether `v` is computed element-wise from an expert einsum's result (a
-/// GELU between the experts' two einsums, however it was written).
-static bool
-fromExperts(Value v, const llvm::DenseMap<Operation *, ExpertEinsum> &experts) {
-  SmallVector<Value> work{v};
-  llvm::SmallPtrSet<Operation *, 16> seen;
-  while (!work.empty()) {
-    Operation *def = work.pop_back_val().getDefiningOp();
-    if (!def || !seen.insert(def).second || seen.size() > 64)
-      continue;
-    if (experts.count(def))
-      return true;
-    if (isa<nn::EinsumOp>(def))
-      continue;
-    for (Value operand : def->getOperands())
-      if (operand.getType() == v.getType())
-        work.push_back(operand);
-  }
-  return false;
-}
-
 /// Expert parallelism (GShard): each expert's weights live on one rank of
 /// the axis, split along the expert dimension, and the tokens routed to an
 /// expert travel to that rank and back. The tokens arrive split over the
@@ -364,14 +297,10 @@ LogicalResult PlanApplier::applyExpertParallel(Location loc,
   int64_t axis = requireAxis(mesh, loc, axisName, "expert parallelism");
   if (axis < 0 || failed(applyDataParallel(loc, axisName, 0)))
     return failure();
-  SmallVector<ExpertEinsum> found;
+  SmallVector<ExpertEinsum> found = findExpertEinsums(func);
   llvm::DenseMap<Operation *, ExpertEinsum> byOp;
-  func.walk([&](nn::EinsumOp op) {
-    if (auto x = expertEinsum(op)) {
-      found.push_back(*x);
-      byOp.try_emplace(op, *x);
-    }
-  });
+  for (const ExpertEinsum &x : found)
+    byOp.try_emplace(x.op, x);
   if (found.empty())
     return mlir::emitError(loc)
            << "expert parallelism found no experts' weights: a weight whose "
@@ -387,14 +316,14 @@ LogicalResult PlanApplier::applyExpertParallel(Location loc,
   llvm::SmallPtrSet<void *, 16> weights;
   for (const ExpertEinsum &x : found) {
     auto operands = x.op.getInputs();
-    Value w = operands[x.weight];
+    Value w = weightOperand(operands[x.weight]);
     if (weights.insert(w.getAsOpaquePointer()).second)
       pin(w, 0, "expert_parallel: experts' weights");
     // Tokens coming from outside the experts arrive split by batch and are
     // sent to their experts (annotations nearest the value come last).
     for (auto [i, term] : llvm::enumerate(x.eq.inputs)) {
       Value v = operands[i];
-      if (i == x.weight || isa_and_nonnull<nn::WeightOp>(v.getDefiningOp()))
+      if (i == x.weight || weightOperand(v))
         continue;
       if (fromExperts(v, byOp))
         continue; // already at the experts

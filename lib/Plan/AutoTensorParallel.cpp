@@ -6,10 +6,14 @@
 // attention output, MLP down. Entries become column-parallel; propagation
 // then carries the split through heads and activations and makes the exits
 // row-parallel by itself, leaving one reduction per block at the residual
-// add. Embedding tables become vocabulary-parallel.
+// add. Embedding tables become vocabulary-parallel. A mixture of experts'
+// router stays whole (every rank routes every token alike), and its experts'
+// FFN einsums are split on their hidden dimension as an MLP's projections
+// are: the first column-parallel, the second row-parallel.
 //
 //===----------------------------------------------------------------------===//
 #include "PlanUtils.h"
+#include "distopt/Plan/Experts.h"
 #include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
@@ -153,6 +157,43 @@ static int64_t headsOf(nn::MatMulOp mm) {
   return 0;
 }
 
+/// A mixture of experts' router: the projection's output picks experts
+/// (reaches an nn.top_k or nn.argmax through element-wise ops such as the
+/// softmax). Split over its experts, every rank would gather the scores
+/// back before choosing.
+static bool isRouter(nn::MatMulOp mm) {
+  SmallVector<Value> work{mm.getResult()};
+  for (int depth = 0; depth < 6 && !work.empty(); ++depth) {
+    SmallVector<Value> next;
+    for (Value v : work)
+      for (Operation *user : v.getUsers()) {
+        if (isa<nn::TopKOp, nn::ArgMaxOp>(user))
+          return true;
+        if (user->getNumResults() == 1 &&
+            (user->hasTrait<OpTrait::SameOperandsAndResultType>() ||
+             isa<nn::SoftmaxOp, nn::AddOp, nn::IdentityOp>(user)))
+          next.push_back(user->getResult(0));
+      }
+    work = std::move(next);
+  }
+  return false;
+}
+
+/// The dimension of an experts' weight that tensor parallelism splits: in
+/// the einsum reading the dispatched tokens, the weight's letter the result
+/// keeps besides the expert (`f` of `gecd,edf->gecf`: column-parallel); in
+/// the one reading the experts' activations, the letter it sums over (`f`
+/// of `gecf,efd->gecd`: row-parallel). -1 if there is none.
+static int64_t expertHiddenDim(const ExpertEinsum &x, bool readsExperts) {
+  const std::string &term = x.eq.inputs[x.weight];
+  for (size_t d = 1; d < term.size(); ++d) {
+    bool kept = x.eq.output.find(term[d]) != std::string::npos;
+    if (kept != readsExperts)
+      return static_cast<int64_t>(d);
+  }
+  return -1;
+}
+
 LogicalResult
 distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
                                        StringRef axisName,
@@ -180,6 +221,8 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
         ++exits; // row-parallel, by propagation
         return;
       }
+      if (isRouter(mm))
+        return;
       colwise.push_back({op, 1});
     }
     // Token embeddings become vocabulary-parallel (below: only the largest
@@ -240,6 +283,34 @@ distopt::plan::applyAutoTensorParallel(ModuleOp module, Location loc,
                     oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                     kPresetPriority, "preset tp: vocabulary-parallel");
     ++tables;
+  }
+  // The experts' FFNs: both einsums are split explicitly, since the second
+  // reads the first's split through the experts' activation and the
+  // dispatch's annotations of expert parallelism.
+  SmallVector<ExpertEinsum> experts = findExpertEinsums(func);
+  llvm::DenseMap<Operation *, ExpertEinsum> byOp;
+  for (const ExpertEinsum &x : experts)
+    byOp.try_emplace(x.op, x);
+  llvm::SmallPtrSet<void *, 8> splitWeights;
+  for (const ExpertEinsum &x : experts) {
+    if (!isForward(x.op))
+      continue;
+    bool readsExperts = llvm::any_of(
+        llvm::enumerate(x.op.getInputs()), [&](auto operand) {
+          return operand.index() != x.weight &&
+                 fromExperts(operand.value(), byOp);
+        });
+    int64_t dim = expertHiddenDim(x, readsExperts);
+    if (dim < 0)
+      continue;
+    Value w = weightOperand(x.op.getInputs()[x.weight]);
+    if (!splitWeights.insert(w.getAsOpaquePointer()).second)
+      continue;
+    annotateValue(w, oneAxisSharding(mesh, axis, dist::Placement::shard(dim)),
+                  kPresetPriority,
+                  readsExperts ? "preset tp: experts' row-parallel"
+                               : "preset tp: experts' column-parallel");
+    ++entries;
   }
   if (entries == 0 && tables == 0) {
     std::string text =

@@ -2,6 +2,7 @@
 //-*-===//
 #include "distopt/Report/Report.h"
 #include "HumanBytes.h"
+#include "distopt/Plan/Experts.h"
 #include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
@@ -21,6 +22,7 @@
 #include "llvm/Support/YAMLParser.h"
 
 #include <map>
+#include <set>
 #include <regex>
 
 using namespace mlir;
@@ -281,6 +283,59 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     for (int64_t r = 0; r < report.ranks; ++r)
       if (!stores || stores(w, r))
         report.computeCopyBytesPerRank[r] += localBytes(c, r);
+  });
+
+  // Mixtures of experts: each layer's capacity, and what each rank keeps of
+  // the experts' weights, gradients and optimizer states.
+  sharded.walk([&](func::FuncOp func) {
+    SmallVector<plan::ExpertEinsum> experts = plan::findExpertEinsums(func);
+    llvm::DenseMap<Operation *, plan::ExpertEinsum> byOp;
+    for (const plan::ExpertEinsum &x : experts)
+      byOp.try_emplace(x.op, x);
+    std::set<std::string> keys;
+    for (const plan::ExpertEinsum &x : experts) {
+      Value w = plan::weightOperand(x.op.getInputs()[x.weight]);
+      keys.insert(nn::getPersistentKey(w.getDefiningOp()));
+      if (x.op->hasAttr(nn::kPhaseAttr))
+        continue; // a training step's backward reads the weights too
+      for (auto [i, v] : llvm::enumerate(x.op.getInputs())) {
+        if (i == x.weight || plan::weightOperand(v) ||
+            plan::fromExperts(v, byOp))
+          continue;
+        // The dispatched tokens: every letter but the expert's and the
+        // ones the weight shares (the features) counts token slots.
+        const std::string &term = x.eq.inputs[i];
+        const std::string &wterm = x.eq.inputs[x.weight];
+        auto shape = cast<RankedTensorType>(v.getType()).getShape();
+        ExpertLayerEntry e;
+        e.layer = nn::getNodeModulePath(x.op);
+        e.experts = cast<RankedTensorType>(w.getType()).getDimSize(0);
+        e.capacity = 1;
+        for (size_t d = 0; d < term.size(); ++d)
+          if (wterm.find(term[d]) == std::string::npos)
+            e.capacity *= shape[d];
+        e.dispatched.assign(shape.begin(), shape.end());
+        report.expertLayers.push_back(std::move(e));
+      }
+    }
+    if (keys.empty())
+      return;
+    report.expertBytesPerRank.assign(report.ranks, 0);
+    func.walk([&](Operation *op) {
+      std::string key;
+      if (auto w = dyn_cast<nn::WeightOp>(op))
+        key = nn::getPersistentKey(w);
+      else if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr))
+        key = of.str();
+      else if (auto of = op->getAttrOfType<StringAttr>(nn::kStateOfAttr);
+               of && isa<nn::VariableOp>(op))
+        key = of.str();
+      if (key.empty() || !keys.count(key))
+        return;
+      for (int64_t r = 0; r < report.ranks; ++r)
+        if (!stores || stores(op, r))
+          report.expertBytesPerRank[r] += localBytes(op, r);
+    });
   });
 
   if (partitioned.empty())
@@ -626,6 +681,31 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
                          (long long)byPhase[phase].first,
                          humanBytes(byPhase[phase].second).c_str());
   }
+  if (!r.expertLayers.empty()) {
+    os << "\nexperts:\n";
+    for (const ExpertLayerEntry &e : r.expertLayers) {
+      std::string shape;
+      for (int64_t d : e.dispatched)
+        shape += (shape.empty() ? "" : "x") + std::to_string(d);
+      os << "  " << (e.layer.empty() ? std::string("(unnamed)") : e.layer)
+         << ": " << e.experts << " experts, capacity " << e.capacity
+         << " tokens per expert per microbatch (dispatched [" << shape
+         << "])\n";
+    }
+    os << "  experts' weights" << (r.training ? ", gradients and optimizer "
+                                                "states"
+                                              : "")
+       << " per rank:";
+    for (int64_t k = 0; k < r.ranks; ++k) {
+      if (k == 8 && r.ranks > 9) {
+        os << " ... (" << r.ranks - 8 << " more)";
+        break;
+      }
+      os << (k ? "," : "") << " " << k << ": "
+         << humanBytes(r.expertBytesPerRank[k]);
+    }
+    os << "\n";
+  }
   if (r.pipeline) {
     const PipelineReport &p = *r.pipeline;
     os << "\npipeline: " << p.stages << " stages, " << p.microbatches
@@ -752,6 +832,23 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
                                          {"sharding", o.sharding}});
   }
   root["outputs"] = std::move(outputs);
+  if (!r.expertLayers.empty()) {
+    llvm::json::Array layers, perRankExperts;
+    for (const ExpertLayerEntry &e : r.expertLayers) {
+      llvm::json::Array shape;
+      for (int64_t d : e.dispatched)
+        shape.push_back(d);
+      layers.push_back(llvm::json::Object{{"layer", e.layer},
+                                          {"experts", e.experts},
+                                          {"capacity", e.capacity},
+                                          {"dispatched", std::move(shape)}});
+    }
+    for (int64_t b : r.expertBytesPerRank)
+      perRankExperts.push_back(b);
+    root["experts"] =
+        llvm::json::Object{{"layers", std::move(layers)},
+                           {"per_rank_bytes", std::move(perRankExperts)}};
+  }
   llvm::json::Array unmatched, notes;
   for (const std::string &p : r.unmatchedPatterns)
     unmatched.push_back(p);

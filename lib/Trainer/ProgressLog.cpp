@@ -75,7 +75,11 @@ std::string ProgressLog::step(const StepResult &r) {
   llvm::raw_string_ostream os(line);
   // Steps count from 1 here, as checkpoints do ("saved at step K" after K).
   os << "step " << r.step + 1 << "/" << total << ": loss "
-     << llvm::format("%.7g", r.loss) << " lr " << llvm::format("%.4g", r.lr)
+     << llvm::format("%.7g", r.loss);
+  if (r.droppedTokens)
+    os << " dropped tokens "
+       << llvm::format("%.1f", 100.0 * *r.droppedTokens) << "%";
+  os << " lr " << llvm::format("%.4g", r.lr)
      << " grad_norm " << llvm::format("%.5g", r.gradNorm) << " ms "
      << llvm::format("%.1f", r.ms) << " " << unit << "/s "
      << llvm::format("%.0f", rate) << " elapsed " << formatDuration(elapsed)
@@ -88,6 +92,8 @@ std::string ProgressLog::step(const StepResult &r) {
                             {"ms", r.ms},
                             {unit + "_per_s", rate},
                             {"elapsed_s", elapsed}};
+  if (r.droppedTokens)
+    fields["dropped_tokens"] = *r.droppedTokens;
   if (r.lossScaled) {
     os << " loss_scale " << llvm::format("%g", r.lossScale);
     if (r.skipped)

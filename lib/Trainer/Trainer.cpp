@@ -258,7 +258,7 @@ Expected<StepResult> Trainer::step(int64_t k) {
   if (runner->isRoot()) {
     for (const distrt::NamedTensor &o : outputs->front())
       if (o.name == kLossOutput || o.name == kGradNormOutput ||
-          o.name == kGradsFiniteOutput)
+          o.name == kGradsFiniteOutput || o.name == kDroppedTokensOutput)
         shared.push_back(o);
     auto stop = scalarF32(stopSignal());
     if (!stop)
@@ -276,6 +276,8 @@ Expected<StepResult> Trainer::step(int64_t k) {
       r.stopSignal = static_cast<int>(v);
     else if (o.name == kGradsFiniteOutput)
       finite = v != 0;
+    else if (o.name == kDroppedTokensOutput)
+      r.droppedTokens = v;
     else
       (o.name == kLossOutput ? r.loss : r.gradNorm) = v;
   }

@@ -512,13 +512,15 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
               return failed(r.numberList(value, "losses_f32"))
                          ? failure()
                          : success();
-            if (key == "losses" || key == "loss_scales" || key == "skipped") {
+            if (key == "losses" || key == "loss_scales" || key == "skipped" ||
+                key == "dropped_tokens") {
               FailureOr<std::vector<double>> v = r.numberList(value, key);
               if (failed(v))
                 return failure();
               (key == "losses"        ? c.losses
                : key == "loss_scales" ? c.lossScales
-                                      : c.skipped) = *v;
+               : key == "skipped"     ? c.skipped
+                                      : c.droppedTokens) = *v;
               return success();
             }
             return r.error(keyNode)
@@ -526,7 +528,7 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
                    << "'; expected output, loss, optimizer, lr_schedule, "
                       "no_decay, frozen, recompute, clip_grad_norm, steps, "
                       "gradient_accumulation_steps, precision, losses, "
-                      "loss_scales, skipped or tolerance";
+                      "loss_scales, skipped, dropped_tokens or tolerance";
           })))
     return failure();
   if (!sawOutput)
@@ -536,6 +538,10 @@ LogicalResult ConfigParser::parse(yaml::Node *root) {
     return r.error(root) << "a training config needs an 'optimizer'";
   if (!c.losses.empty() && static_cast<int64_t>(c.losses.size()) != c.steps)
     return r.error(root) << "'losses' has " << c.losses.size()
+                         << " entries but 'steps' is " << c.steps;
+  if (!c.droppedTokens.empty() &&
+      static_cast<int64_t>(c.droppedTokens.size()) != c.steps)
+    return r.error(root) << "'dropped_tokens' has " << c.droppedTokens.size()
                          << " entries but 'steps' is " << c.steps;
   return success();
 }

@@ -67,6 +67,8 @@ private:
   Value addInput(StringRef name, Type type);
   void unifyWeights();
   FailureOr<Value> findOutput();
+  /// The model's output named `name` (null: none).
+  Value namedOutput(StringRef name);
   LogicalResult selectParameters();
   /// Each loss returns its value and its gradient w.r.t. the output,
   /// scaled by `seedScale` (1 / microbatches when accumulating).
@@ -139,6 +141,9 @@ private:
   DenseMap<Operation *, unsigned> forwardOrder;
   /// Gradient accumulation's loop (null: none).
   nn::MicrobatchLoopOp loop;
+  /// The model's dropped-token fraction (null: it returns none), and its
+  /// step value (the mean over the microbatches).
+  Value dropped, droppedStep;
 };
 
 } // namespace
@@ -152,6 +157,15 @@ Value StepBuilder::addInput(StringRef name, Type type) {
 }
 
 void StepBuilder::unifyWeights() { distopt::unifyWeights(func); }
+
+Value StepBuilder::namedOutput(StringRef name) {
+  Operation *ret = func.getBody().front().getTerminator();
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (auto n = func.getResultAttrOfType<StringAttr>(i, nn::kNameAttr);
+        n && n.getValue() == name)
+      return ret->getOperand(i);
+  return {};
+}
 
 FailureOr<Value> StepBuilder::findOutput() {
   Operation *ret = func.getBody().front().getTerminator();
@@ -642,6 +656,7 @@ FailureOr<Value> StepBuilder::wholeBatch(ArrayRef<Operation *> forward,
   recomputeLayers(forward, func.getArguments());
   for (auto [grad, gk] : llvm::zip(grads, *g))
     grad = gk;
+  droppedStep = dropped;
   return l;
 }
 
@@ -765,6 +780,8 @@ FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
     termsOf.push_back(terms.size());
   }
   yielded.push_back(l);
+  if (dropped)
+    yielded.push_back(dropped);
   nn::MicrobatchYieldOp::create(b, loc, yielded);
 
   b.setInsertionPoint(ret);
@@ -787,6 +804,11 @@ FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
   }
   setPhase("loss");
   nn::GradientBuilder gl = gb(loc);
+  if (dropped)
+    droppedStep = gl.create<nn::MulOp>(
+        loop.getResult(k + 1),
+        gl.scalar(1.0 / static_cast<double>(micro),
+                  getElementTypeOrSelf(loop.getResult(k + 1).getType())));
   Value sum = loop.getResult(k);
   if (seedScale == 1.0)
     return sum;
@@ -832,6 +854,16 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
 
   if (config.loss.kind == LossSpec::Kind::CrossEntropy)
     info.classes = outType.getShape().back();
+  // A mixture of experts' dropped-token fraction, when the model returns
+  // one (a float scalar). A pipeline's stages would each hold a part of it;
+  // it is left out there.
+  if (config.output != kDroppedTokensOutput && batchSplit == 1)
+    if (Value v = namedOutput(kDroppedTokensOutput)) {
+      auto type = dyn_cast<RankedTensorType>(v.getType());
+      if (type && type.getNumElements() == 1 &&
+          isa<FloatType>(type.getElementType()))
+        dropped = v;
+    }
   Block &body = func.getBody().front();
   Operation *ret = body.getTerminator();
   Location loc = ret->getLoc();
@@ -919,7 +951,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     optimizerUpdate(p, loc);
 
   // The step's results: loss, gradient norm, (whether the gradients were
-  // finite,) then every update.
+  // finite,) (the dropped-token fraction,) then every update.
   SmallVector<Value> values{loss, gradNorm};
   SmallVector<DictionaryAttr> attrs{
       b.getDictionaryAttr(
@@ -930,6 +962,11 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     values.push_back(gb(loc).castLike(gradsFinite, b.getF32Type()));
     attrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
         nn::kNameAttr, b.getStringAttr(kGradsFiniteOutput))}));
+  }
+  if (droppedStep) {
+    values.push_back(droppedStep);
+    attrs.push_back(b.getDictionaryAttr({b.getNamedAttr(
+        nn::kNameAttr, b.getStringAttr(kDroppedTokensOutput))}));
   }
   for (const Result &r : results) {
     values.push_back(r.value);

@@ -23,6 +23,7 @@
 #include "distopt/Trainer/ProgressLog.h"
 #include "distopt/Trainer/StopRequest.h"
 #include "distopt/Trainer/Trainer.h"
+#include "distopt/Training/TrainingStep.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -180,6 +181,21 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
              << format("%g", config.lossScales[k]) << "\n";
       return 1;
     }
+    // A mixture of experts' dropped fraction counts tokens: a token routed
+    // or kept differently from torch changes it by a whole token's share.
+    if (k < config.droppedTokens.size() &&
+        !(steps[i].droppedTokens &&
+          std::fabs(*steps[i].droppedTokens - config.droppedTokens[k]) <=
+              1e-6)) {
+      outs() << "FAIL " << trainTest << ": step " << k << " dropped tokens ";
+      if (steps[i].droppedTokens)
+        outs() << format("%.7g", *steps[i].droppedTokens);
+      else
+        outs() << "not reported (the model has no output '"
+               << kDroppedTokensOutput << "')";
+      outs() << ", torch " << format("%.7g", config.droppedTokens[k]) << "\n";
+      return 1;
+    }
     if (k < config.skipped.size() &&
         steps[i].skipped != (config.skipped[k] != 0)) {
       outs() << "FAIL " << trainTest << ": step " << k << " was "
@@ -196,9 +212,12 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
                           ? std::to_string(losses.size()) + " step(s)"
                           : "steps " + std::to_string(first) + ".." +
                                 std::to_string(first + losses.size() - 1);
+  std::string matched = config.droppedTokens.empty()
+                            ? "losses"
+                            : "losses and dropped-token fractions";
   if (first + losses.size() < want.size() || !sys::fs::is_directory(probe)) {
-    outs() << "PASS " << trainTest << ": " << which
-           << " match torch's losses\n";
+    outs() << "PASS " << trainTest << ": " << which << " match torch's "
+           << matched << "\n";
     return 0;
   }
   SmallString<256> model(trainTest);
@@ -224,8 +243,8 @@ static int checkCase(Trainer &trainer, mlir::MLIRContext &ctx, int64_t first,
       return 1;
     }
   }
-  outs() << "PASS " << trainTest << ": " << which
-         << " match torch's losses; trained outputs on probe/ match, "
+  outs() << "PASS " << trainTest << ": " << which << " match torch's "
+         << matched << "; trained outputs on probe/ match, "
             "max abs diff "
          << format("%.3g", maxAbs) << "\n";
   return 0;

@@ -86,6 +86,17 @@ struct MachineEntry {
   std::vector<AxisLinkEntry> axes;
 };
 
+/// One mixture-of-experts layer: the einsum the dispatched tokens enter
+/// the experts at (GShard's `gecd,edf->gecf`, Plan/Experts.h).
+struct ExpertLayerEntry {
+  std::string layer; // the einsum's module path ("h.0.moe")
+  int64_t experts = 0;
+  /// Token slots per expert per microbatch: the extents of the dispatched
+  /// tensor other than the expert and the features (groups x capacity).
+  int64_t capacity = 0;
+  std::vector<int64_t> dispatched; // the dispatched tensor's global shape
+};
+
 struct Report {
   int64_t ranks = 1;
   MachineEntry machine;
@@ -106,6 +117,11 @@ struct Report {
   /// dtype ("" when there are none).
   std::vector<int64_t> computeCopyBytesPerRank;
   std::string computeDtype;
+  /// Mixtures of experts: their layers, and per rank the bytes of the
+  /// experts' weights (with their gradients and optimizer states in a
+  /// training step) the rank keeps.
+  std::vector<ExpertLayerEntry> expertLayers;
+  std::vector<int64_t> expertBytesPerRank;
   int64_t activationBytesPeak = 0;  // rank 0, values live at once
   int64_t activationBytesTotal = 0; // rank 0, every intermediate value
   double flopsPerRank = 0;

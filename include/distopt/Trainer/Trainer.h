@@ -52,6 +52,9 @@ struct StepResult {
   /// next step runs with.
   bool lossScaled = false, skipped = false;
   double lossScale = 0, nextLossScale = 0;
+  /// A mixture of experts' fraction of tokens no expert took, when the
+  /// model returns one (`dropped_tokens`).
+  std::optional<double> droppedTokens;
 };
 
 class Trainer {

@@ -122,6 +122,9 @@ struct TrainConfig {
   /// An f16 case's: the loss scale each step ran with, and which steps
   /// torch skipped (1) for gradients that were not finite.
   std::vector<double> lossScales, skipped;
+  /// A mixture-of-experts case's: the fraction of tokens its experts
+  /// dropped at each step (the model's output `dropped_tokens`, torch's).
+  std::vector<double> droppedTokens;
   CaseTolerance tolerance;
   mlir::LocationAttr loc;
 };

@@ -45,6 +45,10 @@ inline constexpr llvm::StringLiteral kDecayInput = "hyper.decay";
 /// updates nothing.
 inline constexpr llvm::StringLiteral kLossScaleInput = "hyper.loss_scale";
 inline constexpr llvm::StringLiteral kGradsFiniteOutput = "grads_finite";
+/// A mixture of experts' fraction of tokens that no expert took (capacity
+/// drop): a float scalar the model returns under this name becomes a step
+/// output of the same name (the mean over the step's microbatches).
+inline constexpr llvm::StringLiteral kDroppedTokensOutput = "dropped_tokens";
 
 struct TrainingStepInfo {
   /// Persistent keys of the parameters that train.
