@@ -5,6 +5,7 @@
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 #include "distopt/Dialect/NN/IR/EinsumEquation.h"
+#include "distopt/Fusion/Passes.h"
 #include "distopt/PipelineStages/Passes.h"
 #include "distopt/Plan/Passes.h"
 #include "distopt/Training/Passes.h"
@@ -89,6 +90,7 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     pm.addPass(createCanonicalizerPass(config, /*disabledPatterns=*/{},
                                        {nn::kEinsumAsMatMulPattern.str()}));
+    pm.addPass(createDistFuseForTarget({options.target}));
   } else if (runs(CompilePhase::Partition)) {
     // With stages: every stage's SPMD program, or the stage of one rank.
     OpPassManager *partition = &pm;
@@ -101,6 +103,9 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
         dist::createDistReshardToCollectives({phases.rank}, options.machine));
     partition->addPass(createCanonicalizerPass());
     partition->addPass(createCSEPass());
+    // Last: the fused forms are what the target's kernels run, and no other
+    // pass reads them.
+    partition->addPass(createDistFuseForTarget({options.target}));
   }
 }
 
@@ -151,6 +156,7 @@ struct CompilePipelinePass
         return signalPassFailure();
       options.train = std::move(*config);
     }
+    options.target = target;
     OpPassManager pm(ModuleOp::getOperationName());
     CompilePipelineOptions phases;
     phases.rank = rank;

@@ -16,7 +16,8 @@
 //              canonicalize, cse (in every stage module for the SPMD
 //              programs; for one rank in its stage); one device: a
 //              canonicalize that only turns matrix-product einsums into
-//              nn.matmul
+//              nn.matmul; then dist-fuse-for-target (the target's fused
+//              forms)
 //
 // Import (ONNX) and export (rank programs) are not IR to IR: they stay
 // outside, in the Import and Export libraries. See docs/overview.md.
@@ -69,6 +70,10 @@ struct CompileOptions {
   /// The machine the costs are for (propagation's conflicts, the reshard
   /// planner, the report); null: the default profile (docs/cost-model.md).
   std::shared_ptr<const cost::MachineProfile> machine;
+  /// The target description (distopt/Fusion/TargetDescription.h) whose
+  /// fused forms the programs take: the kernels of the device they run on
+  /// (targetForDevice of the tools' --device).
+  std::string target = "cpu";
   /// Where hand-written models' synthetic weights are written (see
   /// SyntheticWeights.h); empty: the system's temporary directory.
   std::string workDir;
