@@ -90,7 +90,6 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     config.setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
     pm.addPass(createCanonicalizerPass(config, /*disabledPatterns=*/{},
                                        {nn::kEinsumAsMatMulPattern.str()}));
-    pm.addPass(createDistFuseForTarget({options.target}));
   } else if (runs(CompilePhase::Partition)) {
     // With stages: every stage's SPMD program, or the stage of one rank.
     OpPassManager *partition = &pm;
@@ -103,9 +102,15 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
         dist::createDistReshardToCollectives({phases.rank}, options.machine));
     partition->addPass(createCanonicalizerPass());
     partition->addPass(createCSEPass());
-    // Last: the fused forms are what the target's kernels run, and no other
-    // pass reads them.
-    partition->addPass(createDistFuseForTarget({options.target}));
+  }
+
+  // Last: the fused forms are what the target's kernels run, and no other
+  // pass reads them. Per stage module where the SPMD programs are stages.
+  if (runs(CompilePhase::Fuse)) {
+    OpPassManager *fuse = &pm;
+    if (phases.distributed && pp && phases.rank < 0)
+      fuse = &pm.nest<ModuleOp>();
+    fuse->addPass(createDistFuseForTarget({options.target}));
   }
 }
 

@@ -136,6 +136,9 @@ struct FuseForTargetPass
     auto fused = nn::FusedMatMulOp::create(
         b, b.getFusedLoc(locs), mm.getResult().getType(), lhs, rhs, bias, tl,
         tr, static_cast<bool>(e.gelu));
+    // What the IR says of the value (its sharding, why) is said of the
+    // fused op's, which is the last op's.
+    fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
     last->getResult(0).replaceAllUsesWith(fused.getResult());
     if (e.gelu)
       e.gelu.erase();

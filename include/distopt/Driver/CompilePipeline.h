@@ -16,8 +16,9 @@
 //              canonicalize, cse (in every stage module for the SPMD
 //              programs; for one rank in its stage); one device: a
 //              canonicalize that only turns matrix-product einsums into
-//              nn.matmul; then dist-fuse-for-target (the target's fused
-//              forms)
+//              nn.matmul
+//   fuse       dist-fuse-for-target (the target's fused forms; nested in
+//              every stage module for the SPMD programs)
 //
 // Import (ONNX) and export (rank programs) are not IR to IR: they stay
 // outside, in the Import and Export libraries. See docs/overview.md.
@@ -80,7 +81,7 @@ struct CompileOptions {
 };
 
 /// The phases of a compile, in order (see the file comment).
-enum class CompilePhase { Annotate, Shard, Stages, Partition };
+enum class CompilePhase { Annotate, Shard, Stages, Partition, Fuse };
 
 /// What the passes find besides the IR, for the tools that read it.
 struct CompileResults {
@@ -93,7 +94,7 @@ struct CompileResults {
 /// Which part of the compile buildCompilePipeline adds.
 struct CompilePipelineOptions {
   CompilePhase first = CompilePhase::Annotate;
-  CompilePhase last = CompilePhase::Partition;
+  CompilePhase last = CompilePhase::Fuse;
   /// Partition for this rank (its stage's program, shapes and offsets
   /// concrete); -1: the SPMD program of every stage.
   int64_t rank = -1;

@@ -14,8 +14,8 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     kernels), `cuda` (the CUDA kernels) or `none` (nothing fused). The
     tools take it from `--device`.
 
-    Each `nn.matmul` becomes an `nn.fused_matmul` that, as far as the target
-    accepts it:
+    An `nn.matmul` becomes an `nn.fused_matmul` where it can take one of
+    these forms and the target's description accepts it (others stay):
 
     - reads a 2-D transpose's input as stored (`transposed`), where every
       reader of the transpose (`perm [1, 0]`) is a matmul that can: a
@@ -24,7 +24,8 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     - adds a rank-1 bias of one value per column (an `nn.add` that is the
       product's only reader, whose other operand is defined before the
       matmul) and applies an exact `nn.gelu` that is the only reader of what
-      comes before it, on an f32 or f64 product with a matrix rhs.
+      comes before it, on a product with a matrix rhs whose element type
+      the description's epilogues take (f32 and f64 for cpu and cuda).
 
     A value another op reads stays: a training step's backward reads a
     GELU's input, so that GELU runs on its own. The fused op stands where
