@@ -2,8 +2,10 @@
 //
 // What the matmul kernels of a target accept besides a plain product, so
 // that dist-fuse-for-target writes only forms the target runs (and the
-// exporter translates what the IR says). Each entry is checked against the
-// runtime's registered kernels by test/unit/e2e/FuseForTargetTest.cpp.
+// exporter translates what the IR says). test/unit/e2e/
+// FuseForTargetExportTest.cpp runs every form each description claims on
+// the host kernels (cpu); test/runtime/cuda_test.cpp runs the same forms on
+// the CUDA kernels where a GPU is present.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_FUSION_TARGETDESCRIPTION_H
