@@ -211,29 +211,30 @@ std::vector<ScheduleAction> Compilation::schedule(int64_t stage) const {
 }
 
 FailureOr<OwningOpRef<ModuleOp>>
-Compilation::partition(OwningOpRef<ModuleOp> copy, int64_t rank) {
-  if (failed(runPhases(*copy, CompilePhase::Partition, CompilePhase::Partition,
-                       rank)))
+Compilation::partition(OwningOpRef<ModuleOp> copy, int64_t rank,
+                       CompilePhase last) {
+  if (failed(runPhases(*copy, CompilePhase::Partition, last, rank)))
     return failure();
   return copy;
 }
 
-FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionForRank(int64_t rank) {
+FailureOr<OwningOpRef<ModuleOp>>
+Compilation::partitionForRank(int64_t rank, CompilePhase last) {
   if (!isDistributed())
     return partition(OwningOpRef<ModuleOp>(cast<ModuleOp>(module()->clone())),
-                     rank);
+                     rank, last);
   if (rank < 0 || rank >= numRanks())
     return emitError(module().getLoc())
            << "rank " << rank << " is not on the mesh, which has " << numRanks()
            << " devices";
   if (!stages)
     return partition(OwningOpRef<ModuleOp>(cast<ModuleOp>(module()->clone())),
-                     rank);
+                     rank, last);
   // Only the rank's stage is copied; dist-select-stage keeps it.
   OwningOpRef<ModuleOp> copy(ModuleOp::create(stagedModule->getLoc()));
   (*copy)->setAttrs((*stagedModule)->getAttrDictionary());
   copy->push_back(stageModule(stageOfRank(rank))->clone());
-  return partition(std::move(copy), rank);
+  return partition(std::move(copy), rank, last);
 }
 
 FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionSpmd() {

@@ -5,6 +5,7 @@
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 #include "distopt/Dialect/NN/IR/EinsumEquation.h"
+#include "distopt/Fusion/Passes.h"
 #include "distopt/PipelineStages/Passes.h"
 #include "distopt/Plan/Passes.h"
 #include "distopt/Training/Passes.h"
@@ -102,6 +103,15 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     partition->addPass(createCanonicalizerPass());
     partition->addPass(createCSEPass());
   }
+
+  // Last: the fused forms are what the target's kernels run, and no other
+  // pass reads them. Per stage module where the SPMD programs are stages.
+  if (runs(CompilePhase::Fuse)) {
+    OpPassManager *fuse = &pm;
+    if (phases.distributed && pp && phases.rank < 0)
+      fuse = &pm.nest<ModuleOp>();
+    fuse->addPass(createDistFuseForTarget({options.target}));
+  }
 }
 
 namespace {
@@ -151,6 +161,7 @@ struct CompilePipelinePass
         return signalPassFailure();
       options.train = std::move(*config);
     }
+    options.target = target;
     OpPassManager pm(ModuleOp::getOperationName());
     CompilePipelineOptions phases;
     phases.rank = rank;

@@ -8,6 +8,7 @@
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/NN/IR/NNFusedOps.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -48,23 +49,8 @@ private:
   std::map<std::string, SmallVector<int>> persistentEntries;
   LogicalResult exportConstant(nn::ConstantOp op);
   LogicalResult exportNNOp(Operation *op);
-  /// Marks the transposes a matmul can read through (see exportMatMul).
-  void findFoldedTransposes(Block &entry);
-  LogicalResult exportMatMul(nn::MatMulOp op);
-  /// Transposes of a matrix whose only reader is a matmul: not exported,
-  /// the matmul reads the matrix as stored, with a transpose flag.
-  DenseSet<Operation *> foldedTransposes;
-  /// Finds the bias adds and GELUs a matmul applies on its way out (see
-  /// exportMatMul).
-  void findMatMulEpilogues(Block &entry);
-  struct MatMulEpilogue {
-    Value bias;                // added to every row, or null
-    Operation *last = nullptr; // the folded op whose result the matmul defines
-    bool gelu = false;
-  };
-  DenseMap<Operation *, MatMulEpilogue> epilogues;
-  /// Adds and GELUs a matmul applies: not exported on their own.
-  DenseSet<Operation *> foldedIntoMatMul;
+  /// A matmul in its target's fused form (dist-fuse-for-target).
+  LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
   /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
@@ -74,7 +60,9 @@ private:
                              Location loc);
   /// A constant holding value `id`, typed like it; the caller sets its data.
   proto::Tensor *newConstant(int32_t id);
-  proto::Instruction *newInstruction(Operation *op, StringRef kernel);
+  /// An instruction at `op`'s location (or `loc`, when given).
+  proto::Instruction *newInstruction(Operation *op, StringRef kernel,
+                                     std::optional<Location> loc = {});
   /// The instruction's inputs (op's operands) and outputs (its results).
   LogicalResult addInputsAndOutputs(proto::Instruction *inst, Operation *op);
   /// Members of the group over `axes` containing this rank, in group order,
@@ -276,13 +264,14 @@ LogicalResult Exporter::addInputsAndOutputs(proto::Instruction *inst,
   return success();
 }
 
-proto::Instruction *Exporter::newInstruction(Operation *op, StringRef kernel) {
+proto::Instruction *Exporter::newInstruction(Operation *op, StringRef kernel,
+                                             std::optional<Location> loc) {
   proto::Instruction *inst = prog.add_instructions();
   inst->set_op(kernel.str());
-  std::string loc;
-  llvm::raw_string_ostream os(loc);
-  op->getLoc().print(os);
-  inst->set_location(loc);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  loc.value_or(op->getLoc()).print(os);
+  inst->set_location(text);
   return inst;
 }
 
@@ -337,110 +326,34 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
-/// Whether matmul `mm` can read its operand `operand` transposed by a flag
-/// (the kernel transposes a lhs only in a product of two matrices).
-static bool readsTransposed(nn::MatMulOp mm, unsigned operand) {
-  return operand == 1 || mm.getRhs().getType().getRank() == 2;
-}
-
-void Exporter::findFoldedTransposes(Block &entry) {
-  // A matrix transpose (perm [1, 0]) that only matmuls read, each able to
-  // read it through a flag: a weight a linear layer reads transposed, also
-  // when the matmuls of several microbatches share it.
-  for (auto t : entry.getOps<nn::TransposeOp>()) {
-    if (t.getInput().getType().getRank() != 2 || t.getPerm()[0] != 1 ||
-        t->use_empty())
-      continue;
-    bool foldable = llvm::all_of(t->getUses(), [](OpOperand &use) {
-      auto mm = dyn_cast<nn::MatMulOp>(use.getOwner());
-      return mm && readsTransposed(mm, use.getOperandNumber());
-    });
-    if (foldable)
-      foldedTransposes.insert(t);
+/// One `matmul` instruction: the operands as stored with `transpose_lhs` /
+/// `transpose_rhs`, the bias as a third input, `epilogue = "gelu"`. A fused
+/// op's location lists the ops it stands for: the instruction is at the
+/// first (the product), its value is named after the last (what it holds).
+LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
+  Location first = op.getLoc(), last = op.getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(op.getLoc())) {
+    first = fused.getLocations().front();
+    last = fused.getLocations().back();
   }
-}
-
-void Exporter::findMatMulEpilogues(Block &entry) {
-  // mm + bias, then gelu(that): each step only when its input has no other
-  // reader, so nothing else needs the value the kernel no longer writes (a
-  // training step's backward reads a GELU's input: that GELU stays).
-  for (auto mm : entry.getOps<nn::MatMulOp>()) {
-    Type et = cast<RankedTensorType>(mm.getResult().getType()).getElementType();
-    if (mm.getRhs().getType().getRank() < 2 || !mm->hasOneUse() ||
-        !(et.isF32() || et.isF64()))
-      continue;
-    MatMulEpilogue e;
-    Value out = mm.getResult();
-    auto outType = cast<RankedTensorType>(out.getType());
-    if (auto add = dyn_cast<nn::AddOp>(*mm->user_begin())) {
-      Value bias = add.getLhs() == out ? add.getRhs() : add.getLhs();
-      auto biasType = dyn_cast<RankedTensorType>(bias.getType());
-      Operation *def = bias.getDefiningOp();
-      if (biasType && biasType.getRank() == 1 &&
-          biasType.getDimSize(0) == outType.getShape().back() &&
-          biasType.getElementType() == outType.getElementType() &&
-          add.getType() == outType && bias != out &&
-          (!def || def->getBlock() != mm->getBlock() ||
-           def->isBeforeInBlock(mm))) {
-        e.bias = bias;
-        e.last = add;
-        out = add.getResult();
-      }
-    }
-    if (out.hasOneUse())
-      if (auto g = dyn_cast<nn::GeluOp>(*out.user_begin());
-          g && g.getApproximate() == "none") {
-        e.gelu = true;
-        e.last = g;
-      }
-    if (!e.last)
-      continue;
-    if (e.bias)
-      foldedIntoMatMul.insert(*mm->user_begin());
-    if (e.gelu)
-      foldedIntoMatMul.insert(e.last);
-    epilogues[mm] = e;
-  }
-}
-
-/// A matmul reading a folded transpose's input with `transpose_lhs` /
-/// `transpose_rhs` set: BLAS reads the stored matrix transposed, so the
-/// weight of a linear layer (x @ transpose(w), as torch exports it) is not
-/// copied every step.
-LogicalResult Exporter::exportMatMul(nn::MatMulOp op) {
-  proto::Instruction *inst = newInstruction(op, "matmul");
+  proto::Instruction *inst = newInstruction(op, "matmul", first);
   auto &attrs = *inst->mutable_attrs();
-  const char *flags[] = {"transpose_lhs", "transpose_rhs"};
-  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
-    Value v = operand;
-    if (auto t = v.getDefiningOp<nn::TransposeOp>();
-        t && foldedTransposes.contains(t)) {
-      v = t.getInput();
-      attrs[flags[i]].set_i(1);
-    }
+  if (op.getTransposeLhs())
+    attrs["transpose_lhs"].set_i(1);
+  if (op.getTransposeRhs())
+    attrs["transpose_rhs"].set_i(1);
+  if (op.getGelu())
+    attrs["epilogue"].set_s("gelu");
+  for (Value v : op->getOperands()) {
     FailureOr<int32_t> id = use(op, v);
     if (failed(id))
       return failure();
     inst->add_inputs(*id);
   }
-  // A bias add and a GELU folded in: the kernel adds the bias (a third
-  // input) to every row and applies the GELU on its way out, and the
-  // instruction defines the last folded op's result.
-  Value result = op.getResult();
-  if (auto it = epilogues.find(op); it != epilogues.end()) {
-    if (it->second.bias) {
-      FailureOr<int32_t> bias = use(op, it->second.bias);
-      if (failed(bias))
-        return failure();
-      inst->add_inputs(*bias);
-    }
-    if (it->second.gelu)
-      attrs["epilogue"].set_s("gelu");
-    result = it->second.last->getResult(0);
-  }
-  FailureOr<int32_t> id = define(result);
+  FailureOr<int32_t> id = newValue(last, op.getType());
   if (failed(id))
     return failure();
+  ids[op.getResult()] = *id;
   inst->add_outputs(*id);
   return success();
 }
@@ -705,8 +618,6 @@ FailureOr<proto::RankProgram> Exporter::run() {
   }
 
   Block &entry = func.getBody().front();
-  findFoldedTransposes(entry);
-  findMatMulEpilogues(entry);
   for (BlockArgument arg : entry.getArguments()) {
     FailureOr<int32_t> id = define(arg);
     if (failed(id) || failed(fillArgument(prog.add_inputs(), arg, *id, func,
@@ -727,10 +638,8 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
     return exportVariable(v);
   if (auto c = dyn_cast<nn::ConstantOp>(op))
     return exportConstant(c);
-  if (foldedTransposes.contains(&op) || foldedIntoMatMul.contains(&op))
-    return success();
-  if (auto mm = dyn_cast<nn::MatMulOp>(op))
-    return exportMatMul(mm);
+  if (auto mm = dyn_cast<nn::FusedMatMulOp>(op))
+    return exportFusedMatMul(mm);
   if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
     return exportLoop(func, loop);
   if (isa<nn::NNDialect>(op.getDialect()))
@@ -775,8 +684,6 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
     start->add_outputs(*id);
   }
   Block &body = loop.getBody().front();
-  findFoldedTransposes(body);
-  findMatMulEpilogues(body);
   for (Operation &op : body.without_terminator()) {
     if (auto marker = dyn_cast<nn::MicrobatchActionOp>(op)) {
       proto::Instruction *inst = newInstruction(marker, "microbatch_action");

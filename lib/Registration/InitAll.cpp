@@ -6,6 +6,7 @@
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 #include "distopt/Driver/CompilePipeline.h"
+#include "distopt/Fusion/Passes.h"
 #include "distopt/PipelineStages/Passes.h"
 #include "distopt/Plan/Passes.h"
 #include "distopt/Training/Passes.h"
@@ -32,5 +33,6 @@ void distopt::registerAllPasses() {
   registerTrainingPasses();
   dist::registerDistPasses();
   registerPipelineStagesPasses();
+  registerFusionPasses();
   registerCompilePipelinePass();
 }

@@ -546,7 +546,9 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   std::shared_ptr<const cost::MachineProfile> model = c.machine();
   ModuleOp module = c.module();
   const StageAssignment *stages = c.stageAssignment();
-  auto rank0 = c.partitionForRank(0);
+  // Costed before the target's fusions: the cost model prices each op on
+  // its own, whatever kernels run it (docs/report.md).
+  auto rank0 = c.partitionForRank(0, CompilePhase::Partition);
   if (failed(rank0))
     return failure();
   std::function<bool(Operation *, int64_t)> stores;
@@ -571,7 +573,8 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   pr.virtualStages = stages->chunks;
   std::vector<std::vector<ScheduleAction>> schedule;
   for (int64_t s = 0; s < pr.stages; ++s) {
-    auto program = c.partitionForRank(c.representativeRank(s));
+    auto program =
+        c.partitionForRank(c.representativeRank(s), CompilePhase::Partition);
     if (failed(program))
       return failure();
     Report one = buildReport(module, {**program}, model);

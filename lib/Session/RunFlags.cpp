@@ -1,6 +1,7 @@
 //===- RunFlags.cpp - the flags of the tools that run programs --*- C++ -*-===//
 #include "distopt/Session/RunFlags.h"
 #include "distopt/Driver/CompileFlags.h"
+#include "distopt/Fusion/TargetDescription.h"
 
 using namespace llvm;
 
@@ -33,6 +34,12 @@ static cl::opt<std::string> deviceName(
     cl::value_desc("cpu|cuda|cuda:N"), cl::init("cpu"),
     cl::cat(distopt::compileFlagsCategory()));
 
+static cl::opt<std::string> fusionTarget(
+    "fusion-target",
+    cl::desc("compile for the fused forms of these kernels instead of the "
+             "device's: cpu, cuda or none (nothing fused; docs/runtime.md)"),
+    cl::value_desc("cpu|cuda|none"), cl::cat(distopt::compileFlagsCategory()));
+
 static cl::opt<bool> noHostFallback(
     "no-host-fallback",
     cl::desc("on a GPU, fail naming the first instruction that has no "
@@ -50,7 +57,25 @@ distopt::runSettingsFromFlags(int threadsPerRank) {
   settings.profile = profile;
   settings.device.device = deviceName;
   settings.device.hostFallback = !noHostFallback;
+  settings.fusionTarget = fusionTarget;
   return settings;
+}
+
+Error distopt::compileForDevice(CompileOptions &options,
+                               const RunSettings &settings) {
+  if (!settings.fusionTarget.empty()) {
+    if (!lookupTargetDescription(settings.fusionTarget))
+      return createStringError("--fusion-target " + settings.fusionTarget +
+                               ": expected one of " + targetNames());
+    options.target = settings.fusionTarget;
+    return Error::success();
+  }
+  StringRef device = settings.backend == distopt::Backend::Nccl
+                         ? StringRef("cuda")
+                         : StringRef(settings.device.device);
+  if (const TargetDescription *t = targetForDevice(device))
+    options.target = t->name.str();
+  return Error::success();
 }
 
 const char *const distopt::kRunHelpTail =

@@ -314,6 +314,8 @@ int main(int argc, char **argv) {
   if (failed(flags))
     return 1;
   CompileOptions &options = *flags;
+  if (Error e = compileForDevice(options, settings))
+    return failWith(toString(std::move(e)));
   if (autoPlanFlags().requested)
     return failWith("--plan auto is for dist-opt and dist-train; make the plan "
                     "there with --emit-plan FILE and run it with --plan FILE");

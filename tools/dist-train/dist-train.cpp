@@ -374,6 +374,8 @@ int main(int argc, char **argv) {
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
+  if (Error e = compileForDevice(*options, trainer.run))
+    return failWith(toString(std::move(e)));
   if (!options->train) {
     auto config = parseTrainConfig(&ctx, configPath);
     if (failed(config))

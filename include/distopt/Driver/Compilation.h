@@ -103,9 +103,10 @@ public:
   std::vector<ScheduleAction> schedule(int64_t stage) const;
 
   /// The program `rank` runs: its stage, partitioned for it, with every
-  /// shape and offset concrete.
+  /// shape and offset concrete, in the target's fused forms (with `last` =
+  /// CompilePhase::Partition: before fusion, as the report costs it).
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  partitionForRank(int64_t rank);
+  partitionForRank(int64_t rank, CompilePhase last = CompilePhase::Fuse);
   /// The SPMD program shared by all ranks (uneven dimensions print as `?`);
   /// with a pipeline, every stage's, each in its `module @stage<s>`.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> partitionSpmd();
@@ -118,9 +119,11 @@ private:
   /// Runs the phases `first` to `last` of the compile pipeline on `module`.
   mlir::LogicalResult runPhases(mlir::ModuleOp module, CompilePhase first,
                                 CompilePhase last, int64_t rank = -1);
-  /// The partition phase for `rank` on `module` (a copy the caller gives up).
+  /// The partition phase (and, up to `last`, fusion) for `rank` on `module`
+  /// (a copy the caller gives up).
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  partition(mlir::OwningOpRef<mlir::ModuleOp> module, int64_t rank);
+  partition(mlir::OwningOpRef<mlir::ModuleOp> module, int64_t rank,
+            CompilePhase last = CompilePhase::Fuse);
 
   std::string path;
   CompileOptions options;

@@ -17,6 +17,8 @@
 //              programs; for one rank in its stage); one device: a
 //              canonicalize that only turns matrix-product einsums into
 //              nn.matmul
+//   fuse       dist-fuse-for-target (the target's fused forms; nested in
+//              every stage module for the SPMD programs)
 //
 // Import (ONNX) and export (rank programs) are not IR to IR: they stay
 // outside, in the Import and Export libraries. See docs/overview.md.
@@ -69,13 +71,17 @@ struct CompileOptions {
   /// The machine the costs are for (propagation's conflicts, the reshard
   /// planner, the report); null: the default profile (docs/cost-model.md).
   std::shared_ptr<const cost::MachineProfile> machine;
+  /// The target description (distopt/Fusion/TargetDescription.h) whose
+  /// fused forms the programs take: the kernels of the device they run on
+  /// (targetForDevice of the tools' --device).
+  std::string target = "cpu";
   /// Where hand-written models' synthetic weights are written (see
   /// SyntheticWeights.h); empty: the system's temporary directory.
   std::string workDir;
 };
 
 /// The phases of a compile, in order (see the file comment).
-enum class CompilePhase { Annotate, Shard, Stages, Partition };
+enum class CompilePhase { Annotate, Shard, Stages, Partition, Fuse };
 
 /// What the passes find besides the IR, for the tools that read it.
 struct CompileResults {
@@ -88,7 +94,7 @@ struct CompileResults {
 /// Which part of the compile buildCompilePipeline adds.
 struct CompilePipelineOptions {
   CompilePhase first = CompilePhase::Annotate;
-  CompilePhase last = CompilePhase::Partition;
+  CompilePhase last = CompilePhase::Fuse;
   /// Partition for this rank (its stage's program, shapes and offsets
   /// concrete); -1: the SPMD program of every stage.
   int64_t rank = -1;

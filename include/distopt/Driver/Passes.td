@@ -21,8 +21,9 @@ def DistPipeline : Pass<"dist-pipeline", "mlir::ModuleOp"> {
        options from the section) and `dist-order-pipeline-stages`;
     4. `dist-partition{rank=<rank>}`,
        `dist-reshard-to-collectives{rank=<rank> machine=<machine>}`,
-       `canonicalize`, `cse`: in every stage module for the SPMD programs,
-       or after `dist-select-stage{rank=<rank>}` for one rank's.
+       `canonicalize`, `cse`, `dist-fuse-for-target{target=<target>}`: in
+       every stage module for the SPMD programs, or after
+       `dist-select-stage{rank=<rank>}` for one rank's.
 
     Without options it is the sharding flow on annotated IR (2 and 4). On
     an imported model its output equals that of `dist-opt model.onnx --mesh
@@ -53,7 +54,10 @@ def DistPipeline : Pass<"dist-pipeline", "mlir::ModuleOp"> {
            "file (default: cpu; docs/cost-model.md)">,
     Option<"rank", "rank", "int64_t", /*default=*/"-1",
            "partition for this rank (default: the SPMD program of every "
-           "stage)">
+           "stage)">,
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "the kernels the programs run on, whose fused forms they take: "
+           "cpu, cuda or none (the tools take it from --device)">
   ];
   let dependentDialects = ["::distopt::dist::DistDialect",
                            "::distopt::nn::NNDialect",

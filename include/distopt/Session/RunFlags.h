@@ -6,6 +6,7 @@
 #ifndef DISTOPT_SESSION_RUNFLAGS_H
 #define DISTOPT_SESSION_RUNFLAGS_H
 
+#include "distopt/Driver/CompilePipeline.h"
 #include "distopt/Session/Session.h"
 
 namespace distopt {
@@ -29,6 +30,14 @@ bool profileFlag();
 /// A run's settings from --backend and --profile, with `threadsPerRank`
 /// (takeThreadsFlag); an error naming an unknown backend.
 llvm::Expected<RunSettings> runSettingsFromFlags(int threadsPerRank);
+
+/// Compiles for the kernels of the device `settings` run on (--device; GPUs
+/// under nccl), or for `settings.fusionTarget` when given: sets
+/// `options.target` to that target description (Fusion/TargetDescription.h).
+/// A device no description names keeps the default (opening it fails
+/// later); an unknown --fusion-target is an error.
+llvm::Error compileForDevice(CompileOptions &options,
+                             const RunSettings &settings);
 
 } // namespace distopt
 

@@ -103,13 +103,16 @@ struct DeviceSettings {
 };
 
 /// How a tool runs its sessions (RunFlags.h: --backend, --threads,
-/// --profile, --device, --no-host-fallback).
+/// --profile, --device, --no-host-fallback, --fusion-target).
 struct RunSettings {
   Backend backend = Backend::Local;
   int threadsPerRank = 1;
   /// Time every instruction (ExecutorOptions::profile).
   bool profile = false;
   DeviceSettings device;
+  /// The target description the programs are compiled for (cpu, cuda,
+  /// none); empty: that of the device they run on (compileForDevice).
+  std::string fusionTarget;
 };
 
 /// Creates the executors of `programs` on `backend` (each process loads only

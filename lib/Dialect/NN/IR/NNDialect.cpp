@@ -1,6 +1,7 @@
 //===- NNDialect.cpp - the nn dialect ---------------------------*- C++ -*-===//
 #include "distopt/Dialect/NN/IR/NNDialect.h"
 #include "distopt/Dialect/Dist/IR/DistDialect.h"
+#include "distopt/Dialect/NN/IR/NNFusedOps.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 using namespace mlir;
@@ -12,6 +13,10 @@ void NNDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "distopt/Dialect/NN/IR/NNOps.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "distopt/Dialect/NN/IR/NNFusedOps.cpp.inc"
       >();
 }
 

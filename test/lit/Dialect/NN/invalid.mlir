@@ -484,3 +484,59 @@ func.func @grid_sample_grid(%x: tensor<1x1x4x4xf32>, %g: tensor<1x2x2x3xf32>) {
   %0 = nn.grid_sample %x, %g : (tensor<1x1x4x4xf32>, tensor<1x2x2x3xf32>) -> tensor<1x1x2x2xf32>
   return
 }
+
+// -----
+
+func.func @fused_matmul_transposed_lhs(%a: tensor<32x8xf32>, %b: tensor<2x32x4xf32>) {
+  // expected-error @+1 {{reads its lhs transposed: both operands must be matrices, got 'tensor<32x8xf32>' and 'tensor<2x32x4xf32>'}}
+  %0 = nn.fused_matmul %a transposed, %b : tensor<32x8xf32>, tensor<2x32x4xf32> -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_transposed_rhs(%a: tensor<8x32xf32>, %b: tensor<2x4x32xf32>) {
+  // expected-error @+1 {{reads its rhs transposed: it must be a matrix, got 'tensor<2x4x32xf32>'}}
+  %0 = nn.fused_matmul %a, %b transposed : tensor<8x32xf32>, tensor<2x4x32xf32> -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_shapes(%a: tensor<8x32xf32>, %b: tensor<64x32xf32>) {
+  // expected-error @+1 {{cannot multiply 'tensor<8x32xf32>' by 'tensor<64x32xf32>': inner or batch dimensions do not match}}
+  %0 = nn.fused_matmul %a, %b : tensor<8x32xf32>, tensor<64x32xf32> -> tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_result(%a: tensor<8x32xf32>, %b: tensor<64x32xf32>) {
+  // expected-error @+1 {{result 'tensor<8x32xf32>' is not the product's shape}}
+  %0 = nn.fused_matmul %a, %b transposed : tensor<8x32xf32>, tensor<64x32xf32> -> tensor<8x32xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_bias(%a: tensor<8x32xf32>, %b: tensor<64x32xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{bias must hold one 'f32' per column of the product (64), got 'tensor<8xf32>'}}
+  %0 = nn.fused_matmul %a, %b transposed bias %c : tensor<8x32xf32>, tensor<64x32xf32>, tensor<8xf32> -> tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_bias_vector(%a: tensor<8x32xf32>, %b: tensor<32xf32>, %c: tensor<8xf32>) {
+  // expected-error @+1 {{a bias needs a matrix rhs, got 'tensor<32xf32>'}}
+  %0 = nn.fused_matmul %a, %b bias %c : tensor<8x32xf32>, tensor<32xf32>, tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_matmul_types(%a: tensor<8x32xf32>, %b: tensor<64x32xbf16>) {
+  // expected-error @+1 {{operands and result must have one element type, got 'tensor<8x32xf32>', 'tensor<64x32xbf16>' -> 'tensor<8x64xf32>'}}
+  %0 = nn.fused_matmul %a, %b transposed : tensor<8x32xf32>, tensor<64x32xbf16> -> tensor<8x64xf32>
+  return
+}

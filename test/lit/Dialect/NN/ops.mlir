@@ -256,3 +256,15 @@ func.func @einsum_top_k(%m: tensor<16x4x8xf32>, %x: tensor<16x32xf32>, %w: tenso
   %4 = nn.top_k %g k 1 axis 0 smallest : tensor<16x4xf32> -> tensor<1x4xi64>
   return
 }
+
+// A matmul in a target's fused form (dist-fuse-for-target writes it).
+// CHECK-LABEL: func.func @fused_matmul
+func.func @fused_matmul(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<64xf32>, %a: tensor<32x8xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x8xf32>) {
+  // CHECK: nn.fused_matmul %{{.*}}, %{{.*}} transposed bias %{{.*}} gelu : tensor<8x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  %0 = nn.fused_matmul %x, %w transposed bias %b gelu : tensor<8x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<8x64xf32>
+  // CHECK: nn.fused_matmul %{{.*}}, %{{.*}} transposed : tensor<8x32xf32>, tensor<64x32xf32> -> tensor<8x64xf32>
+  %1 = nn.fused_matmul %x, %w transposed : tensor<8x32xf32>, tensor<64x32xf32> -> tensor<8x64xf32>
+  // CHECK: nn.fused_matmul %{{.*}} transposed, %{{.*}} transposed : tensor<32x8xf32>, tensor<8x32xf32> -> tensor<8x8xf32>
+  %2 = nn.fused_matmul %a transposed, %x transposed : tensor<32x8xf32>, tensor<8x32xf32> -> tensor<8x8xf32>
+  return %0, %1, %2 : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x8xf32>
+}

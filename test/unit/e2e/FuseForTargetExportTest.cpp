@@ -1,16 +1,20 @@
-//===- MatMulTransposeExportTest.cpp - what a matmul reads through and
-// applies on its way out ---===//
+//===- FuseForTargetExportTest.cpp - fused forms, exported and run -*- C++ -*-===//
 //
-// A transpose of a matrix whose only reader is a matmul is not exported: the
-// matmul reads the stored matrix with `transpose_lhs` / `transpose_rhs`. A
-// bias add and an exact GELU that only the matmul's result feeds are folded
-// into it (a third input, `epilogue = "gelu"`). Each case checks the
-// exported instructions and runs the program against a result computed
-// here from the inputs.
+// dist-fuse-for-target, then export, then the host executor: a transpose of
+// a matrix whose only reader is a matmul is not exported (the matmul reads
+// the stored matrix with `transpose_lhs` / `transpose_rhs`); a bias add and
+// an exact GELU that only the matmul's result feeds are folded into it (a
+// third input, `epilogue = "gelu"`). Each case checks the exported
+// instructions and runs the program against a result computed here from the
+// inputs. The host kernels run every form the cpu target description
+// claims; the `none` target fuses nothing and computes the same.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Export/RankProgramExport.h"
+#include "distopt/Fusion/Passes.h"
+#include "distopt/Fusion/TargetDescription.h"
 #include "distopt/InitAll.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "distrt/distrt.h"
 #include "mlir/IR/MLIRContext.h"
@@ -43,7 +47,7 @@ distrt::Tensor randomMatrix(const distrt::Shape &shape, uint32_t seed) {
 
 Exported exportAndRun(const std::string &text,
                       const std::vector<distrt::Tensor> &inputs,
-                      int threads = 1) {
+                      int threads = 1, const std::string &target = "cpu") {
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
   mlir::MLIRContext ctx(registry);
@@ -53,6 +57,9 @@ Exported exportAndRun(const std::string &text,
   Exported e;
   if (!module)
     return e;
+  mlir::PassManager pm(&ctx);
+  pm.addPass(createDistFuseForTarget({target}));
+  EXPECT_TRUE(succeeded(pm.run(*module)));
   auto proto = exportRankProgram(*module, 0, ExportOptions());
   EXPECT_TRUE(succeeded(proto));
   if (failed(proto))
@@ -304,6 +311,102 @@ func.func @main(%x: tensor<8x24xf32>, %w: tensor<24x300xf32>, %c: tensor<1x300xf
                                   std::vector<float>(in[2].data<float>(),
                                                      in[2].data<float>() + 300),
                                   false));
+}
+
+const char *kLinearLayerGelu = R"(
+func.func @main(%x: tensor<40x24xf32>, %w: tensor<300x24xf32>) -> tensor<40x300xf32> {
+  %b = nn.constant dense<0.25> : tensor<300xf32>
+  %wt = nn.transpose %w perm [1, 0] : tensor<300x24xf32> -> tensor<24x300xf32>
+  %m = nn.matmul %x, %wt : tensor<40x24xf32>, tensor<24x300xf32> -> tensor<40x300xf32>
+  %h = nn.add %m, %b : tensor<40x300xf32>, tensor<300xf32> -> tensor<40x300xf32>
+  %g = nn.gelu %h : tensor<40x300xf32>
+  return %g : tensor<40x300xf32>
+})";
+
+/// The stored weight `w` [n, k] as the [k, n] matrix a linear layer reads.
+distrt::Tensor transposed(const distrt::Tensor &w) {
+  const int64_t n = w.shape()[0], k = w.shape()[1];
+  std::vector<float> v(static_cast<size_t>(n * k));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = 0; j < k; ++j)
+      v[static_cast<size_t>(j * n + i)] = w.data<float>()[i * k + j];
+  return *distrt::Tensor::FromVector<float>({k, n}, v);
+}
+
+TEST(FuseForTarget, EachTargetExportsTheFormsItsDescriptionClaims) {
+  // The same linear layer for every target: the matmul instruction carries
+  // exactly the forms the target claims, and the numbers are the same.
+  std::vector<distrt::Tensor> in = {randomMatrix({40, 24}, 31),
+                                    randomMatrix({300, 24}, 32)};
+  std::vector<float> want = linear(in[0], transposed(in[1]),
+                                   std::vector<float>(300, 0.25f), true);
+  for (const TargetDescription &target : targetDescriptions()) {
+    SCOPED_TRACE(target.name.str());
+    Exported e = exportAndRun(kLinearLayerGelu, in, 1, target.name.str());
+    std::vector<std::string> ops;
+    if (!target.matmulTransposedOperands)
+      ops.push_back("transpose");
+    ops.push_back("matmul");
+    if (!target.matmulBias)
+      ops.push_back("add");
+    if (!target.matmulBias || !target.matmulGelu)
+      ops.push_back("gelu");
+    EXPECT_EQ(e.ops, ops);
+    EXPECT_EQ(e.matmulFlags.count("transpose_rhs"),
+              target.matmulTransposedOperands ? 1u : 0u);
+    EXPECT_EQ(e.matmulInputs, target.matmulBias ? 3 : 2);
+    EXPECT_EQ(e.epilogue,
+              target.matmulBias && target.matmulGelu ? "gelu" : "");
+    ASSERT_EQ(e.outputs.size(), 1u);
+    expectNear(e.outputs[0], want);
+  }
+}
+
+TEST(FuseForTarget, NoneFusesNothing) {
+  const TargetDescription *none = lookupTargetDescription("none");
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->matmulTransposedOperands || none->matmulBias ||
+               none->matmulGelu);
+}
+
+TEST(FuseForTarget, HostKernelsTakeF64Epilogues) {
+  // The cpu target claims bias and GELU epilogues on f64 products too: the
+  // host kernel runs them, against the same product in double here.
+  const TargetDescription *cpu = lookupTargetDescription("cpu");
+  ASSERT_NE(cpu, nullptr);
+  ASSERT_TRUE(cpu->matmulBias && cpu->matmulGelu);
+  mlir::MLIRContext probe;
+  ASSERT_TRUE(cpu->epilogueTakes(mlir::Float64Type::get(&probe)));
+  std::mt19937 gen(41);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::vector<double> x(6 * 5), w(5 * 7);
+  for (double &v : x)
+    v = u(gen);
+  for (double &v : w)
+    v = u(gen);
+  Exported e = exportAndRun(R"(
+func.func @main(%x: tensor<6x5xf64>, %w: tensor<5x7xf64>) -> tensor<6x7xf64> {
+  %b = nn.constant dense<-0.5> : tensor<7xf64>
+  %m = nn.matmul %x, %w : tensor<6x5xf64>, tensor<5x7xf64> -> tensor<6x7xf64>
+  %h = nn.add %m, %b : tensor<6x7xf64>, tensor<7xf64> -> tensor<6x7xf64>
+  %g = nn.gelu %h : tensor<6x7xf64>
+  return %g : tensor<6x7xf64>
+})",
+                            {*distrt::Tensor::FromVector<double>({6, 5}, x),
+                             *distrt::Tensor::FromVector<double>({5, 7}, w)});
+  EXPECT_EQ(e.ops, std::vector<std::string>{"matmul"});
+  EXPECT_EQ(e.matmulInputs, 3);
+  EXPECT_EQ(e.epilogue, "gelu");
+  ASSERT_EQ(e.outputs.size(), 1u);
+  ASSERT_EQ(e.outputs[0].num_elements(), 42);
+  for (int i = 0; i < 6; ++i)
+    for (int j = 0; j < 7; ++j) {
+      double v = -0.5;
+      for (int p = 0; p < 5; ++p)
+        v += x[i * 5 + p] * w[p * 7 + j];
+      double want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
+      EXPECT_NEAR(e.outputs[0].data<double>()[i * 7 + j], want, 1e-12);
+    }
 }
 
 } // namespace

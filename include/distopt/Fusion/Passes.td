@@ -1,0 +1,59 @@
+//===- Passes.td - fusion for a target's kernels -------------*- tablegen -*-===//
+#ifndef DISTOPT_FUSION_PASSES_TD
+#define DISTOPT_FUSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
+  let summary = "Rewrite a per-rank program into the fused forms its target's kernels run";
+  let description = [{
+    Runs after partitioning, on the program a rank runs (or the SPMD
+    program), and before export: the exporter translates the fused ops as
+    they are. `target` names a target description
+    (`include/distopt/Fusion/TargetDescription.h`): `cpu` (the host
+    kernels), `cuda` (the CUDA kernels) or `none` (nothing fused). The
+    tools take it from `--device`.
+
+    An `nn.matmul` becomes an `nn.fused_matmul` where it can take one of
+    these forms and the target's description accepts it (others stay):
+
+    - reads a 2-D transpose's input as stored (`transposed`), where every
+      reader of the transpose (`perm [1, 0]`) is a matmul that can: a
+      transposed rhs, or a transposed lhs of a product of two matrices. The
+      transpose then has no reader and goes.
+    - adds a rank-1 bias of one value per column (an `nn.add` that is the
+      product's only reader, whose other operand is defined before the
+      matmul) and applies an exact `nn.gelu` that is the only reader of what
+      comes before it, on a product with a matrix rhs whose element type
+      the description's epilogues take (f32 and f64 for cpu and cuda).
+
+    A value another op reads stays: a training step's backward reads a
+    GELU's input, so that GELU runs on its own. The fused op stands where
+    the matmul stood.
+
+    Example, with `target=cpu`: a linear layer and its GELU,
+
+    ```mlir
+    %wt = nn.transpose %w perm [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
+    %m = nn.matmul %x, %wt : tensor<8x32xf32>, tensor<32x64xf32> -> tensor<8x64xf32>
+    %h = nn.add %m, %b : tensor<8x64xf32>, tensor<64xf32> -> tensor<8x64xf32>
+    %g = nn.gelu %h : tensor<8x64xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %g = nn.fused_matmul %x, %w transposed bias %b gelu
+        : tensor<8x32xf32>, tensor<64x32xf32>, tensor<64xf32> -> tensor<8x64xf32>
+    ```
+
+    and with `target=none` stays as it is.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"cpu\"",
+           "the target whose fused forms to write: cpu, cuda or none">
+  ];
+  let dependentDialects = ["::distopt::nn::NNDialect"];
+}
+
+#endif // DISTOPT_FUSION_PASSES_TD

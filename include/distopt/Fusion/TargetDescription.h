@@ -1,0 +1,59 @@
+//===- TargetDescription.h - which fused forms a target runs ----*- C++ -*-===//
+//
+// What the matmul kernels of a target accept besides a plain product, so
+// that dist-fuse-for-target writes only forms the target runs (and the
+// exporter translates what the IR says). test/unit/e2e/
+// FuseForTargetExportTest.cpp runs every form each description claims on
+// the host kernels (cpu); test/runtime/cuda_test.cpp runs the same forms on
+// the CUDA kernels where a GPU is present.
+//
+//===----------------------------------------------------------------------===//
+#ifndef DISTOPT_FUSION_TARGETDESCRIPTION_H
+#define DISTOPT_FUSION_TARGETDESCRIPTION_H
+
+#include "mlir/IR/Types.h"
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <string>
+
+namespace distopt {
+
+struct TargetDescription {
+  /// The name `dist-fuse-for-target{target=...}` and the tools use.
+  llvm::StringRef name;
+  /// Where the target's kernels are, for the pass's description.
+  llvm::StringRef kernels;
+  /// A 2-D operand read as stored, transposed by a flag (`transpose_lhs`
+  /// needs both operands 2-D): the matmul reads a transpose's input.
+  bool matmulTransposedOperands = false;
+  /// A rank-1 bias (one value per column) added to every row of the product.
+  bool matmulBias = false;
+  /// The exact GELU applied to the product (after the bias, if any).
+  bool matmulGelu = false;
+  /// The element types a bias or GELU epilogue takes (the product's).
+  bool epilogueF32 = false, epilogueF64 = false;
+
+  /// Whether a bias or GELU epilogue may be applied to a product of
+  /// element type `t`.
+  bool epilogueTakes(mlir::Type t) const {
+    return (t.isF32() && epilogueF32) || (t.isF64() && epilogueF64);
+  }
+};
+
+/// Every target, in a fixed order: cpu, cuda, none.
+llvm::ArrayRef<TargetDescription> targetDescriptions();
+
+/// The target named `name`, or null.
+const TargetDescription *lookupTargetDescription(llvm::StringRef name);
+
+/// The target a run on `device` (the tools' --device: cpu, cuda, cuda:N)
+/// compiles for, or null for a device no target describes.
+const TargetDescription *targetForDevice(llvm::StringRef device);
+
+/// "cpu, cuda, none": the names, for diagnostics.
+std::string targetNames();
+
+} // namespace distopt
+
+#endif // DISTOPT_FUSION_TARGETDESCRIPTION_H

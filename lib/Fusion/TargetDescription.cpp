@@ -1,0 +1,44 @@
+//===- TargetDescription.cpp - which fused forms a target runs --*- C++ -*-===//
+#include "distopt/Fusion/TargetDescription.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace distopt;
+
+// Both matmul kernels read operands through the transpose flags and apply a
+// bias and the exact GELU on f32 and f64 products (runtime/src/matmul_shape.h,
+// CheckEpilogue): the host's through BLAS/oneDNN, CUDA's through cuBLASLt.
+static const TargetDescription kTargets[] = {
+    {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
+     /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
+     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true},
+    {"cuda", "the CUDA kernels (runtime/src/cuda/)",
+     /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
+     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true},
+    // No fused form: every op stays as the model wrote it (runs anywhere).
+    {"none", "any kernels: nothing fused"},
+};
+
+llvm::ArrayRef<TargetDescription> distopt::targetDescriptions() {
+  return kTargets;
+}
+
+const TargetDescription *distopt::lookupTargetDescription(llvm::StringRef name) {
+  for (const TargetDescription &t : kTargets)
+    if (t.name == name)
+      return &t;
+  return nullptr;
+}
+
+const TargetDescription *distopt::targetForDevice(llvm::StringRef device) {
+  if (device == "cuda" || device.starts_with("cuda:"))
+    return lookupTargetDescription("cuda");
+  return lookupTargetDescription(device);
+}
+
+std::string distopt::targetNames() {
+  std::string out;
+  for (const TargetDescription &t : kTargets)
+    out += (out.empty() ? "" : ", ") + t.name.str();
+  return out;
+}
