@@ -267,9 +267,11 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
       return e;
     }
     e.status = Evaluation::Status::Predicted;
-    e.prediction =
-        composePrediction(*entry.terms, *shape, c, LayerProbes::probeOf(c).dp,
-                          machine, options.memoryBudget, fastestFit);
+    e.prediction = composePrediction(
+        *entry.terms, *shape, c, LayerProbes::probeOf(c).dp, machine,
+        options.exhaustive ? std::nullopt : options.memoryBudget,
+        options.exhaustive ? std::numeric_limits<double>::infinity()
+                           : fastestFit);
     if (e.prediction.timed && fits(e.prediction))
       fastestFit = std::min(fastestFit, e.prediction.stepUs);
     return e;
@@ -286,7 +288,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         smallestBound = bound;
         smallestBounded = &c;
       }
-      if (bound > *options.memoryBudget) {
+      if (bound > *options.memoryBudget && !options.exhaustive) {
         Evaluation e{c, Evaluation::Status::Screened, {}, {}, false};
         e.reason = "model states at least " + mib(bound);
         result.evaluations.push_back(std::move(e));
@@ -296,7 +298,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     }
     // Recomputation only adds work: where the same plan without it fits,
     // it is at least as fast (it comes just before in the order).
-    if (c.recompute) {
+    if (c.recompute && !options.exhaustive) {
       Candidate twin = c;
       twin.recompute = false;
       auto it = byDescription.find(twin.mesh() + " " + twin.describe());
