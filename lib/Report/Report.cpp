@@ -199,7 +199,8 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
     // nn::tensorBytes of the type with `shape`, without making the type.
-    int64_t width = nn::tensorBytes(RankedTensorType::get({}, type.getElementType()));
+    int64_t width =
+        nn::tensorBytes(RankedTensorType::get({}, type.getElementType()));
     auto bytesOf = [&](ArrayRef<int64_t> shape) -> int64_t {
       int64_t n = 1;
       for (int64_t d : shape) {
@@ -212,8 +213,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     std::optional<int64_t> same;
     if (!s || !mesh)
       same = nn::tensorBytes(type);
-    else if (llvm::none_of(s.getPlacements(),
-                           [](const dist::Placement &p) { return p.hasSizes(); }))
+    else if (llvm::none_of(s.getPlacements(), [](const dist::Placement &p) {
+               return p.hasSizes();
+             }))
       if (SmallVector<int64_t> shape =
               dist::localShape(type.getShape(), s, meshSizes, std::nullopt);
           !llvm::any_of(shape, ShapedType::isDynamic))
@@ -221,10 +223,10 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     for (int64_t r = 0; r < report.ranks; ++r) {
       if (stores && !stores(owner, r))
         continue;
-      perRank[r] += same ? *same
-                         : bytesOf(dist::localShape(type.getShape(), s,
-                                                    meshSizes,
-                                                    ArrayRef<int64_t>(coordsOf[r])));
+      perRank[r] +=
+          same ? *same
+               : bytesOf(dist::localShape(type.getShape(), s, meshSizes,
+                                          ArrayRef<int64_t>(coordsOf[r])));
     }
   };
   // Parameters: each weight's own sharding decides what every rank stores.
