@@ -178,6 +178,10 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   if (failed(space))
     return failure();
   space->training = base.train.has_value();
+  // The trial compiles are read for their predictions only: no verifier
+  // after each pass (the winner is compiled again by the tool, verified).
+  CompileOptions trial = base;
+  trial.verifyEachPass = false;
   std::shared_ptr<const cost::MachineProfile> machine =
       base.machine ? base.machine
                    : std::make_shared<const cost::MachineProfile>(
@@ -190,7 +194,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   ModelStateBytes bytes;
   {
     // The unsharded step: its layers and its model states.
-    CompileOptions plain = base;
+    CompileOptions plain = trial;
     plain.meshSpec.clear();
     plain.plan = Plan();
     auto loaded = Compilation::load(ctx, *imported, model, plain);
@@ -207,7 +211,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
 
   // Training steps whose layers form one chain are predicted from layer
   // terms; others (forward models, no repeated layers) are compiled whole.
-  LayerProbes probes{ctx, model, base, space->layerGlob, 1, {}, {}, {}, 0, 0};
+  LayerProbes probes{ctx, model, trial, space->layerGlob, 1, {}, {}, {}, 0, 0};
   std::optional<ModelShape> shape;
   if (space->training && !space->layerGlob.empty()) {
     StringRef glob(space->layerGlob);
@@ -239,7 +243,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   auto compileWhole = [&](const Candidate &c) {
     auto start = std::chrono::steady_clock::now();
     Evaluation e =
-        evaluateCandidate(ctx, *imported, model, base, c, space->layerGlob);
+        evaluateCandidate(ctx, *imported, model, trial, c, space->layerGlob);
     result.compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -263,9 +267,11 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
       return e;
     }
     e.status = Evaluation::Status::Predicted;
-    e.prediction =
-        composePrediction(*entry.terms, *shape, c, LayerProbes::probeOf(c).dp,
-                          machine, options.memoryBudget, fastestFit);
+    e.prediction = composePrediction(
+        *entry.terms, *shape, c, LayerProbes::probeOf(c).dp, machine,
+        options.exhaustive ? std::nullopt : options.memoryBudget,
+        options.exhaustive ? std::numeric_limits<double>::infinity()
+                           : fastestFit);
     if (e.prediction.timed && fits(e.prediction))
       fastestFit = std::min(fastestFit, e.prediction.stepUs);
     return e;
@@ -282,7 +288,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         smallestBound = bound;
         smallestBounded = &c;
       }
-      if (bound > *options.memoryBudget) {
+      if (bound > *options.memoryBudget && !options.exhaustive) {
         Evaluation e{c, Evaluation::Status::Screened, {}, {}, false};
         e.reason = "model states at least " + mib(bound);
         result.evaluations.push_back(std::move(e));
@@ -292,7 +298,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     }
     // Recomputation only adds work: where the same plan without it fits,
     // it is at least as fast (it comes just before in the order).
-    if (c.recompute) {
+    if (c.recompute && !options.exhaustive) {
       Candidate twin = c;
       twin.recompute = false;
       auto it = byDescription.find(twin.mesh() + " " + twin.describe());

@@ -5,11 +5,17 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 using namespace distopt;
 using namespace distopt::autoplan;
+
+static llvm::cl::opt<bool> exhaustive(
+    "plan-auto-exhaustive", llvm::cl::Hidden,
+    llvm::cl::desc("--plan auto without its pruning rules: predict every "
+                   "candidate (to test that they do not change the choice)"));
 
 FailureOr<std::optional<SearchResult>>
 distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
@@ -22,6 +28,7 @@ distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
   SearchOptions search;
   search.devices = flags.devices;
   search.meshSpec = options.meshSpec;
+  search.exhaustive = exhaustive;
   if (!flags.memoryBudget.empty()) {
     auto budget = parseByteSize(flags.memoryBudget);
     if (!budget)

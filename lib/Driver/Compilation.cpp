@@ -118,6 +118,7 @@ Compilation::compile(MLIRContext &ctx, ModuleOp model, StringRef modelPath,
 LogicalResult Compilation::runPhases(ModuleOp module, CompilePhase first,
                                      CompilePhase last, int64_t rank) {
   PassManager pm(module.getContext(), ModuleOp::getOperationName());
+  pm.enableVerifier(options.verifyEachPass);
   CompilePipelineOptions phases;
   phases.first = first;
   phases.last = last;

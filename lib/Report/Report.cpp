@@ -230,27 +230,60 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
          machine->links.at(links.linkKind(a).str()).backend,
          links.axisLink(a).alphaUs, links.axisLink(a).betaGBps});
 
-  // What rank `r` holds of `op`'s result, by the result's own sharding.
-  auto localBytes = [&](Operation *op, int64_t r) -> int64_t {
+  // Each rank's mesh coordinates, computed once: the walks below ask what
+  // every rank holds of every parameter, state and gradient (a million
+  // questions on a mesh of 1024).
+  std::vector<SmallVector<int64_t>> coordsOf;
+  if (mesh)
+    for (int64_t r = 0; r < report.ranks; ++r)
+      coordsOf.push_back(mesh.getCoords(r));
+  // Adds to `perRank` what each rank that stores `owner` holds of `op`'s
+  // result, by the result's own sharding. A sharding that splits every
+  // dimension evenly (no explicit piece sizes) leaves every rank the same
+  // piece.
+  auto addLocalBytes = [&](Operation *owner, Operation *op,
+                           std::vector<int64_t> &perRank) {
     auto type = cast<RankedTensorType>(op->getResult(0).getType());
     dist::ShardingAttr s;
     if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
         arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
+    // nn::tensorBytes of the type with `shape`, without making the type.
+    int64_t width =
+        nn::tensorBytes(RankedTensorType::get({}, type.getElementType()));
+    auto bytesOf = [&](ArrayRef<int64_t> shape) -> int64_t {
+      int64_t n = 1;
+      for (int64_t d : shape) {
+        if (ShapedType::isDynamic(d))
+          return 0;
+        n *= d;
+      }
+      return n * width;
+    };
+    std::optional<int64_t> same;
     if (!s || !mesh)
-      return nn::tensorBytes(type);
-    SmallVector<int64_t> coords = mesh.getCoords(r);
-    SmallVector<int64_t> shape = dist::localShape(type.getShape(), s, meshSizes,
-                                                  ArrayRef<int64_t>(coords));
-    return nn::tensorBytes(type.clone(shape));
+      same = nn::tensorBytes(type);
+    else if (llvm::none_of(s.getPlacements(), [](const dist::Placement &p) {
+               return p.hasSizes();
+             }))
+      if (SmallVector<int64_t> shape =
+              dist::localShape(type.getShape(), s, meshSizes, std::nullopt);
+          !llvm::any_of(shape, ShapedType::isDynamic))
+        same = bytesOf(shape);
+    for (int64_t r = 0; r < report.ranks; ++r) {
+      if (stores && !stores(owner, r))
+        continue;
+      perRank[r] +=
+          same ? *same
+               : bytesOf(dist::localShape(type.getShape(), s, meshSizes,
+                                          ArrayRef<int64_t>(coordsOf[r])));
+    }
   };
   // Parameters: each weight's own sharding decides what every rank stores.
   report.parameterBytesPerRank.assign(report.ranks, 0);
   sharded.walk([&](nn::WeightOp w) {
     report.parameterBytesTotal += nn::tensorBytes(w.getResult().getType());
-    for (int64_t r = 0; r < report.ranks; ++r)
-      if (!stores || stores(w, r))
-        report.parameterBytesPerRank[r] += localBytes(w, r);
+    addLocalBytes(w, w, report.parameterBytesPerRank);
   });
   // Training steps: gradients (marked where backward completes them) and
   // optimizer states (variables of a parameter).
@@ -265,10 +298,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       return;
     // With a pipeline, a rank keeps the states and gradients of its stage's
     // parameters only (those its stage's ops read), as it does parameters.
-    for (int64_t r = 0; r < report.ranks; ++r)
-      if (!stores || stores(op, r))
-        (gradient ? report.gradientBytesPerRank
-                  : report.optimizerStateBytesPerRank)[r] += localBytes(op, r);
+    addLocalBytes(op, op,
+                  gradient ? report.gradientBytesPerRank
+                           : report.optimizerStateBytesPerRank);
   });
 
   // Mixed precision: the narrowing casts of parameters.
@@ -280,9 +312,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     if (!w || !from || !to || to.getWidth() >= from.getWidth())
       return;
     report.computeDtype = dtypeName(to);
-    for (int64_t r = 0; r < report.ranks; ++r)
-      if (!stores || stores(w, r))
-        report.computeCopyBytesPerRank[r] += localBytes(c, r);
+    addLocalBytes(w, c, report.computeCopyBytesPerRank);
   });
 
   // Mixtures of experts: each layer's capacity, and what each rank keeps of

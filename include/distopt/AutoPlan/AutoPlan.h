@@ -223,6 +223,10 @@ struct SearchOptions {
   int64_t devices = 0;                 // --devices (0: from --mesh)
   std::string meshSpec;                // --mesh: the shape is fixed
   std::optional<int64_t> memoryBudget; // bytes
+  /// Predict every candidate: none of the pruning rules (memory bound,
+  /// recompute dominance, pipelines not simulated). For the tests that check
+  /// the rules never change the choice (hidden --plan-auto-exhaustive).
+  bool exhaustive = false;
 };
 
 struct SearchResult {

@@ -78,6 +78,10 @@ struct CompileOptions {
   /// Where hand-written models' synthetic weights are written (see
   /// SyntheticWeights.h); empty: the system's temporary directory.
   std::string workDir;
+  /// Verify the IR after every pass. A search's trial compiles turn it off
+  /// (about a quarter of their time): they are only read for their
+  /// predictions, and the plan it chooses is compiled again, verified.
+  bool verifyEachPass = true;
 };
 
 /// The phases of a compile, in order (see the file comment).
