@@ -362,9 +362,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         key = of.str();
       if (key.empty() || !keys.count(key))
         return;
-      for (int64_t r = 0; r < report.ranks; ++r)
-        if (!stores || stores(op, r))
-          report.expertBytesPerRank[r] += localBytes(op, r);
+      addLocalBytes(op, op, report.expertBytesPerRank);
     });
   });
 
