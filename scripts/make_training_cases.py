@@ -199,16 +199,19 @@ class MoEBlock(nn.Module):
         return x + y, aux
 
 
-class MoEGPT(nn.Module):
-    """The GPT of gpt_adamw with a top-2 mixture of experts in place of
-    every MLP; the graph computes the loss: cross-entropy plus 0.01 times
-    the layers' load-balancing losses."""
+class ExpertGPT(nn.Module):
+    """The GPT of gpt_adamw with a mixture of experts in place of every MLP
+    (`block`: MoEBlock's top-2 or SwitchBlock's top-1); the graph computes
+    the loss: cross-entropy plus 0.01 times the layers' load-balancing
+    losses. A block that also returns its dropped fraction makes the model
+    return the fraction of the tokens the layers dropped (the mean over
+    layers) after the loss."""
 
-    def __init__(self, vocab, d, heads, layers, block_size, experts, hidden, capacity):
+    def __init__(self, block, vocab, d, heads, layers, block_size, experts, hidden, capacity):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(block_size, d)
-        self.h = nn.ModuleList([MoEBlock(d, heads, block_size, experts, hidden, capacity)
+        self.h = nn.ModuleList([block(d, heads, block_size, experts, hidden, capacity)
                                 for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
@@ -218,13 +221,17 @@ class MoEGPT(nn.Module):
         B, T = input_ids.size()
         pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
         x = self.wte(input_ids) + self.wpe(pos)
-        aux = 0.0
+        aux, dropped, drops = 0.0, 0.0, False
         for block in self.h:
-            x, a = block(x)
+            x, a, *d = block(x)
             aux = aux + a
+            if d:
+                dropped, drops = dropped + d[0], True
         logits = self.lm_head(self.ln_f(x))
         ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-        return ce + 0.01 * aux
+        if not drops:
+            return ce + 0.01 * aux
+        return ce + 0.01 * aux, dropped / len(self.h)
 
 
 class SwitchMoE(nn.Module):
@@ -276,36 +283,6 @@ class SwitchBlock(nn.Module):
         x = x + self.attn(self.ln_1(x))
         y, aux, dropped = self.moe(self.ln_2(x))
         return x + y, aux, dropped
-
-
-class SwitchGPT(nn.Module):
-    """The GPT of gpt_adamw with a Switch (top-1) mixture of experts in
-    place of every MLP. Returns the loss (cross-entropy plus 0.01 times the
-    layers' load-balancing losses) and the fraction of the tokens the
-    layers dropped (the mean over layers)."""
-
-    def __init__(self, vocab, d, heads, layers, block_size, experts, hidden, capacity):
-        super().__init__()
-        self.wte = nn.Embedding(vocab, d)
-        self.wpe = nn.Embedding(block_size, d)
-        self.h = nn.ModuleList([SwitchBlock(d, heads, block_size, experts, hidden, capacity)
-                                for _ in range(layers)])
-        self.ln_f = nn.LayerNorm(d)
-        self.lm_head = nn.Linear(d, vocab, bias=False)
-        self.lm_head.weight = self.wte.weight  # tied
-
-    def forward(self, input_ids, labels):
-        B, T = input_ids.size()
-        pos = torch.arange(0, T, dtype=torch.long, device=input_ids.device)
-        x = self.wte(input_ids) + self.wpe(pos)
-        aux, dropped = 0.0, 0.0
-        for block in self.h:
-            x, a, d = block(x)
-            aux = aux + a
-            dropped = dropped + d
-        logits = self.lm_head(self.ln_f(x))
-        ce = F.cross_entropy(logits.reshape(-1, logits.size(-1)), labels.reshape(-1))
-        return ce + 0.01 * aux, dropped / len(self.h)
 
 
 def sequence_logps(logits, labels):
@@ -1347,7 +1324,7 @@ softmax). Ignored labels as in gpt_adamw; clipping at 1.0.""",
              "experts (TopK, OneHot, CumSum capacity, Einsum dispatch/combine), "
              "load-balancing loss in the graph, AdamW",
         seed=31,
-        ctor=lambda: MoEGPT(vocab=64, d=32, heads=4, layers=2, block_size=16,
+        ctor=lambda: ExpertGPT(MoEBlock, vocab=64, d=32, heads=4, layers=2, block_size=16,
                             experts=4, hidden=48, capacity=3),
         inputs=["input_ids", "labels"], output="loss",
         data=lambda: make_lm_data_in_graph(64, 4, 8, 3, 231),
@@ -1379,7 +1356,7 @@ mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
              "loss in the graph and the dropped-token fraction as a second "
              "output, AdamW",
         seed=32,
-        ctor=lambda: SwitchGPT(vocab=64, d=32, heads=4, layers=2, block_size=16,
+        ctor=lambda: ExpertGPT(SwitchBlock, vocab=64, d=32, heads=4, layers=2, block_size=16,
                                experts=4, hidden=48, capacity=2),
         inputs=["input_ids", "labels"], output="loss",
         outputs=["loss", "dropped_tokens"], logged=["dropped_tokens"],
