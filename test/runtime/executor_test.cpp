@@ -345,10 +345,13 @@ TEST(Executor, ProfileCountsCallsPerOpKind) {
   EXPECT_EQ(plain->stats().profiled_runs, 0);
 }
 
-// Gradient accumulation's loop: y = sum over microbatches j of x_j * (-w),
-// where -w is computed once before the loop and must live through every
-// microbatch; after the loop, z = 2 * sum.
-static ProgramBuilder LoopProgram(int microbatches) {
+// A microbatch loop over y = x_j * (-w), where -w is computed once before
+// the loop and must live through every microbatch j; after the loop,
+// z = 2 * sum. Without a schedule (gradient accumulation) the loop sums y.
+// With one (a pipeline stage's loop; (microbatch, pass, chunk) triples) y is
+// the forward action, the backward action computes g = y * x from the
+// forward's values, and each microbatch's g is added after its last action.
+static ProgramBuilder LoopProgram(int microbatches, const std::vector<int64_t>& schedule = {}) {
   ProgramBuilder b;
   int w = b.Input("w", DType::kF32, {3});
   std::vector<int> xs;
@@ -358,12 +361,25 @@ static ProgramBuilder LoopProgram(int microbatches) {
   int index = b.Value(DType::kI64, {});
   int acc = b.Value(DType::kF32, {3});
   const int begin = b.proto().instructions_size();
-  b.Op("microbatch_loop", {}, {index, acc}, {{"microbatches", AttrInt(microbatches)}});
+  proto::Instruction& loop =
+      b.Op("microbatch_loop", {}, {index, acc}, {{"microbatches", AttrInt(microbatches)}});
+  if (!schedule.empty()) {
+    (*loop.mutable_attrs())["schedule"] = AttrInts(schedule);
+    (*loop.mutable_attrs())["tag_stride"] = AttrInt(1);
+  }
+  auto action = [&](int64_t pass) {
+    if (!schedule.empty())
+      b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
+  };
+  action(0);
   std::vector<int> select_in{index};
   select_in.insert(select_in.end(), xs.begin(), xs.end());
   int x = b.Apply("microbatch_select", select_in, DType::kF32, {3});
   int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
-  int next = b.Apply("add", {acc, y}, DType::kF32, {3});
+  action(1);
+  int g = schedule.empty() ? y : b.Apply("mul", {y, x}, DType::kF32, {3});
+  action(3);
+  int next = b.Apply("add", {acc, g}, DType::kF32, {3});
   int sum = b.Value(DType::kF32, {3});
   b.Op("microbatch_yield", {next}, {sum}, {{"loop", AttrInt(begin)}});
   int two = b.Constant(F32({}, {2.0f}));
@@ -413,41 +429,8 @@ TEST(Executor, MicrobatchLoopsAreValidated) {
   rejected(outside, "does not read the index of an open microbatch loop");
 }
 
-// A pipeline stage's loop: the body's forward action computes y = x * (-w)
-// and its backward action g = y * x from the forward's values; each
-// microbatch's sum is added after its last action. `schedule` lists
-// (microbatch, pass, chunk) triples.
 static ProgramBuilder ScheduledLoopProgram(const std::vector<int64_t>& schedule) {
-  const int microbatches = 3;
-  ProgramBuilder b;
-  int w = b.Input("w", DType::kF32, {3});
-  std::vector<int> xs;
-  for (int j = 0; j < microbatches; ++j)
-    xs.push_back(b.Input("x.mb" + std::to_string(j), DType::kF32, {3}));
-  int nw = b.Apply("neg", {w}, DType::kF32, {3});
-  int index = b.Value(DType::kI64, {});
-  int acc = b.Value(DType::kF32, {3});
-  const int begin = b.proto().instructions_size();
-  b.Op("microbatch_loop", {}, {index, acc},
-       {{"microbatches", AttrInt(microbatches)},
-        {"schedule", AttrInts(schedule)},
-        {"tag_stride", AttrInt(1)}});
-  auto action = [&](int64_t pass) {
-    b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
-  };
-  action(0);
-  std::vector<int> select_in{index};
-  select_in.insert(select_in.end(), xs.begin(), xs.end());
-  int x = b.Apply("microbatch_select", select_in, DType::kF32, {3});
-  int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
-  action(1);
-  int g = b.Apply("mul", {y, x}, DType::kF32, {3});
-  action(3);
-  int next = b.Apply("add", {acc, g}, DType::kF32, {3});
-  int sum = b.Value(DType::kF32, {3});
-  b.Op("microbatch_yield", {next}, {sum}, {{"loop", AttrInt(begin)}});
-  b.Output("sum", sum);
-  return b;
+  return LoopProgram(3, schedule);
 }
 
 TEST(Executor, ScheduledLoopKeepsEachMicrobatchsValuesBetweenItsActions) {
