@@ -21,13 +21,17 @@ def DistCutPipelineStages : Pass<"dist-cut-pipeline-stages", "mlir::ModuleOp"> {
     both sides, a reason naming the producer) for every activation that
     crosses a cut. What does not depend on the inputs (weights, constants,
     gathers of sharded parameters) is computed by every stage that reads it,
-    never sent. In a training step, later microbatches' copies, the loss and
-    the backward go where the forward op they derive from went, a
-    parameter's update where the parameter is first read; each stage's ops
-    are put in the order of its `schedule` for `microbatches` microbatches
-    (`gpipe`, `1f1b`, `interleaved-1f1b`, `zb-h1`; see docs/pipeline.md), so
-    the program runs the schedule. `dist-order-pipeline-stages` then lines
-    up the stages' receives with their peers' sends.
+    never sent. In a training step, the loss and the backward go where the
+    forward op they derive from went, a parameter's gradient and update
+    where the parameter is first read. Each stage keeps its own
+    `nn.microbatch_loop` over its share of one microbatch's work; its body
+    is cut into actions (`nn.microbatch_action pass P chunk C`: forward,
+    backward, zero-bubble's weight gradients) and the loop carries the
+    stage's `schedule` for `microbatches` microbatches (`gpipe`, `1f1b`,
+    `interleaved-1f1b`, `zb-h1`; see docs/pipeline.md) as (microbatch,
+    pass, chunk) triples, which the runtime walks; a crossing inside the
+    body is one message per microbatch (tag + microbatch x `tag_stride`).
+    `dist-order-pipeline-stages` then checks the stages together.
 
     The options are a plan's `pipeline:` section (`split`, `microbatches`,
     `schedule`, `virtual_stages`, `axis`).
@@ -74,15 +78,16 @@ def DistOrderPipelineStages : Pass<"dist-order-pipeline-stages", "mlir::ModuleOp
   let summary = "Order each stage's receives as its peers send, and check the stages run";
   let description = [{
     Runs on the stage modules `dist-cut-pipeline-stages` made. Moves
-    `dist.recv` ops earlier where needed so that every stage receives from a
-    peer in the order the peer sends (tag order for inference stages; a
-    training schedule orders both sides). Then checks the stages together:
-    in a training step, that they run to the end (sends are buffered,
-    receives block; a diagnostic at the receive every stuck stage waits on
-    if they cannot); always, that they pair up (for every two stages, the
-    tags and tensor types one sends, in program order, equal those the other
-    receives; a diagnostic names the first mismatch). A mismatch would
-    deadlock or mix messages at run time.
+    `dist.recv` ops outside loops earlier where needed so that every stage
+    receives from a peer in the order the peer sends (for reading: messages
+    match by peer and tag). Then checks the stages together: in a training
+    step, that they run to the end (sends are buffered, receives block,
+    every loop's actions run in its schedule's order; a diagnostic at the
+    receive a stuck stage waits on, and a note where its peer waits);
+    always, that they pair up (for every two stages, the tags and tensor
+    types one sends, every microbatch's, equal those the other receives; a
+    diagnostic names a mismatch). A mismatch would deadlock or mix messages
+    at run time.
 
     Example: with stage 0 sending tag 0 then tag 1 to stage 1, and stage 1
     receiving
