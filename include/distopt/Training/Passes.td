@@ -22,10 +22,10 @@ def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
     takes `labels` and the per-step scalars (`hyper.lr`, ...) as inputs and
     returns `loss`, `grad_norm` and the next value of every parameter and
     state (results marked `nn.updates "<key>"`), which the runtime writes
-    back in place. Ops carry `nn.phase` ("loss", "backward", "optimizer")
-    and, with a pipeline's microbatches, `nn.microbatch`. Gradient
-    accumulation is one `nn.microbatch_loop` whose body is one microbatch's
-    forward, loss and backward, run once per microbatch. With an f16 loss
+    back in place. Ops carry `nn.phase` ("loss", "backward", "optimizer").
+    Gradient accumulation and a pipeline's microbatches (`batch-split`) are
+    one `nn.microbatch_loop` whose body is one microbatch's forward, loss
+    and backward, run once per microbatch. With an f16 loss
     scale the step also takes `hyper.loss_scale` (the loss's gradient is
     multiplied by it, each gradient by its reciprocal), returns
     `grads_finite`, and writes back the old value of every parameter and

@@ -26,21 +26,21 @@ func.func @fsdp(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
 // each run of one phase reads its own gather.
 // CHECK-LABEL: func.func @accumulate
 // CHECK: %[[G:.*]] = dist.reshard %[[W:[^ ]*]] from
-// CHECK-NEXT: nn.matmul %{{.*}}, %[[G]] {nn.microbatch = 0 : i64}
+// CHECK-NEXT: nn.matmul %{{.*}}, %[[G]]
 // CHECK-NEXT: %[[G2:.*]] = dist.reshard %[[W]] {{.*}}gathered again for backward
-// CHECK-NEXT: nn.transpose %[[G2]] perm [1, 0] {nn.microbatch = 0 : i64, nn.phase = "backward"}
+// CHECK-NEXT: nn.transpose %[[G2]] perm [1, 0] {nn.phase = "backward"}
 // CHECK-NEXT: %[[G3:.*]] = dist.reshard %[[W]] {{.*}}gathered again for the next microbatch's forward
-// CHECK-NEXT: nn.matmul %{{.*}}, %[[G3]] {nn.microbatch = 1 : i64}
+// CHECK-NEXT: nn.matmul %{{.*}}, %[[G3]]
 // CHECK-NEXT: %[[G4:.*]] = dist.reshard %[[W]] {{.*}}gathered again for backward
-// CHECK-NEXT: nn.transpose %[[G4]] perm [1, 0] {nn.microbatch = 1 : i64, nn.phase = "backward"}
+// CHECK-NEXT: nn.transpose %[[G4]] perm [1, 0] {nn.phase = "backward"}
 dist.mesh @mesh [dp = 2]
 func.func @accumulate(%x: tensor<4x8xf32>, %x1: tensor<4x8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
   %w = nn.weight "fc.weight" {dist.sharding = [#dist.sharding<@mesh, [S(0)]>]} : tensor<8x2xf32>
   %g = dist.reshard %w from <@mesh, [S(0)]> to <@mesh, [R]> reason "operand layout: nn.matmul" : tensor<8x2xf32> -> tensor<8x2xf32>
-  %y = nn.matmul %x, %g {nn.microbatch = 0 : i64} : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
-  %t = nn.transpose %g perm [1, 0] {nn.microbatch = 0 : i64, nn.phase = "backward"} : tensor<8x2xf32> -> tensor<2x8xf32>
-  %y1 = nn.matmul %x1, %g {nn.microbatch = 1 : i64} : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
-  %t1 = nn.transpose %g perm [1, 0] {nn.microbatch = 1 : i64, nn.phase = "backward"} : tensor<8x2xf32> -> tensor<2x8xf32>
+  %y = nn.matmul %x, %g : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+  %t = nn.transpose %g perm [1, 0] {nn.phase = "backward"} : tensor<8x2xf32> -> tensor<2x8xf32>
+  %y1 = nn.matmul %x1, %g : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
+  %t1 = nn.transpose %g perm [1, 0] {nn.phase = "backward"} : tensor<8x2xf32> -> tensor<2x8xf32>
   return %t, %t1 : tensor<2x8xf32>, tensor<2x8xf32>
 }
 
