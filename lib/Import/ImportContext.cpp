@@ -355,6 +355,15 @@ RankedTensorType ImportContext::type(unsigned i) {
   return it == values.end() ? RankedTensorType() : it->second.type;
 }
 
+FailureOr<Value> ImportContext::floatValue(unsigned i) {
+  FailureOr<Value> x = value(i);
+  if (failed(x))
+    return failure();
+  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
+    return error() << "needs a floating-point input, got " << x->getType();
+  return x;
+}
+
 FailureOr<Value> ImportContext::value(unsigned i) {
   FailureOr<Tensor *> t = input(i);
   if (failed(t))

@@ -125,6 +125,8 @@ public:
   mlir::FailureOr<Tensor *> input(unsigned i);
   /// The input as an SSA value (materializing a known value).
   mlir::FailureOr<mlir::Value> value(unsigned i);
+  /// As value(i), failing with a diagnostic unless its elements are floats.
+  mlir::FailureOr<mlir::Value> floatValue(unsigned i);
   /// As value(i), or a null Value when the optional input is omitted.
   mlir::FailureOr<mlir::Value> optionalValue(unsigned i) {
     return hasInput(i) ? value(i) : mlir::FailureOr<mlir::Value>(mlir::Value());

@@ -95,15 +95,6 @@ bool floatOnly(StringRef op) {
       op);
 }
 
-FailureOr<Value> floatInput(ImportContext &ctx, unsigned i) {
-  FailureOr<Value> x = ctx.value(i);
-  if (failed(x))
-    return failure();
-  if (!isa<FloatType>(cast<RankedTensorType>(x->getType()).getElementType()))
-    return ctx.error() << "needs a floating-point input, got " << x->getType();
-  return x;
-}
-
 /// Before opset 7: without `broadcast` the shapes must be equal; with it,
 /// the second operand's dimensions line up with the first's from `axis`
 /// (default: the trailing ones). Reshapes `b` so numpy broadcasting applies.
@@ -223,7 +214,7 @@ LogicalResult distopt::onnximport::variadicOp(ImportContext &ctx) {
 
 LogicalResult distopt::onnximport::unaryOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
-  FailureOr<Value> x = floatOnly(op) ? floatInput(ctx, 0) : ctx.value(0);
+  FailureOr<Value> x = floatOnly(op) ? ctx.floatValue(0) : ctx.value(0);
   if (failed(x))
     return failure();
   if (op == "Not" && !isBool(*x))
@@ -243,7 +234,7 @@ LogicalResult distopt::onnximport::identityOp(ImportContext &ctx) {
 }
 
 LogicalResult distopt::onnximport::geluOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   std::string approx = ctx.attrString("approximate", "none");
@@ -255,7 +246,7 @@ LogicalResult distopt::onnximport::geluOp(ImportContext &ctx) {
 }
 
 LogicalResult distopt::onnximport::leakyReluOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   OpChain c(ctx);
@@ -376,7 +367,7 @@ LogicalResult distopt::onnximport::dropoutOp(ImportContext &ctx) {
 
 /// PRelu = x < 0 ? slope * x : x (slope broadcasts to x).
 LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
-  FailureOr<Value> x = floatInput(ctx, 0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   FailureOr<Value> slope = ctx.value(1);
@@ -417,7 +408,7 @@ LogicalResult distopt::onnximport::preluOp(ImportContext &ctx) {
 ///   enabled).
 LogicalResult distopt::onnximport::mathOp(ImportContext &ctx) {
   StringRef op = ctx.node.op_type();
-  FailureOr<Value> in = op == "Shrink" ? ctx.value(0) : floatInput(ctx, 0);
+  FailureOr<Value> in = op == "Shrink" ? ctx.value(0) : ctx.floatValue(0);
   if (failed(in))
     return failure();
   Value x = *in;

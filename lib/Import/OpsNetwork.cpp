@@ -88,12 +88,10 @@ LogicalResult distopt::onnximport::gemmOp(ImportContext &ctx) {
 LogicalResult distopt::onnximport::softmaxOp(ImportContext &ctx) {
   bool log = ctx.node.op_type() == "LogSoftmax";
   bool hard = ctx.node.op_type() == "Hardmax";
-  FailureOr<Value> x = ctx.value(0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(t.getElementType()))
-    return ctx.error() << "needs a floating-point input, got " << t;
   if (t.getRank() == 0)
     return ctx.error() << "needs an input of rank 1 or more";
   int64_t dflt = ctx.opset >= 13 ? -1 : 1;
@@ -974,12 +972,10 @@ LogicalResult distopt::onnximport::convTransposeOp(ImportContext &ctx) {
 /// MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes`, as
 /// ONNX's function body (the standard deviation is biased).
 LogicalResult distopt::onnximport::meanVarianceNormOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(t.getElementType()))
-    return ctx.error() << "needs a floating-point input, got " << t;
   SmallVector<int64_t> axes;
   std::vector<int64_t> given =
       ctx.hasAttr("axes") ? ctx.attrInts("axes") : std::vector<int64_t>{0, 2, 3};
@@ -1140,12 +1136,10 @@ LogicalResult distopt::onnximport::maxUnpoolOp(ImportContext &ctx) {
 }
 
 LogicalResult distopt::onnximport::detOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0);
+  FailureOr<Value> x = ctx.floatValue(0);
   if (failed(x))
     return failure();
   auto t = cast<RankedTensorType>(x->getType());
-  if (!isa<FloatType>(t.getElementType()))
-    return ctx.error() << "needs a floating-point input, got " << t;
   int64_t r = t.getRank();
   if (r < 2 || t.getDimSize(r - 1) != t.getDimSize(r - 2) ||
       ShapedType::isDynamic(t.getDimSize(r - 1)))

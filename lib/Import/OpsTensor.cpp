@@ -749,21 +749,30 @@ LogicalResult distopt::onnximport::gatherElementsOp(ImportContext &ctx) {
                          data, idx, ctx.b.getI64IntegerAttr(*axis)));
 }
 
+/// ScatterElements/ScatterND's `reduction`: none, add, mul (max and min
+/// from opset 18).
+static FailureOr<std::string> scatterReduction(ImportContext &ctx) {
+  std::string reduction = ctx.attrString("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
+      !(ctx.opset >= 18 && (reduction == "max" || reduction == "min")))
+    return ctx.error() << "unknown reduction '" << reduction << "'";
+  return reduction;
+}
+
 LogicalResult distopt::onnximport::scatterElementsOp(ImportContext &ctx) {
   RankedTensorType t = ctx.type(0), it = ctx.type(1);
   FailureOr<int64_t> axis =
       ctx.axis(ctx.attrInt("axis", 0), t.getRank(), "axis");
   if (failed(axis) || failed(checkIndexType(ctx, it)))
     return failure();
-  std::string reduction = ctx.attrString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
-      !(ctx.opset >= 18 && (reduction == "max" || reduction == "min")))
-    return ctx.error() << "unknown reduction '" << reduction << "'";
+  FailureOr<std::string> reduction = scatterReduction(ctx);
+  if (failed(reduction))
+    return failure();
   OpChain c(ctx);
   Value data = c.input(0), idx = c.input(1), updates = c.input(2);
   return c.output(0, c.make<nn::ScatterElementsOp>(
                          data, idx, updates, ctx.b.getI64IntegerAttr(*axis),
-                         ctx.b.getStringAttr(reduction)));
+                         ctx.b.getStringAttr(*reduction)));
 }
 
 LogicalResult distopt::onnximport::cumSumOp(ImportContext &ctx) {
@@ -1095,14 +1104,13 @@ LogicalResult distopt::onnximport::gatherNDOp(ImportContext &ctx) {
 LogicalResult distopt::onnximport::scatterNDOp(ImportContext &ctx) {
   if (failed(checkIndexType(ctx, ctx.type(1))))
     return failure();
-  std::string reduction = ctx.attrString("reduction", "none");
-  if (reduction != "none" && reduction != "add" && reduction != "mul" &&
-      !(ctx.opset >= 18 && (reduction == "max" || reduction == "min")))
-    return ctx.error() << "unknown reduction '" << reduction << "'";
+  FailureOr<std::string> reduction = scatterReduction(ctx);
+  if (failed(reduction))
+    return failure();
   OpChain c(ctx);
   Value data = c.input(0), idx = c.input(1), updates = c.input(2);
   return c.output(0, c.make<nn::ScatterNDOp>(data, idx, updates,
-                                             ctx.b.getStringAttr(reduction)));
+                                             ctx.b.getStringAttr(*reduction)));
 }
 
 /// ReverseSequence: a gather_elements along the time axis at

@@ -58,12 +58,10 @@ Value transpose(OpChain &c, Value x, ArrayRef<int64_t> perm) {
 /// RMSNormalization: X / sqrt(mean(X^2 over axis..) + epsilon) * scale,
 /// computed in f32 (stash_type 1) and cast back before the scale.
 LogicalResult distopt::onnximport::rmsNormOp(ImportContext &ctx) {
-  FailureOr<Value> x = ctx.value(0), scale = ctx.value(1);
+  FailureOr<Value> x = ctx.floatValue(0), scale = ctx.value(1);
   if (failed(x) || failed(scale))
     return failure();
   RankedTensorType t = typeOf(*x);
-  if (!isa<FloatType>(t.getElementType()))
-    return ctx.error() << "needs a floating-point input, got " << t;
   FailureOr<int64_t> axis = ctx.normalizationAxis(t.getRank());
   if (failed(axis))
     return failure();
