@@ -185,33 +185,37 @@ class MoE(nn.Module):
         return torch.einsum("gsec,gecd->gsd", combine, out), aux
 
 
-class MoEBlock(nn.Module):
-    def __init__(self, d, heads, block_size, experts, hidden, capacity):
+class ExpertBlock(nn.Module):
+    """A GPT block whose MLP is a mixture of experts (`moe`: MoE's top-2 or
+    SwitchMoE's top-1); returns the output and what the mixture adds (its
+    load-balancing loss, and Switch's dropped fraction)."""
+
+    def __init__(self, moe, d, heads, block_size, experts, hidden, capacity):
         super().__init__()
         self.ln_1 = nn.LayerNorm(d)
         self.attn = GPTAttention(d, heads, block_size)
         self.ln_2 = nn.LayerNorm(d)
-        self.moe = MoE(d, experts, hidden, capacity)
+        self.moe = moe(d, experts, hidden, capacity)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
-        y, aux = self.moe(self.ln_2(x))
-        return x + y, aux
+        y, *extra = self.moe(self.ln_2(x))
+        return (x + y, *extra)
 
 
 class ExpertGPT(nn.Module):
     """The GPT of gpt_adamw with a mixture of experts in place of every MLP
-    (`block`: MoEBlock's top-2 or SwitchBlock's top-1); the graph computes
+    (`moe`: MoE's top-2 or SwitchMoE's top-1); the graph computes
     the loss: cross-entropy plus 0.01 times the layers' load-balancing
-    losses. A block that also returns its dropped fraction makes the model
+    losses. A mixture that also returns its dropped fraction makes the model
     return the fraction of the tokens the layers dropped (the mean over
     layers) after the loss."""
 
-    def __init__(self, block, vocab, d, heads, layers, block_size, experts, hidden, capacity):
+    def __init__(self, moe, vocab, d, heads, layers, block_size, experts, hidden, capacity):
         super().__init__()
         self.wte = nn.Embedding(vocab, d)
         self.wpe = nn.Embedding(block_size, d)
-        self.h = nn.ModuleList([block(d, heads, block_size, experts, hidden, capacity)
+        self.h = nn.ModuleList([ExpertBlock(moe, d, heads, block_size, experts, hidden, capacity)
                                 for _ in range(layers)])
         self.ln_f = nn.LayerNorm(d)
         self.lm_head = nn.Linear(d, vocab, bias=False)
@@ -269,20 +273,6 @@ class SwitchMoE(nn.Module):
         h = F.relu(torch.einsum("gecd,edf->gecf", xin, self.w_in))
         out = torch.einsum("gecf,efd->gecd", h, self.w_out)
         return torch.einsum("gsec,gecd->gsd", combine, out), aux, dropped
-
-
-class SwitchBlock(nn.Module):
-    def __init__(self, d, heads, block_size, experts, hidden, capacity):
-        super().__init__()
-        self.ln_1 = nn.LayerNorm(d)
-        self.attn = GPTAttention(d, heads, block_size)
-        self.ln_2 = nn.LayerNorm(d)
-        self.moe = SwitchMoE(d, experts, hidden, capacity)
-
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        y, aux, dropped = self.moe(self.ln_2(x))
-        return x + y, aux, dropped
 
 
 def sequence_logps(logits, labels):
@@ -1324,7 +1314,7 @@ softmax). Ignored labels as in gpt_adamw; clipping at 1.0.""",
              "experts (TopK, OneHot, CumSum capacity, Einsum dispatch/combine), "
              "load-balancing loss in the graph, AdamW",
         seed=31,
-        ctor=lambda: ExpertGPT(MoEBlock, vocab=64, d=32, heads=4, layers=2, block_size=16,
+        ctor=lambda: ExpertGPT(MoE, vocab=64, d=32, heads=4, layers=2, block_size=16,
                             experts=4, hidden=48, capacity=3),
         inputs=["input_ids", "labels"], output="loss",
         data=lambda: make_lm_data_in_graph(64, 4, 8, 3, 231),
@@ -1356,7 +1346,7 @@ mean_s(gate)`, averaged over groups; the graph returns cross-entropy plus
              "loss in the graph and the dropped-token fraction as a second "
              "output, AdamW",
         seed=32,
-        ctor=lambda: ExpertGPT(SwitchBlock, vocab=64, d=32, heads=4, layers=2, block_size=16,
+        ctor=lambda: ExpertGPT(SwitchMoE, vocab=64, d=32, heads=4, layers=2, block_size=16,
                                experts=4, hidden=48, capacity=2),
         inputs=["input_ids", "labels"], output="loss",
         outputs=["loss", "dropped_tokens"], logged=["dropped_tokens"],
