@@ -82,21 +82,35 @@ static Prediction predict(const Report &r) {
 
 FailureOr<Report> distopt::autoplan::compileForReport(
     MLIRContext &ctx, ModuleOp imported, StringRef model,
-    const CompileOptions &options, std::string &error) {
+    const CompileOptions &options, std::string &error, KeptCompile *keep) {
   // The compiler's refusal is the candidate's reason; warnings (what the
-  // plan could not follow) are the report's, not the search's output.
+  // plan could not follow) are the report's, not the search's output, and
+  // are kept for the tool if the compile is.
   error.clear();
+  std::vector<std::shared_ptr<Diagnostic>> warnings;
   ScopedDiagnosticHandler quiet(&ctx, [&](Diagnostic &d) {
-    if (d.getSeverity() == DiagnosticSeverity::Error && error.empty())
-      error = d.str();
+    if (d.getSeverity() == DiagnosticSeverity::Error) {
+      if (error.empty())
+        error = d.str();
+    } else if (keep) {
+      warnings.push_back(std::make_shared<Diagnostic>(std::move(d)));
+    }
     return success();
   });
   FailureOr<Report> report = failure();
   auto compiled = Compilation::compile(ctx, imported, model, options);
   if (succeeded(compiled))
     report = buildReport(**compiled);
-  if (failed(report) && error.empty())
-    error = "the compile failed";
+  if (failed(report)) {
+    if (error.empty())
+      error = "the compile failed";
+    return report;
+  }
+  if (keep) {
+    keep->compilation = std::move(*compiled);
+    keep->report = std::make_shared<Report>(*report);
+    keep->diagnostics = std::move(warnings);
+  }
   return report;
 }
 
@@ -105,11 +119,12 @@ Evaluation distopt::autoplan::evaluateCandidate(MLIRContext &ctx,
                                                 StringRef model,
                                                 const CompileOptions &base,
                                                 const Candidate &candidate,
-                                                StringRef layerGlob) {
+                                                StringRef layerGlob,
+                                                KeptCompile *keep) {
   Evaluation e{candidate, Evaluation::Status::Rejected, {}, {}, false};
   CompileOptions options = candidateOptions(&ctx, base, candidate, layerGlob);
   FailureOr<Report> report =
-      compileForReport(ctx, imported, model, options, e.reason);
+      compileForReport(ctx, imported, model, options, e.reason, keep);
   if (failed(report))
     return e;
   e.reason.clear();

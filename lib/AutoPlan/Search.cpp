@@ -179,7 +179,8 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     return failure();
   space->training = base.train.has_value();
   // The trial compiles are read for their predictions only: no verifier
-  // after each pass (the winner is compiled again by the tool, verified).
+  // after each pass (the winner's is verified once when the tool takes it
+  // over: takeWinnerCompile).
   CompileOptions trial = base;
   trial.verifyEachPass = false;
   std::shared_ptr<const cost::MachineProfile> machine =
@@ -239,11 +240,23 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   // The fastest predicted step that fits so far: pipelines whose busiest
   // stage alone is slower are not simulated.
   double fastestFit = std::numeric_limits<double>::infinity();
+  // The fastest whole compile that fits so far, kept for the tool: the
+  // winner is the fastest of the whole compiles that fit.
+  KeptCompile fastestCompile;
+  std::string fastestCompiled;
+  double fastestCompiledUs = std::numeric_limits<double>::infinity();
   // One candidate: from its choice's layer terms, or compiled whole.
   auto compileWhole = [&](const Candidate &c) {
     auto start = std::chrono::steady_clock::now();
-    Evaluation e =
-        evaluateCandidate(ctx, *imported, model, trial, c, space->layerGlob);
+    KeptCompile kept;
+    Evaluation e = evaluateCandidate(ctx, *imported, model, trial, c,
+                                     space->layerGlob, &kept);
+    if (e.status == Evaluation::Status::Compiled && fits(e.prediction) &&
+        e.prediction.stepUs < fastestCompiledUs) {
+      fastestCompile = std::move(kept);
+      fastestCompiled = c.mesh() + " " + c.describe();
+      fastestCompiledUs = e.prediction.stepUs;
+    }
     result.compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -424,9 +437,10 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
           .count();
   Location loc = UnknownLoc::get(&ctx);
   if (result.winner >= 0) {
-    result.options = candidateOptions(
-        &ctx, base, result.evaluations[result.winner].candidate,
-        space->layerGlob);
+    const Candidate &winner = result.evaluations[result.winner].candidate;
+    result.options = candidateOptions(&ctx, base, winner, space->layerGlob);
+    if (fastestCompiled == winner.mesh() + " " + winner.describe())
+      result.winnerCompile = std::move(fastestCompile);
     return result;
   }
   if (smallest) {

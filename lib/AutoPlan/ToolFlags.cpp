@@ -2,6 +2,7 @@
 #include "distopt/AutoPlan/AutoPlan.h"
 
 #include "distopt/Driver/CompileFlags.h"
+#include "distopt/Driver/Compilation.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/FileUtilities.h"
@@ -50,4 +51,22 @@ distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
   }
   options = result->options;
   return std::optional<SearchResult>(std::move(*result));
+}
+
+FailureOr<KeptCompile>
+distopt::autoplan::takeWinnerCompile(SearchResult &result,
+                                     const CompileOptions &options) {
+  KeptCompile kept = std::move(result.winnerCompile);
+  if (!kept.compilation)
+    return KeptCompile();
+  // What the compile said while the search hid it, as a compile of the
+  // winner's options would say it now.
+  DiagnosticEngine &engine =
+      kept.compilation->module()->getContext()->getDiagEngine();
+  for (std::shared_ptr<Diagnostic> &d : kept.diagnostics)
+    engine.emit(std::move(*d));
+  kept.diagnostics.clear();
+  if (failed(kept.compilation->verifyTrial(options.verifyEachPass)))
+    return failure();
+  return kept;
 }

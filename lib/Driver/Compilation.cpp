@@ -5,6 +5,7 @@
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Import/OnnxImporter.h"
 
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SmallString.h"
@@ -130,6 +131,9 @@ LogicalResult Compilation::runPhases(ModuleOp module, CompilePhase first,
 }
 
 LogicalResult Compilation::shard() {
+  if (sharded)
+    return success();
+  sharded = true;
   ModuleOp module = *globalModule;
   dist::MeshOp m = mesh();
   if (!m)
@@ -158,6 +162,13 @@ LogicalResult Compilation::shard() {
   stageSchedules = buildSchedule(pp->schedule, numStages, pp->microbatches,
                                  isTraining(), stages->chunks);
   return success();
+}
+
+LogicalResult Compilation::verifyTrial(bool verifyEachPass) {
+  options.verifyEachPass = verifyEachPass;
+  if (failed(mlir::verify(*globalModule)))
+    return failure();
+  return success(!stagedModule || succeeded(mlir::verify(*stagedModule)));
 }
 
 std::shared_ptr<const cost::MachineProfile> Compilation::machine() const {

@@ -98,14 +98,27 @@ static int runModelFlow(int argc, char **argv, StringRef input,
   auto options = compileOptionsFromFlags(ctx);
   if (failed(options))
     return 1;
-  // --plan auto: the search replaces the mesh and the plan with its choice.
+  // --plan auto: the search replaces the mesh and the plan with its choice
+  // and hands over its compile of it (not to passes named on the command
+  // line: they run on the annotated module, before sharding).
   auto chosen = autoplan::resolveAutoPlan(ctx, input, *options, errs());
   if (failed(chosen))
     return 1;
-  auto compilation = Compilation::load(ctx, input, *options);
-  if (failed(compilation))
-    return 1;
-  Compilation &c = **compilation;
+  autoplan::KeptCompile searched;
+  if (*chosen && !hasPassFlags(argc, argv)) {
+    auto taken = autoplan::takeWinnerCompile(**chosen, *options);
+    if (failed(taken))
+      return 1;
+    searched = std::move(*taken);
+  }
+  std::shared_ptr<Compilation> compilation = searched.compilation;
+  if (!compilation) {
+    auto loaded = Compilation::load(ctx, input, *options);
+    if (failed(loaded))
+      return 1;
+    compilation = std::move(*loaded);
+  }
+  Compilation &c = *compilation;
   std::string error;
   auto out = mlir::openOutputFile(output, &error);
   if (!out)
@@ -141,7 +154,8 @@ static int runModelFlow(int argc, char **argv, StringRef input,
       return fail(toString(std::move(e)));
   }
   if (reportFormat != ReportFormat::None || !pipelineSvg.empty()) {
-    FailureOr<Report> report = buildReport(c);
+    FailureOr<Report> report =
+        searched.report ? FailureOr<Report>(*searched.report) : buildReport(c);
     if (failed(report))
       return 1;
     if (!pipelineSvg.empty()) {

@@ -27,7 +27,12 @@
 #include <string>
 #include <vector>
 
+namespace mlir {
+class Diagnostic;
+} // namespace mlir
+
 namespace distopt {
+class Compilation;
 struct Report;
 } // namespace distopt
 
@@ -204,20 +209,34 @@ composePrediction(const LayerTerms &terms, const ModelShape &shape,
                   std::shared_ptr<const cost::MachineProfile> machine,
                   std::optional<int64_t> budget, double fastestUs);
 
+/// A whole compile the search keeps, so that the tool does not compile its
+/// winner again: the compilation, its report, and the warnings and remarks
+/// it made (the search hides them; the tool emits them when it takes the
+/// compile over).
+struct KeptCompile {
+  std::shared_ptr<Compilation> compilation;
+  std::shared_ptr<Report> report;
+  std::vector<std::shared_ptr<mlir::Diagnostic>> diagnostics;
+};
+
 /// Compiles `options` on a copy of `imported` (the model `model` as
 /// Compilation::importModel reads it) and builds its report; diagnostics are
 /// captured, not printed: on failure `error` holds the compiler's first.
+/// With `keep`, the compile is kept there instead of dropped.
 mlir::FailureOr<Report> compileForReport(mlir::MLIRContext &ctx,
                                          mlir::ModuleOp imported,
                                          llvm::StringRef model,
                                          const CompileOptions &options,
-                                         std::string &error);
+                                         std::string &error,
+                                         KeptCompile *keep = nullptr);
 
-/// Compiles `candidate` on a copy of `imported` and predicts.
+/// Compiles `candidate` on a copy of `imported` and predicts (keeping the
+/// compile in `keep` when given).
 Evaluation evaluateCandidate(mlir::MLIRContext &ctx, mlir::ModuleOp imported,
                              llvm::StringRef model, const CompileOptions &base,
                              const Candidate &candidate,
-                             llvm::StringRef layerGlob);
+                             llvm::StringRef layerGlob,
+                             KeptCompile *keep = nullptr);
 
 struct SearchOptions {
   int64_t devices = 0;                 // --devices (0: from --mesh)
@@ -247,6 +266,9 @@ struct SearchResult {
   double probeSeconds = 0, compileSeconds = 0;
   /// The winner's compile options.
   CompileOptions options;
+  /// The winner's whole compile (made without the verifier after each
+  /// pass); empty when the tool must compile it (see takeWinnerCompile).
+  KeptCompile winnerCompile;
 };
 
 /// Runs the search; errors (no candidate compiles, nothing fits the budget)
@@ -273,6 +295,13 @@ void writeAutoPlanFile(const SearchResult &result, llvm::raw_ostream &os);
 mlir::FailureOr<std::optional<SearchResult>>
 resolveAutoPlan(mlir::MLIRContext &ctx, llvm::StringRef model,
                 CompileOptions &options, llvm::raw_ostream &log);
+
+/// The search's compile of its winner and its report, for a tool that
+/// would compile the winner's `options` next: its warnings and remarks are
+/// emitted, its modules verified once, and later phases verify as `options`
+/// says. Empty when the search kept none (the tool compiles the winner).
+mlir::FailureOr<KeptCompile> takeWinnerCompile(SearchResult &result,
+                                               const CompileOptions &options);
 
 } // namespace distopt::autoplan
 

@@ -68,6 +68,11 @@ public:
   /// without a mesh is compiled for one device: nothing runs.
   mlir::LogicalResult shard();
 
+  /// For a compile made without the verifier after each pass (a search's
+  /// trial, taken over as its winner): verifies the modules once, and the
+  /// phases still to run (partitioning) verify as `verifyEachPass` says.
+  mlir::LogicalResult verifyTrial(bool verifyEachPass);
+
   /// The global module: annotated after `load`, sharded after `shard`.
   mlir::ModuleOp module() { return *globalModule; }
   const Plan &plan() const { return options.plan; }
@@ -136,6 +141,8 @@ private:
   int64_t pipelineAxis = -1;
   mlir::OwningOpRef<mlir::ModuleOp> stagedModule;
   std::vector<std::vector<ScheduleAction>> stageSchedules;
+  /// `shard` has run (it runs once).
+  bool sharded = false;
 };
 
 } // namespace distopt

@@ -80,7 +80,8 @@ struct CompileOptions {
   std::string workDir;
   /// Verify the IR after every pass. A search's trial compiles turn it off
   /// (about a quarter of their time): they are only read for their
-  /// predictions, and the plan it chooses is compiled again, verified.
+  /// predictions, and the one it chooses is verified once when the tool
+  /// takes it over (Compilation::verifyTrial).
   bool verifyEachPass = true;
 };
 
