@@ -409,6 +409,22 @@ splitWeightDims(ModuleOp module,
   return taken;
 }
 
+/// Whether an annotation splits or sums along a mesh axis outside
+/// `zeroAxes`. Only such a plan part can make propagation split a weight
+/// along another axis; splits along the ZeRO axes themselves (batch splits
+/// reaching a weight) agree with ZeRO's whatever dimension it takes.
+static bool splitsOtherAxes(func::FuncOp func,
+                            const std::map<int64_t, int64_t> &zeroAxes) {
+  WalkResult found = func.walk([&](dist::AnnotateOp a) {
+    for (auto [axis, p] : llvm::enumerate(a.getSharding().getPlacements()))
+      if ((p.isShard() || p.isPartial()) &&
+          !zeroAxes.count(static_cast<int64_t>(axis)))
+        return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return found.wasInterrupted();
+}
+
 /// The casts of `v` to a narrower float type (dist-apply-precision's
 /// compute copies of a parameter), looking through annotations.
 static SmallVector<Value> computeCopies(Value v) {
@@ -436,7 +452,11 @@ static SmallVector<Value> computeCopies(Value v) {
 /// gathered where it is used).
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
-  std::vector<std::set<int64_t>> splitDims = splitWeightDims(module, machine);
+  // The propagation on a copy is a whole propagation: skipped where it
+  // cannot split a weight (dp-only meshes).
+  std::vector<std::set<int64_t>> splitDims;
+  if (splitsOtherAxes(func, zeroLevels))
+    splitDims = splitWeightDims(module, machine);
   std::map<std::string, SmallVector<Value>> statesOf, gradientOf;
   func.walk([&](Operation *op) {
     if (auto of = op->getAttrOfType<StringAttr>(nn::kStateOfAttr))
