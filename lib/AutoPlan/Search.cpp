@@ -20,12 +20,12 @@
 
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 
 #include <chrono>
 #include <limits>
 #include <map>
-#include <regex>
 #include <set>
 
 using namespace mlir;
@@ -35,13 +35,15 @@ using namespace distopt::autoplan;
 /// The most repeated numbered module (`h.0`, `h.1`, ... -> "h.*") and how
 /// many of it there are; "" when nothing repeats.
 static std::pair<std::string, int64_t> repeatedLayers(ModuleOp module) {
-  static const std::regex numbered(R"(^(.*[^/])\.([0-9]+)$)");
   std::map<std::string, std::set<std::string>> indices;
   module.walk([&](Operation *op) {
     for (const std::string &prefix : nn::getNodeModulePrefixes(op)) {
-      std::smatch m;
-      if (std::regex_match(prefix, m, numbered))
-        indices[m[1].str()].insert(m[2].str());
+      // "<base>.<digits>", the base not empty and not ending in '/'.
+      auto [base, index] = StringRef(prefix).rsplit('.');
+      if (index.empty() || !llvm::all_of(index, llvm::isDigit) ||
+          base.empty() || base.ends_with("/"))
+        continue;
+      indices[base.str()].insert(index.str());
     }
   });
   std::string best;

@@ -15,6 +15,7 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -23,7 +24,6 @@
 
 #include <map>
 #include <set>
-#include <regex>
 
 using namespace mlir;
 using namespace distopt;
@@ -166,9 +166,22 @@ static std::string expertTraffic(StringRef reason) {
   return "";
 }
 
+/// The reason with layer indices made `*` ("h.3.mlp" -> "h.*.mlp", also
+/// after '/' and '_'), so that repeated layers share one line.
 static std::string normalizeReason(StringRef reason) {
-  static const std::regex layerIndex("([./_])[0-9]+");
-  return std::regex_replace(reason.str(), layerIndex, "$1*");
+  std::string out;
+  out.reserve(reason.size());
+  for (size_t i = 0; i < reason.size();) {
+    char c = reason[i++];
+    out += c;
+    if ((c == '.' || c == '/' || c == '_') && i < reason.size() &&
+        llvm::isDigit(reason[i])) {
+      while (i < reason.size() && llvm::isDigit(reason[i]))
+        ++i;
+      out += '*';
+    }
+  }
+  return out;
 }
 
 /// The training phase a collective serves: that of the first op reading
