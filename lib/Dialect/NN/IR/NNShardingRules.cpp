@@ -12,6 +12,7 @@
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "distopt/Dialect/NN/IR/EinsumEquation.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/Roll.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -605,6 +606,10 @@ std::optional<int64_t> distopt::nn::rollShift(GatherOp op) {
   for (const APInt &v : dense.getValues<APInt>())
     values.push_back(v.getSExtValue());
   int64_t shift = ((-values[0]) % n + n) % n;
+  // A roll by 0 is a lookup of every row in order (an embedding table read
+  // at positions 0..n-1): left to the lookup's own rule.
+  if (shift == 0)
+    return std::nullopt;
   for (int64_t i = 0; i < n; ++i)
     if (((values[i] % n) + n) % n != ((i - shift) % n + n) % n)
       return std::nullopt;
@@ -734,30 +739,57 @@ static LogicalResult partitionRoll(GatherOp op, dist::PartitionContext &ctx,
   int64_t axis = op.getAxis();
   int64_t n = op.getData().getType().getDimSize(axis);
   SmallVector<int64_t> axes = sharding.getAxesForDim(axis);
-  int64_t pieces = axes.size() == 1 ? ctx.meshSizes[axes[0]] : 0;
-  if (pieces == 0 || n % pieces != 0 || shift % (n / pieces) != 0)
-    return op.emitOpError("rolls dimension ")
-           << axis << " of extent " << n << " by " << shift
-           << ", which is not a whole number of its pieces over the mesh "
-              "axes it is split over";
+  int64_t pieces = 1;
+  for (int64_t a : axes)
+    pieces *= ctx.meshSizes[a];
+  OpBuilder &b = ctx.builder;
+  auto meshRef = FlatSymbolRefAttr::get(ctx.mesh.getSymNameAttr());
+  if (axes.size() != 1 || n % pieces != 0 || shift % (n / pieces) != 0) {
+    // Not whole pieces: gather the dimension, roll it, keep this rank's
+    // piece.
+    if (n % pieces != 0)
+      return op.emitOpError("rolls dimension ")
+             << axis << " of extent " << n << ", which does not split evenly "
+             << "into its " << pieces << " pieces";
+    SmallVector<StringRef> names;
+    for (int64_t a : axes)
+      names.push_back(ctx.mesh.getAxisName(a));
+    auto local = cast<RankedTensorType>(data.getType());
+    SmallVector<int64_t> whole(local.getShape());
+    whole[axis] = n;
+    Value gathered = dist::AllGatherOp::create(
+        b, op.getLoc(), local.clone(whole), data, meshRef,
+        b.getStrArrayAttr(names), b.getI64IntegerAttr(axis),
+        DenseI64ArrayAttr());
+    Value rolled = createRoll(b, op.getLoc(), gathered, axis, shift);
+    localResults.push_back(dist::LocalSliceOp::create(
+        b, op.getLoc(), local, rolled, meshRef, b.getStrArrayAttr(names),
+        b.getI64IntegerAttr(axis), DenseI64ArrayAttr()));
+    return success();
+  }
   int64_t steps = shift / (n / pieces);
   SmallVector<int64_t> pairs;
   for (int64_t i = 0; i < pieces; ++i) {
     pairs.push_back(i);
     pairs.push_back((i + steps) % pieces);
   }
-  OpBuilder &b = ctx.builder;
-  auto meshRef = FlatSymbolRefAttr::get(ctx.mesh.getSymNameAttr());
   auto permute = dist::CollectivePermuteOp::create(
       b, op.getLoc(), data.getType(), data, meshRef,
       b.getStrArrayAttr({ctx.mesh.getAxisName(axes[0])}),
       b.getDenseI64ArrayAttr(pairs));
-  std::string node = getNodeName(op);
-  permute->setAttr(dist::kReasonAttr,
-                   b.getStringAttr("blocks around the ring: nn.gather at '" +
-                                   node + "' rolls dimension " +
-                                   std::to_string(axis) + " by " +
-                                   std::to_string(steps) + " piece(s)"));
+  // The report groups collectives by phase and reason: a backward roll
+  // (the gradient of a forward one) passes the blocks' gradients back.
+  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
+  bool backward = phase && phase.getValue() == "backward";
+  permute->setAttr(kPhaseAttr, phase ? phase : b.getStringAttr("forward"));
+  permute->setAttr(
+      dist::kReasonAttr,
+      b.getStringAttr(std::string(backward ? "gradients of the blocks back "
+                                             "around the ring"
+                                           : "blocks around the ring") +
+                      ": nn.gather at '" + getNodeName(op) +
+                      "' rolls dimension " + std::to_string(axis) + " by " +
+                      std::to_string(steps) + " piece(s)"));
   localResults.push_back(permute.getResult());
   return success();
 }
