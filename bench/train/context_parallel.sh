@@ -17,7 +17,7 @@
 #
 # (rank 0's activation_bytes_peak as the compiler counts it). The ratios are
 # to cp=1 at the same length. Environment: DISTOPT_BUILD_DIR (default
-# build/), BATCH, VARIANTS (default "allgather ulysses").
+# build/), BATCH, VARIANTS (default "allgather ulysses ring").
 # See docs/benchmarks.md ("Context parallelism").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,7 +25,7 @@ bin=${DISTOPT_BUILD_DIR:-$root/build}/bin
 here=$root/bench/train
 py=/usr/bin/python3
 batch=${BATCH:-1}
-variants=(${VARIANTS:-allgather ulysses})
+variants=(${VARIANTS:-allgather ulysses ring})
 [ $# -eq 0 ] && set -- 256 512 1024 2048
 
 tmp=$(mktemp -d)
@@ -48,7 +48,8 @@ for seq in "$@"; do
     "$py" "$here/make_long_context.py" "$dir" "$seq" "$batch" >/dev/null 2>&1
   fi
   base_measured=""; base_report=""
-  for run in "1 -" "2 allgather" "4 allgather" "2 ulysses" "4 ulysses"; do
+  for run in "1 -" "2 allgather" "4 allgather" "2 ulysses" "4 ulysses" \
+             "2 ring" "4 ring"; do
     set -- $run
     cp=$1; variant=$2
     args=()

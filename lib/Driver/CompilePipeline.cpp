@@ -47,6 +47,22 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
           options.inferencePrecision, options.forwardInF32
                                           ? SixteenBitModel::ComputeInF32
                                           : SixteenBitModel::Keep));
+    // Ring attention is a rewrite of the forward, before it is
+    // differentiated: autodiff gives its backward.
+    const ContextParallelSpec *cp =
+        options.singleDevice ? nullptr : options.plan.contextParallel();
+    if (cp && cp->attention == "ring") {
+      DistRingAttentionOptions ring;
+      ring.axis = cp->axis;
+      if (auto axes = parseMeshSpec(options.meshSpec)) {
+        for (const MeshAxis &a : *axes)
+          if (a.name == cp->axis)
+            ring.size = a.size;
+      } else {
+        llvm::consumeError(axes.takeError());
+      }
+      pm.addPass(createDistRingAttention(ring));
+    }
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.
     if (options.train) {

@@ -15,6 +15,14 @@
 //   ulysses    Q, K, V, the scores and the output are split by heads: the
 //              reshard planner turns the sequence split into a head split
 //              with one all-to-all per tensor and back after attention.
+//   ring       rewritten before the training step is built (dist-ring-
+//              attention, applyRingAttention): the sequence of Q, K and V
+//              becomes [cp, chunk] blocks, each rank's query block meets one
+//              K/V block per step, the K/V blocks roll one block along the
+//              ring between steps (an nn.gather roll, whose local form is a
+//              collective_permute and whose gradient is the opposite roll),
+//              and the steps merge by log-sum-exp. Autodiff gives the
+//              backward; no rank holds the whole K, V or score rows.
 //
 // What cannot be followed (a sequence that does not divide, heads that do
 // not divide, a softmax over the sequence that is not recognised as
@@ -26,6 +34,9 @@
 
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
+#include "distopt/Dialect/NN/IR/Roll.h"
+
+#include "mlir/IR/IRMapping.h"
 
 #include <algorithm>
 
@@ -34,11 +45,15 @@ using namespace distopt;
 using namespace distopt::plan;
 
 ArrayRef<StringRef> distopt::contextParallelAttentions() {
-  static const StringRef names[] = {"allgather", "ulysses"};
+  static const StringRef names[] = {"allgather", "ulysses", "ring"};
   return names;
 }
 
 namespace {
+
+/// On a softmax the ring rewrite left alone: why. dist-apply-plan says it
+/// (a note in the report) and all-gathers that attention's keys and values.
+constexpr StringLiteral kRingFallbackAttr = "dist.ring_fallback";
 
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
 /// probabilities·V.
@@ -62,12 +77,16 @@ std::string layerOf(Operation *op) {
 }
 
 /// The matmul that made `v` through element-wise ops that keep its shape
-/// (masks, scales, casts).
-nn::MatMulOp scoresProducer(Value v) {
+/// (masks, scales, casts); `chain`, when given, receives those ops from the
+/// softmax's input back to the matmul.
+nn::MatMulOp scoresProducer(Value v,
+                            SmallVectorImpl<Operation *> *chain = nullptr) {
   auto shape = cast<RankedTensorType>(v.getType()).getShape();
   while (Operation *def = v.getDefiningOp()) {
     if (auto mm = dyn_cast<nn::MatMulOp>(def))
       return mm;
+    if (chain)
+      chain->push_back(def);
     if (!isa<nn::WhereOp, nn::AddOp, nn::SubOp, nn::MulOp, nn::DivOp,
              nn::CastOp, dist::AnnotateOp>(def))
       return nullptr;
@@ -181,6 +200,20 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     return;
   }
   std::string variant = spec.attention;
+  if (variant == "ring") {
+    // Attention the ring rewrite took has no softmax over the whole
+    // sequence left: this one it left alone.
+    auto why = softmax->getAttrOfType<StringAttr>(kRingFallbackAttr);
+    note(softmax.getLoc(),
+         "context parallelism: '" + layer + "': " +
+             (why ? why.str()
+                  : std::string("ring attention was not rewritten before "
+                                "the plan was applied (dist-ring-attention "
+                                "did not run)")) +
+             "; its keys and values are all-gathered instead");
+    softmax->removeAttr(kRingFallbackAttr);
+    variant = "allgather";
+  }
   if (variant == "ulysses") {
     int64_t heads = rank == 4 ? type.getDimSize(1) : 0;
     if (rank != 4) {
@@ -297,5 +330,343 @@ LogicalResult distopt::plan::applyContextParallel(
   if (axis < 0)
     return failure();
   ContextParallelApplier(func, mesh, axis, spec, notes).apply();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ring attention
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The extent of dimension 1 of the first model input of rank 2 or more
+/// (the sequence, as context parallelism splits it), or kDynamic.
+int64_t sequenceOf(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments())
+    if (auto type = dyn_cast<RankedTensorType>(arg.getType());
+        type && type.getRank() >= 2)
+      return type.getDimSize(1);
+  return ShapedType::kDynamic;
+}
+
+RankedTensorType withShape(Value v, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(
+      shape, cast<RankedTensorType>(v.getType()).getElementType());
+}
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `shape` with dimension `d` (the sequence) as [blocks, extent / blocks].
+SmallVector<int64_t> splitDim(ArrayRef<int64_t> shape, int64_t d,
+                              int64_t blocks) {
+  SmallVector<int64_t> out(shape.take_front(d));
+  out.push_back(blocks);
+  out.push_back(shape[d] / blocks);
+  llvm::append_range(out, shape.drop_front(d + 1));
+  return out;
+}
+
+/// Rewrites attentions over the whole sequence into ring attention over
+/// `blocks` sequence blocks (see the file comment).
+class RingRewriter {
+public:
+  RingRewriter(func::FuncOp func, int64_t blocks, StringRef axis)
+      : func(func), blocks(blocks), axis(axis.str()),
+        sequence(sequenceOf(func)) {}
+
+  void run() {
+    if (ShapedType::isDynamic(sequence))
+      return;
+    SmallVector<nn::SoftmaxOp> softmaxes;
+    func.walk([&](nn::SoftmaxOp op) { softmaxes.push_back(op); });
+    for (nn::SoftmaxOp softmax : softmaxes) {
+      std::string why = rewrite(softmax);
+      if (!why.empty())
+        softmax->setAttr(kRingFallbackAttr,
+                         StringAttr::get(func.getContext(), why));
+    }
+  }
+
+private:
+  /// Rewrites the attention around `softmax`; "" when done (or when it is
+  /// not attention over the sequence: dist-apply-plan says so), else why not.
+  std::string rewrite(nn::SoftmaxOp softmax);
+  /// Why `x`, an operand of the scores' element-wise ops, cannot be cut
+  /// into the blocks of a step ("" when it can).
+  std::string unblockable(Value x, int64_t rank);
+  /// `x` (broadcast against the [..., seq, seq] scores) for the
+  /// [..., blocks, chunk, chunk] scores of step `t`.
+  Value blockOf(OpBuilder &b, Location loc, Value x, int64_t rank, int64_t t);
+  /// blockOf with -inf made the lowest finite value: a row that the mask
+  /// hides throughout one block would make that block's softmax NaN; with
+  /// a finite fill its log-sum-exp is so low that the merge weighs it 0.
+  Value finiteBlockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
+                      int64_t t);
+
+  func::FuncOp func;
+  int64_t blocks;
+  std::string axis;
+  int64_t sequence;
+  /// A [..., seq, seq] operand as [..., blocks, chunk, chunk, blocks]
+  /// (query block, rows, columns, key block), made once per operand.
+  DenseMap<Value, Value> byKeyBlock;
+};
+
+} // namespace
+
+std::string RingRewriter::unblockable(Value x, int64_t rank) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t rx = xs.size();
+  int64_t rows = rx >= 2 ? xs[rx - 2] : 1, cols = rx >= 1 ? xs[rx - 1] : 1;
+  if (rx <= rank &&
+      ((rows == 1 && cols == 1) || (rows == sequence && cols == sequence)))
+    return "";
+  std::string shape;
+  llvm::raw_string_ostream os(shape);
+  llvm::interleave(xs, os, "x");
+  return "ring attention cuts the scores' masks and scales into blocks only "
+         "when they are scalars per row and column or [seq, seq] matrices, "
+         "not tensor<" +
+         shape + ">";
+}
+
+Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
+                            int64_t t) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t rx = xs.size();
+  if (rx < 2 || xs[rx - 1] == 1) {
+    // Same for every block: only the new block dimension is inserted.
+    if (rx <= 2)
+      return x;
+    SmallVector<int64_t> shape(xs.take_front(rx - 2));
+    shape.append({1, 1, 1});
+    return nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+  }
+  int64_t chunk = sequence / blocks, p = rx - 2;
+  Value &keyed = byKeyBlock[x];
+  if (!keyed) {
+    SmallVector<int64_t> shape(xs.take_front(p));
+    shape.append({blocks, chunk, blocks, chunk});
+    Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < p; ++d)
+      perm.push_back(d);
+    perm.append({p, p + 1, p + 3, p + 2});
+    keyed =
+        nn::TransposeOp::create(b, loc, split, b.getDenseI64ArrayAttr(perm));
+  }
+  // Query block r meets key block (r - t) mod blocks at step t.
+  SmallVector<int64_t> idxShape(xs.take_front(p));
+  idxShape.append({blocks, chunk, chunk, 1});
+  int64_t outer = 1;
+  for (int64_t d = 0; d < p; ++d)
+    outer *= xs[d];
+  SmallVector<int64_t> idx;
+  idx.reserve(outer * blocks * chunk * chunk);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t r = 0; r < blocks; ++r)
+      idx.append(chunk * chunk, ((r - t) % blocks + blocks) % blocks);
+  auto idxType = RankedTensorType::get(idxShape, b.getI64Type());
+  Value indices = nn::ConstantOp::create(
+      b, loc, idxType, DenseIntElementsAttr::get(idxType, idx));
+  Value picked = nn::GatherElementsOp::create(b, loc, keyed, indices,
+                                              b.getI64IntegerAttr(p + 3));
+  idxShape.pop_back();
+  return nn::ReshapeOp::create(b, loc, withShape(x, idxShape), picked);
+}
+
+Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
+                                  int64_t rank, int64_t t) {
+  auto type = cast<RankedTensorType>(x.getType());
+  auto et = dyn_cast<FloatType>(type.getElementType());
+  if (!et)
+    return blockOf(b, loc, x, rank, t);
+  auto lowest = FloatAttr::get(
+      et, APFloat::getLargest(et.getFloatSemantics(), /*Negative=*/true));
+  if (auto c = x.getDefiningOp<nn::ConstantOp>()) {
+    auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
+    if (dense && dense.isSplat()) {
+      APFloat v = dense.getSplatValue<APFloat>();
+      if (v.isInfinity() && v.isNegative())
+        x = nn::ConstantOp::create(b, loc, type,
+                                   DenseElementsAttr::get(type, lowest));
+      return blockOf(b, loc, x, rank, t);
+    }
+  }
+  Value block = blockOf(b, loc, x, rank, t);
+  if (shapeOf(x).size() < 2 || shapeOf(x).back() == 1)
+    return block;
+  auto scalarType = RankedTensorType::get({}, et);
+  return nn::MaxOp::create(
+      b, loc, block,
+      nn::ConstantOp::create(b, loc, scalarType,
+                             DenseElementsAttr::get(scalarType, lowest)));
+}
+
+std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
+  auto type = softmax.getInput().getType();
+  int64_t rank = type.getRank();
+  int64_t softmaxAxis = static_cast<int64_t>(softmax.getAxis());
+  if (softmaxAxis < 0)
+    softmaxAxis += rank;
+  if (rank < 3 || softmaxAxis != rank - 1 ||
+      type.getDimSize(rank - 1) != sequence ||
+      type.getDimSize(rank - 2) != sequence)
+    return "";
+  SmallVector<Operation *> chain;
+  Attention att{softmax, scoresProducer(softmax.getInput(), &chain),
+                outputConsumer(softmax.getResult())};
+  if (!att.scores || !att.output)
+    return "";
+  if (sequence % blocks != 0)
+    return "ring attention needs the sequence (" + std::to_string(sequence) +
+           ") to divide by " + axis + "=" + std::to_string(blocks);
+  std::reverse(chain.begin(), chain.end());
+  Value q = att.scores.getLhs(), kt = att.scores.getRhs(),
+        v = att.output.getRhs();
+  if (shapeOf(q).size() != size_t(rank) || shapeOf(kt).size() != size_t(rank) ||
+      shapeOf(v).size() != size_t(rank) || shapeOf(v)[rank - 2] != sequence)
+    return "ring attention needs queries, keys and values of the scores' "
+           "rank";
+  // Each operand of the scores' element-wise ops other than the scores.
+  for (auto [i, op] : llvm::enumerate(chain)) {
+    Value through =
+        i == 0 ? Value(att.scores.getResult()) : chain[i - 1]->getResult(0);
+    if (isa<dist::AnnotateOp>(op))
+      continue;
+    for (Value x : op->getOperands())
+      if (x != through)
+        if (std::string why = unblockable(x, rank); !why.empty())
+          return why;
+  }
+  // The probabilities reach ·V through casts (and annotations).
+  SmallVector<Operation *> probs;
+  for (Value p = att.output.getLhs(); p != softmax.getResult();) {
+    Operation *def = p.getDefiningOp();
+    if (!def || !isa<nn::CastOp, dist::AnnotateOp>(def))
+      return "ring attention needs the probabilities to reach the values' "
+             "matmul only through casts";
+    probs.push_back(def);
+    p = def->getOperand(0);
+  }
+  std::reverse(probs.begin(), probs.end());
+  // Anything else reading the scores or probabilities would keep the
+  // whole-sequence attention alive next to the ring.
+  auto readOnce = [](Operation *op) { return op->getResult(0).hasOneUse(); };
+  if (!readOnce(att.scores) || !readOnce(softmax) ||
+      !llvm::all_of(chain, readOnce) || !llvm::all_of(probs, readOnce))
+    return "ring attention needs the scores and probabilities to be read "
+           "only on the way to the values' matmul";
+
+  OpBuilder b(att.output);
+  std::string node = nn::getNodeName(softmax);
+  StringRef dir = StringRef(node).rsplit('/').first;
+  auto at = [&](const Twine &what) -> Location {
+    return NameLoc::get(b.getStringAttr(dir + "/Ring" + what),
+                        softmax.getLoc());
+  };
+  int64_t blockDim = rank - 2;
+  Value qb = nn::ReshapeOp::create(
+      b, at("Q"), withShape(q, splitDim(shapeOf(q), rank - 2, blocks)), q);
+  Value kb = nn::ReshapeOp::create(
+      b, at("K"), withShape(kt, splitDim(shapeOf(kt), rank - 1, blocks)), kt);
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < rank - 2; ++d)
+    perm.push_back(d);
+  perm.append({rank - 1, rank - 2, rank});
+  kb = nn::TransposeOp::create(b, at("K"), kb, b.getDenseI64ArrayAttr(perm));
+  Value vb = nn::ReshapeOp::create(
+      b, at("V"), withShape(v, splitDim(shapeOf(v), rank - 2, blocks)), v);
+
+  auto castTo = [&](Location loc, Value x, Type et) -> Value {
+    auto xt = cast<RankedTensorType>(x.getType());
+    if (xt.getElementType() == et)
+      return x;
+    return nn::CastOp::create(b, loc, xt.clone(et), x);
+  };
+  Value out, lse;
+  for (int64_t t = 0; t < blocks; ++t) {
+    std::string step = std::to_string(t);
+    if (t > 0) {
+      kb = nn::createRoll(b, at("RollK" + step), kb, blockDim, 1);
+      vb = nn::createRoll(b, at("RollV" + step), vb, blockDim, 1);
+    }
+    Location loc = at("Step" + step);
+    Value s = nn::MatMulOp::create(b, loc, qb, kb);
+    SmallVector<int64_t> blockShape(shapeOf(s));
+    for (auto [i, op] : llvm::enumerate(chain)) {
+      if (isa<dist::AnnotateOp>(op))
+        continue;
+      Value through =
+          i == 0 ? Value(att.scores.getResult()) : chain[i - 1]->getResult(0);
+      IRMapping map;
+      for (Value x : op->getOperands())
+        map.map(x, x == through ? s : finiteBlockOf(b, loc, x, rank, t));
+      Operation *copy = b.clone(*op, map);
+      copy->setLoc(loc);
+      copy->getResult(0).setType(withShape(op->getResult(0), blockShape));
+      s = copy->getResult(0);
+    }
+    // The step's softmax, unnormalised: e·V and the row sums l, merged
+    // below with the log-sum-exp m + log l. Backward keeps the scores (for
+    // the max) and e, as one whole-sequence softmax keeps its input and
+    // output.
+    auto last = b.getDenseI64ArrayAttr({rank});
+    Value m = nn::ReduceMaxOp::create(b, loc, s, last, b.getUnitAttr());
+    Value e = nn::ExpOp::create(b, loc, nn::SubOp::create(b, loc, s, m));
+    Value l = nn::ReduceSumOp::create(b, loc, e, last, b.getUnitAttr());
+    Value lseT = nn::AddOp::create(b, loc, m, nn::LogOp::create(b, loc, l));
+    Value p = e;
+    for (Operation *op : probs) {
+      if (isa<dist::AnnotateOp>(op))
+        continue;
+      p = castTo(loc, p,
+                 cast<RankedTensorType>(op->getResult(0).getType())
+                     .getElementType());
+    }
+    Type ot = cast<RankedTensorType>(att.output.getType()).getElementType();
+    Value o = nn::DivOp::create(b, loc, nn::MatMulOp::create(b, loc, p, vb),
+                                castTo(loc, l, ot));
+    if (t == 0) {
+      out = o;
+      lse = lseT;
+      continue;
+    }
+    // out = (out·exp(lse - mx) + o·exp(lseT - mx)) / w, lse = mx + log w.
+    Value mx = nn::MaxOp::create(b, loc, lse, lseT);
+    Value a = nn::ExpOp::create(b, loc, nn::SubOp::create(b, loc, lse, mx));
+    Value c = nn::ExpOp::create(b, loc, nn::SubOp::create(b, loc, lseT, mx));
+    Value w = nn::AddOp::create(b, loc, a, c);
+    Value keep = castTo(loc, nn::DivOp::create(b, loc, a, w), ot);
+    Value take = castTo(loc, nn::DivOp::create(b, loc, c, w), ot);
+    out = nn::AddOp::create(b, loc, nn::MulOp::create(b, loc, out, keep),
+                            nn::MulOp::create(b, loc, o, take));
+    if (t + 1 < blocks)
+      lse = nn::AddOp::create(b, loc, mx, nn::LogOp::create(b, loc, w));
+  }
+  Value merged = nn::ReshapeOp::create(b, at("Output"),
+                                       att.output.getResult().getType(), out);
+  att.output.getResult().replaceAllUsesWith(merged);
+  // The whole-sequence attention is dead now.
+  SmallVector<Operation *> dead{att.output};
+  dead.append(probs.rbegin(), probs.rend());
+  dead.push_back(softmax);
+  dead.append(chain.rbegin(), chain.rend());
+  dead.push_back(att.scores);
+  for (Operation *op : dead)
+    if (op->use_empty())
+      op->erase();
+  return "";
+}
+
+LogicalResult distopt::plan::applyRingAttention(ModuleOp module, StringRef axis,
+                                                int64_t blocks) {
+  func::FuncOp func = mainFunction(module);
+  if (!func)
+    return failure();
+  if (blocks > 1)
+    RingRewriter(func, blocks, axis).run();
   return success();
 }

@@ -158,7 +158,9 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
               InFlightDiagnostic d = r.error(value);
               d << "unknown context_parallel.attention '" << *v
                 << "'; expected ";
-              llvm::interleave(contextParallelAttentions(), d, " or ");
+              ArrayRef<StringRef> names = contextParallelAttentions();
+              llvm::interleaveComma(names.drop_back(), d);
+              d << " or " << names.back();
               return failure();
             }
             cp.attention = *v;
@@ -391,6 +393,14 @@ const PipelineSpec *Plan::pipeline() const {
     if (spec.pipeline)
       return &*spec.pipeline;
   return nullptr;
+}
+
+const ContextParallelSpec *Plan::contextParallel() const {
+  const ContextParallelSpec *found = nullptr;
+  for (const PlanSpec &spec : specs)
+    if (spec.contextParallel)
+      found = &*spec.contextParallel;
+  return found;
 }
 
 const PlanSpec *Plan::meshSource() const {

@@ -90,6 +90,14 @@ mlir::LogicalResult applyContextParallel(mlir::ModuleOp module,
                                          const ContextParallelSpec &spec,
                                          std::vector<std::string> &notes);
 
+/// Ring attention (dist-ring-attention, before the training step is built):
+/// rewrites each attention over the whole sequence into `blocks` steps over
+/// sequence blocks whose keys and values roll along `axis`. An attention it
+/// cannot rewrite keeps a mark saying why, which applyContextParallel turns
+/// into a note (its keys and values are then all-gathered).
+mlir::LogicalResult applyRingAttention(mlir::ModuleOp module,
+                                       llvm::StringRef axis, int64_t blocks);
+
 } // namespace distopt::plan
 
 #endif // DISTOPT_LIB_PLAN_PLANUTILS_H

@@ -184,10 +184,14 @@ static std::string normalizeReason(StringRef reason) {
   return out;
 }
 
-/// The training phase a collective serves: that of the first op reading
-/// its result (through other collectives), forward for untagged model ops;
-/// a collective only a return reads serves the op that made its operand.
+/// The training phase a collective serves: its own where it says it (a
+/// roll's permute, made from an op of that phase), else that of the first
+/// op reading its result (through other collectives), forward for untagged
+/// model ops; a collective only a return reads serves the op that made its
+/// operand.
 static std::string phaseOf(Operation *collective) {
+  if (auto p = collective->getAttrOfType<StringAttr>(nn::kPhaseAttr))
+    return p.str();
   SmallVector<Operation *> work{collective};
   llvm::SmallPtrSet<Operation *, 8> seen{collective};
   while (!work.empty()) {

@@ -6,8 +6,10 @@
 // (through the `dist-pipeline` pass):
 //
 //   annotate   dist-strip-distribution (one device), dist-apply-precision
-//              (--train with a precision policy), dist-build-training-step
-//              (--train), dist-apply-plan (--mesh, --plan; not for one device)
+//              (--train with a precision policy), dist-ring-attention (a
+//              plan's context_parallel attention: ring), dist-build-training-
+//              step (--train), dist-apply-plan (--mesh, --plan; not for one
+//              device)
 //   shard      dist-propagate-sharding, dist-tie-updates-to-state,
 //              dist-insert-reshards, cse, dist-regather-parameters
 //   stages     dist-cut-pipeline-stages, dist-order-pipeline-stages (a plan

@@ -64,6 +64,39 @@ def DistApplyPlan : Pass<"dist-apply-plan", "mlir::ModuleOp"> {
                            "::distopt::nn::NNDialect"];
 }
 
+def DistRingAttention : Pass<"dist-ring-attention", "mlir::ModuleOp"> {
+  let summary = "Rewrite attention over the whole sequence into ring attention";
+  let description = [{
+    Context parallelism's `ring` attention (docs/plans.md), in the global
+    view and before `dist-build-training-step`, so that autodiff gives its
+    backward. Each attention context parallelism recognises (`Q·Kᵀ`, masks
+    and scales, softmax over the sequence, `·V`) becomes `size` steps over
+    the sequence cut into `size` blocks: Q, K and V get a block dimension
+    (`[..., seq, d]` as `[..., size, seq/size, d]`), step t multiplies each
+    query block with the key block t places back on the ring (K and V rolled
+    by one block per step: an `nn.gather` roll that partitions into one
+    `dist.collective_permute` per tensor and step), cuts the masks into the
+    blocks of that step, and the steps' outputs merge with their softmaxes'
+    log-sum-exps. With the block dimension split over `axis`, each rank
+    computes its own query block and never holds the whole K, V or a row of
+    scores over the whole sequence.
+
+    An attention it cannot rewrite (a sequence that does not divide by
+    `size`, a mask it cannot cut into blocks) is left as it is with a mark
+    saying why; `dist-apply-plan` turns the mark into a warning and a report
+    note, and all-gathers that attention's keys and values. `size` 0 reads
+    the axis's size from the module's mesh.
+  }];
+  let options = [
+    Option<"axis", "axis", "std::string", /*default=*/"\"cp\"",
+           "the mesh axis context parallelism splits the sequence over">,
+    Option<"size", "size", "int64_t", /*default=*/"0",
+           "the number of ranks on the ring (0: the axis's size in the "
+           "module's mesh)">
+  ];
+  let dependentDialects = ["::distopt::nn::NNDialect"];
+}
+
 def DistStripDistribution : Pass<"dist-strip-distribution", "mlir::ModuleOp"> {
   let summary = "Drop every mesh, annotation and sharding: the model for one device";
   let description = [{

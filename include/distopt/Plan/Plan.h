@@ -64,7 +64,8 @@ struct ContextParallelSpec {
   std::string axis = "cp";
   /// allgather: each rank keeps its query rows, keys and values are
   /// gathered; ulysses: all-to-all from the sequence split to a head split
-  /// around attention.
+  /// around attention; ring: K/V blocks passed around the ring
+  /// (dist-ring-attention).
   std::string attention = "allgather";
   mlir::LocationAttr loc;
 };
@@ -106,6 +107,8 @@ struct Plan {
   int64_t microbatches() const;
   /// The mesh a plan file names ("" if none does).
   const PlanSpec *meshSource() const;
+  /// The context_parallel section, if a plan has one (the last wins).
+  const ContextParallelSpec *contextParallel() const;
   /// Every plan file's `recompute` globs, in order.
   std::vector<std::pair<std::string, mlir::LocationAttr>> recompute() const;
   bool empty() const { return specs.empty(); }
@@ -182,7 +185,8 @@ mlir::LogicalResult splitBatch(mlir::ModuleOp module, int64_t microbatches,
 /// zb-h1 (see PipelineStages/Schedule.h).
 llvm::ArrayRef<llvm::StringRef> pipelineScheduleNames();
 
-/// The attention variants context parallelism knows: allgather, ulysses.
+/// The attention variants context parallelism knows: allgather, ulysses,
+/// ring.
 llvm::ArrayRef<llvm::StringRef> contextParallelAttentions();
 
 /// Names of the presets, for --help and messages.

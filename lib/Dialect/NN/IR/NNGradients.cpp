@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/NN/IR/EinsumEquation.h"
 #include "distopt/Dialect/NN/IR/GradientBuilder.h"
+#include "distopt/Dialect/NN/IR/Roll.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -728,6 +729,14 @@ LogicalResult SliceOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
 
 LogicalResult GatherOp::buildGradient(GradientBuilder &g, ArrayRef<Value> dy,
                                       SmallVectorImpl<Value> &dx) {
+  // A roll's gradient is the opposite roll (no scatter: each row was read
+  // once).
+  if (std::optional<int64_t> shift = rollShift(*this)) {
+    int64_t n = getData().getType().getDimSize(getAxis());
+    dx[0] = createRoll(g.builder(), g.location(), dy[0], getAxis(),
+                       (n - *shift) % n);
+    return success();
+  }
   // Every looked-up row's gradient is added back into its row (an
   // embedding's gradient).
   dx[0] = g.create<ScatterAddOp>(g.zerosLike(getData()), getIndices(), dy[0],

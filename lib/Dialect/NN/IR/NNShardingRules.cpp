@@ -9,8 +9,11 @@
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
 #include "distopt/Dialect/NN/IR/EinsumEquation.h"
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
+#include "distopt/Dialect/NN/IR/Roll.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 
@@ -588,10 +591,58 @@ LogicalResult SliceOp::partitionOp(dist::PartitionContext &ctx,
   return success();
 }
 
+std::optional<int64_t> distopt::nn::rollShift(GatherOp op) {
+  auto idxType = op.getIndices().getType();
+  int64_t axis = op.getAxis();
+  int64_t n = op.getData().getType().getDimSize(axis);
+  auto constant = op.getIndices().getDefiningOp<ConstantOp>();
+  if (!constant || idxType.getRank() != 1 || idxType.getDimSize(0) != n ||
+      n <= 0)
+    return std::nullopt;
+  auto dense = dyn_cast<DenseIntElementsAttr>(constant.getValue());
+  if (!dense)
+    return std::nullopt;
+  SmallVector<int64_t> values;
+  for (const APInt &v : dense.getValues<APInt>())
+    values.push_back(v.getSExtValue());
+  int64_t shift = ((-values[0]) % n + n) % n;
+  // A roll by 0 is a lookup of every row in order (an embedding table read
+  // at positions 0..n-1): left to the lookup's own rule.
+  if (shift == 0)
+    return std::nullopt;
+  for (int64_t i = 0; i < n; ++i)
+    if (((values[i] % n) + n) % n != ((i - shift) % n + n) % n)
+      return std::nullopt;
+  return shift;
+}
+
+Value distopt::nn::createRoll(OpBuilder &b, Location loc, Value input,
+                              int64_t axis, int64_t shift) {
+  int64_t n = cast<RankedTensorType>(input.getType()).getDimSize(axis);
+  SmallVector<int64_t> indices;
+  for (int64_t i = 0; i < n; ++i)
+    indices.push_back(((i - shift) % n + n) % n);
+  auto type = RankedTensorType::get({n}, b.getI64Type());
+  Value idx = ConstantOp::create(b, loc, type,
+                                 DenseIntElementsAttr::get(type, indices));
+  return GatherOp::create(b, loc, input, idx, b.getI64IntegerAttr(axis));
+}
+
 OpShardingRule GatherOp::getShardingRule() {
   OpShardingRule rule;
   ArrayRef<int64_t> data = shapeOf(getData()), idx = shapeOf(getIndices());
   int64_t axis = getAxis();
+  if (rollShift(*this)) {
+    // A roll keeps every dimension where it is: the rolled one splits as
+    // the others do (its local form moves whole pieces between ranks); the
+    // indices are a small constant every rank holds.
+    TensorFactors tr = freshFactors(rule, getData());
+    TensorFactors ti = {{rule.addFactor(idx[0], FactorKind::Whole)}};
+    rule.operands = {tr, ti};
+    rule.results = {tr};
+    rule.setPartialFlow(PartialFlow::OneLinear, {0});
+    return rule;
+  }
   TensorFactors td, ti, tr;
   SmallVector<int64_t> dataFactors;
   for (auto [d, s] : llvm::enumerate(data)) {
@@ -678,6 +729,71 @@ static Value zeroScalar(OpBuilder &b, Location loc, Type et) {
   return ConstantOp::create(b, loc, zt, DenseElementsAttr::get(zt, zero));
 }
 
+/// A roll of a dimension split over one mesh axis by a whole number of
+/// pieces: each rank's piece goes `shift / pieceExtent` ranks on along the
+/// axis (one collective_permute).
+static LogicalResult partitionRoll(GatherOp op, dist::PartitionContext &ctx,
+                                   Value data, ShardingAttr sharding,
+                                   int64_t shift,
+                                   SmallVectorImpl<Value> &localResults) {
+  int64_t axis = op.getAxis();
+  int64_t n = op.getData().getType().getDimSize(axis);
+  SmallVector<int64_t> axes = sharding.getAxesForDim(axis);
+  int64_t pieces = 1;
+  for (int64_t a : axes)
+    pieces *= ctx.meshSizes[a];
+  OpBuilder &b = ctx.builder;
+  auto meshRef = FlatSymbolRefAttr::get(ctx.mesh.getSymNameAttr());
+  if (axes.size() != 1 || n % pieces != 0 || shift % (n / pieces) != 0) {
+    // Not whole pieces: gather the dimension, roll it, keep this rank's
+    // piece.
+    if (n % pieces != 0)
+      return op.emitOpError("rolls dimension ")
+             << axis << " of extent " << n << ", which does not split evenly "
+             << "into its " << pieces << " pieces";
+    SmallVector<StringRef> names;
+    for (int64_t a : axes)
+      names.push_back(ctx.mesh.getAxisName(a));
+    auto local = cast<RankedTensorType>(data.getType());
+    SmallVector<int64_t> whole(local.getShape());
+    whole[axis] = n;
+    Value gathered = dist::AllGatherOp::create(
+        b, op.getLoc(), local.clone(whole), data, meshRef,
+        b.getStrArrayAttr(names), b.getI64IntegerAttr(axis),
+        DenseI64ArrayAttr());
+    Value rolled = createRoll(b, op.getLoc(), gathered, axis, shift);
+    localResults.push_back(dist::LocalSliceOp::create(
+        b, op.getLoc(), local, rolled, meshRef, b.getStrArrayAttr(names),
+        b.getI64IntegerAttr(axis), DenseI64ArrayAttr()));
+    return success();
+  }
+  int64_t steps = shift / (n / pieces);
+  SmallVector<int64_t> pairs;
+  for (int64_t i = 0; i < pieces; ++i) {
+    pairs.push_back(i);
+    pairs.push_back((i + steps) % pieces);
+  }
+  auto permute = dist::CollectivePermuteOp::create(
+      b, op.getLoc(), data.getType(), data, meshRef,
+      b.getStrArrayAttr({ctx.mesh.getAxisName(axes[0])}),
+      b.getDenseI64ArrayAttr(pairs));
+  // The report groups collectives by phase and reason: a backward roll
+  // (the gradient of a forward one) passes the blocks' gradients back.
+  auto phase = op->getAttrOfType<StringAttr>(kPhaseAttr);
+  bool backward = phase && phase.getValue() == "backward";
+  permute->setAttr(kPhaseAttr, phase ? phase : b.getStringAttr("forward"));
+  permute->setAttr(
+      dist::kReasonAttr,
+      b.getStringAttr(std::string(backward ? "gradients of the blocks back "
+                                             "around the ring"
+                                           : "blocks around the ring") +
+                      ": nn.gather at '" + getNodeName(op) +
+                      "' rolls dimension " + std::to_string(axis) + " by " +
+                      std::to_string(steps) + " piece(s)"));
+  localResults.push_back(permute.getResult());
+  return success();
+}
+
 LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
                                     ValueRange localOperands,
                                     ArrayRef<ShardingAttr> operandShardings,
@@ -687,6 +803,9 @@ LogicalResult GatherOp::partitionOp(dist::PartitionContext &ctx,
   if (operandShardings[0].getAxesForDim(axis).empty())
     return dist::partitionByCloning(*this, ctx, localOperands, resultShardings,
                                     localResults);
+  if (std::optional<int64_t> shift = rollShift(*this))
+    return partitionRoll(*this, ctx, localOperands[0], operandShardings[0],
+                         *shift, localResults);
   // Masked lookup into this rank's rows [offset, offset + rows).
   OpBuilder &b = ctx.builder;
   Location loc = getLoc();

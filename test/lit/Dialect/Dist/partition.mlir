@@ -49,3 +49,24 @@ func.func @embedding(%ids: tensor<2x5xi64>) -> tensor<2x5x8xf32> {
   %e = nn.gather %wa, %ids axis 0 : tensor<96x8xf32>, tensor<2x5xi64> -> tensor<2x5x8xf32>
   return %e : tensor<2x5x8xf32>
 }
+
+// -----
+
+// A roll (nn.gather with constant indices (i - s) mod n) of a dimension
+// split over tp keeps the split. By 4 of 16 rows (one piece of 4) it is one
+// collective_permute, each rank sending its piece one rank on; by 2 rows
+// (half a piece) each rank gathers the rows, rolls them and keeps its piece.
+dist.mesh @mesh [tp = 4]
+// SPMD-LABEL: func.func @roll
+// SPMD: dist.collective_permute %{{.*}} on @mesh axes ["tp"] pairs [0, 1, 1, 2, 2, 3, 3, 0] {{{.*}}dist.reason = "blocks around the ring: nn.gather at {{.*}} rolls dimension 0 by 1 piece(s)"{{.*}}} : tensor<4x8xf32>
+// SPMD: dist.all_gather %{{.*}} on @mesh axes ["tp"] dim 0 {{.*}}: tensor<4x8xf32> -> tensor<16x8xf32>
+// SPMD: nn.gather {{.*}} : tensor<16x8xf32>, tensor<16xi64> -> tensor<16x8xf32>
+// SPMD: dist.local_slice {{.*}} dim 0 {{.*}}: tensor<16x8xf32> -> tensor<4x8xf32>
+func.func @roll(%x: tensor<16x8xf32>) -> (tensor<16x8xf32>, tensor<16x8xf32>) {
+  %xa = dist.annotate %x to <@mesh, [S(0)]> : tensor<16x8xf32>
+  %by4 = nn.constant dense<[12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]> : tensor<16xi64>
+  %a = nn.gather %xa, %by4 axis 0 : tensor<16x8xf32>, tensor<16xi64> -> tensor<16x8xf32>
+  %by2 = nn.constant dense<[14, 15, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]> : tensor<16xi64>
+  %b = nn.gather %xa, %by2 axis 0 : tensor<16x8xf32>, tensor<16xi64> -> tensor<16x8xf32>
+  return %a, %b : tensor<16x8xf32>, tensor<16x8xf32>
+}
