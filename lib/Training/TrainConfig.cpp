@@ -389,11 +389,15 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     return r.error(node) << "precision compute: f16 needs a loss_scale (f16 "
                             "gradients underflow without one): a number, or "
                             "dynamic";
+  // Unscaled gradients underflow in f16 as they would in f16 compute.
+  if (reduceNode && p.reduce == "f16" && !f16)
+    return r.error(reduceNode)
+           << "precision.reduce: f16 needs compute: f16 and its loss scale "
+              "(unscaled gradients underflow in f16); reduce in bf16 instead";
   // What the compiler does not apply yet: each is an error, not a silent
   // f32.
   for (auto [n, what, value] :
        {std::make_tuple(masterNode, "master", &p.master),
-        std::make_tuple(reduceNode, "reduce", &p.reduce),
         std::make_tuple(stateNode, "optimizer_state", &p.optimizerState)})
     if (n && *value != "f32")
       return r.error(n) << "precision." << what << ": " << *value

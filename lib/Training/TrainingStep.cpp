@@ -63,6 +63,10 @@ private:
   Value scaleSeed(nn::GradientBuilder &g, Value seed);
   /// The parameters' (f32) gradients divided by the loss scale again.
   Value unscale(Value grad, Location loc);
+  /// `grad` (f32) as the widening cast of its value in `precision.reduce`'s
+  /// dtype when that is narrower, the casts marked for data-parallel plans
+  /// to reduce between them; `grad` itself otherwise.
+  Value narrowForReduce(Value grad, StringRef key, Location loc);
   nn::GradientBuilder gb(Location loc) { return nn::GradientBuilder(b, loc); }
   Value addInput(StringRef name, Type type);
   void unifyWeights();
@@ -539,6 +543,30 @@ Value StepBuilder::unscale(Value grad, Location loc) {
   return g.create<nn::MulOp>(grad, inverseLossScale);
 }
 
+Value StepBuilder::narrowForReduce(Value grad, StringRef key, Location loc) {
+  const std::string &reduce = config.precision.reduce;
+  if (reduce == "f32")
+    return grad;
+  Type narrow = reduce == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  Attribute of = b.getStringAttr(key);
+  // Without microbatches a bf16 parameter's gradient already is the
+  // widening of its bf16 gradient: the reduction goes before that cast.
+  if (auto c = grad.getDefiningOp<nn::CastOp>();
+      c && getElementTypeOrSelf(c.getInput()) == narrow && c->hasOneUse()) {
+    c->setAttr(nn::kNarrowReduceOfAttr, of);
+    return grad;
+  }
+  // Otherwise (a microbatch loop's f32 sum, an f32-computing parameter's
+  // gradient) it is rounded once, reduced once and widened again: the
+  // microbatches still add up in f32, as Megatron's main grads do.
+  nn::GradientBuilder g = gb(loc);
+  Value low = g.castLike(grad, narrow);
+  low.getDefiningOp()->setAttr(nn::kNarrowReduceOfAttr, of);
+  Value wide = g.castLike(low, getElementTypeOrSelf(grad));
+  wide.getDefiningOp()->setAttr(nn::kNarrowReduceOfAttr, of);
+  return wide;
+}
+
 void StepBuilder::checkFinite(Value norm, Location loc) {
   if (!lossScaleIn)
     return;
@@ -932,7 +960,7 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (auto sum = dyn_cast<OpResult>(grad);
         loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
-    grad = unscale(grad, gradLoc);
+    grad = unscale(narrowForReduce(grad, p.key, gradLoc), gradLoc);
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
                                     b.getStringAttr(p.key));
