@@ -1253,6 +1253,31 @@ would not change at all; the f32 masters do, and the probe output (the f32
 masters' forward) moves by more than the case's probe tolerance.""",
     ),
     dict(
+        name="gpt_bf16_states",
+        what="the GPT with AdamW's moments stored in bf16 (`optimizer_state: "
+             "bf16`), computing in f32",
+        seed=41, optimizer_state="bf16",
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 12, 241, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-2, "betas": [0.9, 0.999], "eps": 1e-6,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=12,
+        notes="""\
+The GPT of `gpt_bf16` trained in f32 with `precision: {compute: f32,
+optimizer_state: bf16}`: torch's AdamW updates in f32 as always, and after
+each `optimizer.step()` its `exp_avg` and `exp_avg_sq` are rounded to bf16
+(to nearest even) and kept so, which is what a trainer storing them in bf16
+and widening them for the update (load, widen, update, round, store)
+computes. Compute is f32 so that the states' rounding is what tells trainers
+apart. Adam's eps is 1e-6, not 1e-8: its first steps move every element by
+about lr whatever the sign of its gradient, and with eps 1e-8 the elements
+whose gradient is only rounding noise (a few 1e-10) decide the probe as
+much as the states' rounding does; eps 1e-6 leaves them still. The facts
+below give how far a trainer keeping f32 states ends from this one.""",
+    ),
+    dict(
         name="gpt_f16",
         what="the GPT in f16 with a dynamic loss scale that overflows, backs "
              "off and grows: skipped steps update nothing",
@@ -1691,7 +1716,7 @@ def working_copy(master, dtype):
 
 
 def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
-          logged=None):
+          logged=None, f32_states=False):
     """Trains `model` (f32, the masters) on the batches as the case says and
     returns the losses and the (pre-clip) gradient norms. With another
     `dtype` forward and backward run on a copy in that dtype, refreshed from
@@ -1705,7 +1730,9 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
     `scales` (each step's scale) and `skipped` (0 or 1 per step). `skip`
     (0 or 1 per step) leaves out the updates of those steps (an f32 run to
     compare an f16 run with). `logged` gets, for each output the case's
-    `logged` names, its value at each step (microbatch), before the update."""
+    `logged` names, its value at each step (microbatch), before the update.
+    A case with `optimizer_state: bf16` rounds the optimizer's states to
+    bf16 after each update, unless `f32_states`."""
     opt = make_optimizer(case, model)
     scaler = None
     if scaling is not None:
@@ -1777,6 +1804,13 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
             norms.append(float(torch.norm(torch.stack(
                 [torch.norm(p.grad) for p in params]))))
         opt.step()
+        if case.get("optimizer_state") == "bf16" and not f32_states:
+            # States stored in bf16: each step reads the rounded value.
+            with torch.no_grad():
+                for st in opt.state.values():
+                    for key in ("exp_avg", "exp_avg_sq", "momentum_buffer"):
+                        if isinstance(st.get(key), torch.Tensor):
+                            st[key].copy_(st[key].bfloat16().float())
         if sched is not None:
             sched.step()
     return losses, norms
@@ -1841,6 +1875,8 @@ def make_case(case):
             probe_before = model(*probe)
     scaling = {} if "loss_scale" in case else None
     logged = {}
+    states_model = (copy.deepcopy(model) if case.get("optimizer_state")
+                    else None)
     losses, norms = train(case, model, batches, dtype, case_dir, scaling, logged=logged)
     losses_f32 = train(case, f32_model, batches, torch.float32,
                        skip=scaling["skipped"] if scaling else None)[0] if f32_model else None
@@ -1864,6 +1900,15 @@ def make_case(case):
                      f"{float(out.abs().max()):.3g}): {case['precision']}'s rounding noise, "
                      f"which bounds how closely another {case['precision']} trainer can match"
                      + (" (the f32 run skips the same steps)" if scaling else ""))
+    if states_model is not None:
+        f32_states_losses = train(case, states_model, batches, dtype,
+                                  f32_states=True)[0]
+        with torch.no_grad():
+            out_f32_states = loss_output(case, as_tuple(states_model(*probe)))
+        rel = max(abs(a - b) / abs(b) for a, b in zip(f32_states_losses, losses))
+        facts.append(f"the same training with f32 optimizer states: losses within "
+                     f"{rel:.2g} relative, probe outputs up to "
+                     f"{float((out - out_f32_states).abs().max()):.3g} apart")
     if case.get("small_lr"):
         moved = float((out - probe_before).abs().max())
         atol = case["tolerance"]["probe_atol"]
@@ -1893,6 +1938,9 @@ def make_case(case):
                              "loss_scale": case["loss_scale"]}
     elif "precision" in case and "model_dtype" not in case:
         spec["precision"] = case["precision"]
+    elif "optimizer_state" in case:
+        spec["precision"] = {"compute": "f32",
+                             "optimizer_state": case["optimizer_state"]}
     spec["losses"] = losses
     for name in case.get("logged", []):
         spec[name] = [f32(x) for x in logged[name]]

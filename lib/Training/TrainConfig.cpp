@@ -394,14 +394,15 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     return r.error(reduceNode)
            << "precision.reduce: f16 needs compute: f16 and its loss scale "
               "(unscaled gradients underflow in f16); reduce in bf16 instead";
-  // What the compiler does not apply yet: each is an error, not a silent
-  // f32.
-  for (auto [n, what, value] :
-       {std::make_tuple(masterNode, "master", &p.master),
-        std::make_tuple(stateNode, "optimizer_state", &p.optimizerState)})
-    if (n && *value != "f32")
-      return r.error(n) << "precision." << what << ": " << *value
-                        << " is not yet supported; only f32";
+  // Adam's second moment (squared gradients) underflows f16's range.
+  if (stateNode && p.optimizerState == "f16")
+    return r.error(stateNode)
+           << "precision.optimizer_state: f16 would underflow Adam's second "
+              "moment; use bf16 (or f32)";
+  // What the compiler does not apply yet: an error, not a silent f32.
+  if (masterNode && p.master != "f32")
+    return r.error(masterNode) << "precision.master: " << p.master
+                               << " is not yet supported; only f32";
   return success();
 }
 

@@ -608,36 +608,47 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
     results.push_back({next, "update:" + key.str(), key.str()});
   };
   Value scale = gradScale ? g.castLike(gradScale, f) : c(1.0);
+  // `precision.optimizer_state: bf16`: the states are stored in bf16, read
+  // widened to the parameter's dtype, updated there and rounded back.
+  RankedTensorType stateType =
+      config.precision.optimizerState == "bf16" ? type.clone(b.getBF16Type())
+                                                : type;
+  auto stored = [&](Value next, Value state) {
+    return g.castLike(next, getElementTypeOrSelf(state));
+  };
   // One fused op per parameter where its state exists (Adam, AdamW, SGD
   // with momentum): a few thousand ops for a 70B-shaped model instead of
   // tens of thousands, and one pass over the parameter at run time.
   if (o.kind != OptimizerSpec::Kind::SGD) {
-    Value m = variable(p, "exp_avg", type);
-    Value v = variable(p, "exp_avg_sq", type);
+    Value m = variable(p, "exp_avg", stateType);
+    Value v = variable(p, "exp_avg_sq", stateType);
     bool decoupled = o.kind == OptimizerSpec::Kind::AdamW;
     Value paramScale = decoupled && wd != 0
                            ? g.castLike(hyper.at(kDecayInput.str()), f)
                            : c(1.0);
     OpBuilder &b = g.builder();
     auto op = nn::AdamUpdateOp::create(
-        b, loc, type, type, type, w, p.grad, m, v, scale, paramScale,
+        b, loc, type, type, type, w, p.grad, g.castLike(m, f),
+        g.castLike(v, f), scale, paramScale,
         g.castLike(hyper.at(kStepSizeInput.str()), f),
         g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f),
         b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));
-    update(op.getNewExpAvg(), m, p.key + "/exp_avg");
-    update(op.getNewExpAvgSq(), v, p.key + "/exp_avg_sq");
+    update(stored(op.getNewExpAvg(), m), m, p.key + "/exp_avg");
+    update(stored(op.getNewExpAvgSq(), v), v, p.key + "/exp_avg_sq");
     update(op.getNewParam(), w, p.key);
     return;
   }
   if (o.momentum != 0) {
-    Value buf = variable(p, "momentum_buffer", type);
+    Value buf = variable(p, "momentum_buffer", stateType);
     OpBuilder &b = g.builder();
-    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad, buf, scale,
+    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad,
+                                      g.castLike(buf, f), scale,
                                       lr, b.getF64FloatAttr(o.momentum),
                                       b.getF64FloatAttr(wd),
                                       b.getBoolAttr(o.nesterov));
-    update(op.getNewMomentumBuffer(), buf, p.key + "/momentum_buffer");
+    update(stored(op.getNewMomentumBuffer(), buf), buf,
+           p.key + "/momentum_buffer");
     update(op.getNewParam(), w, p.key);
     return;
   }
