@@ -1278,6 +1278,34 @@ much as the states' rounding does; eps 1e-6 leaves them still. The facts
 below give how far a trainer keeping f32 states ends from this one.""",
     ),
     dict(
+        name="gpt_bf16_pure",
+        what="the GPT with bf16 parameters and no f32 masters (`master: "
+             "bf16`): the update computes in f32 and is rounded to bf16",
+        seed=43, precision="bf16", master="bf16",
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.02, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 4, 243, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-4, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=4,
+        notes="""\
+The GPT of `gpt_bf16` trained with `precision: {compute: bf16, master:
+bf16}`: the parameters are bf16 (rounded from the exported f32 values), and
+there is no f32 copy. torch trains it as `gpt_bf16` (a bf16 working copy
+runs forward and backward, the gradients are copied to f32, clipped, and
+AdamW updates in f32 with f32 moments) with its f32 masters rounded to bf16
+before the first step and after every update, so that they only ever hold
+bf16 values: what a trainer whose parameters are bf16 and whose update
+computes in f32 (load, widen, update, round, store) does. The probe output
+is the forward in f32 of those bf16 values. The learning rate, 1e-4, is
+about one bf16 ulp of a typical weight (0.02): each update is rounded by up
+to half its size, so a trainer keeping f32 masters ends clearly elsewhere
+(the facts below), while the small steps keep bf16 compute's noise in the
+probe small: its tolerance is 0.02.""",
+    ),
+    dict(
         name="gpt_f16",
         what="the GPT in f16 with a dynamic loss scale that overflows, backs "
              "off and grows: skipped steps update nothing",
@@ -1745,6 +1773,12 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
     assert len(work_params) == len(params)
     losses, norms = [], []
     micro = case.get("accumulate", 1)
+    # `master: bf16`: the masters only ever hold bf16 values.
+    round_masters = case.get("master") == "bf16" and dtype != torch.float32
+    if round_masters:
+        with torch.no_grad():
+            for p in params:
+                p.copy_(p.bfloat16().float())
     logged = {} if logged is None else logged
     for k in range(case["steps"]):
         opt.zero_grad()
@@ -1804,6 +1838,10 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
             norms.append(float(torch.norm(torch.stack(
                 [torch.norm(p.grad) for p in params]))))
         opt.step()
+        if round_masters:
+            with torch.no_grad():
+                for p in params:
+                    p.copy_(p.bfloat16().float())
         if case.get("optimizer_state") == "bf16" and not f32_states:
             # States stored in bf16: each step reads the rounded value.
             with torch.no_grad():
@@ -1877,6 +1915,7 @@ def make_case(case):
     logged = {}
     states_model = (copy.deepcopy(model) if case.get("optimizer_state")
                     else None)
+    initial_model = copy.deepcopy(model) if case.get("master") else None
     losses, norms = train(case, model, batches, dtype, case_dir, scaling, logged=logged)
     losses_f32 = train(case, f32_model, batches, torch.float32,
                        skip=scaling["skipped"] if scaling else None)[0] if f32_model else None
@@ -1900,6 +1939,15 @@ def make_case(case):
                      f"{float(out.abs().max()):.3g}): {case['precision']}'s rounding noise, "
                      f"which bounds how closely another {case['precision']} trainer can match"
                      + (" (the f32 run skips the same steps)" if scaling else ""))
+    if case.get("master") == "bf16":
+        masters_case = dict(case)
+        del masters_case["master"]
+        masters_model = copy.deepcopy(initial_model)
+        train(masters_case, masters_model, batches, dtype)
+        with torch.no_grad():
+            out_masters = loss_output(case, as_tuple(masters_model(*probe)))
+        facts.append(f"the same training with f32 masters (as `gpt_bf16`): probe "
+                     f"outputs up to {float((out - out_masters).abs().max()):.3g} apart")
     if states_model is not None:
         f32_states_losses = train(case, states_model, batches, dtype,
                                   f32_states=True)[0]
@@ -1936,6 +1984,9 @@ def make_case(case):
     if "loss_scale" in case:
         spec["precision"] = {"compute": case["precision"],
                              "loss_scale": case["loss_scale"]}
+    elif "master" in case:
+        spec["precision"] = {"compute": case["precision"],
+                             "master": case["master"]}
     elif "precision" in case and "model_dtype" not in case:
         spec["precision"] = case["precision"]
     elif "optimizer_state" in case:

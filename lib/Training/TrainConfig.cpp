@@ -399,10 +399,16 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     return r.error(stateNode)
            << "precision.optimizer_state: f16 would underflow Adam's second "
               "moment; use bf16 (or f32)";
-  // What the compiler does not apply yet: an error, not a silent f32.
-  if (masterNode && p.master != "f32")
-    return r.error(masterNode) << "precision.master: " << p.master
-                               << " is not yet supported; only f32";
+  // f16 parameters lose every update below half an f16 ulp and overflow
+  // beyond 65504: they need f32 masters.
+  if (masterNode && p.master == "f16")
+    return r.error(masterNode)
+           << "precision.master: f16 is not supported; only f32 or bf16 "
+              "(f16 training keeps f32 masters)";
+  if (masterNode && p.master == "bf16" && p.compute != "bf16")
+    return r.error(masterNode)
+           << "precision.master: bf16 needs compute: bf16 (the parameters "
+              "are what forward reads), not " << p.compute;
   return success();
 }
 

@@ -595,9 +595,12 @@ Value StepBuilder::variable(Parameter &p, StringRef suffix,
 void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   nn::GradientBuilder g = gb(loc);
   const OptimizerSpec &o = config.optimizer;
-  Value w = p.weight->getResult(0);
+  // The update computes in f32; a bf16 parameter (`master: bf16`) is read
+  // widened and its new value rounded back.
+  Value storedW = p.weight->getResult(0);
+  Type f = b.getF32Type();
+  Value w = g.castLike(storedW, f);
   auto type = cast<RankedTensorType>(w.getType());
-  Type f = type.getElementType();
   auto c = [&](double v) { return g.scalar(v, f); };
   Value lr = g.castLike(hyper.at(kLrInput.str()), f);
   double wd = p.decays ? o.weightDecay : 0.0;
@@ -636,7 +639,7 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));
     update(stored(op.getNewExpAvg(), m), m, p.key + "/exp_avg");
     update(stored(op.getNewExpAvgSq(), v), v, p.key + "/exp_avg_sq");
-    update(op.getNewParam(), w, p.key);
+    update(stored(op.getNewParam(), storedW), storedW, p.key);
     return;
   }
   if (o.momentum != 0) {
@@ -649,7 +652,7 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
                                       b.getBoolAttr(o.nesterov));
     update(stored(op.getNewMomentumBuffer(), buf), buf,
            p.key + "/momentum_buffer");
-    update(op.getNewParam(), w, p.key);
+    update(stored(op.getNewParam(), storedW), storedW, p.key);
     return;
   }
   // Plain SGD (no state): p += -lr * (g * scale + wd * p).
@@ -660,7 +663,7 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
     grad = g.create<nn::AddOp>(grad, g.create<nn::MulOp>(w, c(wd)));
   Value nextW = g.create<nn::AddOp>(
       w, g.create<nn::MulOp>(g.create<nn::NegOp>(lr), grad));
-  update(nextW, w, p.key);
+  update(stored(nextW, storedW), storedW, p.key);
 }
 
 void StepBuilder::eraseDeadOps() {
@@ -815,6 +818,10 @@ FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
       continue;
     SmallVector<Value> terms =
         batchSplit > 1 ? gradientTerms(gk, body) : SmallVector<Value>{gk};
+    // The microbatches' gradients add up in f32, also those of bf16
+    // parameters (`master: bf16`).
+    for (Value &term : terms)
+      term = gb(term.getLoc()).castLike(term, b.getF32Type());
     yielded.append(terms.begin(), terms.end());
     termsOf.push_back(terms.size());
   }
@@ -971,6 +978,9 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (auto sum = dyn_cast<OpResult>(grad);
         loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
+    // A bf16 parameter's (`master: bf16`) gradient is clipped and applied
+    // in f32 like any other.
+    grad = gb(gradLoc).castLike(grad, b.getF32Type());
     grad = unscale(narrowForReduce(grad, p.key, gradLoc), gradLoc);
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
