@@ -1253,6 +1253,59 @@ would not change at all; the f32 masters do, and the probe output (the f32
 masters' forward) moves by more than the case's probe tolerance.""",
     ),
     dict(
+        name="gpt_bf16_states",
+        what="the GPT with AdamW's moments stored in bf16 (`optimizer_state: "
+             "bf16`), computing in f32",
+        seed=41, optimizer_state="bf16",
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 12, 241, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-2, "betas": [0.9, 0.999], "eps": 1e-6,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=12,
+        notes="""\
+The GPT of `gpt_bf16` trained in f32 with `precision: {compute: f32,
+optimizer_state: bf16}`: torch's AdamW updates in f32 as always, and after
+each `optimizer.step()` its `exp_avg` and `exp_avg_sq` are rounded to bf16
+(to nearest even) and kept so, which is what a trainer storing them in bf16
+and widening them for the update (load, widen, update, round, store)
+computes. Compute is f32 so that the states' rounding is what tells trainers
+apart. Adam's eps is 1e-6, not 1e-8: its first steps move every element by
+about lr whatever the sign of its gradient, and with eps 1e-8 the elements
+whose gradient is only rounding noise (a few 1e-10) decide the probe as
+much as the states' rounding does; eps 1e-6 leaves them still. The facts
+below give how far a trainer keeping f32 states ends from this one.""",
+    ),
+    dict(
+        name="gpt_bf16_pure",
+        what="the GPT with bf16 parameters and no f32 masters (`master: "
+             "bf16`): the update computes in f32 and is rounded to bf16",
+        seed=43, precision="bf16", master="bf16",
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.02, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 4, 243, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-4, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=4,
+        notes="""\
+The GPT of `gpt_bf16` trained with `precision: {compute: bf16, master:
+bf16}`: the parameters are bf16 (rounded from the exported f32 values), and
+there is no f32 copy. torch trains it as `gpt_bf16` (a bf16 working copy
+runs forward and backward, the gradients are copied to f32, clipped, and
+AdamW updates in f32 with f32 moments) with its f32 masters rounded to bf16
+before the first step and after every update, so that they only ever hold
+bf16 values: what a trainer whose parameters are bf16 and whose update
+computes in f32 (load, widen, update, round, store) does. The probe output
+is the forward in f32 of those bf16 values. The learning rate, 1e-4, is
+about one bf16 ulp of a typical weight (0.02): each update is rounded by up
+to half its size, so a trainer keeping f32 masters ends clearly elsewhere
+(the facts below), while the small steps keep bf16 compute's noise in the
+probe small: its tolerance is 0.02.""",
+    ),
+    dict(
         name="gpt_f16",
         what="the GPT in f16 with a dynamic loss scale that overflows, backs "
              "off and grows: skipped steps update nothing",
@@ -1691,7 +1744,7 @@ def working_copy(master, dtype):
 
 
 def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
-          logged=None):
+          logged=None, f32_states=False):
     """Trains `model` (f32, the masters) on the batches as the case says and
     returns the losses and the (pre-clip) gradient norms. With another
     `dtype` forward and backward run on a copy in that dtype, refreshed from
@@ -1705,7 +1758,9 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
     `scales` (each step's scale) and `skipped` (0 or 1 per step). `skip`
     (0 or 1 per step) leaves out the updates of those steps (an f32 run to
     compare an f16 run with). `logged` gets, for each output the case's
-    `logged` names, its value at each step (microbatch), before the update."""
+    `logged` names, its value at each step (microbatch), before the update.
+    A case with `optimizer_state: bf16` rounds the optimizer's states to
+    bf16 after each update, unless `f32_states`."""
     opt = make_optimizer(case, model)
     scaler = None
     if scaling is not None:
@@ -1718,6 +1773,12 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
     assert len(work_params) == len(params)
     losses, norms = [], []
     micro = case.get("accumulate", 1)
+    # `master: bf16`: the masters only ever hold bf16 values.
+    round_masters = case.get("master") == "bf16" and dtype != torch.float32
+    if round_masters:
+        with torch.no_grad():
+            for p in params:
+                p.copy_(p.bfloat16().float())
     logged = {} if logged is None else logged
     for k in range(case["steps"]):
         opt.zero_grad()
@@ -1777,6 +1838,17 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
             norms.append(float(torch.norm(torch.stack(
                 [torch.norm(p.grad) for p in params]))))
         opt.step()
+        if round_masters:
+            with torch.no_grad():
+                for p in params:
+                    p.copy_(p.bfloat16().float())
+        if case.get("optimizer_state") == "bf16" and not f32_states:
+            # States stored in bf16: each step reads the rounded value.
+            with torch.no_grad():
+                for st in opt.state.values():
+                    for key in ("exp_avg", "exp_avg_sq", "momentum_buffer"):
+                        if isinstance(st.get(key), torch.Tensor):
+                            st[key].copy_(st[key].bfloat16().float())
         if sched is not None:
             sched.step()
     return losses, norms
@@ -1841,6 +1913,9 @@ def make_case(case):
             probe_before = model(*probe)
     scaling = {} if "loss_scale" in case else None
     logged = {}
+    states_model = (copy.deepcopy(model) if case.get("optimizer_state")
+                    else None)
+    initial_model = copy.deepcopy(model) if case.get("master") else None
     losses, norms = train(case, model, batches, dtype, case_dir, scaling, logged=logged)
     losses_f32 = train(case, f32_model, batches, torch.float32,
                        skip=scaling["skipped"] if scaling else None)[0] if f32_model else None
@@ -1864,6 +1939,24 @@ def make_case(case):
                      f"{float(out.abs().max()):.3g}): {case['precision']}'s rounding noise, "
                      f"which bounds how closely another {case['precision']} trainer can match"
                      + (" (the f32 run skips the same steps)" if scaling else ""))
+    if case.get("master") == "bf16":
+        masters_case = dict(case)
+        del masters_case["master"]
+        masters_model = copy.deepcopy(initial_model)
+        train(masters_case, masters_model, batches, dtype)
+        with torch.no_grad():
+            out_masters = loss_output(case, as_tuple(masters_model(*probe)))
+        facts.append(f"the same training with f32 masters (as `gpt_bf16`): probe "
+                     f"outputs up to {float((out - out_masters).abs().max()):.3g} apart")
+    if states_model is not None:
+        f32_states_losses = train(case, states_model, batches, dtype,
+                                  f32_states=True)[0]
+        with torch.no_grad():
+            out_f32_states = loss_output(case, as_tuple(states_model(*probe)))
+        rel = max(abs(a - b) / abs(b) for a, b in zip(f32_states_losses, losses))
+        facts.append(f"the same training with f32 optimizer states: losses within "
+                     f"{rel:.2g} relative, probe outputs up to "
+                     f"{float((out - out_f32_states).abs().max()):.3g} apart")
     if case.get("small_lr"):
         moved = float((out - probe_before).abs().max())
         atol = case["tolerance"]["probe_atol"]
@@ -1891,8 +1984,14 @@ def make_case(case):
     if "loss_scale" in case:
         spec["precision"] = {"compute": case["precision"],
                              "loss_scale": case["loss_scale"]}
+    elif "master" in case:
+        spec["precision"] = {"compute": case["precision"],
+                             "master": case["master"]}
     elif "precision" in case and "model_dtype" not in case:
         spec["precision"] = case["precision"]
+    elif "optimizer_state" in case:
+        spec["precision"] = {"compute": "f32",
+                             "optimizer_state": case["optimizer_state"]}
     spec["losses"] = losses
     for name in case.get("logged", []):
         spec[name] = [f32(x) for x in logged[name]]

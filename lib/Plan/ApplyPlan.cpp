@@ -58,6 +58,7 @@ private:
   LogicalResult checkPipeline(const PipelineSpec &pp);
   void shardParameters();
   void reduceGradientsAfterWidening(dist::MeshOp mesh, int64_t axis);
+  void reduceNarrowGradients();
   /// A pattern that matched nothing: a warning (an error when strict) with
   /// the closest names.
   LogicalResult unmatched(Location loc, StringRef pattern,
@@ -75,6 +76,18 @@ private:
   /// gradients, 3: and parameters), applied once every other plan part has
   /// placed its splits.
   std::map<int64_t, int64_t> zeroLevels;
+  /// `precision.reduce` narrower than f32: each gradient's narrow value
+  /// (after its partial annotation), its parameter and the data axis it is
+  /// reduced over; and, at ZeRO level 2 or more, each parameter's gradient
+  /// split by axis.
+  struct NarrowGradient {
+    Value partial;
+    std::string key;
+    dist::MeshOp mesh;
+    int64_t axis;
+  };
+  std::vector<NarrowGradient> narrowGradients;
+  std::map<std::pair<std::string, int64_t>, dist::ShardingAttr> gradientSplit;
 };
 
 } // namespace
@@ -357,6 +370,28 @@ static bool widens(nn::CastOp c) {
 /// alone would reduce the narrower bf16 value.
 void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
                                                int64_t axis) {
+  // `precision.reduce: bf16` (the training step marked the casts): the
+  // reduction goes before the widening, on the narrow gradient.
+  SmallVector<nn::CastOp> narrow;
+  func.walk([&](nn::CastOp c) {
+    if (c->hasAttr(nn::kNarrowReduceOfAttr) && widens(c))
+      narrow.push_back(c);
+  });
+  for (nn::CastOp c : narrow) {
+    Value v = c.getInput();
+    annotateValue(v,
+                  oneAxisSharding(mesh, axis,
+                                  dist::Placement::partial(
+                                      dist::ReductionKind::Sum)),
+                  kShardedStatePriority,
+                  "precision: gradient in the reduce dtype, partial over the data axis");
+    narrowGradients.push_back(
+        {c.getInput(),
+         c->getAttrOfType<StringAttr>(nn::kNarrowReduceOfAttr).str(), mesh,
+         axis});
+  }
+  if (!narrow.empty())
+    return;
   SmallVector<Value> widened;
   func.walk([&](Operation *op) {
     if (!op->hasAttr(nn::kGradientOfAttr) || op->getNumOperands() != 1)
@@ -490,6 +525,8 @@ void PlanApplier::shardParameters() {
         annotateValue(state, split, kShardedStatePriority,
                       "data_parallel level " + std::to_string(level) +
                           ": sharded optimizer state");
+      if (level >= 2)
+        gradientSplit[{key, axis}] = split;
       if (level >= 2)
         for (Value grad : gradientOf[key])
           annotateValue(grad, split, kShardedStatePriority,
@@ -682,7 +719,24 @@ LogicalResult PlanApplier::apply() {
   // Sharded parameters last: they take the dimension no other part splits.
   if (!zeroLevels.empty())
     shardParameters();
+  reduceNarrowGradients();
   return success();
+}
+
+/// Ends each narrow gradient's partial annotation with what its reduction
+/// gives: the gradient's ZeRO split (a reduce-scatter) or whole (an
+/// all-reduce), so that the collective moves the narrow dtype and the
+/// widening cast after it reads a reduced value.
+void PlanApplier::reduceNarrowGradients() {
+  for (const NarrowGradient &n : narrowGradients) {
+    auto split = gradientSplit.find({n.key, n.axis});
+    dist::ShardingAttr reduced =
+        split != gradientSplit.end()
+            ? split->second
+            : oneAxisSharding(n.mesh, n.axis, dist::Placement::replicate());
+    annotateValue(n.partial, reduced, kShardedStatePriority,
+                  "precision: gradient reduced in the reduce dtype");
+  }
 }
 
 /// Whether `spec` places anything along mesh axis `index` called `name`.

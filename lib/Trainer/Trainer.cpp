@@ -174,6 +174,8 @@ Trainer::create(mlir::MLIRContext &ctx, StringRef modelPath,
                   : syntheticInputs(t->inputs, trainer.seed);
   if (llvm::Error e = t->source->check(t->requests))
     return std::move(e);
+  for (std::string &note : t->source->notes(t->requests))
+    t->remarks.push_back(std::move(note));
   for (const InputRequest &r : t->requests)
     if (!r.labels) {
       if (auto note = unevenRowsNote(t->compiled, r.input.name))

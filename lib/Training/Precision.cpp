@@ -197,6 +197,19 @@ LogicalResult distopt::applyPrecision(ModuleOp module,
   MLIRContext *ctx = module.getContext();
   Type compute = policy.compute == "bf16" ? Type(BFloat16Type::get(ctx))
                                           : Type(Float16Type::get(ctx));
+  // `master: bf16`: the parameters themselves are bf16 (rounded from the
+  // file when loaded), with no f32 copy; forward reads them as they are.
+  if (policy.master == "bf16")
+    func.walk([&](nn::WeightOp w) {
+      auto type = w.getResult().getType();
+      if (!type.getElementType().isF32())
+        return;
+      if (!w.getStoredType())
+        w.setStoredTypeAttr(TypeAttr::get(type.getElementType()));
+      if (w.getStoredType() == compute)
+        w.removeStoredTypeAttr();
+      w.getResult().setType(type.clone(compute));
+    });
   PrecisionRewriter rewriter(func, compute);
   if (failed(rewriter.compileGlobs(policy)))
     return failure();

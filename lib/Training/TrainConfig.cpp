@@ -389,15 +389,26 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
     return r.error(node) << "precision compute: f16 needs a loss_scale (f16 "
                             "gradients underflow without one): a number, or "
                             "dynamic";
-  // What the compiler does not apply yet: each is an error, not a silent
-  // f32.
-  for (auto [n, what, value] :
-       {std::make_tuple(masterNode, "master", &p.master),
-        std::make_tuple(reduceNode, "reduce", &p.reduce),
-        std::make_tuple(stateNode, "optimizer_state", &p.optimizerState)})
-    if (n && *value != "f32")
-      return r.error(n) << "precision." << what << ": " << *value
-                        << " is not yet supported; only f32";
+  // Unscaled gradients underflow in f16 as they would in f16 compute.
+  if (reduceNode && p.reduce == "f16" && !f16)
+    return r.error(reduceNode)
+           << "precision.reduce: f16 needs compute: f16 and its loss scale "
+              "(unscaled gradients underflow in f16); reduce in bf16 instead";
+  // Adam's second moment (squared gradients) underflows f16's range.
+  if (stateNode && p.optimizerState == "f16")
+    return r.error(stateNode)
+           << "precision.optimizer_state: f16 would underflow Adam's second "
+              "moment; use bf16 (or f32)";
+  // f16 parameters lose every update below half an f16 ulp and overflow
+  // beyond 65504: they need f32 masters.
+  if (masterNode && p.master == "f16")
+    return r.error(masterNode)
+           << "precision.master: f16 is not supported; only f32 or bf16 "
+              "(f16 training keeps f32 masters)";
+  if (masterNode && p.master == "bf16" && p.compute != "bf16")
+    return r.error(masterNode)
+           << "precision.master: bf16 needs compute: bf16 (the parameters "
+              "are what forward reads), not " << p.compute;
   return success();
 }
 

@@ -63,6 +63,10 @@ private:
   Value scaleSeed(nn::GradientBuilder &g, Value seed);
   /// The parameters' (f32) gradients divided by the loss scale again.
   Value unscale(Value grad, Location loc);
+  /// `grad` (f32) as the widening cast of its value in `precision.reduce`'s
+  /// dtype when that is narrower, the casts marked for data-parallel plans
+  /// to reduce between them; `grad` itself otherwise.
+  Value narrowForReduce(Value grad, StringRef key, Location loc);
   nn::GradientBuilder gb(Location loc) { return nn::GradientBuilder(b, loc); }
   Value addInput(StringRef name, Type type);
   void unifyWeights();
@@ -539,6 +543,30 @@ Value StepBuilder::unscale(Value grad, Location loc) {
   return g.create<nn::MulOp>(grad, inverseLossScale);
 }
 
+Value StepBuilder::narrowForReduce(Value grad, StringRef key, Location loc) {
+  const std::string &reduce = config.precision.reduce;
+  if (reduce == "f32")
+    return grad;
+  Type narrow = reduce == "bf16" ? Type(b.getBF16Type()) : Type(b.getF16Type());
+  Attribute of = b.getStringAttr(key);
+  // Without microbatches a bf16 parameter's gradient already is the
+  // widening of its bf16 gradient: the reduction goes before that cast.
+  if (auto c = grad.getDefiningOp<nn::CastOp>();
+      c && getElementTypeOrSelf(c.getInput()) == narrow && c->hasOneUse()) {
+    c->setAttr(nn::kNarrowReduceOfAttr, of);
+    return grad;
+  }
+  // Otherwise (a microbatch loop's f32 sum, an f32-computing parameter's
+  // gradient) it is rounded once, reduced once and widened again: the
+  // microbatches still add up in f32, as Megatron's main grads do.
+  nn::GradientBuilder g = gb(loc);
+  Value low = g.castLike(grad, narrow);
+  low.getDefiningOp()->setAttr(nn::kNarrowReduceOfAttr, of);
+  Value wide = g.castLike(low, getElementTypeOrSelf(grad));
+  wide.getDefiningOp()->setAttr(nn::kNarrowReduceOfAttr, of);
+  return wide;
+}
+
 void StepBuilder::checkFinite(Value norm, Location loc) {
   if (!lossScaleIn)
     return;
@@ -567,9 +595,12 @@ Value StepBuilder::variable(Parameter &p, StringRef suffix,
 void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   nn::GradientBuilder g = gb(loc);
   const OptimizerSpec &o = config.optimizer;
-  Value w = p.weight->getResult(0);
+  // The update computes in f32; a bf16 parameter (`master: bf16`) is read
+  // widened and its new value rounded back.
+  Value storedW = p.weight->getResult(0);
+  Type f = b.getF32Type();
+  Value w = g.castLike(storedW, f);
   auto type = cast<RankedTensorType>(w.getType());
-  Type f = type.getElementType();
   auto c = [&](double v) { return g.scalar(v, f); };
   Value lr = g.castLike(hyper.at(kLrInput.str()), f);
   double wd = p.decays ? o.weightDecay : 0.0;
@@ -580,37 +611,48 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
     results.push_back({next, "update:" + key.str(), key.str()});
   };
   Value scale = gradScale ? g.castLike(gradScale, f) : c(1.0);
+  // `precision.optimizer_state: bf16`: the states are stored in bf16, read
+  // widened to the parameter's dtype, updated there and rounded back.
+  RankedTensorType stateType =
+      config.precision.optimizerState == "bf16" ? type.clone(b.getBF16Type())
+                                                : type;
+  auto stored = [&](Value next, Value state) {
+    return g.castLike(next, getElementTypeOrSelf(state));
+  };
   // One fused op per parameter where its state exists (Adam, AdamW, SGD
   // with momentum): a few thousand ops for a 70B-shaped model instead of
   // tens of thousands, and one pass over the parameter at run time.
   if (o.kind != OptimizerSpec::Kind::SGD) {
-    Value m = variable(p, "exp_avg", type);
-    Value v = variable(p, "exp_avg_sq", type);
+    Value m = variable(p, "exp_avg", stateType);
+    Value v = variable(p, "exp_avg_sq", stateType);
     bool decoupled = o.kind == OptimizerSpec::Kind::AdamW;
     Value paramScale = decoupled && wd != 0
                            ? g.castLike(hyper.at(kDecayInput.str()), f)
                            : c(1.0);
     OpBuilder &b = g.builder();
     auto op = nn::AdamUpdateOp::create(
-        b, loc, type, type, type, w, p.grad, m, v, scale, paramScale,
+        b, loc, type, type, type, w, p.grad, g.castLike(m, f),
+        g.castLike(v, f), scale, paramScale,
         g.castLike(hyper.at(kStepSizeInput.str()), f),
         g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f),
         b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));
-    update(op.getNewExpAvg(), m, p.key + "/exp_avg");
-    update(op.getNewExpAvgSq(), v, p.key + "/exp_avg_sq");
-    update(op.getNewParam(), w, p.key);
+    update(stored(op.getNewExpAvg(), m), m, p.key + "/exp_avg");
+    update(stored(op.getNewExpAvgSq(), v), v, p.key + "/exp_avg_sq");
+    update(stored(op.getNewParam(), storedW), storedW, p.key);
     return;
   }
   if (o.momentum != 0) {
-    Value buf = variable(p, "momentum_buffer", type);
+    Value buf = variable(p, "momentum_buffer", stateType);
     OpBuilder &b = g.builder();
-    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad, buf, scale,
+    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad,
+                                      g.castLike(buf, f), scale,
                                       lr, b.getF64FloatAttr(o.momentum),
                                       b.getF64FloatAttr(wd),
                                       b.getBoolAttr(o.nesterov));
-    update(op.getNewMomentumBuffer(), buf, p.key + "/momentum_buffer");
-    update(op.getNewParam(), w, p.key);
+    update(stored(op.getNewMomentumBuffer(), buf), buf,
+           p.key + "/momentum_buffer");
+    update(stored(op.getNewParam(), storedW), storedW, p.key);
     return;
   }
   // Plain SGD (no state): p += -lr * (g * scale + wd * p).
@@ -621,7 +663,7 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
     grad = g.create<nn::AddOp>(grad, g.create<nn::MulOp>(w, c(wd)));
   Value nextW = g.create<nn::AddOp>(
       w, g.create<nn::MulOp>(g.create<nn::NegOp>(lr), grad));
-  update(nextW, w, p.key);
+  update(stored(nextW, storedW), storedW, p.key);
 }
 
 void StepBuilder::eraseDeadOps() {
@@ -776,6 +818,10 @@ FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
       continue;
     SmallVector<Value> terms =
         batchSplit > 1 ? gradientTerms(gk, body) : SmallVector<Value>{gk};
+    // The microbatches' gradients add up in f32, also those of bf16
+    // parameters (`master: bf16`).
+    for (Value &term : terms)
+      term = gb(term.getLoc()).castLike(term, b.getF32Type());
     yielded.append(terms.begin(), terms.end());
     termsOf.push_back(terms.size());
   }
@@ -932,7 +978,10 @@ FailureOr<TrainingStepInfo> StepBuilder::run() {
     if (auto sum = dyn_cast<OpResult>(grad);
         loop && sum && sum.getOwner() == loop)
       gradLoc = loop.getYielded()[sum.getResultNumber()].getLoc();
-    grad = unscale(grad, gradLoc);
+    // A bf16 parameter's (`master: bf16`) gradient is clipped and applied
+    // in f32 like any other.
+    grad = gb(gradLoc).castLike(grad, b.getF32Type());
+    grad = unscale(narrowForReduce(grad, p.key, gradLoc), gradLoc);
     p.grad = nn::IdentityOp::create(b, gradLoc, grad);
     p.grad.getDefiningOp()->setAttr(nn::kGradientOfAttr,
                                     b.getStringAttr(p.key));

@@ -69,6 +69,12 @@ public:
   virtual llvm::Error check(llvm::ArrayRef<InputRequest> requests) const {
     return llvm::Error::success();
   }
+  /// What the user should hear once about how the source feeds `requests`
+  /// (stored data converted to an input's dtype, say).
+  virtual std::vector<std::string>
+  notes(llvm::ArrayRef<InputRequest> requests) const {
+    return {};
+  }
   /// How far the source has read after `batches` batches of `requests`
   /// (a checkpoint's data position): the batches, or tokens for a token
   /// file.

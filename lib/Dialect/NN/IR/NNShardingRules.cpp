@@ -7,6 +7,7 @@
 // sharded dimension, an embedding lookup into a sharded table) say how here.
 //
 //===----------------------------------------------------------------------===//
+#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
@@ -202,12 +203,15 @@ RULE(ClipOp, None)
 
 /// A widening float cast (bf16 -> f32, the gradient of a mixed-precision
 /// parameter) lets partial sums through, so they are reduced after it, in
-/// the wider dtype; any other cast needs its input whole.
+/// the wider dtype; so does the cast rounding a gradient's f32 sum to
+/// `precision.reduce` (marked by the training step), so that they are
+/// reduced in the narrow dtype. Any other cast needs its input whole.
 OpShardingRule CastOp::getShardingRule() {
   auto from = dyn_cast<FloatType>(getInput().getType().getElementType());
   auto to = dyn_cast<FloatType>(getResult().getType().getElementType());
   bool widens = from && to && to.getWidth() > from.getWidth();
-  return widens ? elementwise(getOperation(), PartialFlow::AllLinear, {0})
+  bool narrowsGradient = from && to && (*this)->hasAttr(kNarrowReduceOfAttr);
+  return widens || narrowsGradient ? elementwise(getOperation(), PartialFlow::AllLinear, {0})
                 : elementwise(getOperation(), PartialFlow::None, {});
 }
 

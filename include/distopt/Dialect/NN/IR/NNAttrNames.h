@@ -27,6 +27,13 @@ inline constexpr llvm::StringLiteral kUpdatesAttr = "nn.updates";
 inline constexpr llvm::StringLiteral kStateOfAttr = "nn.state_of";
 /// On the identity that marks a parameter's final gradient: the parameter.
 inline constexpr llvm::StringLiteral kGradientOfAttr = "nn.gradient_of";
+/// On the casts around a parameter's gradient in the training config's
+/// `precision.reduce` dtype (the parameter's persistent key): the widening
+/// cast whose input is that narrow gradient, and the narrowing cast that
+/// rounded the f32 sum of a microbatch loop to it. Data-parallel plans
+/// reduce the gradient across ranks between them, in the narrow dtype.
+inline constexpr llvm::StringLiteral kNarrowReduceOfAttr =
+    "nn.narrow_reduce_of";
 /// On ops of a training step: "loss", "backward" or "optimizer" (forward
 /// ops carry none).
 inline constexpr llvm::StringLiteral kPhaseAttr = "nn.phase";
