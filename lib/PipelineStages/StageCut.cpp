@@ -226,6 +226,22 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   for (Operation *op : ops)
     if (isa<nn::WeightOp>(op))
       weightOfKey.try_emplace(nn::getPersistentKey(op), op);
+  // Without a microbatch loop (one microbatch) nothing stops the walk below
+  // at the backward: it would pull the head's and the loss's backward to a
+  // tied embedding's stage. There, backward ops that derive from a forward
+  // op (its layer or its node name) stay where that op went.
+  bool loop = llvm::any_of(
+      ops, [](Operation *op) { return isa<nn::MicrobatchLoopOp>(op); });
+  std::set<std::string> forwardNames;
+  for (Operation *op : ops)
+    if (isForward(op))
+      if (std::string name = nn::getNodeName(op); !name.empty())
+        forwardNames.insert(name);
+  DenseSet<Operation *> followsForward;
+  for (size_t i = 0; i < ops.size() && !loop; ++i)
+    if (!isForward(ops[i]) &&
+        (layerOf[i] >= 0 || forwardNames.count(nn::getNodeName(ops[i]))))
+      followsForward.insert(ops[i]);
   DenseMap<Operation *, Operation *> gradientOf; // op -> its parameter
   for (Operation *op : ops) {
     auto key = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr);
@@ -240,7 +256,8 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
       for (Value v : g->getOperands())
         if (Operation *def = v.getDefiningOp();
             def && def->getBlock() == op->getBlock() &&
-            !isa<nn::MicrobatchLoopOp>(def) && !independent.contains(def))
+            !isa<nn::MicrobatchLoopOp>(def) && !independent.contains(def) &&
+            !followsForward.contains(def))
           work.push_back(def);
     }
   }

@@ -32,7 +32,7 @@ static std::string inputName(func::FuncOp func, unsigned i) {
 }
 
 LogicalResult distopt::splitBatch(ModuleOp module, int64_t microbatches,
-                                  Location loc) {
+                                  Location loc, StringRef mixingHint) {
   if (microbatches <= 1)
     return success();
   func::FuncOp func = plan::mainFunction(module);
@@ -100,6 +100,8 @@ LogicalResult distopt::splitBatch(ModuleOp module, int64_t microbatches,
                            << mixing->getName() << " across the batch)";
     if (reason)
       d << "; " << reason.getValue();
+    if (!mixingHint.empty())
+      d << "; " << mixingHint;
     return failure();
   }
 

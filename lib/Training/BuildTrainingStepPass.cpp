@@ -49,7 +49,13 @@ struct BuildTrainingStepPass
     // differentiating, as a plan would split them.
     splitFusedProjections(module);
     // A pipeline's microbatches are slices of the exported batch.
-    if (failed(splitBatch(module, batchSplit, loc)))
+    // A loss the model computes (a mean over the whole batch) is what
+    // usually mixes the rows; such a model runs as one microbatch.
+    std::string hint;
+    if (train->loss.kind == LossSpec::Kind::ModelOutput)
+      hint = "the model computes its loss over the whole batch (loss kind "
+             "model): use pipeline.microbatches: 1";
+    if (failed(splitBatch(module, batchSplit, loc, hint)))
       return signalPassFailure();
     FailureOr<TrainingStepInfo> step =
         buildTrainingStep(module, *train, batchSplit);

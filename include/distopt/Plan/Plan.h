@@ -177,9 +177,11 @@ void splitFusedProjections(mlir::ModuleOp module);
 
 /// Rewrites a model exported with a fixed batch to take one of
 /// `microbatches` equal slices of it (dimension 0 of every input); an error
-/// at `loc` if the batch does not divide or an op mixes rows of the batch.
+/// at `loc` if the batch does not divide or an op mixes rows of the batch
+/// (followed by `mixingHint`, when given: what the caller knows about why).
 mlir::LogicalResult splitBatch(mlir::ModuleOp module, int64_t microbatches,
-                               mlir::Location loc);
+                               mlir::Location loc,
+                               llvm::StringRef mixingHint = {});
 
 /// The pipeline schedules a plan may name: gpipe, 1f1b, interleaved-1f1b,
 /// zb-h1 (see PipelineStages/Schedule.h).
