@@ -211,6 +211,31 @@ ReshardProblem twoNodes(bool slowOuterAxis) {
   return problem;
 }
 
+TEST(ReshardPlannerTest, PartialOverTwoAxesIsOneAllReduce) {
+  // Without links every collective costs 1 MiB of latency: the group's one
+  // all-reduce beats one per axis. A frozen axis (a pipeline's) is never
+  // part of the group.
+  ReshardProblem problem{{64, 64}, 4, {2, 2}};
+  State from{Placement::partial(ReductionKind::Sum),
+             Placement::partial(ReductionKind::Sum)};
+  State to{Placement::replicate(), Placement::replicate()};
+  auto plan = planReshard(problem, from, to);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, ReshardStep::Kind::AllReduce);
+  EXPECT_EQ(plan->steps[0].axis2, 1);
+  // 2 * 3/4 of 16 KiB.
+  EXPECT_DOUBLE_EQ(plan->bytes, 64 * 64 * 4 * 1.5);
+  // Different reductions do not combine.
+  State mixed{Placement::partial(ReductionKind::Sum),
+              Placement::partial(ReductionKind::Max)};
+  for (const ReshardStep &s : possibleSteps(problem, mixed))
+    EXPECT_LT(s.axis2, 0) << s.str();
+  problem.frozenAxes = {true, false};
+  for (const ReshardStep &s : possibleSteps(problem, from))
+    EXPECT_LT(s.axis2, 0) << s.str();
+}
+
 TEST(ReshardPlannerTest, SlowAxisMovesFewerBytesOverIt) {
   // A 1 MiB partial sum over both axes, to be whole everywhere.
   State from{Placement::partial(ReductionKind::Sum),
@@ -218,15 +243,17 @@ TEST(ReshardPlannerTest, SlowAxisMovesFewerBytesOverIt) {
   State to{Placement::replicate(), Placement::replicate()};
   const double mib = 1 << 20;
 
-  // Alike links: two all-reduces, each sending 2 * 1/2 of 1 MiB:
-  // 2 * (5 + 1 MiB / 450e3 bytes/us). Splitting first would save half a
-  // MiB on one axis, less than a collective's latency.
+  // Alike links: one all-reduce over the group of both axes (4 members),
+  // sending 2 * 3/4 of 1 MiB: 5 + 1.5 MiB / 450e3 bytes/us, against
+  // 2 * (5 + 1 MiB / 450e3) for one all-reduce per axis.
   auto uniform = planReshard(twoNodes(false), from, to);
   ASSERT_TRUE(uniform);
-  ASSERT_EQ(uniform->steps.size(), 2u);
+  ASSERT_EQ(uniform->steps.size(), 1u);
   EXPECT_EQ(uniform->steps[0].kind, ReshardStep::Kind::AllReduce);
-  EXPECT_EQ(uniform->steps[1].kind, ReshardStep::Kind::AllReduce);
-  EXPECT_NEAR(uniform->cost, 2 * (5 + mib / 450e3), 1e-9);
+  EXPECT_EQ(uniform->steps[0].axis, 0);
+  EXPECT_EQ(uniform->steps[0].axis2, 1);
+  EXPECT_NEAR(uniform->cost, 5 + 1.5 * mib / 450e3, 1e-9);
+  EXPECT_LT(uniform->cost, 2 * (5 + mib / 450e3));
 
   // The outer axis over InfiniBand: reduce-scatter inside the node, reduce
   // the half over the slow axis, gather inside the node again -- half a
@@ -245,8 +272,11 @@ TEST(ReshardPlannerTest, SlowAxisMovesFewerBytesOverIt) {
   double hierarchical = (5 + 0.5 * mib / 450e3) + (10 + 0.5 * mib / 50e3) +
                         (5 + 0.5 * mib / 450e3);
   double twoAllReduces = 10 + mib / 50e3 + 5 + mib / 450e3;
+  // One all-reduce over both axes runs at the slower link's rate.
+  double groupAllReduce = 10 + 1.5 * mib / 50e3;
   EXPECT_NEAR(slow->cost, hierarchical, 1e-9);
   EXPECT_LT(hierarchical, twoAllReduces);
+  EXPECT_LT(hierarchical, groupAllReduce);
   double overSlowAxis = 0;
   for (const ReshardStep &s : slow->steps)
     if (s.axis == 0)

@@ -19,8 +19,10 @@ std::string ReshardStep::str() const {
     os << "all_gather(axis " << axis << ", dim " << dim << ")";
     break;
   case Kind::AllReduce:
-    os << "all_reduce(axis " << axis << ", "
-       << stringifyReductionKind(reduction) << ")";
+    os << "all_reduce(axis " << axis;
+    if (axis2 >= 0)
+      os << ", " << axis2;
+    os << ", " << stringifyReductionKind(reduction) << ")";
     break;
   case Kind::ReduceScatter:
     os << "reduce_scatter(axis " << axis << ", dim " << dim << ", "
@@ -229,6 +231,30 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
     bool local = s.kind == ReshardStep::Kind::LocalSlice ||
                  s.kind == ReshardStep::Kind::ToPartial;
     s.cost = local ? 1e-6 : stepTime(problem, s.axis, s.axis2, s.bytes);
+  }
+  // A partial sum over two axes reduced at once: one all-reduce over the
+  // group of both (Megatron's data-parallel group with context parallelism)
+  // instead of one per axis.
+  auto usable = [&](int64_t a) {
+    return problem.meshSizes[a] > 1 &&
+           !(a < static_cast<int64_t>(problem.frozenAxes.size()) &&
+             problem.frozenAxes[a]);
+  };
+  for (int64_t a = 0; a < numAxes; ++a) {
+    for (int64_t b = a + 1; b < numAxes; ++b) {
+      if (!usable(a) || !usable(b) || !state[a].isPartial() ||
+          state[a] != state[b])
+        continue;
+      SmallVector<Placement> next(state);
+      next[a] = next[b] = Placement::replicate();
+      ReshardStep &s = add(
+          ReshardStep::Kind::AllReduce, a, next,
+          cost::bytesSent(cost::Collective::AllReduce, local,
+                          problem.meshSizes[a] * problem.meshSizes[b]));
+      s.axis2 = b;
+      s.reduction = state[a].reduction;
+      s.cost = stepTime(problem, a, b, s.bytes);
+    }
   }
   for (int64_t a = 0; a < numAxes; ++a) {
     for (int64_t b = a + 1; b < numAxes; ++b) {

@@ -109,7 +109,10 @@ LogicalResult Lowering::lower(ReshardOp op) {
   for (const ReshardStep &step : plan->steps) {
     ShardingAttr next = ShardingAttr::get(context, meshRef, step.after);
     RankedTensorType type = ctx.localType(global, next);
-    ArrayAttr axes = b.getStrArrayAttr({ctx.mesh.getAxisName(step.axis)});
+    SmallVector<StringRef, 2> axisNames{ctx.mesh.getAxisName(step.axis)};
+    if (step.axis2 >= 0)
+      axisNames.push_back(ctx.mesh.getAxisName(step.axis2));
+    ArrayAttr axes = b.getStrArrayAttr(axisNames);
     auto reduction = ReductionKindAttr::get(context, step.reduction);
     Operation *created = nullptr;
     switch (step.kind) {

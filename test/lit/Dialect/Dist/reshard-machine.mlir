@@ -1,8 +1,9 @@
 // The planner weighs each mesh axis by its link in the machine profile. In
 // one node (h100: NVLink on both axes) a 1 MiB partial sum over both axes
-// is two all-reduces; with the outer axis across InfiniBand the plan sends
-// half as many bytes over it: reduce-scatter in the node, all-reduce the
-// half across nodes, all-gather in the node (hand-computed times in
+// is one all-reduce over the group of both axes; with the outer axis
+// across InfiniBand the plan sends half as many bytes over it:
+// reduce-scatter in the node, all-reduce the half across nodes, all-gather
+// in the node (hand-computed times in
 // test/unit/Dialect/ReshardPlannerTest.cpp, SlowAxisMovesFewerBytesOverIt).
 // RUN: dist-opt %s -dist-partition -dist-reshard-to-collectives=machine=h100 | FileCheck %s --check-prefix=ONE-NODE
 // RUN: dist-opt %s -dist-partition -dist-reshard-to-collectives=machine=%S/Inputs/two-nodes.json | FileCheck %s --check-prefix=TWO-NODES
@@ -11,8 +12,7 @@
 dist.mesh @mesh [node = 2, gpu = 2]
 
 // ONE-NODE-LABEL: func.func @sum_everywhere
-// ONE-NODE: dist.all_reduce %{{.*}} on @mesh axes ["node"] sum {{.*}}: tensor<512x512xf32>
-// ONE-NODE-NEXT: dist.all_reduce %{{.*}} on @mesh axes ["gpu"] sum {{.*}}: tensor<512x512xf32>
+// ONE-NODE: dist.all_reduce %{{.*}} on @mesh axes ["node", "gpu"] sum {{.*}}: tensor<512x512xf32>
 // ONE-NODE-NEXT: return
 
 // TWO-NODES-LABEL: func.func @sum_everywhere

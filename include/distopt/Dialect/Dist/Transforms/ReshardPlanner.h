@@ -22,7 +22,7 @@ namespace distopt::dist {
 struct ReshardStep {
   enum class Kind : uint8_t {
     AllGather,     // S(dim) on axis -> R
-    AllReduce,     // P on axis -> R
+    AllReduce,     // P on axis (and axis2, at once) -> R
     ReduceScatter, // P on axis -> S(dim)
     AllToAll,      // S(dim) on axis -> S(dim2)
     LocalSlice,    // R on axis -> S(dim), no communication
