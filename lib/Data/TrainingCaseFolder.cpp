@@ -136,14 +136,14 @@ public:
       }
       if (read->dtype() != r.input.dtype && isFloat(read->dtype()) &&
           isFloat(r.input.dtype))
-        out.push_back(
-            path.str().str() + " holds " + distrt::DTypeName(read->dtype()) +
-            " values and '" + r.base + "' is " +
-            distrt::DTypeName(r.input.dtype) + ": every step's values are " +
-            (r.input.dtype == distrt::DType::kF32
-                 ? std::string("widened to f32")
-                 : "rounded to " + distrt::DTypeName(r.input.dtype) +
-                       " (nearest even)"));
+        out.push_back(path.str().str() + " holds " +
+                      distrt::DTypeName(read->dtype()) + " values and '" +
+                      r.base + "' is " + distrt::DTypeName(r.input.dtype) +
+                      ": every step's values are " +
+                      (r.input.dtype == distrt::DType::kF32
+                           ? std::string("widened to f32")
+                           : "rounded to " + distrt::DTypeName(r.input.dtype) +
+                                 " (nearest even)"));
     }
     return out;
   }

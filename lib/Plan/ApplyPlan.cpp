@@ -379,12 +379,14 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
   });
   for (nn::CastOp c : narrow) {
     Value v = c.getInput();
-    annotateValue(v,
-                  oneAxisSharding(mesh, axis,
-                                  dist::Placement::partial(
-                                      dist::ReductionKind::Sum)),
-                  kShardedStatePriority,
-                  "precision: gradient in the reduce dtype, partial over the data axis");
+    annotateValue(
+        v,
+        oneAxisSharding(mesh, axis,
+                        dist::Placement::partial(dist::ReductionKind::Sum)),
+        kShardedStatePriority,
+        "precision: gradient in the reduce dtype, partial over the data axis");
+    // The cast now reads the annotation's result, which the reduced
+    // sharding annotates in turn (reduceNarrowGradients).
     narrowGradients.push_back(
         {c.getInput(),
          c->getAttrOfType<StringAttr>(nn::kNarrowReduceOfAttr).str(), mesh,
@@ -525,13 +527,13 @@ void PlanApplier::shardParameters() {
         annotateValue(state, split, kShardedStatePriority,
                       "data_parallel level " + std::to_string(level) +
                           ": sharded optimizer state");
-      if (level >= 2)
+      if (level >= 2) {
         gradientSplit[{key, axis}] = split;
-      if (level >= 2)
         for (Value grad : gradientOf[key])
           annotateValue(grad, split, kShardedStatePriority,
                         "data_parallel level " + std::to_string(level) +
                             ": sharded gradient");
+      }
       if (level >= 3) {
         // A mixed-precision compute copy is split as its master is, so
         // that forward gathers the copy (bf16: half the bytes), not the

@@ -408,7 +408,8 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
   if (masterNode && p.master == "bf16" && p.compute != "bf16")
     return r.error(masterNode)
            << "precision.master: bf16 needs compute: bf16 (the parameters "
-              "are what forward reads), not " << p.compute;
+              "are what forward reads), not "
+           << p.compute;
   return success();
 }
 

@@ -612,10 +612,10 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   };
   Value scale = gradScale ? g.castLike(gradScale, f) : c(1.0);
   // `precision.optimizer_state: bf16`: the states are stored in bf16, read
-  // widened to the parameter's dtype, updated there and rounded back.
-  RankedTensorType stateType =
-      config.precision.optimizerState == "bf16" ? type.clone(b.getBF16Type())
-                                                : type;
+  // widened to f32, updated there and rounded back.
+  RankedTensorType stateType = config.precision.optimizerState == "bf16"
+                                   ? type.clone(b.getBF16Type())
+                                   : type;
   auto stored = [&](Value next, Value state) {
     return g.castLike(next, getElementTypeOrSelf(state));
   };
@@ -631,9 +631,8 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
                            : c(1.0);
     OpBuilder &b = g.builder();
     auto op = nn::AdamUpdateOp::create(
-        b, loc, type, type, type, w, p.grad, g.castLike(m, f),
-        g.castLike(v, f), scale, paramScale,
-        g.castLike(hyper.at(kStepSizeInput.str()), f),
+        b, loc, type, type, type, w, p.grad, g.castLike(m, f), g.castLike(v, f),
+        scale, paramScale, g.castLike(hyper.at(kStepSizeInput.str()), f),
         g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f),
         b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));
@@ -645,11 +644,10 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
   if (o.momentum != 0) {
     Value buf = variable(p, "momentum_buffer", stateType);
     OpBuilder &b = g.builder();
-    auto op = nn::SgdUpdateOp::create(b, loc, type, type, w, p.grad,
-                                      g.castLike(buf, f), scale,
-                                      lr, b.getF64FloatAttr(o.momentum),
-                                      b.getF64FloatAttr(wd),
-                                      b.getBoolAttr(o.nesterov));
+    auto op = nn::SgdUpdateOp::create(
+        b, loc, type, type, w, p.grad, g.castLike(buf, f), scale, lr,
+        b.getF64FloatAttr(o.momentum), b.getF64FloatAttr(wd),
+        b.getBoolAttr(o.nesterov));
     update(stored(op.getNewMomentumBuffer(), buf), buf,
            p.key + "/momentum_buffer");
     update(stored(op.getNewParam(), storedW), storedW, p.key);

@@ -104,7 +104,8 @@ mlir::LogicalResult widenSixteenBitModel(mlir::func::FuncOp func);
 
 /// Applies a mixed-precision policy to the forward model in `module`'s step
 /// function (the pass dist-apply-precision; see Passes.td): parameters stay
-/// f32 and are cast where forward reads them, activations flow in the
+/// f32 and are cast where forward reads them (with `master: bf16` they
+/// become bf16 parameters themselves), activations flow in the
 /// compute dtype, normalisations, softmax and `keep_f32` layers compute in
 /// f32, and the model's outputs are f32 (so the loss is). A keep_f32 glob
 /// that matches nothing is a warning. No-op for an f32 policy. A model

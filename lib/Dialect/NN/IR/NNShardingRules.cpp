@@ -211,8 +211,9 @@ OpShardingRule CastOp::getShardingRule() {
   auto to = dyn_cast<FloatType>(getResult().getType().getElementType());
   bool widens = from && to && to.getWidth() > from.getWidth();
   bool narrowsGradient = from && to && (*this)->hasAttr(kNarrowReduceOfAttr);
-  return widens || narrowsGradient ? elementwise(getOperation(), PartialFlow::AllLinear, {0})
-                : elementwise(getOperation(), PartialFlow::None, {});
+  return widens || narrowsGradient
+             ? elementwise(getOperation(), PartialFlow::AllLinear, {0})
+             : elementwise(getOperation(), PartialFlow::None, {});
 }
 
 #define RULE(OP, FLOW, ...)                                                    \
