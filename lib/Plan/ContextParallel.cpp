@@ -37,6 +37,7 @@
 #include "distopt/Dialect/NN/IR/Roll.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
 
@@ -398,12 +399,11 @@ private:
   std::string unblockable(Value x, int64_t rank);
   /// `x` (broadcast against the [..., seq, seq] scores) for the
   /// [..., blocks, chunk, chunk] scores of step `t`.
-  Value blockOf(OpBuilder &b, Location loc, Value x, int64_t rank, int64_t t);
+  Value blockOf(OpBuilder &b, Location loc, Value x, int64_t t);
   /// blockOf with -inf made the lowest finite value: a row that the mask
   /// hides throughout one block would make that block's softmax NaN; with
   /// a finite fill its log-sum-exp is so low that the merge weighs it 0.
-  Value finiteBlockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
-                      int64_t t);
+  Value finiteBlockOf(OpBuilder &b, Location loc, Value x, int64_t t);
 
   func::FuncOp func;
   int64_t blocks;
@@ -432,8 +432,7 @@ std::string RingRewriter::unblockable(Value x, int64_t rank) {
          shape + ">";
 }
 
-Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
-                            int64_t t) {
+Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t t) {
   ArrayRef<int64_t> xs = shapeOf(x);
   int64_t rx = xs.size();
   if (rx < 2 || xs[rx - 1] == 1) {
@@ -467,7 +466,7 @@ Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
   idx.reserve(outer * blocks * chunk * chunk);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t r = 0; r < blocks; ++r)
-      idx.append(chunk * chunk, ((r - t) % blocks + blocks) % blocks);
+      idx.append(chunk * chunk, llvm::mod(r - t, blocks));
   auto idxType = RankedTensorType::get(idxShape, b.getI64Type());
   Value indices = nn::ConstantOp::create(
       b, loc, idxType, DenseIntElementsAttr::get(idxType, idx));
@@ -478,11 +477,11 @@ Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t rank,
 }
 
 Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
-                                  int64_t rank, int64_t t) {
+                                  int64_t t) {
   auto type = cast<RankedTensorType>(x.getType());
   auto et = dyn_cast<FloatType>(type.getElementType());
   if (!et)
-    return blockOf(b, loc, x, rank, t);
+    return blockOf(b, loc, x, t);
   auto lowest = FloatAttr::get(
       et, APFloat::getLargest(et.getFloatSemantics(), /*Negative=*/true));
   if (auto c = x.getDefiningOp<nn::ConstantOp>()) {
@@ -492,10 +491,10 @@ Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
       if (v.isInfinity() && v.isNegative())
         x = nn::ConstantOp::create(b, loc, type,
                                    DenseElementsAttr::get(type, lowest));
-      return blockOf(b, loc, x, rank, t);
+      return blockOf(b, loc, x, t);
     }
   }
-  Value block = blockOf(b, loc, x, rank, t);
+  Value block = blockOf(b, loc, x, t);
   if (shapeOf(x).size() < 2 || shapeOf(x).back() == 1)
     return block;
   auto scalarType = RankedTensorType::get({}, et);
@@ -530,10 +529,13 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
       shapeOf(v).size() != size_t(rank) || shapeOf(v)[rank - 2] != sequence)
     return "ring attention needs queries, keys and values of the scores' "
            "rank";
+  // The value op `i` of the chain reads from the scores' side.
+  auto chainInput = [&](size_t i) -> Value {
+    return i == 0 ? Value(att.scores.getResult()) : chain[i - 1]->getResult(0);
+  };
   // Each operand of the scores' element-wise ops other than the scores.
   for (auto [i, op] : llvm::enumerate(chain)) {
-    Value through =
-        i == 0 ? Value(att.scores.getResult()) : chain[i - 1]->getResult(0);
+    Value through = chainInput(i);
     if (isa<dist::AnnotateOp>(op))
       continue;
     for (Value x : op->getOperands())
@@ -599,11 +601,10 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
     for (auto [i, op] : llvm::enumerate(chain)) {
       if (isa<dist::AnnotateOp>(op))
         continue;
-      Value through =
-          i == 0 ? Value(att.scores.getResult()) : chain[i - 1]->getResult(0);
+      Value through = chainInput(i);
       IRMapping map;
       for (Value x : op->getOperands())
-        map.map(x, x == through ? s : finiteBlockOf(b, loc, x, rank, t));
+        map.map(x, x == through ? s : finiteBlockOf(b, loc, x, t));
       Operation *copy = b.clone(*op, map);
       copy->setLoc(loc);
       copy->getResult(0).setType(withShape(op->getResult(0), blockShape));

@@ -7,7 +7,6 @@
 // sharded dimension, an embedding lookup into a sharded table) say how here.
 //
 //===----------------------------------------------------------------------===//
-#include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
@@ -17,6 +16,7 @@
 #include "distopt/Dialect/NN/IR/Roll.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <map>
 
@@ -610,13 +610,13 @@ std::optional<int64_t> distopt::nn::rollShift(GatherOp op) {
   SmallVector<int64_t> values;
   for (const APInt &v : dense.getValues<APInt>())
     values.push_back(v.getSExtValue());
-  int64_t shift = ((-values[0]) % n + n) % n;
+  int64_t shift = llvm::mod(-values[0], n);
   // A roll by 0 is a lookup of every row in order (an embedding table read
   // at positions 0..n-1): left to the lookup's own rule.
   if (shift == 0)
     return std::nullopt;
   for (int64_t i = 0; i < n; ++i)
-    if (((values[i] % n) + n) % n != ((i - shift) % n + n) % n)
+    if (llvm::mod(values[i], n) != llvm::mod(i - shift, n))
       return std::nullopt;
   return shift;
 }
@@ -626,7 +626,7 @@ Value distopt::nn::createRoll(OpBuilder &b, Location loc, Value input,
   int64_t n = cast<RankedTensorType>(input.getType()).getDimSize(axis);
   SmallVector<int64_t> indices;
   for (int64_t i = 0; i < n; ++i)
-    indices.push_back(((i - shift) % n + n) % n);
+    indices.push_back(llvm::mod(i - shift, n));
   auto type = RankedTensorType::get({n}, b.getI64Type());
   Value idx = ConstantOp::create(b, loc, type,
                                  DenseIntElementsAttr::get(type, indices));
