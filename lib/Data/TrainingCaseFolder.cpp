@@ -20,6 +20,12 @@ static bool isFloat(distrt::DType d) {
          d == distrt::DType::kF16;
 }
 
+/// Whether a file of `file` values feeds an input of `input` by converting
+/// (float data of another float dtype: an f32 data set for a bf16 model).
+static bool convertsFloats(distrt::DType file, distrt::DType input) {
+  return file != input && isFloat(file) && isFloat(input);
+}
+
 static float floatAt(const distrt::Tensor &t, int64_t i) {
   switch (t.dtype()) {
   case distrt::DType::kBF16:
@@ -87,8 +93,7 @@ public:
           return read.takeError();
         // Float data of another float dtype (an f32 data set fed to a bf16
         // model) is converted; notes() says so once.
-        if (read->dtype() != r.input.dtype && isFloat(read->dtype()) &&
-            isFloat(r.input.dtype)) {
+        if (convertsFloats(read->dtype(), r.input.dtype)) {
           auto converted = convertFloats(*read, r.input.dtype);
           if (!converted)
             return converted.takeError();
@@ -134,8 +139,7 @@ public:
         llvm::consumeError(read.takeError()); // read() reports it
         continue;
       }
-      if (read->dtype() != r.input.dtype && isFloat(read->dtype()) &&
-          isFloat(r.input.dtype))
+      if (convertsFloats(read->dtype(), r.input.dtype))
         out.push_back(path.str().str() + " holds " +
                       distrt::DTypeName(read->dtype()) + " values and '" +
                       r.base + "' is " + distrt::DTypeName(r.input.dtype) +
