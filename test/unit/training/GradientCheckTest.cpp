@@ -3,7 +3,9 @@
 // For each differentiable nn op: loss = sum(op(x...) * c) with random f64
 // inputs; the gradients the op's rule builds (through buildGradients, the
 // same walk training uses), compiled and run by distrt, must equal central
-// finite differences of the loss in every element.
+// finite differences of the loss in every element. The same rules run in
+// bf16 and f16 must match the f64 finite differences within a few roundings
+// of their dtype.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Dialect/NN/IR/NNOps.h"
@@ -25,6 +27,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -45,7 +48,11 @@ std::ostream &operator<<(std::ostream &os, const Case &c) {
   return os << c.name;
 }
 
-std::string loss(const Case &c) {
+/// The case's op applied in `storage` ("f64", or a 16-bit float type: then
+/// the f64 arguments are rounded to it on entry and the result widened
+/// back, so that the op and its gradient rule run in that dtype):
+/// loss = sum(op(x...) * c).
+std::string loss(const Case &c, const std::string &storage) {
   std::string t = c.resultType;
   // rank of the result type, for the reduction's axes
   int rank = 0;
@@ -54,11 +61,27 @@ std::string loss(const Case &c) {
   std::string axes;
   for (int d = 0; d < rank; ++d)
     axes += (d ? ", " : "") + std::to_string(d);
-  std::string text = "func.func @main(";
-  for (auto &[a, positive] : c.args)
-    text += a + ", ";
-  text += "%c: " + t + ") -> tensor<f64> {\n  " + c.op + "\n";
-  text += "  %m = nn.mul %y, %c : " + t + ", " + t + " -> " + t + "\n";
+  auto narrow = [&](std::string type) {
+    for (size_t at; (at = type.find("f64>")) != std::string::npos;)
+      type.replace(at, 3, storage);
+    return type;
+  };
+  bool cast = storage != "f64";
+  std::string text = "func.func @main(", entry;
+  for (auto &[a, positive] : c.args) {
+    std::string name = a.substr(0, a.find(':')), type = a.substr(a.find(':') + 2);
+    if (!cast || type.find("f64>") == std::string::npos) {
+      text += a + ", ";
+      continue;
+    }
+    text += name + "_f64: " + type + ", ";
+    entry += "  " + name + " = nn.cast " + name + "_f64 : " + type + " -> " + narrow(type) + "\n";
+  }
+  text += "%c: " + t + ") -> tensor<f64> {\n" + entry + "  " + (cast ? narrow(c.op) : c.op) + "\n";
+  if (cast)
+    text += "  %y_f64 = nn.cast %y : " + narrow(t) + " -> " + t + "\n";
+  text += std::string("  %m = nn.mul ") + (cast ? "%y_f64" : "%y") + ", %c : " + t + ", " + t +
+          " -> " + t + "\n";
   if (rank == 0)
     text += "  return %m : tensor<f64>\n}\n";
   else
@@ -67,63 +90,104 @@ std::string loss(const Case &c) {
   return text;
 }
 
-class GradientCheck : public ::testing::TestWithParam<Case> {
+/// Builds, compiles and runs a case's loss with its gradients.
+class GradientCheckBase : public ::testing::Test {
 protected:
   distopt::testing::CompilerTestContext env{"gradcheck",
                                             /*allSeverities=*/true};
   mlir::MLIRContext *ctx = &env.context();
   std::string &diagnostics = env.diagnostics;
   const llvm::SmallString<128> &dir = env.dir;
+
+  /// The loss and its gradients with respect to every float argument but
+  /// the weighting %c, compiled into `programs`; `numGradients` of them.
+  void compileWithGradients(const Case &c, const std::string &storage, Programs &programs,
+                            size_t &numGradients) {
+    std::string text = loss(c, storage);
+    SCOPED_TRACE(text);
+    auto module = mlir::parseSourceString<mlir::ModuleOp>(text, ctx);
+    ASSERT_TRUE(module) << diagnostics;
+    auto func = *module->getOps<mlir::func::FuncOp>().begin();
+    mlir::Block &body = func.getBody().front();
+    mlir::Operation *ret = body.getTerminator();
+    mlir::OpBuilder b(ret);
+    mlir::Value l = ret->getOperand(0);
+    auto lt = llvm::cast<mlir::RankedTensorType>(l.getType());
+    mlir::Value seed = nn::ConstantOp::create(
+        b, ret->getLoc(), lt, mlir::DenseElementsAttr::get(lt, b.getF64FloatAttr(1.0)));
+    llvm::SmallVector<mlir::Value> wrt;
+    for (unsigned i = 0; i + 1 < func.getNumArguments(); ++i)
+      if (llvm::isa<mlir::FloatType>(
+              llvm::cast<mlir::RankedTensorType>(func.getArgument(i).getType()).getElementType()))
+        wrt.push_back(func.getArgument(i));
+    auto grads = buildGradients(b, {{l, seed}}, wrt);
+    ASSERT_TRUE(mlir::succeeded(grads)) << diagnostics;
+    llvm::SmallVector<mlir::Value> results{l};
+    for (mlir::Value g : *grads) {
+      ASSERT_TRUE(g) << "no gradient for an argument";
+      results.push_back(g);
+    }
+    mlir::func::ReturnOp::create(b, ret->getLoc(), results);
+    ret->erase();
+    llvm::SmallVector<mlir::Type> types;
+    for (mlir::Value v : results)
+      types.push_back(v.getType());
+    func.setType(b.getFunctionType(func.getArgumentTypes(), types));
+
+    std::string step;
+    llvm::raw_string_ostream os(step);
+    module->print(os);
+    std::string path = env.writeScratchFile(c.name + "_" + storage + ".mlir", step);
+    CompileOptions options;
+    options.workDir = dir.str().str();
+    auto compiled = compilePrograms(*ctx, path, options);
+    ASSERT_TRUE(static_cast<bool>(compiled))
+        << llvm::toString(compiled.takeError()) << diagnostics;
+    programs = std::move(*compiled);
+    numGradients = wrt.size();
+  }
+
+  std::vector<distrt::NamedTensor> run(const Programs &programs,
+                                       const std::vector<distrt::NamedTensor> &in) {
+    auto out = runLocal(programs, in, 1);
+    EXPECT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
+    return out ? std::move(*out) : std::vector<distrt::NamedTensor>();
+  }
+
+  /// Central finite differences of the loss in every element of every f64
+  /// argument but %c, in argument order.
+  std::vector<std::vector<double>> finiteDifferences(const Programs &programs,
+                                                     std::vector<distrt::NamedTensor> inputs) {
+    std::vector<std::vector<double>> fds;
+    for (size_t a = 0; a + 1 < inputs.size(); ++a) {
+      distrt::Tensor &x = inputs[a].tensor;
+      if (x.dtype() != distrt::DType::kF64)
+        continue;
+      fds.emplace_back();
+      for (int64_t k = 0; k < x.num_elements(); ++k) {
+        double saved = x.data<double>()[k], h = 1e-6;
+        x.data<double>()[k] = saved + h;
+        double up = scalarOf(run(programs, inputs)[0].tensor);
+        x.data<double>()[k] = saved - h;
+        double down = scalarOf(run(programs, inputs)[0].tensor);
+        x.data<double>()[k] = saved;
+        fds.back().push_back((up - down) / (2 * h));
+      }
+    }
+    return fds;
+  }
+
+  static double scalarOf(const distrt::Tensor &t) { return t.data<double>()[0]; }
 };
 
-double scalarOf(const distrt::Tensor &t) { return t.data<double>()[0]; }
+class GradientCheck : public GradientCheckBase, public ::testing::WithParamInterface<Case> {};
 
 TEST_P(GradientCheck, MatchesFiniteDifferences) {
   const Case &c = GetParam();
-  std::string text = loss(c);
-  SCOPED_TRACE(text);
-  auto module = mlir::parseSourceString<mlir::ModuleOp>(text, ctx);
-  ASSERT_TRUE(module) << diagnostics;
-  auto func = *module->getOps<mlir::func::FuncOp>().begin();
-  mlir::Block &body = func.getBody().front();
-  mlir::Operation *ret = body.getTerminator();
-  mlir::OpBuilder b(ret);
-  mlir::Value l = ret->getOperand(0);
-  auto lt = llvm::cast<mlir::RankedTensorType>(l.getType());
-  mlir::Value seed = nn::ConstantOp::create(
-      b, ret->getLoc(), lt,
-      mlir::DenseElementsAttr::get(lt, b.getF64FloatAttr(1.0)));
-  // Gradients with respect to every float argument but the weighting %c.
-  llvm::SmallVector<mlir::Value> wrt;
-  for (unsigned i = 0; i + 1 < func.getNumArguments(); ++i)
-    if (llvm::isa<mlir::FloatType>(
-            llvm::cast<mlir::RankedTensorType>(func.getArgument(i).getType())
-                .getElementType()))
-      wrt.push_back(func.getArgument(i));
-  auto grads = buildGradients(b, {{l, seed}}, wrt);
-  ASSERT_TRUE(mlir::succeeded(grads)) << diagnostics;
-  llvm::SmallVector<mlir::Value> results{l};
-  for (mlir::Value g : *grads) {
-    ASSERT_TRUE(g) << "no gradient for an argument";
-    results.push_back(g);
-  }
-  mlir::func::ReturnOp::create(b, ret->getLoc(), results);
-  ret->erase();
-  llvm::SmallVector<mlir::Type> types;
-  for (mlir::Value v : results)
-    types.push_back(v.getType());
-  func.setType(b.getFunctionType(func.getArgumentTypes(), types));
-
-  std::string step;
-  llvm::raw_string_ostream os(step);
-  module->print(os);
-  std::string path = env.writeScratchFile(c.name + ".mlir", step);
-  CompileOptions options;
-  options.workDir = dir.str().str();
-  auto programs = compilePrograms(*ctx, path, options);
-  ASSERT_TRUE(static_cast<bool>(programs))
-      << llvm::toString(programs.takeError()) << diagnostics;
-  auto inputs = makeInputs(*programs, "", 7);
+  Programs programs;
+  size_t numGradients = 0;
+  ASSERT_NO_FATAL_FAILURE(compileWithGradients(c, "f64", programs, numGradients));
+  auto inputs = makeInputs(programs, "", 7);
   ASSERT_TRUE(static_cast<bool>(inputs)) << llvm::toString(inputs.takeError());
   // Keep inputs away from where the functions are undefined or kinked.
   std::mt19937_64 rng(11);
@@ -132,31 +196,86 @@ TEST_P(GradientCheck, MatchesFiniteDifferences) {
     if (c.args[i].second)
       for (int64_t k = 0; k < (*inputs)[i].tensor.num_elements(); ++k)
         (*inputs)[i].tensor.data<double>()[k] = u(rng);
-  auto run = [&](const std::vector<distrt::NamedTensor> &in) {
-    auto out = runLocal(*programs, in, 1);
-    EXPECT_TRUE(static_cast<bool>(out)) << llvm::toString(out.takeError());
-    return out ? std::move(*out) : std::vector<distrt::NamedTensor>();
+  std::vector<distrt::NamedTensor> base = run(programs, *inputs);
+  ASSERT_EQ(base.size(), numGradients + 1);
+  auto fds = finiteDifferences(programs, *inputs);
+  ASSERT_EQ(fds.size(), numGradients);
+  for (size_t g = 0; g < numGradients; ++g) {
+    const distrt::Tensor &grad = base[1 + g].tensor;
+    ASSERT_EQ(grad.num_elements(), static_cast<int64_t>(fds[g].size()));
+    for (size_t k = 0; k < fds[g].size(); ++k)
+      EXPECT_NEAR(grad.data<double>()[k], fds[g][k], 1e-6 * std::max(1.0, std::fabs(fds[g][k])))
+          << "gradient " << g << " element " << k;
+  }
+}
+
+/// The same rule run in a 16-bit dtype (bf16 or f16 storage, f32 compute
+/// inside the kernels) against finite differences of the f64 op at the
+/// same point. The inputs are distinct multiples of 1/128 no larger than 2
+/// in magnitude, which both dtypes hold exactly, so the 16-bit program and
+/// the f64 reference see the same point, and no two inputs tie (a tie sends
+/// a max's gradient to one side where finite differences split it). The
+/// tolerance is a few roundings of the dtype, relative to the gradient's
+/// scale: a wrong rule (a dropped term, a wrong sign or axis) is off by
+/// O(1).
+struct HalfCase {
+  Case c;
+  std::string storage;
+};
+
+std::ostream &operator<<(std::ostream &os, const HalfCase &c) {
+  return os << c.c.name << " in " << c.storage;
+}
+
+class GradientCheckHalf : public GradientCheckBase,
+                          public ::testing::WithParamInterface<HalfCase> {};
+
+TEST_P(GradientCheckHalf, MatchesFiniteDifferencesOfF64) {
+  const HalfCase &p = GetParam();
+  Programs reference, half;
+  size_t numGradients = 0, numHalfGradients = 0;
+  ASSERT_NO_FATAL_FAILURE(compileWithGradients(p.c, "f64", reference, numGradients));
+  ASSERT_NO_FATAL_FAILURE(compileWithGradients(p.c, p.storage, half, numHalfGradients));
+  ASSERT_EQ(numGradients, numHalfGradients);
+  auto inputs = makeInputs(reference, "", 7);
+  ASSERT_TRUE(static_cast<bool>(inputs)) << llvm::toString(inputs.takeError());
+  std::vector<int> pool;
+  for (int k = 1; k <= 256; ++k)
+    pool.push_back(k);
+  std::mt19937_64 rng(11);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  size_t next = 0;
+  auto draw = [&](bool positive) {
+    // positive arguments stay at 0.3 or more, away from where log, sqrt
+    // and reciprocal blow up
+    while (positive && pool[next] < 39)
+      ++next;
+    int k = pool.at(next);
+    pool.erase(pool.begin() + next);
+    next = 0;
+    bool negative = !positive && (rng() & 1);
+    return (negative ? -k : k) / 128.0;
   };
-  std::vector<distrt::NamedTensor> base = run(*inputs);
-  ASSERT_EQ(base.size(), wrt.size() + 1);
-  size_t gi = 0;
-  for (unsigned a = 0; a + 1 < func.getNumArguments(); ++a) {
-    distrt::Tensor &x = (*inputs)[a].tensor;
-    if (x.dtype() != distrt::DType::kF64)
-      continue;
-    const distrt::Tensor &grad = base[1 + gi++].tensor;
-    ASSERT_EQ(grad.shape(), x.shape());
-    for (int64_t k = 0; k < x.num_elements(); ++k) {
-      double saved = x.data<double>()[k], h = 1e-6;
-      x.data<double>()[k] = saved + h;
-      double up = scalarOf(run(*inputs)[0].tensor);
-      x.data<double>()[k] = saved - h;
-      double down = scalarOf(run(*inputs)[0].tensor);
-      x.data<double>()[k] = saved;
-      double fd = (up - down) / (2 * h), got = grad.data<double>()[k];
-      EXPECT_NEAR(got, fd, 1e-6 * std::max(1.0, std::fabs(fd)))
-          << "argument " << a << " element " << k;
-    }
+  for (size_t i = 0; i + 1 < inputs->size(); ++i) {
+    distrt::Tensor &x = (*inputs)[i].tensor;
+    if (x.dtype() == distrt::DType::kF64)
+      for (int64_t k = 0; k < x.num_elements(); ++k)
+        x.data<double>()[k] = draw(i < p.c.args.size() && p.c.args[i].second);
+  }
+  auto fds = finiteDifferences(reference, *inputs);
+  ASSERT_EQ(fds.size(), numGradients);
+  std::vector<distrt::NamedTensor> got = run(half, *inputs);
+  ASSERT_EQ(got.size(), numGradients + 1);
+  double tolerance = p.storage == "bf16" ? 1.0 / 32 : 1.0 / 256;
+  for (size_t g = 0; g < numGradients; ++g) {
+    const distrt::Tensor &grad = got[1 + g].tensor;
+    ASSERT_EQ(grad.num_elements(), static_cast<int64_t>(fds[g].size()));
+    double scale = 1.0;
+    for (double fd : fds[g])
+      scale = std::max(scale, std::fabs(fd));
+    for (size_t k = 0; k < fds[g].size(); ++k)
+      EXPECT_NEAR(grad.data<double>()[k], fds[g][k], tolerance * scale)
+          << "gradient " << g << " element " << k << " in " << p.storage;
   }
 }
 
@@ -519,6 +638,19 @@ const Case kCases[] = {
 INSTANTIATE_TEST_SUITE_P(Ops, GradientCheck, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case> &info) {
                            return info.param.name;
+                         });
+
+std::vector<HalfCase> halfCases() {
+  std::vector<HalfCase> cases;
+  for (const char *storage : {"bf16", "f16"})
+    for (const Case &c : kCases)
+      cases.push_back({c, storage});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, GradientCheckHalf, ::testing::ValuesIn(halfCases()),
+                         [](const ::testing::TestParamInfo<HalfCase> &info) {
+                           return info.param.c.name + "_" + info.param.storage;
                          });
 
 } // namespace
