@@ -1306,6 +1306,26 @@ to half its size, so a trainer keeping f32 masters ends clearly elsewhere
 probe small: its tolerance is 0.02.""",
     ),
     dict(
+        name="gpt_bf16_pure_accumulate",
+        what="`gpt_bf16_pure` (bf16 parameters, no f32 masters) with 4 "
+             "microbatches per step, their gradients summed in f32",
+        seed=47, precision="bf16", master="bf16", accumulate=4,
+        tolerance={"loss_rtol": 1.5e-3, "probe_atol": 0.02, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 2, 16, 3 * 4, 247, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 1e-4, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=3,
+        notes="""\
+`gpt_bf16_pure`'s policy (`master: bf16`) in `gpt_bf16_accumulate`'s layout
+(4 microbatches of 2 rows per step): each microbatch's bf16 gradients are
+widened and summed in f32, as with f32 masters, and only the update's
+result is rounded to the bf16 parameters. A trainer that summed the
+microbatches' gradients in bf16 would round three more times per step.""",
+    ),
+    dict(
         name="gpt_f16",
         what="the GPT in f16 with a dynamic loss scale that overflows, backs "
              "off and grows: skipped steps update nothing",
