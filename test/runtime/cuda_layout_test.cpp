@@ -1,10 +1,10 @@
 // The CUDA data-movement kernels (cuda/kernels_layout.cpp) against the host
 // executor: transpose (the attention layouts, size-1 dims, every element
-// size, a rank-8 one), expand, slice with negative steps, concat with an
-// empty input and a negative axis, pad in its three modes, range (and a
-// declared length its scalars do not give, reported by the same run);
-// a transpose needing more than 8 dims goes to the host. Skipped without
-// a GPU.
+// size, a rank-8 one, swaps that take the tiled path), expand, slice with
+// negative steps, concat with an empty input and a negative axis, pad in
+// its three modes, range (and a declared length its scalars do not give,
+// reported by the same run); a transpose needing more than 8 dims goes to
+// the host. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include "cuda_kernel_test_util.h"
@@ -25,6 +25,11 @@ TEST(CudaLayout, TransposeMatchesCpu) {
       {{64, 96}, {1, 0}},
       {{3, 1, 5, 1}, {3, 2, 1, 0}},
       {{2, 2, 2, 2, 2, 2, 2, 3}, {7, 0, 2, 4, 6, 1, 3, 5}},  // rank 8
+      // the tiled path (cuda/layout.cu): partial tiles, a batch dim, the
+      // swapped dims apart, and a transpose of three dims
+      {{3, 70, 45}, {0, 2, 1}},
+      {{33, 5, 2, 40}, {3, 1, 2, 0}},
+      {{17, 64, 3}, {2, 1, 0}},
   };
   uint32_t seed = 60;
   for (DType dt : {DType::kF32, DType::kBF16, DType::kI64, DType::kBool}) {
