@@ -1,4 +1,4 @@
-// softmax, log_softmax, layer_norm, batch_norm.
+// softmax, log_softmax, softmax_grad, layer_norm, batch_norm.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -156,6 +156,94 @@ Status RunSoftmax(KernelContext& ctx) {
   DISTRT_DISPATCH_FLOAT(x.dtype(), name,
                         SoftmaxRows<T>(name == "log_softmax", x.data<T>(), out->data<T>(), outer, n,
                                        inner, ctx.pool));
+  return OkStatus();
+}
+
+// ---- softmax_grad ---------------------------------------------------------------
+
+// dx = y * (dy - s), s = sum(dy * y) along the axis, accumulated in double:
+// softmax's gradient (the fused form of its rule, dist-fuse-for-target).
+// Each row (or column block) is read whole before any of it is written, so
+// dx may take over y's or dy's buffer.
+DISTRT_SIMD_CLONES double DotF32(const float* a, const float* b, int64_t n) {
+  float lane[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] += a[i + j] * b[i + j];
+  }
+  double sum = 0;
+  for (int j = 0; j < kLanes; ++j) sum += lane[j];
+  for (; i < n; ++i) sum += static_cast<double>(a[i]) * b[i];
+  return sum;
+}
+
+DISTRT_SIMD_CLONES void SoftmaxGradRowF32(const float* y, const float* dy, float s, float* dx,
+                                          int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = y[i] * (dy[i] - s);
+}
+
+void SoftmaxGradRow(const float* y, const float* dy, float* dx, int64_t n) {
+  SoftmaxGradRowF32(y, dy, static_cast<float>(DotF32(dy, y, n)), dx, n);
+}
+
+void SoftmaxGradRow(const double* y, const double* dy, double* dx, int64_t n) {
+  double s = 0;
+  for (int64_t k = 0; k < n; ++k) s += dy[k] * y[k];
+  for (int64_t k = 0; k < n; ++k) dx[k] = y[k] * (dy[k] - s);
+}
+
+template <typename T>
+void SoftmaxGradRows(const T* y, const T* dy, T* dx, int64_t outer, int64_t n, int64_t inner,
+                     ThreadPool* pool) {
+  if (inner == 1) {
+    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+    ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) SoftmaxGradRow(y + o * n, dy + o * n, dx + o * n, n);
+    });
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n * inner));
+  ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+    std::vector<double> sum(static_cast<size_t>(inner));
+    for (int64_t o = o0; o < o1; ++o) {
+      const int64_t base = o * n * inner;
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t at = base + k * inner + i;
+          sum[i] += static_cast<double>(dy[at]) * y[at];
+        }
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t at = base + k * inner + i;
+          dx[at] = y[at] * (dy[at] - static_cast<T>(sum[i]));
+        }
+      }
+    }
+  });
+}
+
+Status VerifySoftmaxGrad(const VerifyContext& ctx) {
+  if (ctx.inputs[1] != ctx.inputs[0]) {
+    return InvalidArgumentError("softmax_grad: y is ", ctx.inputs[0].ToString(), " but dy is ",
+                                ctx.inputs[1].ToString(), "; they must have one type");
+  }
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
+Status RunSoftmaxGrad(KernelContext& ctx) {
+  const Tensor& y = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], y.type()));
+  AxisSplit split;
+  DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, "softmax_grad", y.shape(), &split));
+  Tensor* dx;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
+  if (dx->num_elements() == 0) return OkStatus();
+  DISTRT_DISPATCH_FLOAT(y.dtype(), "softmax_grad",
+                        SoftmaxGradRows<T>(y.data<T>(), dy.data<T>(), dx->data<T>(), split.outer,
+                                           split.n, split.inner, ctx.pool));
   return OkStatus();
 }
 
@@ -346,6 +434,7 @@ Status RunBatchNorm(KernelContext& ctx) {
 void RegisterNormKernels(KernelRegistry& r) {
   r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
   r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
+  r.Add({"softmax_grad", 2, 2, 1, RunSoftmaxGrad, VerifySoftmaxGrad, false, true});
   r.Add({"layer_norm", 2, 3, 1, RunLayerNorm, VerifySame, false, true});
   r.Add({"batch_norm", 5, 5, 1, RunBatchNorm, VerifySame, false, true});
 }

@@ -1,5 +1,5 @@
-// The CUDA normalisation kernels (softmax, log_softmax, layer_norm,
-// batch_norm) through the executor on GPU 0, host fallback off, against the
+// The CUDA normalisation kernels (softmax, log_softmax, softmax_grad,
+// layer_norm, batch_norm) through the executor on GPU 0, host fallback off, against the
 // host executor: rows of a vocabulary, short rows, an axis that is not
 // last, rows of -inf / NaN / +inf, broadcast layer_norm parameters, a
 // softmax taking over its dying input's buffer, f64, and bf16/f16 against
@@ -53,6 +53,26 @@ TEST(CudaNorm, SoftmaxMatchesCpu) {
   }
   ExpectGpuMatchesCpu(SoftmaxProgram(DType::kF64, {16, 300}, -1),
                       {RandomOf(DType::kF64, {16, 300}, 9, 8.0f)}, 1e-12);
+}
+
+TEST(CudaNorm, SoftmaxGradMatchesCpu) {
+  NEED_GPU();
+  // attention's scores (rows of 1024), short rows, an axis that is not last
+  const std::pair<Shape, int64_t> cases[] = {
+      {{2, 4, 64, 1024}, 3}, {{100, 8}, 1}, {{4, 30, 6}, 1}};
+  uint32_t seed = 20;
+  for (const auto& [shape, axis] : cases) {
+    SCOPED_TRACE(ShapeToString(shape));
+    for (DType dt : {DType::kF32, DType::kF64}) {
+      ProgramBuilder b;
+      const int y = b.Input("y", dt, shape), dy = b.Input("dy", dt, shape);
+      b.Output("dx", b.Apply("softmax_grad", {y, dy}, dt, shape, {{"axis", AttrInt(axis)}}));
+      ExpectGpuMatchesCpu(MakeProgram(b),
+                          {RandomOf(dt, shape, seed, 1.0f), RandomOf(dt, shape, seed + 1, 1.0f)},
+                          dt == DType::kF32 ? 1e-5 : 1e-12);
+      seed += 2;
+    }
+  }
 }
 
 std::shared_ptr<const Program> LayerNormProgram(DType dtype, const Shape& x_shape, int64_t axis,

@@ -1,7 +1,8 @@
 // The CUDA normalisation kernels' bodies (portable/norm.h), run on the host
 // as cuda/norm.cu launches them (rows with one lane and with simulated
 // lanes, sim_warp.h; columns), against the host kernels: softmax / log_softmax with
-// -inf, +inf and NaN rows and an axis that is not last, layer_norm with
+// -inf, +inf and NaN rows and an axis that is not last, softmax_grad
+// against a reference computed here, layer_norm with
 // broadcast scale and bias, batch_norm, and bf16/f16 (f32 arithmetic, one
 // rounding).
 #include <gtest/gtest.h>
@@ -145,6 +146,88 @@ TEST(PortableNorm, HalfSoftmaxRoundsTheF32Result) {
     ExpectHalfClose(BodySoftmax<f16_t>(log, xh, 6, n, 1, Lanes::kOne),
                     Vec<float>(Run1(op, {F32(s, fh)}, {DType::kF32, s})), HalfToFloat, 1.0f / 1024);
   }
+}
+
+// ---- softmax_grad -----------------------------------------------------------------
+
+// The softmax_grad body cuda::LaunchSoftmaxGrad picks for [outer, n, inner].
+template <typename T>
+std::vector<T> BodySoftmaxGrad(const std::vector<T>& y, const std::vector<T>& dy, int64_t outer,
+                               int64_t n, int64_t inner, Lanes lanes) {
+  std::vector<T> dx(y.size());
+  if (inner == 1 && n >= 32) {
+    portable::SoftmaxGradRowsBody<T> body{y.data(), dy.data(), dx.data(), n};
+    if (lanes == Lanes::kSim)
+      SimWarpRows(outer, body);
+    else
+      HostRows(outer, body);
+  } else {
+    HostFor(outer * inner,
+            portable::SoftmaxGradColsBody<T>{y.data(), dy.data(), dx.data(), n, inner});
+  }
+  return dx;
+}
+
+// y * (dy - sum(dy * y)) along n of [outer, n, inner], in double: the
+// reference for the host kernel and the bodies.
+std::vector<float> SoftmaxGradReference(const std::vector<float>& y, const std::vector<float>& dy,
+                                        int64_t outer, int64_t n, int64_t inner) {
+  std::vector<float> dx(y.size());
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const size_t at = static_cast<size_t>((o * n + k) * inner + i);
+        s += static_cast<double>(dy[at]) * y[at];
+      }
+      for (int64_t k = 0; k < n; ++k) {
+        const size_t at = static_cast<size_t>((o * n + k) * inner + i);
+        dx[at] = static_cast<float>(y[at] * (dy[at] - s));
+      }
+    }
+  }
+  return dx;
+}
+
+TEST(PortableNorm, SoftmaxGradMatchesReferenceAndHostKernel) {
+  struct Case {
+    Shape shape;
+    int64_t axis, outer, n, inner;
+  };
+  // a warp per row; a thread per short row; an axis that is not last
+  const Case cases[] = {{{6, 100}, 1, 6, 100, 1}, {{6, 7}, -1, 6, 7, 1}, {{3, 40, 5}, 1, 3, 40, 5}};
+  uint32_t seed = 41;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape));
+    const int64_t count = NumElements(c.shape);
+    std::vector<float> y = RandomUniform<float>(count, seed++);
+    for (float& v : y) v = 0.5f * (v + 1.0f);  // softmax outputs lie in [0, 1]
+    const std::vector<float> dy = RandomUniform<float>(count, seed++);
+    const std::vector<float> want = SoftmaxGradReference(y, dy, c.outer, c.n, c.inner);
+    ExpectClose(Vec<float>(Run1("softmax_grad", {F32(c.shape, y), F32(c.shape, dy)},
+                                {DType::kF32, c.shape}, {{"axis", AttrInt(c.axis)}})),
+                want, 1e-6);
+    ExpectClose(BodySoftmaxGrad<float>(y, dy, c.outer, c.n, c.inner, Lanes::kOne), want, 1e-6);
+    ExpectClose(BodySoftmaxGrad<float>(y, dy, c.outer, c.n, c.inner, Lanes::kSim), want, 1e-6);
+    // bf16 storage: the f32 result of the rounded inputs, rounded once
+    std::vector<bf16_t> yb(y.size()), db(y.size());
+    std::vector<float> yr(y.size()), dr(y.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      yb[i].bits = FloatToBF16(y[i]);
+      db[i].bits = FloatToBF16(dy[i]);
+      yr[i] = BF16ToFloat(yb[i].bits);
+      dr[i] = BF16ToFloat(db[i].bits);
+    }
+    ExpectHalfClose(BodySoftmaxGrad<bf16_t>(yb, db, c.outer, c.n, c.inner, Lanes::kOne),
+                    SoftmaxGradReference(yr, dr, c.outer, c.n, c.inner), BF16ToFloat, 1.0f / 128);
+  }
+  // y and dy of different shapes: the host kernel's error
+  std::vector<Tensor> out;
+  const Status st =
+      RunOp("softmax_grad", {F32({2, 3}, std::vector<float>(6)), F32({3, 2}, std::vector<float>(6))},
+            {{DType::kF32, {2, 3}}}, {}, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("they must have one type"), std::string::npos) << st.message();
 }
 
 // ---- layer_norm -------------------------------------------------------------------

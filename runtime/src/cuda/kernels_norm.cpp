@@ -1,4 +1,4 @@
-// CUDA kernels for softmax, log_softmax, layer_norm and inference
+// CUDA kernels for softmax, log_softmax, softmax_grad, layer_norm and inference
 // batch_norm on f32, f64, bf16 and f16 (16-bit floats compute in f32), with
 // the host kernels' attributes and checks (kernels_norm.cpp).
 #include "axis_geometry.h"
@@ -24,6 +24,25 @@ Status RunSoftmax(KernelContext& ctx) {
   DISTRT_CUDA(cuda::LaunchSoftmax(x.dtype(), name == "log_softmax", x.raw(), y->raw(), outer, n,
                                   inner, CudaOf(ctx).cuda_stream()),
               "softmax kernel");
+  return OkStatus();
+}
+
+Status RunSoftmaxGrad(KernelContext& ctx) {
+  const Tensor& y = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  if (dy.type() != y.type()) {
+    return InvalidArgumentError("softmax_grad: y is ", y.type().ToString(), " but dy is ",
+                                dy.type().ToString(), "; they must have one type");
+  }
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], y.type()));
+  AxisSplit split;
+  DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, "softmax_grad", y.shape(), &split));
+  Tensor* dx;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
+  if (dx->num_elements() == 0) return OkStatus();
+  DISTRT_CUDA(cuda::LaunchSoftmaxGrad(y.dtype(), y.raw(), dy.raw(), dx->raw(), split.outer, split.n,
+                                      split.inner, CudaOf(ctx).cuda_stream()),
+              "softmax_grad kernel");
   return OkStatus();
 }
 
@@ -124,6 +143,7 @@ KernelDef CudaDef(const char* name, int min_inputs, int max_inputs, KernelFn run
 void RegisterCudaNormKernels(KernelRegistry& r) {
   r.Add(CudaDef("softmax", 1, 1, RunSoftmax, SameDTypes));
   r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, SameDTypes));
+  r.Add(CudaDef("softmax_grad", 2, 2, RunSoftmaxGrad, SameDTypes));
   r.Add(CudaDef("layer_norm", 2, 3, RunLayerNorm, AcceptLayerNorm));
   r.Add(CudaDef("batch_norm", 5, 5, RunBatchNorm, SameDTypes));
 }

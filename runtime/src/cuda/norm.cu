@@ -22,6 +22,22 @@ cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t
   });
 }
 
+cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* dx, int64_t outer,
+                              int64_t n, int64_t inner, cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const T* py = static_cast<const T*>(y);
+    const T* pd = static_cast<const T*>(dy);
+    T* px = static_cast<T*>(dx);
+    if (inner == 1 && n >= 32) {
+      portable::SoftmaxGradRowsBody<T> body{py, pd, px, n};
+      return LaunchRows(outer, body, stream);
+    }
+    portable::SoftmaxGradColsBody<T> body{py, pd, px, n, inner};
+    return LaunchFor(outer * inner, body, stream);
+  });
+}
+
 cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const void* bias,
                             void* y, int64_t rows, int64_t n, double eps,
                             const portable::BroadcastMap& params, cudaStream_t stream) {

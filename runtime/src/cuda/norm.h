@@ -16,6 +16,10 @@ namespace cuda {
 cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t outer, int64_t n,
                           int64_t inner, cudaStream_t stream);
 
+// softmax_grad dx = y * (dy - sum(dy * y)) of [outer, n, inner] over n.
+cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* dx, int64_t outer,
+                              int64_t n, int64_t inner, cudaStream_t stream);
+
 // layer_norm of x [rows, n] over n; `params` maps the normalised shape to
 // scale's and bias's offsets; bias may be null.
 cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const void* bias,

@@ -1,5 +1,5 @@
 // Normalisation kernel bodies (host and device): softmax / log_softmax over
-// one axis, layer_norm over the trailing dims, and inference batch_norm, on
+// one axis and softmax's gradient (softmax_grad), layer_norm over the trailing dims, and inference batch_norm, on
 // any float storage type (16-bit floats compute in f32). Semantics are the
 // host kernels' (kernels_norm.cpp): softmax subtracts the row max (0 for a
 // row of -inf) so a NaN or +inf anywhere makes the row NaN; layer_norm uses
@@ -113,6 +113,51 @@ struct SoftmaxColsBody {
     for (int64_t k = 0; k < n; ++k) a.Add(Load(px[k * inner]));
     const SoftmaxFinish<C> f(a.m, a.s, log);
     for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<T>(f(Load(px[k * inner])));
+  }
+};
+
+// softmax_grad dx = y * (dy - s), s = sum(dy * y) along the axis (the host's
+// softmax_grad; the sum accumulates in the compute type). Rows: [rows, n],
+// a warp per row; each row is read whole before any of it is written.
+template <typename T>
+struct SoftmaxGradRowsBody {
+  using C = typename Elem<T>::Compute;
+  const T* y;
+  const T* dy;
+  T* dx;
+  int64_t n;
+  template <typename Lanes>
+  DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const T* py = y + row * n;
+    const T* pd = dy + row * n;
+    T* px = dx + row * n;
+    C mine = C(0);
+    for (int64_t j = lanes.lane; j < n; j += Lanes::count) mine += Load(pd[j]) * Load(py[j]);
+    const C s = lanes.Sum(mine);
+    for (int64_t j = lanes.lane; j < n; j += Lanes::count)
+      px[j] = Store<T>(Load(py[j]) * (Load(pd[j]) - s));
+  }
+};
+
+// Columns: [outer, n, inner]; thread t = o * inner + i handles column (o, i).
+template <typename T>
+struct SoftmaxGradColsBody {
+  using C = typename Elem<T>::Compute;
+  const T* y;
+  const T* dy;
+  T* dx;
+  int64_t n;
+  int64_t inner;
+  DISTRT_HD void operator()(int64_t t) const {
+    int64_t i, o;
+    DivMod(t, inner, &o, &i);
+    const int64_t base = o * n * inner + i;
+    C s = C(0);
+    for (int64_t k = 0; k < n; ++k) s += Load(dy[base + k * inner]) * Load(y[base + k * inner]);
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t at = base + k * inner;
+      dx[at] = Store<T>(Load(y[at]) * (Load(dy[at]) - s));
+    }
   }
 };
 
