@@ -51,6 +51,7 @@ private:
   LogicalResult exportNNOp(Operation *op);
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
+  LogicalResult exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op);
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
   /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
@@ -326,16 +327,20 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
+/// A fused op's location lists the ops it stands for: the first and the
+/// last of them (both the op's own location otherwise).
+static std::pair<Location, Location> firstAndLastOf(Location loc) {
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    return {fused.getLocations().front(), fused.getLocations().back()};
+  return {loc, loc};
+}
+
 /// One `matmul` instruction: the operands as stored with `transpose_lhs` /
 /// `transpose_rhs`, the bias as a third input, `epilogue = "gelu"`. A fused
 /// op's location lists the ops it stands for: the instruction is at the
 /// first (the product), its value is named after the last (what it holds).
 LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
-  Location first = op.getLoc(), last = op.getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(op.getLoc())) {
-    first = fused.getLocations().front();
-    last = fused.getLocations().back();
-  }
+  auto [first, last] = firstAndLastOf(op.getLoc());
   proto::Instruction *inst = newInstruction(op, "matmul", first);
   auto &attrs = *inst->mutable_attrs();
   if (op.getTransposeLhs())
@@ -344,6 +349,26 @@ LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
     attrs["transpose_rhs"].set_i(1);
   if (op.getGelu())
     attrs["epilogue"].set_s("gelu");
+  for (Value v : op->getOperands()) {
+    FailureOr<int32_t> id = use(op, v);
+    if (failed(id))
+      return failure();
+    inst->add_inputs(*id);
+  }
+  FailureOr<int32_t> id = newValue(last, op.getType());
+  if (failed(id))
+    return failure();
+  ids[op.getResult()] = *id;
+  inst->add_outputs(*id);
+  return success();
+}
+
+/// One `softmax_grad` instruction (inputs y, dy; `axis`), at the first op
+/// the fused op stands for and named after the last, as a fused matmul is.
+LogicalResult Exporter::exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op) {
+  auto [first, last] = firstAndLastOf(op.getLoc());
+  proto::Instruction *inst = newInstruction(op, "softmax_grad", first);
+  (*inst->mutable_attrs())["axis"].set_i(op.getAxis());
   for (Value v : op->getOperands()) {
     FailureOr<int32_t> id = use(op, v);
     if (failed(id))
@@ -640,6 +665,8 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
     return exportConstant(c);
   if (auto mm = dyn_cast<nn::FusedMatMulOp>(op))
     return exportFusedMatMul(mm);
+  if (auto sg = dyn_cast<nn::FusedSoftmaxGradOp>(op))
+    return exportFusedSoftmaxGrad(sg);
   if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
     return exportLoop(func, loop);
   if (isa<nn::NNDialect>(op.getDialect()))

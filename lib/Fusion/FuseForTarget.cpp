@@ -78,6 +78,56 @@ Epilogue findEpilogue(nn::MatMulOp mm, const TargetDescription &target) {
   return e;
 }
 
+/// Softmax's gradient as its rule writes it, y * (dy - sum(dy * y)) with the
+/// sum kept along one axis, whose inner values nothing else reads.
+struct SoftmaxGrad {
+  nn::MulOp outer, inner;
+  nn::SubOp sub;
+  nn::ReduceSumOp sum;
+  Value y, dy;
+  int64_t axis = 0;
+};
+
+/// The other operand of the binary `op` than `v`, or null when `v` is not
+/// one of them.
+Value otherOperand(Operation *op, Value v) {
+  if (op->getOperand(0) == v)
+    return op->getOperand(1);
+  if (op->getOperand(1) == v)
+    return op->getOperand(0);
+  return {};
+}
+
+std::optional<SoftmaxGrad> matchSoftmaxGrad(nn::MulOp outer) {
+  SoftmaxGrad g;
+  g.outer = outer;
+  Type type = outer.getType();
+  // Either operand of the outer product may be the difference.
+  for (unsigned i = 0; i < 2; ++i) {
+    g.sub = outer->getOperand(i).getDefiningOp<nn::SubOp>();
+    g.y = outer->getOperand(1 - i);
+    if (!g.sub || !g.sub->hasOneUse() || g.y == outer->getOperand(i))
+      continue;
+    g.dy = g.sub.getLhs();
+    g.sum = g.sub.getRhs().getDefiningOp<nn::ReduceSumOp>();
+    if (!g.sum || !g.sum->hasOneUse() || !g.sum.getKeepdims() ||
+        g.sum.getAxes().size() != 1)
+      continue;
+    g.inner = g.sum.getInput().getDefiningOp<nn::MulOp>();
+    if (!g.inner || !g.inner->hasOneUse() ||
+        otherOperand(g.inner, g.y) != g.dy)
+      continue;
+    g.axis = g.sum.getAxes()[0];
+    // No broadcasting anywhere: y, dy and every product have one type.
+    if (g.y.getType() != type || g.dy.getType() != type ||
+        g.inner.getType() != type || g.sub.getType() != type ||
+        g.axis < 0 || g.axis >= cast<RankedTensorType>(type).getRank())
+      continue;
+    return g;
+  }
+  return std::nullopt;
+}
+
 struct FuseForTargetPass
     : public distopt::impl::DistFuseForTargetBase<FuseForTargetPass> {
   using Base::Base;
@@ -110,6 +160,35 @@ struct FuseForTargetPass
       fuse(mm, e, folded);
     for (Operation *t : folded)
       t->erase();
+    if (desc->softmaxGrad) {
+      SmallVector<SoftmaxGrad> grads;
+      llvm::SmallPtrSet<Operation *, 16> claimed;
+      getOperation().walk([&](nn::MulOp mul) {
+        std::optional<SoftmaxGrad> g = matchSoftmaxGrad(mul);
+        // An op goes into one fused op at most.
+        if (!g || claimed.contains(g->outer) || claimed.contains(g->inner))
+          return;
+        claimed.insert(g->outer);
+        claimed.insert(g->inner);
+        grads.push_back(*g);
+      });
+      for (SoftmaxGrad &g : grads)
+        fuse(g);
+    }
+  }
+
+  void fuse(SoftmaxGrad &g) {
+    SmallVector<Location> locs = {g.inner.getLoc(), g.sum.getLoc(),
+                                  g.sub.getLoc(), g.outer.getLoc()};
+    OpBuilder b(g.outer);
+    auto fused = nn::FusedSoftmaxGradOp::create(
+        b, b.getFusedLoc(locs), g.y.getType(), g.y, g.dy, g.axis);
+    fused->setDiscardableAttrs(g.outer->getDiscardableAttrDictionary());
+    g.outer.getResult().replaceAllUsesWith(fused.getResult());
+    g.outer.erase();
+    g.sub.erase();
+    g.sum.erase();
+    g.inner.erase();
   }
 
   void fuse(nn::MatMulOp mm, Epilogue e,

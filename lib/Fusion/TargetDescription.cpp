@@ -8,13 +8,17 @@ using namespace distopt;
 // Both matmul kernels read operands through the transpose flags and apply a
 // bias and the exact GELU on f32 and f64 products (runtime/src/matmul_shape.h,
 // CheckEpilogue): the host's through BLAS/oneDNN, CUDA's through cuBLASLt.
+// Both have a softmax_grad kernel for every float type (kernels_norm.cpp,
+// cuda/kernels_norm.cpp).
 static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
-     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true},
+     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
+     /*softmaxGrad=*/true},
     {"cuda", "the CUDA kernels (runtime/src/cuda/)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
-     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true},
+     /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
+     /*softmaxGrad=*/true},
     // No fused form: every op stays as the model wrote it (runs anywhere).
     {"none", "any kernels: nothing fused"},
 };

@@ -31,6 +31,12 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     GELU's input, so that GELU runs on its own. The fused op stands where
     the matmul stood.
 
+    Where the description has `softmaxGrad` (cpu and cuda), softmax's
+    gradient as its rule writes it, `y * (dy - reduce_sum(dy * y))` with
+    the sum kept along one axis and y, dy and the products of one type,
+    becomes one `nn.fused_softmax_grad %y, %dy axis A`, when nothing else
+    reads the product, the sum or the difference.
+
     Example, with `target=cpu`: a linear layer and its GELU,
 
     ```mlir

@@ -1,7 +1,9 @@
 //===- TargetDescription.h - which fused forms a target runs ----*- C++ -*-===//
 //
-// What the matmul kernels of a target accept besides a plain product, so
-// that dist-fuse-for-target writes only forms the target runs (and the
+// What the kernels of a target accept besides the ops as the model and the
+// gradient rules write them (a matmul's operand flags and epilogues, a
+// softmax gradient in one kernel), so that dist-fuse-for-target writes only
+// forms the target runs (and the
 // exporter translates what the IR says). test/unit/e2e/
 // FuseForTargetExportTest.cpp runs every form each description claims on
 // the host kernels (cpu); test/runtime/cuda_test.cpp runs the same forms on
@@ -33,6 +35,9 @@ struct TargetDescription {
   bool matmulGelu = false;
   /// The element types a bias or GELU epilogue takes (the product's).
   bool epilogueF32 = false, epilogueF64 = false;
+  /// Softmax's gradient y * (dy - sum(dy * y)) in one kernel
+  /// (`softmax_grad`), on every float type.
+  bool softmaxGrad = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

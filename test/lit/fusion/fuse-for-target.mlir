@@ -122,3 +122,56 @@ func.func @microbatches(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %w: tensor<8
   }
   return %y : tensor<4x8xf32>
 }
+
+// -----
+
+// Softmax's gradient as its rule writes it (attention's scores, the sum
+// along the last axis): one fused op of y and dy.
+// CHECK-LABEL: func.func @softmax_grad
+// CHECK-SAME: (%[[Y:.*]]: tensor<2x4x8x8xf32>, %[[DY:.*]]: tensor<2x4x8x8xf32>)
+// FUSED-NEXT: %[[DX:.*]] = nn.fused_softmax_grad %[[Y]], %[[DY]] axis 3 : tensor<2x4x8x8xf32>
+// FUSED-NEXT: return %[[DX]]
+// NONE-NEXT: nn.mul
+// NONE-NEXT: nn.reduce_sum
+// NONE-NEXT: nn.sub
+// NONE-NEXT: nn.mul
+func.func @softmax_grad(%y: tensor<2x4x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32> {
+  %p = nn.mul %dy, %y : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %s = nn.reduce_sum %p axes [3] keepdims : tensor<2x4x8x8xf32> -> tensor<2x4x8x1xf32>
+  %d = nn.sub %dy, %s : tensor<2x4x8x8xf32>, tensor<2x4x8x1xf32> -> tensor<2x4x8x8xf32>
+  %dx = nn.mul %y, %d : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  return %dx : tensor<2x4x8x8xf32>
+}
+
+// -----
+
+// The products in the other order, an axis that is not last, bf16.
+// CHECK-LABEL: func.func @softmax_grad_inner_axis
+// FUSED-NEXT: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 0 : tensor<5x3xbf16>
+// NONE-NOT: nn.fused_softmax_grad
+func.func @softmax_grad_inner_axis(%y: tensor<5x3xbf16>, %dy: tensor<5x3xbf16>) -> tensor<5x3xbf16> {
+  %p = nn.mul %y, %dy : tensor<5x3xbf16>, tensor<5x3xbf16> -> tensor<5x3xbf16>
+  %s = nn.reduce_sum %p axes [0] keepdims : tensor<5x3xbf16> -> tensor<1x3xbf16>
+  %d = nn.sub %dy, %s : tensor<5x3xbf16>, tensor<1x3xbf16> -> tensor<5x3xbf16>
+  %dx = nn.mul %d, %y : tensor<5x3xbf16>, tensor<5x3xbf16> -> tensor<5x3xbf16>
+  return %dx : tensor<5x3xbf16>
+}
+
+// -----
+
+// The sum has another reader: it must stay, so nothing is fused. Nor is a
+// difference whose lhs is not the product's other operand.
+// CHECK-LABEL: func.func @softmax_grad_not_fused
+// CHECK-NOT: nn.fused_softmax_grad
+// CHECK: return
+func.func @softmax_grad_not_fused(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %z: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x8xf32>) {
+  %p = nn.mul %dy, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %s = nn.reduce_sum %p axes [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = nn.sub %dy, %s : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %dx = nn.mul %y, %d : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %p2 = nn.mul %dy, %y : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %s2 = nn.reduce_sum %p2 axes [1] keepdims : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d2 = nn.sub %z, %s2 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %dx2 = nn.mul %y, %d2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return %dx, %s, %dx2 : tensor<4x8xf32>, tensor<4x1xf32>, tensor<4x8xf32>
+}

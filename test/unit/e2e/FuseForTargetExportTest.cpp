@@ -6,8 +6,9 @@
 // an exact GELU that only the matmul's result feeds are folded into it (a
 // third input, `epilogue = "gelu"`). Each case checks the exported
 // instructions and runs the program against a result computed here from the
-// inputs. The host kernels run every form the cpu target description
-// claims; the `none` target fuses nothing and computes the same.
+// inputs. Softmax's gradient, as its rule writes it, becomes one
+// `softmax_grad`. The host kernels run every form the cpu target
+// description claims; the `none` target fuses nothing and computes the same.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Export/RankProgramExport.h"
@@ -407,6 +408,37 @@ func.func @main(%x: tensor<6x5xf64>, %w: tensor<5x7xf64>) -> tensor<6x7xf64> {
       double want = 0.5 * v * (1 + std::erf(v / std::sqrt(2.0)));
       EXPECT_NEAR(e.outputs[0].data<double>()[i * 7 + j], want, 1e-12);
     }
+}
+
+TEST(SoftmaxGradExport, OneInstructionMatchesTheRule) {
+  // The rule's four ops become one softmax_grad on cpu (the same values as
+  // the four ops on `none`), against y * (dy - sum(dy * y)) in double here.
+  const char *text = R"(
+func.func @main(%y: tensor<6x40xf32>, %dy: tensor<6x40xf32>) -> tensor<6x40xf32> {
+  %p = nn.mul %dy, %y : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %s = nn.reduce_sum %p axes [1] keepdims : tensor<6x40xf32> -> tensor<6x1xf32>
+  %d = nn.sub %dy, %s : tensor<6x40xf32>, tensor<6x1xf32> -> tensor<6x40xf32>
+  %dx = nn.mul %y, %d : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  return %dx : tensor<6x40xf32>
+})";
+  distrt::Tensor y = randomMatrix({6, 40}, 51), dy = randomMatrix({6, 40}, 52);
+  Exported fused = exportAndRun(text, {y, dy});
+  Exported plain = exportAndRun(text, {y, dy}, 1, "none");
+  EXPECT_EQ(fused.ops, std::vector<std::string>{"softmax_grad"});
+  EXPECT_EQ(plain.ops, (std::vector<std::string>{"mul", "reduce_sum", "sub", "mul"}));
+  std::vector<float> want(240);
+  for (int r = 0; r < 6; ++r) {
+    double s = 0;
+    for (int c = 0; c < 40; ++c)
+      s += double(dy.data<float>()[r * 40 + c]) * y.data<float>()[r * 40 + c];
+    for (int c = 0; c < 40; ++c)
+      want[r * 40 + c] = static_cast<float>(y.data<float>()[r * 40 + c] *
+                                            (dy.data<float>()[r * 40 + c] - s));
+  }
+  ASSERT_EQ(fused.outputs.size(), 1u);
+  ASSERT_EQ(plain.outputs.size(), 1u);
+  expectNear(fused.outputs[0], want);
+  expectNear(plain.outputs[0], want);
 }
 
 } // namespace

@@ -53,3 +53,11 @@ LogicalResult FusedMatMulOp::verify() {
   }
   return success();
 }
+
+LogicalResult FusedSoftmaxGradOp::verify() {
+  auto y = cast<RankedTensorType>(getY().getType());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= y.getRank())
+    return emitOpError("axis ") << getAxis() << " is not a dimension of " << y;
+  return success();
+}

@@ -503,6 +503,14 @@ func.func @fused_matmul_transposed_rhs(%a: tensor<8x32xf32>, %b: tensor<2x4x32xf
 
 // -----
 
+func.func @fused_softmax_grad_axis(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is not a dimension of 'tensor<4x8xf32>'}}
+  %0 = nn.fused_softmax_grad %y, %dy axis 2 : tensor<4x8xf32>
+  return
+}
+
+// -----
+
 func.func @fused_matmul_shapes(%a: tensor<8x32xf32>, %b: tensor<64x32xf32>) {
   // expected-error @+1 {{cannot multiply 'tensor<8x32xf32>' by 'tensor<64x32xf32>': inner or batch dimensions do not match}}
   %0 = nn.fused_matmul %a, %b : tensor<8x32xf32>, tensor<64x32xf32> -> tensor<8x64xf32>

@@ -268,3 +268,11 @@ func.func @fused_matmul(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<
   %2 = nn.fused_matmul %a transposed, %x transposed : tensor<32x8xf32>, tensor<8x32xf32> -> tensor<8x8xf32>
   return %0, %1, %2 : tensor<8x64xf32>, tensor<8x64xf32>, tensor<8x8xf32>
 }
+
+// Softmax's gradient in one op (dist-fuse-for-target writes it).
+// CHECK-LABEL: func.func @fused_softmax_grad
+func.func @fused_softmax_grad(%y: tensor<2x4x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32> {
+  // CHECK: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 3 : tensor<2x4x8x8xf32>
+  %0 = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>
+  return %0 : tensor<2x4x8x8xf32>
+}

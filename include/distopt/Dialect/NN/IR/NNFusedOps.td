@@ -42,4 +42,29 @@ def NN_FusedMatMulOp : Op<NN_Dialect, "fused_matmul", [Pure]> {
   let hasVerifier = 1;
 }
 
+def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
+                                [Pure, AllTypesMatch<["y", "dy", "result"]>]> {
+  let summary = "softmax's gradient, y * (dy - sum(dy * y)) along one axis, in one pass";
+  let description = [{
+    The gradient of a softmax with respect to its input, from the softmax's
+    output `y` and the gradient `dy` of its output: `y * (dy - sum(dy * y,
+    axis))`, the sum kept along `axis`. The gradient rule writes it as two
+    products, a sum and a difference, four passes over a tensor as large as
+    attention's scores; `dist-fuse-for-target` writes this op where the
+    target's kernels compute it in one (reading `y` and `dy` once, the sum
+    accumulated in the compute type). The exporter writes it as one
+    `softmax_grad` instruction (inputs `y`, `dy`; `axis`).
+
+    ```mlir
+    %dx = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$y, AnyRankedTensor:$dy, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $y `,` $dy `axis` $axis attr-dict `:` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NN_FUSED_OPS_TD
