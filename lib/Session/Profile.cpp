@@ -8,6 +8,22 @@
 
 using namespace llvm;
 
+/// How many of a rank's slowest instructions the profile lists.
+static constexpr size_t kSlowestShown = 10;
+
+/// The model node an instruction's location names (`loc("/h.0/attn/MatMul"
+/// (...))` gives /h.0/attn/MatMul), or "" when it names only a file.
+static std::string nodeName(StringRef location) {
+  size_t open = location.find('"');
+  if (open == StringRef::npos)
+    return "";
+  StringRef rest = location.drop_front(open + 1);
+  StringRef name = rest.take_until([](char c) { return c == '"'; });
+  if (rest.drop_front(name.size()).starts_with("\":"))  // loc("file":line:col)
+    return "";
+  return name.str();
+}
+
 void distopt::printProfile(raw_ostream &out, int rank,
                            const distrt::RunStats &stats) {
   // One write of the whole table: under mpirun the processes' tables do
@@ -56,6 +72,27 @@ void distopt::printProfile(raw_ostream &out, int rank,
       os << format(" %-8s", t.device.c_str());
     if (rates && t.flops > 0 && t.seconds > 0)
       os << format(" %9.1f", t.flops / t.seconds * 1e-9);
+    os << "\n";
+  }
+  // The instructions that take the most time: where a kernel or a fusion
+  // would pay off.
+  std::vector<const distrt::InstructionTime *> slowest;
+  for (const distrt::InstructionTime &t : stats.instruction_times)
+    if (t.calls > 0)
+      slowest.push_back(&t);
+  std::stable_sort(slowest.begin(), slowest.end(),
+                   [](const auto *a, const auto *b) { return a->seconds > b->seconds; });
+  if (slowest.size() > kSlowestShown)
+    slowest.resize(kSlowestShown);
+  if (slowest.empty())
+    return;
+  os << "  slowest instructions:\n";
+  for (const distrt::InstructionTime *t : slowest) {
+    os << format("  %12.3f ms %6.1f%%  #%-5d %-16s %s", t->seconds / runs * 1e3,
+                 total > 0 ? 100.0 * t->seconds / total : 0.0, t->index, t->op.c_str(),
+                 t->output.c_str());
+    if (std::string node = nodeName(t->location); !node.empty())
+      os << "  at " << node;
     os << "\n";
   }
 }

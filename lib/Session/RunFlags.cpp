@@ -18,8 +18,9 @@ StringRef distopt::backendFlag() { return backendName; }
 static cl::opt<bool> profile(
     "profile",
     cl::desc("time every instruction of every rank and print, per op kind, "
-             "calls and milliseconds per run and the share of the run "
-             "(costs a clock read per instruction)"),
+             "calls and milliseconds per run and the share of the run, then "
+             "the ten slowest instructions (costs a clock read per "
+             "instruction)"),
     cl::cat(distopt::compileFlagsCategory()));
 
 bool distopt::profileFlag() { return profile; }

@@ -149,6 +149,10 @@ void Executor::ClearProfile() {
     t.seconds = 0;
     t.flops = 0;
   }
+  for (InstructionTime& t : stats_.instruction_times) {
+    t.calls = 0;
+    t.seconds = 0;
+  }
   stats_.profiled_runs = 0;
 }
 
@@ -431,6 +435,10 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     std::vector<OpTime>& times = e->stats_.op_times;
     for (int i = 0; i < n; ++i) {
       const std::string& op = p.proto().instructions(i).op();
+      InstructionTime it_time{i, op, "", p.proto().instructions(i).location()};
+      const std::vector<int> outs = p.InstructionOutputs(i);
+      if (!outs.empty()) it_time.output = p.value(outs[0]).type.ToString();
+      e->stats_.instruction_times.push_back(std::move(it_time));
       auto [it, added] = kinds.emplace(std::make_pair(op, im.runs_on[i].get()), times.size());
       if (added) times.push_back(OpTime{op, 0, 0, im.runs_on[i]->name()});
       im.op_index.push_back(it->second);
@@ -566,10 +574,15 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
       st = im.via_f32[static_cast<size_t>(i)] ? RunViaF32(*im.kernels[i], ctx)
                                                : im.kernels[i]->run(ctx);
       if (st.ok()) st = where->Synchronize();
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       OpTime& t = stats_.op_times[im.op_index[static_cast<size_t>(i)]];
-      t.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      t.seconds += seconds;
       t.flops += im.op_flops[static_cast<size_t>(i)];
       ++t.calls;
+      InstructionTime& one = stats_.instruction_times[static_cast<size_t>(i)];
+      one.seconds += seconds;
+      ++one.calls;
     } else {
       st = im.via_f32[static_cast<size_t>(i)] ? RunViaF32(*im.kernels[i], ctx)
                                                : im.kernels[i]->run(ctx);

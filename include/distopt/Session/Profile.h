@@ -2,7 +2,9 @@
 //
 // The table dist-run --profile and dist-train --profile print: per op kind,
 // calls and milliseconds per run and the share of the time spent in
-// instructions, slowest first, from distrt's RunStats::op_times.
+// instructions, slowest first, from distrt's RunStats::op_times; then the
+// ten slowest instructions (RunStats::instruction_times) with their output
+// type and the model's node.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_SESSION_PROFILE_H

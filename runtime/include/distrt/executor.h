@@ -59,6 +59,17 @@ struct OpTime {
   double flops = 0;    // floating-point operations done, where the kernel counts them
 };
 
+// One instruction's time over the profiled runs (a loop's body counts each
+// iteration): what dist-run --profile lists as the slowest instructions.
+struct InstructionTime {
+  int index = 0;
+  std::string op;
+  std::string output;    // its first output's type, "f32[8, 12, 1024, 1024]"
+  std::string location;  // the model's node it comes from, if known
+  int64_t calls = 0;
+  double seconds = 0;
+};
+
 struct RunStats {
   int64_t weight_bytes = 0;     // weights + constants held by the executor, and
                                 // the weights it packed for the GEMM
@@ -91,6 +102,8 @@ struct RunStats {
   // training step's updates into its weights), and how many runs that is.
   // On a device, profiling waits for the device after every instruction.
   std::vector<OpTime> op_times;
+  // The same per instruction, in program order.
+  std::vector<InstructionTime> instruction_times;
   int64_t profiled_runs = 0;
 };
 
