@@ -23,6 +23,11 @@
 //              collective_permute and whose gradient is the opposite roll),
 //              and the steps merge by log-sum-exp. Autodiff gives the
 //              backward; no rank holds the whole K, V or score rows.
+//              With load_balance (causal load balancing) the sequence is
+//              held in mirrored chunks (SequenceOrder.cpp) and each step
+//              after the first computes only the two half-block pairs the
+//              causal mask leaves visible, chosen per rank by constants on
+//              the block dimension.
 //
 // What cannot be followed (a sequence that does not divide, heads that do
 // not divide, a softmax over the sequence that is not recognised as
@@ -813,7 +818,6 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
     int64_t block = sequence / blocks, half = block / 2;
     int64_t work = block * block +
                    (blocks - 1) * (pairs ? 2 * half * half : block * block);
-    std::string layer = layerOf(softmax);
     softmax->getParentOfType<func::FuncOp>()->setAttr(
         kRingLayoutAttr,
         b.getStringAttr(
@@ -821,7 +825,8 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
             "rank r holds sequence chunks r and " +
             std::to_string(2 * blocks - 1) + "-r of " +
             std::to_string(2 * blocks) + "; each rank computes " +
-            std::to_string(work) + " scores per head of '" + layer + "' (" +
+            std::to_string(work) + " scores per attention, batch row and "
+                                   "head (" +
             (pairs ? "each step after the first skips the half of its "
                      "blocks the mask hides"
                    : "the masks hide no half of a step: every step is whole") +
