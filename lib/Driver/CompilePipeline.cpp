@@ -54,6 +54,7 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
     if (cp && cp->attention == "ring") {
       DistRingAttentionOptions ring;
       ring.axis = cp->axis;
+      ring.balance = cp->loadBalance;
       if (auto axes = parseMeshSpec(options.meshSpec)) {
         for (const MeshAxis &a : *axes)
           if (a.name == cp->axis)

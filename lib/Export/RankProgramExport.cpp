@@ -591,6 +591,15 @@ LogicalResult Exporter::fillArgument(proto::Argument *arg, Value v, int32_t id,
   RankedTensorType global = local;
   if (auto g = dyn_cast_or_null<TypeAttr>(attr(dist::kGlobalTypeAttr)))
     global = cast<RankedTensorType>(g.getValue());
+  // The sequence in mirrored chunks (context parallelism's load balancing):
+  // the runtime feeds and assembles the global tensor in this order.
+  if (auto chunks = dyn_cast_or_null<DenseI64ArrayAttr>(
+          attr(dist::kSequenceChunksAttr))) {
+    proto::ChunkOrder *order = arg->mutable_chunk_order();
+    order->set_dim(1);
+    for (int64_t c : chunks.asArrayRef())
+      order->add_chunks(c);
+  }
   return fillSlice(
       loc, local, global,
       dyn_cast_or_null<dist::ShardingAttr>(attr(dist::kShardingAttr)),

@@ -23,6 +23,11 @@
 //              collective_permute and whose gradient is the opposite roll),
 //              and the steps merge by log-sum-exp. Autodiff gives the
 //              backward; no rank holds the whole K, V or score rows.
+//              With load_balance (causal load balancing) the sequence is
+//              held in mirrored chunks (SequenceOrder.cpp) and each step
+//              after the first computes only the two half-block pairs the
+//              causal mask leaves visible, chosen per rank by constants on
+//              the block dimension.
 //
 // What cannot be followed (a sequence that does not divide, heads that do
 // not divide, a softmax over the sequence that is not recognised as
@@ -32,6 +37,7 @@
 #include "PlanUtils.h"
 #include "distopt/Plan/Plan.h"
 
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Dialect/NN/IR/Roll.h"
@@ -40,6 +46,7 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <algorithm>
+#include <array>
 
 using namespace mlir;
 using namespace distopt;
@@ -55,6 +62,9 @@ namespace {
 /// On a softmax the ring rewrite left alone: why. dist-apply-plan says it
 /// (a note in the report) and all-gathers that attention's keys and values.
 constexpr StringLiteral kRingFallbackAttr = "dist.ring_fallback";
+/// On the function: what causal load balancing did to the last attention
+/// the ring rewrite took (dist-apply-plan makes it a report note).
+constexpr StringLiteral kRingLayoutAttr = "dist.ring_layout";
 
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
 /// probabilities·V.
@@ -134,6 +144,14 @@ private:
     mlir::emitWarning(loc) << message;
   }
   void splitInputs();
+  /// Causal load balancing: the sequence in mirrored chunks (the ring pass
+  /// permuted the tables; inputs and outputs are marked here).
+  bool balanced() const {
+    return spec.loadBalance && spec.attention == "ring" && size > 1;
+  }
+  DenseI64ArrayAttr chunksAttr() {
+    return DenseI64ArrayAttr::get(func.getContext(), mirroredChunks(size));
+  }
   void splitAttention(nn::SoftmaxOp softmax);
   void pinUlyssesBackward(Attention att, StringRef layer);
   void pin(Value v, int64_t dim, StringRef why) {
@@ -174,6 +192,19 @@ void ContextParallelApplier::splitInputs() {
                     "; it is split into uneven pieces");
     }
     pin(arg, 1, "context_parallel: sequence");
+    if (balanced())
+      func.setArgAttr(arg.getArgNumber(), dist::kSequenceChunksAttr,
+                      chunksAttr());
+  }
+  if (!balanced())
+    return;
+  // Outputs along the sequence (logits) come out in the same order; the
+  // runtime puts them back in the model's.
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    auto t = dyn_cast<RankedTensorType>(type);
+    if (t && t.getRank() >= 2 && t.getDimSize(1) == sequence &&
+        !func.getResultAttr(i, nn::kUpdatesAttr))
+      func.setResultAttr(i, dist::kSequenceChunksAttr, chunksAttr());
   }
 }
 
@@ -308,6 +339,10 @@ void ContextParallelApplier::pinUlyssesBackward(Attention att,
 
 void ContextParallelApplier::apply() {
   splitInputs();
+  if (auto layout = func->getAttrOfType<StringAttr>(kRingLayoutAttr)) {
+    notes.push_back(layout.str());
+    func->removeAttr(kRingLayoutAttr);
+  }
   if (ShapedType::isDynamic(sequence))
     return;
   SmallVector<nn::SoftmaxOp> softmaxes;
@@ -373,9 +408,10 @@ SmallVector<int64_t> splitDim(ArrayRef<int64_t> shape, int64_t d,
 /// `blocks` sequence blocks (see the file comment).
 class RingRewriter {
 public:
-  RingRewriter(func::FuncOp func, int64_t blocks, StringRef axis)
+  RingRewriter(func::FuncOp func, int64_t blocks, StringRef axis,
+               bool balance)
       : func(func), blocks(blocks), axis(axis.str()),
-        sequence(sequenceOf(func)) {}
+        sequence(sequenceOf(func)), balance(balance) {}
 
   void run() {
     if (ShapedType::isDynamic(sequence))
@@ -391,6 +427,7 @@ public:
   }
 
 private:
+  using PairPlan = std::vector<std::vector<std::array<std::pair<int, int>, 2>>>;
   /// Rewrites the attention around `softmax`; "" when done (or when it is
   /// not attention over the sequence: dist-apply-plan says so), else why not.
   std::string rewrite(nn::SoftmaxOp softmax);
@@ -403,15 +440,33 @@ private:
   /// blockOf with -inf made the lowest finite value: a row that the mask
   /// hides throughout one block would make that block's softmax NaN; with
   /// a finite fill its log-sum-exp is so low that the merge weighs it 0.
-  Value finiteBlockOf(OpBuilder &b, Location loc, Value x, int64_t t);
+  Value finiteBlockOf(OpBuilder &b, Location loc, Value x, int64_t t,
+                      const PairPlan *pairs = nullptr);
+
+  /// With the sequence in mirrored chunks: which (query half, key half)
+  /// pairs of its blocks each rank computes at each step after the first,
+  /// when the masks hide the others (none when they do not: every step is
+  /// then whole). pairs[t][r][p] = {query half, key half}.
+  std::optional<PairPlan> planPairs(ArrayRef<Operation *> chain,
+                                    function_ref<Value(size_t)> chainInput);
+  /// `x` for the [..., blocks, 2, half, half] scores of step t's pairs.
+  Value pairBlockOf(OpBuilder &b, Location loc, Value x, int64_t t,
+                    const PairPlan &plan);
+  /// A constant [blocks, 2, 1, 1] per rank and pair: whether the pair reads
+  /// half 1 (of the queries: `keys` false, of the keys: true).
+  Value halfSelector(OpBuilder &b, Location loc, int64_t t,
+                     const PairPlan &plan, bool keys, int64_t trailing = 2);
 
   func::FuncOp func;
   int64_t blocks;
   std::string axis;
   int64_t sequence;
+  bool balance;
   /// A [..., seq, seq] operand as [..., blocks, chunk, chunk, blocks]
   /// (query block, rows, columns, key block), made once per operand.
   DenseMap<Value, Value> byKeyBlock;
+  /// The same in half blocks: [..., 2 blocks, half, half, 2 blocks].
+  DenseMap<Value, Value> byKeyHalf;
 };
 
 } // namespace
@@ -477,11 +532,14 @@ Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t t) {
 }
 
 Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
-                                  int64_t t) {
+                                  int64_t t, const PairPlan *pairs) {
+  auto cut = [&](Value v) {
+    return pairs ? pairBlockOf(b, loc, v, t, *pairs) : blockOf(b, loc, v, t);
+  };
   auto type = cast<RankedTensorType>(x.getType());
   auto et = dyn_cast<FloatType>(type.getElementType());
   if (!et)
-    return blockOf(b, loc, x, t);
+    return cut(x);
   auto lowest = FloatAttr::get(
       et, APFloat::getLargest(et.getFloatSemantics(), /*Negative=*/true));
   if (auto c = x.getDefiningOp<nn::ConstantOp>()) {
@@ -491,10 +549,10 @@ Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
       if (v.isInfinity() && v.isNegative())
         x = nn::ConstantOp::create(b, loc, type,
                                    DenseElementsAttr::get(type, lowest));
-      return blockOf(b, loc, x, t);
+      return cut(x);
     }
   }
-  Value block = blockOf(b, loc, x, t);
+  Value block = cut(x);
   if (shapeOf(x).size() < 2 || shapeOf(x).back() == 1)
     return block;
   auto scalarType = RankedTensorType::get({}, et);
@@ -502,6 +560,169 @@ Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
       b, loc, block,
       nn::ConstantOp::create(b, loc, scalarType,
                              DenseElementsAttr::get(scalarType, lowest)));
+}
+
+/// The elements of a [..., seq, seq] constant (prefix dimensions of extent
+/// 1), row-major over the last two; empty when `x` is not such a constant.
+static SmallVector<APInt> squareConstant(Value x, int64_t sequence) {
+  auto c = x.getDefiningOp<nn::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseElementsAttr>(c.getValue()) : nullptr;
+  ArrayRef<int64_t> xs = shapeOf(x);
+  if (!dense || xs.size() < 2 || xs.back() != sequence ||
+      xs[xs.size() - 2] != sequence ||
+      dense.getNumElements() != sequence * sequence ||
+      !dense.getElementType().isInteger(1))
+    return {};
+  return SmallVector<APInt>(dense.getValues<APInt>());
+}
+
+static bool isNegativeInfinity(Value x) {
+  auto c = x.getDefiningOp<nn::ConstantOp>();
+  auto dense = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  if (!dense || !dense.isSplat())
+    return false;
+  APFloat v = dense.getSplatValue<APFloat>();
+  return v.isNegative() && (v.isInfinity() || v.isLargest());
+}
+
+std::optional<RingRewriter::PairPlan>
+RingRewriter::planPairs(ArrayRef<Operation *> chain,
+                        function_ref<Value(size_t)> chainInput) {
+  // Which scores the masks hide: `where(mask, -inf, scores)` hides where a
+  // constant mask is true, `where(mask, scores, -inf)` where it is false.
+  std::vector<bool> hidden(sequence * sequence, false);
+  bool any = false;
+  for (auto [i, op] : llvm::enumerate(chain)) {
+    auto where = dyn_cast<nn::WhereOp>(op);
+    if (!where)
+      continue;
+    Value through = chainInput(i);
+    bool hideWhenTrue;
+    if (where.getRhs() == through && isNegativeInfinity(where.getLhs()))
+      hideWhenTrue = true;
+    else if (where.getLhs() == through && isNegativeInfinity(where.getRhs()))
+      hideWhenTrue = false;
+    else
+      continue;
+    SmallVector<APInt> mask = squareConstant(where.getCondition(), sequence);
+    if (mask.empty())
+      continue;
+    any = true;
+    for (int64_t k = 0, n = mask.size(); k < n; ++k)
+      if (mask[k].getBoolValue() == hideWhenTrue)
+        hidden[k] = true;
+  }
+  if (!any)
+    return std::nullopt;
+  int64_t half = sequence / (2 * blocks);
+  // Whether program chunk a's queries see nothing of chunk b's keys.
+  auto hides = [&](int64_t a, int64_t bk) {
+    for (int64_t i = a * half; i < (a + 1) * half; ++i)
+      for (int64_t j = bk * half; j < (bk + 1) * half; ++j)
+        if (!hidden[i * sequence + j])
+          return false;
+    return true;
+  };
+  PairPlan plan(blocks);
+  for (int64_t t = 1; t < blocks; ++t) {
+    plan[t].resize(blocks);
+    for (int64_t r = 0; r < blocks; ++r) {
+      int64_t k = llvm::mod(r - t, blocks);
+      SmallVector<std::pair<int, int>> seen, unseen;
+      for (int qh = 0; qh < 2; ++qh)
+        for (int kh = 0; kh < 2; ++kh)
+          (hides(2 * r + qh, 2 * k + kh) ? unseen : seen).push_back({qh, kh});
+      // More than two visible pairs: this step cannot be halved.
+      if (seen.size() > 2)
+        return std::nullopt;
+      // Padded with hidden pairs, which the merge weighs 0.
+      seen.append(unseen.begin(), unseen.end());
+      plan[t][r] = {seen[0], seen[1]};
+    }
+  }
+  return plan;
+}
+
+Value RingRewriter::halfSelector(OpBuilder &b, Location loc, int64_t t,
+                                 const PairPlan &plan, bool keys,
+                                 int64_t trailing) {
+  SmallVector<int64_t> shape{blocks, 2};
+  shape.append(trailing, 1);
+  auto type = RankedTensorType::get(shape, b.getI1Type());
+  SmallVector<bool> sel;
+  for (int64_t r = 0; r < blocks; ++r)
+    for (int p = 0; p < 2; ++p)
+      sel.push_back((keys ? plan[t][r][p].second : plan[t][r][p].first) == 1);
+  return nn::ConstantOp::create(b, loc, type,
+                                DenseElementsAttr::get(type, ArrayRef(sel)));
+}
+
+Value RingRewriter::pairBlockOf(OpBuilder &b, Location loc, Value x, int64_t t,
+                                const PairPlan &plan) {
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t rx = xs.size();
+  if (rx < 2 || xs[rx - 1] == 1) {
+    if (rx <= 2)
+      return x;
+    SmallVector<int64_t> shape(xs.take_front(rx - 2));
+    shape.append({1, 1, 1, 1});
+    return nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+  }
+  int64_t halves = 2 * blocks, half = sequence / halves, p = rx - 2;
+  Value &keyed = byKeyHalf[x];
+  if (!keyed) {
+    SmallVector<int64_t> shape(xs.take_front(p));
+    shape.append({halves, half, halves, half});
+    Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+    SmallVector<int64_t> perm;
+    for (int64_t d = 0; d < p; ++d)
+      perm.push_back(d);
+    perm.append({p, p + 1, p + 3, p + 2});
+    keyed =
+        nn::TransposeOp::create(b, loc, split, b.getDenseI64ArrayAttr(perm));
+  }
+  // Rank r's pair (qh, kh) at step t: query chunk 2r + qh (half qh of its
+  // own block: a local choice), key chunk 2k + kh of the key block
+  // k = (r - t) mod blocks.
+  ArrayRef<int64_t> ks = shapeOf(keyed);
+  SmallVector<int64_t> byBlock(ks.take_front(p));
+  byBlock.append({blocks, 2, half, half, halves});
+  Value rowsOf = nn::ReshapeOp::create(b, loc, withShape(x, byBlock), keyed);
+  SmallVector<Value, 2> rowHalves;
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<int64_t> starts(byBlock.size(), 0), ends(byBlock),
+        steps(byBlock.size(), 1), shape(byBlock);
+    starts[p + 1] = h;
+    ends[p + 1] = h + 1;
+    shape[p + 1] = 1;
+    rowHalves.push_back(nn::SliceOp::create(
+        b, loc, withShape(x, shape), rowsOf, b.getDenseI64ArrayAttr(starts),
+        b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(steps)));
+  }
+  Value picked = nn::WhereOp::create(
+      b, loc, halfSelector(b, loc, t, plan, /*keys=*/false, 3), rowHalves[1],
+      rowHalves[0]);
+  SmallVector<int64_t> cols;
+  for (int64_t r = 0; r < blocks; ++r)
+    for (int q = 0; q < 2; ++q)
+      cols.push_back(2 * llvm::mod(r - t, blocks) + plan[t][r][q].second);
+  SmallVector<int64_t> idxShape(xs.take_front(p));
+  idxShape.append({blocks, 2, half, half, 1});
+  int64_t outer = 1;
+  for (int64_t d = 0; d < p; ++d)
+    outer *= xs[d];
+  SmallVector<int64_t> idx;
+  idx.reserve(outer * 2 * blocks * half * half);
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t c : cols)
+      idx.append(half * half, c);
+  auto idxType = RankedTensorType::get(idxShape, b.getI64Type());
+  Value indices = nn::ConstantOp::create(
+      b, loc, idxType, DenseIntElementsAttr::get(idxType, idx));
+  picked = nn::GatherElementsOp::create(b, loc, picked, indices,
+                                        b.getI64IntegerAttr(p + 4));
+  idxShape.pop_back();
+  return nn::ReshapeOp::create(b, loc, withShape(x, idxShape), picked);
 }
 
 std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
@@ -588,6 +809,113 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
       return x;
     return nn::CastOp::create(b, loc, xt.clone(et), x);
   };
+  // Causal load balancing: each step after the first computes the two
+  // (query half, key half) pairs of its blocks the masks leave visible.
+  std::optional<PairPlan> pairs;
+  if (balance) {
+    pairs = planPairs(chain, chainInput);
+    // Per rank and step: the score elements computed (every rank the same).
+    int64_t block = sequence / blocks, half = block / 2;
+    int64_t work = block * block +
+                   (blocks - 1) * (pairs ? 2 * half * half : block * block);
+    softmax->getParentOfType<func::FuncOp>()->setAttr(
+        kRingLayoutAttr,
+        b.getStringAttr(
+            "context parallelism: ring attention balanced for causal masks: "
+            "rank r holds sequence chunks r and " +
+            std::to_string(2 * blocks - 1) + "-r of " +
+            std::to_string(2 * blocks) + "; each rank computes " +
+            std::to_string(work) + " scores per attention, batch row and "
+                                   "head (" +
+            (pairs ? "each step after the first skips the half of its "
+                     "blocks the mask hides"
+                   : "the masks hide no half of a step: every step is whole") +
+            "), the same on every rank"));
+  }
+  // [..., blocks, 2c, d] as [..., blocks, 1, c, d] for half 0 and half 1,
+  // the two halves along dimension `dim` of the block (K's is its last).
+  auto halvesOf = [&](Location loc, Value x, bool keys) {
+    ArrayRef<int64_t> xs = shapeOf(x);
+    SmallVector<int64_t> shape(xs.take_front(blockDim + 1));
+    if (keys)
+      shape.append({xs[blockDim + 1], 2, xs.back() / 2});
+    else
+      shape.append({2, xs[blockDim + 1] / 2, xs.back()});
+    Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+    if (keys) {
+      SmallVector<int64_t> perm;
+      for (int64_t d = 0; d <= blockDim; ++d)
+        perm.push_back(d);
+      perm.append({blockDim + 2, blockDim + 1, blockDim + 3});
+      split = nn::TransposeOp::create(b, loc, split,
+                                      b.getDenseI64ArrayAttr(perm));
+    }
+    SmallVector<Value, 2> parts;
+    ArrayRef<int64_t> ss = shapeOf(split);
+    for (int64_t h = 0; h < 2; ++h) {
+      SmallVector<int64_t> starts(ss.size(), 0), ends(ss), steps(ss.size(), 1);
+      starts[blockDim + 1] = h;
+      ends[blockDim + 1] = h + 1;
+      SmallVector<int64_t> shape(ss);
+      shape[blockDim + 1] = 1;
+      parts.push_back(nn::SliceOp::create(
+          b, loc, withShape(x, shape), split, b.getDenseI64ArrayAttr(starts),
+          b.getDenseI64ArrayAttr(ends), b.getDenseI64ArrayAttr(steps)));
+    }
+    return parts;
+  };
+  // A step's two pairs [..., blocks, 2 (pair), c, dv] and their log-sum-
+  // exps as the contributions to the block's query halves [..., blocks,
+  // 2c, dv]: each half merges the pairs that read it (a constant bias of
+  // the lowest value drops the others), a half no pair reads gets a
+  // log-sum-exp so low that the running merge weighs it 0.
+  auto mergePairs = [&](Location loc, Value o, Value lseT,
+                        int64_t t) -> std::pair<Value, Value> {
+    ArrayRef<int64_t> os = shapeOf(o), ls = shapeOf(lseT);
+    int64_t pairDim = blockDim + 1;
+    auto insertHalf = [&](Value v, ArrayRef<int64_t> vs) {
+      SmallVector<int64_t> shape(vs);
+      shape.insert(shape.begin() + pairDim, 1);
+      return nn::ReshapeOp::create(b, loc, withShape(v, shape), v);
+    };
+    auto ft = cast<FloatType>(
+        cast<RankedTensorType>(lseT.getType()).getElementType());
+    auto biasType = RankedTensorType::get({blocks, 2, 2, 1, 1}, ft);
+    APFloat lowest = APFloat::getLargest(ft.getFloatSemantics(), true);
+    APFloat zero = APFloat::getZero(ft.getFloatSemantics());
+    SmallVector<APFloat> bias;
+    for (int64_t r = 0; r < blocks; ++r)
+      for (int h = 0; h < 2; ++h)
+        for (int q = 0; q < 2; ++q)
+          bias.push_back((*pairs)[t][r][q].first == h ? zero : lowest);
+    Value biasC = nn::ConstantOp::create(
+        b, loc, biasType, DenseElementsAttr::get(biasType, bias));
+    Value lseH = nn::AddOp::create(b, loc, insertHalf(lseT, ls), biasC);
+    auto pairAxis = b.getDenseI64ArrayAttr({pairDim + 1});
+    Value mh = nn::ReduceMaxOp::create(b, loc, lseH, pairAxis, b.getUnitAttr());
+    Value w = nn::ExpOp::create(b, loc, nn::SubOp::create(b, loc, lseH, mh));
+    Value sum = nn::ReduceSumOp::create(b, loc, w, pairAxis, b.getUnitAttr());
+    Type ot = cast<RankedTensorType>(o.getType()).getElementType();
+    Value weighted = nn::MulOp::create(b, loc, insertHalf(o, os),
+                                       castTo(loc, w, ot));
+    Value merged = nn::DivOp::create(
+        b, loc,
+        nn::ReduceSumOp::create(b, loc, weighted, pairAxis, b.getUnitAttr()),
+        castTo(loc, sum, ot));
+    Value lseMerged =
+        nn::AddOp::create(b, loc, mh, nn::LogOp::create(b, loc, sum));
+    // [..., blocks, 2 (half), 1, c, x] as [..., blocks, 2c, x].
+    auto asBlock = [&](Value v) {
+      ArrayRef<int64_t> vs = shapeOf(v);
+      SmallVector<int64_t> shape(vs.take_front(blockDim + 1));
+      shape.append({2 * vs[blockDim + 3], vs.back()});
+      return nn::ReshapeOp::create(b, loc, withShape(v, shape), v);
+    };
+    return {asBlock(merged), asBlock(lseMerged)};
+  };
+  SmallVector<Value, 2> qHalves;
+  if (pairs)
+    qHalves = halvesOf(at("Q"), qb, false);
   Value out, lse;
   for (int64_t t = 0; t < blocks; ++t) {
     std::string step = std::to_string(t);
@@ -596,7 +924,20 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
       vb = nn::createRoll(b, at("RollV" + step), vb, blockDim, 1);
     }
     Location loc = at("Step" + step);
-    Value s = nn::MatMulOp::create(b, loc, qb, kb);
+    bool halved = pairs && t > 0;
+    Value qs = qb, ks = kb, vs = vb;
+    if (halved) {
+      // Each pair's halves, chosen per rank by constant selectors.
+      auto pick = [&](ArrayRef<Value> halves, bool keys) -> Value {
+        return nn::WhereOp::create(b, loc, halfSelector(b, loc, t, *pairs,
+                                                        keys),
+                                   halves[1], halves[0]);
+      };
+      qs = pick(qHalves, false);
+      ks = pick(halvesOf(loc, kb, true), true);
+      vs = pick(halvesOf(loc, vb, false), true);
+    }
+    Value s = nn::MatMulOp::create(b, loc, qs, ks);
     SmallVector<int64_t> blockShape(shapeOf(s));
     for (auto [i, op] : llvm::enumerate(chain)) {
       if (isa<dist::AnnotateOp>(op))
@@ -604,7 +945,10 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
       Value through = chainInput(i);
       IRMapping map;
       for (Value x : op->getOperands())
-        map.map(x, x == through ? s : finiteBlockOf(b, loc, x, t));
+        map.map(x, x == through
+                       ? s
+                       : finiteBlockOf(b, loc, x, t,
+                                       halved ? &*pairs : nullptr));
       Operation *copy = b.clone(*op, map);
       copy->setLoc(loc);
       copy->getResult(0).setType(withShape(op->getResult(0), blockShape));
@@ -614,7 +958,8 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
     // below with the log-sum-exp m + log l. Backward keeps the scores (for
     // the max) and e, as one whole-sequence softmax keeps its input and
     // output.
-    auto last = b.getDenseI64ArrayAttr({rank});
+    int64_t sRank = shapeOf(s).size();
+    auto last = b.getDenseI64ArrayAttr({sRank - 1});
     Value m = nn::ReduceMaxOp::create(b, loc, s, last, b.getUnitAttr());
     Value e = nn::ExpOp::create(b, loc, nn::SubOp::create(b, loc, s, m));
     Value l = nn::ReduceSumOp::create(b, loc, e, last, b.getUnitAttr());
@@ -628,8 +973,10 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
                      .getElementType());
     }
     Type ot = cast<RankedTensorType>(att.output.getType()).getElementType();
-    Value o = nn::DivOp::create(b, loc, nn::MatMulOp::create(b, loc, p, vb),
+    Value o = nn::DivOp::create(b, loc, nn::MatMulOp::create(b, loc, p, vs),
                                 castTo(loc, l, ot));
+    if (halved)
+      std::tie(o, lseT) = mergePairs(loc, o, lseT, t);
     if (t == 0) {
       out = o;
       lse = lseT;
@@ -662,12 +1009,51 @@ std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
   return "";
 }
 
+/// Causal load balancing's layout: the tables indexed by position permuted
+/// to the mirrored chunks the inputs will be fed in. An input whose
+/// sequence does not divide into 2 x `blocks` chunks is an error.
+static LogicalResult mirrorSequence(func::FuncOp func, StringRef axis,
+                                    int64_t blocks) {
+  int64_t sequence = sequenceOf(func);
+  for (BlockArgument arg : func.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() < 2)
+      continue;
+    int64_t extent = type.getDimSize(1);
+    if (!ShapedType::isDynamic(extent) && extent % (2 * blocks) == 0)
+      continue;
+    auto name =
+        func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttr);
+    return mlir::emitError(arg.getLoc())
+           << "context parallelism: load_balance needs input '"
+           << (name ? name.str()
+                    : "input_" + std::to_string(arg.getArgNumber()))
+           << "' dimension 1 (the sequence, "
+           << (ShapedType::isDynamic(extent) ? std::string("dynamic")
+                                             : std::to_string(extent))
+           << ") to divide by 2 x " << axis << " = " << 2 * blocks
+           << " (two mirrored chunks per rank)";
+  }
+  if (ShapedType::isDynamic(sequence))
+    return success();
+  std::string why;
+  if (failed(permuteSequenceTables(func, sequence, mirroredChunks(blocks),
+                                   why)))
+    return func.emitError("context parallelism: load_balance cannot hold "
+                          "the sequence in mirrored chunks: ")
+           << why;
+  return success();
+}
+
 LogicalResult distopt::plan::applyRingAttention(ModuleOp module, StringRef axis,
-                                                int64_t blocks) {
+                                                int64_t blocks, bool balance) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
-  if (blocks > 1)
-    RingRewriter(func, blocks, axis).run();
+  if (blocks <= 1)
+    return success();
+  if (balance && failed(mirrorSequence(func, axis, blocks)))
+    return failure();
+  RingRewriter(func, blocks, axis, balance).run();
   return success();
 }

@@ -138,14 +138,23 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
     return failure();
   ContextParallelSpec cp;
   cp.loc = r.locOf(node);
+  yaml::Node *balanceNode = nullptr;
   if (failed(r.forEachKey(
           *map,
           [&](StringRef key, yaml::Node *keyNode,
               yaml::Node *value) -> LogicalResult {
+            if (key == "load_balance") {
+              FailureOr<bool> v = r.boolean(value, "context_parallel." + key);
+              if (failed(v))
+                return failure();
+              cp.loadBalance = *v;
+              balanceNode = keyNode;
+              return success();
+            }
             if (key != "axis" && key != "attention")
               return r.error(keyNode)
                      << "unknown key 'context_parallel." << key
-                     << "'; expected axis or attention";
+                     << "'; expected axis, attention or load_balance";
             FailureOr<std::string> v =
                 r.scalar(value, ("context_parallel." + key).str());
             if (failed(v))
@@ -167,6 +176,12 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
             return success();
           })))
     return failure();
+  if (cp.loadBalance && cp.attention != "ring")
+    return r.error(balanceNode)
+           << "context_parallel.load_balance needs attention: ring (the "
+              "mirrored chunks pay off where ring attention skips the blocks "
+              "a causal mask hides), not '"
+           << cp.attention << "'";
   spec.contextParallel = cp;
   return success();
 }

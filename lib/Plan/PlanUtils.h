@@ -95,8 +95,32 @@ mlir::LogicalResult applyContextParallel(mlir::ModuleOp module,
 /// sequence blocks whose keys and values roll along `axis`. An attention it
 /// cannot rewrite keeps a mark saying why, which applyContextParallel turns
 /// into a note (its keys and values are then all-gathered).
+///
+/// With `balance` (causal load balancing) the sequence is held in mirrored
+/// chunks (mirroredChunks(blocks)): the tables indexed by position are
+/// permuted to that order (permuteSequenceTables) and each step after the
+/// first skips the half of its blocks a causal mask hides. An input whose
+/// sequence does not divide by 2 x blocks, or a model the layout cannot
+/// follow, is an error.
 mlir::LogicalResult applyRingAttention(mlir::ModuleOp module,
-                                       llvm::StringRef axis, int64_t blocks);
+                                       llvm::StringRef axis, int64_t blocks,
+                                       bool balance = false);
+
+/// The order causal load balancing holds the sequence in, for `ranks`
+/// ranks: 2 x ranks chunks, rank r's block being chunks r and
+/// 2 x ranks - 1 - r: [0, 2n-1, 1, 2n-2, ...].
+llvm::SmallVector<int64_t> mirroredChunks(int64_t ranks);
+
+/// Permutes every table indexed by sequence position (rotary tables,
+/// position embeddings, masks) where a value computed from the inputs
+/// meets it, to the order of `chunks` (equal chunks of `sequence`), in
+/// which the inputs will be fed. Fails, saying why, where an op reads the
+/// sequence in a way the permutation cannot follow (slicing it, picking
+/// positions by index).
+mlir::LogicalResult permuteSequenceTables(mlir::func::FuncOp func,
+                                          int64_t sequence,
+                                          llvm::ArrayRef<int64_t> chunks,
+                                          std::string &why);
 
 } // namespace distopt::plan
 

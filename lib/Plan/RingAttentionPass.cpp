@@ -29,7 +29,7 @@ struct RingAttentionPass
           if (cast<StringAttr>(name).getValue() == axis)
             blocks = mesh.getAxisSizes()[i];
     }
-    if (failed(plan::applyRingAttention(module, axis, blocks)))
+    if (failed(plan::applyRingAttention(module, axis, blocks, balance)))
       signalPassFailure();
   }
 };

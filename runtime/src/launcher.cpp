@@ -195,6 +195,12 @@ Status SliceInputs(const Program& p, const std::vector<NamedTensor>& global,
                                   ", rank ", p.rank(), " expects ",
                                   TensorType{local.dtype, s.global_shape}.ToString());
     }
+    // The slice's offsets count in the program's order of the dimension.
+    Tensor reordered;
+    if (a.chunk_order().chunks_size() > 0) {
+      DISTRT_RETURN_IF_ERROR(ReorderChunks(*g, a.chunk_order(), /*to_program=*/true, &reordered));
+      g = &reordered;
+    }
     Tensor piece;
     DISTRT_RETURN_IF_ERROR(Tensor::Allocate(local.dtype, local.shape, &piece));
     CopyWindow(g->data<uint8_t>(), g->shape(), s.offsets, s.sizes, DTypeSize(local.dtype),
@@ -268,6 +274,7 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
                       std::vector<NamedTensor>* global) {
   struct Acc {
     std::string name;
+    proto::ChunkOrder order;  // the pieces' order of one dimension
     Tensor tensor;
     std::vector<uint8_t> covered;           // per element
     std::set<std::vector<int64_t>> placed;  // offsets already written
@@ -287,6 +294,7 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
       acc.push_back(Acc());
       slot = &acc.back();
       slot->name = a.name();
+      slot->order = a.chunk_order();
       DISTRT_RETURN_IF_ERROR(Tensor::Allocate(piece.dtype(), s.global_shape, &slot->tensor));
       slot->covered.assign(static_cast<size_t>(slot->tensor.num_elements()), 0);
     }
@@ -310,6 +318,12 @@ Status AssemblePieces(const std::vector<OutputPiece>& pieces, const char* what,
         return InvalidArgumentError(what, " '", x.name, "': element ", k,
                                     " of the global tensor is held by no rank");
       }
+    }
+    if (x.order.chunks_size() > 0) {
+      // Assembled in the program's order; handed back in the global one.
+      Tensor original;
+      DISTRT_RETURN_IF_ERROR(ReorderChunks(x.tensor, x.order, /*to_program=*/false, &original));
+      x.tensor = std::move(original);
     }
     global->push_back({x.name, std::move(x.tensor)});
   }

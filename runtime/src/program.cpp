@@ -2,6 +2,7 @@
 #include "distrt/program.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "file_util.h"
 
@@ -74,6 +75,56 @@ Status ResolveSlice(const proto::Slice& slice, const Shape& local_shape, SliceIn
     }
   }
   *out = std::move(s);
+  return OkStatus();
+}
+
+Status CheckChunkOrder(const proto::ChunkOrder& order, const Shape& global_shape) {
+  const int64_t n = order.chunks_size();
+  if (n == 0) return OkStatus();
+  const int64_t rank = static_cast<int64_t>(global_shape.size());
+  if (order.dim() < 0 || order.dim() >= rank) {
+    return InvalidArgumentError("chunk_order dim ", order.dim(), " is outside rank ", rank);
+  }
+  const int64_t extent = global_shape[static_cast<size_t>(order.dim())];
+  if (extent % n != 0) {
+    return InvalidArgumentError("chunk_order cuts dim ", order.dim(), " (", extent, ") into ", n,
+                                " chunks, which do not divide it");
+  }
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t c : order.chunks()) {
+    if (c < 0 || c >= n || seen[static_cast<size_t>(c)]) {
+      return InvalidArgumentError("chunk_order chunks are not a permutation of 0..", n - 1);
+    }
+    seen[static_cast<size_t>(c)] = true;
+  }
+  return OkStatus();
+}
+
+Status ReorderChunks(const Tensor& global, const proto::ChunkOrder& order, bool to_program,
+                     Tensor* out) {
+  DISTRT_RETURN_IF_ERROR(CheckChunkOrder(order, global.shape()));
+  DISTRT_RETURN_IF_ERROR(Tensor::Allocate(global.dtype(), global.shape(), out));
+  const Shape& shape = global.shape();
+  const size_t dim = static_cast<size_t>(order.dim());
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= shape[d];
+  for (size_t d = dim + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t n = order.chunks_size();
+  // Bytes of one chunk of one outer row, and of one whole outer row.
+  const size_t chunk = static_cast<size_t>(shape[dim] / n * inner) * DTypeSize(global.dtype());
+  const size_t row = chunk * static_cast<size_t>(n);
+  const uint8_t* src = global.data<uint8_t>();
+  uint8_t* dst = out->data<uint8_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < n; ++i) {
+      // Program position i holds global chunk chunks[i].
+      const size_t program = static_cast<size_t>(i), original =
+          static_cast<size_t>(order.chunks(static_cast<int>(i)));
+      const size_t from = to_program ? original : program, to = to_program ? program : original;
+      std::memcpy(dst + static_cast<size_t>(o) * row + to * chunk,
+                  src + static_cast<size_t>(o) * row + from * chunk, chunk);
+    }
+  }
   return OkStatus();
 }
 

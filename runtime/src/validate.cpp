@@ -177,6 +177,8 @@ class ProgramValidator {
       SliceInfo s;
       Status st = ResolveSlice(a.slice(), vt.shape, &s);
       if (!st.ok()) return Error(what, ": ", st.message());
+      st = CheckChunkOrder(a.chunk_order(), s.global_shape);
+      if (!st.ok()) return Error(what, ": ", st.message());
       (inputs ? p_.input_values_ : p_.output_values_).push_back(idx);
     }
     return OkStatus();

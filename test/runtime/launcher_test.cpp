@@ -309,6 +309,48 @@ TEST(Assemble, ScatterRunAndAssembleShardedAndReplicated) {
   ExpectF32(global[1].tensor, {}, {66});
 }
 
+TEST(Assemble, ChunkOrderFeedsMirroredChunksAndAssemblesInTheGlobalOrder) {
+  // Global x [1, 8], dimension 1 held as chunks [0, 3, 1, 2] of 2: the
+  // program's order is positions 0 1 6 7 2 3 4 5; rank r holds 4 of them.
+  std::vector<std::shared_ptr<const Program>> progs;
+  for (int r = 0; r < 2; ++r) {
+    ProgramBuilder b(r, 2);
+    int x = b.Input("x", DType::kF32, {1, 4}, MakeSlice({1, 8}, {0, 4 * r}, {1, 4}));
+    int two = b.Constant(F32({}, {2}));
+    int y = b.Apply("mul", {x, two}, DType::kF32, {1, 4});
+    b.Output("y", y, MakeSlice({1, 8}, {0, 4 * r}, {1, 4}));
+    proto::RankProgram pr = b.Build();
+    for (proto::Argument* a : {pr.mutable_inputs(0), pr.mutable_outputs(0)}) {
+      a->mutable_chunk_order()->set_dim(1);
+      for (int c : {0, 3, 1, 2}) a->mutable_chunk_order()->add_chunks(c);
+    }
+    std::shared_ptr<const Program> p;
+    Status st = Program::Create(pr, StrCat("rank-", r, ".pb"), ".", &p);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    progs.push_back(p);
+  }
+  std::vector<std::vector<Tensor>> ins, outs;
+  ASSERT_TRUE(ScatterInputs(progs, {{"x", Iota({1, 8})}}, &ins).ok());
+  ExpectF32(ins[0][0], {1, 4}, {0, 1, 6, 7});
+  ExpectF32(ins[1][0], {1, 4}, {2, 3, 4, 5});
+  ASSERT_TRUE(RunLocal(progs, ins, &outs).ok());
+  std::vector<NamedTensor> global;
+  Status st = AssembleOutputs(progs, outs, &global);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ExpectF32(global[0].tensor, {1, 8}, {0, 2, 4, 6, 8, 10, 12, 14});
+
+  // Chunks that are not a permutation are refused when the program loads.
+  ProgramBuilder b(0, 1);
+  int x = b.Input("x", DType::kF32, {1, 8});
+  b.Output("y", x);
+  proto::RankProgram pr = b.Build();
+  for (int c : {0, 0}) pr.mutable_inputs(0)->mutable_chunk_order()->add_chunks(c);
+  pr.mutable_inputs(0)->mutable_chunk_order()->set_dim(1);
+  std::shared_ptr<const Program> p;
+  EXPECT_HAS(Program::Create(pr, "bad.pb", ".", &p).message(),
+             "chunk_order chunks are not a permutation of 0..1");
+}
+
 TEST(Assemble, MissingPieceAndBadInputsAreErrors) {
   ProgramBuilder b(0, 1);
   int x = b.Input("x", DType::kF32, {2, 3}, MakeSlice({4, 3}, {0, 0}, {2, 3}));

@@ -86,13 +86,25 @@ def DistRingAttention : Pass<"dist-ring-attention", "mlir::ModuleOp"> {
     saying why; `dist-apply-plan` turns the mark into a warning and a report
     note, and all-gathers that attention's keys and values. `size` 0 reads
     the axis's size from the module's mesh.
+
+    With `balance` the program's sequence is held in mirrored order: the
+    sequence cut into `2 * size` chunks, block r holding chunks r and
+    `2 * size - 1 - r`. Every table and mask indexed by sequence position
+    that the model's inputs meet is permuted to that order (the inputs
+    themselves are fed so: `dist-apply-plan` marks them), and each step
+    after the first computes only the half of its block that a causal mask
+    leaves visible, the same half-block on every rank.
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"cp\"",
            "the mesh axis context parallelism splits the sequence over">,
     Option<"size", "size", "int64_t", /*default=*/"0",
            "the number of ranks on the ring (0: the axis's size in the "
-           "module's mesh)">
+           "module's mesh)">,
+    Option<"balance", "balance", "bool", /*default=*/"false",
+           "causal load balancing: rank r holds chunks r and 2*size-1-r of "
+           "the sequence cut into 2*size chunks; position tables and masks "
+           "follow, and steps skip the key blocks a causal mask hides">
   ];
   let dependentDialects = ["::distopt::nn::NNDialect"];
 }

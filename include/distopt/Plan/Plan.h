@@ -67,6 +67,10 @@ struct ContextParallelSpec {
   /// around attention; ring: K/V blocks passed around the ring
   /// (dist-ring-attention).
   std::string attention = "allgather";
+  /// `ring` only: each rank holds two mirrored chunks of the sequence cut
+  /// into 2 x size chunks (r and 2 x size - 1 - r), so that a causal mask
+  /// leaves every rank the same work (docs/plans.md).
+  bool loadBalance = false;
   mlir::LocationAttr loc;
 };
 

@@ -111,6 +111,16 @@ struct SliceInfo {
 // Checks `slice` against the local shape and returns it with defaults filled.
 Status ResolveSlice(const proto::Slice& slice, const Shape& local_shape, SliceInfo* out);
 
+// An argument's ChunkOrder checked against its global shape: `dim` inside
+// it, the chunks a permutation of 0..n-1 whose n divides the extent. An
+// absent order (no chunks) is fine.
+Status CheckChunkOrder(const proto::ChunkOrder& order, const Shape& global_shape);
+
+// `global` with dimension order.dim rearranged from the global order into the
+// program's (to_program) or back. `out` is a new tensor of the same type.
+Status ReorderChunks(const Tensor& global, const proto::ChunkOrder& order, bool to_program,
+                     Tensor* out);
+
 TensorType FromProto(const proto::TensorType& t);
 void ToProto(const TensorType& t, proto::TensorType* out);
 

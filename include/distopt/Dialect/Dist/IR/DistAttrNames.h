@@ -30,6 +30,12 @@ inline constexpr llvm::StringLiteral kStageAttr = "dist.stage";
 /// On a pipeline stage's module: the mesh axis the stages are cut along
 /// (collectives inside the stage never use it).
 inline constexpr llvm::StringLiteral kPipelineAxisAttr = "dist.pipeline_axis";
+/// On a function argument or result: dimension 1 (the sequence) is held in
+/// the order of these chunks (equal chunks of the global sequence, an i64
+/// array: causal load balancing's mirrored pairs). The runtime feeds and
+/// assembles the global tensor in that order (rank-program.md, ChunkOrder).
+inline constexpr llvm::StringLiteral kSequenceChunksAttr =
+    "dist.sequence_chunks";
 
 } // namespace distopt::dist
 
