@@ -95,6 +95,8 @@ train_case "llama_long_context, cp=2 (2 ranks, 1 GPU)" --train-test "$t/llama_lo
 train_case "gpt_f16, dp=2 zero2 (2 ranks, 1 GPU)" --train-test "$t/gpt_f16" --mesh dp=2 --plan zero2
 train_case "llama_long_context, cp=2 ring (2 ranks, 1 GPU)" --train-test "$t/llama_long_context" --mesh cp=2 \
   --plan "$root/test/lit/train/Inputs/cp-ring.yaml"
+train_case "llama_long_context, cp=2 balanced ring (2 ranks, 1 GPU)" --train-test "$t/llama_long_context" \
+  --mesh cp=2 --plan "$root/test/lit/train/Inputs/cp-ring-balanced.yaml"
 train_case "moe_gpt, ep=2,tp=2 (4 ranks, 1 GPU)" --train-test "$t/moe_gpt" --mesh ep=2,tp=2 --plan ep,tp
 train_case "gpt_bf16_states, dp=2 zero2 (2 ranks, 1 GPU)" --train-test "$t/gpt_bf16_states" --mesh dp=2 --plan zero2
 train_case "gpt_bf16_pure, dp=2 fsdp (2 ranks, 1 GPU)" --train-test "$t/gpt_bf16_pure" --mesh dp=2 --plan fsdp
