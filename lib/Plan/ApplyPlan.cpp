@@ -3,6 +3,7 @@
 #include "distopt/Plan/Experts.h"
 #include "distopt/Plan/Plan.h"
 
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
@@ -482,11 +483,35 @@ static SmallVector<Value> computeCopies(Value v) {
   return copies;
 }
 
+/// Whether every reader of parameter `v` (looking through annotations) is
+/// one of its narrowing casts `copies` or an optimizer op: then forward and
+/// backward never need the master itself.
+static bool readThroughCopiesOnly(Value v, ArrayRef<Value> copies) {
+  for (Operation *user : v.getUsers()) {
+    if (auto a = dyn_cast<dist::AnnotateOp>(user)) {
+      if (!readThroughCopiesOnly(a.getResult(), copies))
+        return false;
+      continue;
+    }
+    if (user->getNumResults() == 1 &&
+        llvm::is_contained(copies, user->getResult(0)))
+      continue;
+    auto phase = user->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+    if (!phase || phase.getValue() != "optimizer")
+      return false;
+  }
+  return true;
+}
+
 /// ZeRO over a data axis: each parameter's largest dimension that divides
 /// and that no other plan part splits (FSDP2 + TP shard the dimension TP
 /// leaves free) splits, by level, its optimizer states (1), its gradient
 /// (2: reduce-scattered where it is made) and the parameter itself (3:
-/// gathered where it is used).
+/// gathered where it is used). With a 16-bit compute policy the f32 master
+/// is optimizer state, as in Megatron's and DeepSpeed's ZeRO-1/2: levels 1
+/// and 2 split it too, and its compute copy, cast from the rank's updated
+/// shard, is gathered whole once per step (in the compute dtype) for
+/// forward and backward.
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
   // The propagation on a copy is a whole propagation: skipped where it
@@ -534,17 +559,40 @@ void PlanApplier::shardParameters() {
                         "data_parallel level " + std::to_string(level) +
                             ": sharded gradient");
       }
+      SmallVector<Value> copies = computeCopies(w.getResult());
       if (level >= 3) {
         // A mixed-precision compute copy is split as its master is, so
         // that forward gathers the copy (bf16: half the bytes), not the
         // f32 master.
-        SmallVector<Value> copies = computeCopies(w.getResult());
         annotateValue(w.getResult(), split, kShardedStatePriority,
                       "data_parallel level 3: sharded parameter");
         for (Value copy : copies)
           annotateValue(copy, split, kShardedStatePriority,
                         "data_parallel level 3: sharded parameter's "
                         "compute copy");
+      }
+      else if (!copies.empty() && !gradientOf[key].empty() &&
+               readThroughCopiesOnly(w.getResult(), copies)) {
+        // The f32 master is split and updated as its states are; the
+        // compute copy is cast from the updated shard and gathered whole,
+        // half the bytes of gathering the f32 update.
+        std::string prefix = "data_parallel level " + std::to_string(level);
+        annotateValue(w.getResult(), split, kShardedStatePriority,
+                      prefix + ": sharded f32 master");
+        dist::ShardingAttr whole =
+            oneAxisSharding(mesh, axis, dist::Placement::replicate());
+        for (Value copy : copies) {
+          copy.getDefiningOp()->setAttr(dist::kGatheredOnceAttr,
+                                        UnitAttr::get(copy.getContext()));
+          // Whole first, then the split right after the cast: the chain
+          // cast -> split -> whole puts the gather on the compute dtype.
+          annotateValue(copy, whole, kShardedStatePriority,
+                        prefix + ": compute copy re-formed from the updated "
+                                 "master shards");
+          annotateValue(copy, split, kShardedStatePriority,
+                        prefix + ": compute copy cast from the master's "
+                                 "shard");
+        }
       }
       else if (!statesOf[key].empty())
         // The parameter itself stays whole on every data-parallel rank (its

@@ -258,13 +258,10 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
   // result, by the result's own sharding. A sharding that splits every
   // dimension evenly (no explicit piece sizes) leaves every rank the same
   // piece.
-  auto addLocalBytes = [&](Operation *owner, Operation *op,
-                           std::vector<int64_t> &perRank) {
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    dist::ShardingAttr s;
-    if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
-        arr && !arr.empty())
-      s = dyn_cast<dist::ShardingAttr>(arr[0]);
+  // The same for a value of `type` laid out as `s`.
+  auto addLocalBytesAs = [&](Operation *owner, RankedTensorType type,
+                             dist::ShardingAttr s,
+                             std::vector<int64_t> &perRank) {
     // nn::tensorBytes of the type with `shape`, without making the type.
     int64_t width =
         nn::tensorBytes(RankedTensorType::get({}, type.getElementType()));
@@ -295,6 +292,15 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                : bytesOf(dist::localShape(type.getShape(), s, meshSizes,
                                           ArrayRef<int64_t>(coordsOf[r])));
     }
+  };
+  auto addLocalBytes = [&](Operation *owner, Operation *op,
+                           std::vector<int64_t> &perRank) {
+    dist::ShardingAttr s;
+    if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
+        arr && !arr.empty())
+      s = dyn_cast<dist::ShardingAttr>(arr[0]);
+    addLocalBytesAs(owner, cast<RankedTensorType>(op->getResult(0).getType()),
+                    s, perRank);
   };
   // Parameters: each weight's own sharding decides what every rank stores.
   report.parameterBytesPerRank.assign(report.ranks, 0);
@@ -329,6 +335,16 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     if (!w || !from || !to || to.getWidth() >= from.getWidth())
       return;
     report.computeDtype = dtypeName(to);
+    // ZeRO-1/2's copy is cast from the master's shard and gathered once:
+    // the gathered copy is what forward and backward read all step.
+    if (c->hasAttr(dist::kGatheredOnceAttr))
+      for (Operation *user : c->getUsers())
+        if (auto gathered = dyn_cast<dist::ReshardOp>(user)) {
+          addLocalBytesAs(w, cast<RankedTensorType>(gathered.getType()),
+                          gathered.getTo(),
+                          report.computeCopyBytesPerRank);
+          return;
+        }
     addLocalBytes(w, c, report.computeCopyBytesPerRank);
   });
 

@@ -2,6 +2,7 @@
 #include "distopt/Training/RegatherParameters.h"
 #include "distopt/Training/Passes.h"
 
+#include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
@@ -27,9 +28,13 @@ int64_t distopt::regatherParametersForBackward(ModuleOp module) {
   module.walk([&](dist::ReshardOp r) {
     // A parameter, or its cast to a mixed-precision policy's compute dtype
     // (gathered in bf16).
+    // A copy ZeRO-1/2 gathers once per step stays whole for backward.
     Value in = r.getInput();
-    if (auto c = in.getDefiningOp<nn::CastOp>())
+    if (auto c = in.getDefiningOp<nn::CastOp>()) {
+      if (c->hasAttr(dist::kGatheredOnceAttr))
+        return;
       in = c.getInput();
+    }
     if (in.getDefiningOp<nn::WeightOp>())
       reshards.push_back(r);
   });

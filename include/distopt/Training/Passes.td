@@ -198,6 +198,9 @@ def DistRegatherParameters : Pass<"dist-regather-parameters", "mlir::ModuleOp"> 
     reads the copy (inside a gradient accumulation loop, once per
     microbatch). The copy's reason says why it is there. This costs one more
     all-gather per split parameter per step (per microbatch in a loop).
+    A compute copy marked `dist.gathered_once` (ZeRO levels 1 and 2 with
+    split f32 masters) is left alone: it is gathered once per step and kept
+    whole, as those levels keep their bf16 weights.
 
     Example:
 

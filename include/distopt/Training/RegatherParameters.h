@@ -19,7 +19,8 @@ namespace distopt {
 /// After reshard insertion: every dist.reshard of a parameter (an nn.weight)
 /// read both by forward ops and by backward or optimizer ops (`nn.phase`)
 /// is copied before its first backward reader, which with the later ones
-/// reads the copy. Returns how many reshards were copied. The pass
+/// reads the copy; not a compute copy marked dist.gathered_once (ZeRO-1/2
+/// keep it whole for the step, as their bf16 weights). Returns how many reshards were copied. The pass
 /// dist-regather-parameters runs it.
 int64_t regatherParametersForBackward(mlir::ModuleOp module);
 

@@ -36,6 +36,12 @@ inline constexpr llvm::StringLiteral kPipelineAxisAttr = "dist.pipeline_axis";
 /// assembles the global tensor in that order (rank-program.md, ChunkOrder).
 inline constexpr llvm::StringLiteral kSequenceChunksAttr =
     "dist.sequence_chunks";
+/// On a parameter's mixed-precision compute copy (an nn.cast of a master
+/// that ZeRO levels 1 and 2 split): the copy is cast from the rank's shard,
+/// gathered once per step and kept whole for forward and backward, so it is
+/// not gathered again for backward (dist-regather-parameters) and the report
+/// counts the whole copy.
+inline constexpr llvm::StringLiteral kGatheredOnceAttr = "dist.gathered_once";
 
 } // namespace distopt::dist
 
