@@ -187,6 +187,10 @@ void RegisterCudaKernels(KernelRegistry& r) {
   RegisterCudaIndexKernels(r);
   RegisterCudaConvKernels(r);
   RegisterCudaPoolKernels(r);
+  RegisterCudaCumSumKernels(r);
+  RegisterCudaTopKKernels(r);
+  RegisterCudaElementsKernels(r);
+  RegisterCudaEinsumKernels(r);
 }
 
 }  // namespace distrt

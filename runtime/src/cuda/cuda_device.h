@@ -81,6 +81,10 @@ void RegisterCudaLayoutKernels(KernelRegistry& r);
 void RegisterCudaIndexKernels(KernelRegistry& r);
 void RegisterCudaConvKernels(KernelRegistry& r);
 void RegisterCudaPoolKernels(KernelRegistry& r);
+void RegisterCudaCumSumKernels(KernelRegistry& r);
+void RegisterCudaTopKKernels(KernelRegistry& r);
+void RegisterCudaElementsKernels(KernelRegistry& r);
+void RegisterCudaEinsumKernels(KernelRegistry& r);
 
 }  // namespace distrt
 

@@ -71,6 +71,14 @@ Status TakeDeviceError(CudaDevice& device) {
     case DeviceErrorCode::kScatterAddIndex:
       return OutOfRangeError("scatter_add index ", value, " is out of range for an axis of size ",
                              bound, "; its updates were dropped", where);
+    case DeviceErrorCode::kGatherElementsIndex:
+      return OutOfRangeError("gather_elements index ", value,
+                             " is out of range for an axis of size ", bound,
+                             "; the gather wrote zeros in its place", where);
+    case DeviceErrorCode::kScatterElementsIndex:
+      return OutOfRangeError("scatter_elements index ", value,
+                             " is out of range for an axis of size ", bound,
+                             "; its update was dropped", where);
     case DeviceErrorCode::kIntDivByZero:
       return InvalidArgumentError("integer division by zero", where);
     case DeviceErrorCode::kIntModByZero:

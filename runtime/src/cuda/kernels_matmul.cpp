@@ -15,6 +15,7 @@
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
 #include "cuda/elementwise.h"
+#include "cuda/gemm.h"
 #include "matmul_shape.h"
 
 namespace distrt {
@@ -289,6 +290,13 @@ Status RunMatmul(KernelContext& ctx) {
 }
 
 }  // namespace
+
+Status CudaBatchedGemm(CudaDevice& dev, DType dtype, const void* a, const void* b, void* c,
+                       int64_t batch, int64_t m, int64_t k, int64_t n) {
+  DISTRT_RETURN_IF_ERROR(dev.Activate());
+  const GemmKey key{dtype, false, false, false, m, k, n, batch, m * k, k * n};
+  return Gemm(dev, PlansOf(dev), key, a, b, nullptr, c);
+}
 
 void RegisterCudaMatmulKernels(KernelRegistry& r) {
   KernelDef d;

@@ -24,6 +24,8 @@ enum class DeviceErrorCode : int64_t {
   kIntModByZero = 4,
   kRangeDeltaZero = 5,
   kRangeCount = 6,  // value: the count start/limit/delta give, bound: the declared one
+  kGatherElementsIndex = 7,   // value: the index, bound: the axis size
+  kScatterElementsIndex = 8,  // value: the index, bound: the axis size
 };
 
 // Written with plain stores by any number of threads: the slot ends up with
