@@ -411,10 +411,15 @@ const PipelineSpec *Plan::pipeline() const {
 }
 
 const ContextParallelSpec *Plan::contextParallel() const {
+  // The preset's: axis cp, each attention's variant by cost.
+  static const ContextParallelSpec preset;
   const ContextParallelSpec *found = nullptr;
-  for (const PlanSpec &spec : specs)
+  for (const PlanSpec &spec : specs) {
+    if (llvm::is_contained(spec.presets, "cp"))
+      found = &preset;
     if (spec.contextParallel)
       found = &*spec.contextParallel;
+  }
   return found;
 }
 
