@@ -176,12 +176,18 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
             return success();
           })))
     return failure();
-  if (cp.loadBalance && cp.attention != "ring")
-    return r.error(balanceNode)
-           << "context_parallel.load_balance needs attention: ring (the "
-              "mirrored chunks pay off where ring attention skips the blocks "
-              "a causal mask hides), not '"
-           << cp.attention << "'";
+  if (cp.loadBalance && cp.attention != "ring") {
+    InFlightDiagnostic d = r.error(balanceNode);
+    d << "context_parallel.load_balance needs attention: ring (the mirrored "
+         "chunks pay off where ring attention skips the blocks a causal mask "
+         "hides), not ";
+    // No attention named: the cost model chooses, and may not choose ring.
+    if (cp.attention.empty())
+      d << "a variant left to the cost model";
+    else
+      d << "'" << cp.attention << "'";
+    return failure();
+  }
   spec.contextParallel = cp;
   return success();
 }
