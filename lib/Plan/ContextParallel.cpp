@@ -72,6 +72,10 @@ constexpr StringLiteral kRingFallbackAttr = "dist.ring_fallback";
 /// On the function: what causal load balancing did to the last attention
 /// the ring rewrite took (dist-apply-plan makes it a report note).
 constexpr StringLiteral kRingLayoutAttr = "dist.ring_layout";
+/// On the function: the mirrored chunks dist-ring-attention permuted the
+/// tables indexed by position to (causal load balancing), for
+/// dist-apply-plan to mark the inputs and outputs with.
+constexpr StringLiteral kRingChunksAttr = "dist.ring_chunks";
 /// On a softmax whose variant dist-ring-attention chose by cost (and did
 /// not rewrite as ring): that variant, for dist-apply-plan to follow.
 constexpr StringLiteral kChosenAttentionAttr = "dist.cp_attention";
@@ -175,7 +179,7 @@ public:
       : func(func), mesh(mesh), axis(axis), size(mesh.getAxisSizes()[axis]),
         spec(spec), links(links), findings(findings) {}
 
-  void apply();
+  LogicalResult apply();
 
 private:
   void note(Location loc, const Twine &message) {
@@ -183,14 +187,11 @@ private:
     mlir::emitWarning(loc) << message;
   }
   void splitInputs();
-  /// Causal load balancing: the sequence in mirrored chunks (the ring pass
-  /// permuted the tables; inputs and outputs are marked here).
-  bool balanced() const {
-    return spec.loadBalance && spec.attention == "ring" && size > 1;
-  }
-  DenseI64ArrayAttr chunksAttr() {
-    return DenseI64ArrayAttr::get(func.getContext(), mirroredChunks(size));
-  }
+  /// Causal load balancing: the sequence in mirrored chunks. What the ring
+  /// pass did decides it, not the spec: it permuted the tables (and marked
+  /// the function) or not; inputs and outputs are marked here.
+  bool balanced() const { return static_cast<bool>(chunks); }
+  DenseI64ArrayAttr chunksAttr() const { return chunks; }
   void splitAttention(nn::SoftmaxOp softmax);
   std::string chooseVariant(Attention att, StringRef layer);
   void pinUlyssesBackward(Attention att, StringRef layer);
@@ -208,6 +209,7 @@ private:
   PlanFindings &findings;
   int64_t sequence = ShapedType::kDynamic;
   bool training = false;
+  DenseI64ArrayAttr chunks;
 };
 
 } // namespace
@@ -400,22 +402,38 @@ void ContextParallelApplier::pinUlyssesBackward(Attention att,
   }
 }
 
-void ContextParallelApplier::apply() {
+LogicalResult ContextParallelApplier::apply() {
   func.walk([&](Operation *op) {
     training = training || op->hasAttr(nn::kPhaseAttr);
     return training ? WalkResult::interrupt() : WalkResult::advance();
   });
+  // The ring pass's mark, or, where an earlier context parallelism of the
+  // plans took it, the inputs'.
+  chunks = func->getAttrOfType<DenseI64ArrayAttr>(kRingChunksAttr);
+  func->removeAttr(kRingChunksAttr);
+  for (unsigned i = 0, e = func.getNumArguments(); i < e && !chunks; ++i)
+    chunks = func.getArgAttrOfType<DenseI64ArrayAttr>(
+        i, dist::kSequenceChunksAttr);
+  // Inputs marked as mirrored with tables in the model's order would be
+  // wrong, not just slow.
+  if (spec.loadBalance && !chunks && size > 1)
+    return emitError(Location(spec.loc))
+           << "context parallelism: load_balance, but dist-ring-attention "
+              "did not put the sequence in mirrored chunks (it follows the "
+              "plans' last context parallelism, here one without "
+              "load_balance, or did not run)";
   splitInputs();
   if (auto layout = func->getAttrOfType<StringAttr>(kRingLayoutAttr)) {
     findings.notes.push_back(layout.str());
     func->removeAttr(kRingLayoutAttr);
   }
   if (ShapedType::isDynamic(sequence))
-    return;
+    return success();
   SmallVector<nn::SoftmaxOp> softmaxes;
   func.walk([&](nn::SoftmaxOp op) { softmaxes.push_back(op); });
   for (nn::SoftmaxOp softmax : softmaxes)
     splitAttention(softmax);
+  return success();
 }
 
 LogicalResult distopt::plan::applyContextParallel(
@@ -440,8 +458,8 @@ LogicalResult distopt::plan::applyContextParallel(
   for (int64_t a = 0; a < mesh.getNumAxes(); ++a)
     names.push_back(mesh.getAxisName(a).str());
   cost::MeshCost links(std::move(machine), names, mesh.getAxisSizes());
-  ContextParallelApplier(func, mesh, axis, spec, links, findings).apply();
-  return success();
+  return ContextParallelApplier(func, mesh, axis, spec, links, findings)
+      .apply();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1164,14 +1182,15 @@ static LogicalResult mirrorSequence(func::FuncOp func, StringRef axis,
            << ") to divide by 2 x " << axis << " = " << 2 * blocks
            << " (two mirrored chunks per rank)";
   }
-  if (ShapedType::isDynamic(sequence))
-    return success();
   std::string why;
-  if (failed(permuteSequenceTables(func, sequence, mirroredChunks(blocks),
-                                   why)))
+  SmallVector<int64_t> chunks = mirroredChunks(blocks);
+  if (!ShapedType::isDynamic(sequence) &&
+      failed(permuteSequenceTables(func, sequence, chunks, why)))
     return func.emitError("context parallelism: load_balance cannot hold "
                           "the sequence in mirrored chunks: ")
            << why;
+  func->setAttr(kRingChunksAttr,
+                DenseI64ArrayAttr::get(func.getContext(), chunks));
   return success();
 }
 
