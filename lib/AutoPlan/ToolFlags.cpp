@@ -1,8 +1,9 @@
 //===- ToolFlags.cpp - --plan auto for the tools ----------------*- C++ -*-===//
 #include "distopt/AutoPlan/AutoPlan.h"
 
-#include "distopt/Driver/CompileFlags.h"
 #include "distopt/Driver/Compilation.h"
+#include "distopt/Driver/CompileFlags.h"
+#include "distopt/Support/ByteSize.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Support/FileUtilities.h"

@@ -1,5 +1,6 @@
 //===- CompileFlags.cpp - the command-line flags every tool shares -===//
 #include "distopt/Driver/CompileFlags.h"
+#include "distopt/Support/ByteSize.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -52,7 +53,8 @@ static cl::opt<int64_t> devices(
 static cl::opt<std::string> memoryBudget(
     "memory-budget",
     cl::desc("--plan auto: the predicted peak memory per rank must fit this, "
-             "e.g. 80GiB or 512MiB"),
+             "e.g. 80GiB or 512MiB; context parallelism that names no "
+             "attention variant: what a rank holds of each attention must fit it"),
     cl::value_desc("size"), cl::cat(compileFlagsCategory()));
 static cl::opt<std::string> emitPlan(
     "emit-plan",
@@ -103,7 +105,6 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
     for (auto [given, flag] :
          {std::pair<bool, const char *>{devices.getNumOccurrences() > 0,
                                         "--devices"},
-          {!memoryBudget.empty(), "--memory-budget"},
           {!emitPlan.empty(), "--emit-plan"}})
       if (given)
         return mlir::emitError(unknown) << flag << " needs --plan auto";
@@ -132,6 +133,21 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
     if (failed(mesh))
       return mlir::failure();
     options.meshSpec = *mesh;
+    // Without auto, the budget bounds the attention variants context
+    // parallelism chooses among by cost.
+    if (!memoryBudget.empty()) {
+      const ContextParallelSpec *cp = options.plan.contextParallel();
+      if (!cp || !cp->attention.empty())
+        return mlir::emitError(unknown)
+               << "--memory-budget needs --plan auto, or context parallelism "
+                  "that leaves the attention variant to the cost model (the "
+                  "cp preset, or context_parallel without attention)";
+      auto budget = parseByteSize(memoryBudget);
+      if (!budget)
+        return mlir::emitError(unknown)
+               << "--memory-budget: " << toString(budget.takeError());
+      options.memoryBudget = *budget;
+    }
   }
   if (!dimSpec.empty()) {
     auto dims = parseDimSpec(dimSpec);

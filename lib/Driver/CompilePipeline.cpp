@@ -48,21 +48,22 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
                                           ? SixteenBitModel::ComputeInF32
                                           : SixteenBitModel::Keep));
     // Ring attention is a rewrite of the forward, before it is
-    // differentiated: autodiff gives its backward.
+    // differentiated: autodiff gives its backward. Where the plan names no
+    // variant, the same pass chooses each attention's by cost.
     const ContextParallelSpec *cp =
         options.singleDevice ? nullptr : options.plan.contextParallel();
-    if (cp && cp->attention == "ring") {
+    if (cp && (cp->attention == "ring" || cp->attention.empty())) {
       DistRingAttentionOptions ring;
       ring.axis = cp->axis;
+      ring.attention = cp->attention.empty() ? "auto" : "ring";
       ring.balance = cp->loadBalance;
-      if (auto axes = parseMeshSpec(options.meshSpec)) {
-        for (const MeshAxis &a : *axes)
-          if (a.name == cp->axis)
-            ring.size = a.size;
-      } else {
-        llvm::consumeError(axes.takeError());
-      }
-      pm.addPass(createDistRingAttention(ring));
+      // The ring's size (balance's chunks too) is the axis's in this mesh.
+      ring.mesh = options.meshSpec;
+      ring.training = options.train.has_value();
+      ring.memoryBudget = options.memoryBudget.value_or(0);
+      pm.addPass(createDistRingAttention(
+          ring, options.machine,
+          results ? &results->planFindings.attention : nullptr));
     }
     // Training first: plans place the step's parameters, gradients and
     // optimizer states, not just the forward's.

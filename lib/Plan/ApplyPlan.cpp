@@ -728,7 +728,7 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
   if (preset == "cp") {
     ContextParallelSpec cp;
     cp.loc = spec.loc;
-    return applyContextParallel(module, cp, findings.notes);
+    return applyContextParallel(module, cp, machine, findings);
   }
   if (preset == "ep")
     return applyExpertParallel(loc, "ep");
@@ -747,8 +747,8 @@ LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
   if (spec.dpAxis && failed(applyDataParallel(loc, *spec.dpAxis, spec.dpLevel)))
     return failure();
   if (spec.contextParallel &&
-      failed(applyContextParallel(module, *spec.contextParallel,
-                                  findings.notes)))
+      failed(applyContextParallel(module, *spec.contextParallel, machine,
+                                  findings)))
     return failure();
   if (spec.epAxis && failed(applyExpertParallel(loc, *spec.epAxis)))
     return failure();

@@ -59,8 +59,14 @@ struct ApplyPlanPass : public distopt::impl::DistApplyPlanBase<ApplyPlanPass> {
     FailureOr<PlanFindings> found = applyPlan(module, *plan, links);
     if (failed(found))
       return signalPassFailure();
-    if (findings)
+    if (findings) {
+      // dist-ring-attention's choices come first, in the same findings.
+      std::vector<AttentionDecision> chosen = std::move(findings->attention);
       *findings = std::move(*found);
+      findings->attention.insert(findings->attention.begin(),
+                                 std::make_move_iterator(chosen.begin()),
+                                 std::make_move_iterator(chosen.end()));
+    }
   }
 
   std::optional<Plan> parsed;

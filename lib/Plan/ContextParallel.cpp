@@ -29,12 +29,19 @@
 //              causal mask leaves visible, chosen per rank by constants on
 //              the block dimension.
 //
-// What cannot be followed (a sequence that does not divide, heads that do
-// not divide, a softmax over the sequence that is not recognised as
-// attention) is a warning naming the tensor or layer and what was done.
+// A plan that names no variant (and the `cp` preset) gets, per attention,
+// the one the cost model finds fastest (ContextParallelCost.h):
+// dist-ring-attention chooses, rewrites those it chose ring for and marks
+// the others with their variant; each choice is a remark and a report
+// entry. Causal load balancing needs the plan to name ring: the rings the
+// cost model chooses are unbalanced. What cannot be followed (a sequence
+// that does not divide, heads that do not divide, a softmax over the
+// sequence that is not recognised as attention) is a warning naming the
+// tensor or layer and what was done.
 //
 //===----------------------------------------------------------------------===//
 #include "PlanUtils.h"
+#include "distopt/Plan/ContextParallelCost.h"
 #include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
@@ -65,6 +72,13 @@ constexpr StringLiteral kRingFallbackAttr = "dist.ring_fallback";
 /// On the function: what causal load balancing did to the last attention
 /// the ring rewrite took (dist-apply-plan makes it a report note).
 constexpr StringLiteral kRingLayoutAttr = "dist.ring_layout";
+/// On the function: the mirrored chunks dist-ring-attention permuted the
+/// tables indexed by position to (causal load balancing), for
+/// dist-apply-plan to mark the inputs and outputs with.
+constexpr StringLiteral kRingChunksAttr = "dist.ring_chunks";
+/// On a softmax whose variant dist-ring-attention chose by cost (and did
+/// not rewrite as ring): that variant, for dist-apply-plan to follow.
+constexpr StringLiteral kChosenAttentionAttr = "dist.cp_attention";
 
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
 /// probabilities·V.
@@ -128,31 +142,58 @@ nn::MatMulOp outputConsumer(Value p) {
   return nullptr;
 }
 
+/// The bytes of a tensor value (a byte per element below 8 bits).
+double bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  return static_cast<double>(type.getNumElements()) *
+         std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// What the cost model needs of `att`.
+AttentionShape attentionShape(Attention att, int64_t sequence, bool training) {
+  AttentionShape shape;
+  auto scores = att.softmax.getInput().getType();
+  shape.heads = scores.getRank() == 4 ? scores.getDimSize(1) : 0;
+  shape.sequence = sequence;
+  shape.query = bytesOf(att.scores.getLhs());
+  shape.key = bytesOf(att.scores.getRhs());
+  shape.value = bytesOf(att.output.getRhs());
+  shape.output = bytesOf(att.output.getResult());
+  shape.scores = bytesOf(att.softmax.getInput());
+  shape.training = training;
+  return shape;
+}
+
+/// Records `decision` for the report and says it in a remark at `loc`.
+void tell(Location loc, AttentionDecision decision,
+          std::vector<AttentionDecision> &decisions) {
+  mlir::emitRemark(loc) << describeDecision(decision);
+  decisions.push_back(std::move(decision));
+}
+
 class ContextParallelApplier {
 public:
   ContextParallelApplier(func::FuncOp func, dist::MeshOp mesh, int64_t axis,
                          const ContextParallelSpec &spec,
-                         std::vector<std::string> &notes)
+                         const cost::MeshCost &links, PlanFindings &findings)
       : func(func), mesh(mesh), axis(axis), size(mesh.getAxisSizes()[axis]),
-        spec(spec), notes(notes) {}
+        spec(spec), links(links), findings(findings) {}
 
-  void apply();
+  LogicalResult apply();
 
 private:
   void note(Location loc, const Twine &message) {
-    notes.push_back(message.str());
+    findings.notes.push_back(message.str());
     mlir::emitWarning(loc) << message;
   }
   void splitInputs();
-  /// Causal load balancing: the sequence in mirrored chunks (the ring pass
-  /// permuted the tables; inputs and outputs are marked here).
-  bool balanced() const {
-    return spec.loadBalance && spec.attention == "ring" && size > 1;
-  }
-  DenseI64ArrayAttr chunksAttr() {
-    return DenseI64ArrayAttr::get(func.getContext(), mirroredChunks(size));
-  }
+  /// Causal load balancing: the sequence in mirrored chunks. What the ring
+  /// pass did decides it, not the spec: it permuted the tables (and marked
+  /// the function) or not; inputs and outputs are marked here.
+  bool balanced() const { return static_cast<bool>(chunks); }
+  DenseI64ArrayAttr chunksAttr() const { return chunks; }
   void splitAttention(nn::SoftmaxOp softmax);
+  std::string chooseVariant(Attention att, StringRef layer);
   void pinUlyssesBackward(Attention att, StringRef layer);
   void pin(Value v, int64_t dim, StringRef why) {
     annotateValue(v, oneAxisSharding(mesh, axis, dist::Placement::shard(dim)),
@@ -164,8 +205,11 @@ private:
   int64_t axis;
   int64_t size;
   const ContextParallelSpec &spec;
-  std::vector<std::string> &notes;
+  const cost::MeshCost &links;
+  PlanFindings &findings;
   int64_t sequence = ShapedType::kDynamic;
+  bool training = false;
+  DenseI64ArrayAttr chunks;
 };
 
 } // namespace
@@ -232,6 +276,13 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     return;
   }
   std::string variant = spec.attention;
+  if (variant.empty()) {
+    // dist-ring-attention chose (and marked) it; without that pass, the
+    // cost model chooses here among the variants left.
+    auto chosen = softmax->getAttrOfType<StringAttr>(kChosenAttentionAttr);
+    variant = chosen ? chosen.str() : chooseVariant(att, layer);
+    softmax->removeAttr(kChosenAttentionAttr);
+  }
   if (variant == "ring") {
     // Attention the ring rewrite took has no softmax over the whole
     // sequence left: this one it left alone.
@@ -291,6 +342,20 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
   pin(att.output.getResult(), rank - 2, why);
 }
 
+/// The variant the cost model finds fastest for `att` where
+/// dist-ring-attention did not choose: ring is then no candidate.
+std::string ContextParallelApplier::chooseVariant(Attention att,
+                                                  StringRef layer) {
+  AttentionDecision decision = chooseAttention(
+      attentionShape(att, sequence, training), links, axis, spec.axis,
+      std::nullopt,
+      {{"ring", "rewritten only by dist-ring-attention, which did not run"}});
+  decision.layer = layer.str();
+  std::string variant = decision.variant;
+  tell(att.softmax.getLoc(), std::move(decision), findings.attention);
+  return variant;
+}
+
 /// Backward reads the head-split forward values (Q, Kᵀ, V, the
 /// probabilities) in matmuls whose other operand arrives split along the
 /// sequence. Each such matmul is pinned to the head split; a result shaped
@@ -337,23 +402,44 @@ void ContextParallelApplier::pinUlyssesBackward(Attention att,
   }
 }
 
-void ContextParallelApplier::apply() {
+LogicalResult ContextParallelApplier::apply() {
+  func.walk([&](Operation *op) {
+    training = training || op->hasAttr(nn::kPhaseAttr);
+    return training ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  // The ring pass's mark, or, where an earlier context parallelism of the
+  // plans took it, the inputs'.
+  chunks = func->getAttrOfType<DenseI64ArrayAttr>(kRingChunksAttr);
+  func->removeAttr(kRingChunksAttr);
+  for (unsigned i = 0, e = func.getNumArguments(); i < e && !chunks; ++i)
+    chunks = func.getArgAttrOfType<DenseI64ArrayAttr>(
+        i, dist::kSequenceChunksAttr);
+  // Inputs marked as mirrored with tables in the model's order would be
+  // wrong, not just slow.
+  if (spec.loadBalance && !chunks && size > 1)
+    return emitError(Location(spec.loc))
+           << "context parallelism: load_balance, but dist-ring-attention "
+              "did not put the sequence in mirrored chunks (it follows the "
+              "plans' last context parallelism, here one without "
+              "load_balance, or did not run)";
   splitInputs();
   if (auto layout = func->getAttrOfType<StringAttr>(kRingLayoutAttr)) {
-    notes.push_back(layout.str());
+    findings.notes.push_back(layout.str());
     func->removeAttr(kRingLayoutAttr);
   }
   if (ShapedType::isDynamic(sequence))
-    return;
+    return success();
   SmallVector<nn::SoftmaxOp> softmaxes;
   func.walk([&](nn::SoftmaxOp op) { softmaxes.push_back(op); });
   for (nn::SoftmaxOp softmax : softmaxes)
     splitAttention(softmax);
+  return success();
 }
 
 LogicalResult distopt::plan::applyContextParallel(
     ModuleOp module, const ContextParallelSpec &spec,
-    std::vector<std::string> &notes) {
+    std::shared_ptr<const cost::MachineProfile> machine,
+    PlanFindings &findings) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
@@ -365,8 +451,15 @@ LogicalResult distopt::plan::applyContextParallel(
   int64_t axis = requireAxis(mesh, loc, spec.axis, "context parallelism");
   if (axis < 0)
     return failure();
-  ContextParallelApplier(func, mesh, axis, spec, notes).apply();
-  return success();
+  if (!machine)
+    machine = std::make_shared<const cost::MachineProfile>(
+        cost::defaultMachineProfile());
+  SmallVector<std::string> names;
+  for (int64_t a = 0; a < mesh.getNumAxes(); ++a)
+    names.push_back(mesh.getAxisName(a).str());
+  cost::MeshCost links(std::move(machine), names, mesh.getAxisSizes());
+  return ContextParallelApplier(func, mesh, axis, spec, links, findings)
+      .apply();
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,12 +506,20 @@ public:
       : func(func), blocks(blocks), axis(axis.str()),
         sequence(sequenceOf(func)), balance(balance) {}
 
-  void run() {
+  /// Rewrites every attention (`links` null) or those the cost model on
+  /// `links` (axis `axisIndex`) chooses ring for, marking the others.
+  void run(const cost::MeshCost *links, int64_t axisIndex,
+           const RingAttentionOptions &options,
+           std::vector<AttentionDecision> *decisions) {
     if (ShapedType::isDynamic(sequence))
       return;
     SmallVector<nn::SoftmaxOp> softmaxes;
     func.walk([&](nn::SoftmaxOp op) { softmaxes.push_back(op); });
     for (nn::SoftmaxOp softmax : softmaxes) {
+      if (links) {
+        choose(softmax, *links, axisIndex, options, decisions);
+        continue;
+      }
       std::string why = rewrite(softmax);
       if (!why.empty())
         softmax->setAttr(kRingFallbackAttr,
@@ -428,6 +529,14 @@ public:
 
 private:
   using PairPlan = std::vector<std::vector<std::array<std::pair<int, int>, 2>>>;
+  /// The attention around `softmax` if it is one over the whole sequence
+  /// (as applyContextParallel recognises it).
+  std::optional<Attention> attentionAt(nn::SoftmaxOp softmax) const;
+  /// Chooses the variant of the attention around `softmax` by cost (see
+  /// run), says it and rewrites or marks it.
+  void choose(nn::SoftmaxOp softmax, const cost::MeshCost &links,
+              int64_t axisIndex, const RingAttentionOptions &options,
+              std::vector<AttentionDecision> *decisions);
   /// Rewrites the attention around `softmax`; "" when done (or when it is
   /// not attention over the sequence: dist-apply-plan says so), else why not.
   std::string rewrite(nn::SoftmaxOp softmax);
@@ -470,6 +579,52 @@ private:
 };
 
 } // namespace
+
+std::optional<Attention>
+RingRewriter::attentionAt(nn::SoftmaxOp softmax) const {
+  auto type = softmax.getInput().getType();
+  int64_t rank = type.getRank();
+  int64_t softmaxAxis = static_cast<int64_t>(softmax.getAxis());
+  if (softmaxAxis < 0)
+    softmaxAxis += rank;
+  if (rank < 3 || softmaxAxis != rank - 1 ||
+      type.getDimSize(rank - 1) != sequence ||
+      type.getDimSize(rank - 2) != sequence)
+    return std::nullopt;
+  Attention att{softmax, scoresProducer(softmax.getInput()),
+                outputConsumer(softmax.getResult())};
+  if (!att.scores || !att.output)
+    return std::nullopt;
+  return att;
+}
+
+void RingRewriter::choose(nn::SoftmaxOp softmax, const cost::MeshCost &links,
+                          int64_t axisIndex,
+                          const RingAttentionOptions &options,
+                          std::vector<AttentionDecision> *decisions) {
+  // Anything else is not attention to dist-apply-plan either: it says so.
+  std::optional<Attention> att = attentionAt(softmax);
+  if (!att)
+    return;
+  Location loc = softmax.getLoc();
+  std::string layer = layerOf(softmax);
+  AttentionShape shape = attentionShape(*att, sequence, options.training);
+  AttentionDecision decision =
+      chooseAttention(shape, links, axisIndex, axis, options.memoryBudget);
+  if (decision.variant == "ring") {
+    // The rewrite changes nothing where it gives a reason not to.
+    if (std::string why = rewrite(softmax); !why.empty())
+      decision = chooseAttention(shape, links, axisIndex, axis,
+                                 options.memoryBudget, {{"ring", why}});
+  }
+  if (decision.variant != "ring")
+    softmax->setAttr(kChosenAttentionAttr,
+                     StringAttr::get(func.getContext(), decision.variant));
+  decision.layer = layer;
+  mlir::emitRemark(loc) << describeDecision(decision);
+  if (decisions)
+    decisions->push_back(std::move(decision));
+}
 
 std::string RingRewriter::unblockable(Value x, int64_t rank) {
   ArrayRef<int64_t> xs = shapeOf(x);
@@ -726,20 +881,13 @@ Value RingRewriter::pairBlockOf(OpBuilder &b, Location loc, Value x, int64_t t,
 }
 
 std::string RingRewriter::rewrite(nn::SoftmaxOp softmax) {
-  auto type = softmax.getInput().getType();
-  int64_t rank = type.getRank();
-  int64_t softmaxAxis = static_cast<int64_t>(softmax.getAxis());
-  if (softmaxAxis < 0)
-    softmaxAxis += rank;
-  if (rank < 3 || softmaxAxis != rank - 1 ||
-      type.getDimSize(rank - 1) != sequence ||
-      type.getDimSize(rank - 2) != sequence)
+  std::optional<Attention> found = attentionAt(softmax);
+  if (!found)
     return "";
+  Attention att = *found;
+  int64_t rank = softmax.getInput().getType().getRank();
   SmallVector<Operation *> chain;
-  Attention att{softmax, scoresProducer(softmax.getInput(), &chain),
-                outputConsumer(softmax.getResult())};
-  if (!att.scores || !att.output)
-    return "";
+  scoresProducer(softmax.getInput(), &chain);
   if (sequence % blocks != 0)
     return "ring attention needs the sequence (" + std::to_string(sequence) +
            ") to divide by " + axis + "=" + std::to_string(blocks);
@@ -1034,26 +1182,54 @@ static LogicalResult mirrorSequence(func::FuncOp func, StringRef axis,
            << ") to divide by 2 x " << axis << " = " << 2 * blocks
            << " (two mirrored chunks per rank)";
   }
-  if (ShapedType::isDynamic(sequence))
-    return success();
   std::string why;
-  if (failed(permuteSequenceTables(func, sequence, mirroredChunks(blocks),
-                                   why)))
+  SmallVector<int64_t> chunks = mirroredChunks(blocks);
+  if (!ShapedType::isDynamic(sequence) &&
+      failed(permuteSequenceTables(func, sequence, chunks, why)))
     return func.emitError("context parallelism: load_balance cannot hold "
                           "the sequence in mirrored chunks: ")
            << why;
+  func->setAttr(kRingChunksAttr,
+                DenseI64ArrayAttr::get(func.getContext(), chunks));
   return success();
 }
 
-LogicalResult distopt::plan::applyRingAttention(ModuleOp module, StringRef axis,
-                                                int64_t blocks, bool balance) {
+LogicalResult
+distopt::plan::applyRingAttention(ModuleOp module,
+                                  const RingAttentionOptions &options,
+                                  std::vector<AttentionDecision> *decisions) {
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
-  if (blocks <= 1)
+  if (!options.choose) {
+    if (options.blocks <= 1)
+      return success();
+    if (options.balance &&
+        failed(mirrorSequence(func, options.axis, options.blocks)))
+      return failure();
+    RingRewriter(func, options.blocks, options.axis, options.balance)
+        .run(nullptr, 0, options, decisions);
     return success();
-  if (balance && failed(mirrorSequence(func, axis, blocks)))
-    return failure();
-  RingRewriter(func, blocks, axis, balance).run();
+  }
+  // Balancing is for a ring the plan names (dist-ring-attention refuses it
+  // with a choice): the choice's rings are unbalanced.
+  RingRewriter rewriter(func, options.blocks, options.axis, /*balance=*/false);
+  // The links of the axis as the whole mesh places it.
+  std::vector<std::string> names = options.meshAxes;
+  std::vector<int64_t> sizes = options.meshSizes;
+  if (names.empty()) {
+    names = {options.axis};
+    sizes = {options.blocks};
+  }
+  auto it = llvm::find(names, options.axis);
+  // Without the axis (or its size) dist-apply-plan says what is missing.
+  if (it == names.end() || options.blocks < 1)
+    return success();
+  auto machine = options.machine;
+  if (!machine)
+    machine = std::make_shared<const cost::MachineProfile>(
+        cost::defaultMachineProfile());
+  cost::MeshCost links(std::move(machine), names, sizes);
+  rewriter.run(&links, it - names.begin(), options, decisions);
   return success();
 }

@@ -176,12 +176,18 @@ LogicalResult PlanParser::parseContextParallel(yaml::Node *node,
             return success();
           })))
     return failure();
-  if (cp.loadBalance && cp.attention != "ring")
-    return r.error(balanceNode)
-           << "context_parallel.load_balance needs attention: ring (the "
-              "mirrored chunks pay off where ring attention skips the blocks "
-              "a causal mask hides), not '"
-           << cp.attention << "'";
+  if (cp.loadBalance && cp.attention != "ring") {
+    InFlightDiagnostic d = r.error(balanceNode);
+    d << "context_parallel.load_balance needs attention: ring (the mirrored "
+         "chunks pay off where ring attention skips the blocks a causal mask "
+         "hides), not ";
+    // No attention named: the cost model chooses, and may not choose ring.
+    if (cp.attention.empty())
+      d << "a variant left to the cost model";
+    else
+      d << "'" << cp.attention << "'";
+    return failure();
+  }
   spec.contextParallel = cp;
   return success();
 }
@@ -411,10 +417,15 @@ const PipelineSpec *Plan::pipeline() const {
 }
 
 const ContextParallelSpec *Plan::contextParallel() const {
+  // The preset's: axis cp, each attention's variant by cost.
+  static const ContextParallelSpec preset;
   const ContextParallelSpec *found = nullptr;
-  for (const PlanSpec &spec : specs)
+  for (const PlanSpec &spec : specs) {
+    if (llvm::is_contained(spec.presets, "cp"))
+      found = &preset;
     if (spec.contextParallel)
       found = &*spec.contextParallel;
+  }
   return found;
 }
 

@@ -84,27 +84,52 @@ mlir::LogicalResult applyAutoTensorParallel(mlir::ModuleOp module,
                                             std::vector<std::string> &notes);
 
 /// Context parallelism: splits the inputs along the sequence (dimension 1)
-/// over `spec.axis` and pins each recognised attention to `spec.attention`;
-/// what it cannot follow is a warning that also goes to `notes`.
-mlir::LogicalResult applyContextParallel(mlir::ModuleOp module,
-                                         const ContextParallelSpec &spec,
-                                         std::vector<std::string> &notes);
+/// over `spec.axis` and pins each recognised attention to `spec.attention`,
+/// or, where the plan names none, to the variant dist-ring-attention chose
+/// (or else the fastest of allgather and ulysses on `machine`'s links, a
+/// remark and an entry of `findings.attention`); what it cannot follow is a
+/// warning that also goes to `findings.notes`.
+mlir::LogicalResult
+applyContextParallel(mlir::ModuleOp module, const ContextParallelSpec &spec,
+                     std::shared_ptr<const cost::MachineProfile> machine,
+                     PlanFindings &findings);
 
-/// Ring attention (dist-ring-attention, before the training step is built):
-/// rewrites each attention over the whole sequence into `blocks` steps over
-/// sequence blocks whose keys and values roll along `axis`. An attention it
-/// cannot rewrite keeps a mark saying why, which applyContextParallel turns
-/// into a note (its keys and values are then all-gathered).
-///
-/// With `balance` (causal load balancing) the sequence is held in mirrored
-/// chunks (mirroredChunks(blocks)): the tables indexed by position are
-/// permuted to that order (permuteSequenceTables) and each step after the
-/// first skips the half of its blocks a causal mask hides. An input whose
-/// sequence does not divide by 2 x blocks, or a model the layout cannot
-/// follow, is an error.
-mlir::LogicalResult applyRingAttention(mlir::ModuleOp module,
-                                       llvm::StringRef axis, int64_t blocks,
-                                       bool balance = false);
+/// What dist-ring-attention does (before the training step is built).
+struct RingAttentionOptions {
+  std::string axis = "cp";
+  /// Ranks on the ring (the axis's size); 0: nothing to do.
+  int64_t blocks = 0;
+  /// Causal load balancing (only without `choose`): the sequence is held in
+  /// mirrored chunks (mirroredChunks(blocks)), the tables indexed by
+  /// position are permuted to that order (permuteSequenceTables) and each
+  /// step after the first skips the half of its blocks a causal mask hides.
+  /// An input whose sequence does not divide by 2 x blocks, or a model the
+  /// layout cannot follow, is an error.
+  bool balance = false;
+  /// The plan names no variant: each attention gets the one the cost model
+  /// finds fastest (ContextParallelCost.h); those it chooses ring for are
+  /// rewritten, the others marked for dist-apply-plan. Else every
+  /// attention is rewritten.
+  bool choose = false;
+  /// For the choice: whether backward follows, the memory budget per rank,
+  /// the mesh (names, sizes; empty: the axis alone) and the machine.
+  bool training = false;
+  std::optional<int64_t> memoryBudget;
+  std::vector<std::string> meshAxes;
+  std::vector<int64_t> meshSizes;
+  std::shared_ptr<const cost::MachineProfile> machine;
+};
+
+/// Ring attention: rewrites each attention over the whole sequence (each
+/// that the cost model chose ring for, with `options.choose`) into
+/// `blocks` steps over sequence blocks whose keys and values roll along
+/// the axis. An attention it cannot rewrite keeps a mark saying why, which
+/// applyContextParallel turns into a note (its keys and values are then
+/// all-gathered); with `choose`, the next fastest variant is taken instead.
+/// Each choice is a remark and goes to `decisions` (when given).
+mlir::LogicalResult
+applyRingAttention(mlir::ModuleOp module, const RingAttentionOptions &options,
+                   std::vector<AttentionDecision> *decisions);
 
 /// The order causal load balancing holds the sequence in, for `ranks`
 /// ranks: 2 x ranks chunks, rank r's block being chunks r and

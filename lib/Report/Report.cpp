@@ -22,6 +22,7 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/YAMLParser.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -621,6 +622,7 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   report.outputs = outputsOf(module);
   report.unmatchedPatterns = c.planFindings().unmatchedPatterns;
   report.planNotes = c.planFindings().notes;
+  report.attentionChoices = c.planFindings().attention;
   if (!stages)
     return report;
 
@@ -812,6 +814,30 @@ void distopt::printReportText(const Report &r, raw_ostream &os) {
     for (const std::string &n : r.planNotes)
       os << "  note: " << n << "\n";
   }
+  if (!r.attentionChoices.empty()) {
+    os << "\ncontext parallelism, attention by the cost model:\n";
+    for (const AttentionDecision &d : r.attentionChoices) {
+      os << "  " << d.layer << ": " << d.variant << " (" << d.axis << "="
+         << d.ranks << ", machine " << d.machine;
+      if (d.memoryBudget)
+        os << ", budget " << humanBytes(static_cast<double>(*d.memoryBudget));
+      os << ")\n";
+      for (const AttentionDecision::Candidate &c : d.candidates) {
+        os << llvm::format("    %-10s", c.variant.c_str());
+        if (!c.rejected.empty() && !c.overBudget) {
+          os << "not a candidate: " << c.rejected << "\n";
+          continue;
+        }
+        os << llvm::format("%10.1f us  %lld collective(s)", c.us,
+                           static_cast<long long>(c.collectives))
+           << ", sends " << humanBytes(c.sentBytes) << ", holds "
+           << humanBytes(c.heldBytes);
+        if (c.overBudget)
+          os << "; over the budget";
+        os << "\n";
+      }
+    }
+  }
   os << "\nestimate (rank 0, one step):\n"
      << llvm::format("  compute        %10.1f us (%.3g GFLOP)\n", r.computeUs,
                      r.flopsPerRank / 1e9)
@@ -921,6 +947,33 @@ void distopt::printReportJson(const Report &r, raw_ostream &os) {
   root["plan"] =
       llvm::json::Object{{"unmatched_patterns", std::move(unmatched)},
                          {"notes", std::move(notes)}};
+  if (!r.attentionChoices.empty()) {
+    llvm::json::Array attention;
+    for (const AttentionDecision &d : r.attentionChoices) {
+      llvm::json::Array candidates;
+      for (const AttentionDecision::Candidate &c : d.candidates) {
+        llvm::json::Object o{{"variant", c.variant}};
+        if (c.rejected.empty() || c.overBudget) {
+          o["time_us"] = c.us;
+          o["collectives"] = c.collectives;
+          o["sent_bytes"] = static_cast<int64_t>(std::llround(c.sentBytes));
+          o["held_bytes"] = static_cast<int64_t>(std::llround(c.heldBytes));
+        }
+        if (!c.rejected.empty())
+          o["rejected"] = c.rejected;
+        candidates.push_back(std::move(o));
+      }
+      llvm::json::Object o{
+          {"layer", d.layer},     {"variant", d.variant},
+          {"axis", d.axis},       {"ranks", d.ranks},
+          {"machine", d.machine}, {"candidates", std::move(candidates)}};
+      if (d.memoryBudget)
+        o["memory_budget_bytes"] = *d.memoryBudget;
+      attention.push_back(std::move(o));
+    }
+    root["context_parallel"] =
+        llvm::json::Object{{"attention", std::move(attention)}};
+  }
   if (r.pipeline) {
     const PipelineReport &p = *r.pipeline;
     llvm::json::Array stages;

@@ -97,6 +97,16 @@ void distopt::printReportSummary(const Report &r, llvm::raw_ostream &os) {
                        (long long)p.stages, (long long)p.microbatches,
                        p.schedule.c_str(), 100.0 * p.bubbleFraction);
   }
+  if (!r.attentionChoices.empty()) {
+    // One count per variant: "ring x2".
+    std::map<std::string, int> counts;
+    for (const AttentionDecision &d : r.attentionChoices)
+      ++counts[d.variant];
+    os << "context parallelism: attention by the cost model:";
+    for (const auto &[variant, n] : counts)
+      os << " " << variant << " x" << n;
+    os << "\n";
+  }
   if (!r.unmatchedPatterns.empty() || !r.planNotes.empty())
     os << "plan: " << r.unmatchedPatterns.size()
        << " pattern(s) match nothing, " << r.planNotes.size()

@@ -38,10 +38,6 @@ struct Report;
 
 namespace distopt::autoplan {
 
-/// "80GiB", "512MiB", "1.5GB", "4096" (bytes): binary units KiB..TiB,
-/// decimal KB..TB, B.
-llvm::Expected<int64_t> parseByteSize(llvm::StringRef text);
-
 /// One point of the search space.
 struct Candidate {
   int64_t dp = 1, tp = 1, pp = 1;

@@ -7,7 +7,8 @@
 //
 //   annotate   dist-strip-distribution (one device), dist-apply-precision
 //              (--train with a precision policy), dist-ring-attention (a
-//              plan's context_parallel attention: ring), dist-build-training-
+//              plan's context_parallel attention: ring, or none named: the
+//              variant by cost), dist-build-training-
 //              step (--train), dist-apply-plan (--mesh, --plan; not for one
 //              device)
 //   shard      dist-propagate-sharding, dist-tie-updates-to-state,
@@ -70,6 +71,10 @@ struct CompileOptions {
   /// Values of ONNX graph inputs the importer may read where it needs them
   /// (a test-harness specialisation; see ImportOptions::inputValues).
   llvm::StringMap<InputValues> inputValues;
+  /// --memory-budget without --plan auto: bytes per rank that the working
+  /// set of an attention must fit where context parallelism chooses its
+  /// variant by cost.
+  std::optional<int64_t> memoryBudget;
   /// The machine the costs are for (propagation's conflicts, the reshard
   /// planner, the report); null: the default profile (docs/cost-model.md).
   std::shared_ptr<const cost::MachineProfile> machine;

@@ -1,7 +1,8 @@
 //===- Passes.h - plans become annotations ----------------------*- C++ -*-===//
 //
-// dist-apply-plan and dist-strip-distribution: thin pass wrappers over
-// applyPlan and stripDistribution (Plan.h). See Passes.td.
+// dist-apply-plan, dist-ring-attention and dist-strip-distribution: thin
+// pass wrappers over applyPlan, the ring rewrite and stripDistribution
+// (Plan.h). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_PLAN_PASSES_H
@@ -26,6 +27,14 @@ namespace distopt {
 std::unique_ptr<mlir::Pass> createDistApplyPlan(
     std::string mesh, Plan plan, PlanFindings *findings,
     std::shared_ptr<const cost::MachineProfile> machine = nullptr);
+
+/// dist-ring-attention on `machine`'s links (null: its `machine` option);
+/// with attention=auto, `decisions` (when given) receives each choice, for
+/// the report.
+std::unique_ptr<mlir::Pass>
+createDistRingAttention(const DistRingAttentionOptions &options,
+                        std::shared_ptr<const cost::MachineProfile> machine,
+                        std::vector<AttentionDecision> *decisions);
 
 #define GEN_PASS_REGISTRATION
 #include "distopt/Plan/Passes.h.inc"

@@ -85,7 +85,7 @@ def DistRingAttention : Pass<"dist-ring-attention", "mlir::ModuleOp"> {
     `size`, a mask it cannot cut into blocks) is left as it is with a mark
     saying why; `dist-apply-plan` turns the mark into a warning and a report
     note, and all-gathers that attention's keys and values. `size` 0 reads
-    the axis's size from the module's mesh.
+    the axis's size from `mesh` or the module's mesh.
 
     With `balance` the program's sequence is held in mirrored order: the
     sequence cut into `2 * size` chunks, block r holding chunks r and
@@ -93,18 +93,44 @@ def DistRingAttention : Pass<"dist-ring-attention", "mlir::ModuleOp"> {
     that the model's inputs meet is permuted to that order (the inputs
     themselves are fed so: `dist-apply-plan` marks them), and each step
     after the first computes only the half of its block that a causal mask
-    leaves visible, the same half-block on every rank.
+    leaves visible, the same half-block on every rank. `balance` needs
+    `attention=ring`.
+
+    With `attention=auto` (a plan whose context parallelism names no
+    variant, and the `cp` preset) each attention gets the variant the cost
+    model finds fastest on `machine`'s links (`training`: with backward's
+    collectives), among those that hold at most `memory-budget` bytes of
+    one attention per rank (forward: its working set; training: what it
+    keeps for backward): those it chooses ring for are rewritten, the
+    others marked with their variant for `dist-apply-plan`. Each choice is
+    a remark naming every candidate's estimated time or why it was none.
   }];
   let options = [
     Option<"axis", "axis", "std::string", /*default=*/"\"cp\"",
            "the mesh axis context parallelism splits the sequence over">,
     Option<"size", "size", "int64_t", /*default=*/"0",
-           "the number of ranks on the ring (0: the axis's size in the "
-           "module's mesh)">,
+           "the number of ranks on the ring (0: the axis's size in `mesh` "
+           "or the module's mesh)">,
     Option<"balance", "balance", "bool", /*default=*/"false",
-           "causal load balancing: rank r holds chunks r and 2*size-1-r of "
-           "the sequence cut into 2*size chunks; position tables and masks "
-           "follow, and steps skip the key blocks a causal mask hides">
+           "causal load balancing (attention=ring): rank r holds chunks r and "
+           "2*size-1-r of the sequence cut into 2*size chunks; position "
+           "tables and masks follow, and steps skip the key blocks a causal "
+           "mask hides">,
+    Option<"attention", "attention", "std::string", /*default=*/"\"ring\"",
+           "ring: rewrite every attention; auto: choose each attention's "
+           "variant by cost">,
+    Option<"mesh", "mesh", "std::string", /*default=*/"\"\"",
+           "the mesh the plan is for, name=size,... (empty: the module's "
+           "own mesh, or the axis alone); its links price the choice">,
+    Option<"training", "training", "bool", /*default=*/"false",
+           "attention=auto: a training step follows (backward's collectives "
+           "count)">,
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
+           "attention=auto: bytes per rank a variant may hold of one "
+           "attention (0: no budget)">,
+    Option<"machine", "machine", "std::string", /*default=*/"\"\"",
+           "attention=auto: the machine profile (cpu, h100, h200 or a JSON "
+           "file; default: cpu)">
   ];
   let dependentDialects = ["::distopt::nn::NNDialect"];
 }

@@ -65,11 +65,12 @@ struct ContextParallelSpec {
   /// allgather: each rank keeps its query rows, keys and values are
   /// gathered; ulysses: all-to-all from the sequence split to a head split
   /// around attention; ring: K/V blocks passed around the ring
-  /// (dist-ring-attention).
-  std::string attention = "allgather";
-  /// `ring` only: each rank holds two mirrored chunks of the sequence cut
-  /// into 2 x size chunks (r and 2 x size - 1 - r), so that a causal mask
-  /// leaves every rank the same work (docs/plans.md).
+  /// (dist-ring-attention); empty: the cost model chooses per attention
+  /// (Plan/ContextParallelCost.h).
+  std::string attention;
+  /// `ring` only (named in the plan): each rank holds two mirrored chunks
+  /// of the sequence cut into 2 x size chunks (r and 2 x size - 1 - r), so
+  /// that a causal mask leaves every rank the same work (docs/plans.md).
   bool loadBalance = false;
   mlir::LocationAttr loc;
 };
@@ -111,7 +112,8 @@ struct Plan {
   int64_t microbatches() const;
   /// The mesh a plan file names ("" if none does).
   const PlanSpec *meshSource() const;
-  /// The context_parallel section, if a plan has one (the last wins).
+  /// The context_parallel section or the `cp` preset's (axis cp, no
+  /// variant named), if a plan has one (the last wins).
   const ContextParallelSpec *contextParallel() const;
   /// Every plan file's `recompute` globs, in order.
   std::vector<std::pair<std::string, mlir::LocationAttr>> recompute() const;
@@ -154,6 +156,29 @@ mlir::FailureOr<std::string> resolvePlanMesh(mlir::MLIRContext *ctx,
 mlir::FailureOr<PlanSpec> parsePlanFile(mlir::MLIRContext *ctx,
                                         llvm::StringRef path);
 
+/// One attention whose context-parallel variant the cost model chose (the
+/// plan named none): each candidate's cost or why it was none.
+struct AttentionDecision {
+  std::string layer;   // module path, "layers.0.self_attn"
+  std::string variant; // what it runs
+  std::string axis;    // the context axis and its size
+  int64_t ranks = 1;
+  std::string machine;                 // the cost model's profile
+  std::optional<int64_t> memoryBudget; // bytes per rank, when given
+  struct Candidate {
+    std::string variant;
+    /// Empty when it was a candidate; else why not (cannot split this
+    /// attention, over the budget).
+    std::string rejected;
+    bool overBudget = false; // costed, then rejected for what it holds
+    double us = 0;           // its collectives' time (cost model)
+    double sentBytes = 0;    // bytes one rank sends
+    double heldBytes = 0;    // what a rank holds of the attention
+    int64_t collectives = 0;
+  };
+  std::vector<Candidate> candidates; // in the order ties go
+};
+
 /// What applying a plan noticed that does not stop it, for the report: each
 /// entry is also emitted as a warning.
 struct PlanFindings {
@@ -162,6 +187,9 @@ struct PlanFindings {
   /// Places where the plan could not be followed as written (heads that do
   /// not divide, batches smaller than the data axis).
   std::vector<std::string> notes;
+  /// Context parallelism's attention variants the cost model chose, each
+  /// also a remark (dist-ring-attention and dist-apply-plan fill it).
+  std::vector<AttentionDecision> attention;
 };
 
 /// Applies the plan to the module's main function as dist.annotate

@@ -13,6 +13,7 @@
 
 #include "distopt/CostModel/MachineProfile.h"
 #include "distopt/PipelineStages/Schedule.h"
+#include "distopt/Plan/Plan.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
@@ -135,6 +136,8 @@ struct Report {
   /// What the plan could not follow as written (see PlanFindings).
   std::vector<std::string> unmatchedPatterns;
   std::vector<std::string> planNotes;
+  /// Context parallelism's attention variants the cost model chose.
+  std::vector<AttentionDecision> attentionChoices;
 };
 
 class Compilation;

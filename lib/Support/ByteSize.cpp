@@ -1,5 +1,5 @@
 //===- ByteSize.cpp - memory sizes as users write them ----------*- C++ -*-===//
-#include "distopt/AutoPlan/AutoPlan.h"
+#include "distopt/Support/ByteSize.h"
 
 #include "llvm/ADT/StringSwitch.h"
 
@@ -9,7 +9,7 @@
 
 using namespace llvm;
 
-Expected<int64_t> distopt::autoplan::parseByteSize(StringRef text) {
+Expected<int64_t> distopt::parseByteSize(StringRef text) {
   auto bad = [&] {
     return createStringError("'" + text.str() +
                              "' is not a memory size; expected a number and "
