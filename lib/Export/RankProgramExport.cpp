@@ -52,6 +52,8 @@ private:
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
   LogicalResult exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op);
+  LogicalResult addOperandsAndResult(Operation *op, proto::Instruction *inst,
+                                     Location resultLoc);
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
   /// Input (or, `isResult`, output) `i` of `func`, value `v` of id `id`:
@@ -327,6 +329,26 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
+/// A fused op's operands as `inst`'s inputs and its one result as its
+/// output, named after `resultLoc`.
+LogicalResult Exporter::addOperandsAndResult(Operation *op,
+                                             proto::Instruction *inst,
+                                             Location resultLoc) {
+  for (Value v : op->getOperands()) {
+    FailureOr<int32_t> id = use(op, v);
+    if (failed(id))
+      return failure();
+    inst->add_inputs(*id);
+  }
+  Value result = op->getResult(0);
+  FailureOr<int32_t> id = newValue(resultLoc, result.getType());
+  if (failed(id))
+    return failure();
+  ids[result] = *id;
+  inst->add_outputs(*id);
+  return success();
+}
+
 /// A fused op's location lists the ops it stands for: the first and the
 /// last of them (both the op's own location otherwise).
 static std::pair<Location, Location> firstAndLastOf(Location loc) {
@@ -349,18 +371,7 @@ LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
     attrs["transpose_rhs"].set_i(1);
   if (op.getGelu())
     attrs["epilogue"].set_s("gelu");
-  for (Value v : op->getOperands()) {
-    FailureOr<int32_t> id = use(op, v);
-    if (failed(id))
-      return failure();
-    inst->add_inputs(*id);
-  }
-  FailureOr<int32_t> id = newValue(last, op.getType());
-  if (failed(id))
-    return failure();
-  ids[op.getResult()] = *id;
-  inst->add_outputs(*id);
-  return success();
+  return addOperandsAndResult(op, inst, last);
 }
 
 /// One `softmax_grad` instruction (inputs y, dy; `axis`), at the first op
@@ -369,18 +380,7 @@ LogicalResult Exporter::exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op) {
   auto [first, last] = firstAndLastOf(op.getLoc());
   proto::Instruction *inst = newInstruction(op, "softmax_grad", first);
   (*inst->mutable_attrs())["axis"].set_i(op.getAxis());
-  for (Value v : op->getOperands()) {
-    FailureOr<int32_t> id = use(op, v);
-    if (failed(id))
-      return failure();
-    inst->add_inputs(*id);
-  }
-  FailureOr<int32_t> id = newValue(last, op.getType());
-  if (failed(id))
-    return failure();
-  ids[op.getResult()] = *id;
-  inst->add_outputs(*id);
-  return success();
+  return addOperandsAndResult(op, inst, last);
 }
 
 SmallVector<int64_t> Exporter::axisIndices(ArrayAttr axes) {

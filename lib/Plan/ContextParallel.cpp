@@ -545,6 +545,11 @@ private:
   std::string unblockable(Value x, int64_t rank);
   /// `x` (broadcast against the [..., seq, seq] scores) for the
   /// [..., blocks, chunk, chunk] scores of step `t`.
+  /// A [..., seq, seq] operand cut into `pieces` along both dims, as
+  /// [..., pieces, size, size, pieces] (query piece, rows, columns, key
+  /// piece); made once per operand and kept in `cache`.
+  Value byKeyPiece(OpBuilder &b, Location loc, Value x, int64_t pieces,
+                   DenseMap<Value, Value> &cache);
   Value blockOf(OpBuilder &b, Location loc, Value x, int64_t t);
   /// blockOf with -inf made the lowest finite value: a row that the mask
   /// hides throughout one block would make that block's softmax NaN; with
@@ -642,6 +647,24 @@ std::string RingRewriter::unblockable(Value x, int64_t rank) {
          shape + ">";
 }
 
+Value RingRewriter::byKeyPiece(OpBuilder &b, Location loc, Value x,
+                               int64_t pieces, DenseMap<Value, Value> &cache) {
+  Value &keyed = cache[x];
+  if (keyed)
+    return keyed;
+  ArrayRef<int64_t> xs = shapeOf(x);
+  int64_t p = xs.size() - 2, size = sequence / pieces;
+  SmallVector<int64_t> shape(xs.take_front(p));
+  shape.append({pieces, size, pieces, size});
+  Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
+  SmallVector<int64_t> perm;
+  for (int64_t d = 0; d < p; ++d)
+    perm.push_back(d);
+  perm.append({p, p + 1, p + 3, p + 2});
+  keyed = nn::TransposeOp::create(b, loc, split, b.getDenseI64ArrayAttr(perm));
+  return keyed;
+}
+
 Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t t) {
   ArrayRef<int64_t> xs = shapeOf(x);
   int64_t rx = xs.size();
@@ -654,18 +677,7 @@ Value RingRewriter::blockOf(OpBuilder &b, Location loc, Value x, int64_t t) {
     return nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
   }
   int64_t chunk = sequence / blocks, p = rx - 2;
-  Value &keyed = byKeyBlock[x];
-  if (!keyed) {
-    SmallVector<int64_t> shape(xs.take_front(p));
-    shape.append({blocks, chunk, blocks, chunk});
-    Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
-    SmallVector<int64_t> perm;
-    for (int64_t d = 0; d < p; ++d)
-      perm.push_back(d);
-    perm.append({p, p + 1, p + 3, p + 2});
-    keyed =
-        nn::TransposeOp::create(b, loc, split, b.getDenseI64ArrayAttr(perm));
-  }
+  Value keyed = byKeyPiece(b, loc, x, blocks, byKeyBlock);
   // Query block r meets key block (r - t) mod blocks at step t.
   SmallVector<int64_t> idxShape(xs.take_front(p));
   idxShape.append({blocks, chunk, chunk, 1});
@@ -824,18 +836,7 @@ Value RingRewriter::pairBlockOf(OpBuilder &b, Location loc, Value x, int64_t t,
     return nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
   }
   int64_t halves = 2 * blocks, half = sequence / halves, p = rx - 2;
-  Value &keyed = byKeyHalf[x];
-  if (!keyed) {
-    SmallVector<int64_t> shape(xs.take_front(p));
-    shape.append({halves, half, halves, half});
-    Value split = nn::ReshapeOp::create(b, loc, withShape(x, shape), x);
-    SmallVector<int64_t> perm;
-    for (int64_t d = 0; d < p; ++d)
-      perm.push_back(d);
-    perm.append({p, p + 1, p + 3, p + 2});
-    keyed =
-        nn::TransposeOp::create(b, loc, split, b.getDenseI64ArrayAttr(perm));
-  }
+  Value keyed = byKeyPiece(b, loc, x, halves, byKeyHalf);
   // Rank r's pair (qh, kh) at step t: query chunk 2r + qh (half qh of its
   // own block: a local choice), key chunk 2k + kh of the key block
   // k = (r - t) mod blocks.
