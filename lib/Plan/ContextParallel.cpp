@@ -252,12 +252,17 @@ void ContextParallelApplier::splitInputs() {
   }
 }
 
+/// A softmax's axis counted from the front (the attribute may count from
+/// the back).
+static int64_t axisOf(nn::SoftmaxOp softmax) {
+  int64_t axis = static_cast<int64_t>(softmax.getAxis());
+  return axis < 0 ? axis + softmax.getInput().getType().getRank() : axis;
+}
+
 void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
   auto type = softmax.getInput().getType();
   int64_t rank = type.getRank();
-  int64_t softmaxAxis = static_cast<int64_t>(softmax.getAxis());
-  if (softmaxAxis < 0)
-    softmaxAxis += rank;
+  int64_t softmaxAxis = axisOf(softmax);
   // Only a softmax over the whole sequence is attention over it.
   if (rank < 2 || softmaxAxis != rank - 1 ||
       type.getDimSize(rank - 1) != sequence)
@@ -589,9 +594,7 @@ std::optional<Attention>
 RingRewriter::attentionAt(nn::SoftmaxOp softmax) const {
   auto type = softmax.getInput().getType();
   int64_t rank = type.getRank();
-  int64_t softmaxAxis = static_cast<int64_t>(softmax.getAxis());
-  if (softmaxAxis < 0)
-    softmaxAxis += rank;
+  int64_t softmaxAxis = axisOf(softmax);
   if (rank < 3 || softmaxAxis != rank - 1 ||
       type.getDimSize(rank - 1) != sequence ||
       type.getDimSize(rank - 2) != sequence)

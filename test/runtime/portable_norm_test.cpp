@@ -41,7 +41,7 @@ template <typename T>
 std::vector<T> BodySoftmax(bool log, const std::vector<T>& x, int64_t outer, int64_t n,
                            int64_t inner, Lanes lanes) {
   std::vector<T> y(x.size());
-  if (inner == 1 && n >= 32) {
+  if (portable::WarpPerRow(n, inner)) {
     portable::SoftmaxRowsBody<T> body{x.data(), y.data(), n, log};
     if (lanes == Lanes::kSim)
       SimWarpRows(outer, body);
@@ -155,7 +155,7 @@ template <typename T>
 std::vector<T> BodySoftmaxGrad(const std::vector<T>& y, const std::vector<T>& dy, int64_t outer,
                                int64_t n, int64_t inner, Lanes lanes) {
   std::vector<T> dx(y.size());
-  if (inner == 1 && n >= 32) {
+  if (portable::WarpPerRow(n, inner)) {
     portable::SoftmaxGradRowsBody<T> body{y.data(), dy.data(), dx.data(), n};
     if (lanes == Lanes::kSim)
       SimWarpRows(outer, body);

@@ -12,8 +12,7 @@ cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x);
     T* py = static_cast<T*>(y);
-    // A warp per row when rows are contiguous and long enough to share.
-    if (inner == 1 && n >= 32) {
+    if (portable::WarpPerRow(n, inner)) {
       portable::SoftmaxRowsBody<T> body{px, py, n, log};
       return LaunchRows(outer, body, stream);
     }
@@ -29,7 +28,7 @@ cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* 
     const T* py = static_cast<const T*>(y);
     const T* pd = static_cast<const T*>(dy);
     T* px = static_cast<T*>(dx);
-    if (inner == 1 && n >= 32) {
+    if (portable::WarpPerRow(n, inner)) {
       portable::SoftmaxGradRowsBody<T> body{py, pd, px, n};
       return LaunchRows(outer, body, stream);
     }

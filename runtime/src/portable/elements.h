@@ -50,6 +50,14 @@ DISTRT_HD int64_t ElementOffset(const ElementsMap& m, int64_t t, int64_t v) {
   return off;
 }
 
+// ElementOffset, or -1 after reporting index `v` out of range as `code`.
+DISTRT_HD int64_t OffsetOrReport(const ElementsMap& m, int64_t t, int64_t v,
+                                 ErrorSlot* error, DeviceErrorCode code) {
+  const int64_t off = ElementOffset(m, t, v);
+  if (off < 0) ReportError(error, code, v, m.dim);
+  return off;
+}
+
 // out[t] = data[offset(t)], moved as U (the element's unsigned word).
 template <typename U, typename I>
 struct GatherElementsBody {
@@ -59,14 +67,9 @@ struct GatherElementsBody {
   ElementsMap map;
   ErrorSlot* error;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t v = static_cast<int64_t>(idx[t]);
-    const int64_t off = ElementOffset(map, t, v);
-    if (off < 0) {
-      out[t] = U{};
-      ReportError(error, DeviceErrorCode::kGatherElementsIndex, v, map.dim);
-      return;
-    }
-    out[t] = data[off];
+    const int64_t off = OffsetOrReport(map, t, static_cast<int64_t>(idx[t]), error,
+                                       DeviceErrorCode::kGatherElementsIndex);
+    out[t] = off < 0 ? U{} : data[off];
   }
 };
 
@@ -78,13 +81,9 @@ struct ScatterWinnerBody {
   ElementsMap map;
   ErrorSlot* error;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t v = static_cast<int64_t>(idx[t]);
-    const int64_t off = ElementOffset(map, t, v);
-    if (off < 0) {
-      ReportError(error, DeviceErrorCode::kScatterElementsIndex, v, map.dim);
-      return;
-    }
-    Policy::Max(winner + off, static_cast<long long>(t));
+    const int64_t off = OffsetOrReport(map, t, static_cast<int64_t>(idx[t]), error,
+                                       DeviceErrorCode::kScatterElementsIndex);
+    if (off >= 0) Policy::Max(winner + off, static_cast<long long>(t));
   }
 };
 
@@ -119,13 +118,9 @@ struct ScatterAddElementsBody {
   ElementsMap map;
   ErrorSlot* error;
   DISTRT_HD void operator()(int64_t t) const {
-    const int64_t v = static_cast<int64_t>(idx[t]);
-    const int64_t off = ElementOffset(map, t, v);
-    if (off < 0) {
-      ReportError(error, DeviceErrorCode::kScatterElementsIndex, v, map.dim);
-      return;
-    }
-    Policy::Add(out + off, upd[t]);
+    const int64_t off = OffsetOrReport(map, t, static_cast<int64_t>(idx[t]), error,
+                                       DeviceErrorCode::kScatterElementsIndex);
+    if (off >= 0) Policy::Add(out + off, upd[t]);
   }
 };
 

@@ -62,6 +62,11 @@ struct SoftmaxFinish {
   DISTRT_HD C operator()(C v) const { return log ? v - (m + scale) : Exp(v - m) * scale; }
 };
 
+// Whether a row-wise body (a warp per row) runs [outer, n, inner] rather
+// than the column body (a thread per column): rows contiguous and long
+// enough for a warp to share.
+inline bool WarpPerRow(int64_t n, int64_t inner) { return inner == 1 && n >= 32; }
+
 // Rows: x is [rows, n] (the softmax axis last); a warp per row, two passes:
 // the running (max, sum) and then the outputs.
 template <typename T>
