@@ -65,9 +65,25 @@ dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n) {
 
 std::string Message(const dnnl::error& e) { return StrCat("oneDNN: ", e.what()); }
 
-// A matmul primitive with its operand layouts and scratch size. `fast`:
-// not oneDNN's reference loop, which it picks for layouts its kernels do
-// not take (a result with a row stride wider than its columns).
+// DISTRT_GEMM=onednn: products read in place go to oneDNN whatever its
+// kernel (not its reference loop), to compare with OpenBLAS where the
+// default leaves them to OpenBLAS.
+bool OneDnnForced() {
+  static const bool forced = [] {
+    const char* choice = std::getenv("DISTRT_GEMM");
+    return choice && std::strcmp(choice, "onednn") == 0;
+  }();
+  return forced;
+}
+
+// A matmul primitive with its operand layouts and scratch size. `fast`: a
+// blocked (brgemm) kernel. oneDNN falls back to its reference loop for
+// layouts its kernels do not take (a result with a row stride wider than
+// its columns), and on CPUs without AVX-512 its matmul is `gemm:jit`,
+// which OpenBLAS beats: on an AVX2 AMD EPYC (Zen 3) OpenBLAS was as fast or
+// faster on 16 of 21 training-step products and 2.2-2.6x faster on the
+// weight gradients X^T dY of 256-wide layers (bench/runtime/gemm.sh,
+// docs/runtime.md "Matmul").
 struct Product {
   dnnl::matmul matmul;
   memory::desc a, b, c, scratch;
@@ -97,7 +113,9 @@ Product MakeProduct(const memory::desc& a, const memory::desc& b, const memory::
   p.c = c;
   p.scratch = pd.scratchpad_desc();
   p.matmul = dnnl::matmul(pd);
-  p.fast = std::strncmp(pd.impl_info_str(), "ref", 3) != 0;
+  const char* impl = pd.impl_info_str();
+  p.fast = std::strncmp(impl, "brg", 3) == 0 ||
+           (OneDnnForced() && std::strncmp(impl, "ref", 3) != 0);
   return p;
 }
 
@@ -110,6 +128,7 @@ bool OneDnnEnabled() {
   }();
   return enabled;
 }
+
 
 bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
                 float* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
@@ -268,8 +287,11 @@ Status PackedWeights::Multiply(int s, const float* a, int64_t lda, int64_t rows,
 std::string PackedWeights::KernelName() {
   try {
     const dnnl_version_t* v = dnnl_version();
-    return StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ",
-                  Probe(768, 768).impl_info_str());
+    const std::string impl = Probe(768, 768).impl_info_str();
+    // Without a brgemm kernel every product goes to OpenBLAS (unless
+    // DISTRT_GEMM=onednn).
+    if (impl.rfind("brg", 0) != 0 && !OneDnnForced()) return "";
+    return StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ", impl);
   } catch (const dnnl::error&) {
     return "";
   }

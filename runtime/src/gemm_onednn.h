@@ -1,6 +1,6 @@
-// f32 GEMMs through oneDNN's matmul (brgemm kernels), for the shape classes
-// where they beat OpenBLAS on the machines measured (docs/runtime.md,
-// "Matmul"): products by a constant weight, which is reordered once into
+// f32 GEMMs through oneDNN's matmul where it has a brgemm kernel (CPUs with
+// AVX-512), for the shape classes where they beat OpenBLAS on the machines
+// measured (docs/runtime.md, "Matmul"): products by a constant weight, which is reordered once into
 // the blocked layout the kernel reads (OpenBLAS packs the same weight again
 // on every call), and products by a matrix read in place.
 #ifndef DISTRT_SRC_GEMM_ONEDNN_H_

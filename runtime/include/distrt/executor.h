@@ -19,9 +19,9 @@ namespace distrt {
 std::string BlasCoreName();
 // oneDNN's f32 GEMM kernel, e.g. "oneDNN 2.6.3 brg:avx512_core": the one
 // that multiplies by packed weights and most other f32 products (see
-// docs/runtime.md, "Matmul"). "" when distrt was built without oneDNN or
-// the environment sets DISTRT_GEMM=openblas, which sends every GEMM to
-// OpenBLAS.
+// docs/runtime.md, "Matmul"). "" when every GEMM goes to OpenBLAS: distrt
+// was built without oneDNN, the CPU has no AVX-512 (oneDNN has no brgemm
+// kernel there), or the environment sets DISTRT_GEMM=openblas.
 std::string OneDnnGemmName();
 
 struct ExecutorOptions {
