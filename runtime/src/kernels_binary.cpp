@@ -138,6 +138,12 @@ Status Arith(BinOp op, int64_t fmod, const Tensor& A, const Tensor& B, Tensor* o
     case BinOp::kPow:
       if constexpr (kInt) {
         RunBinary(a, b, o, p, pool, [](T x, T y) { return IntPow<T>(x, y); });
+      } else if (B.num_elements() == 1 && b[0] == T(2)) {
+        // x^2 (RMSNorm's square): x * x is the correctly rounded square,
+        // as pow's, without a libm call per element.
+        RunBinary(a, b, o, p, pool, [](T x, T) { return x * x; });
+      } else if (B.num_elements() == 1 && b[0] == T(1)) {
+        RunBinary(a, b, o, p, pool, [](T x, T) { return x; });  // its gradient's x^1
       } else {
         RunBinary(a, b, o, p, pool, [](T x, T y) { return static_cast<T>(std::pow(x, y)); });
       }

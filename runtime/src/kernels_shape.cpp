@@ -39,8 +39,23 @@ void GatherRows(const uint8_t* src, int64_t base, const BroadcastPlan& plan, siz
       uint8_t* out = dst + static_cast<size_t>(r) * row_bytes;
       if (s == 1) {
         std::memcpy(out, in, row_bytes);
-      } else if (s == 0) {
-        for (int64_t i = 0; i < inner; ++i) std::memcpy(out + i * elem, in, elem);
+      } else if (s == 0) {  // one value repeated (a broadcast of a size-1 dim)
+        switch (elem) {  // constant sizes: the copies inline and vectorise
+          case 1:
+            std::memset(out, in[0], static_cast<size_t>(inner));
+            break;
+          case 2:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 2 * i, in, 2);
+            break;
+          case 4:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 4 * i, in, 4);
+            break;
+          case 8:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + 8 * i, in, 8);
+            break;
+          default:
+            for (int64_t i = 0; i < inner; ++i) std::memcpy(out + i * elem, in, elem);
+        }
       } else {
         switch (elem) {
           case 1:
@@ -506,6 +521,12 @@ Status RunPad(KernelContext& ctx) {
   const int64_t rows = total / inner;
   const uint8_t* src = x.data<uint8_t>();
   uint8_t* dst = out->data<uint8_t>();
+  // A row of pad values: constant runs are copied from it whole (a gradient
+  // of a slice pads half of every row; one small memcpy per element was
+  // most of its time).
+  std::vector<uint8_t> fill_row(static_cast<size_t>(inner) * elem);
+  for (int64_t j = 0; j < inner; ++j) std::memcpy(fill_row.data() + j * elem, fill, elem);
+  const bool constant = mode == PadMode::kConstant;
   ParallelFor(ctx.pool, rows, std::max<int64_t>(1, kElementwiseGrain / inner),
               [&](int64_t r0, int64_t r1) {
                 std::vector<int64_t> idx(r - 1);
@@ -523,10 +544,19 @@ Status RunPad(KernelContext& ctx) {
                   }
                   uint8_t* out_row = dst + static_cast<size_t>(row * inner) * elem;
                   if (is_pad) {
-                    for (int64_t j = 0; j < inner; ++j) std::memcpy(out_row + j * elem, fill, elem);
+                    std::memcpy(out_row, fill_row.data(), fill_row.size());
                     continue;
                   }
                   const uint8_t* in_row = src + static_cast<size_t>(off) * elem;
+                  if (constant) {  // outside [lo, hi) every value is the pad value
+                    std::memcpy(out_row, fill_row.data(), static_cast<size_t>(lo) * elem);
+                    if (hi > lo)
+                      std::memcpy(out_row + lo * elem, in_row + last[lo] * elem,
+                                  static_cast<size_t>(hi - lo) * elem);
+                    std::memcpy(out_row + hi * elem, fill_row.data(),
+                                static_cast<size_t>(inner - hi) * elem);
+                    continue;
+                  }
                   for (int64_t j = 0; j < lo; ++j) {
                     const int64_t m = last[j];
                     std::memcpy(out_row + j * elem, m < 0 ? fill : in_row + m * elem, elem);

@@ -80,14 +80,22 @@ T Sigmoid(T x) {
   return e / (T(1) + e);
 }
 
-// Float erf and exp by the vectorisable ErfF32 and ExpF32 (double keeps
-// libm's), in
-// non-template loops so that they can carry DISTRT_SIMD_CLONES.
+// Float erf, exp and sigmoid by the vectorisable ErfF32 and ExpF32 (double
+// keeps libm's), in non-template loops so that they can carry
+// DISTRT_SIMD_CLONES.
 DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
 }
 DISTRT_SIMD_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ExpF32(x[i]);
+}
+// sigmoid(x) = 1 / (1 + exp(-x)): exp(-x) overflows to inf for x below
+// about -88.7 and the result is 0, as it should be; NaN stays NaN.
+DISTRT_SIMD_CLONES void SigmoidLoop(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + ExpF32(-x[i]));
+}
+void SigmoidLoop(const double* x, double* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Sigmoid(x[i]);
 }
 void ExpLoop(const double* x, double* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
@@ -116,7 +124,8 @@ Status FloatUnary(UnOp op, const T* x, T* y, int64_t n, ThreadPool* pool) {
       Map(x, y, n, pool, [](T v) { return std::tanh(v); });
       break;
     case UnOp::kSigmoid:
-      Map(x, y, n, pool, [](T v) { return Sigmoid(v); });
+      ParallelFor(pool, n, kElementwiseGrain,
+                  [&](int64_t lo, int64_t hi) { SigmoidLoop(x + lo, y + lo, hi - lo); });
       break;
     case UnOp::kErf:
       ParallelFor(pool, n, kElementwiseGrain,
