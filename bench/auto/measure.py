@@ -13,7 +13,15 @@ states" plus "peak activations"). Prints a table per model, Spearman's rank
 correlation of predicted vs measured time, the mean absolute error of the
 time prediction relative to the measurement, and the memory ratios.
 
-  bench/auto/measure.py [--bench 5] MODEL_DIR...
+The machine profile is calibrated at the start (`dist-run --calibrate`)
+unless --machine names one; every plan is measured --rounds times,
+interleaved. The measured time is the fastest step of all rounds (as the
+calibration keeps the fastest run: other work on a shared machine only
+slows a step down), with the median of the rounds' medians beside it.
+Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
+and a Llama of about 4M parameters), made once into BUILD/bench-models.
+
+  bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [MODEL_DIR...]
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 
@@ -49,20 +57,87 @@ def spearman(a, b):
     return cov / (va * vb) if va and vb else float("nan")
 
 
+def cpu_line():
+    info = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            info.setdefault(k.strip(), v.strip())
+    with open("/proc/loadavg") as f:
+        load = " ".join(f.read().split()[:3])
+    return "CPU: %s, %d cores; load average %s" % (info.get("model name", "?"), os.cpu_count(), load)
+
+
+def default_models():
+    """The bench models (make_models.py), made once into the build folder."""
+    out = os.path.join(os.path.dirname(bin_dir), "bench-models")
+    names = ["gpt_bench", "llama_bench"]
+    if not all(os.path.exists(os.path.join(out, n, "model.onnx")) for n in names):
+        subprocess.run(["/usr/bin/python3", os.path.join(root, "bench", "auto", "make_models.py"), out],
+                       check=True, stdout=sys.stderr)
+    return [os.path.join(out, n) for n in names]
+
+
+def predict(model, flags, machine):
+    """The report's step time (ms) and busiest rank's memory (MiB)."""
+    r = json.loads(run([bin_dir + "/dist-opt", model] + flags +
+                       ["--machine", machine, "--report=json", "-o", "/dev/null"]).stdout)
+    est, mem = r["estimate"], r["memory"]
+    pred_ms = (r["pipeline"]["makespan_us"] + est["communication_us"]) / 1e3 if "pipeline" in r \
+        else est["step_us"] / 1e3
+    states = max(p + o for p, o in zip(mem["per_rank_parameter_bytes"],
+                                       mem["per_rank_optimizer_state_bytes"]))
+    peaks = [s.get("activation_bytes_peak", 0) for s in r["pipeline"]["stages"]] if "pipeline" in r \
+        else [mem["activation_bytes_peak"]]
+    return pred_ms, (states + max(peaks)) / 1048576
+
+
+def measure(model, flags, machine, bench):
+    """dist-train's median and fastest step (ms) and busiest rank's memory
+    (MiB)."""
+    out = run([bin_dir + "/dist-train", model] + flags +
+              ["--machine", machine, "--steps", "1", "--bench", str(bench), "--threads", "1"]).stdout
+    median_ms = float(re.search(r"median_ms: ([0-9.]+)", out).group(1))
+    min_ms = float(re.search(r"min_ms: ([0-9.]+)", out).group(1))
+    meas_mib = max(float(w) + float(p) for w, p in re.findall(
+        r"weights and states ([0-9.]+) MiB, peak activations ([0-9.]+) MiB", out))
+    return median_ms, min_ms, meas_mib
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", type=int, default=5)
-    ap.add_argument("models", nargs="+")
+    ap.add_argument("--bench", type=int, default=5, help="steps timed per run (dist-train --bench)")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs of every plan, interleaved; the measured time is their median")
+    ap.add_argument("--machine", help="a machine profile (default: dist-run --calibrate, now)")
+    ap.add_argument("models", nargs="*", help="training-case folders (default: the bench models)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="auto-measure")
-    for case in a.models:
+    print(cpu_line())
+    machine = a.machine
+    if not machine:
+        machine = os.path.join(tmp, "machine.json")
+        cal = run([bin_dir + "/dist-run", "--calibrate", "--out", machine])
+        print("calibrated: " + " | ".join(l.strip() for l in cal.stdout.splitlines()
+                                          if re.match(r"\s*(f32 |memory:|2 +[0-9.]+ +[0-9.]+)", l)))
+    print("machine profile: " + machine)
+    for case in a.models or default_models():
         model, config = os.path.join(case, "model.onnx"), os.path.join(case, "train.json")
         # The auto plan, and the layers it found (the pipeline's split).
         auto_file = os.path.join(tmp, "auto.yaml")
         rep = run([bin_dir + "/dist-opt", model, "--train", config, "--plan", "auto",
-                   "--devices", "2", "--emit-plan", auto_file, "--report", "-o", "/dev/null"])
+                   "--devices", "2", "--machine", machine, "--emit-plan", auto_file,
+                   "--report", "-o", "/dev/null"])
         m = re.search(r"repeated layers: (\S+)", rep.stdout)
         layers = m.group(1) if m else None
+        m = re.search(r"auto plan: .*", rep.stdout + rep.stderr)
+        auto_line = m.group(0) if m else "auto plan: ?"
         with open(config) as f:
             text = f.read()
         rc_config = os.path.join(tmp, "recompute.json")
@@ -81,40 +156,55 @@ def main():
             for rc in ([False, True] if layers else [False]):
                 cfg = rc_config if rc else config
                 rows.append((name + (" +rc" if rc else ""), ["--train", cfg, "--mesh", mesh, "--plan", plan]))
-        rows.append(("auto", ["--train", config, "--plan", auto_file]))
-        table = []
+        auto_copy = os.path.join(tmp, "auto-%s.yaml" % os.path.basename(case.rstrip("/")))
+        os.replace(auto_file, auto_copy)
+        rows.append(("auto", ["--train", config, "--plan", auto_copy]))
+        predicted, medians, fastest, mems = {}, {}, {}, {}
         for name, flags in rows:
             try:
-                r = json.loads(run([bin_dir + "/dist-opt", model] + flags + ["--report=json", "-o", "/dev/null"]).stdout)
-                est, mem = r["estimate"], r["memory"]
-                pred_ms = (r["pipeline"]["makespan_us"] + est["communication_us"]) / 1e3 if "pipeline" in r \
-                    else est["step_us"] / 1e3
-                states = max(p + o for p, o in zip(mem["per_rank_parameter_bytes"],
-                                                   mem["per_rank_optimizer_state_bytes"]))
-                peaks = [s.get("activation_bytes_peak", 0) for s in r["pipeline"]["stages"]] if "pipeline" in r \
-                    else [mem["activation_bytes_peak"]]
-                pred_mib = (states + max(peaks)) / 1048576
-                out = run([bin_dir + "/dist-train", model] + flags +
-                          ["--steps", "1", "--bench", str(a.bench), "--threads", "1"]).stdout
-                meas_ms = float(re.search(r"median_ms: ([0-9.]+)", out).group(1))
-                meas_mib = max(float(w) + float(p) for w, p in re.findall(
-                    r"weights and states ([0-9.]+) MiB, peak activations ([0-9.]+) MiB", out))
-                table.append((name, pred_ms, meas_ms, pred_mib, meas_mib))
-            except (subprocess.CalledProcessError, AttributeError, KeyError) as e:
+                predicted[name] = predict(model, flags, machine)
+            except (subprocess.CalledProcessError, KeyError) as e:
                 print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
-        print("\n== %s (2 thread ranks, one thread each; --bench %d median)" % (case, a.bench))
-        print("%-14s %10s %10s %7s %10s %10s %7s" % ("plan", "pred ms", "meas ms", "ratio", "pred MiB", "meas MiB", "ratio"))
-        for name, pm, mm, pb, mb in table:
-            print("%-14s %10.3f %10.3f %7.2f %10.2f %10.2f %7.2f" % (name, pm, mm, pm / mm, pb, mb, pb / mb))
+        for _ in range(a.rounds):  # interleaved, so that a slow stretch hits every plan alike
+            for name, flags in rows:
+                if name not in predicted:
+                    continue
+                try:
+                    med, low, mib = measure(model, flags, machine, a.bench)
+                    medians.setdefault(name, []).append(med)
+                    fastest[name] = min(low, fastest.get(name, low))
+                    mems[name] = mib
+                except (subprocess.CalledProcessError, AttributeError) as e:
+                    print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
+        # Measured time: the fastest step of all rounds, as the calibration
+        # takes the fastest run (other work on a shared machine only slows a
+        # step down); the median of the rounds' medians is shown beside it.
+        table = [(n, predicted[n][0], fastest[n], median(medians[n]), predicted[n][1], mems[n])
+                 for n, _ in rows if n in fastest]
+        print("\n== %s (2 thread ranks, one thread each; %d runs of --bench %d)" % (
+            case, a.rounds, a.bench))
+        print(auto_line)
+        print("%-14s %9s %9s %7s %9s %7s %9s %9s %7s" % (
+            "plan", "pred ms", "fastest", "ratio", "median", "ratio", "pred MiB", "meas MiB", "ratio"))
+        for name, pm, low, med, pb, mb in table:
+            print("%-14s %9.1f %9.1f %7.2f %9.1f %7.2f %9.2f %9.2f %7.2f" % (
+                name, pm, low, pm / low, med, pm / med, pb, mb, pb / mb))
         hand = [t for t in table if t[0] != "auto"]
         if len(hand) > 1:
-            print("spearman(pred, meas time) over all plans: %.3f" % spearman([t[1] for t in table], [t[2] for t in table]))
-            print("mean abs error of time: %.1f%%" % (100 * sum(abs(t[1] - t[2]) / t[2] for t in table) / len(table)))
-            best = min(hand, key=lambda t: t[2])
+            for label, col in (("fastest", 2), ("median", 3)):
+                meas = [t[col] for t in table]
+                print("%-7s: spearman(pred, meas time) %.3f, mean abs error %.1f%%" % (
+                    label, spearman([t[1] for t in table], meas),
+                    100 * sum(abs(t[1] - m) / m for t, m in zip(table, meas)) / len(table)))
+            print("memory: predicted / measured %.2f .. %.2f" % (
+                min(t[4] / t[5] for t in table), max(t[4] / t[5] for t in table)))
             auto = [t for t in table if t[0] == "auto"]
-            if auto:
-                print("auto measured %.3f ms vs best hand plan %s %.3f ms (%+.1f%%)" % (
-                    auto[0][2], best[0], best[2], 100 * (auto[0][2] / best[2] - 1)))
+            for label, col in (("fastest", 2), ("median", 3)):
+                best = min(hand, key=lambda t: t[col])
+                if auto:
+                    print("auto (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
+                        label, auto[0][col], best[0], best[col], 100 * (auto[0][col] / best[col] - 1)))
+    print(cpu_line())
 
 
 if __name__ == "__main__":

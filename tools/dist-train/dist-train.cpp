@@ -138,7 +138,7 @@ static cl::opt<int64_t>
                 cl::init(8), cl::value_desc("K"), cl::cat(category));
 static cl::opt<int> bench("bench",
                           cl::desc("time N steps after one warm-up and print "
-                                   "median_ms"),
+                                   "median_ms and min_ms"),
                           cl::init(0), cl::cat(category));
 
 static int failWith(const Twine &message) {
@@ -533,7 +533,7 @@ int main(int argc, char **argv) {
       outs() << "bench: " << bench << " step(s) on " << t.programs().size()
              << " rank(s), " << *threads << " thread(s) per rank\n"
              << "median_ms: " << format("%.3f", times[times.size() / 2])
-             << "\n";
+             << "\nmin_ms: " << format("%.3f", times.front()) << "\n";
     // Measured memory of each rank this process runs.
     for (const auto &[rank, stats] : t.session().rankStats())
       (root ? outs() : errs())
