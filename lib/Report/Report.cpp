@@ -15,6 +15,7 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/JSON.h"
@@ -497,6 +498,7 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         lastUse[v] = op;
     });
     int64_t live = 0, peak = 0;
+    DenseSet<Value> madeByOptimizer;
     // Weights, constants and optimizer states are stored, not computed.
     auto stored = [](Operation *op) {
       return isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op);
@@ -542,20 +544,26 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
               live -= nn::tensorBytes(v.getType());
         });
       }
+      // The optimizer's outputs replace the parameters and states in place
+      // (the runtime swaps buffers): the peak is that of forward and
+      // backward, and what the optimizer makes is not live after it (a
+      // reshard of the loss placed after the update would otherwise count
+      // every updated parameter and state).
+      auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+      const bool optimizer = phase && phase.getValue() == "optimizer";
       for (Value r : op->getResults()) {
         int64_t b = nn::tensorBytes(r.getType());
         report.activationBytesTotal += b;
-        live += b;
+        if (optimizer)
+          madeByOptimizer.insert(r);
+        else
+          live += b;
       }
-      // The optimizer's outputs replace the parameters and states in place
-      // (the runtime swaps buffers): the peak is that of forward and
-      // backward.
-      auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
-      if (!phase || phase.getValue() != "optimizer")
+      if (!optimizer)
         peak = std::max(peak, live);
       for (Value v : op->getOperands())
         if (lastUse.lookup(v) == op && v.getDefiningOp() &&
-            !stored(v.getDefiningOp()))
+            !stored(v.getDefiningOp()) && !madeByOptimizer.contains(v))
           live -= nn::tensorBytes(v.getType());
     });
     report.activationBytesPeak = std::max(report.activationBytesPeak, peak);
