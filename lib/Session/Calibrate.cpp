@@ -66,7 +66,9 @@ MeasurementPlan planFor(const CalibrationOptions &options, bool gpu) {
   // to reach its peak.
   p.gemmSizes = gpu ? std::vector<int64_t>{64, 512, 4096}
                     : std::vector<int64_t>{64, 256, 1024};
-  p.gemmSeconds = 0.25;
+  // A second per product: on a shared machine a quarter second left the
+  // rates 15% apart from one calibration to the next (docs/cost-model.md).
+  p.gemmSeconds = 1.0;
   p.copyBytes = gpu ? int64_t(1) << 30 : int64_t(256) << 20;
   p.copySeconds = 0.3;
   p.kinds = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
