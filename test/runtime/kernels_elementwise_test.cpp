@@ -172,6 +172,32 @@ TEST(Binary, PowFloatIntAndMixed) {
   ExpectF32(Run1("pow", {F32({2}, {1.5f, -3}), I64({}, {2})}, {DType::kF32, {2}}), {2}, {2.25f, 9});
 }
 
+// A constant exponent of 2 or 1 (RMSNorm's square and its gradient) skips
+// libm: the same values as pow, signed zeros, infinities and NaN included.
+TEST(Binary, PowByConstantTwoOrOneIsPow) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-0.0f, 0.0f, -3.5f, 1e-30f, 1e30f, -inf, inf, nan, 0.1f};
+  for (float e : {2.0f, 1.0f}) {
+    std::vector<float> want;
+    for (float v : x) want.push_back(std::pow(v, e));
+    SCOPED_TRACE(e);
+    Tensor out = Run1("pow", {F32({9}, x), F32({}, {e})}, {DType::kF32, {9}});
+    ExpectF32(out, {9}, want);
+    for (int i = 0; i < 2; ++i)  // +0 from -0 squared, -0 kept by x^1
+      EXPECT_EQ(std::signbit(out.data<float>()[i]), std::signbit(want[i])) << i;
+  }
+}
+
+// The vectorised sigmoid at its ends: 0 below exp's range, 1 above, NaN kept.
+TEST(Unary, SigmoidAtItsEnds) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> x = {-1000.0f, -100.0f, -88.0f, -20.0f, 20.0f, 100.0f, nan};
+  std::vector<float> want;
+  for (float v : x) want.push_back(static_cast<float>(1.0 / (1.0 + std::exp(-double(v)))));
+  ExpectF32(Run1("sigmoid", {F32({7}, x)}, {DType::kF32, {7}}), {7}, want);
+}
+
 TEST(Binary, MaxMinPropagateNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   ExpectF32(Run1("max", {F32({3}, {nan, 1, 2}), F32({3}, {0, nan, 3})}, {DType::kF32, {3}}), {3},
