@@ -15,13 +15,17 @@ time prediction relative to the measurement, and the memory ratios.
 
 The machine profile is calibrated at the start (`dist-run --calibrate`)
 unless --machine names one; every plan is measured --rounds times,
-interleaved. The measured time is the fastest step of all rounds (as the
+interleaved. A second auto plan is searched under a --memory-budget that
+rules out the hand plan predicted fastest (--budget-fraction of its
+predicted memory) and compared with the hand plans whose measured memory
+fits the budget. The measured time is the fastest step of all rounds (as the
 calibration keeps the fastest run: other work on a shared machine only
 slows a step down), with the median of the rounds' medians beside it.
 Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
 and a Llama of about 4M parameters), made once into BUILD/bench-models.
 
-  bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [MODEL_DIR...]
+  bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [--budget-fraction 0.75]
+                        [MODEL_DIR...]
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 
@@ -116,6 +120,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3,
                     help="runs of every plan, interleaved; the measured time is their median")
     ap.add_argument("--machine", help="a machine profile (default: dist-run --calibrate, now)")
+    ap.add_argument("--budget-fraction", type=float, default=0.75,
+                    help="the budgeted auto row's --memory-budget: this fraction of the predicted "
+                         "memory of the hand plan predicted fastest")
     ap.add_argument("models", nargs="*", help="training-case folders (default: the bench models)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="auto-measure")
@@ -165,6 +172,19 @@ def main():
                 predicted[name] = predict(model, flags, machine)
             except (subprocess.CalledProcessError, KeyError) as e:
                 print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
+        # A budget that rules out the hand plan predicted fastest: the auto
+        # plan under it is compared with the hand plans that fit it.
+        quickest = min((n for n in predicted if n != "auto"), key=lambda n: predicted[n][0])
+        budget = int(a.budget_fraction * predicted[quickest][1])
+        budget_file = os.path.join(tmp, "auto-budget-%s.yaml" % os.path.basename(case.rstrip("/")))
+        rep = run([bin_dir + "/dist-opt", model, "--train", config, "--plan", "auto",
+                   "--devices", "2", "--machine", machine, "--memory-budget", "%dMiB" % budget,
+                   "--emit-plan", budget_file, "--report", "-o", "/dev/null"])
+        m = re.search(r"auto plan: .*", rep.stdout + rep.stderr)
+        budget_line = "under --memory-budget %dMiB (%.2f of %s's predicted %.1f MiB): %s" % (
+            budget, a.budget_fraction, quickest, predicted[quickest][1], m.group(0) if m else "?")
+        rows.append(("auto budget", ["--train", config, "--plan", budget_file]))
+        predicted["auto budget"] = predict(model, rows[-1][1], machine)
         for _ in range(a.rounds):  # interleaved, so that a slow stretch hits every plan alike
             for name, flags in rows:
                 if name not in predicted:
@@ -184,12 +204,13 @@ def main():
         print("\n== %s (2 thread ranks, one thread each; %d runs of --bench %d)" % (
             case, a.rounds, a.bench))
         print(auto_line)
+        print(budget_line)
         print("%-14s %9s %9s %7s %9s %7s %9s %9s %7s" % (
             "plan", "pred ms", "fastest", "ratio", "median", "ratio", "pred MiB", "meas MiB", "ratio"))
         for name, pm, low, med, pb, mb in table:
             print("%-14s %9.1f %9.1f %7.2f %9.1f %7.2f %9.2f %9.2f %7.2f" % (
                 name, pm, low, pm / low, med, pm / med, pb, mb, pb / mb))
-        hand = [t for t in table if t[0] != "auto"]
+        hand = [t for t in table if not t[0].startswith("auto")]
         if len(hand) > 1:
             for label, col in (("fastest", 2), ("median", 3)):
                 meas = [t[col] for t in table]
@@ -204,6 +225,16 @@ def main():
                 if auto:
                     print("auto (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
                         label, auto[0][col], best[0], best[col], 100 * (auto[0][col] / best[col] - 1)))
+            under = [t for t in table if t[0] == "auto budget"]
+            fitting = [t for t in hand if t[5] <= budget]
+            if under:
+                print("auto under the budget: measured %.2f MiB %s %d MiB" % (
+                    under[0][5], "<=" if under[0][5] <= budget else "> (over the budget!)", budget))
+            for label, col in (("fastest", 2), ("median", 3)):
+                if under and fitting:
+                    best = min(fitting, key=lambda t: t[col])
+                    print("auto under the budget (%s) %.1f ms vs best hand plan that fits %s %.1f ms (%+.1f%%)" % (
+                        label, under[0][col], best[0], best[col], 100 * (under[0][col] / best[col] - 1)))
     print(cpu_line())
 
 
