@@ -423,19 +423,10 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
 static std::vector<std::set<int64_t>>
 splitWeightDims(ModuleOp module,
                 std::shared_ptr<const cost::MachineProfile> machine) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
   std::vector<std::set<int64_t>> taken;
-  {
-    ScopedDiagnosticHandler quiet(module.getContext(),
-                                  [](Diagnostic &) { return success(); });
-    PassManager pm(module.getContext());
-    // A copy read for its shardings and dropped; the module's own
-    // propagation is verified as the compile verifies.
-    pm.enableVerifier(false);
-    pm.addPass(dist::createDistPropagateSharding(std::move(machine)));
-    if (failed(pm.run(*copy)))
-      return taken;
-  }
+  OwningOpRef<ModuleOp> copy = propagatedCopy(module, std::move(machine));
+  if (!copy)
+    return taken;
   copy->walk([&](nn::WeightOp w) {
     std::set<int64_t> dims;
     if (dist::ShardingAttr s = dist::getValueSharding(w.getResult(), {}))
@@ -770,6 +761,7 @@ LogicalResult PlanApplier::apply() {
   if (!zeroLevels.empty())
     shardParameters();
   reduceNarrowGradients();
+  checkUlyssesHeads(module, machine, findings);
   return success();
 }
 

@@ -45,6 +45,7 @@
 #include "distopt/Plan/Plan.h"
 
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
+#include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 #include "distopt/Dialect/NN/IR/NNAttrNames.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Dialect/NN/IR/Roll.h"
@@ -79,6 +80,9 @@ constexpr StringLiteral kRingChunksAttr = "dist.ring_chunks";
 /// On a softmax whose variant dist-ring-attention chose by cost (and did
 /// not rewrite as ring): that variant, for dist-apply-plan to follow.
 constexpr StringLiteral kChosenAttentionAttr = "dist.cp_attention";
+/// On a softmax split by heads (ulysses): [layer, context axis], for
+/// checkUlyssesHeads once the whole plan is applied.
+constexpr StringLiteral kUlyssesAttr = "dist.ulysses_heads";
 
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
 /// probabilities·V.
@@ -339,6 +343,8 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     Operation *headsView = *att.output.getResult().getUsers().begin();
     pin(headsView->getResult(0), rank - 2, seq);
     pinUlyssesBackward(att, layer);
+    Builder b(softmax.getContext());
+    softmax->setAttr(kUlyssesAttr, b.getStrArrayAttr({layer, spec.axis}));
     return;
   }
   // The query rows stay split: keys and values are gathered to them.
@@ -439,6 +445,81 @@ LogicalResult ContextParallelApplier::apply() {
   for (nn::SoftmaxOp softmax : softmaxes)
     splitAttention(softmax);
   return success();
+}
+
+void distopt::plan::checkUlyssesHeads(
+    ModuleOp module, std::shared_ptr<const cost::MachineProfile> machine,
+    PlanFindings &findings) {
+  SmallVector<nn::SoftmaxOp> marked;
+  module.walk([&](nn::SoftmaxOp s) {
+    if (s->hasAttr(kUlyssesAttr))
+      marked.push_back(s);
+  });
+  if (marked.empty())
+    return;
+  auto meshes = module.getOps<dist::MeshOp>();
+  dist::MeshOp mesh = meshes.empty() ? nullptr : *meshes.begin();
+  bool otherAxes = mesh && llvm::count_if(mesh.getAxisSizes(), [](int64_t n) {
+                             return n > 1;
+                           }) > 1;
+  // Only another axis can split the heads before the context axis does.
+  OwningOpRef<ModuleOp> copy;
+  if (otherAxes)
+    copy = propagatedCopy(module, std::move(machine));
+  SmallVector<nn::SoftmaxOp> propagated;
+  if (copy)
+    copy->walk([&](nn::SoftmaxOp s) {
+      if (s->hasAttr(kUlyssesAttr))
+        propagated.push_back(s);
+    });
+  for (auto [i, softmax] : llvm::enumerate(marked)) {
+    auto mark = softmax->getAttrOfType<ArrayAttr>(kUlyssesAttr);
+    softmax->removeAttr(kUlyssesAttr);
+    if (i >= propagated.size())
+      continue;
+    StringRef layer = cast<StringAttr>(mark[0]).getValue();
+    StringRef cpName = cast<StringAttr>(mark[1]).getValue();
+    dist::ShardingAttr s =
+        dist::getValueSharding(propagated[i].getInput(), {});
+    if (!s)
+      continue;
+    int64_t heads = softmax.getInput().getType().getDimSize(1), other = 1,
+            cp = 1;
+    std::string splitters;
+    for (auto [axis, p] : llvm::enumerate(s.getPlacements())) {
+      if (!p.isShard() || p.dim != 1)
+        continue;
+      StringRef name = mesh.getAxisName(axis);
+      int64_t size = mesh.getAxisSizes()[axis];
+      if (name == cpName) {
+        cp = size;
+        continue;
+      }
+      other *= size;
+      splitters += (splitters.empty() ? "" : " x ") + name.str() + "=" +
+                   std::to_string(size);
+    }
+    if (other == 1 || cp == 1 || (heads / other) % cp == 0)
+      continue;
+    // The pieces the context axis gets: ceil-sized, the last ones short.
+    int64_t perRank = heads / other, piece = (perRank + cp - 1) / cp;
+    std::string pieces;
+    for (int64_t r = 0; r < cp; ++r)
+      pieces += (r ? ", " : "") +
+                std::to_string(std::clamp<int64_t>(perRank - r * piece, 0,
+                                                   piece));
+    std::string message =
+        "context parallelism: '" + layer.str() + "': " +
+        std::to_string(heads) + " heads split over " + splitters +
+        " leave " + std::to_string(perRank) + " per rank, which do not " +
+        "divide by " + cpName.str() + "=" + std::to_string(cp) +
+        " for ulysses; the " + cpName.str() +
+        " ranks get uneven head splits (" + pieces +
+        " heads), so some compute less attention or none; allgather or "
+        "ring attention splits the sequence evenly";
+    findings.notes.push_back(message);
+    mlir::emitWarning(softmax.getLoc()) << message;
+  }
 }
 
 LogicalResult distopt::plan::applyContextParallel(

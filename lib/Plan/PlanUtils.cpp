@@ -1,9 +1,11 @@
 //===- PlanUtils.cpp - what plans and presets share -------------*- C++ -*-===//
 #include "PlanUtils.h"
 
+#include "distopt/Dialect/Dist/Transforms/Passes.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/Pass/PassManager.h"
 #include <set>
 
 using namespace mlir;
@@ -209,4 +211,20 @@ distopt::plan::closestNames(StringRef name,
   for (size_t i = 0; i < scored.size() && i < 3; ++i)
     out.push_back(scored[i].second);
   return out;
+}
+
+OwningOpRef<ModuleOp>
+distopt::plan::propagatedCopy(ModuleOp module,
+                              std::shared_ptr<const cost::MachineProfile> machine) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+  ScopedDiagnosticHandler quiet(module.getContext(),
+                                [](Diagnostic &) { return success(); });
+  PassManager pm(module.getContext());
+  // A copy read for its shardings and dropped; the module's own
+  // propagation is verified as the compile verifies.
+  pm.enableVerifier(false);
+  pm.addPass(dist::createDistPropagateSharding(std::move(machine)));
+  if (failed(pm.run(*copy)))
+    return nullptr;
+  return copy;
 }

@@ -94,6 +94,23 @@ applyContextParallel(mlir::ModuleOp module, const ContextParallelSpec &spec,
                      std::shared_ptr<const cost::MachineProfile> machine,
                      PlanFindings &findings);
 
+/// A copy of `module` with every value's sharding propagated (the real
+/// propagation runs later, verified); null when propagation fails. Its
+/// diagnostics are dropped: the copy is only read.
+mlir::OwningOpRef<mlir::ModuleOp>
+propagatedCopy(mlir::ModuleOp module,
+               std::shared_ptr<const cost::MachineProfile> machine);
+
+/// After the whole plan is applied: each attention context parallelism
+/// split by heads (ulysses) whose heads, after the other axes' split (tensor
+/// parallelism splits heads too), do not divide by the context axis gets a
+/// warning naming the layer and the uneven split it gets (some ranks of the
+/// axis then compute fewer heads, or none). Removes the marks
+/// applyContextParallel left for it.
+void checkUlyssesHeads(mlir::ModuleOp module,
+                       std::shared_ptr<const cost::MachineProfile> machine,
+                       PlanFindings &findings);
+
 /// What dist-ring-attention does (before the training step is built).
 struct RingAttentionOptions {
   std::string axis = "cp";
