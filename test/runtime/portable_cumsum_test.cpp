@@ -35,15 +35,7 @@ Tensor CumSumWithBody(const Tensor& x, int64_t axis, bool exclusive, bool revers
     portable::HostFor(outer * inner,
                       portable::CumSumBody<T>{src, y.data<T>(), dim, inner, exclusive, reverse});
   };
-  switch (x.dtype()) {
-    case DType::kF32: run(float{}); break;
-    case DType::kF64: run(double{}); break;
-    case DType::kBF16: run(bf16_t{}); break;
-    case DType::kF16: run(f16_t{}); break;
-    case DType::kI64: run(int64_t{}); break;
-    case DType::kI32: run(int32_t{}); break;
-    default: ADD_FAILURE() << "no cumsum body for " << DTypeName(x.dtype());
-  }
+  ForNumericHost(x.dtype(), "cumsum", run);
   return y;
 }
 

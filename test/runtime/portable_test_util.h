@@ -94,6 +94,22 @@ void ForCopyUnitHost(size_t bytes, F&& f) {
   }
 }
 
+// f(T{}) with T the storage type of a numeric dtype the portable bodies
+// compute in (f32, f64, bf16, f16, i64, i32); another dtype fails the test,
+// naming `what`.
+template <typename F>
+void ForNumericHost(DType dtype, const char* what, F&& f) {
+  switch (dtype) {
+    case DType::kF32: return f(float{});
+    case DType::kF64: return f(double{});
+    case DType::kBF16: return f(bf16_t{});
+    case DType::kF16: return f(f16_t{});
+    case DType::kI64: return f(int64_t{});
+    case DType::kI32: return f(int32_t{});
+    default: ADD_FAILURE() << "no " << what << " body for " << DTypeName(dtype);
+  }
+}
+
 // Every dtype the host kernels know.
 inline std::vector<DType> AllDTypesForTest() {
   return {DType::kF32, DType::kF64, DType::kBF16, DType::kF16, DType::kI64,

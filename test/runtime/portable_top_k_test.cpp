@@ -30,15 +30,7 @@ Tensor TopKWithBody(const Tensor& x, int64_t axis, int64_t k, bool smallest) {
     portable::HostRows(outer * inner, portable::TopKBody<T>{x.data<T>(), y.data<int64_t>(), n,
                                                             inner, k, smallest});
   };
-  switch (x.dtype()) {
-    case DType::kF32: run(float{}); break;
-    case DType::kF64: run(double{}); break;
-    case DType::kBF16: run(bf16_t{}); break;
-    case DType::kF16: run(f16_t{}); break;
-    case DType::kI64: run(int64_t{}); break;
-    case DType::kI32: run(int32_t{}); break;
-    default: ADD_FAILURE() << "no top_k body for " << DTypeName(x.dtype());
-  }
+  ForNumericHost(x.dtype(), "top_k", run);
   return y;
 }
 

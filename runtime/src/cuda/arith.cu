@@ -46,8 +46,7 @@ cudaError_t LaunchClip(DType dtype, bool has_min, double min, bool has_max, doub
     portable::ClipBounds<T>(has_min, min, has_max, max, &body.lo, &body.hi);
     return LaunchFor(n, body, stream);
   };
-  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, launch);
-  return ForFloatType(dtype, launch);
+  return ForNumericType(dtype, launch);
 }
 
 }  // namespace cuda

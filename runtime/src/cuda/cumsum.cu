@@ -15,8 +15,7 @@ cudaError_t LaunchCumSum(DType dtype, const void* x, void* y, int64_t outer, int
                                  exclusive, reverse};
     return LaunchFor(outer * inner, body, stream);
   };
-  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, launch);
-  return ForFloatType(dtype, launch);
+  return ForNumericType(dtype, launch);
 }
 
 }  // namespace cuda

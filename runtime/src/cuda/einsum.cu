@@ -17,8 +17,7 @@ cudaError_t LaunchEinsum(DType dtype, const void* const* inputs, void* out, int6
     body.n_sum = n_sum;
     return LaunchFor(n_out, body, stream);
   };
-  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, launch);
-  return ForFloatType(dtype, launch);
+  return ForNumericType(dtype, launch);
 }
 
 cudaError_t LaunchPermute(size_t elem, const void* src, void* dst, int rank,

@@ -35,8 +35,7 @@ cudaError_t LaunchScatterAdd(DType dtype, DType index_dtype, const void* updates
       return LaunchFor(outer * n * inner, body, stream);
     });
   };
-  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, launch);
-  return ForFloatType(dtype, launch);
+  return ForNumericType(dtype, launch);
 }
 
 }  // namespace cuda

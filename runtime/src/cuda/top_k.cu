@@ -14,8 +14,7 @@ cudaError_t LaunchTopK(DType dtype, const void* x, int64_t* y, int64_t outer, in
     portable::TopKBody<T> body{static_cast<const T*>(x), y, n, inner, k, smallest};
     return LaunchRows(outer * inner, body, stream);
   };
-  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, launch);
-  return ForFloatType(dtype, launch);
+  return ForNumericType(dtype, launch);
 }
 
 }  // namespace cuda

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/dispatch.cuh"
 #include "distrt/dtype.h"
 #include "portable/layout.h"
 
@@ -68,6 +69,14 @@ cudaError_t ForIndexType(DType dtype, F&& f) {
 template <typename F>
 cudaError_t ForIntType(DType dtype, F&& f) {
   return ForIndexType(dtype, f);
+}
+
+// f(T{}) for the float dtypes (ForFloatType) and i64 and i32: the types
+// device arithmetic, cumsum, einsum, top_k and scatter-add compute in.
+template <typename F>
+cudaError_t ForNumericType(DType dtype, F&& f) {
+  if (dtype == DType::kI64 || dtype == DType::kI32) return ForIntType(dtype, f);
+  return ForFloatType(dtype, f);
 }
 
 }  // namespace cuda
