@@ -65,16 +65,21 @@ dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n) {
 
 std::string Message(const dnnl::error& e) { return StrCat("oneDNN: ", e.what()); }
 
-// DISTRT_GEMM=onednn: products read in place go to oneDNN whatever its
-// kernel (not its reference loop), to compare with OpenBLAS where the
-// default leaves them to OpenBLAS.
-bool OneDnnForced() {
-  static const bool forced = [] {
-    const char* choice = std::getenv("DISTRT_GEMM");
-    return choice && std::strcmp(choice, "onednn") == 0;
+// DISTRT_GEMM, read once: "openblas" sends every GEMM to OpenBLAS;
+// "onednn" sends products read in place to oneDNN whatever its kernel (not
+// its reference loop), to compare with OpenBLAS where the default leaves
+// them to OpenBLAS.
+enum class GemmChoice { kDefault, kOpenBlas, kOneDnn };
+GemmChoice Choice() {
+  static const GemmChoice choice = [] {
+    const char* env = std::getenv("DISTRT_GEMM");
+    if (env && std::strcmp(env, "openblas") == 0) return GemmChoice::kOpenBlas;
+    if (env && std::strcmp(env, "onednn") == 0) return GemmChoice::kOneDnn;
+    return GemmChoice::kDefault;
   }();
-  return forced;
+  return choice;
 }
+bool OneDnnForced() { return Choice() == GemmChoice::kOneDnn; }
 
 // A matmul primitive with its operand layouts and scratch size. `fast`: a
 // blocked (brgemm) kernel. oneDNN falls back to its reference loop for
@@ -121,13 +126,7 @@ Product MakeProduct(const memory::desc& a, const memory::desc& b, const memory::
 
 }  // namespace
 
-bool OneDnnEnabled() {
-  static const bool enabled = [] {
-    const char* choice = std::getenv("DISTRT_GEMM");
-    return !(choice && std::strcmp(choice, "openblas") == 0);
-  }();
-  return enabled;
-}
+bool OneDnnEnabled() { return Choice() != GemmChoice::kOpenBlas; }
 
 
 bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
