@@ -52,7 +52,9 @@ private:
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
   LogicalResult exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op);
-  LogicalResult addOperandsAndResult(Operation *op, proto::Instruction *inst,
+  LogicalResult exportFusedCrossEntropy(Operation *op, StringRef kernel,
+                                        int64_t firstClass);
+  LogicalResult addOperandsAndResults(Operation *op, proto::Instruction *inst,
                                      Location resultLoc);
   LogicalResult exportDistOp(Operation *op);
   LogicalResult exportReturn(func::FuncOp func, Operation *ret);
@@ -329,9 +331,9 @@ LogicalResult Exporter::exportNNOp(Operation *op) {
   return success();
 }
 
-/// A fused op's operands as `inst`'s inputs and its one result as its
-/// output, named after `resultLoc`.
-LogicalResult Exporter::addOperandsAndResult(Operation *op,
+/// A fused op's operands as `inst`'s inputs and its results as its
+/// outputs, named after `resultLoc`.
+LogicalResult Exporter::addOperandsAndResults(Operation *op,
                                              proto::Instruction *inst,
                                              Location resultLoc) {
   for (Value v : op->getOperands()) {
@@ -340,12 +342,13 @@ LogicalResult Exporter::addOperandsAndResult(Operation *op,
       return failure();
     inst->add_inputs(*id);
   }
-  Value result = op->getResult(0);
-  FailureOr<int32_t> id = newValue(resultLoc, result.getType());
-  if (failed(id))
-    return failure();
-  ids[result] = *id;
-  inst->add_outputs(*id);
+  for (Value result : op->getResults()) {
+    FailureOr<int32_t> id = newValue(resultLoc, result.getType());
+    if (failed(id))
+      return failure();
+    ids[result] = *id;
+    inst->add_outputs(*id);
+  }
   return success();
 }
 
@@ -371,7 +374,7 @@ LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
     attrs["transpose_rhs"].set_i(1);
   if (op.getGelu())
     attrs["epilogue"].set_s("gelu");
-  return addOperandsAndResult(op, inst, last);
+  return addOperandsAndResults(op, inst, last);
 }
 
 /// One `softmax_grad` instruction (inputs y, dy; `axis`), at the first op
@@ -380,7 +383,19 @@ LogicalResult Exporter::exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op) {
   auto [first, last] = firstAndLastOf(op.getLoc());
   proto::Instruction *inst = newInstruction(op, "softmax_grad", first);
   (*inst->mutable_attrs())["axis"].set_i(op.getAxis());
-  return addOperandsAndResult(op, inst, last);
+  return addOperandsAndResults(op, inst, last);
+}
+
+/// One `cross_entropy_sums` or `cross_entropy_grad` instruction (the op's
+/// operands and results in order; `first_class`), placed and named as a
+/// fused matmul is.
+LogicalResult Exporter::exportFusedCrossEntropy(Operation *op,
+                                                StringRef kernel,
+                                                int64_t firstClass) {
+  auto [first, last] = firstAndLastOf(op->getLoc());
+  proto::Instruction *inst = newInstruction(op, kernel, first);
+  (*inst->mutable_attrs())["first_class"].set_i(firstClass);
+  return addOperandsAndResults(op, inst, last);
 }
 
 SmallVector<int64_t> Exporter::axisIndices(ArrayAttr axes) {
@@ -676,6 +691,12 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
     return exportFusedMatMul(mm);
   if (auto sg = dyn_cast<nn::FusedSoftmaxGradOp>(op))
     return exportFusedSoftmaxGrad(sg);
+  if (auto sums = dyn_cast<nn::FusedCrossEntropySumsOp>(op))
+    return exportFusedCrossEntropy(sums, "cross_entropy_sums",
+                                   sums.getFirstClass());
+  if (auto grad = dyn_cast<nn::FusedCrossEntropyGradOp>(op))
+    return exportFusedCrossEntropy(grad, "cross_entropy_grad",
+                                   grad.getFirstClass());
   if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
     return exportLoop(func, loop);
   if (isa<nn::NNDialect>(op.getDialect()))

@@ -128,6 +128,168 @@ std::optional<SoftmaxGrad> matchSoftmaxGrad(nn::MulOp outer) {
   return std::nullopt;
 }
 
+/// Cross-entropy over the last dim as the training step builds it
+/// (lib/Training/TrainingStep.cpp), on logits L with row max m:
+///   z = L - m, e = exp(z), s = reduce_sum(e), oh = equal(lab, iota),
+///   zl = reduce_sum(where(oh, z, 0)), sc = e * f, d = sc - w,
+///   g = where(oh, d, sc)
+/// with every intermediate read only inside the pattern (iota: the program's
+/// consecutive class ids). Where the target reads 16-bit logits as stored,
+/// logits widened by a cast only the pattern and a reduce_max read are read
+/// as stored, and a cast that narrows g (its only reader) is written by the
+/// fused op.
+struct CrossEntropy {
+  Value logits, max, labels, scale, weight;
+  int64_t firstClass = 0;
+  nn::SubOp z, d;
+  nn::ExpOp e;
+  nn::ReduceSumOp s, zl;
+  nn::EqualOp oh;
+  nn::WhereOp w0, g;
+  nn::MulOp sc;
+  nn::CastOp widen, narrow;   // folded casts, or null
+  nn::ReduceMaxOp maxOfWiden; // the reduce_max that read `widen`, or null
+};
+
+/// Whether `op` reduces along the last dim only, keeping it.
+bool reducesLastDim(nn::ReduceSumOp op) {
+  auto t = cast<RankedTensorType>(op.getInput().getType());
+  return op.getKeepdims() && op.getAxes().size() == 1 &&
+         op.getAxes()[0] == t.getRank() - 1;
+}
+
+/// Whether every reader of `v` is one of `ops`.
+bool usedOnlyBy(Value v, ArrayRef<Operation *> ops) {
+  for (Operation *user : v.getUsers())
+    if (!llvm::is_contained(ops, user))
+      return false;
+  return true;
+}
+
+/// The first id of a constant of consecutive integer ids (first, first + 1,
+/// ...), rank 1.
+std::optional<int64_t> consecutiveIds(Value v) {
+  auto c = v.getDefiningOp<nn::ConstantOp>();
+  if (!c)
+    return std::nullopt;
+  auto values = dyn_cast<DenseIntElementsAttr>(c.getValue());
+  if (!values || cast<RankedTensorType>(values.getType()).getRank() != 1 ||
+      values.empty())
+    return std::nullopt;
+  int64_t first = 0, expected = 0;
+  bool start = true;
+  for (const APInt &id : values) {
+    int64_t x = id.getSExtValue();
+    if (start)
+      first = expected = x;
+    if (x != expected)
+      return std::nullopt;
+    start = false;
+    ++expected;
+  }
+  return first;
+}
+
+/// Whether `v` is a constant whose every element is +0.
+bool isZeroConstant(Value v) {
+  auto c = v.getDefiningOp<nn::ConstantOp>();
+  auto values = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  return values && values.isSplat() &&
+         values.getSplatValue<APFloat>().isPosZero();
+}
+
+std::optional<CrossEntropy>
+matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
+  CrossEntropy ce;
+  ce.g = g;
+  auto type = cast<RankedTensorType>(g.getType());
+  Type c = type.getElementType();
+  if (!c.isF32() && !c.isF64())
+    return std::nullopt;
+  ce.d = g.getLhs().getDefiningOp<nn::SubOp>();
+  ce.sc = g.getRhs().getDefiningOp<nn::MulOp>();
+  ce.oh = g.getCondition().getDefiningOp<nn::EqualOp>();
+  if (!ce.d || !ce.sc || !ce.oh || ce.d.getLhs() != ce.sc.getResult() ||
+      !ce.d->hasOneUse())
+    return std::nullopt;
+  ce.weight = ce.d.getRhs();
+  // sc = e * f, in either order.
+  for (unsigned i = 0; i < 2 && !ce.e; ++i) {
+    ce.e = ce.sc->getOperand(i).getDefiningOp<nn::ExpOp>();
+    ce.scale = ce.sc->getOperand(1 - i);
+  }
+  if (!ce.e)
+    return std::nullopt;
+  ce.z = ce.e.getInput().getDefiningOp<nn::SubOp>();
+  if (!ce.z)
+    return std::nullopt;
+  ce.logits = ce.z.getLhs();
+  ce.max = ce.z.getRhs();
+  ce.labels = ce.oh.getLhs();
+  std::optional<int64_t> first = consecutiveIds(ce.oh.getRhs());
+  if (!first)
+    return std::nullopt;
+  ce.firstClass = *first;
+  // The per-row values: the logits' shape with the last dim 1, one type.
+  SmallVector<int64_t> rowShape(type.getShape());
+  rowShape.back() = 1;
+  auto rowType = RankedTensorType::get(rowShape, c);
+  auto labelType = dyn_cast<RankedTensorType>(ce.labels.getType());
+  if (ce.logits.getType() != type || ce.max.getType() != rowType ||
+      ce.scale.getType() != rowType || ce.weight.getType() != rowType ||
+      !labelType || labelType.getShape() != ArrayRef<int64_t>(rowShape) ||
+      !isa<IntegerType>(labelType.getElementType()) ||
+      cast<RankedTensorType>(ce.oh.getRhs().getType()).getDimSize(0) !=
+          type.getShape().back() ||
+      ce.z.getType() != type || ce.e.getType() != type ||
+      ce.sc.getType() != type || ce.d.getType() != type)
+    return std::nullopt;
+  // e's other reader is the sum; z's is where(oh, z, 0), summed.
+  for (Operation *user : ce.e->getUsers())
+    if (auto sum = dyn_cast<nn::ReduceSumOp>(user))
+      ce.s = sum;
+  for (Operation *user : ce.z->getUsers())
+    if (auto w = dyn_cast<nn::WhereOp>(user))
+      ce.w0 = w;
+  if (!ce.s || !ce.w0 || !reducesLastDim(ce.s) ||
+      ce.w0.getCondition() != ce.oh.getResult() ||
+      ce.w0.getLhs() != ce.z.getResult() || !isZeroConstant(ce.w0.getRhs()) ||
+      ce.w0.getType() != type || !ce.w0->hasOneUse())
+    return std::nullopt;
+  ce.zl = dyn_cast<nn::ReduceSumOp>(*ce.w0->user_begin());
+  if (!ce.zl || !reducesLastDim(ce.zl))
+    return std::nullopt;
+  if (!usedOnlyBy(ce.z, {ce.e, ce.w0}) || !usedOnlyBy(ce.e, {ce.s, ce.sc}) ||
+      !usedOnlyBy(ce.oh, {ce.w0, ce.g}) || !usedOnlyBy(ce.sc, {ce.d, ce.g}))
+    return std::nullopt;
+  if (!target.crossEntropyReadsHalf)
+    return ce;
+  // Logits widened from a 16-bit float: read as stored when nothing but
+  // the pattern and the row max reads the widened copy.
+  if (auto widen = ce.logits.getDefiningOp<nn::CastOp>()) {
+    Type stored =
+        cast<RankedTensorType>(widen.getInput().getType()).getElementType();
+    nn::ReduceMaxOp max;
+    for (Operation *user : widen->getUsers())
+      if (auto m = dyn_cast<nn::ReduceMaxOp>(user))
+        max = m;
+    if (c.isF32() && (stored.isBF16() || stored.isF16()) &&
+        usedOnlyBy(widen, max ? ArrayRef<Operation *>{ce.z, max}
+                              : ArrayRef<Operation *>{ce.z})) {
+      ce.widen = widen;
+      ce.maxOfWiden = max;
+    }
+  }
+  // The gradient narrowed to a 16-bit float: written narrowed.
+  if (g->hasOneUse())
+    if (auto narrow = dyn_cast<nn::CastOp>(*g->user_begin())) {
+      Type t = cast<RankedTensorType>(narrow.getType()).getElementType();
+      if (c.isF32() && (t.isBF16() || t.isF16()))
+        ce.narrow = narrow;
+    }
+  return ce;
+}
+
 struct FuseForTargetPass
     : public distopt::impl::DistFuseForTargetBase<FuseForTargetPass> {
   using Base::Base;
@@ -175,6 +337,105 @@ struct FuseForTargetPass
       for (SoftmaxGrad &g : grads)
         fuse(g);
     }
+    if (desc->crossEntropy) {
+      SmallVector<CrossEntropy> losses;
+      getOperation().walk([&](nn::WhereOp w) {
+        if (std::optional<CrossEntropy> ce = matchCrossEntropy(w, *desc))
+          losses.push_back(*ce);
+      });
+      for (CrossEntropy &ce : losses)
+        fuse(ce);
+    }
+  }
+
+  /// The sums where the first of the two reductions stood (the labels'
+  /// reshape moves before it when it comes later), the gradient where g
+  /// stood; both read the logits as stored when a widening cast folds.
+  void fuse(CrossEntropy &ce) {
+    Operation *first = ce.s->isBeforeInBlock(ce.zl) ? ce.s.getOperation()
+                                                    : ce.zl.getOperation();
+    if (ce.s->getBlock() != ce.zl->getBlock() ||
+        ce.g->getBlock() != ce.s->getBlock())
+      return;
+    Value logits = ce.widen ? ce.widen.getInput() : ce.logits;
+    // Every operand of the sums must exist where they go.
+    auto definedBefore = [&](Value v, Operation *at) {
+      Operation *def = v.getDefiningOp();
+      return !def || def->getBlock() != at->getBlock() ||
+             def->isBeforeInBlock(at);
+    };
+    if (!definedBefore(ce.labels, first)) {
+      Operation *def = ce.labels.getDefiningOp();
+      if (!isa<nn::ReshapeOp>(def) ||
+          !definedBefore(def->getOperand(0), first))
+        return;
+      def->moveBefore(first);
+    }
+    if (!definedBefore(logits, first) || !definedBefore(ce.max, first))
+      return;
+    OpBuilder b(first);
+    auto sums = nn::FusedCrossEntropySumsOp::create(
+        b,
+        b.getFusedLoc({ce.z.getLoc(), ce.e.getLoc(), ce.s.getLoc(),
+                       ce.w0.getLoc(), ce.zl.getLoc()}),
+        ce.s.getType(), ce.zl.getType(), logits, ce.max, ce.labels,
+        ce.firstClass);
+    sums->setDiscardableAttrs(ce.s->getDiscardableAttrDictionary());
+    // One sharding per result, where the reductions said theirs.
+    auto sShard = ce.s->getAttrOfType<ArrayAttr>("dist.sharding");
+    auto zlShard = ce.zl->getAttrOfType<ArrayAttr>("dist.sharding");
+    if (sShard && zlShard && sShard.size() == 1 && zlShard.size() == 1)
+      sums->setAttr("dist.sharding",
+                    b.getArrayAttr({sShard[0], zlShard[0]}));
+    else
+      sums->removeAttr("dist.sharding");
+    ce.s.getResult().replaceAllUsesWith(sums.getSumExp());
+    ce.zl.getResult().replaceAllUsesWith(sums.getLabelLogit());
+
+    Operation *last = ce.narrow ? ce.narrow.getOperation() : ce.g.getOperation();
+    b.setInsertionPoint(last);
+    SmallVector<Location> locs = {ce.sc.getLoc(), ce.d.getLoc(), ce.g.getLoc()};
+    if (ce.narrow)
+      locs.push_back(ce.narrow.getLoc());
+    auto grad = nn::FusedCrossEntropyGradOp::create(
+        b, b.getFusedLoc(locs), last->getResult(0).getType(), logits, ce.max,
+        ce.scale, ce.weight, ce.labels, ce.firstClass);
+    grad->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+    last->getResult(0).replaceAllUsesWith(grad.getResult());
+
+    // The row max of the widened logits: the max of the stored ones,
+    // widened (exact: widening keeps order and values).
+    if (ce.maxOfWiden) {
+      b.setInsertionPoint(ce.maxOfWiden);
+      auto rowStored = cast<RankedTensorType>(ce.maxOfWiden.getType())
+                           .clone(cast<RankedTensorType>(logits.getType())
+                                      .getElementType());
+      auto storedMax = nn::ReduceMaxOp::create(
+          b, ce.maxOfWiden.getLoc(), rowStored, logits,
+          ce.maxOfWiden.getAxesAttr(), ce.maxOfWiden.getKeepdimsAttr());
+      storedMax->setDiscardableAttrs(
+          ce.maxOfWiden->getDiscardableAttrDictionary());
+      auto widened = nn::CastOp::create(b, ce.widen.getLoc(),
+                                        ce.maxOfWiden.getType(), storedMax);
+      widened->setDiscardableAttrs(
+          ce.maxOfWiden->getDiscardableAttrDictionary());
+      ce.maxOfWiden.getResult().replaceAllUsesWith(widened.getResult());
+      ce.maxOfWiden.erase();
+    }
+    Operation *zero = ce.w0.getRhs().getDefiningOp();
+    Operation *ids = ce.oh.getRhs().getDefiningOp();
+    for (Operation *op :
+         {last == ce.g.getOperation() ? nullptr : last, ce.g.getOperation(),
+          ce.d.getOperation(), ce.sc.getOperation(), ce.zl.getOperation(),
+          ce.w0.getOperation(), ce.s.getOperation(), ce.e.getOperation(),
+          ce.z.getOperation(), ce.oh.getOperation()})
+      if (op)
+        op->erase();
+    if (ce.widen && ce.widen->use_empty())
+      ce.widen.erase();
+    for (Operation *c : {zero, ids})
+      if (c && c->use_empty())
+        c->erase();
   }
 
   void fuse(SoftmaxGrad &g) {

@@ -1,9 +1,11 @@
-// softmax, log_softmax, softmax_grad, layer_norm, batch_norm.
+// softmax, log_softmax, softmax_grad, cross_entropy_sums and _grad, layer_norm,
+// batch_norm.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "axis_geometry.h"
+#include "cross_entropy_types.h"
 #include "exp_f32.h"
 #include "kernel_util.h"
 
@@ -247,6 +249,99 @@ Status RunSoftmaxGrad(KernelContext& ctx) {
   return OkStatus();
 }
 
+// ---- cross_entropy_sums, cross_entropy_grad ------------------------------------
+
+// Cross-entropy's fused forms over logits [rows, n] whose classes are
+// first_class, first_class + 1, ... (cross_entropy_types.h; the bodies
+// the device runs are portable/norm.h's). The host runs them in f32 or
+// f64; 16-bit logits come widened (via_f32.h).
+std::vector<int64_t> RowLabels(const Tensor& labels) {
+  std::vector<int64_t> out(static_cast<size_t>(labels.num_elements()));
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r] = labels.dtype() == DType::kI64 ? labels.data<int64_t>()[r]
+                                           : labels.data<int32_t>()[r];
+  }
+  return out;
+}
+
+DISTRT_SIMD_CLONES void ExpScaleRowF32(const float* x, float m, float scale, float* dx,
+                                       int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = ExpF32(x[i] - m) * scale;
+}
+
+double SumExpRow(const float* x, float m, int64_t n) { return SumExpF32(x, m, nullptr, n); }
+double SumExpRow(const double* x, double m, int64_t n) {
+  double s = 0;
+  for (int64_t k = 0; k < n; ++k) s += std::exp(x[k] - m);
+  return s;
+}
+void ExpScaleRow(const float* x, float m, float scale, float* dx, int64_t n) {
+  ExpScaleRowF32(x, m, scale, dx, n);
+}
+void ExpScaleRow(const double* x, double m, double scale, double* dx, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) dx[k] = std::exp(x[k] - m) * scale;
+}
+
+template <typename T>
+void CrossEntropySums(const T* x, const T* max, const std::vector<int64_t>& labels, T* sum_exp,
+                      T* label_logit, int64_t n, int64_t first_class, ThreadPool* pool) {
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+  ParallelFor(pool, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* px = x + r * n;
+      sum_exp[r] = static_cast<T>(SumExpRow(px, max[r], n));
+      const int64_t k = labels[static_cast<size_t>(r)] - first_class;
+      label_logit[r] = k >= 0 && k < n ? px[k] - max[r] : T(0);
+    }
+  });
+}
+
+template <typename T>
+void CrossEntropyGrad(const T* x, const T* max, const T* scale, const T* weight,
+                      const std::vector<int64_t>& labels, T* dx, int64_t n, int64_t first_class,
+                      ThreadPool* pool) {
+  const int64_t rows = static_cast<int64_t>(labels.size());
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+  ParallelFor(pool, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      ExpScaleRow(x + r * n, max[r], scale[r], dx + r * n, n);
+      const int64_t k = labels[static_cast<size_t>(r)] - first_class;
+      if (k >= 0 && k < n) dx[r * n + k] -= weight[r];
+    }
+  });
+}
+
+Status VerifyCrossEntropy(const VerifyContext& ctx) {
+  return CheckCrossEntropyTypes(ctx.inst->op(), ctx.inputs, ctx.outputs, /*half_storage=*/false);
+}
+
+Status RunCrossEntropy(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const Tensor& x = ctx.input(0);
+  int64_t first_class;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("first_class", 0, &first_class));
+  const std::vector<int64_t> labels = RowLabels(ctx.input(ctx.num_inputs() - 1));
+  const int64_t n = x.shape().back();
+  if (name == "cross_entropy_sums") {
+    Tensor *sum_exp, *label_logit;
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &sum_exp));
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &label_logit));
+    DISTRT_DISPATCH_FLOAT(x.dtype(), name,
+                          CrossEntropySums<T>(x.data<T>(), ctx.input(1).data<T>(), labels,
+                                              sum_exp->data<T>(), label_logit->data<T>(), n,
+                                              first_class, ctx.pool));
+    return OkStatus();
+  }
+  Tensor* dx;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name,
+                        CrossEntropyGrad<T>(x.data<T>(), ctx.input(1).data<T>(),
+                                            ctx.input(2).data<T>(), ctx.input(3).data<T>(), labels,
+                                            dx->data<T>(), n, first_class, ctx.pool));
+  return OkStatus();
+}
+
 // ---- layer_norm ----------------------------------------------------------------
 
 // Expands a parameter (scale/bias) that broadcasts to `norm_shape` into a
@@ -435,6 +530,10 @@ void RegisterNormKernels(KernelRegistry& r) {
   r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
   r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
   r.Add({"softmax_grad", 2, 2, 1, RunSoftmaxGrad, VerifySoftmaxGrad, false, true});
+  // The gradient's element i is written after logit i is read: it may take
+  // over the logits. The sums read a row's max after writing its sum.
+  r.Add({"cross_entropy_sums", 3, 3, 2, RunCrossEntropy, VerifyCrossEntropy, false, false});
+  r.Add({"cross_entropy_grad", 5, 5, 1, RunCrossEntropy, VerifyCrossEntropy, false, true});
   r.Add({"layer_norm", 2, 3, 1, RunLayerNorm, VerifySame, false, true});
   r.Add({"batch_norm", 5, 5, 1, RunBatchNorm, VerifySame, false, true});
 }

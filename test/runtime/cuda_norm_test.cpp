@@ -1,5 +1,5 @@
 // The CUDA normalisation kernels (softmax, log_softmax, softmax_grad,
-// layer_norm, batch_norm) through the executor on GPU 0, host fallback off, against the
+// cross_entropy_sums and _grad, layer_norm, batch_norm) through the executor on GPU 0, host fallback off, against the
 // host executor: rows of a vocabulary, short rows, an axis that is not
 // last, rows of -inf / NaN / +inf, broadcast layer_norm parameters, a
 // softmax taking over its dying input's buffer, f64, and bf16/f16 against
@@ -72,6 +72,63 @@ TEST(CudaNorm, SoftmaxGradMatchesCpu) {
                           dt == DType::kF32 ? 1e-5 : 1e-12);
       seed += 2;
     }
+  }
+}
+
+// cross_entropy_sums and cross_entropy_grad over logits [rows, n] whose
+// classes start at 5, stored as `logits` (f32, f64, or bf16/f16 read as
+// stored) with the gradient stored as `grad`; the row max from the logits.
+std::shared_ptr<const Program> CrossEntropyProgram(DType logits, DType compute, DType grad,
+                                                   const Shape& shape) {
+  ProgramBuilder b;
+  Shape row = shape;
+  row.back() = 1;
+  const int x = b.Input("x", logits, shape);
+  const int labels = b.Input("labels", DType::kI64, row);
+  const int scale = b.Input("scale", compute, row), weight = b.Input("weight", compute, row);
+  int max = b.Apply("reduce_max", {x}, logits, row,
+                    {{"axes", AttrInts({static_cast<int64_t>(shape.size()) - 1})},
+                     {"keepdims", AttrInt(1)}});
+  if (logits != compute) max = b.Apply("cast", {max}, compute, row);
+  const int sum_exp = b.Value(compute, row), label_logit = b.Value(compute, row);
+  b.Op("cross_entropy_sums", {x, max, labels}, {sum_exp, label_logit},
+       {{"first_class", AttrInt(5)}});
+  b.Output("sum_exp", sum_exp);
+  b.Output("label_logit", label_logit);
+  b.Output("grad", b.Apply("cross_entropy_grad", {x, max, scale, weight, labels}, grad, shape,
+                           {{"first_class", AttrInt(5)}}));
+  return MakeProgram(b);
+}
+
+TEST(CudaNorm, CrossEntropyMatchesCpu) {
+  NEED_GPU();
+  struct Case {
+    Shape shape;
+    DType logits, compute, grad;
+    double tol;
+  };
+  // GPT-2's vocabulary; short rows; f64; bf16 and f16 logits with a 16-bit
+  // or f32 gradient (the host runs those through f32 copies).
+  const Case cases[] = {{{16, 50257}, DType::kF32, DType::kF32, DType::kF32, 1e-5},
+                        {{3, 4, 7}, DType::kF32, DType::kF32, DType::kF32, 1e-5},
+                        {{8, 300}, DType::kF64, DType::kF64, DType::kF64, 1e-12},
+                        {{8, 3000}, DType::kBF16, DType::kF32, DType::kBF16, 1e-2},
+                        {{8, 3000}, DType::kF16, DType::kF32, DType::kF32, 1e-5}};
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape) + " " + DTypeName(c.logits) + " -> " + DTypeName(c.grad));
+    Shape row = c.shape;
+    row.back() = 1;
+    const int64_t rows = NumElements(row), n = c.shape.back();
+    // Labels in the share (first, last), outside it (before, past) and ignored.
+    std::vector<int64_t> labels(static_cast<size_t>(rows));
+    const int64_t pick[] = {5, 5 + n - 1, 4, 5 + n, -100, 5 + n / 2};
+    for (int64_t r = 0; r < rows; ++r) labels[r] = pick[r % 6];
+    ExpectGpuMatchesCpu(CrossEntropyProgram(c.logits, c.compute, c.grad, c.shape),
+                        {RandomOf(c.logits, c.shape, seed, 8.0f), Make<int64_t>(row, labels),
+                         RandomOf(c.compute, row, seed + 1), RandomOf(c.compute, row, seed + 2)},
+                        c.tol);
+    seed += 3;
   }
 }
 

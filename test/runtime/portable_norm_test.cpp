@@ -1,8 +1,8 @@
 // The CUDA normalisation kernels' bodies (portable/norm.h), run on the host
 // as cuda/norm.cu launches them (rows with one lane and with simulated
 // lanes, sim_warp.h; columns), against the host kernels: softmax / log_softmax with
-// -inf, +inf and NaN rows and an axis that is not last, softmax_grad
-// against a reference computed here, layer_norm with
+// -inf, +inf and NaN rows and an axis that is not last, softmax_grad and
+// cross-entropy's sums and gradient against references computed here, layer_norm with
 // broadcast scale and bias, batch_norm, and bf16/f16 (f32 arithmetic, one
 // rounding).
 #include <gtest/gtest.h>
@@ -228,6 +228,111 @@ TEST(PortableNorm, SoftmaxGradMatchesReferenceAndHostKernel) {
             {{DType::kF32, {2, 3}}}, {}, &out);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("they must have one type"), std::string::npos) << st.message();
+}
+
+// ---- cross_entropy_sums, cross_entropy_grad ----------------------------------------
+
+// Rows of logits [6, n] whose classes are 10, 11, ...: labels inside the
+// share, past it, before it and ignored (-100); the reference in double.
+struct CrossEntropyRows {
+  int64_t n;
+  std::vector<float> x, max, scale, weight;
+  std::vector<int64_t> labels;
+  std::vector<float> sum_exp, label_logit, grad;
+};
+
+CrossEntropyRows MakeCrossEntropyRows(int64_t n) {
+  CrossEntropyRows c;
+  c.n = n;
+  c.x = RandomUniform<float>(6 * n, 71);
+  for (float& v : c.x) v *= 8.0f;
+  c.scale = RandomUniform<float>(6, 72);
+  c.weight = RandomUniform<float>(6, 73);
+  c.labels = {10, 10 + n - 1, 10 + n, 9, -100, 12};
+  for (int64_t r = 0; r < 6; ++r) {
+    float m = c.x[r * n];
+    for (int64_t j = 0; j < n; ++j) m = std::max(m, c.x[r * n + j]);
+    c.max.push_back(m);
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += std::exp(static_cast<double>(c.x[r * n + j]) - m);
+    c.sum_exp.push_back(static_cast<float>(s));
+    const int64_t k = c.labels[r] - 10;
+    const bool in = k >= 0 && k < n;
+    c.label_logit.push_back(in ? c.x[r * n + k] - m : 0.0f);
+    for (int64_t j = 0; j < n; ++j) {
+      c.grad.push_back(static_cast<float>(
+          std::exp(static_cast<double>(c.x[r * n + j]) - m) * c.scale[r] -
+          (in && j == k ? c.weight[r] : 0.0)));
+    }
+  }
+  return c;
+}
+
+TEST(PortableNorm, CrossEntropyBodiesMatchReferenceAndHostKernels) {
+  for (const int64_t n : {100, 7}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const CrossEntropyRows c = MakeCrossEntropyRows(n);
+    const Shape xs = {6, n}, rs = {6, 1};
+    // The host kernels.
+    std::vector<Tensor> out;
+    ASSERT_TRUE(RunOp("cross_entropy_sums", {F32(xs, c.x), F32(rs, c.max), I64(rs, c.labels)},
+                      {{DType::kF32, rs}, {DType::kF32, rs}}, {{"first_class", AttrInt(10)}}, &out)
+                    .ok());
+    ASSERT_EQ(out.size(), 2u);
+    ExpectClose(Vec<float>(out[0]), c.sum_exp, 3e-6);
+    ExpectClose(Vec<float>(out[1]), c.label_logit, 1e-6);
+    ExpectClose(Vec<float>(Run1("cross_entropy_grad",
+                                {F32(xs, c.x), F32(rs, c.max), F32(rs, c.scale),
+                                 F32(rs, c.weight), I64(rs, c.labels)},
+                                {DType::kF32, xs}, {{"first_class", AttrInt(10)}})),
+                c.grad, 3e-6);
+    // The bodies, one lane and a simulated warp per row.
+    for (const Lanes lanes : {Lanes::kOne, Lanes::kSim}) {
+      std::vector<float> sum_exp(6), label_logit(6);
+      portable::CrossEntropySumsBody<float, float, int64_t> sums{
+          c.x.data(), c.max.data(), c.labels.data(), sum_exp.data(), label_logit.data(), n, 10};
+      if (lanes == Lanes::kSim)
+        SimWarpRows(6, sums);
+      else
+        HostRows(6, sums);
+      ExpectClose(sum_exp, c.sum_exp, 3e-6);
+      ExpectClose(label_logit, c.label_logit, 1e-6);
+    }
+    std::vector<float> grad(c.x.size());
+    HostFor(6 * n, portable::CrossEntropyGradBody<float, float, int64_t, float>{
+                       c.x.data(), c.max.data(), c.scale.data(), c.weight.data(),
+                       c.labels.data(), grad.data(), n, 10});
+    ExpectClose(grad, c.grad, 3e-6);
+    // bf16 logits read as stored and a bf16 gradient: the f32 result of the
+    // rounded logits, rounded once.
+    std::vector<bf16_t> xb(c.x.size()), gb(c.x.size());
+    std::vector<float> xr(c.x.size());
+    for (size_t i = 0; i < c.x.size(); ++i) {
+      xb[i].bits = FloatToBF16(c.x[i]);
+      xr[i] = BF16ToFloat(xb[i].bits);
+    }
+    HostFor(6 * n, portable::CrossEntropyGradBody<bf16_t, float, int64_t, bf16_t>{
+                       xb.data(), c.max.data(), c.scale.data(), c.weight.data(),
+                       c.labels.data(), gb.data(), n, 10});
+    std::vector<float> want(c.x.size());
+    for (int64_t row = 0; row < 6; ++row) {
+      const int64_t k = c.labels[row] - 10;
+      for (int64_t j = 0; j < n; ++j) {
+        want[row * n + j] = static_cast<float>(
+            std::exp(static_cast<double>(xr[row * n + j]) - c.max[row]) * c.scale[row] -
+            (k == j ? c.weight[row] : 0.0));
+      }
+    }
+    ExpectHalfClose(gb, want, BF16ToFloat, 1.0f / 128);
+  }
+  // Labels of the wrong shape: the host kernel's error names them.
+  std::vector<Tensor> out;
+  const Status st = RunOp(
+      "cross_entropy_sums",
+      {F32({2, 3}, std::vector<float>(6)), F32({2, 1}, {0, 0}), I64({2}, {0, 0})},
+      {{DType::kF32, {2, 1}}, {DType::kF32, {2, 1}}}, {}, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("labels are i64[2]"), std::string::npos) << st.message();
 }
 
 // ---- layer_norm -------------------------------------------------------------------

@@ -37,6 +37,21 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     becomes one `nn.fused_softmax_grad %y, %dy axis A`, when nothing else
     reads the product, the sum or the difference.
 
+    Where the description has `crossEntropy` (cpu and cuda), cross-entropy
+    over the last dim as the training step builds it (logits L, row max m,
+    labels reshaped to `[..., 1]`, the class ids a constant of consecutive
+    integers): `z = L - m`, `e = exp(z)`, `reduce_sum(e)`,
+    `oh = equal(labels, ids)`, `reduce_sum(where(oh, z, 0))`, and for the
+    gradient `sc = e * f`, `where(oh, sc - w, sc)`, every intermediate read
+    only there, becomes `nn.fused_cross_entropy_sums` (where the first sum
+    stood; a labels reshape that comes later moves before it) and
+    `nn.fused_cross_entropy_grad` (where the gradient stood). With
+    `crossEntropyReadsHalf` (cuda), logits widened from bf16/f16 by a cast
+    that only the pattern and the row's `reduce_max` read are read as
+    stored (that `reduce_max` takes the stored logits and is widened after:
+    the same value), and a cast narrowing the gradient, its only reader, is
+    written by the fused op.
+
     Example, with `target=cpu`: a linear layer and its GELU,
 
     ```mlir

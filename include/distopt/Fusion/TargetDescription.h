@@ -38,6 +38,12 @@ struct TargetDescription {
   /// Softmax's gradient y * (dy - sum(dy * y)) in one kernel
   /// (`softmax_grad`), on every float type.
   bool softmaxGrad = false;
+  /// Cross-entropy over the last dim as the training step builds it, in two
+  /// kernels (`cross_entropy_sums`, `cross_entropy_grad`), f32 and f64.
+  bool crossEntropy = false;
+  /// ... reading 16-bit float logits and writing a 16-bit float gradient
+  /// as stored, computing in f32: the casts around them fold in.
+  bool crossEntropyReadsHalf = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

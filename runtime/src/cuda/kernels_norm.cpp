@@ -1,7 +1,9 @@
-// CUDA kernels for softmax, log_softmax, softmax_grad, layer_norm and inference
+// CUDA kernels for softmax, log_softmax, softmax_grad, cross_entropy_sums and
+// cross_entropy_grad, layer_norm and inference
 // batch_norm on f32, f64, bf16 and f16 (16-bit floats compute in f32), with
 // the host kernels' attributes and checks (kernels_norm.cpp).
 #include "axis_geometry.h"
+#include "cross_entropy_types.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
 #include "cuda/kernels_common.h"
@@ -43,6 +45,47 @@ Status RunSoftmaxGrad(KernelContext& ctx) {
   DISTRT_CUDA(cuda::LaunchSoftmaxGrad(y.dtype(), y.raw(), dy.raw(), dx->raw(), split.outer, split.n,
                                       split.inner, CudaOf(ctx).cuda_stream()),
               "softmax_grad kernel");
+  return OkStatus();
+}
+
+// Cross-entropy's fused forms (cross_entropy_types.h), 16-bit float logits
+// and gradient read and written as stored.
+bool AcceptCrossEntropy(const VerifyContext& v) {
+  return CheckCrossEntropyTypes(v.inst->op(), v.inputs, v.outputs, /*half_storage=*/true).ok();
+}
+
+Status RunCrossEntropy(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  std::vector<TensorType> inputs, outputs = ctx.output_types;
+  for (int i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i).type());
+  DISTRT_RETURN_IF_ERROR(CheckCrossEntropyTypes(name, inputs, outputs, /*half_storage=*/true));
+  int64_t first_class;
+  DISTRT_RETURN_IF_ERROR(ctx.attrs().GetInt("first_class", 0, &first_class));
+  const Tensor& x = ctx.input(0);
+  const Tensor& labels = ctx.input(ctx.num_inputs() - 1);
+  const DType compute = ctx.input(1).dtype();
+  const int64_t n = x.shape().back();
+  const int64_t rows = n == 0 ? 0 : x.num_elements() / n;
+  cudaStream_t stream = CudaOf(ctx).cuda_stream();
+  if (name == "cross_entropy_sums") {
+    Tensor *sum_exp, *label_logit;
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &sum_exp));
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &label_logit));
+    if (rows == 0) return OkStatus();
+    DISTRT_CUDA(cuda::LaunchCrossEntropySums(x.dtype(), compute, labels.dtype(), x.raw(),
+                                             ctx.input(1).raw(), labels.raw(), sum_exp->raw(),
+                                             label_logit->raw(), rows, n, first_class, stream),
+                "cross_entropy_sums kernel");
+    return OkStatus();
+  }
+  Tensor* dx;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
+  if (dx->num_elements() == 0) return OkStatus();
+  DISTRT_CUDA(cuda::LaunchCrossEntropyGrad(x.dtype(), compute, labels.dtype(), dx->dtype(), x.raw(),
+                                           ctx.input(1).raw(), ctx.input(2).raw(),
+                                           ctx.input(3).raw(), labels.raw(), dx->raw(), rows, n,
+                                           first_class, stream),
+              "cross_entropy_grad kernel");
   return OkStatus();
 }
 
@@ -144,6 +187,16 @@ void RegisterCudaNormKernels(KernelRegistry& r) {
   r.Add(CudaDef("softmax", 1, 1, RunSoftmax, SameDTypes));
   r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, SameDTypes));
   r.Add(CudaDef("softmax_grad", 2, 2, RunSoftmaxGrad, SameDTypes));
+  {
+    // The sums read a row's max after writing its sum: no take-over; the
+    // gradient's element i is written after logit i is read.
+    KernelDef sums = CudaKernel("cross_entropy_sums", 3, 3, RunCrossEntropy, FloatDTypes(),
+                                AcceptCrossEntropy, false);
+    sums.num_outputs = 2;
+    r.Add(sums);
+    r.Add(CudaKernel("cross_entropy_grad", 5, 5, RunCrossEntropy, FloatDTypes(),
+                     AcceptCrossEntropy, true));
+  }
   r.Add(CudaDef("layer_norm", 2, 3, RunLayerNorm, AcceptLayerNorm));
   r.Add(CudaDef("batch_norm", 5, 5, RunBatchNorm, SameDTypes));
 }

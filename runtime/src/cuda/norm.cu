@@ -1,6 +1,7 @@
 #include "cuda/dispatch.cuh"
 #include "cuda/launch.cuh"
 #include "cuda/norm.h"
+#include "cuda/type_dispatch.cuh"
 #include "portable/norm.h"
 
 namespace distrt {
@@ -34,6 +35,57 @@ cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* 
     }
     portable::SoftmaxGradColsBody<T> body{py, pd, px, n, inner};
     return LaunchFor(outer * inner, body, stream);
+  });
+}
+
+// f(T{}, C{}) for logits stored as `logits` and computed in `compute`: C is
+// f64 only with f64 logits; f32 reads f32, bf16 and f16.
+template <typename F>
+cudaError_t ForCrossEntropyTypes(DType logits, DType compute, F&& f) {
+  if (compute == DType::kF64) {
+    return logits == DType::kF64 ? f(double{}, double{}) : cudaErrorInvalidValue;
+  }
+  if (compute != DType::kF32 || logits == DType::kF64) return cudaErrorInvalidValue;
+  return ForFloatType(logits, [&](auto t) { return f(t, float{}); });
+}
+
+cudaError_t LaunchCrossEntropySums(DType logits, DType compute, DType labels_dtype, const void* x,
+                                   const void* max, const void* labels, void* sum_exp,
+                                   void* label_logit, int64_t rows, int64_t n, int64_t first_class,
+                                   cudaStream_t stream) {
+  return ForCrossEntropyTypes(logits, compute, [&](auto t, auto c) {
+    using T = decltype(t);
+    using C = decltype(c);
+    return ForIndexType(labels_dtype, [&](auto i) {
+      using I = decltype(i);
+      portable::CrossEntropySumsBody<T, C, I> body{
+          static_cast<const T*>(x), static_cast<const C*>(max), static_cast<const I*>(labels),
+          static_cast<C*>(sum_exp), static_cast<C*>(label_logit), n, first_class};
+      return LaunchRows(rows, body, stream);
+    });
+  });
+}
+
+cudaError_t LaunchCrossEntropyGrad(DType logits, DType compute, DType labels_dtype, DType out,
+                                   const void* x, const void* max, const void* scale,
+                                   const void* weight, const void* labels, void* dx, int64_t rows,
+                                   int64_t n, int64_t first_class, cudaStream_t stream) {
+  return ForCrossEntropyTypes(logits, compute, [&](auto t, auto c) {
+    using T = decltype(t);
+    using C = decltype(c);
+    // The result in the compute type, or a 16-bit float when it is f32.
+    return ForCrossEntropyTypes(out, compute, [&](auto r, auto) {
+      using R = decltype(r);
+      return ForIndexType(labels_dtype, [&](auto i) {
+        using I = decltype(i);
+        portable::CrossEntropyGradBody<T, C, I, R> body{
+            static_cast<const T*>(x),      static_cast<const C*>(max),
+            static_cast<const C*>(scale),  static_cast<const C*>(weight),
+            static_cast<const I*>(labels), static_cast<R*>(dx),
+            n,                             first_class};
+        return LaunchFor(rows * n, body, stream);
+      });
+    });
   });
 }
 

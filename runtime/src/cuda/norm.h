@@ -20,6 +20,19 @@ cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t
 cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* dx, int64_t outer,
                               int64_t n, int64_t inner, cudaStream_t stream);
 
+// cross_entropy_sums over logits x [rows, n] (stored as `logits`, read in
+// `compute`: f32, or f64 with f64 logits): sum_exp and label_logit per row.
+cudaError_t LaunchCrossEntropySums(DType logits, DType compute, DType labels_dtype, const void* x,
+                                   const void* max, const void* labels, void* sum_exp,
+                                   void* label_logit, int64_t rows, int64_t n, int64_t first_class,
+                                   cudaStream_t stream);
+
+// cross_entropy_grad over logits x [rows, n], dx stored as `out`.
+cudaError_t LaunchCrossEntropyGrad(DType logits, DType compute, DType labels_dtype, DType out,
+                                   const void* x, const void* max, const void* scale,
+                                   const void* weight, const void* labels, void* dx, int64_t rows,
+                                   int64_t n, int64_t first_class, cudaStream_t stream);
+
 // layer_norm of x [rows, n] over n; `params` maps the normalised shape to
 // scale's and bias's offsets; bias may be null.
 cudaError_t LaunchLayerNorm(DType dtype, const void* x, const void* scale, const void* bias,

@@ -1,5 +1,6 @@
 // Normalisation kernel bodies (host and device): softmax / log_softmax over
-// one axis and softmax's gradient (softmax_grad), layer_norm over the trailing dims, and inference batch_norm, on
+// one axis and softmax's gradient (softmax_grad), cross-entropy's sums and
+// gradient, layer_norm over the trailing dims, and inference batch_norm, on
 // any float storage type (16-bit floats compute in f32). Semantics are the
 // host kernels' (kernels_norm.cpp): softmax subtracts the row max (0 for a
 // row of -inf) so a NaN or +inf anywhere makes the row NaN; layer_norm uses
@@ -163,6 +164,64 @@ struct SoftmaxGradColsBody {
       const int64_t at = base + k * inner;
       dx[at] = Store<T>(Load(y[at]) * (Load(dy[at]) - s));
     }
+  }
+};
+
+// Cross-entropy's fused forms (dist-fuse-for-target writes them from the
+// loss a training step builds), over logits x [rows, n] whose classes are
+// first_class, first_class + 1, ... (a rank's share of the vocabulary),
+// with per-row values in the compute type C: x is read widened from its
+// storage type T to C; the gradient is stored as R.
+//
+// cross_entropy_sums, a warp per row: sum_exp = sum_j exp(x_j - max) and
+// label_logit = x_label - max (0 when the label is not one of the classes).
+template <typename T, typename C, typename I>
+struct CrossEntropySumsBody {
+  const T* x;
+  const C* max;
+  const I* labels;
+  C* sum_exp;
+  C* label_logit;
+  int64_t n;
+  int64_t first_class;
+  template <typename Lanes>
+  DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const T* px = x + row * n;
+    const C m = max[row];
+    // Two partial sums per lane: two loads in flight.
+    C a = C(0), b = C(0);
+    int64_t j = lanes.lane;
+    for (; j + Lanes::count < n; j += 2 * Lanes::count) {
+      a += Exp(static_cast<C>(Load(px[j])) - m);
+      b += Exp(static_cast<C>(Load(px[j + Lanes::count])) - m);
+    }
+    if (j < n) a += Exp(static_cast<C>(Load(px[j])) - m);
+    const C s = lanes.Sum(a + b);
+    if (lanes.lane != 0) return;
+    sum_exp[row] = s;
+    const int64_t k = static_cast<int64_t>(labels[row]) - first_class;
+    label_logit[row] = k >= 0 && k < n ? static_cast<C>(Load(px[k])) - m : C(0);
+  }
+};
+
+// cross_entropy_grad, a thread per element:
+// dx_j = exp(x_j - max) * scale - (j is the label ? weight : 0).
+template <typename T, typename C, typename I, typename R>
+struct CrossEntropyGradBody {
+  const T* x;
+  const C* max;
+  const C* scale;
+  const C* weight;
+  const I* labels;
+  R* dx;
+  int64_t n;
+  int64_t first_class;
+  DISTRT_HD void operator()(int64_t i) const {
+    int64_t row, j;
+    DivMod(i, n, &row, &j);
+    C g = Exp(static_cast<C>(Load(x[i])) - max[row]) * scale[row];
+    if (static_cast<int64_t>(labels[row]) - first_class == j) g -= weight[row];
+    dx[i] = Store<R>(static_cast<typename Elem<R>::Compute>(g));
   }
 };
 

@@ -7,7 +7,8 @@
 // third input, `epilogue = "gelu"`). Each case checks the exported
 // instructions and runs the program against a result computed here from the
 // inputs. Softmax's gradient, as its rule writes it, becomes one
-// `softmax_grad`. The host kernels run every form the cpu target
+// `softmax_grad`; cross-entropy's loss and gradient become
+// `cross_entropy_sums` and `cross_entropy_grad`. The host kernels run every form the cpu target
 // description claims; the `none` target fuses nothing and computes the same.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +22,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include <algorithm>
 #include <cmath>
 #include <gtest/gtest.h>
 #include <random>
@@ -439,6 +441,134 @@ func.func @main(%y: tensor<6x40xf32>, %dy: tensor<6x40xf32>) -> tensor<6x40xf32>
   ASSERT_EQ(plain.outputs.size(), 1u);
   expectNear(fused.outputs[0], want);
   expectNear(plain.outputs[0], want);
+}
+
+/// Cross-entropy's ops as the training step builds them (TrainingStep.cpp)
+/// over logits [6, 40] whose classes are `first`, first + 1, ...; `lt` is
+/// the logits' element type (bf16: widened for the loss, the gradient
+/// narrowed back, as the bf16 policy writes them).
+std::string crossEntropyText(int64_t first, const std::string &lt) {
+  std::string ids;
+  for (int64_t c = 0; c < 40; ++c)
+    ids += (c ? ", " : "") + std::to_string(first + c);
+  std::string widen =
+      lt == "f32" ? "%l = nn.identity %x : tensor<6x40xf32>"
+                  : "%l = nn.cast %x : tensor<6x40x" + lt + "> -> tensor<6x40xf32>";
+  std::string narrow = lt == "f32"
+                           ? "%gx = nn.identity %g : tensor<6x40xf32>"
+                           : "%gx = nn.cast %g : tensor<6x40xf32> -> tensor<6x40x" + lt + ">";
+  return R"(
+func.func @main(%x: tensor<6x40x)" + lt + R"(>, %r: tensor<6x1xi64>, %f: tensor<6x1xf32>, %w: tensor<6x1xf32>) -> (tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x40x)" + lt + R"(>) {
+  )" + widen + R"(
+  %m = nn.reduce_max %l axes [1] keepdims : tensor<6x40xf32> -> tensor<6x1xf32>
+  %z = nn.sub %l, %m : tensor<6x40xf32>, tensor<6x1xf32> -> tensor<6x40xf32>
+  %e = nn.exp %z : tensor<6x40xf32>
+  %s = nn.reduce_sum %e axes [1] keepdims : tensor<6x40xf32> -> tensor<6x1xf32>
+  %ids = nn.constant dense<[)" + ids + R"(]> : tensor<40xi64>
+  %oh = nn.equal %r, %ids : tensor<6x1xi64>, tensor<40xi64> -> tensor<6x40xi1>
+  %zero = nn.constant dense<0.0> : tensor<f32>
+  %w0 = nn.where %oh, %z, %zero : tensor<6x40xi1>, tensor<6x40xf32>, tensor<f32> -> tensor<6x40xf32>
+  %zl = nn.reduce_sum %w0 axes [1] keepdims : tensor<6x40xf32> -> tensor<6x1xf32>
+  %sc = nn.mul %e, %f : tensor<6x40xf32>, tensor<6x1xf32> -> tensor<6x40xf32>
+  %d = nn.sub %sc, %w : tensor<6x40xf32>, tensor<6x1xf32> -> tensor<6x40xf32>
+  %g = nn.where %oh, %d, %sc : tensor<6x40xi1>, tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  )" + narrow + R"(
+  return %s, %zl, %gx : tensor<6x1xf32>, tensor<6x1xf32>, tensor<6x40x)" + lt + R"(>
+})";
+}
+
+struct CrossEntropyCase {
+  distrt::Tensor logits, labels, scale, weight;
+  std::vector<float> sumExp, labelLogit, grad; // computed here, in double
+};
+
+/// Random logits and per-row factors; labels in the share, outside it, and
+/// ignored (-100). The expected values follow the op's definition.
+CrossEntropyCase crossEntropyCase(int64_t first) {
+  CrossEntropyCase c;
+  c.logits = randomMatrix({6, 40}, 61);
+  float *x = c.logits.data<float>();
+  for (int i = 0; i < 240; ++i)
+    x[i] *= 6.f;
+  std::vector<int64_t> labels = {first + 3, first + 39, -100, first + 40,
+                                 first - 1, first};
+  c.labels = *distrt::Tensor::FromVector<int64_t>({6, 1}, labels);
+  distrt::Tensor f = randomMatrix({6, 1}, 62), w = randomMatrix({6, 1}, 63);
+  c.scale = f;
+  c.weight = w;
+  for (int r = 0; r < 6; ++r) {
+    double m = x[r * 40];
+    for (int j = 0; j < 40; ++j)
+      m = std::max(m, double(x[r * 40 + j]));
+    double s = 0;
+    for (int j = 0; j < 40; ++j)
+      s += std::exp(x[r * 40 + j] - m);
+    int64_t k = labels[r] - first;
+    bool in = k >= 0 && k < 40;
+    c.sumExp.push_back(static_cast<float>(s));
+    c.labelLogit.push_back(in ? static_cast<float>(x[r * 40 + k] - m) : 0.f);
+    for (int j = 0; j < 40; ++j)
+      c.grad.push_back(static_cast<float>(
+          std::exp(x[r * 40 + j] - m) * f.data<float>()[r] -
+          (in && j == k ? w.data<float>()[r] : 0.0)));
+  }
+  return c;
+}
+
+TEST(CrossEntropyExport, TwoInstructionsMatchTheLoss) {
+  // The loss's eleven ops over the logits become cross_entropy_sums and
+  // cross_entropy_grad on cpu; `none` runs them as written. Both against
+  // the definition in double, for the whole vocabulary and for a rank's
+  // share of it (classes 20 to 59).
+  for (int64_t first : {0, 20}) {
+    SCOPED_TRACE("first class " + std::to_string(first));
+    CrossEntropyCase c = crossEntropyCase(first);
+    std::vector<distrt::Tensor> in = {c.logits, c.labels, c.scale, c.weight};
+    std::string text = crossEntropyText(first, "f32");
+    Exported fused = exportAndRun(text, in);
+    Exported plain = exportAndRun(text, in, 1, "none");
+    EXPECT_EQ(fused.ops,
+              (std::vector<std::string>{"identity", "reduce_max",
+                                        "cross_entropy_sums",
+                                        "cross_entropy_grad", "identity"}));
+    EXPECT_EQ(std::count(plain.ops.begin(), plain.ops.end(), "where"), 2);
+    for (Exported *e : {&fused, &plain}) {
+      ASSERT_EQ(e->outputs.size(), 3u);
+      expectNear(e->outputs[0], c.sumExp);
+      expectNear(e->outputs[1], c.labelLogit);
+      expectNear(e->outputs[2], c.grad);
+    }
+  }
+}
+
+TEST(CrossEntropyExport, CudaFormReadsBf16LogitsAsStored) {
+  // On cuda the casts around the loss fold in: the instructions read bf16
+  // logits and write a bf16 gradient. The host runs that program too
+  // (through f32 copies), with the cpu form's values to the last bit.
+  CrossEntropyCase c = crossEntropyCase(0);
+  std::vector<distrt::bf16_t> stored;
+  for (int i = 0; i < 240; ++i)
+    stored.push_back(distrt::bf16_t{distrt::FloatToBF16(c.logits.data<float>()[i])});
+  distrt::Tensor logits = *distrt::Tensor::FromVector<distrt::bf16_t>({6, 40}, stored);
+  std::vector<distrt::Tensor> in = {logits, c.labels, c.scale, c.weight};
+  std::string text = crossEntropyText(0, "bf16");
+  Exported cuda = exportAndRun(text, in, 1, "cuda");
+  Exported cpu = exportAndRun(text, in);
+  EXPECT_EQ(cuda.ops,
+            (std::vector<std::string>{"reduce_max", "cast",
+                                      "cross_entropy_sums",
+                                      "cross_entropy_grad"}));
+  EXPECT_EQ(cpu.ops,
+            (std::vector<std::string>{"cast", "reduce_max",
+                                      "cross_entropy_sums",
+                                      "cross_entropy_grad", "cast"}));
+  ASSERT_EQ(cuda.outputs.size(), 3u);
+  ASSERT_EQ(cpu.outputs.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_TRUE(cuda.outputs[k].Equals(cpu.outputs[k]))
+        << "output " << k << ": " << cuda.outputs[k].DebugString() << " vs "
+        << cpu.outputs[k].DebugString();
+  }
 }
 
 } // namespace

@@ -61,3 +61,69 @@ LogicalResult FusedSoftmaxGradOp::verify() {
     return emitOpError("axis ") << getAxis() << " is not a dimension of " << y;
   return success();
 }
+
+/// The cross-entropy ops' shared checks: per-row values of the logits'
+/// shape with the last dim 1, integer labels of that shape, and the
+/// logits (and a result) in the compute type or, when it is f32, a 16-bit
+/// float.
+static LogicalResult verifyCrossEntropyOperands(Operation *op,
+                                                RankedTensorType logits,
+                                                RankedTensorType row,
+                                                RankedTensorType labels) {
+  if (logits.getRank() < 1)
+    return op->emitOpError("logits must have a class dim, got ") << logits;
+  SmallVector<int64_t> rowShape(logits.getShape());
+  rowShape.back() = 1;
+  if (failed(verifyCompatibleShape(row.getShape(), rowShape)))
+    return op->emitOpError("per-row values must be the logits' shape with "
+                           "the class dim 1, got ")
+           << row << " for logits " << logits;
+  Type c = row.getElementType();
+  if (!c.isF32() && !c.isF64())
+    return op->emitOpError("computes in f32 or f64 (the per-row values' "
+                           "element type), got ")
+           << c;
+  if (!isa<IntegerType>(labels.getElementType()) ||
+      failed(verifyCompatibleShape(labels.getShape(), rowShape)))
+    return op->emitOpError("labels must be integers of shape ")
+           << row << "'s, got " << labels;
+  return success();
+}
+
+/// Whether a value of element type `t` is read or written by a computation
+/// in `compute`: the same type, or a 16-bit float when it is f32.
+static bool storableIn(Type t, Type compute) {
+  return t == compute || (compute.isF32() && (t.isBF16() || t.isF16()));
+}
+
+LogicalResult FusedCrossEntropySumsOp::verify() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  auto row = cast<RankedTensorType>(getMax().getType());
+  if (failed(verifyCrossEntropyOperands(
+          *this, logits, row, cast<RankedTensorType>(getLabels().getType()))))
+    return failure();
+  if (!storableIn(logits.getElementType(), row.getElementType()))
+    return emitOpError("logits of ")
+           << logits.getElementType() << " cannot be read in "
+           << row.getElementType();
+  return success();
+}
+
+LogicalResult FusedCrossEntropyGradOp::verify() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  auto row = cast<RankedTensorType>(getMax().getType());
+  auto result = cast<RankedTensorType>(getResult().getType());
+  if (failed(verifyCrossEntropyOperands(
+          *this, logits, row, cast<RankedTensorType>(getLabels().getType()))))
+    return failure();
+  Type c = row.getElementType();
+  if (!storableIn(logits.getElementType(), c) ||
+      !storableIn(result.getElementType(), c))
+    return emitOpError("logits of ")
+           << logits.getElementType() << " and a result of "
+           << result.getElementType() << " cannot be computed in " << c;
+  if (failed(verifyCompatibleShape(result.getShape(), logits.getShape())))
+    return emitOpError("result ") << result << " must have the logits' shape "
+                                  << logits;
+  return success();
+}

@@ -67,4 +67,68 @@ def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
   let hasVerifier = 1;
 }
 
+def NN_FusedCrossEntropySumsOp : Op<NN_Dialect, "fused_cross_entropy_sums",
+    [Pure, AllTypesMatch<["max", "sum_exp", "label_logit"]>]> {
+  let summary = "cross-entropy's two sums over each row's classes, in one pass over the logits";
+  let description = [{
+    For each row of `logits` (the classes along the last dim; this
+    program's classes are `first_class`, `first_class + 1`, ...) with the
+    row's max `max` (the logits' shape with the last dim 1):
+    `sum_exp = sum_j exp(x_j - max)` and `label_logit = x_l - max` for the
+    row's label `l`, 0 where the label is not one of the program's classes
+    (an ignored position, or a class another rank holds). `x` is `logits`
+    widened to `max`'s element type, the compute type: f32 or f64; logits
+    may be stored as bf16 or f16 when it is f32. The cross-entropy the
+    training step builds writes both as `sub`, `exp`, `equal`, `where` and
+    two `reduce_sum`s over the logits; `dist-fuse-for-target` writes this
+    op where the target computes them in one pass. The exporter writes it
+    as one `cross_entropy_sums` instruction.
+
+    ```mlir
+    %s, %zl = nn.fused_cross_entropy_sums %logits, %max, %labels first_class 0
+        : tensor<4x16x300xbf16>, tensor<4x16x1xf32>, tensor<4x16x1xi64>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$max,
+                       AnyRankedTensor:$labels, I64Attr:$first_class);
+  let results = (outs AnyRankedTensor:$sum_exp, AnyRankedTensor:$label_logit);
+  let assemblyFormat = [{
+    $logits `,` $max `,` $labels `first_class` $first_class attr-dict `:`
+    type($logits) `,` type($max) `,` type($labels)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_FusedCrossEntropyGradOp : Op<NN_Dialect, "fused_cross_entropy_grad",
+    [Pure, AllTypesMatch<["max", "scale", "weight"]>]> {
+  let summary = "cross-entropy's gradient with respect to the logits, in one pass";
+  let description = [{
+    `result_j = exp(x_j - max) * scale - (j == label ? weight : 0)` for
+    each row of `logits` (classes last, this program's from `first_class`
+    on, as in `nn.fused_cross_entropy_sums`), with `max`, `scale` and
+    `weight` one value per row: softmax times `scale = weight / sum_exp`,
+    less `weight` at the label. `x` is `logits` widened to the compute type
+    (`max`'s: f32 or f64); the result is rounded to its element type (the
+    compute type, or bf16 / f16 when it is f32). The training step's rule
+    writes it as `mul`, `sub` and `where` over the logits (and `exp` before
+    them); `dist-fuse-for-target` writes this op where the target computes
+    it in one pass, reading the logits as stored. The exporter writes it as
+    one `cross_entropy_grad` instruction.
+
+    ```mlir
+    %g = nn.fused_cross_entropy_grad %logits, %max, %scale, %weight, %labels first_class 0
+        : tensor<4x16x300xbf16>, tensor<4x16x1xf32>, tensor<4x16x1xi64> -> tensor<4x16x300xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$logits, AnyRankedTensor:$max,
+                       AnyRankedTensor:$scale, AnyRankedTensor:$weight,
+                       AnyRankedTensor:$labels, I64Attr:$first_class);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $max `,` $scale `,` $weight `,` $labels `first_class` $first_class attr-dict `:`
+    type($logits) `,` type($max) `,` type($labels) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // NN_FUSED_OPS_TD
