@@ -11,9 +11,9 @@
 // CHECK-SAME: (%[[L:.*]]: tensor<4x6xf32>, %[[LAB:.*]]: tensor<4xi64>, %[[F:.*]]: tensor<4x1xf32>, %[[W:.*]]: tensor<4x1xf32>)
 // FUSED-NEXT: %[[M:.*]] = nn.reduce_max %[[L]] axes [1] keepdims
 // FUSED-NEXT: %[[R:.*]] = nn.reshape %[[LAB]]
-// FUSED-NEXT: %[[S:.*]]:2 = nn.fused_cross_entropy_sums %[[L]], %[[M]], %[[R]] first_class 0 : tensor<4x6xf32>, tensor<4x1xf32>, tensor<4x1xi64>
-// FUSED-NEXT: %[[LSE:.*]] = nn.log %[[S]]#0
-// FUSED-NEXT: %[[NLL:.*]] = nn.sub %[[LSE]], %[[S]]#1
+// FUSED-NEXT: %[[SE:.*]], %[[LL:.*]] = nn.fused_cross_entropy_sums %[[L]], %[[M]], %[[R]] first_class 0 : tensor<4x6xf32>, tensor<4x1xf32>, tensor<4x1xi64>
+// FUSED-NEXT: %[[LSE:.*]] = nn.log %[[SE]]
+// FUSED-NEXT: %[[NLL:.*]] = nn.sub %[[LSE]], %[[LL]]
 // FUSED-NEXT: %[[G:.*]] = nn.fused_cross_entropy_grad %[[L]], %[[M]], %[[F]], %[[W]], %[[R]] first_class 0 : tensor<4x6xf32>, tensor<4x1xf32>, tensor<4x1xi64> -> tensor<4x6xf32>
 // FUSED-NEXT: return %[[NLL]], %[[G]]
 // FUSED-NOT: nn.constant
