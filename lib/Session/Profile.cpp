@@ -8,9 +8,6 @@
 
 using namespace llvm;
 
-/// How many of a rank's slowest instructions the profile lists.
-static constexpr size_t kSlowestShown = 10;
-
 /// The model node an instruction's location names (`loc("/h.0/attn/MatMul"
 /// (...))` gives /h.0/attn/MatMul), or "" when it names only a file.
 static std::string nodeName(StringRef location) {
@@ -25,7 +22,8 @@ static std::string nodeName(StringRef location) {
 }
 
 void distopt::printProfile(raw_ostream &out, int rank,
-                           const distrt::RunStats &stats) {
+                           const distrt::RunStats &stats,
+                           size_t slowestShown) {
   // One write of the whole table: under mpirun the processes' tables do
   // not interleave line by line.
   std::string text;
@@ -82,8 +80,8 @@ void distopt::printProfile(raw_ostream &out, int rank,
       slowest.push_back(&t);
   std::stable_sort(slowest.begin(), slowest.end(),
                    [](const auto *a, const auto *b) { return a->seconds > b->seconds; });
-  if (slowest.size() > kSlowestShown)
-    slowest.resize(kSlowestShown);
+  if (slowest.size() > slowestShown)
+    slowest.resize(slowestShown);
   if (slowest.empty())
     return;
   os << "  slowest instructions:\n";

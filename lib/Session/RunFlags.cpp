@@ -19,11 +19,20 @@ static cl::opt<bool> profile(
     "profile",
     cl::desc("time every instruction of every rank and print, per op kind, "
              "calls and milliseconds per run and the share of the run, then "
-             "the ten slowest instructions (costs a clock read per "
+             "the slowest instructions (--profile-top; costs a clock read per "
              "instruction)"),
     cl::cat(distopt::compileFlagsCategory()));
 
 bool distopt::profileFlag() { return profile; }
+
+static cl::opt<unsigned> profileTop(
+    "profile-top",
+    cl::desc("with --profile: how many of each rank's slowest instructions "
+             "to list (default 10)"),
+    cl::value_desc("N"), cl::init(10),
+    cl::cat(distopt::compileFlagsCategory()));
+
+unsigned distopt::profileTopFlag() { return profileTop; }
 
 static cl::opt<std::string> deviceName(
     "device",

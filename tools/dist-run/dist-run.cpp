@@ -446,6 +446,6 @@ int main(int argc, char **argv) {
   outs().flush();
   if (settings.profile)
     for (const auto &[rank, stats] : (*session)->rankStats())
-      printProfile(root ? outs() : errs(), rank, stats);
+      printProfile(root ? outs() : errs(), rank, stats, profileTopFlag());
   return status;
 }

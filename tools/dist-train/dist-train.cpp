@@ -547,7 +547,7 @@ int main(int argc, char **argv) {
   outs().flush();
   if (trainer.run.profile)
     for (const auto &[rank, stats] : t.session().rankStats())
-      printProfile(root ? outs() : errs(), rank, stats);
+      printProfile(root ? outs() : errs(), rank, stats, profileTopFlag());
   // Reading the trained state back is collective under MPI: every process
   // takes part, the root gets the tensors.
   std::vector<distrt::NamedTensor> state;

@@ -3,7 +3,7 @@
 // The table dist-run --profile and dist-train --profile print: per op kind,
 // calls and milliseconds per run and the share of the time spent in
 // instructions, slowest first, from distrt's RunStats::op_times; then the
-// ten slowest instructions (RunStats::instruction_times) with their output
+// slowest instructions (RunStats::instruction_times) with their output
 // type and the model's node.
 //
 //===----------------------------------------------------------------------===//
@@ -15,10 +15,11 @@
 
 namespace distopt {
 
-/// Prints rank `rank`'s profile (one write, then a flush); a note when the
-/// executor did not profile.
+/// Prints rank `rank`'s profile (one write, then a flush), listing its
+/// `slowestShown` slowest instructions; a note when the executor did not
+/// profile.
 void printProfile(llvm::raw_ostream &os, int rank,
-                  const distrt::RunStats &stats);
+                  const distrt::RunStats &stats, size_t slowestShown = 10);
 
 } // namespace distopt
 

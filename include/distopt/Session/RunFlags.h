@@ -26,6 +26,8 @@ llvm::StringRef backendFlag();
 /// Whether --profile was given: time every instruction and print the time
 /// per op kind after the run (printProfile).
 bool profileFlag();
+/// --profile-top: how many slowest instructions the profile lists.
+unsigned profileTopFlag();
 
 /// A run's settings from --backend and --profile, with `threadsPerRank`
 /// (takeThreadsFlag); an error naming an unknown backend.
