@@ -16,6 +16,7 @@
 # exceeds the timed step).
 #
 # Environment: DISTOPT_BIN (default build/bin), PYTHON (default python3),
+# PROFILE_TOP (how many slowest instructions the profile lists, default 30),
 # TF32=1: both sides multiply f32 matrices on TF32 tensor cores
 # (DISTRT_CUDA_TF32=1, torch's allow_tf32); the losses then agree within
 # 2e-3 relative instead of 1e-4.
@@ -57,7 +58,7 @@ dt() { # dist-train on the GPU, then its flags
 }
 dout=$(dt --steps $warmup --bench "$steps") || { echo "$dout"; exit 1; }
 # The profile waits for the device after every instruction: a run of its own.
-pout=$(dt --steps 1 --bench 2 --profile) || { echo "$pout"; exit 1; }
+pout=$(dt --steps 1 --bench 2 --profile --profile-top "${PROFILE_TOP:-30}") || { echo "$pout"; exit 1; }
 tout=$("$py" "$root/bench/train/torch_train.py" "$dir" --device cuda --batch "$batch" \
   --warmup $warmup --bench "$steps" "${torch_flags[@]}" 2>&1) || { echo "$tout"; exit 1; }
 loss_of() { sed -n "s/^step $2\/[0-9]*: loss \([^ ]*\).*/\1/p" <<<"$1"; } # STEP counts from 1
