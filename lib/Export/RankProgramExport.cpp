@@ -51,7 +51,8 @@ private:
   LogicalResult exportNNOp(Operation *op);
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
-  LogicalResult exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op);
+  LogicalResult exportFusedAlongAxis(Operation *op, StringRef kernel,
+                                     int64_t axis);
   LogicalResult exportFusedCrossEntropy(Operation *op, StringRef kernel,
                                         int64_t firstClass);
   LogicalResult addOperandsAndResults(Operation *op, proto::Instruction *inst,
@@ -377,12 +378,14 @@ LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
   return addOperandsAndResults(op, inst, last);
 }
 
-/// One `softmax_grad` instruction (inputs y, dy; `axis`), at the first op
-/// the fused op stands for and named after the last, as a fused matmul is.
-LogicalResult Exporter::exportFusedSoftmaxGrad(nn::FusedSoftmaxGradOp op) {
-  auto [first, last] = firstAndLastOf(op.getLoc());
-  proto::Instruction *inst = newInstruction(op, "softmax_grad", first);
-  (*inst->mutable_attrs())["axis"].set_i(op.getAxis());
+/// One instruction of a kernel along one axis (`softmax_grad` from y and
+/// dy, `softmax` of an input read as stored), at the first op the fused op
+/// stands for and named after the last, as a fused matmul is.
+LogicalResult Exporter::exportFusedAlongAxis(Operation *op, StringRef kernel,
+                                             int64_t axis) {
+  auto [first, last] = firstAndLastOf(op->getLoc());
+  proto::Instruction *inst = newInstruction(op, kernel, first);
+  (*inst->mutable_attrs())["axis"].set_i(axis);
   return addOperandsAndResults(op, inst, last);
 }
 
@@ -690,7 +693,9 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
   if (auto mm = dyn_cast<nn::FusedMatMulOp>(op))
     return exportFusedMatMul(mm);
   if (auto sg = dyn_cast<nn::FusedSoftmaxGradOp>(op))
-    return exportFusedSoftmaxGrad(sg);
+    return exportFusedAlongAxis(sg, "softmax_grad", sg.getAxis());
+  if (auto sm = dyn_cast<nn::FusedSoftmaxOp>(op))
+    return exportFusedAlongAxis(sm, "softmax", sm.getAxis());
   if (auto sums = dyn_cast<nn::FusedCrossEntropySumsOp>(op))
     return exportFusedCrossEntropy(sums, "cross_entropy_sums",
                                    sums.getFirstClass());

@@ -262,7 +262,7 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
   if (!usedOnlyBy(ce.z, {ce.e, ce.w0}) || !usedOnlyBy(ce.e, {ce.s, ce.sc}) ||
       !usedOnlyBy(ce.oh, {ce.w0, ce.g}) || !usedOnlyBy(ce.sc, {ce.d, ce.g}))
     return std::nullopt;
-  if (!target.crossEntropyReadsHalf)
+  if (!target.foldHalfCasts)
     return ce;
   // Logits widened from a 16-bit float: read as stored when nothing but
   // the pattern and the row max reads the widened copy.
@@ -288,6 +288,28 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
         ce.narrow = narrow;
     }
   return ce;
+}
+
+/// A cast from a 16-bit float to f32 whose only reader is `reader`.
+nn::CastOp widenedOnlyFor(Value v, Operation *reader) {
+  auto c = v.getDefiningOp<nn::CastOp>();
+  if (!c || !c->hasOneUse() || *c->user_begin() != reader)
+    return {};
+  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
+  Type to = cast<RankedTensorType>(c.getType()).getElementType();
+  return (from.isBF16() || from.isF16()) && to.isF32() ? c : nn::CastOp();
+}
+
+/// The cast from f32 to a 16-bit float that is `op`'s result's only reader.
+nn::CastOp narrowedOnly(Operation *op) {
+  if (!op->getResult(0).hasOneUse())
+    return {};
+  auto c = dyn_cast<nn::CastOp>(*op->getResult(0).user_begin());
+  if (!c)
+    return {};
+  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
+  Type to = cast<RankedTensorType>(c.getType()).getElementType();
+  return from.isF32() && (to.isBF16() || to.isF16()) ? c : nn::CastOp();
 }
 
 struct FuseForTargetPass
@@ -337,6 +359,8 @@ struct FuseForTargetPass
       for (SoftmaxGrad &g : grads)
         fuse(g);
     }
+    if (desc->foldHalfCasts)
+      foldHalfCasts();
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -345,6 +369,56 @@ struct FuseForTargetPass
       });
       for (CrossEntropy &ce : losses)
         fuse(ce);
+    }
+  }
+
+  /// A bf16 policy's f32 softmax: softmax(widen(x)) reads x as stored
+  /// (nn.fused_softmax); its gradient reads a widened dy as stored and
+  /// writes the narrowed result its only reader wants.
+  void foldHalfCasts() {
+    SmallVector<std::pair<nn::SoftmaxOp, nn::CastOp>> softmaxes;
+    getOperation().walk([&](nn::SoftmaxOp sm) {
+      if (nn::CastOp widen = widenedOnlyFor(sm.getInput(), sm))
+        softmaxes.push_back({sm, widen});
+    });
+    for (auto [sm, widen] : softmaxes) {
+      OpBuilder b(sm);
+      auto fused = nn::FusedSoftmaxOp::create(
+          b, b.getFusedLoc({widen.getLoc(), sm.getLoc()}), sm.getType(),
+          widen.getInput(), sm.getAxis());
+      fused->setDiscardableAttrs(sm->getDiscardableAttrDictionary());
+      sm.getResult().replaceAllUsesWith(fused.getResult());
+      sm.erase();
+      widen.erase();
+    }
+    SmallVector<nn::FusedSoftmaxGradOp> grads;
+    getOperation().walk([&](nn::FusedSoftmaxGradOp g) {
+      if (cast<RankedTensorType>(g.getY().getType()).getElementType().isF32())
+        grads.push_back(g);
+    });
+    for (nn::FusedSoftmaxGradOp g : grads) {
+      nn::CastOp widen = widenedOnlyFor(g.getDy(), g);
+      nn::CastOp narrow = narrowedOnly(g);
+      if (!widen && !narrow)
+        continue;
+      Operation *last = narrow ? narrow.getOperation() : g.getOperation();
+      SmallVector<Location> locs;
+      if (widen)
+        locs.push_back(widen.getLoc());
+      locs.push_back(g.getLoc());
+      if (narrow)
+        locs.push_back(narrow.getLoc());
+      OpBuilder b(last);
+      auto fused = nn::FusedSoftmaxGradOp::create(
+          b, b.getFusedLoc(locs), last->getResult(0).getType(), g.getY(),
+          widen ? widen.getInput() : g.getDy(), g.getAxis());
+      fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
+      last->getResult(0).replaceAllUsesWith(fused.getResult());
+      if (narrow)
+        narrow.erase();
+      g.erase();
+      if (widen)
+        widen.erase();
     }
   }
 

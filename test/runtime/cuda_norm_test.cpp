@@ -75,6 +75,27 @@ TEST(CudaNorm, SoftmaxGradMatchesCpu) {
   }
 }
 
+TEST(CudaNorm, SoftmaxReadsAndWritesHalfAsStored) {
+  NEED_GPU();
+  // A bf16 policy's f32 softmax with its casts folded in: a bf16 x into an
+  // f32 y; an f32 y with a bf16 (f16) dy and dx. The host runs the same
+  // instructions through f32 copies.
+  const Shape shape = {2, 4, 64, 1024};
+  for (DType half : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(DTypeName(half));
+    ProgramBuilder b;
+    const int x = b.Input("x", half, shape);
+    b.Output("y", b.Apply("softmax", {x}, DType::kF32, shape, {{"axis", AttrInt(3)}}));
+    ExpectGpuMatchesCpu(MakeProgram(b), {RandomOf(half, shape, 60, 8.0f)}, 1e-5);
+    ProgramBuilder g;
+    const int y = g.Input("y", DType::kF32, shape), dy = g.Input("dy", half, shape);
+    g.Output("dx", g.Apply("softmax_grad", {y, dy}, half, shape, {{"axis", AttrInt(3)}}));
+    ExpectGpuMatchesCpu(MakeProgram(g),
+                        {RandomOf(DType::kF32, shape, 61, 1.0f), RandomOf(half, shape, 62, 1.0f)},
+                        1e-2);
+  }
+}
+
 // cross_entropy_sums and cross_entropy_grad over logits [rows, n] whose
 // classes start at 5, stored as `logits` (f32, f64, or bf16/f16 read as
 // stored) with the gradient stored as `grad`; the row max from the logits.

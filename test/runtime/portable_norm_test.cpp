@@ -298,11 +298,17 @@ TEST(PortableNorm, CrossEntropyBodiesMatchReferenceAndHostKernels) {
       ExpectClose(sum_exp, c.sum_exp, 3e-6);
       ExpectClose(label_logit, c.label_logit, 1e-6);
     }
-    std::vector<float> grad(c.x.size());
-    HostFor(6 * n, portable::CrossEntropyGradBody<float, float, int64_t, float>{
-                       c.x.data(), c.max.data(), c.scale.data(), c.weight.data(),
-                       c.labels.data(), grad.data(), n, 10});
-    ExpectClose(grad, c.grad, 3e-6);
+    for (const Lanes lanes : {Lanes::kOne, Lanes::kSim}) {
+      std::vector<float> grad(c.x.size());
+      portable::CrossEntropyGradBody<float, float, int64_t, float> body{
+          c.x.data(),      c.max.data(), c.scale.data(), c.weight.data(),
+          c.labels.data(), grad.data(),  n,              10};
+      if (lanes == Lanes::kSim)
+        SimWarpRows(6, body);
+      else
+        HostRows(6, body);
+      ExpectClose(grad, c.grad, 3e-6);
+    }
     // bf16 logits read as stored and a bf16 gradient: the f32 result of the
     // rounded logits, rounded once.
     std::vector<bf16_t> xb(c.x.size()), gb(c.x.size());
@@ -311,9 +317,9 @@ TEST(PortableNorm, CrossEntropyBodiesMatchReferenceAndHostKernels) {
       xb[i].bits = FloatToBF16(c.x[i]);
       xr[i] = BF16ToFloat(xb[i].bits);
     }
-    HostFor(6 * n, portable::CrossEntropyGradBody<bf16_t, float, int64_t, bf16_t>{
-                       xb.data(), c.max.data(), c.scale.data(), c.weight.data(),
-                       c.labels.data(), gb.data(), n, 10});
+    HostRows(6, portable::CrossEntropyGradBody<bf16_t, float, int64_t, bf16_t>{
+                    xb.data(), c.max.data(), c.scale.data(), c.weight.data(), c.labels.data(),
+                    gb.data(), n, 10});
     std::vector<float> want(c.x.size());
     for (int64_t row = 0; row < 6; ++row) {
       const int64_t k = c.labels[row] - 10;
@@ -333,6 +339,66 @@ TEST(PortableNorm, CrossEntropyBodiesMatchReferenceAndHostKernels) {
       {{DType::kF32, {2, 1}}, {DType::kF32, {2, 1}}}, {}, &out);
   EXPECT_FALSE(st.ok());
   EXPECT_NE(st.message().find("labels are i64[2]"), std::string::npos) << st.message();
+}
+
+TEST(PortableNorm, SoftmaxReadsHalfAsStored) {
+  // A bf16 x read into an f32 y: the f32 softmax of the widened values, to
+  // the bit (the same arithmetic on the same f32 inputs).
+  const int64_t n = 100;
+  std::vector<float> x = SoftmaxRows(n);
+  std::vector<bf16_t> xb(x.size());
+  std::vector<float> xr(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    xb[i].bits = FloatToBF16(x[i]);
+    xr[i] = BF16ToFloat(xb[i].bits);
+  }
+  for (const Lanes lanes : {Lanes::kOne, Lanes::kSim}) {
+    std::vector<float> got(x.size()), want(x.size());
+    portable::SoftmaxRowsBody<bf16_t, float> mixed{xb.data(), got.data(), n, false};
+    portable::SoftmaxRowsBody<float, float> plain{xr.data(), want.data(), n, false};
+    if (lanes == Lanes::kSim) {
+      SimWarpRows(6, mixed);
+      SimWarpRows(6, plain);
+    } else {
+      HostRows(6, mixed);
+      HostRows(6, plain);
+    }
+    ExpectClose(got, want, 0.0);
+  }
+}
+
+TEST(PortableNorm, SoftmaxGradReadsAndWritesHalfAsStored) {
+  // An f32 y with dy and dx stored as bf16: the f32 gradient of the widened
+  // dy, rounded once; rows and columns.
+  struct Case {
+    int64_t outer, n, inner;
+  };
+  for (const Case& c : {Case{6, 100, 1}, Case{3, 40, 5}}) {
+    const int64_t count = c.outer * c.n * c.inner;
+    std::vector<float> y = RandomUniform<float>(count, 81);
+    for (float& v : y) v = 0.5f * (v + 1.0f);
+    const std::vector<float> dy = RandomUniform<float>(count, 82);
+    std::vector<bf16_t> db(dy.size());
+    std::vector<float> dr(dy.size());
+    for (size_t i = 0; i < dy.size(); ++i) {
+      db[i].bits = FloatToBF16(dy[i]);
+      dr[i] = BF16ToFloat(db[i].bits);
+    }
+    std::vector<bf16_t> got(y.size());
+    std::vector<float> want(y.size());
+    if (portable::WarpPerRow(c.n, c.inner)) {
+      HostRows(c.outer, portable::SoftmaxGradRowsBody<float, bf16_t, bf16_t>{y.data(), db.data(),
+                                                                           got.data(), c.n});
+      HostRows(c.outer, portable::SoftmaxGradRowsBody<float>{y.data(), dr.data(), want.data(), c.n});
+    } else {
+      HostFor(c.outer * c.inner, portable::SoftmaxGradColsBody<float, bf16_t, bf16_t>{
+                                     y.data(), db.data(), got.data(), c.n, c.inner});
+      HostFor(c.outer * c.inner,
+              portable::SoftmaxGradColsBody<float>{y.data(), dr.data(), want.data(), c.n, c.inner});
+    }
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_EQ(got[i].bits, FloatToBF16(want[i])) << "element " << i;
+  }
 }
 
 // ---- layer_norm -------------------------------------------------------------------

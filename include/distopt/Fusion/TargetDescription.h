@@ -41,9 +41,10 @@ struct TargetDescription {
   /// Cross-entropy over the last dim as the training step builds it, in two
   /// kernels (`cross_entropy_sums`, `cross_entropy_grad`), f32 and f64.
   bool crossEntropy = false;
-  /// ... reading 16-bit float logits and writing a 16-bit float gradient
-  /// as stored, computing in f32: the casts around them fold in.
-  bool crossEntropyReadsHalf = false;
+  /// The softmax, softmax-gradient and cross-entropy kernels read and write
+  /// bf16/f16 as stored while computing in f32: a bf16 policy's casts into
+  /// and out of its f32 softmax and loss fold into them.
+  bool foldHalfCasts = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

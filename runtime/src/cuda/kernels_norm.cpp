@@ -13,18 +13,46 @@ namespace distrt {
 namespace {
 
 
+bool IsHalf(DType d) { return d == DType::kBF16 || d == DType::kF16; }
+
+// Whether `t` is stored as `stored` by a computation in f32: f32 or a
+// 16-bit float.
+bool F32Storage(DType t) { return t == DType::kF32 || IsHalf(t); }
+
+// softmax and log_softmax: y of x's type, or f32 from a 16-bit x read as
+// stored (a bf16 policy's widening cast folded in).
+bool AcceptSoftmax(const VerifyContext& v) {
+  if (v.inputs.size() != 1 || v.outputs.size() != 1) return false;
+  const TensorType &x = v.inputs[0], &y = v.outputs[0];
+  return x == y || (x.shape == y.shape && IsHalf(x.dtype) && y.dtype == DType::kF32);
+}
+
+// softmax_grad in y's dtype: dy and dx of it, or, for an f32 y, 16-bit
+// floats read and written as stored.
+bool AcceptSoftmaxGrad(const VerifyContext& v) {
+  if (v.inputs.size() != 2 || v.outputs.size() != 1) return false;
+  const TensorType &y = v.inputs[0], &dy = v.inputs[1], &dx = v.outputs[0];
+  if (dy.shape != y.shape || dx.shape != y.shape) return false;
+  if (dy.dtype == y.dtype && dx.dtype == y.dtype) return true;
+  return y.dtype == DType::kF32 && F32Storage(dy.dtype) && F32Storage(dx.dtype);
+}
+
 Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  const TensorType& out = ctx.output_types[0];
+  if (out != x.type() &&
+      !(out.shape == x.shape() && IsHalf(x.dtype()) && out.dtype == DType::kF32)) {
+    DISTRT_RETURN_IF_ERROR(CheckOutputType(out, x.type()));
+  }
   AxisSplit split;
   DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, name, x.shape(), &split));
   const int64_t outer = split.outer, n = split.n, inner = split.inner;
   Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
   if (y->num_elements() == 0) return OkStatus();
-  DISTRT_CUDA(cuda::LaunchSoftmax(x.dtype(), name == "log_softmax", x.raw(), y->raw(), outer, n,
-                                  inner, CudaOf(ctx).cuda_stream()),
+  DISTRT_CUDA(cuda::LaunchSoftmax(x.dtype(), y->dtype(), name == "log_softmax", x.raw(), y->raw(),
+                                  outer, n, inner, CudaOf(ctx).cuda_stream()),
               "softmax kernel");
   return OkStatus();
 }
@@ -32,18 +60,24 @@ Status RunSoftmax(KernelContext& ctx) {
 Status RunSoftmaxGrad(KernelContext& ctx) {
   const Tensor& y = ctx.input(0);
   const Tensor& dy = ctx.input(1);
-  if (dy.type() != y.type()) {
-    return InvalidArgumentError("softmax_grad: y is ", y.type().ToString(), " but dy is ",
-                                dy.type().ToString(), "; they must have one type");
+  VerifyContext v;
+  v.inst = ctx.inst;
+  v.inputs = {y.type(), dy.type()};
+  v.outputs = {ctx.output_types[0]};
+  if (!AcceptSoftmaxGrad(v)) {
+    return InvalidArgumentError("softmax_grad: y is ", y.type().ToString(), ", dy ",
+                                dy.type().ToString(), " and dx ", ctx.output_types[0].ToString(),
+                                "; they must have one type, or y f32 and the others f32, bf16 "
+                                "or f16 of its shape");
   }
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], y.type()));
   AxisSplit split;
   DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, "softmax_grad", y.shape(), &split));
   Tensor* dx;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
   if (dx->num_elements() == 0) return OkStatus();
-  DISTRT_CUDA(cuda::LaunchSoftmaxGrad(y.dtype(), y.raw(), dy.raw(), dx->raw(), split.outer, split.n,
-                                      split.inner, CudaOf(ctx).cuda_stream()),
+  DISTRT_CUDA(cuda::LaunchSoftmaxGrad(y.dtype(), dy.dtype(), dx->dtype(), y.raw(), dy.raw(),
+                                      dx->raw(), split.outer, split.n, split.inner,
+                                      CudaOf(ctx).cuda_stream()),
               "softmax_grad kernel");
   return OkStatus();
 }
@@ -184,9 +218,9 @@ KernelDef CudaDef(const char* name, int min_inputs, int max_inputs, KernelFn run
 }  // namespace
 
 void RegisterCudaNormKernels(KernelRegistry& r) {
-  r.Add(CudaDef("softmax", 1, 1, RunSoftmax, SameDTypes));
-  r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, SameDTypes));
-  r.Add(CudaDef("softmax_grad", 2, 2, RunSoftmaxGrad, SameDTypes));
+  r.Add(CudaDef("softmax", 1, 1, RunSoftmax, AcceptSoftmax));
+  r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, AcceptSoftmax));
+  r.Add(CudaDef("softmax_grad", 2, 2, RunSoftmaxGrad, AcceptSoftmaxGrad));
   {
     // The sums read a row's max after writing its sum: no take-over; the
     // gradient's element i is written after logit i is read.

@@ -7,34 +7,81 @@
 namespace distrt {
 namespace cuda {
 
-cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t outer, int64_t n,
-                          int64_t inner, cudaStream_t stream) {
-  return ForFloatType(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* px = static_cast<const T*>(x);
-    T* py = static_cast<T*>(y);
-    if (portable::WarpPerRow(n, inner)) {
-      portable::SoftmaxRowsBody<T> body{px, py, n, log};
-      return LaunchRows(outer, body, stream);
-    }
-    portable::SoftmaxColsBody<T> body{px, py, n, inner, log};
-    return LaunchFor(outer * inner, body, stream);
-  });
+// f(S{}) for S an f32 computation reads or writes as stored: f32, bf16,
+// f16.
+template <typename F>
+cudaError_t ForF32Storage(DType stored, F&& f) {
+  switch (stored) {
+    case DType::kF32:
+      return f(float{});
+    case DType::kBF16:
+      return f(bf16_t{});
+    case DType::kF16:
+      return f(f16_t{});
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
-cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* dx, int64_t outer,
-                              int64_t n, int64_t inner, cudaStream_t stream) {
-  return ForFloatType(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    const T* py = static_cast<const T*>(y);
-    const T* pd = static_cast<const T*>(dy);
-    T* px = static_cast<T*>(dx);
-    if (portable::WarpPerRow(n, inner)) {
-      portable::SoftmaxGradRowsBody<T> body{py, pd, px, n};
-      return LaunchRows(outer, body, stream);
-    }
-    portable::SoftmaxGradColsBody<T> body{py, pd, px, n, inner};
-    return LaunchFor(outer * inner, body, stream);
+template <typename T, typename R>
+cudaError_t LaunchSoftmaxAs(bool log, const void* x, void* y, int64_t outer, int64_t n,
+                            int64_t inner, cudaStream_t stream) {
+  const T* px = static_cast<const T*>(x);
+  R* py = static_cast<R*>(y);
+  if (portable::WarpPerRow(n, inner)) {
+    portable::SoftmaxRowsBody<T, R> body{px, py, n, log};
+    return LaunchRows(outer, body, stream);
+  }
+  portable::SoftmaxColsBody<T, R> body{px, py, n, inner, log};
+  return LaunchFor(outer * inner, body, stream);
+}
+
+cudaError_t LaunchSoftmax(DType x_dtype, DType y_dtype, bool log, const void* x, void* y,
+                          int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+  if (x_dtype == y_dtype) {
+    return ForFloatType(x_dtype, [&](auto t) {
+      using T = decltype(t);
+      return LaunchSoftmaxAs<T, T>(log, x, y, outer, n, inner, stream);
+    });
+  }
+  // A 16-bit x read as stored into an f32 y.
+  if (y_dtype != DType::kF32) return cudaErrorInvalidValue;
+  if (x_dtype == DType::kBF16) return LaunchSoftmaxAs<bf16_t, float>(log, x, y, outer, n, inner, stream);
+  if (x_dtype == DType::kF16) return LaunchSoftmaxAs<f16_t, float>(log, x, y, outer, n, inner, stream);
+  return cudaErrorInvalidValue;
+}
+
+template <typename T, typename D, typename R>
+cudaError_t LaunchSoftmaxGradAs(const void* y, const void* dy, void* dx, int64_t outer, int64_t n,
+                                int64_t inner, cudaStream_t stream) {
+  const T* py = static_cast<const T*>(y);
+  const D* pd = static_cast<const D*>(dy);
+  R* px = static_cast<R*>(dx);
+  if (portable::WarpPerRow(n, inner)) {
+    portable::SoftmaxGradRowsBody<T, D, R> body{py, pd, px, n};
+    return LaunchRows(outer, body, stream);
+  }
+  portable::SoftmaxGradColsBody<T, D, R> body{py, pd, px, n, inner};
+  return LaunchFor(outer * inner, body, stream);
+}
+
+cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, const void* y,
+                              const void* dy, void* dx, int64_t outer, int64_t n, int64_t inner,
+                              cudaStream_t stream) {
+  if (dy_dtype == y_dtype && dx_dtype == y_dtype) {
+    return ForFloatType(y_dtype, [&](auto t) {
+      using T = decltype(t);
+      return LaunchSoftmaxGradAs<T, T, T>(y, dy, dx, outer, n, inner, stream);
+    });
+  }
+  // An f32 y with dy and dx stored as 16-bit floats (or f32).
+  if (y_dtype != DType::kF32) return cudaErrorInvalidValue;
+  return ForF32Storage(dy_dtype, [&](auto td) {
+    using D = decltype(td);
+    return ForF32Storage(dx_dtype, [&](auto tr) {
+      using R = decltype(tr);
+      return LaunchSoftmaxGradAs<float, D, R>(y, dy, dx, outer, n, inner, stream);
+    });
   });
 }
 
@@ -45,8 +92,8 @@ cudaError_t ForCrossEntropyTypes(DType logits, DType compute, F&& f) {
   if (compute == DType::kF64) {
     return logits == DType::kF64 ? f(double{}, double{}) : cudaErrorInvalidValue;
   }
-  if (compute != DType::kF32 || logits == DType::kF64) return cudaErrorInvalidValue;
-  return ForFloatType(logits, [&](auto t) { return f(t, float{}); });
+  if (compute != DType::kF32) return cudaErrorInvalidValue;
+  return ForF32Storage(logits, [&](auto t) { return f(t, float{}); });
 }
 
 cudaError_t LaunchCrossEntropySums(DType logits, DType compute, DType labels_dtype, const void* x,
@@ -83,7 +130,7 @@ cudaError_t LaunchCrossEntropyGrad(DType logits, DType compute, DType labels_dty
             static_cast<const C*>(scale),  static_cast<const C*>(weight),
             static_cast<const I*>(labels), static_cast<R*>(dx),
             n,                             first_class};
-        return LaunchFor(rows * n, body, stream);
+        return LaunchRows(rows, body, stream);
       });
     });
   });

@@ -12,13 +12,16 @@
 namespace distrt {
 namespace cuda {
 
-// softmax / log_softmax of x [outer, n, inner] over n.
-cudaError_t LaunchSoftmax(DType dtype, bool log, const void* x, void* y, int64_t outer, int64_t n,
-                          int64_t inner, cudaStream_t stream);
+// softmax / log_softmax of x [outer, n, inner] over n; y of x's dtype, or
+// f32 for a bf16/f16 x (read as stored).
+cudaError_t LaunchSoftmax(DType x_dtype, DType y_dtype, bool log, const void* x, void* y,
+                          int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
 
-// softmax_grad dx = y * (dy - sum(dy * y)) of [outer, n, inner] over n.
-cudaError_t LaunchSoftmaxGrad(DType dtype, const void* y, const void* dy, void* dx, int64_t outer,
-                              int64_t n, int64_t inner, cudaStream_t stream);
+// softmax_grad dx = y * (dy - sum(dy * y)) of [outer, n, inner] over n,
+// computed in y's dtype; dy and dx of it, or bf16/f16 when it is f32.
+cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, const void* y,
+                              const void* dy, void* dx, int64_t outer, int64_t n, int64_t inner,
+                              cudaStream_t stream);
 
 // cross_entropy_sums over logits x [rows, n] (stored as `logits`, read in
 // `compute`: f32, or f64 with f64 logits): sum_exp and label_logit per row.

@@ -69,18 +69,19 @@ struct SoftmaxFinish {
 inline bool WarpPerRow(int64_t n, int64_t inner) { return inner == 1 && n >= 32; }
 
 // Rows: x is [rows, n] (the softmax axis last); a warp per row, two passes:
-// the running (max, sum) and then the outputs.
-template <typename T>
+// the running (max, sum) and then the outputs. y is stored as R: T, or f32
+// for a 16-bit x (a widening cast folded in).
+template <typename T, typename R = T>
 struct SoftmaxRowsBody {
   using C = typename Elem<T>::Compute;
   const T* x;
-  T* y;
+  R* y;
   int64_t n;
   bool log;
   template <typename Lanes>
   DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* px = x + row * n;
-    T* py = y + row * n;
+    R* py = y + row * n;
     // Two running pairs per lane: two loads in flight.
     MaxSumExp<C> a, b;
     int64_t j = lanes.lane;
@@ -96,17 +97,17 @@ struct SoftmaxRowsBody {
     if (m != -static_cast<C>(HUGE_VAL)) mine = a.s * Exp(a.m - m);
     const C sum = lanes.Sum(mine);
     const SoftmaxFinish<C> f(m, sum, log);
-    for (j = lanes.lane; j < n; j += Lanes::count) py[j] = Store<T>(f(Load(px[j])));
+    for (j = lanes.lane; j < n; j += Lanes::count) py[j] = Store<R>(f(Load(px[j])));
   }
 };
 
 // Columns: x is [outer, n, inner]; thread t = o * inner + i handles
 // x[o, :, i] (coalesced over i).
-template <typename T>
+template <typename T, typename R = T>
 struct SoftmaxColsBody {
   using C = typename Elem<T>::Compute;
   const T* x;
-  T* y;
+  R* y;
   int64_t n;
   int64_t inner;
   bool log;
@@ -114,44 +115,46 @@ struct SoftmaxColsBody {
     int64_t i, o;
     DivMod(t, inner, &o, &i);
     const T* px = x + o * n * inner + i;
-    T* py = y + o * n * inner + i;
+    R* py = y + o * n * inner + i;
     MaxSumExp<C> a;
     for (int64_t k = 0; k < n; ++k) a.Add(Load(px[k * inner]));
     const SoftmaxFinish<C> f(a.m, a.s, log);
-    for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<T>(f(Load(px[k * inner])));
+    for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<R>(f(Load(px[k * inner])));
   }
 };
 
 // softmax_grad dx = y * (dy - s), s = sum(dy * y) along the axis (the host's
-// softmax_grad; the sum accumulates in the compute type). Rows: [rows, n],
-// a warp per row; each row is read whole before any of it is written.
-template <typename T>
+// softmax_grad; the sum accumulates in the compute type, y's). dy is stored
+// as D and dx as R: T, or 16-bit floats for an f32 y (casts folded in).
+// Rows: [rows, n], a warp per row; each row is read whole before any of it
+// is written.
+template <typename T, typename D = T, typename R = T>
 struct SoftmaxGradRowsBody {
   using C = typename Elem<T>::Compute;
   const T* y;
-  const T* dy;
-  T* dx;
+  const D* dy;
+  R* dx;
   int64_t n;
   template <typename Lanes>
   DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* py = y + row * n;
-    const T* pd = dy + row * n;
-    T* px = dx + row * n;
+    const D* pd = dy + row * n;
+    R* px = dx + row * n;
     C mine = C(0);
     for (int64_t j = lanes.lane; j < n; j += Lanes::count) mine += Load(pd[j]) * Load(py[j]);
     const C s = lanes.Sum(mine);
     for (int64_t j = lanes.lane; j < n; j += Lanes::count)
-      px[j] = Store<T>(Load(py[j]) * (Load(pd[j]) - s));
+      px[j] = Store<R>(Load(py[j]) * (Load(pd[j]) - s));
   }
 };
 
 // Columns: [outer, n, inner]; thread t = o * inner + i handles column (o, i).
-template <typename T>
+template <typename T, typename D = T, typename R = T>
 struct SoftmaxGradColsBody {
   using C = typename Elem<T>::Compute;
   const T* y;
-  const T* dy;
-  T* dx;
+  const D* dy;
+  R* dx;
   int64_t n;
   int64_t inner;
   DISTRT_HD void operator()(int64_t t) const {
@@ -162,7 +165,7 @@ struct SoftmaxGradColsBody {
     for (int64_t k = 0; k < n; ++k) s += Load(dy[base + k * inner]) * Load(y[base + k * inner]);
     for (int64_t k = 0; k < n; ++k) {
       const int64_t at = base + k * inner;
-      dx[at] = Store<T>(Load(y[at]) * (Load(dy[at]) - s));
+      dx[at] = Store<R>(Load(y[at]) * (Load(dy[at]) - s));
     }
   }
 };
@@ -204,7 +207,8 @@ struct CrossEntropySumsBody {
   }
 };
 
-// cross_entropy_grad, a thread per element:
+// cross_entropy_grad, a warp per row (no index division per element; the
+// row's values read once):
 // dx_j = exp(x_j - max) * scale - (j is the label ? weight : 0).
 template <typename T, typename C, typename I, typename R>
 struct CrossEntropyGradBody {
@@ -216,12 +220,17 @@ struct CrossEntropyGradBody {
   R* dx;
   int64_t n;
   int64_t first_class;
-  DISTRT_HD void operator()(int64_t i) const {
-    int64_t row, j;
-    DivMod(i, n, &row, &j);
-    C g = Exp(static_cast<C>(Load(x[i])) - max[row]) * scale[row];
-    if (static_cast<int64_t>(labels[row]) - first_class == j) g -= weight[row];
-    dx[i] = Store<R>(static_cast<typename Elem<R>::Compute>(g));
+  template <typename Lanes>
+  DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
+    const T* px = x + row * n;
+    R* pd = dx + row * n;
+    const C m = max[row], f = scale[row];
+    const int64_t k = static_cast<int64_t>(labels[row]) - first_class;
+    for (int64_t j = lanes.lane; j < n; j += Lanes::count) {
+      C g = Exp(static_cast<C>(Load(px[j])) - m) * f;
+      if (j == k) g -= weight[row];
+      pd[j] = Store<R>(static_cast<typename Elem<R>::Compute>(g));
+    }
   }
 };
 

@@ -129,7 +129,7 @@ func.func @microbatches(%a: tensor<4x16xf32>, %b: tensor<4x16xf32>, %w: tensor<8
 // along the last axis): one fused op of y and dy.
 // CHECK-LABEL: func.func @softmax_grad
 // CHECK-SAME: (%[[Y:.*]]: tensor<2x4x8x8xf32>, %[[DY:.*]]: tensor<2x4x8x8xf32>)
-// FUSED-NEXT: %[[DX:.*]] = nn.fused_softmax_grad %[[Y]], %[[DY]] axis 3 : tensor<2x4x8x8xf32>
+// FUSED-NEXT: %[[DX:.*]] = nn.fused_softmax_grad %[[Y]], %[[DY]] axis 3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
 // FUSED-NEXT: return %[[DX]]
 // NONE-NEXT: nn.mul
 // NONE-NEXT: nn.reduce_sum
@@ -147,7 +147,7 @@ func.func @softmax_grad(%y: tensor<2x4x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> te
 
 // The products in the other order, an axis that is not last, bf16.
 // CHECK-LABEL: func.func @softmax_grad_inner_axis
-// FUSED-NEXT: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 0 : tensor<5x3xbf16>
+// FUSED-NEXT: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 0 : tensor<5x3xbf16>, tensor<5x3xbf16> -> tensor<5x3xbf16>
 // NONE-NOT: nn.fused_softmax_grad
 func.func @softmax_grad_inner_axis(%y: tensor<5x3xbf16>, %dy: tensor<5x3xbf16>) -> tensor<5x3xbf16> {
   %p = nn.mul %y, %dy : tensor<5x3xbf16>, tensor<5x3xbf16> -> tensor<5x3xbf16>

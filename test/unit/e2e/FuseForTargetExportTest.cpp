@@ -571,4 +571,42 @@ TEST(CrossEntropyExport, CudaFormReadsBf16LogitsAsStored) {
   }
 }
 
+TEST(SoftmaxExport, CudaFoldsABf16PolicysCasts) {
+  // The bf16 policy's f32 softmax in attention, forward and backward: on
+  // cuda the widening casts and the gradient's narrowing cast fold into
+  // softmax and softmax_grad. The host runs that program too, with the cpu
+  // form's values to the last bit.
+  const char *text = R"(
+func.func @main(%s: tensor<2x3x8x40xbf16>, %dyb: tensor<2x3x8x40xbf16>) -> (tensor<2x3x8x40xbf16>, tensor<2x3x8x40xbf16>) {
+  %x = nn.cast %s : tensor<2x3x8x40xbf16> -> tensor<2x3x8x40xf32>
+  %y = nn.softmax %x axis 3 : tensor<2x3x8x40xf32>
+  %yb = nn.cast %y : tensor<2x3x8x40xf32> -> tensor<2x3x8x40xbf16>
+  %dy = nn.cast %dyb : tensor<2x3x8x40xbf16> -> tensor<2x3x8x40xf32>
+  %p = nn.mul %dy, %y : tensor<2x3x8x40xf32>, tensor<2x3x8x40xf32> -> tensor<2x3x8x40xf32>
+  %sum = nn.reduce_sum %p axes [3] keepdims : tensor<2x3x8x40xf32> -> tensor<2x3x8x1xf32>
+  %d = nn.sub %dy, %sum : tensor<2x3x8x40xf32>, tensor<2x3x8x1xf32> -> tensor<2x3x8x40xf32>
+  %dx = nn.mul %y, %d : tensor<2x3x8x40xf32>, tensor<2x3x8x40xf32> -> tensor<2x3x8x40xf32>
+  %dxb = nn.cast %dx : tensor<2x3x8x40xf32> -> tensor<2x3x8x40xbf16>
+  return %yb, %dxb : tensor<2x3x8x40xbf16>, tensor<2x3x8x40xbf16>
+})";
+  auto bf16Random = [](uint32_t seed, float scale) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<distrt::bf16_t> v(2 * 3 * 8 * 40);
+    for (distrt::bf16_t &x : v)
+      x.bits = distrt::FloatToBF16(u(gen));
+    return *distrt::Tensor::FromVector<distrt::bf16_t>({2, 3, 8, 40}, v);
+  };
+  std::vector<distrt::Tensor> in = {bf16Random(91, 6.f), bf16Random(92, 1.f)};
+  Exported cuda = exportAndRun(text, in, 1, "cuda");
+  Exported cpu = exportAndRun(text, in);
+  EXPECT_EQ(cuda.ops, (std::vector<std::string>{"softmax", "cast", "softmax_grad"}));
+  EXPECT_EQ(cpu.ops, (std::vector<std::string>{"cast", "softmax", "cast", "cast",
+                                               "softmax_grad", "cast"}));
+  ASSERT_EQ(cuda.outputs.size(), 2u);
+  ASSERT_EQ(cpu.outputs.size(), 2u);
+  for (int k = 0; k < 2; ++k)
+    EXPECT_TRUE(cuda.outputs[k].Equals(cpu.outputs[k])) << "output " << k;
+}
+
 } // namespace

@@ -54,11 +54,37 @@ LogicalResult FusedMatMulOp::verify() {
   return success();
 }
 
+/// Whether a value of element type `t` is read or written by a computation
+/// in `compute`: the same type, or a 16-bit float when it is f32.
+static bool storableIn(Type t, Type compute) {
+  return t == compute || (compute.isF32() && (t.isBF16() || t.isF16()));
+}
+
 LogicalResult FusedSoftmaxGradOp::verify() {
   auto y = cast<RankedTensorType>(getY().getType());
   int64_t axis = static_cast<int64_t>(getAxis());
   if (axis < 0 || axis >= y.getRank())
     return emitOpError("axis ") << getAxis() << " is not a dimension of " << y;
+  Type c = y.getElementType();
+  Type dy = cast<RankedTensorType>(getDy().getType()).getElementType();
+  Type dx = cast<RankedTensorType>(getResult().getType()).getElementType();
+  if (!isa<FloatType>(c) || !storableIn(dy, c) || !storableIn(dx, c))
+    return emitOpError("computes in y's ")
+           << c << ": dy of " << dy << " and a result of " << dx
+           << " must be of it, or bf16/f16 when it is f32";
+  return success();
+}
+
+LogicalResult FusedSoftmaxOp::verify() {
+  auto x = cast<RankedTensorType>(getInput().getType());
+  auto y = cast<RankedTensorType>(getResult().getType());
+  int64_t axis = static_cast<int64_t>(getAxis());
+  if (axis < 0 || axis >= x.getRank())
+    return emitOpError("axis ") << getAxis() << " is not a dimension of " << x;
+  if (!y.getElementType().isF32() ||
+      !(x.getElementType().isBF16() || x.getElementType().isF16()))
+    return emitOpError("reads a bf16 or f16 input into an f32 result, got ")
+           << x << " -> " << y;
   return success();
 }
 
@@ -85,16 +111,12 @@ static LogicalResult verifyCrossEntropyOperands(Operation *op,
            << c;
   if (!isa<IntegerType>(labels.getElementType()) ||
       failed(verifyCompatibleShape(labels.getShape(), rowShape)))
-    return op->emitOpError("labels must be integers of shape ")
-           << row << "'s, got " << labels;
+    return op->emitOpError("labels must be integers of the per-row values' "
+                           "shape, got ")
+           << labels;
   return success();
 }
 
-/// Whether a value of element type `t` is read or written by a computation
-/// in `compute`: the same type, or a 16-bit float when it is f32.
-static bool storableIn(Type t, Type compute) {
-  return t == compute || (compute.isF32() && (t.isBF16() || t.isF16()));
-}
 
 LogicalResult FusedCrossEntropySumsOp::verify() {
   auto logits = cast<RankedTensorType>(getLogits().getType());

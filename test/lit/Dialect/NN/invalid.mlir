@@ -505,7 +505,47 @@ func.func @fused_matmul_transposed_rhs(%a: tensor<8x32xf32>, %b: tensor<2x4x32xf
 
 func.func @fused_softmax_grad_axis(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
   // expected-error @+1 {{axis 2 is not a dimension of 'tensor<4x8xf32>'}}
-  %0 = nn.fused_softmax_grad %y, %dy axis 2 : tensor<4x8xf32>
+  %0 = nn.fused_softmax_grad %y, %dy axis 2 : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_grad_types(%y: tensor<4x8xbf16>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{computes in y's 'bf16': dy of 'f32' and a result of 'f32' must be of it, or bf16/f16 when it is f32}}
+  %0 = nn.fused_softmax_grad %y, %dy axis 1 : tensor<4x8xbf16>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_types(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{reads a bf16 or f16 input into an f32 result, got 'tensor<4x8xf32>' -> 'tensor<4x8xf32>'}}
+  %0 = nn.fused_softmax %x axis 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_cross_entropy_rows(%l: tensor<4x6xf32>, %m: tensor<4x6xf32>, %r: tensor<4x1xi64>) {
+  // expected-error @+1 {{per-row values must be the logits' shape with the class dim 1, got 'tensor<4x6xf32>' for logits 'tensor<4x6xf32>'}}
+  %s, %zl = nn.fused_cross_entropy_sums %l, %m, %r first_class 0 : tensor<4x6xf32>, tensor<4x6xf32>, tensor<4x1xi64>
+  return
+}
+
+// -----
+
+func.func @fused_cross_entropy_labels(%l: tensor<4x6xf32>, %m: tensor<4x1xf32>, %r: tensor<4x1xf32>) {
+  // expected-error @+1 {{labels must be integers of the per-row values' shape, got 'tensor<4x1xf32>'}}
+  %s, %zl = nn.fused_cross_entropy_sums %l, %m, %r first_class 0 : tensor<4x6xf32>, tensor<4x1xf32>, tensor<4x1xf32>
+  return
+}
+
+// -----
+
+func.func @fused_cross_entropy_grad_types(%l: tensor<4x6xf64>, %m: tensor<4x1xf32>, %r: tensor<4x1xi64>) {
+  // expected-error @+1 {{logits of 'f64' and a result of 'bf16' cannot be computed in 'f32'}}
+  %g = nn.fused_cross_entropy_grad %l, %m, %m, %m, %r first_class 0 : tensor<4x6xf64>, tensor<4x1xf32>, tensor<4x1xi64> -> tensor<4x6xbf16>
   return
 }
 

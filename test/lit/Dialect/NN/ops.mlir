@@ -272,7 +272,28 @@ func.func @fused_matmul(%x: tensor<8x32xf32>, %w: tensor<64x32xf32>, %b: tensor<
 // Softmax's gradient in one op (dist-fuse-for-target writes it).
 // CHECK-LABEL: func.func @fused_softmax_grad
 func.func @fused_softmax_grad(%y: tensor<2x4x8x8xf32>, %dy: tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32> {
-  // CHECK: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 3 : tensor<2x4x8x8xf32>
-  %0 = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>
+  // CHECK: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
+  %0 = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32> -> tensor<2x4x8x8xf32>
   return %0 : tensor<2x4x8x8xf32>
+}
+
+// The f32 softmax of a bf16 policy with its casts folded in: dy read as
+// stored, the gradient written as bf16; the softmax reading bf16.
+// CHECK-LABEL: func.func @fused_softmax_half
+func.func @fused_softmax_half(%x: tensor<2x8xbf16>, %y: tensor<2x8xf32>, %dy: tensor<2x8xbf16>) -> (tensor<2x8xf32>, tensor<2x8xbf16>) {
+  // CHECK: nn.fused_softmax %{{.*}} axis 1 : tensor<2x8xbf16> -> tensor<2x8xf32>
+  %0 = nn.fused_softmax %x axis 1 : tensor<2x8xbf16> -> tensor<2x8xf32>
+  // CHECK: nn.fused_softmax_grad %{{.*}}, %{{.*}} axis 1 : tensor<2x8xf32>, tensor<2x8xbf16> -> tensor<2x8xbf16>
+  %1 = nn.fused_softmax_grad %y, %dy axis 1 : tensor<2x8xf32>, tensor<2x8xbf16> -> tensor<2x8xbf16>
+  return %0, %1 : tensor<2x8xf32>, tensor<2x8xbf16>
+}
+
+// Cross-entropy's fused forms over a rank's share of the classes.
+// CHECK-LABEL: func.func @fused_cross_entropy
+func.func @fused_cross_entropy(%l: tensor<4x6xbf16>, %m: tensor<4x1xf32>, %r: tensor<4x1xi64>) -> (tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x6xbf16>) {
+  // CHECK: nn.fused_cross_entropy_sums %{{.*}}, %{{.*}}, %{{.*}} first_class 6 : tensor<4x6xbf16>, tensor<4x1xf32>, tensor<4x1xi64>
+  %s, %zl = nn.fused_cross_entropy_sums %l, %m, %r first_class 6 : tensor<4x6xbf16>, tensor<4x1xf32>, tensor<4x1xi64>
+  // CHECK: nn.fused_cross_entropy_grad {{.*}} first_class 6 : tensor<4x6xbf16>, tensor<4x1xf32>, tensor<4x1xi64> -> tensor<4x6xbf16>
+  %g = nn.fused_cross_entropy_grad %l, %m, %s, %zl, %r first_class 6 : tensor<4x6xbf16>, tensor<4x1xf32>, tensor<4x1xi64> -> tensor<4x6xbf16>
+  return %s, %zl, %g : tensor<4x1xf32>, tensor<4x1xf32>, tensor<4x6xbf16>
 }

@@ -43,7 +43,7 @@ def NN_FusedMatMulOp : Op<NN_Dialect, "fused_matmul", [Pure]> {
 }
 
 def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
-                                [Pure, AllTypesMatch<["y", "dy", "result"]>]> {
+                                [Pure, AllShapesMatch<["y", "dy", "result"]>]> {
   let summary = "softmax's gradient, y * (dy - sum(dy * y)) along one axis, in one pass";
   let description = [{
     The gradient of a softmax with respect to its input, from the softmax's
@@ -55,14 +55,42 @@ def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
     accumulated in the compute type). The exporter writes it as one
     `softmax_grad` instruction (inputs `y`, `dy`; `axis`).
 
+    `y`'s element type is the compute type. `dy` and the result have it
+    too, or, when it is f32, may be bf16 or f16: `dy` is read widened and
+    the result rounded once (a target whose kernels read and write 16-bit
+    floats as stored folds the casts of a bf16 policy's f32 softmax in).
+
     ```mlir
-    %dx = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>
+    %dx = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xbf16>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$y, AnyRankedTensor:$dy, I64Attr:$axis);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $y `,` $dy `axis` $axis attr-dict `:` type($result)
+    $y `,` $dy `axis` $axis attr-dict `:` type($y) `,` type($dy) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def NN_FusedSoftmaxOp : Op<NN_Dialect, "fused_softmax",
+                           [Pure, AllShapesMatch<["input", "result"]>]> {
+  let summary = "softmax along one axis of an input read as stored, computed in f32";
+  let description = [{
+    `nn.softmax` of `input` widened to f32 (`input` bf16 or f16, the result
+    f32): what a bf16 policy's f32 softmax computes from its widening
+    cast, in one pass that reads the 16-bit input as stored.
+    `dist-fuse-for-target` writes it for a target whose kernels do; the
+    exporter writes it as a `softmax` instruction whose input and output
+    types differ.
+
+    ```mlir
+    %y = nn.fused_softmax %x axis 3 : tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `axis` $axis attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
 }
