@@ -45,12 +45,19 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     gradient `sc = e * f`, `where(oh, sc - w, sc)`, every intermediate read
     only there, becomes `nn.fused_cross_entropy_sums` (where the first sum
     stood; a labels reshape that comes later moves before it) and
-    `nn.fused_cross_entropy_grad` (where the gradient stood). With
-    `crossEntropyReadsHalf` (cuda), logits widened from bf16/f16 by a cast
-    that only the pattern and the row's `reduce_max` read are read as
-    stored (that `reduce_max` takes the stored logits and is widened after:
-    the same value), and a cast narrowing the gradient, its only reader, is
-    written by the fused op.
+    `nn.fused_cross_entropy_grad` (where the gradient stood).
+
+    Where the description has `foldHalfCasts` (cuda), the casts a bf16
+    policy puts around its f32 softmax and loss fold into the kernels,
+    which read and write 16-bit floats as stored: `nn.softmax` of an f32
+    value widened from bf16/f16 that nothing else reads becomes
+    `nn.fused_softmax` of the stored value; `nn.fused_softmax_grad` reads
+    a widened `dy` that nothing else reads as stored and writes the
+    narrowed result its only reader (a cast) wants; cross-entropy reads
+    logits widened by a cast that only the pattern and the row's
+    `reduce_max` read as stored (that `reduce_max` takes the stored logits
+    and is widened after: the same value) and writes a gradient narrowed
+    by its only reader as stored.
 
     Example, with `target=cpu`: a linear layer and its GELU,
 
