@@ -131,6 +131,29 @@ struct CastBody {
   }
 };
 
+// Between f32, bf16 and f16 (the casts around a bf16 policy's f32 islands),
+// kPack elements at a time, in f32 as the host's conversions do (a 16-bit
+// float widens exactly; f32 rounds to nearest even): the bytes CastBody
+// writes, with one load and one store per pack.
+template <typename S, typename D>
+struct FloatCastPackBody {
+  const S* x;
+  D* y;
+  int64_t n;
+  DISTRT_HD void operator()(int64_t p) const {
+    const int64_t i0 = p * kPack;
+    if (i0 + kPack <= n) {
+      const Pack<S> in = reinterpret_cast<const Pack<S>*>(x)[p];
+      Pack<D> out;
+      DISTRT_UNROLL
+      for (int k = 0; k < kPack; ++k) out.v[k] = Store<D>(static_cast<float>(Load(in.v[k])));
+      reinterpret_cast<Pack<D>*>(y)[p] = out;
+      return;
+    }
+    for (int64_t i = i0; i < n; ++i) y[i] = Store<D>(static_cast<float>(Load(x[i])));
+  }
+};
+
 }  // namespace portable
 }  // namespace distrt
 
