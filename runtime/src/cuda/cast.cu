@@ -2,8 +2,6 @@
 #include "cuda/launch.cuh"
 #include "portable/cast.h"
 
-#include <cstdint>
-
 namespace distrt {
 namespace cuda {
 
@@ -24,8 +22,6 @@ bool ForF32OrHalf(DType d, F&& f) {
       return false;
   }
 }
-
-bool Aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 cudaError_t LaunchCast(DType from, DType to, const void* x, void* y, int64_t n,
                        cudaStream_t stream) {

@@ -13,10 +13,6 @@ using portable::kPack;
 using portable::UnaryBody;
 using portable::UnaryPackBody;
 
-// Buffers start 64-byte aligned (Device::Allocate) and tensors start at
-// their buffer's start, so packs of elements are aligned; checked anyway.
-bool Aligned(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
-
 cudaError_t LaunchUnary(DType dtype, portable::UnaryOp op, const void* x, void* y, int64_t n,
                         double alpha, cudaStream_t stream) {
   return ForFloatType(dtype, [&](auto tag) {

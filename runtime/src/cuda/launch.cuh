@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "portable/hd.h"
@@ -16,6 +17,13 @@ namespace cuda {
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kWarpsPerBlock = kThreadsPerBlock / 32;
+
+// Whether `p` is aligned for packs of `bytes`. Buffers start 64-byte
+// aligned (Device::Allocate) and tensors at their buffer's start, so packs
+// of elements are aligned; checked anyway.
+inline bool Aligned(const void* p, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(p) % bytes == 0;
+}
 
 inline int BlocksFor(int64_t threads) {
   int64_t b = (threads + kThreadsPerBlock - 1) / kThreadsPerBlock;
