@@ -1,43 +1,25 @@
 #include "cuda/cast.h"
+#include "cuda/dispatch.cuh"
 #include "cuda/launch.cuh"
 #include "portable/cast.h"
 
 namespace distrt {
 namespace cuda {
 
-// f(T{}) for f32, bf16 and f16; false when `d` is none of them.
-template <typename F>
-bool ForF32OrHalf(DType d, F&& f) {
-  switch (d) {
-    case DType::kF32:
-      f(float{});
-      return true;
-    case DType::kBF16:
-      f(bf16_t{});
-      return true;
-    case DType::kF16:
-      f(f16_t{});
-      return true;
-    default:
-      return false;
-  }
-}
-
 cudaError_t LaunchCast(DType from, DType to, const void* x, void* y, int64_t n,
                        cudaStream_t stream) {
   // Between f32 and the 16-bit floats: packs of elements.
-  cudaError_t packed = cudaErrorInvalidValue;
-  const bool handled = ForF32OrHalf(from, [&](auto s) {
-    using S = decltype(s);
-    ForF32OrHalf(to, [&](auto d) {
-      using D = decltype(d);
-      if (!Aligned(x, sizeof(S) * portable::kPack) || !Aligned(y, sizeof(D) * portable::kPack))
-        return;
-      portable::FloatCastPackBody<S, D> body{static_cast<const S*>(x), static_cast<D*>(y), n};
-      packed = LaunchFor((n + portable::kPack - 1) / portable::kPack, body, stream);
+  if (IsF32StorageType(from) && IsF32StorageType(to) &&
+      Aligned(x, DTypeSize(from) * portable::kPack) && Aligned(y, DTypeSize(to) * portable::kPack)) {
+    return ForF32StorageType(from, [&](auto s) {
+      using S = decltype(s);
+      return ForF32StorageType(to, [&](auto d) {
+        using D = decltype(d);
+        portable::FloatCastPackBody<S, D> body{static_cast<const S*>(x), static_cast<D*>(y), n};
+        return LaunchFor((n + portable::kPack - 1) / portable::kPack, body, stream);
+      });
     });
-  });
-  if (handled && packed != cudaErrorInvalidValue) return packed;
+  }
   switch (to) {
     case DType::kF32:
     case DType::kF64:

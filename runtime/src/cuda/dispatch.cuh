@@ -1,5 +1,5 @@
-// Calls f(T{}) with T the storage type of a float dtype, for launchers
-// templated on it.
+// Calls f(T{}) with T the storage type of a float dtype (or of one an f32
+// computation stores), for launchers templated on it.
 #ifndef DISTRT_SRC_CUDA_DISPATCH_CUH_
 #define DISTRT_SRC_CUDA_DISPATCH_CUH_
 
@@ -24,6 +24,26 @@ cudaError_t ForFloatType(DType dtype, F&& f) {
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+// f(T{}) for the storage types an f32 computation reads and writes as
+// stored: f32, bf16, f16.
+template <typename F>
+cudaError_t ForF32StorageType(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kF32:
+      return f(float{});
+    case DType::kBF16:
+      return f(bf16_t{});
+    case DType::kF16:
+      return f(f16_t{});
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+inline bool IsF32StorageType(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kBF16 || dtype == DType::kF16;
 }
 
 }  // namespace cuda

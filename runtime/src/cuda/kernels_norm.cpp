@@ -6,25 +6,21 @@
 #include "cross_entropy_types.h"
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
+#include "cuda/dispatch.cuh"
 #include "cuda/kernels_common.h"
 #include "cuda/norm.h"
+#include "via_f32.h"
 
 namespace distrt {
 namespace {
 
-
-bool IsHalf(DType d) { return d == DType::kBF16 || d == DType::kF16; }
-
-// Whether `t` is stored as `stored` by a computation in f32: f32 or a
-// 16-bit float.
-bool F32Storage(DType t) { return t == DType::kF32 || IsHalf(t); }
 
 // softmax and log_softmax: y of x's type, or f32 from a 16-bit x read as
 // stored (a bf16 policy's widening cast folded in).
 bool AcceptSoftmax(const VerifyContext& v) {
   if (v.inputs.size() != 1 || v.outputs.size() != 1) return false;
   const TensorType &x = v.inputs[0], &y = v.outputs[0];
-  return x == y || (x.shape == y.shape && IsHalf(x.dtype) && y.dtype == DType::kF32);
+  return x == y || (x.shape == y.shape && IsHalfFloat(x.dtype) && y.dtype == DType::kF32);
 }
 
 // softmax_grad in y's dtype: dy and dx of it, or, for an f32 y, 16-bit
@@ -34,7 +30,8 @@ bool AcceptSoftmaxGrad(const VerifyContext& v) {
   const TensorType &y = v.inputs[0], &dy = v.inputs[1], &dx = v.outputs[0];
   if (dy.shape != y.shape || dx.shape != y.shape) return false;
   if (dy.dtype == y.dtype && dx.dtype == y.dtype) return true;
-  return y.dtype == DType::kF32 && F32Storage(dy.dtype) && F32Storage(dx.dtype);
+  return y.dtype == DType::kF32 && cuda::IsF32StorageType(dy.dtype) &&
+         cuda::IsF32StorageType(dx.dtype);
 }
 
 Status RunSoftmax(KernelContext& ctx) {
@@ -42,7 +39,7 @@ Status RunSoftmax(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const TensorType& out = ctx.output_types[0];
   if (out != x.type() &&
-      !(out.shape == x.shape() && IsHalf(x.dtype()) && out.dtype == DType::kF32)) {
+      !(out.shape == x.shape() && IsHalfFloat(x.dtype()) && out.dtype == DType::kF32)) {
     DISTRT_RETURN_IF_ERROR(CheckOutputType(out, x.type()));
   }
   AxisSplit split;

@@ -7,22 +7,6 @@
 namespace distrt {
 namespace cuda {
 
-// f(S{}) for S an f32 computation reads or writes as stored: f32, bf16,
-// f16.
-template <typename F>
-cudaError_t ForF32Storage(DType stored, F&& f) {
-  switch (stored) {
-    case DType::kF32:
-      return f(float{});
-    case DType::kBF16:
-      return f(bf16_t{});
-    case DType::kF16:
-      return f(f16_t{});
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 template <typename T, typename R>
 cudaError_t LaunchSoftmaxAs(bool log, const void* x, void* y, int64_t outer, int64_t n,
                             int64_t inner, cudaStream_t stream) {
@@ -76,9 +60,9 @@ cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, con
   }
   // An f32 y with dy and dx stored as 16-bit floats (or f32).
   if (y_dtype != DType::kF32) return cudaErrorInvalidValue;
-  return ForF32Storage(dy_dtype, [&](auto td) {
+  return ForF32StorageType(dy_dtype, [&](auto td) {
     using D = decltype(td);
-    return ForF32Storage(dx_dtype, [&](auto tr) {
+    return ForF32StorageType(dx_dtype, [&](auto tr) {
       using R = decltype(tr);
       return LaunchSoftmaxGradAs<float, D, R>(y, dy, dx, outer, n, inner, stream);
     });
@@ -93,7 +77,7 @@ cudaError_t ForCrossEntropyTypes(DType logits, DType compute, F&& f) {
     return logits == DType::kF64 ? f(double{}, double{}) : cudaErrorInvalidValue;
   }
   if (compute != DType::kF32) return cudaErrorInvalidValue;
-  return ForF32Storage(logits, [&](auto t) { return f(t, float{}); });
+  return ForF32StorageType(logits, [&](auto t) { return f(t, float{}); });
 }
 
 cudaError_t LaunchCrossEntropySums(DType logits, DType compute, DType labels_dtype, const void* x,
