@@ -48,6 +48,10 @@ private:
   /// Weight entries by persistent key (a training step's updates name them).
   std::map<std::string, SmallVector<int>> persistentEntries;
   LogicalResult exportConstant(nn::ConstantOp op);
+  /// Splat constants deferred by exportConstant, made where first read.
+  DenseMap<Value, nn::ConstantOp> deferredSplats;
+  /// An `expand` of its one element for each deferred splat `op` reads.
+  LogicalResult makeDeferredSplats(Operation &op);
   LogicalResult exportNNOp(Operation *op);
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
@@ -226,7 +230,69 @@ proto::Tensor *Exporter::newConstant(int32_t id) {
   return t;
 }
 
+/// Splat constants of at least this many bytes are not stored whole: an
+/// `expand` of their one element makes them where they are first read, as
+/// a run value. A gradient's zeroed base (the embedding's scatter-add) is
+/// then neither a persistent copy nor the program file's bytes, and its
+/// reader may take its buffer over.
+constexpr int64_t kExpandedSplatBytes = 64 << 10;
+
+/// Whether every reader of `op`'s value is an op of one block that
+/// exportOp exports (not a terminator), so the first reader's place is
+/// before every other's.
+static bool readInOneBlock(nn::ConstantOp op) {
+  Value v = op.getResult();
+  if (v.use_empty())
+    return false;
+  Block *block = (*v.user_begin())->getBlock();
+  return llvm::all_of(v.getUsers(), [&](Operation *user) {
+    return user->getBlock() == block &&
+           !user->hasTrait<OpTrait::IsTerminator>();
+  });
+}
+
+LogicalResult Exporter::makeDeferredSplats(Operation &op) {
+  for (Value v : op.getOperands()) {
+    auto it = deferredSplats.find(v);
+    if (it == deferredSplats.end())
+      continue;
+    nn::ConstantOp c = it->second;
+    deferredSplats.erase(it);
+    auto dense = cast<DenseElementsAttr>(c.getValue());
+    Type et = dense.getElementType();
+    FailureOr<int32_t> one =
+        newValue(c.getLoc(), RankedTensorType::get({}, et));
+    if (failed(one))
+      return failure();
+    std::string bytes;
+    if (et.isInteger(1))
+      bytes.push_back(dense.getSplatValue<bool>() ? 1 : 0);
+    else
+      bytes.assign(dense.getRawData().data(),
+                   et.getIntOrFloatBitWidth() / 8);
+    newConstant(*one)->set_data(std::move(bytes));
+    proto::Instruction *inst = newInstruction(c, "expand");
+    inst->add_inputs(*one);
+    FailureOr<int32_t> id = define(v);
+    if (failed(id))
+      return failure();
+    inst->add_outputs(*id);
+  }
+  return success();
+}
+
 LogicalResult Exporter::exportConstant(nn::ConstantOp op) {
+  if (auto dense = dyn_cast<DenseElementsAttr>(op.getValue());
+      dense && dense.isSplat() && readInOneBlock(op)) {
+    auto type = cast<RankedTensorType>(op.getType());
+    int64_t width = std::max<int64_t>(
+        1, type.getElementType().getIntOrFloatBitWidth() / 8);
+    if (type.hasStaticShape() &&
+        type.getNumElements() * width >= kExpandedSplatBytes) {
+      deferredSplats[op.getResult()] = op;
+      return success();
+    }
+  }
   FailureOr<int32_t> id = define(op.getResult());
   if (failed(id))
     return failure();
@@ -684,6 +750,8 @@ FailureOr<proto::RankProgram> Exporter::run() {
 }
 
 LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
+  if (failed(makeDeferredSplats(op)))
+    return failure();
   if (auto w = dyn_cast<nn::WeightOp>(op))
     return exportWeight(w);
   if (auto v = dyn_cast<nn::VariableOp>(op))
