@@ -1,12 +1,12 @@
 //===- SyntheticInputs.cpp - inputs drawn from a seed ---------------------===//
 //
-// A batch's values are drawn for the requested inputs in the inputs' order
-// from one generator seeded with seed + batch (labels from a second one),
-// so that a value depends only on the seed, the batch and the requests:
-// dist-run's inputs (batch = microbatch), the trainer's random batches
-// (batch = step) and runs that resume at a later step see the same
-// numbers. A pipeline's microbatches are row slices of one batch drawn
-// whole, so pp trains on the rows one device or dp trains on.
+// A batch's values are drawn for every input in order from one generator
+// seeded with seed + batch, whatever the batch asks for, so that a value
+// depends only on the seed, the batch and the list of inputs: dist-run's
+// inputs (batch = microbatch), the trainer's random batches (batch = step)
+// and runs that resume at a later step see the same numbers. A pipeline's
+// microbatches are row slices of one batch drawn whole, so pp trains on the
+// rows one device or dp trains on.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/Data/DataSource.h"
@@ -35,28 +35,34 @@ public:
 
   Expected<std::vector<distrt::Tensor>>
   read(int64_t batch, llvm::ArrayRef<InputRequest> requests) override {
-    // The model inputs requested, drawn in the inputs' order: a pipeline's
-    // microbatches (batchSplit > 1) are row slices of one batch drawn
-    // whole, so they are the rows one device's batch holds; inputs nobody
-    // reads here (labels, hyper-parameters) take nothing from the stream.
-    std::map<std::string, distrt::Tensor> drawn; // by name, or by base
-    auto key = [](const InputRequest &r) {
-      return r.batchSplit > 1 ? r.base : r.input.name;
-    };
-    std::mt19937_64 rng(seed + batch);
-    for (const InputSpec &input : inputs) {
-      const InputRequest *r = llvm::find_if(requests, [&](const InputRequest &q) {
-        return !q.labels && q.input.name == input.name;
-      });
-      if (r == requests.end() || drawn.count(key(*r)))
-        continue;
-      InputSpec whole = input;
-      if (r->batchSplit > 1 && !whole.shape.empty())
-        whole.shape[0] *= r->batchSplit;
-      auto t = draw(whole, rng);
-      if (!t)
-        return t.takeError();
-      drawn.emplace(key(*r), std::move(*t));
+    // A pipeline's microbatches are row slices of one batch (batchSplit):
+    // drawn whole where the first one's input stands, so they are the rows
+    // one device's batch holds; the others' inputs take nothing from the
+    // stream. (The microbatch inputs of one model input are read together,
+    // by the stage that embeds them.)
+    std::map<std::string, const InputRequest *> split;
+    for (const InputRequest &r : requests)
+      if (!r.labels && r.batchSplit > 1)
+        split[r.input.name] = &r;
+    std::vector<distrt::Tensor> all;
+    if (llvm::any_of(requests,
+                     [](const InputRequest &r) { return !r.labels; })) {
+      std::mt19937_64 rng(seed + batch);
+      for (const InputSpec &input : inputs) {
+        InputSpec whole = input;
+        if (auto it = split.find(input.name); it != split.end()) {
+          if (it->second->microbatch != 0) {
+            all.emplace_back();
+            continue;
+          }
+          if (!whole.shape.empty())
+            whole.shape[0] *= it->second->batchSplit;
+        }
+        auto t = draw(whole, rng);
+        if (!t)
+          return t.takeError();
+        all.push_back(std::move(*t));
+      }
     }
     std::mt19937_64 labelRng(seed * 1000003 + batch);
     std::vector<distrt::Tensor> out;
@@ -68,23 +74,37 @@ public:
         out.push_back(std::move(*t));
         continue;
       }
-      auto it = drawn.find(key(r));
-      if (it == drawn.end())
-        return fail("no generated input is named '" + r.input.name + "'");
-      if (r.batchSplit == 1) {
-        out.push_back(it->second);
+      if (r.batchSplit > 1) {
+        // Microbatch j: rows [j * rows, (j + 1) * rows) of the batch drawn
+        // for microbatch 0's input.
+        auto first = llvm::find_if(requests, [&](const InputRequest &q) {
+          return !q.labels && q.base == r.base && q.microbatch == 0;
+        });
+        auto it = first == requests.end()
+                      ? inputs.end()
+                      : llvm::find_if(inputs, [&](const InputSpec &i) {
+                          return i.name == first->input.name;
+                        });
+        if (it == inputs.end())
+          return fail("no generated input holds microbatch 0 of '" + r.base +
+                      "'");
+        const distrt::Tensor &whole = all[it - inputs.begin()];
+        distrt::Tensor slice;
+        distrt::Status st =
+            distrt::Tensor::Allocate(r.input.dtype, r.input.shape, &slice);
+        if (!st.ok())
+          return fail(st.ToString());
+        const char *from = static_cast<const char *>(whole.raw());
+        std::memcpy(slice.raw(), from + r.microbatch * slice.byte_size(),
+                    slice.byte_size());
+        out.push_back(std::move(slice));
         continue;
       }
-      // Microbatch j: rows [j * rows, (j + 1) * rows) of the batch.
-      distrt::Tensor slice;
-      distrt::Status st =
-          distrt::Tensor::Allocate(r.input.dtype, r.input.shape, &slice);
-      if (!st.ok())
-        return fail(st.ToString());
-      const char *from = static_cast<const char *>(it->second.raw());
-      std::memcpy(slice.raw(), from + r.microbatch * slice.byte_size(),
-                  slice.byte_size());
-      out.push_back(std::move(slice));
+      auto it = llvm::find_if(
+          inputs, [&](const InputSpec &i) { return i.name == r.input.name; });
+      if (it == inputs.end())
+        return fail("no generated input is named '" + r.input.name + "'");
+      out.push_back(all[it - inputs.begin()]);
     }
     return out;
   }

@@ -366,6 +366,30 @@ TEST(SyntheticInputs, AValueDependsOnlyOnSeedBatchAndInputs) {
   }
 }
 
+TEST(SyntheticInputs, PipelineMicrobatchesAreRowsOfOneDevicesBatch) {
+  // One device: x [8, 3]. A pipeline of 2 microbatches: x [4, 3] twice,
+  // with a hyper-parameter listed between them (as a stage's program lists
+  // its inputs): microbatch j gets rows [4j, 4j + 4) of the same batch.
+  std::vector<InputSpec> one{spec("x", DType::kI64, {8, 3}, 50)};
+  std::vector<InputSpec> piped{spec("x", DType::kI64, {4, 3}, 50),
+                               spec("hyper.lr", DType::kF32, {}),
+                               spec("x.mb1", DType::kI64, {4, 3}, 50)};
+  auto whole = syntheticInputs(one, 9)->read(2, wholeBatchRequests(one));
+  InputRequest mb0 = request(piped[0], 0, false, 0, 2, 2);
+  InputRequest mb1 = request(piped[2], 0, false, 1, 2, 2);
+  mb1.base = "x";
+  auto parts = syntheticInputs(piped, 9)->read(2, {mb0, mb1});
+  ASSERT_TRUE(whole && parts);
+  ASSERT_EQ(parts->size(), 2u);
+  for (int j = 0; j < 2; ++j) {
+    ASSERT_EQ((*parts)[j].shape(), (distrt::Shape{4, 3}));
+    for (int k = 0; k < 12; ++k)
+      EXPECT_EQ((*parts)[j].data<int64_t>()[k],
+                (*whole)[0].data<int64_t>()[j * 12 + k])
+          << "microbatch " << j << " element " << k;
+  }
+}
+
 TEST(SyntheticInputs, LabelsAreClassIdsFromTheirOwnGenerator) {
   std::vector<InputSpec> inputs{spec("x", DType::kF32, {2}),
                                 spec("labels", DType::kI64, {64})};
