@@ -10,22 +10,6 @@
 namespace distrt {
 namespace cuda {
 
-template <typename F>
-cudaError_t ForFloatType(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::kF32:
-      return f(float{});
-    case DType::kF64:
-      return f(double{});
-    case DType::kBF16:
-      return f(bf16_t{});
-    case DType::kF16:
-      return f(f16_t{});
-    default:
-      return cudaErrorInvalidValue;
-  }
-}
-
 // f(T{}) for the storage types an f32 computation reads and writes as
 // stored: f32, bf16, f16.
 template <typename F>
@@ -40,6 +24,13 @@ cudaError_t ForF32StorageType(DType dtype, F&& f) {
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+// f(T{}) for the float dtypes: f64 and the f32 storage types.
+template <typename F>
+cudaError_t ForFloatType(DType dtype, F&& f) {
+  if (dtype == DType::kF64) return f(double{});
+  return ForF32StorageType(dtype, f);
 }
 
 inline bool IsF32StorageType(DType dtype) {
