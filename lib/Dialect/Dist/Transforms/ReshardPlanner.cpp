@@ -307,6 +307,11 @@ distopt::dist::planReshard(const ReshardProblem &problem,
     from.push_back(normalize(p));
   for (const Placement &p : toRaw)
     to.push_back(normalize(p));
+  // Over an axis of one device every placement is the whole tensor (a
+  // partial value summed over one rank is itself): nothing moves there.
+  for (size_t a = 0; a < from.size() && a < to.size(); ++a)
+    if (a < problem.meshSizes.size() && problem.meshSizes[a] == 1)
+      from[a] = to[a] = Placement::replicate();
   ReshardPlan plan;
   if (from == to)
     return plan;
