@@ -45,6 +45,7 @@ public:
       if (!r.labels && r.batchSplit > 1)
         split[r.input.name] = &r;
     std::vector<distrt::Tensor> all;
+    std::map<std::string, size_t> wholeBatch; // by base: its index in `all`
     if (llvm::any_of(requests,
                      [](const InputRequest &r) { return !r.labels; })) {
       std::mt19937_64 rng(seed + batch);
@@ -57,6 +58,7 @@ public:
           }
           if (!whole.shape.empty())
             whole.shape[0] *= it->second->batchSplit;
+          wholeBatch[it->second->base] = all.size();
         }
         auto t = draw(whole, rng);
         if (!t)
@@ -77,18 +79,11 @@ public:
       if (r.batchSplit > 1) {
         // Microbatch j: rows [j * rows, (j + 1) * rows) of the batch drawn
         // for microbatch 0's input.
-        auto first = llvm::find_if(requests, [&](const InputRequest &q) {
-          return !q.labels && q.base == r.base && q.microbatch == 0;
-        });
-        auto it = first == requests.end()
-                      ? inputs.end()
-                      : llvm::find_if(inputs, [&](const InputSpec &i) {
-                          return i.name == first->input.name;
-                        });
-        if (it == inputs.end())
+        auto it = wholeBatch.find(r.base);
+        if (it == wholeBatch.end())
           return fail("no generated input holds microbatch 0 of '" + r.base +
                       "'");
-        const distrt::Tensor &whole = all[it - inputs.begin()];
+        const distrt::Tensor &whole = all[it->second];
         distrt::Tensor slice;
         distrt::Status st =
             distrt::Tensor::Allocate(r.input.dtype, r.input.shape, &slice);

@@ -55,10 +55,9 @@ private:
   LogicalResult exportNNOp(Operation *op);
   /// A matmul in its target's fused form (dist-fuse-for-target).
   LogicalResult exportFusedMatMul(nn::FusedMatMulOp op);
-  LogicalResult exportFusedAlongAxis(Operation *op, StringRef kernel,
-                                     int64_t axis);
-  LogicalResult exportFusedCrossEntropy(Operation *op, StringRef kernel,
-                                        int64_t firstClass);
+  /// A fused op as one instruction of `kernel` with one integer attribute.
+  LogicalResult exportFused(Operation *op, StringRef kernel, StringRef attr,
+                            int64_t value);
   LogicalResult addOperandsAndResults(Operation *op, proto::Instruction *inst,
                                      Location resultLoc);
   LogicalResult exportDistOp(Operation *op);
@@ -444,26 +443,17 @@ LogicalResult Exporter::exportFusedMatMul(nn::FusedMatMulOp op) {
   return addOperandsAndResults(op, inst, last);
 }
 
-/// One instruction of a kernel along one axis (`softmax_grad` from y and
-/// dy, `softmax` of an input read as stored), at the first op the fused op
-/// stands for and named after the last, as a fused matmul is.
-LogicalResult Exporter::exportFusedAlongAxis(Operation *op, StringRef kernel,
-                                             int64_t axis) {
+/// One instruction of `kernel` with attribute `attr` = `value`:
+/// `softmax_grad` from y and dy and `softmax` of an input read as stored
+/// (`axis`), `cross_entropy_sums` and `cross_entropy_grad`
+/// (`first_class`); the op's operands and results in order, at the first
+/// op the fused op stands for and named after the last, as a fused matmul
+/// is.
+LogicalResult Exporter::exportFused(Operation *op, StringRef kernel,
+                                    StringRef attr, int64_t value) {
   auto [first, last] = firstAndLastOf(op->getLoc());
   proto::Instruction *inst = newInstruction(op, kernel, first);
-  (*inst->mutable_attrs())["axis"].set_i(axis);
-  return addOperandsAndResults(op, inst, last);
-}
-
-/// One `cross_entropy_sums` or `cross_entropy_grad` instruction (the op's
-/// operands and results in order; `first_class`), placed and named as a
-/// fused matmul is.
-LogicalResult Exporter::exportFusedCrossEntropy(Operation *op,
-                                                StringRef kernel,
-                                                int64_t firstClass) {
-  auto [first, last] = firstAndLastOf(op->getLoc());
-  proto::Instruction *inst = newInstruction(op, kernel, first);
-  (*inst->mutable_attrs())["first_class"].set_i(firstClass);
+  (*inst->mutable_attrs())[attr.str()].set_i(value);
   return addOperandsAndResults(op, inst, last);
 }
 
@@ -761,15 +751,15 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
   if (auto mm = dyn_cast<nn::FusedMatMulOp>(op))
     return exportFusedMatMul(mm);
   if (auto sg = dyn_cast<nn::FusedSoftmaxGradOp>(op))
-    return exportFusedAlongAxis(sg, "softmax_grad", sg.getAxis());
+    return exportFused(sg, "softmax_grad", "axis", sg.getAxis());
   if (auto sm = dyn_cast<nn::FusedSoftmaxOp>(op))
-    return exportFusedAlongAxis(sm, "softmax", sm.getAxis());
+    return exportFused(sm, "softmax", "axis", sm.getAxis());
   if (auto sums = dyn_cast<nn::FusedCrossEntropySumsOp>(op))
-    return exportFusedCrossEntropy(sums, "cross_entropy_sums",
-                                   sums.getFirstClass());
+    return exportFused(sums, "cross_entropy_sums", "first_class",
+                       sums.getFirstClass());
   if (auto grad = dyn_cast<nn::FusedCrossEntropyGradOp>(op))
-    return exportFusedCrossEntropy(grad, "cross_entropy_grad",
-                                   grad.getFirstClass());
+    return exportFused(grad, "cross_entropy_grad", "first_class",
+                       grad.getFirstClass());
   if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op))
     return exportLoop(func, loop);
   if (isa<nn::NNDialect>(op.getDialect()))

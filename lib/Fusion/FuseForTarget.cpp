@@ -128,6 +128,33 @@ std::optional<SoftmaxGrad> matchSoftmaxGrad(nn::MulOp outer) {
   return std::nullopt;
 }
 
+/// Whether `c` widens a 16-bit float to f32 (a bf16 policy entering an f32
+/// island) or, with `narrowing`, rounds f32 to a 16-bit float (leaving it).
+bool isHalfCast(nn::CastOp c, bool narrowing) {
+  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
+  Type to = cast<RankedTensorType>(c.getType()).getElementType();
+  if (narrowing)
+    std::swap(from, to);
+  return (from.isBF16() || from.isF16()) && to.isF32();
+}
+
+/// A cast from a 16-bit float to f32 whose only reader is `reader`.
+nn::CastOp widenedOnlyFor(Value v, Operation *reader) {
+  auto c = v.getDefiningOp<nn::CastOp>();
+  if (!c || !c->hasOneUse() || *c->user_begin() != reader ||
+      !isHalfCast(c, /*narrowing=*/false))
+    return {};
+  return c;
+}
+
+/// The cast from f32 to a 16-bit float that is `op`'s result's only reader.
+nn::CastOp narrowedOnly(Operation *op) {
+  if (!op->getResult(0).hasOneUse())
+    return {};
+  auto c = dyn_cast<nn::CastOp>(*op->getResult(0).user_begin());
+  return c && isHalfCast(c, /*narrowing=*/true) ? c : nn::CastOp();
+}
+
 /// Cross-entropy over the last dim as the training step builds it
 /// (lib/Training/TrainingStep.cpp), on logits L with row max m:
 ///   z = L - m, e = exp(z), s = reduce_sum(e), oh = equal(lab, iota),
@@ -176,17 +203,10 @@ std::optional<int64_t> consecutiveIds(Value v) {
   if (!values || cast<RankedTensorType>(values.getType()).getRank() != 1 ||
       values.empty())
     return std::nullopt;
-  int64_t first = 0, expected = 0;
-  bool start = true;
-  for (const APInt &id : values) {
-    int64_t x = id.getSExtValue();
-    if (start)
-      first = expected = x;
-    if (x != expected)
+  int64_t first = (*values.begin()).getSExtValue(), expected = first;
+  for (const APInt &id : values)
+    if (id.getSExtValue() != expected++)
       return std::nullopt;
-    start = false;
-    ++expected;
-  }
   return first;
 }
 
@@ -266,50 +286,21 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
     return ce;
   // Logits widened from a 16-bit float: read as stored when nothing but
   // the pattern and the row max reads the widened copy.
-  if (auto widen = ce.logits.getDefiningOp<nn::CastOp>()) {
-    Type stored =
-        cast<RankedTensorType>(widen.getInput().getType()).getElementType();
+  auto widen = ce.logits.getDefiningOp<nn::CastOp>();
+  if (widen && isHalfCast(widen, /*narrowing=*/false)) {
     nn::ReduceMaxOp max;
     for (Operation *user : widen->getUsers())
       if (auto m = dyn_cast<nn::ReduceMaxOp>(user))
         max = m;
-    if (c.isF32() && (stored.isBF16() || stored.isF16()) &&
-        usedOnlyBy(widen, max ? ArrayRef<Operation *>{ce.z, max}
+    if (usedOnlyBy(widen, max ? ArrayRef<Operation *>{ce.z, max}
                               : ArrayRef<Operation *>{ce.z})) {
       ce.widen = widen;
       ce.maxOfWiden = max;
     }
   }
   // The gradient narrowed to a 16-bit float: written narrowed.
-  if (g->hasOneUse())
-    if (auto narrow = dyn_cast<nn::CastOp>(*g->user_begin())) {
-      Type t = cast<RankedTensorType>(narrow.getType()).getElementType();
-      if (c.isF32() && (t.isBF16() || t.isF16()))
-        ce.narrow = narrow;
-    }
+  ce.narrow = narrowedOnly(g);
   return ce;
-}
-
-/// A cast from a 16-bit float to f32 whose only reader is `reader`.
-nn::CastOp widenedOnlyFor(Value v, Operation *reader) {
-  auto c = v.getDefiningOp<nn::CastOp>();
-  if (!c || !c->hasOneUse() || *c->user_begin() != reader)
-    return {};
-  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
-  Type to = cast<RankedTensorType>(c.getType()).getElementType();
-  return (from.isBF16() || from.isF16()) && to.isF32() ? c : nn::CastOp();
-}
-
-/// The cast from f32 to a 16-bit float that is `op`'s result's only reader.
-nn::CastOp narrowedOnly(Operation *op) {
-  if (!op->getResult(0).hasOneUse())
-    return {};
-  auto c = dyn_cast<nn::CastOp>(*op->getResult(0).user_begin());
-  if (!c)
-    return {};
-  Type from = cast<RankedTensorType>(c.getInput().getType()).getElementType();
-  Type to = cast<RankedTensorType>(c.getType()).getElementType();
-  return from.isF32() && (to.isBF16() || to.isF16()) ? c : nn::CastOp();
 }
 
 struct FuseForTargetPass

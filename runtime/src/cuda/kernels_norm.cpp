@@ -17,30 +17,33 @@ namespace {
 
 // softmax and log_softmax: y of x's type, or f32 from a 16-bit x read as
 // stored (a bf16 policy's widening cast folded in).
-bool AcceptSoftmax(const VerifyContext& v) {
-  if (v.inputs.size() != 1 || v.outputs.size() != 1) return false;
-  const TensorType &x = v.inputs[0], &y = v.outputs[0];
+bool SoftmaxTypes(const TensorType& x, const TensorType& y) {
   return x == y || (x.shape == y.shape && IsHalfFloat(x.dtype) && y.dtype == DType::kF32);
+}
+
+bool AcceptSoftmax(const VerifyContext& v) {
+  return v.inputs.size() == 1 && v.outputs.size() == 1 && SoftmaxTypes(v.inputs[0], v.outputs[0]);
 }
 
 // softmax_grad in y's dtype: dy and dx of it, or, for an f32 y, 16-bit
 // floats read and written as stored.
-bool AcceptSoftmaxGrad(const VerifyContext& v) {
-  if (v.inputs.size() != 2 || v.outputs.size() != 1) return false;
-  const TensorType &y = v.inputs[0], &dy = v.inputs[1], &dx = v.outputs[0];
+bool SoftmaxGradTypes(const TensorType& y, const TensorType& dy, const TensorType& dx) {
   if (dy.shape != y.shape || dx.shape != y.shape) return false;
   if (dy.dtype == y.dtype && dx.dtype == y.dtype) return true;
   return y.dtype == DType::kF32 && cuda::IsF32StorageType(dy.dtype) &&
          cuda::IsF32StorageType(dx.dtype);
 }
 
+bool AcceptSoftmaxGrad(const VerifyContext& v) {
+  return v.inputs.size() == 2 && v.outputs.size() == 1 &&
+         SoftmaxGradTypes(v.inputs[0], v.inputs[1], v.outputs[0]);
+}
+
 Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
-  const TensorType& out = ctx.output_types[0];
-  if (out != x.type() &&
-      !(out.shape == x.shape() && IsHalfFloat(x.dtype()) && out.dtype == DType::kF32)) {
-    DISTRT_RETURN_IF_ERROR(CheckOutputType(out, x.type()));
+  if (!SoftmaxTypes(x.type(), ctx.output_types[0])) {
+    DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
   }
   AxisSplit split;
   DISTRT_RETURN_IF_ERROR(ReadAxisSplit(ctx.attrs(), -1, name, x.shape(), &split));
@@ -57,11 +60,7 @@ Status RunSoftmax(KernelContext& ctx) {
 Status RunSoftmaxGrad(KernelContext& ctx) {
   const Tensor& y = ctx.input(0);
   const Tensor& dy = ctx.input(1);
-  VerifyContext v;
-  v.inst = ctx.inst;
-  v.inputs = {y.type(), dy.type()};
-  v.outputs = {ctx.output_types[0]};
-  if (!AcceptSoftmaxGrad(v)) {
+  if (!SoftmaxGradTypes(y.type(), dy.type(), ctx.output_types[0])) {
     return InvalidArgumentError("softmax_grad: y is ", y.type().ToString(), ", dy ",
                                 dy.type().ToString(), " and dx ", ctx.output_types[0].ToString(),
                                 "; they must have one type, or y f32 and the others f32, bf16 "
