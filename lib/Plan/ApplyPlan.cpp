@@ -55,6 +55,7 @@ private:
   LogicalResult applyDataParallel(Location loc, StringRef axisName,
                                   int64_t level);
   LogicalResult applyExpertParallel(Location loc, StringRef axisName);
+  LogicalResult applyContext(const ContextParallelSpec &spec);
   LogicalResult applyPlacements(const PlanSpec &spec);
   LogicalResult checkPipeline(const PipelineSpec &pp);
   void shardParameters();
@@ -77,6 +78,10 @@ private:
   /// gradients, 3: and parameters), applied once every other plan part has
   /// placed its splits.
   std::map<int64_t, int64_t> zeroLevels;
+  /// Mesh axes context parallelism splits sequences over. Parameters are
+  /// whole on each of their ranks and gradients summed over them, as over
+  /// a data axis, so ZeRO asked for on a data axis applies over these too.
+  std::set<int64_t> contextAxes;
   /// `precision.reduce` narrower than f32: each gradient's narrow value
   /// (after its partial annotation), its parameter and the data axis it is
   /// reduced over; and, at ZeRO level 2 or more, each parameter's gradient
@@ -416,26 +421,68 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
                   "precision: gradients are reduced after the cast to f32");
 }
 
-/// Per weight (in program order), the dimensions the rest of the plan
-/// splits: what propagation gives the weight when every other plan part has
-/// spoken (row-parallel weights get their split from propagation, not from
-/// an annotation of their own). Propagation runs on a copy.
-static std::vector<std::set<int64_t>>
-splitWeightDims(ModuleOp module,
-                std::shared_ptr<const cost::MachineProfile> machine) {
-  std::vector<std::set<int64_t>> taken;
+/// Per weight (in program order), its placement per mesh axis once every
+/// other plan part has spoken (row-parallel weights get their split from
+/// propagation, not from an annotation of their own). Propagation runs on a
+/// copy.
+static std::vector<SmallVector<dist::Placement>>
+propagatedWeightPlacements(ModuleOp module,
+                           std::shared_ptr<const cost::MachineProfile> machine) {
+  std::vector<SmallVector<dist::Placement>> placements;
   OwningOpRef<ModuleOp> copy = propagatedCopy(module, std::move(machine));
   if (!copy)
-    return taken;
+    return placements;
   copy->walk([&](nn::WeightOp w) {
-    std::set<int64_t> dims;
+    SmallVector<dist::Placement> ps;
     if (dist::ShardingAttr s = dist::getValueSharding(w.getResult(), {}))
-      for (dist::Placement p : s.getPlacements())
-        if (p.isShard())
-          dims.insert(p.dim);
-    taken.push_back(std::move(dims));
+      ps.assign(s.getPlacements().begin(), s.getPlacements().end());
+    placements.push_back(std::move(ps));
   });
-  return taken;
+  return placements;
+}
+
+/// ZeRO's dimension for a weight of `shape` per axis of `zeroAxes` (in
+/// mesh order), or none for an axis it is not split along. `propagated` is
+/// what the rest of the plan gives the weight (empty: nothing): dimensions
+/// it splits are not taken, and an axis that already splits the weight (a
+/// rotary table sliced along a context-parallel sequence) keeps its split. Later axes split the dimension earlier ones took while its
+/// piece still divides (FSDP over dp x cp splits one dimension over both,
+/// as torchtitan's flattened dp_shard x cp does); else the largest free
+/// dimension that divides.
+static std::map<int64_t, int64_t>
+zeroDims(ArrayRef<int64_t> shape, ArrayRef<dist::Placement> propagated,
+         const std::map<int64_t, int64_t> &zeroAxes, ArrayRef<int64_t> sizes) {
+  std::set<int64_t> taken;
+  for (const dist::Placement &p : propagated)
+    if (p.isShard())
+      taken.insert(p.dim);
+  SmallVector<int64_t> extent(shape);
+  std::map<int64_t, int64_t> dims;
+  for (auto &[axis, level] : zeroAxes) {
+    (void)level;
+    if (axis < static_cast<int64_t>(propagated.size()) &&
+        propagated[axis].isShard())
+      continue;
+    int64_t size = sizes[axis];
+    auto fits = [&](int64_t d) {
+      return !taken.count(d) && extent[d] >= size && extent[d] % size == 0;
+    };
+    int64_t best = -1;
+    for (auto &[earlier, d] : dims)
+      if (fits(d)) {
+        best = d;
+        break;
+      }
+    if (best < 0)
+      for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d)
+        if (fits(d) && (best < 0 || extent[d] > extent[best]))
+          best = d;
+    if (best < 0)
+      continue;
+    dims[axis] = best;
+    extent[best] /= size;
+  }
+  return dims;
 }
 
 /// Whether an annotation splits or sums along a mesh axis outside
@@ -506,10 +553,25 @@ static bool readThroughCopiesOnly(Value v, ArrayRef<Value> copies) {
 void PlanApplier::shardParameters() {
   dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
   // The propagation on a copy is a whole propagation: skipped where it
-  // cannot split a weight (dp-only meshes).
-  std::vector<std::set<int64_t>> splitDims;
-  if (splitsOtherAxes(func, zeroLevels))
-    splitDims = splitWeightDims(module, machine);
+  // cannot split a weight (dp-only meshes). A context-parallel axis splits
+  // activations along the sequence, which can reach a weight (a rotary
+  // table): it counts as another axis here.
+  std::map<int64_t, int64_t> dataAxes;
+  for (auto &[axis, level] : zeroLevels)
+    if (!contextAxes.count(axis))
+      dataAxes[axis] = level;
+  std::vector<SmallVector<dist::Placement>> propagated;
+  if (splitsOtherAxes(func, dataAxes))
+    propagated = propagatedWeightPlacements(module, machine);
+  std::vector<std::map<int64_t, int64_t>> dimsOf;
+  func.walk([&](nn::WeightOp w) {
+    size_t index = dimsOf.size();
+    dimsOf.push_back(zeroDims(
+        w.getResult().getType().getShape(),
+        index < propagated.size() ? ArrayRef(propagated[index])
+                                  : ArrayRef<dist::Placement>(),
+        zeroLevels, mesh.getAxisSizes()));
+  });
   std::map<std::string, SmallVector<Value>> statesOf, gradientOf;
   func.walk([&](Operation *op) {
     if (auto of = op->getAttrOfType<StringAttr>(nn::kStateOfAttr))
@@ -517,85 +579,100 @@ void PlanApplier::shardParameters() {
     if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr))
       gradientOf[of.str()].push_back(op->getResult(0));
   });
-  for (auto &[axis, level] : zeroLevels) {
-    int64_t size = mesh.getAxisSizes()[axis];
-    size_t index = 0;
-    func.walk([&](nn::WeightOp w) {
-      auto type = w.getResult().getType();
-      std::set<int64_t> taken;
-      if (index < splitDims.size())
-        taken = splitDims[index];
-      ++index;
-      int64_t best = -1;
-      for (int64_t d = 0; d < type.getRank(); ++d) {
-        int64_t extent = type.getDimSize(d);
-        if (taken.count(d) || extent < size || extent % size != 0)
-          continue;
-        if (best < 0 || extent > type.getDimSize(best))
-          best = d;
-      }
-      if (best < 0)
-        return;
-      dist::ShardingAttr split =
-          oneAxisSharding(mesh, axis, dist::Placement::shard(best));
-      std::string key = nn::getPersistentKey(w);
-      for (Value state : statesOf[key])
-        annotateValue(state, split, kShardedStatePriority,
-                      "data_parallel level " + std::to_string(level) +
-                          ": sharded optimizer state");
-      if (level >= 2) {
-        gradientSplit[{key, axis}] = split;
-        for (Value grad : gradientOf[key])
-          annotateValue(grad, split, kShardedStatePriority,
-                        "data_parallel level " + std::to_string(level) +
-                            ": sharded gradient");
-      }
-      SmallVector<Value> copies = computeCopies(w.getResult());
+  // One annotation per value over every ZeRO axis at once: a chain of
+  // one-axis annotations would make the value between them whole over the
+  // later axis (a gather where the weight is read).
+  int64_t numAxes = mesh.getNumAxes();
+  SmallVector<dist::Placement> open(numAxes, dist::Placement::open());
+  auto sharding = [&](ArrayRef<dist::Placement> ps) -> dist::ShardingAttr {
+    if (llvm::all_of(ps, [](dist::Placement p) { return p.isOpen(); }))
+      return {};
+    return dist::ShardingAttr::get(
+        mesh.getContext(), FlatSymbolRefAttr::get(mesh.getSymNameAttr()), ps);
+  };
+  size_t index = 0;
+  func.walk([&](nn::WeightOp w) {
+    const std::map<int64_t, int64_t> &dims = dimsOf[index++];
+    if (dims.empty())
+      return;
+    // The source names the highest level and any context axis included.
+    int64_t top = 0;
+    bool overContext = false;
+    for (auto &[axis, d] : dims) {
+      top = std::max(top, zeroLevels[axis]);
+      overContext |= contextAxes.count(axis) > 0;
+    }
+    std::string prefix = "data_parallel level " + std::to_string(top) +
+                         (overContext ? " (with the context axis)" : "");
+    std::string key = nn::getPersistentKey(w);
+    SmallVector<Value> copies = computeCopies(w.getResult());
+    bool masterOnly = !copies.empty() && !gradientOf[key].empty() &&
+                      readThroughCopiesOnly(w.getResult(), copies);
+    // Per axis: the split states, gradient, parameter and compute copy,
+    // and the copy's whole form (levels 1-2 with a 16-bit policy).
+    SmallVector<dist::Placement> states(open), gradient(open),
+        parameter(open), copy(open), copyWhole(open);
+    bool reformed = false;
+    for (auto &[axis, d] : dims) {
+      int64_t level = zeroLevels[axis];
+      dist::Placement split = dist::Placement::shard(d);
+      states[axis] = split;
+      if (level >= 2)
+        gradient[axis] = split;
       if (level >= 3) {
         // A mixed-precision compute copy is split as its master is, so
         // that forward gathers the copy (bf16: half the bytes), not the
         // f32 master.
-        annotateValue(w.getResult(), split, kShardedStatePriority,
-                      "data_parallel level 3: sharded parameter");
-        for (Value copy : copies)
-          annotateValue(copy, split, kShardedStatePriority,
-                        "data_parallel level 3: sharded parameter's "
-                        "compute copy");
-      }
-      else if (!copies.empty() && !gradientOf[key].empty() &&
-               readThroughCopiesOnly(w.getResult(), copies)) {
+        parameter[axis] = copy[axis] = copyWhole[axis] = split;
+      } else if (masterOnly) {
         // The f32 master is split and updated as its states are; the
         // compute copy is cast from the updated shard and gathered whole,
         // half the bytes of gathering the f32 update.
-        std::string prefix = "data_parallel level " + std::to_string(level);
-        annotateValue(w.getResult(), split, kShardedStatePriority,
-                      prefix + ": sharded f32 master");
-        dist::ShardingAttr whole =
-            oneAxisSharding(mesh, axis, dist::Placement::replicate());
-        for (Value copy : copies) {
-          copy.getDefiningOp()->setAttr(dist::kGatheredOnceAttr,
-                                        UnitAttr::get(copy.getContext()));
-          // Whole first, then the split right after the cast: the chain
-          // cast -> split -> whole puts the gather on the compute dtype.
-          annotateValue(copy, whole, kShardedStatePriority,
-                        prefix + ": compute copy re-formed from the updated "
-                                 "master shards");
-          annotateValue(copy, split, kShardedStatePriority,
-                        prefix + ": compute copy cast from the master's "
-                                 "shard");
-        }
+        parameter[axis] = copy[axis] = split;
+        copyWhole[axis] = dist::Placement::replicate();
+        reformed = true;
+      } else if (!statesOf[key].empty()) {
+        // The parameter itself stays whole on every data-parallel rank
+        // (its update is gathered back); without this its split states
+        // would pull it apart.
+        parameter[axis] = dist::Placement::replicate();
       }
-      else if (!statesOf[key].empty())
-        // The parameter itself stays whole on every data-parallel rank (its
-        // update is gathered back); without this its split states would
-        // pull it apart.
-        annotateValue(w.getResult(),
-                      oneAxisSharding(mesh, axis, dist::Placement::replicate()),
-                      kShardedStatePriority,
-                      "data_parallel level " + std::to_string(level) +
-                          ": replicated parameter");
-    });
-  }
+    }
+    for (Value state : statesOf[key])
+      annotateValue(state, sharding(states), kShardedStatePriority,
+                    prefix + ": sharded optimizer state");
+    if (dist::ShardingAttr g = sharding(gradient)) {
+      for (auto &[axis, d] : dims)
+        if (zeroLevels[axis] >= 2)
+          gradientSplit[{key, axis}] = g;
+      for (Value grad : gradientOf[key])
+        annotateValue(grad, g, kShardedStatePriority,
+                      prefix + ": sharded gradient");
+    }
+    if (dist::ShardingAttr p = sharding(parameter))
+      annotateValue(w.getResult(), p, kShardedStatePriority,
+                    prefix + (reformed ? ": sharded f32 master"
+                              : top >= 3 ? ": sharded parameter"
+                                         : ": replicated parameter"));
+    if (!reformed) {
+      if (top >= 3)
+        for (Value c : copies)
+          annotateValue(c, sharding(copy), kShardedStatePriority,
+                        prefix + ": sharded parameter's compute copy");
+      return;
+    }
+    for (Value c : copies) {
+      c.getDefiningOp()->setAttr(dist::kGatheredOnceAttr,
+                                 UnitAttr::get(c.getContext()));
+      // Whole first, then the split right after the cast: the chain
+      // cast -> split -> whole puts the gather on the compute dtype.
+      annotateValue(c, sharding(copyWhole), kShardedStatePriority,
+                    prefix + ": compute copy re-formed from the updated "
+                             "master shards");
+      annotateValue(c, sharding(copy), kShardedStatePriority,
+                    prefix + ": compute copy cast from the master's shard");
+    }
+  });
 }
 
 LogicalResult PlanApplier::applyPlacements(const PlanSpec &spec) {
@@ -700,6 +777,14 @@ LogicalResult PlanApplier::checkPipeline(const PipelineSpec &pp) {
   return success();
 }
 
+LogicalResult PlanApplier::applyContext(const ContextParallelSpec &spec) {
+  if (failed(applyContextParallel(module, spec, machine, findings)))
+    return failure();
+  dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
+  contextAxes.insert(mesh.getAxisIndex(spec.axis));
+  return success();
+}
+
 LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
   Location loc(spec.loc);
   if (preset == "replicate")
@@ -719,7 +804,7 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
   if (preset == "cp") {
     ContextParallelSpec cp;
     cp.loc = spec.loc;
-    return applyContextParallel(module, cp, machine, findings);
+    return applyContext(cp);
   }
   if (preset == "ep")
     return applyExpertParallel(loc, "ep");
@@ -737,9 +822,7 @@ LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
     return failure();
   if (spec.dpAxis && failed(applyDataParallel(loc, *spec.dpAxis, spec.dpLevel)))
     return failure();
-  if (spec.contextParallel &&
-      failed(applyContextParallel(module, *spec.contextParallel, machine,
-                                  findings)))
+  if (spec.contextParallel && failed(applyContext(*spec.contextParallel)))
     return failure();
   if (spec.epAxis && failed(applyExpertParallel(loc, *spec.epAxis)))
     return failure();
@@ -758,8 +841,14 @@ LogicalResult PlanApplier::apply() {
     if (failed(applySpec(spec)))
       return failure();
   // Sharded parameters last: they take the dimension no other part splits.
-  if (!zeroLevels.empty())
+  if (!zeroLevels.empty()) {
+    int64_t level = 0;
+    for (auto &[axis, l] : zeroLevels)
+      level = std::max(level, l);
+    for (int64_t axis : contextAxes)
+      zeroLevels.try_emplace(axis, level);
     shardParameters();
+  }
   reduceNarrowGradients();
   checkUlyssesHeads(module, machine, findings);
   return success();

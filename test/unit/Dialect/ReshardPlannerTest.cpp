@@ -160,12 +160,17 @@ TEST(ReshardPlannerTest, LatencyKeepsAPlainAllReduce) {
 
 TEST(ReshardPlannerTest, OuterAxisCannotGatherPastAnInnerSplit) {
   // Dimension 0 split by both axes: the outer axis's piece is not contiguous
-  // once the inner axis has split it, so no single gather over axis 0 exists.
+  // once the inner axis has split it, so no single gather over axis 0
+  // exists; over the group of both it does.
   ReshardProblem problem{{16, 4}, 4, {2, 2}};
   State from{Placement::shard(0), Placement::shard(0)};
+  int gathers = 0;
   for (const ReshardStep &s : possibleSteps(problem, from))
-    if (s.kind == ReshardStep::Kind::AllGather)
-      EXPECT_EQ(s.axis, 1) << s.str();
+    if (s.kind == ReshardStep::Kind::AllGather) {
+      ++gathers;
+      EXPECT_TRUE(s.axis == 1 || s.axis2 == 1) << s.str();
+    }
+  EXPECT_EQ(gathers, 2);
 }
 
 TEST(ReshardPlannerTest, BigReduceScatterUsesIdleAxesButNeverAFrozenOne) {
@@ -234,6 +239,48 @@ TEST(ReshardPlannerTest, PartialOverTwoAxesIsOneAllReduce) {
   problem.frozenAxes = {true, false};
   for (const ReshardStep &s : possibleSteps(problem, from))
     EXPECT_LT(s.axis2, 0) << s.str();
+}
+
+TEST(ReshardPlannerTest, DimensionSplitOverTwoAxesMovesOnceOverTheGroup) {
+  // FSDP over dp x cp: a gradient partial over both axes is reduce-scattered
+  // over the group of both onto one dimension (dp outside cp), and the
+  // parameter gathered back in one all-gather; one axis at a time would
+  // pay two latencies for the same bytes.
+  ReshardProblem problem{{64, 64}, 4, {2, 2}};
+  State partial{Placement::partial(ReductionKind::Sum),
+                Placement::partial(ReductionKind::Sum)};
+  State split{Placement::shard(0), Placement::shard(0)};
+  State whole{Placement::replicate(), Placement::replicate()};
+  auto scatter = planReshard(problem, partial, split);
+  ASSERT_TRUE(scatter);
+  ASSERT_EQ(scatter->steps.size(), 1u);
+  EXPECT_EQ(scatter->steps[0].kind, ReshardStep::Kind::ReduceScatter);
+  EXPECT_EQ(scatter->steps[0].axis, 0);
+  EXPECT_EQ(scatter->steps[0].axis2, 1);
+  EXPECT_EQ(scatter->steps[0].dim, 0);
+  EXPECT_EQ(scatter->steps[0].str(), "reduce_scatter(axis 0, 1, dim 0, sum)");
+  // 3/4 of 16 KiB, as a four-way reduce-scatter.
+  EXPECT_DOUBLE_EQ(scatter->bytes, 64 * 64 * 4 * 3.0 / 4.0);
+  auto gather = planReshard(problem, split, whole);
+  ASSERT_TRUE(gather);
+  ASSERT_EQ(gather->steps.size(), 1u);
+  EXPECT_EQ(gather->steps[0].kind, ReshardStep::Kind::AllGather);
+  EXPECT_EQ(gather->steps[0].axis2, 1);
+  EXPECT_EQ(gather->steps[0].str(), "all_gather(axis 0, 1, dim 0)");
+  EXPECT_DOUBLE_EQ(gather->bytes, 64 * 64 * 4 * 3.0 / 4.0);
+
+  // Not where a third axis splits the dimension inside the pair, and not
+  // into uneven pieces (6 rows over 4).
+  ReshardProblem three{{64, 64}, 4, {2, 2, 2}};
+  for (const ReshardStep &s :
+       possibleSteps(three, {Placement::shard(0), Placement::shard(0),
+                             Placement::shard(0)}))
+    if (s.kind == ReshardStep::Kind::AllGather)
+      EXPECT_FALSE(s.axis == 0 && s.axis2 == 1) << s.str();
+  ReshardProblem uneven{{6, 64}, 4, {2, 2}};
+  for (const ReshardStep &s : possibleSteps(uneven, partial))
+    if (s.kind == ReshardStep::Kind::ReduceScatter)
+      EXPECT_FALSE(s.axis2 >= 0 && s.dim == 0) << s.str();
 }
 
 TEST(ReshardPlannerTest, SlowAxisMovesFewerBytesOverIt) {

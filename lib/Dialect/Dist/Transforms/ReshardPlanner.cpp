@@ -16,7 +16,10 @@ std::string ReshardStep::str() const {
   llvm::raw_string_ostream os(s);
   switch (kind) {
   case Kind::AllGather:
-    os << "all_gather(axis " << axis << ", dim " << dim << ")";
+    os << "all_gather(axis " << axis;
+    if (axis2 >= 0)
+      os << ", " << axis2;
+    os << ", dim " << dim << ")";
     break;
   case Kind::AllReduce:
     os << "all_reduce(axis " << axis;
@@ -25,7 +28,10 @@ std::string ReshardStep::str() const {
     os << ", " << stringifyReductionKind(reduction) << ")";
     break;
   case Kind::ReduceScatter:
-    os << "reduce_scatter(axis " << axis << ", dim " << dim << ", "
+    os << "reduce_scatter(axis " << axis;
+    if (axis2 >= 0)
+      os << ", " << axis2;
+    os << ", dim " << dim << ", "
        << stringifyReductionKind(reduction) << ")";
     break;
   case Kind::AllToAll:
@@ -254,6 +260,65 @@ distopt::dist::possibleSteps(const ReshardProblem &problem,
       s.axis2 = b;
       s.reduction = state[a].reduction;
       s.cost = stepTime(problem, a, b, s.bytes);
+    }
+  }
+  // A dimension split over two axes at once, a outside b (FSDP over dp x
+  // cp: torchtitan's flattened dp_shard x cp): one reduce-scatter or
+  // all-gather over the group of both, whose order (a major) is the order
+  // of the pieces, instead of one per axis. Even pieces only, and no other
+  // axis after a splitting the dimension.
+  auto pairInnermost = [&](int64_t a, int64_t b, int64_t d) {
+    for (int64_t m = a + 1; m < numAxes; ++m)
+      if (m != b && state[m].isShardOf(d))
+        return false;
+    return true;
+  };
+  auto dividesAfter = [&](ArrayRef<Placement> after, int64_t d) {
+    int64_t pieces = 1;
+    for (auto [axis, p] : llvm::enumerate(after)) {
+      if (p.hasSizes() && p.isShardOf(d))
+        return false;
+      if (p.isShardOf(d))
+        pieces *= problem.meshSizes[axis];
+    }
+    return problem.globalShape[d] % pieces == 0;
+  };
+  auto targetSized = [&](int64_t axis) {
+    return axis < static_cast<int64_t>(problem.targets.size()) &&
+           problem.targets[axis].hasSizes();
+  };
+  for (int64_t a = 0; a < numAxes; ++a) {
+    for (int64_t b = a + 1; b < numAxes; ++b) {
+      if (!usable(a) || !usable(b) || targetSized(a) || targetSized(b))
+        continue;
+      int64_t group = problem.meshSizes[a] * problem.meshSizes[b];
+      for (int64_t d = 0; d < rank; ++d) {
+        if (!pairInnermost(a, b, d))
+          continue;
+        SmallVector<Placement> next(state);
+        if (state[a].isPartial() && state[a] == state[b]) {
+          next[a] = next[b] = Placement::shard(d);
+          if (!dividesAfter(next, d))
+            continue;
+          ReshardStep &s = add(
+              ReshardStep::Kind::ReduceScatter, a, next,
+              cost::bytesSent(cost::Collective::ReduceScatter, local, group));
+          s.axis2 = b;
+          s.dim = d;
+          s.reduction = state[a].reduction;
+          s.cost = stepTime(problem, a, b, s.bytes);
+        } else if (state[a].isShardOf(d) && state[b].isShardOf(d) &&
+                   dividesAfter(state, d)) {
+          next[a] = next[b] = Placement::replicate();
+          ReshardStep &s =
+              add(ReshardStep::Kind::AllGather, a, next,
+                  cost::bytesSent(cost::Collective::AllGather,
+                                  localBytes(problem, next), group));
+          s.axis2 = b;
+          s.dim = d;
+          s.cost = stepTime(problem, a, b, s.bytes);
+        }
+      }
     }
   }
   for (int64_t a = 0; a < numAxes; ++a) {

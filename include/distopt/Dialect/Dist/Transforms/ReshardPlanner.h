@@ -21,9 +21,9 @@ namespace distopt::dist {
 
 struct ReshardStep {
   enum class Kind : uint8_t {
-    AllGather,     // S(dim) on axis -> R
+    AllGather,     // S(dim) on axis (and axis2, at once) -> R
     AllReduce,     // P on axis (and axis2, at once) -> R
-    ReduceScatter, // P on axis -> S(dim)
+    ReduceScatter, // P on axis (and axis2, at once) -> S(dim)
     AllToAll,      // S(dim) on axis -> S(dim2)
     LocalSlice,    // R on axis -> S(dim), no communication
     Permute,       // swap the placements of axis and axis2 (equal sizes)
