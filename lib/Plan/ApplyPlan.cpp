@@ -937,14 +937,19 @@ static void warnUnusedAxes(ModuleOp module, const Plan &plan) {
 
 FailureOr<PlanFindings>
 distopt::applyPlan(ModuleOp module, const Plan &plan,
-                   std::shared_ptr<const cost::MachineProfile> machine) {
+                   std::shared_ptr<const cost::MachineProfile> machine,
+                   std::vector<AttentionDecision> chosen) {
   warnUnusedAxes(module, plan);
-  if (plan.empty())
-    return PlanFindings();
+  if (plan.empty()) {
+    PlanFindings none;
+    none.attention = std::move(chosen);
+    return none;
+  }
   func::FuncOp func = mainFunction(module);
   if (!func)
     return failure();
   PlanApplier applier(module, func, plan, std::move(machine));
+  applier.findings.attention = std::move(chosen);
   if (failed(applier.apply()))
     return failure();
   return std::move(applier.findings);

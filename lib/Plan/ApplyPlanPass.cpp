@@ -56,17 +56,16 @@ struct ApplyPlanPass : public distopt::impl::DistApplyPlanBase<ApplyPlanPass> {
       }
       links = std::move(*loaded);
     }
-    FailureOr<PlanFindings> found = applyPlan(module, *plan, links);
+    // dist-ring-attention's choices come first, in the same findings.
+    std::vector<AttentionDecision> chosen;
+    if (findings)
+      chosen = std::move(findings->attention);
+    FailureOr<PlanFindings> found =
+        applyPlan(module, *plan, links, std::move(chosen));
     if (failed(found))
       return signalPassFailure();
-    if (findings) {
-      // dist-ring-attention's choices come first, in the same findings.
-      std::vector<AttentionDecision> chosen = std::move(findings->attention);
+    if (findings)
       *findings = std::move(*found);
-      findings->attention.insert(findings->attention.begin(),
-                                 std::make_move_iterator(chosen.begin()),
-                                 std::make_move_iterator(chosen.end()));
-    }
   }
 
   std::optional<Plan> parsed;

@@ -55,6 +55,7 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 
 using namespace mlir;
 using namespace distopt;
@@ -80,8 +81,9 @@ constexpr StringLiteral kRingChunksAttr = "dist.ring_chunks";
 /// On a softmax whose variant dist-ring-attention chose by cost (and did
 /// not rewrite as ring): that variant, for dist-apply-plan to follow.
 constexpr StringLiteral kChosenAttentionAttr = "dist.cp_attention";
-/// On a softmax split by heads (ulysses): [layer, context axis], for
-/// checkUlyssesHeads once the whole plan is applied.
+/// On a softmax split by heads (ulysses): [layer, context axis, who chose
+/// it ("plan" or "cost model")], for checkUlyssesHeads once the whole plan
+/// is applied.
 constexpr StringLiteral kUlyssesAttr = "dist.ulysses_heads";
 
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
@@ -344,7 +346,10 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     pin(headsView->getResult(0), rank - 2, seq);
     pinUlyssesBackward(att, layer);
     Builder b(softmax.getContext());
-    softmax->setAttr(kUlyssesAttr, b.getStrArrayAttr({layer, spec.axis}));
+    softmax->setAttr(kUlyssesAttr,
+                     b.getStrArrayAttr({layer, spec.axis,
+                                        spec.attention.empty() ? "cost model"
+                                                               : "plan"}));
     return;
   }
   // The query rows stay split: keys and values are gathered to them.
@@ -447,6 +452,37 @@ LogicalResult ContextParallelApplier::apply() {
   return success();
 }
 
+/// Undoes ulysses on the attention of `softmax` (layer `layer`): its pins
+/// go, and the query rows are pinned to the sequence split as allgather
+/// pins them (ContextParallelApplier::splitAttention).
+static void gatherInsteadOfUlysses(nn::SoftmaxOp softmax, StringRef layer,
+                                   dist::MeshOp mesh, StringRef cpName) {
+  std::string quoted = "'" + layer.str() + "'";
+  std::set<std::string> pins = {
+      "context_parallel: sequence of " + quoted,
+      "context_parallel: ulysses heads of " + quoted,
+      "context_parallel: ulysses heads of " + quoted + " (backward)"};
+  SmallVector<dist::AnnotateOp> undo;
+  softmax->getParentOfType<func::FuncOp>().walk([&](dist::AnnotateOp a) {
+    if (a.getSource() && pins.count(a.getSource()->str()))
+      undo.push_back(a);
+  });
+  for (dist::AnnotateOp a : undo) {
+    a.getResult().replaceAllUsesWith(a.getInput());
+    a.erase();
+  }
+  Attention att{softmax, scoresProducer(softmax.getInput()),
+                outputConsumer(softmax.getResult())};
+  if (!att.scores || !att.output)
+    return;
+  int64_t rank = softmax.getInput().getType().getRank();
+  dist::ShardingAttr rows = oneAxisSharding(
+      mesh, mesh.getAxisIndex(cpName), dist::Placement::shard(rank - 2));
+  std::string why = "context_parallel: query rows of " + quoted;
+  annotateValue(att.scores.getResult(), rows, kStylePriority, why);
+  annotateValue(att.output.getResult(), rows, kStylePriority, why);
+}
+
 void distopt::plan::checkUlyssesHeads(
     ModuleOp module, std::shared_ptr<const cost::MachineProfile> machine,
     PlanFindings &findings) {
@@ -508,13 +544,42 @@ void distopt::plan::checkUlyssesHeads(
       pieces += (r ? ", " : "") +
                 std::to_string(std::clamp<int64_t>(perRank - r * piece, 0,
                                                    piece));
+    std::string uneven = std::to_string(heads) + " heads split over " +
+                         splitters + " leave " + std::to_string(perRank) +
+                         " per rank, which do not divide by " + cpName.str() +
+                         "=" + std::to_string(cp) + " for ulysses";
+    if (cast<StringAttr>(mark[2]).getValue() == "cost model") {
+      // Nobody asked for ulysses: this attention gathers keys and values
+      // instead, as the cost model would have chosen had it known the
+      // other axes' split (ring needs dist-ring-attention's rewrite, which
+      // came before).
+      gatherInsteadOfUlysses(softmax, layer, mesh, cpName);
+      for (AttentionDecision &d : findings.attention) {
+        if (d.layer != layer || d.variant != "ulysses")
+          continue;
+        d.variant = "allgather";
+        auto costOf = [&](StringRef variant) -> const auto * {
+          for (const AttentionDecision::Candidate &c : d.candidates)
+            if (c.variant == variant && c.rejected.empty())
+              return &c;
+          return static_cast<const AttentionDecision::Candidate *>(nullptr);
+        };
+        const auto *ring = costOf("ring"), *gather = costOf("allgather");
+        std::string rejected = uneven;
+        if (ring && gather && ring->us < gather->us)
+          rejected += "; ring would be faster than allgather but is "
+                      "rewritten before the plan is applied: name it "
+                      "(context_parallel: {attention: ring})";
+        for (AttentionDecision::Candidate &c : d.candidates)
+          if (c.variant == "ulysses")
+            c.rejected = rejected;
+        mlir::emitRemark(softmax.getLoc()) << describeDecision(d);
+      }
+      continue;
+    }
     std::string message =
-        "context parallelism: '" + layer.str() + "': " +
-        std::to_string(heads) + " heads split over " + splitters +
-        " leave " + std::to_string(perRank) + " per rank, which do not " +
-        "divide by " + cpName.str() + "=" + std::to_string(cp) +
-        " for ulysses; the " + cpName.str() +
-        " ranks get uneven head splits (" + pieces +
+        "context parallelism: '" + layer.str() + "': " + uneven + "; the " +
+        cpName.str() + " ranks get uneven head splits (" + pieces +
         " heads), so some compute less attention or none; allgather or "
         "ring attention splits the sequence evenly";
     findings.notes.push_back(message);

@@ -103,10 +103,12 @@ propagatedCopy(mlir::ModuleOp module,
 
 /// After the whole plan is applied: each attention context parallelism
 /// split by heads (ulysses) whose heads, after the other axes' split (tensor
-/// parallelism splits heads too), do not divide by the context axis gets a
-/// warning naming the layer and the uneven split it gets (some ranks of the
-/// axis then compute fewer heads, or none). Removes the marks
-/// applyContextParallel left for it.
+/// parallelism splits heads too), do not divide by the context axis. Where
+/// the plan named ulysses it gets a warning naming the layer and the uneven
+/// split it gets (some ranks of the axis then compute fewer heads, or
+/// none); where the cost model chose it, the attention gathers keys and
+/// values instead, said in a remark and in the report's decision. Removes
+/// the marks applyContextParallel left for it.
 void checkUlyssesHeads(mlir::ModuleOp module,
                        std::shared_ptr<const cost::MachineProfile> machine,
                        PlanFindings &findings);

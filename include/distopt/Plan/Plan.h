@@ -196,10 +196,14 @@ struct PlanFindings {
 /// constraints. Needs the module's mesh when the plan splits anything. The
 /// pass dist-apply-plan declares the mesh and runs it. `machine` weighs the
 /// links where the plan propagates shardings to see what is split (null:
-/// the default profile).
+/// the default profile). `chosen` are the attention variants
+/// dist-ring-attention chose before; they come first in the findings, as
+/// the plan revised them (ulysses where other axes leave heads that do not
+/// divide: checkUlyssesHeads).
 mlir::FailureOr<PlanFindings>
 applyPlan(mlir::ModuleOp module, const Plan &plan,
-          std::shared_ptr<const cost::MachineProfile> machine = nullptr);
+          std::shared_ptr<const cost::MachineProfile> machine = nullptr,
+          std::vector<AttentionDecision> chosen = {});
 
 /// Rewrites each projection whose result is only ever sliced along its last
 /// dimension (a fused QKV) into one projection per slice, each reading a
