@@ -385,8 +385,8 @@ def rotary_causal_attention(x, projections, cos, sin, heads, kv_heads, hd):
     p = torch.arange(T, device=x.device)
     causal = p.unsqueeze(1) >= p.unsqueeze(0)
     att = att.masked_fill(~causal, float("-inf"))
-    return (F.softmax(att, dim=-1) @ v).transpose(1, 2).contiguous().view(
-        B, T, heads * hd)
+    probs = in_f32(lambda a: F.softmax(a, dim=-1), att)
+    return (probs @ v).transpose(1, 2).contiguous().view(B, T, heads * hd)
 
 
 class LlamaAttention(nn.Module):
@@ -1186,6 +1186,32 @@ from its f32 run (below); the case's `tolerance` allows that: losses to
 1.5e-3 relative, probe outputs to 0.15.""",
     ),
     dict(
+        name="llama_long_context_bf16",
+        what="the Llama of llama_long_context trained with `precision: bf16`: "
+             "the context-parallel case in mixed precision",
+        seed=53, precision="bf16",
+        tolerance={"loss_rtol": 2e-3, "probe_atol": 0.15, "probe_rtol": 0},
+        ctor=LlamaLongContext,
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(64, 2, 256, 3, 253, ignore=False),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=["*norm.weight"], frozen=["rotary_emb.*"],
+        clip_grad_norm=None, steps=3,
+        notes="""\
+The model of `llama_long_context` (other random weights and batches),
+trained by torch as `gpt_bf16` is: every step a bf16 copy of the f32
+masters runs forward and backward, with the RMSNorms keeping f32 weights
+and computing in f32 and softmax computing in f32 (the policy's default
+`keep_f32`: `*norm*` layers and softmax); the rotary tables are bf16 in the
+copy (the policy slices them in f32 and casts the slice, the same values);
+the loss is the cross-entropy of the logits cast to f32; gradients are
+copied to f32 and AdamW updates the f32 masters. Trained with each
+context-parallel attention variant (`allgather`, `ulysses`, `ring`,
+balanced `ring`) in `test/lit/train/context-parallel.test`.""",
+    ),
+    dict(
         name="gpt_bf16_model",
         what="the GPT exported in bf16 (every parameter, activation and "
              "output bf16): trained from f32 masters without a precision key",
@@ -1750,12 +1776,13 @@ class DynamicLossScaler:
 
 def working_copy(master, dtype):
     """A mixed-precision policy's compute copy of the f32 master model:
-    parameters and buffers in `dtype`, except the normalisations, which keep
-    f32 parameters and compute in f32 (input cast in, output cast back);
-    softmax computes in f32 in the model's own code (in_f32)."""
+    parameters and buffers in `dtype`, except the normalisations (LayerNorm
+    and the spelled-out RMSNorm), which keep f32 parameters and compute in
+    f32 (input cast in, output cast back); softmax computes in f32 in the
+    model's own code (in_f32)."""
     work = copy.deepcopy(master).to(dtype)
     for mod in work.modules():
-        if isinstance(mod, nn.LayerNorm):
+        if isinstance(mod, (nn.LayerNorm, RMSNorm)):
             mod.float()
             mod.register_forward_pre_hook(
                 lambda m, inp: tuple(t.float() for t in inp))

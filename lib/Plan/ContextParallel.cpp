@@ -858,7 +858,13 @@ Value RingRewriter::finiteBlockOf(OpBuilder &b, Location loc, Value x,
     return cut(x);
   auto lowest = FloatAttr::get(
       et, APFloat::getLargest(et.getFloatSemantics(), /*Negative=*/true));
-  if (auto c = x.getDefiningOp<nn::ConstantOp>()) {
+  // A mixed-precision policy casts the fill to the compute dtype first:
+  // the constant is looked for through casts, and replaced by the lowest
+  // value of x's own type (f32's lowest would round to -inf in bf16).
+  Value source = x;
+  while (auto cast = source.getDefiningOp<nn::CastOp>())
+    source = cast.getInput();
+  if (auto c = source.getDefiningOp<nn::ConstantOp>()) {
     auto dense = dyn_cast<DenseFPElementsAttr>(c.getValue());
     if (dense && dense.isSplat()) {
       APFloat v = dense.getSplatValue<APFloat>();
