@@ -69,6 +69,9 @@ std::vector<int64_t> LetterStrides(const std::string& term, const Shape& shape,
 }
 
 // The letters of a two-operand product that is a batched GEMM, or false.
+// Each group keeps the order its letters have in the first operand (n: in
+// the second), so that an operand already laid out as [batch, m, k] is
+// read in place and copies move long contiguous runs.
 bool MatmulLetters(const EinsumSpec& e, std::string* batch, std::string* m, std::string* n,
                    std::string* k) {
   if (e.terms.size() != 2) return false;
@@ -79,19 +82,16 @@ bool MatmulLetters(const EinsumSpec& e, std::string* batch, std::string* m, std:
     }
   }
   for (const auto& [c, s] : e.extent) {
-    const bool in_a = a.find(c) != std::string::npos, in_b = b.find(c) != std::string::npos,
+    const bool in_a = a.find(c) != std::string::npos, in_b = b.find(c) != std::string::npos;
+    if (in_a != in_b && e.out.find(c) == std::string::npos) return false;  // summed within one
+  }
+  for (char c : a) {
+    const bool in_b = b.find(c) != std::string::npos,
                in_out = e.out.find(c) != std::string::npos;
-    if (in_a && in_b && in_out) {
-      *batch += c;
-    } else if (in_a && in_out) {
-      *m += c;
-    } else if (in_b && in_out) {
-      *n += c;
-    } else if (in_a && in_b) {
-      *k += c;
-    } else {
-      return false;  // summed within one operand
-    }
+    (in_b ? (in_out ? batch : k) : m)->push_back(c);
+  }
+  for (char c : b) {
+    if (a.find(c) == std::string::npos) n->push_back(c);
   }
   return true;
 }

@@ -3,8 +3,9 @@
 //
 // An einsum that is a batched matrix product (two operands; every letter
 // in both and the result, or in one operand and the result, or in both and
-// summed) copies its operands into [batch, m, k] and [batch, k, n] order
-// and multiplies with the GEMM; any other equation (diagonals, letters
+// summed) multiplies [batch, m, k] by [batch, k, n] matrices with the GEMM,
+// reading an operand in place where it is laid out so (or transposed) and
+// copying it in contiguous runs where not; any other equation (diagonals, letters
 // summed within one operand, three or more operands) runs as one loop over
 // every letter, accumulating in double (int64 for integers).
 #include <algorithm>
@@ -29,16 +30,40 @@ Status VerifyEinsum(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, s});
 }
 
-// dst (contiguous, dims `sizes`) = src read with `strides` per dim.
+// How many elements at a time a copy reading with `strides` over `sizes`
+// moves: the trailing dims that are contiguous in the source.
+int64_t ContiguousRun(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t run = 1;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    if (sizes[d] != 1 && strides[d] != run) break;
+    run *= sizes[d];
+  }
+  return run;
+}
+
+// Whether reading with `strides` over `sizes` walks memory in order: the
+// source is already laid out as the copy would write it.
+bool InOrder(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  return ContiguousRun(sizes, strides) == NumElements(sizes);
+}
+
+// dst (contiguous, dims `sizes`) = src read with `strides` per dim. The
+// trailing dims that are contiguous in src are copied as one run each.
 template <typename T>
 void StridedCopy(const T* src, const std::vector<int64_t>& sizes,
                  const std::vector<int64_t>& strides, T* dst) {
-  const int64_t n = NumElements(sizes);
-  std::vector<int64_t> idx(sizes.size(), 0);
+  const int64_t run = ContiguousRun(sizes, strides);
+  size_t inner = sizes.size();
+  for (int64_t covered = 1; inner > 0 && covered * sizes[inner - 1] <= run;) {
+    covered *= sizes[--inner];
+  }
+  const std::vector<int64_t> outer(sizes.begin(), sizes.begin() + inner);
+  const int64_t n = NumElements(outer);
+  std::vector<int64_t> idx(inner, 0);
   int64_t off = 0;
   for (int64_t i = 0; i < n; ++i) {
-    dst[i] = src[off];
-    for (size_t d = sizes.size(); d-- > 0;) {
+    std::copy(src + off, src + off + run, dst + i * run);
+    for (size_t d = inner; d-- > 0;) {
       off += strides[d];
       if (++idx[d] < sizes[d]) break;
       off -= strides[d] * sizes[d];
@@ -88,26 +113,82 @@ void EinsumLoop(const EinsumSpec& e, const std::vector<const Tensor*>& in, T* ou
   }
 }
 
+// An operand of a batched product as [batch, rows, cols] matrices, or
+// transposed ([batch, cols, rows], `transposed`): in place where the tensor
+// is laid out so, else copied into `temp` in whichever of the two orders
+// moves longer contiguous runs.
+template <typename T>
+Status Operand(KernelContext& ctx, const EinsumSpec& e, int i, const std::string& batch,
+               const std::string& rows, const std::string& cols, Tensor* temp, const T** data,
+               bool* transposed) {
+  const Tensor& in = ctx.input(i);
+  int64_t best_run = -1;
+  for (bool trans : {false, true}) {
+    const std::string order = batch + (trans ? cols + rows : rows + cols);
+    const std::vector<int64_t> sizes = SizesOf(e, order),
+                               strides = LetterStrides(e.terms[i], in.shape(), order);
+    const int64_t run = ContiguousRun(sizes, strides);
+    if (run == NumElements(sizes)) {
+      *data = in.data<T>();
+      *transposed = trans;
+      return OkStatus();
+    }
+    if (run > best_run) {
+      best_run = run;
+      *transposed = trans;
+    }
+  }
+  const std::string order = batch + (*transposed ? cols + rows : rows + cols);
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(in.dtype(), SizesOf(e, order), temp));
+  StridedCopy(in.data<T>(), SizesOf(e, order), LetterStrides(e.terms[i], in.shape(), order),
+              temp->data<T>());
+  *data = temp->data<T>();
+  return OkStatus();
+}
+
 template <typename T>
 Status EinsumGemm(KernelContext& ctx, const EinsumSpec& e, const std::string& batch,
                   const std::string& m, const std::string& n, const std::string& k, T* out) {
   const int64_t B = Extent(e, batch), M = Extent(e, m), N = Extent(e, n), K = Extent(e, k);
-  const DType dt = ctx.input(0).dtype();
-  Tensor a, b, c;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(dt, {B, M, K}, &a));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(dt, {B, K, N}, &b));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(dt, {B, M, N}, &c));
-  const std::string la = batch + m + k, lb = batch + k + n, lc = batch + m + n;
-  StridedCopy(ctx.input(0).data<T>(), SizesOf(e, la),
-              LetterStrides(e.terms[0], ctx.input(0).shape(), la), a.data<T>());
-  StridedCopy(ctx.input(1).data<T>(), SizesOf(e, lb),
-              LetterStrides(e.terms[1], ctx.input(1).shape(), lb), b.data<T>());
-  for (int64_t i = 0; i < B; ++i) {
-    GemmRowMajor(a.data<T>() + i * M * K, b.data<T>() + i * K * N, c.data<T>() + i * M * N, M, K,
-                 N);
+  Tensor ta, tb, c;
+  const T *a, *b;
+  bool trans_a, trans_b;
+  DISTRT_RETURN_IF_ERROR(Operand(ctx, e, 0, batch, m, k, &ta, &a, &trans_a));
+  DISTRT_RETURN_IF_ERROR(Operand(ctx, e, 1, batch, k, n, &tb, &b, &trans_b));
+  // The product lands in the result itself where the equation wants
+  // [batch, m, n].
+  const std::string lc = batch + m + n;
+  const bool direct = InOrder(SizesOf(e, e.out), LetterStrides(lc, SizesOf(e, lc), e.out));
+  T* prod = out;
+  if (!direct) {
+    DISTRT_RETURN_IF_ERROR(ctx.AllocateTemp(ctx.input(0).dtype(), {B, M, N}, &c));
+    prod = c.data<T>();
+  }
+  // Rows r0..r1 of batch i's product: op(A)'s rows are A's columns when
+  // transposed.
+  const int64_t lda = trans_a ? M : K, ldb = trans_b ? K : N;
+  auto rows = [&](int64_t i, int64_t r0, int64_t r1) {
+    const T* ai = a + i * M * K;
+    GemmRowMajorEx(trans_a, trans_b, r1 - r0, N, K, trans_a ? ai + r0 : ai + r0 * lda, lda,
+                   b + i * K * N, ldb, /*accumulate=*/false, prod + i * M * N + r0 * N, N);
+  };
+  // The executor's threads take whole batches (experts), or rows of each
+  // where there are fewer batches than threads; small products run inline.
+  ThreadPool* pool = B * M * N * K >= (int64_t{1} << 18) ? ctx.pool : nullptr;
+  const int threads = pool ? pool->size() : 1;
+  if (threads <= 1 || B >= threads) {
+    ParallelFor(threads > 1 ? pool : nullptr, B, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t i = b0; i < b1; ++i) rows(i, 0, M);
+    });
+  } else {
+    for (int64_t i = 0; i < B; ++i) {
+      ParallelFor(pool, M, 8, [&](int64_t r0, int64_t r1) { rows(i, r0, r1); });
+    }
   }
   // c is in batch+m+n order; the result wants e.out's.
-  StridedCopy(c.data<T>(), SizesOf(e, e.out), LetterStrides(lc, SizesOf(e, lc), e.out), out);
+  if (!direct) {
+    StridedCopy(c.data<T>(), SizesOf(e, e.out), LetterStrides(lc, SizesOf(e, lc), e.out), out);
+  }
   return OkStatus();
 }
 
