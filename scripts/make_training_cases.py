@@ -1381,6 +1381,60 @@ step ran with and which steps were skipped; `--train-test` checks both
 exactly.""",
     ),
     dict(
+        name="gpt_f16_dp2",
+        what="the GPT of gpt_f16 on 2 data-parallel ranks that reduce their "
+             "f16 gradients in f32 (the default `reduce`)",
+        seed=61, precision="f16", reduce_ranks=2,
+        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
+        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 8, 261, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
+        notes="""\
+The training of `gpt_f16` (other random weights and batches) as two
+data-parallel ranks run it with `precision: {compute: f16, loss_scale:
+...}`, written out in one torch process: each rank runs the f16 copy
+forward and backward on its 2 of the 4 rows, from its share of the batch's
+mean loss times the scale, so its f16 gradients are about half one
+device's and overflow at other steps than one device's would; the two
+ranks' gradients are widened to f32 and summed in f32 (an all-reduce or
+reduce-scatter in f32), multiplied by 1/scale, checked for overflow,
+clipped and applied as in `gpt_f16`. The reference is for every plan with
+`dp=2` (dp, ZeRO 1-3, with tp), not for one device.""",
+    ),
+    dict(
+        name="gpt_f16_reduce",
+        what="the GPT of gpt_f16 on 2 data-parallel ranks whose f16 "
+             "gradients are all-reduced in f16 (`reduce: f16`)",
+        seed=59, precision="f16", reduce="f16", reduce_ranks=2,
+        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
+        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
+        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+        inputs=["input_ids"], output="logits",
+        data=lambda: make_lm_data(300, 4, 16, 8, 259, ignore=True),
+        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+                   "weight_decay": 0.1},
+        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
+        notes="""\
+The training of `gpt_f16` (other random weights and batches) as two
+data-parallel ranks run it with `precision: {compute: f16, reduce: f16,
+loss_scale: ...}`, written out in one torch process: each rank runs the f16
+copy forward and backward on its 2 of the 4 rows, from its share of the
+batch's mean loss (the sum of its tokens' losses over the batch's token
+count) times the scale; the two ranks' f16 gradients are summed in f16,
+rounded once (an all-reduce in f16), then widened to f32, multiplied by
+1/scale, checked for overflow, clipped and applied to the f32 masters as in
+`gpt_f16`. The LayerNorms' parameters, which the copy keeps in f32, sum in
+f32. The reference is for `--mesh dp=2`: one device, or two ranks that
+reduce in f32, sum their halves without the f16 rounding and can overflow
+at other steps (each half alone is smaller than the sum).""",
+    ),
+    dict(
         name="llama_opset23",
         what="Llama (RMSNorm, rotary at position_ids, GQA 4/2, causal, SwiGLU) "
              "written with opset 23's RMSNormalization, RotaryEmbedding and "
@@ -1790,6 +1844,38 @@ def working_copy(master, dtype):
     return work
 
 
+def data_parallel_gradients(case, work, work_params, inputs, labels, ranks, scale):
+    """A data-parallel step of `ranks` ranks, written out on one process:
+    rank r runs forward and backward on its rows of the batch, from its
+    share of the global mean loss (the sum of its tokens' losses over the
+    batch's token count) times `scale`, so its gradients come out in the
+    compute dtype, each about 1/ranks of one device's. They are then summed
+    over the ranks: with the case's `reduce: f16` in that dtype, each sum
+    rounded once (an all-reduce in f16; parameters the copy keeps in f32,
+    the LayerNorms', sum in f32), else widened to f32 and summed in f32.
+    Returns the step's loss and the summed gradients."""
+    narrow = case.get("reduce") == "f16"
+    ignore = case["loss"]["ignore_index"]
+    count = int((labels != ignore).sum())
+    rows = inputs[0].shape[0] // ranks
+    total, reduced = 0.0, [None] * len(work_params)
+    for r in range(ranks):
+        part = slice(r * rows, (r + 1) * rows)
+        out = loss_output(case, as_tuple(work(*[t[part] for t in inputs])))
+        mine = labels[part]
+        tokens = int((mine != ignore).sum())
+        loss_sum = compute_loss(case, out.float(), mine) * tokens
+        (loss_sum / count * scale).backward()
+        total += loss_sum.item()
+        for i, w in enumerate(work_params):
+            g, w.grad = w.grad, None
+            if not narrow:
+                g = g.float()
+            reduced[i] = g.clone() if reduced[i] is None else (
+                reduced[i].float() + g.float()).to(g.dtype)
+    return total / count, reduced
+
+
 def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
           logged=None, f32_states=False):
     """Trains `model` (f32, the masters) on the batches as the case says and
@@ -1820,6 +1906,10 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
     assert len(work_params) == len(params)
     losses, norms = [], []
     micro = case.get("accumulate", 1)
+    # A 16-bit run of a `reduce_ranks` case sums its ranks' gradients in the
+    # compute dtype; its f32 comparison run is one device's.
+    ranks = case.get("reduce_ranks", 1) if work is not model else 1
+    assert ranks == 1 or micro == 1
     # `master: bf16`: the masters only ever hold bf16 values.
     round_masters = case.get("master") == "bf16" and dtype != torch.float32
     if round_masters:
@@ -1847,6 +1937,15 @@ def train(case, model, batches, dtype, case_dir=None, scaling=None, skip=None,
                     write_tensor(os.path.join(sd, f"input_{i}.pb"), t, n)
                 if labels is not None:
                     write_tensor(os.path.join(sd, "labels.pb"), labels, "labels")
+            if ranks > 1:
+                with HalfViaF32() if dtype == torch.float16 else contextlib.nullcontext():
+                    loss, reduced = data_parallel_gradients(
+                        case, work, work_params, inputs, labels, ranks,
+                        scaler.scale if scaler is not None else 1.0)
+                total += loss
+                for r, p in zip(reduced, params):
+                    p.grad += r.float()
+                continue
             with HalfViaF32() if dtype == torch.float16 else contextlib.nullcontext():
                 outs = as_tuple(work(*inputs))
                 for name in case.get("logged", []):
@@ -2031,6 +2130,8 @@ def make_case(case):
     if "loss_scale" in case:
         spec["precision"] = {"compute": case["precision"],
                              "loss_scale": case["loss_scale"]}
+        if "reduce" in case:
+            spec["precision"]["reduce"] = case["reduce"]
     elif "master" in case:
         spec["precision"] = {"compute": case["precision"],
                              "master": case["master"]}

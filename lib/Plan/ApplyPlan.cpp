@@ -409,6 +409,16 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
     if (auto r = dyn_cast<OpResult>(g))
       if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(r.getOwner()))
         g = loop.getYielded()[r.getResultNumber()];
+    // Under a loss scale, the widened gradient times 1/scale (a scalar).
+    if (auto mul = g.getDefiningOp<nn::MulOp>()) {
+      auto scalar = [](Value v) {
+        return cast<RankedTensorType>(v.getType()).getRank() == 0;
+      };
+      if (scalar(mul.getRhs()))
+        g = mul.getLhs();
+      else if (scalar(mul.getLhs()))
+        g = mul.getRhs();
+    }
     if (auto c = g.getDefiningOp<nn::CastOp>(); c && widens(c))
       widened.push_back(c.getResult());
   });
