@@ -931,6 +931,20 @@ DPO_SETUP = dict(
     clip_grad_norm=None,
 )
 
+# The GPT trained in f16 under a dynamic loss scale that overflows, backs
+# off and grows within 8 steps: gpt_f16 and its data-parallel variants.
+F16_GPT = dict(
+    precision="f16",
+    loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
+    tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
+    ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
+    inputs=["input_ids"], output="logits",
+    loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+    optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+               "weight_decay": 0.1},
+    no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
+)
+
 CASES = [
     dict(
         name="gpt_adamw",
@@ -1352,19 +1366,12 @@ result is rounded to the bf16 parameters. A trainer that summed the
 microbatches' gradients in bf16 would round three more times per step.""",
     ),
     dict(
+        F16_GPT,
         name="gpt_f16",
         what="the GPT in f16 with a dynamic loss scale that overflows, backs "
              "off and grows: skipped steps update nothing",
-        seed=31, precision="f16",
-        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
-        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
-        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
-        inputs=["input_ids"], output="logits",
+        seed=31,
         data=lambda: make_lm_data(300, 4, 16, 8, 231, ignore=True),
-        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
-        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
         notes="""\
 The GPT of `gpt_bf16` trained in f16 (`precision: {compute: f16,
 loss_scale: {initial: 524288, growth_interval: 2, hysteresis: 2}}`): an
@@ -1381,19 +1388,12 @@ step ran with and which steps were skipped; `--train-test` checks both
 exactly.""",
     ),
     dict(
+        F16_GPT,
         name="gpt_f16_dp2",
         what="the GPT of gpt_f16 on 2 data-parallel ranks that reduce their "
              "f16 gradients in f32 (the default `reduce`)",
-        seed=61, precision="f16", reduce_ranks=2,
-        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
-        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
-        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
-        inputs=["input_ids"], output="logits",
+        seed=61, reduce_ranks=2,
         data=lambda: make_lm_data(300, 4, 16, 8, 261, ignore=True),
-        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
-        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
         notes="""\
 The training of `gpt_f16` (other random weights and batches) as two
 data-parallel ranks run it with `precision: {compute: f16, loss_scale:
@@ -1407,19 +1407,12 @@ clipped and applied as in `gpt_f16`. The reference is for every plan with
 `dp=2` (dp, ZeRO 1-3, with tp), not for one device.""",
     ),
     dict(
+        F16_GPT,
         name="gpt_f16_reduce",
         what="the GPT of gpt_f16 on 2 data-parallel ranks whose f16 "
              "gradients are all-reduced in f16 (`reduce: f16`)",
-        seed=59, precision="f16", reduce="f16", reduce_ranks=2,
-        loss_scale={"initial": 2.0 ** 19, "growth_interval": 2, "hysteresis": 2},
-        tolerance={"loss_rtol": 3e-4, "probe_atol": 0.03, "probe_rtol": 0},
-        ctor=lambda: GPT(vocab=300, d=32, heads=4, layers=2, block_size=24),
-        inputs=["input_ids"], output="logits",
+        seed=59, reduce="f16", reduce_ranks=2,
         data=lambda: make_lm_data(300, 4, 16, 8, 259, ignore=True),
-        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
-        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
         notes="""\
 The training of `gpt_f16` (other random weights and batches) as two
 data-parallel ranks run it with `precision: {compute: f16, reduce: f16,
