@@ -435,9 +435,8 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
 /// other plan part has spoken (row-parallel weights get their split from
 /// propagation, not from an annotation of their own). Propagation runs on a
 /// copy.
-static std::vector<SmallVector<dist::Placement>>
-propagatedWeightPlacements(ModuleOp module,
-                           std::shared_ptr<const cost::MachineProfile> machine) {
+static std::vector<SmallVector<dist::Placement>> propagatedWeightPlacements(
+    ModuleOp module, std::shared_ptr<const cost::MachineProfile> machine) {
   std::vector<SmallVector<dist::Placement>> placements;
   OwningOpRef<ModuleOp> copy = propagatedCopy(module, std::move(machine));
   if (!copy)
@@ -455,9 +454,10 @@ propagatedWeightPlacements(ModuleOp module,
 /// mesh order), or none for an axis it is not split along. `propagated` is
 /// what the rest of the plan gives the weight (empty: nothing): dimensions
 /// it splits are not taken, and an axis that already splits the weight (a
-/// rotary table sliced along a context-parallel sequence) keeps its split. Later axes split the dimension earlier ones took while its
-/// piece still divides (FSDP over dp x cp splits one dimension over both,
-/// as torchtitan's flattened dp_shard x cp does); else the largest free
+/// rotary table sliced along a context-parallel sequence) keeps its split.
+/// Later axes split the dimension earlier ones took while its piece still
+/// divides (FSDP over dp x cp splits one dimension over both, as
+/// torchtitan's flattened dp_shard x cp does); else the largest free
 /// dimension that divides.
 static std::map<int64_t, int64_t>
 zeroDims(ArrayRef<int64_t> shape, ArrayRef<dist::Placement> propagated,
@@ -468,8 +468,8 @@ zeroDims(ArrayRef<int64_t> shape, ArrayRef<dist::Placement> propagated,
       taken.insert(p.dim);
   SmallVector<int64_t> extent(shape);
   std::map<int64_t, int64_t> dims;
-  for (auto &[axis, level] : zeroAxes) {
-    (void)level;
+  for (const auto &entry : zeroAxes) {
+    int64_t axis = entry.first;
     if (axis < static_cast<int64_t>(propagated.size()) &&
         propagated[axis].isShard())
       continue;
@@ -576,11 +576,11 @@ void PlanApplier::shardParameters() {
   std::vector<std::map<int64_t, int64_t>> dimsOf;
   func.walk([&](nn::WeightOp w) {
     size_t index = dimsOf.size();
-    dimsOf.push_back(zeroDims(
-        w.getResult().getType().getShape(),
-        index < propagated.size() ? ArrayRef(propagated[index])
+    dimsOf.push_back(zeroDims(w.getResult().getType().getShape(),
+                              index < propagated.size()
+                                  ? ArrayRef(propagated[index])
                                   : ArrayRef<dist::Placement>(),
-        zeroLevels, mesh.getAxisSizes()));
+                              zeroLevels, mesh.getAxisSizes()));
   });
   std::map<std::string, SmallVector<Value>> statesOf, gradientOf;
   func.walk([&](Operation *op) {
@@ -620,8 +620,8 @@ void PlanApplier::shardParameters() {
                       readThroughCopiesOnly(w.getResult(), copies);
     // Per axis: the split states, gradient, parameter and compute copy,
     // and the copy's whole form (levels 1-2 with a 16-bit policy).
-    SmallVector<dist::Placement> states(open), gradient(open),
-        parameter(open), copy(open), copyWhole(open);
+    SmallVector<dist::Placement> states(open), gradient(open), parameter(open),
+        copy(open), copyWhole(open);
     bool reformed = false;
     for (auto &[axis, d] : dims) {
       int64_t level = zeroLevels[axis];
@@ -661,7 +661,7 @@ void PlanApplier::shardParameters() {
     }
     if (dist::ShardingAttr p = sharding(parameter))
       annotateValue(w.getResult(), p, kShardedStatePriority,
-                    prefix + (reformed ? ": sharded f32 master"
+                    prefix + (reformed   ? ": sharded f32 master"
                               : top >= 3 ? ": sharded parameter"
                                          : ": replicated parameter"));
     if (!reformed) {

@@ -346,10 +346,10 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     pin(headsView->getResult(0), rank - 2, seq);
     pinUlyssesBackward(att, layer);
     Builder b(softmax.getContext());
-    softmax->setAttr(kUlyssesAttr,
-                     b.getStrArrayAttr({layer, spec.axis,
-                                        spec.attention.empty() ? "cost model"
-                                                               : "plan"}));
+    softmax->setAttr(
+        kUlyssesAttr,
+        b.getStrArrayAttr({layer, spec.axis,
+                           spec.attention.empty() ? "cost model" : "plan"}));
     return;
   }
   // The query rows stay split: keys and values are gathered to them.
@@ -458,10 +458,10 @@ LogicalResult ContextParallelApplier::apply() {
 static void gatherInsteadOfUlysses(nn::SoftmaxOp softmax, StringRef layer,
                                    dist::MeshOp mesh, StringRef cpName) {
   std::string quoted = "'" + layer.str() + "'";
-  std::set<std::string> pins = {
-      "context_parallel: sequence of " + quoted,
-      "context_parallel: ulysses heads of " + quoted,
-      "context_parallel: ulysses heads of " + quoted + " (backward)"};
+  std::set<std::string> pins = {"context_parallel: sequence of " + quoted,
+                                "context_parallel: ulysses heads of " + quoted,
+                                "context_parallel: ulysses heads of " + quoted +
+                                    " (backward)"};
   SmallVector<dist::AnnotateOp> undo;
   softmax->getParentOfType<func::FuncOp>().walk([&](dist::AnnotateOp a) {
     if (a.getSource() && pins.count(a.getSource()->str()))
@@ -476,8 +476,8 @@ static void gatherInsteadOfUlysses(nn::SoftmaxOp softmax, StringRef layer,
   if (!att.scores || !att.output)
     return;
   int64_t rank = softmax.getInput().getType().getRank();
-  dist::ShardingAttr rows = oneAxisSharding(
-      mesh, mesh.getAxisIndex(cpName), dist::Placement::shard(rank - 2));
+  dist::ShardingAttr rows = oneAxisSharding(mesh, mesh.getAxisIndex(cpName),
+                                            dist::Placement::shard(rank - 2));
   std::string why = "context_parallel: query rows of " + quoted;
   annotateValue(att.scores.getResult(), rows, kStylePriority, why);
   annotateValue(att.output.getResult(), rows, kStylePriority, why);

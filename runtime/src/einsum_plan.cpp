@@ -86,8 +86,7 @@ bool MatmulLetters(const EinsumSpec& e, std::string* batch, std::string* m, std:
     if (in_a != in_b && e.out.find(c) == std::string::npos) return false;  // summed within one
   }
   for (char c : a) {
-    const bool in_b = b.find(c) != std::string::npos,
-               in_out = e.out.find(c) != std::string::npos;
+    const bool in_b = b.find(c) != std::string::npos, in_out = e.out.find(c) != std::string::npos;
     (in_b ? (in_out ? batch : k) : m)->push_back(c);
   }
   for (char c : b) {

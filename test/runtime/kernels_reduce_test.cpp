@@ -327,8 +327,7 @@ std::vector<float> ReferenceEinsum(const std::string& a_term, const std::string&
     if (n == 0) return std::vector<float>(out.begin(), out.end());  // nothing to sum
   }
   while (true) {
-    out[offset(out_term, at)] +=
-        static_cast<double>(a[offset(a_term, at)]) * b[offset(b_term, at)];
+    out[offset(out_term, at)] += static_cast<double>(a[offset(a_term, at)]) * b[offset(b_term, at)];
     size_t d = letters.size();
     while (d > 0 && ++at[letters[d - 1]] == size.at(letters[d - 1])) at[letters[--d]] = 0;
     if (d == 0) break;
@@ -352,9 +351,9 @@ TEST(Einsum, BatchedProductsMatchTheDefinition) {
       {"gecd,gecf->edf", {{'g', 4}, {'e', 3}, {'c', 8}, {'d', 32}, {'f', 96}}},
       {"gsec,gsd->gecd", {{'g', 2}, {'s', 16}, {'e', 3}, {'c', 4}, {'d', 24}}},
       {"gsec,gecd->gsd", {{'g', 2}, {'s', 16}, {'e', 3}, {'c', 4}, {'d', 24}}},
-      {"ji,kj->ik", {{'i', 70}, {'j', 60}, {'k', 80}}},   // both transposed, in place
+      {"ji,kj->ik", {{'i', 70}, {'j', 60}, {'k', 80}}},  // both transposed, in place
       {"bij,bkj->bki", {{'b', 3}, {'i', 40}, {'j', 50}, {'k', 60}}},
-      {"ij,jk->ik", {{'i', 1}, {'j', 0}, {'k', 5}}},      // an empty sum is 0
+      {"ij,jk->ik", {{'i', 1}, {'j', 0}, {'k', 5}}},  // an empty sum is 0
   };
   uint32_t seed = 7;
   for (const Case& c : cases) {
@@ -371,7 +370,8 @@ TEST(Einsum, BatchedProductsMatchTheDefinition) {
     const std::vector<float> want = ReferenceEinsum(at, bt, ot, c.size, a, b);
     for (int threads : {1, 3}) {
       ProgramBuilder pb;
-      const int ia = pb.Input("a", DType::kF32, shape(at)), ib = pb.Input("b", DType::kF32, shape(bt));
+      const int ia = pb.Input("a", DType::kF32, shape(at)),
+                ib = pb.Input("b", DType::kF32, shape(bt));
       const int o = pb.Value(DType::kF32, shape(ot));
       pb.Output("y", o);
       pb.Op("einsum", {ia, ib}, {o}, {{"equation", AttrString(c.eq)}});

@@ -31,8 +31,7 @@ std::string ReshardStep::str() const {
     os << "reduce_scatter(axis " << axis;
     if (axis2 >= 0)
       os << ", " << axis2;
-    os << ", dim " << dim << ", "
-       << stringifyReductionKind(reduction) << ")";
+    os << ", dim " << dim << ", " << stringifyReductionKind(reduction) << ")";
     break;
   case Kind::AllToAll:
     os << "all_to_all(axis " << axis << ", dim " << dim << " -> " << dim2
