@@ -249,6 +249,14 @@ Compilation::partitionForRank(int64_t rank, CompilePhase last) {
   return partition(std::move(copy), rank, last);
 }
 
+FailureOr<OwningOpRef<ModuleOp>> Compilation::fused(ModuleOp partitioned,
+                                                    int64_t rank) {
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(partitioned->clone()));
+  if (failed(runPhases(*copy, CompilePhase::Fuse, CompilePhase::Fuse, rank)))
+    return failure();
+  return copy;
+}
+
 FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionSpmd() {
   ModuleOp input = stages ? *stagedModule : module();
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>(input->clone()));

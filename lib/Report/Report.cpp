@@ -220,6 +220,71 @@ static std::string phaseOf(Operation *collective) {
   return "forward";
 }
 
+int64_t distopt::activationPeak(ModuleOp program) {
+  int64_t result = 0;
+  for (auto func : program.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    DenseMap<Value, Operation *> lastUse;
+    func.walk([&](Operation *op) {
+      for (Value v : op->getOperands())
+        lastUse[v] = op;
+    });
+    int64_t live = 0, peak = 0;
+    DenseSet<Value> madeByOptimizer;
+    // Weights, constants and optimizer states are stored, not computed.
+    auto stored = [](Operation *op) {
+      return isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op);
+    };
+    func.walk([&](Operation *op) {
+      if (op == func.getOperation() || stored(op))
+        return;
+      auto parent = dyn_cast<nn::MicrobatchLoopOp>(op->getParentOp());
+      if (parent && parent.getSchedule())
+        return; // counted with the loop's schedule
+      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op);
+          loop && loop.getSchedule()) {
+        // The loop's sums (the stage's gradients, accumulated over the
+        // microbatches) are held while it runs, beside what its schedule
+        // keeps in flight.
+        int64_t sums = 0;
+        for (Value r : loop.getResults())
+          sums += nn::tensorBytes(r.getType());
+        peak = std::max(peak, live + sums + scheduledLoopPeak(loop));
+        // What the body read last from before the loop dies with it.
+        loop.getBody().walk([&](Operation *inner) {
+          for (Value v : inner->getOperands())
+            if (lastUse.lookup(v) == inner && v.getDefiningOp() &&
+                !loop->isAncestor(v.getDefiningOp()) &&
+                !stored(v.getDefiningOp()))
+              live -= nn::tensorBytes(v.getType());
+        });
+      }
+      // The optimizer's outputs replace the parameters and states in place
+      // (the runtime swaps buffers): the peak is that of forward and
+      // backward, and what the optimizer makes is not live after it (a
+      // reshard of the loss placed after the update would otherwise count
+      // every updated parameter and state).
+      auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
+      const bool optimizer = phase && phase.getValue() == "optimizer";
+      for (Value r : op->getResults()) {
+        if (optimizer)
+          madeByOptimizer.insert(r);
+        else
+          live += nn::tensorBytes(r.getType());
+      }
+      if (!optimizer)
+        peak = std::max(peak, live);
+      for (Value v : op->getOperands())
+        if (lastUse.lookup(v) == op && v.getDefiningOp() &&
+            !stored(v.getDefiningOp()) && !madeByOptimizer.contains(v))
+          live -= nn::tensorBytes(v.getType());
+    });
+    result = std::max(result, peak);
+  }
+  return result;
+}
+
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                             std::shared_ptr<const cost::MachineProfile> machine,
                             std::function<bool(Operation *, int64_t)> stores) {
@@ -487,24 +552,13 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       report.usByPhase[e.phase] += e.timeUs * e.count;
   }
 
-  // Activations and compute of rank 0: a liveness walk over the program (a
-  // pipeline stage's loop in the order of its schedule).
+  // Compute of rank 0, and the bytes its program produces.
   for (auto func : rank0.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
-    DenseMap<Value, Operation *> lastUse;
     func.walk([&](Operation *op) {
-      for (Value v : op->getOperands())
-        lastUse[v] = op;
-    });
-    int64_t live = 0, peak = 0;
-    DenseSet<Value> madeByOptimizer;
-    // Weights, constants and optimizer states are stored, not computed.
-    auto stored = [](Operation *op) {
-      return isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op);
-    };
-    func.walk([&](Operation *op) {
-      if (op == func.getOperation() || stored(op))
+      if (op == func.getOperation() ||
+          isa<nn::WeightOp, nn::ConstantOp, nn::VariableOp>(op))
         return;
       // The loop's own ops move values and compute nothing.
       if (isa<nn::NNDialect>(op->getDialect()) &&
@@ -526,48 +580,11 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
         else if (report.training)
           report.usByPhase["forward"] += us;
       }
-      auto parent = dyn_cast<nn::MicrobatchLoopOp>(op->getParentOp());
-      if (parent && parent.getSchedule()) {
-        for (Value r : op->getResults())
-          report.activationBytesTotal += nn::tensorBytes(r.getType());
-        return; // counted with the loop's schedule
-      }
-      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op);
-          loop && loop.getSchedule()) {
-        peak = std::max(peak, live + scheduledLoopPeak(loop));
-        // What the body read last from before the loop dies with it.
-        loop.getBody().walk([&](Operation *inner) {
-          for (Value v : inner->getOperands())
-            if (lastUse.lookup(v) == inner && v.getDefiningOp() &&
-                !loop->isAncestor(v.getDefiningOp()) &&
-                !stored(v.getDefiningOp()))
-              live -= nn::tensorBytes(v.getType());
-        });
-      }
-      // The optimizer's outputs replace the parameters and states in place
-      // (the runtime swaps buffers): the peak is that of forward and
-      // backward, and what the optimizer makes is not live after it (a
-      // reshard of the loss placed after the update would otherwise count
-      // every updated parameter and state).
-      auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr);
-      const bool optimizer = phase && phase.getValue() == "optimizer";
-      for (Value r : op->getResults()) {
-        int64_t b = nn::tensorBytes(r.getType());
-        report.activationBytesTotal += b;
-        if (optimizer)
-          madeByOptimizer.insert(r);
-        else
-          live += b;
-      }
-      if (!optimizer)
-        peak = std::max(peak, live);
-      for (Value v : op->getOperands())
-        if (lastUse.lookup(v) == op && v.getDefiningOp() &&
-            !stored(v.getDefiningOp()) && !madeByOptimizer.contains(v))
-          live -= nn::tensorBytes(v.getType());
+      for (Value r : op->getResults())
+        report.activationBytesTotal += nn::tensorBytes(r.getType());
     });
-    report.activationBytesPeak = std::max(report.activationBytesPeak, peak);
   }
+  report.activationBytesPeak = activationPeak(rank0);
   return report;
 }
 
@@ -617,16 +634,28 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   ModuleOp module = c.module();
   const StageAssignment *stages = c.stageAssignment();
   // Costed before the target's fusions: the cost model prices each op on
-  // its own, whatever kernels run it (docs/report.md).
+  // its own, whatever kernels run it (docs/report.md). Memory is what the
+  // runtime holds, and it runs the fused program (a fused loss keeps none
+  // of the intermediates over the logits).
   auto rank0 = c.partitionForRank(0, CompilePhase::Partition);
   if (failed(rank0))
     return failure();
+  auto fusedPeak = [&](ModuleOp program, int64_t rank) -> FailureOr<int64_t> {
+    auto fused = c.fused(program, rank);
+    if (failed(fused))
+      return failure();
+    return activationPeak(**fused);
+  };
   std::function<bool(Operation *, int64_t)> stores;
   if (stages)
     stores = [&](Operation *w, int64_t rank) {
       return stages->storesWeight(w, c.stageOfRank(rank));
     };
   Report report = buildReport(module, {**rank0}, model, stores);
+  FailureOr<int64_t> peak = fusedPeak(**rank0, 0);
+  if (failed(peak))
+    return failure();
+  report.activationBytesPeak = *peak;
   report.outputs = outputsOf(module);
   report.unmatchedPatterns = c.planFindings().unmatchedPatterns;
   report.planNotes = c.planFindings().notes;
@@ -644,11 +673,15 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   pr.virtualStages = stages->chunks;
   std::vector<std::vector<ScheduleAction>> schedule;
   for (int64_t s = 0; s < pr.stages; ++s) {
-    auto program =
-        c.partitionForRank(c.representativeRank(s), CompilePhase::Partition);
+    int64_t rank = c.representativeRank(s);
+    auto program = c.partitionForRank(rank, CompilePhase::Partition);
     if (failed(program))
       return failure();
     Report one = buildReport(module, {**program}, model);
+    FailureOr<int64_t> stagePeak = fusedPeak(**program, rank);
+    if (failed(stagePeak))
+      return failure();
+    one.activationBytesPeak = *stagePeak;
     if (c.isTraining()) {
       // The stage program holds every microbatch: per microbatch, its
       // forward (with the loss) and its backward.

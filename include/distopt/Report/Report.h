@@ -157,6 +157,12 @@ buildReport(mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
             std::shared_ptr<const cost::MachineProfile> machine,
             std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
 
+/// The most bytes a rank's program holds live at once besides what it
+/// stores (weights, constants, optimizer states): a liveness walk, a
+/// pipeline stage's microbatch loop in the order of its schedule with the
+/// loop's sums held throughout.
+int64_t activationPeak(mlir::ModuleOp program);
+
 void printReportText(const Report &report, llvm::raw_ostream &os);
 void printReportJson(const Report &report, llvm::raw_ostream &os);
 /// One screen: collectives grouped by phase, kind and axes; the busiest
