@@ -249,12 +249,8 @@ Compilation::partitionForRank(int64_t rank, CompilePhase last) {
   return partition(std::move(copy), rank, last);
 }
 
-FailureOr<OwningOpRef<ModuleOp>> Compilation::fused(ModuleOp partitioned,
-                                                    int64_t rank) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(partitioned->clone()));
-  if (failed(runPhases(*copy, CompilePhase::Fuse, CompilePhase::Fuse, rank)))
-    return failure();
-  return copy;
+LogicalResult Compilation::fuse(ModuleOp partitioned, int64_t rank) {
+  return runPhases(partitioned, CompilePhase::Fuse, CompilePhase::Fuse, rank);
 }
 
 FailureOr<OwningOpRef<ModuleOp>> Compilation::partitionSpmd() {

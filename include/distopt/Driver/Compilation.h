@@ -112,11 +112,10 @@ public:
   /// CompilePhase::Partition: before fusion, as the report costs it).
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
   partitionForRank(int64_t rank, CompilePhase last = CompilePhase::Fuse);
-  /// A copy of `partitioned` (partitionForRank's program up to
-  /// CompilePhase::Partition) in the target's fused forms, as `rank` runs
+  /// Rewrites `partitioned` (partitionForRank's program up to
+  /// CompilePhase::Partition) into the target's fused forms, as `rank` runs
   /// it.
-  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>>
-  fused(mlir::ModuleOp partitioned, int64_t rank);
+  mlir::LogicalResult fuse(mlir::ModuleOp partitioned, int64_t rank);
   /// The SPMD program shared by all ranks (uneven dimensions print as `?`);
   /// with a pipeline, every stage's, each in its `module @stage<s>`.
   mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> partitionSpmd();
