@@ -945,6 +945,18 @@ F16_GPT = dict(
     no_decay=GPT_NO_DECAY, frozen=GPT_FROZEN, clip_grad_norm=0.5, steps=8,
 )
 
+# The Llama on 256-token sequences that context parallelism trains:
+# llama_long_context and its bf16 variant.
+LONG_CONTEXT_LLAMA = dict(
+    ctor=LlamaLongContext,
+    inputs=["input_ids"], output="logits",
+    loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
+    optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
+               "weight_decay": 0.1},
+    no_decay=["*norm.weight"], frozen=["rotary_emb.*"],
+    clip_grad_norm=None, steps=3,
+)
+
 CASES = [
     dict(
         name="gpt_adamw",
@@ -1027,19 +1039,13 @@ initializer (weights, norms, embeddings, rotary buffers) is frozen, by the
 explicit globs in `frozen`. No ignored labels.""",
     ),
     dict(
+        LONG_CONTEXT_LLAMA,
         name="llama_long_context",
         what="Llama-style decoder on 256-token sequences (RMSNorm, SwiGLU, "
              "rotary buffers, causal mask from arange), every weight trains: "
              "the context-parallel case",
         seed=17,
-        ctor=LlamaLongContext,
-        inputs=["input_ids"], output="logits",
         data=lambda: make_lm_data(64, 2, 256, 3, 217, ignore=False),
-        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
-        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=["*norm.weight"], frozen=["rotary_emb.*"],
-        clip_grad_norm=None, steps=3,
         notes="""\
 `embed_tokens` [64, 32]; `rotary_emb.cos_cached` / `sin_cached` [256, 8]
 buffers (θ = 10000, rotate-half form), sliced to the sequence (all 256
@@ -1200,19 +1206,13 @@ from its f32 run (below); the case's `tolerance` allows that: losses to
 1.5e-3 relative, probe outputs to 0.15.""",
     ),
     dict(
+        LONG_CONTEXT_LLAMA,
         name="llama_long_context_bf16",
         what="the Llama of llama_long_context trained with `precision: bf16`: "
              "the context-parallel case in mixed precision",
         seed=53, precision="bf16",
         tolerance={"loss_rtol": 2e-3, "probe_atol": 0.15, "probe_rtol": 0},
-        ctor=LlamaLongContext,
-        inputs=["input_ids"], output="logits",
         data=lambda: make_lm_data(64, 2, 256, 3, 253, ignore=False),
-        loss={"kind": "cross_entropy", "ignore_index": IGNORE_INDEX},
-        optimizer={"kind": "adamw", "lr": 3e-3, "betas": [0.9, 0.95], "eps": 1e-8,
-                   "weight_decay": 0.1},
-        no_decay=["*norm.weight"], frozen=["rotary_emb.*"],
-        clip_grad_norm=None, steps=3,
         notes="""\
 The model of `llama_long_context` (other random weights and batches),
 trained by torch as `gpt_bf16` is: every step a bf16 copy of the f32
