@@ -86,6 +86,18 @@ constexpr StringLiteral kChosenAttentionAttr = "dist.cp_attention";
 /// is applied.
 constexpr StringLiteral kUlyssesAttr = "dist.ulysses_heads";
 
+/// The sources of the pins context parallelism puts on a layer's attention
+/// (what the report shows; checkUlyssesHeads finds ulysses' pins by them).
+std::string sequencePin(StringRef layer) {
+  return "context_parallel: sequence of '" + layer.str() + "'";
+}
+std::string headsPin(StringRef layer) {
+  return "context_parallel: ulysses heads of '" + layer.str() + "'";
+}
+std::string headsBackwardPin(StringRef layer) {
+  return headsPin(layer) + " (backward)";
+}
+
 /// One attention: scores = Q·Kᵀ (then masks, scales), softmax, output =
 /// probabilities·V.
 struct Attention {
@@ -175,6 +187,18 @@ void tell(Location loc, AttentionDecision decision,
           std::vector<AttentionDecision> &decisions) {
   mlir::emitRemark(loc) << describeDecision(decision);
   decisions.push_back(std::move(decision));
+}
+
+/// allgather: the query rows stay split along the sequence over mesh axis
+/// `axis`, and keys and values are gathered to them.
+void pinQueryRows(Attention att, dist::MeshOp mesh, int64_t axis,
+                  StringRef layer) {
+  int64_t rank = att.softmax.getInput().getType().getRank();
+  dist::ShardingAttr rows =
+      oneAxisSharding(mesh, axis, dist::Placement::shard(rank - 2));
+  std::string why = "context_parallel: query rows of '" + layer.str() + "'";
+  annotateValue(att.scores.getResult(), rows, kStylePriority, why);
+  annotateValue(att.output.getResult(), rows, kStylePriority, why);
 }
 
 class ContextParallelApplier {
@@ -331,8 +355,7 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
     // way round: the reshard between each pair is one all-to-all, and the
     // head split cannot leak into the projections (which would make them
     // tensor-parallel over the context axis).
-    std::string seq = "context_parallel: sequence of '" + layer + "'";
-    std::string heads = "context_parallel: ulysses heads of '" + layer + "'";
+    std::string seq = sequencePin(layer), heads = headsPin(layer);
     int64_t keyDim = att.scores.getRhs().getType().getRank() - 1;
     auto toHeads = [&](OpOperand &operand, int64_t seqDim) {
       pin(operand.get(), seqDim, seq);
@@ -352,10 +375,7 @@ void ContextParallelApplier::splitAttention(nn::SoftmaxOp softmax) {
                            spec.attention.empty() ? "cost model" : "plan"}));
     return;
   }
-  // The query rows stay split: keys and values are gathered to them.
-  std::string why = "context_parallel: query rows of '" + layer + "'";
-  pin(att.scores.getResult(), rank - 2, why);
-  pin(att.output.getResult(), rank - 2, why);
+  pinQueryRows(att, mesh, axis, layer);
 }
 
 /// The variant the cost model finds fastest for `att` where
@@ -397,9 +417,7 @@ void ContextParallelApplier::pinUlyssesBackward(Attention att,
   auto readsHeads = [&](Value operand) {
     return headSplit.contains(source(operand));
   };
-  std::string seq = "context_parallel: sequence of '" + layer.str() + "'";
-  std::string heads =
-      "context_parallel: ulysses heads of '" + layer.str() + "' (backward)";
+  std::string seq = sequencePin(layer), heads = headsBackwardPin(layer);
   SmallVector<nn::MatMulOp> matmuls;
   func.walk([&](nn::MatMulOp mm) {
     auto phase = mm->getAttrOfType<StringAttr>(nn::kPhaseAttr);
@@ -453,15 +471,11 @@ LogicalResult ContextParallelApplier::apply() {
 }
 
 /// Undoes ulysses on the attention of `softmax` (layer `layer`): its pins
-/// go, and the query rows are pinned to the sequence split as allgather
-/// pins them (ContextParallelApplier::splitAttention).
+/// go, and the query rows are pinned as allgather pins them.
 static void gatherInsteadOfUlysses(nn::SoftmaxOp softmax, StringRef layer,
                                    dist::MeshOp mesh, StringRef cpName) {
-  std::string quoted = "'" + layer.str() + "'";
-  std::set<std::string> pins = {"context_parallel: sequence of " + quoted,
-                                "context_parallel: ulysses heads of " + quoted,
-                                "context_parallel: ulysses heads of " + quoted +
-                                    " (backward)"};
+  std::set<std::string> pins = {sequencePin(layer), headsPin(layer),
+                                headsBackwardPin(layer)};
   SmallVector<dist::AnnotateOp> undo;
   softmax->getParentOfType<func::FuncOp>().walk([&](dist::AnnotateOp a) {
     if (a.getSource() && pins.count(a.getSource()->str()))
@@ -473,14 +487,31 @@ static void gatherInsteadOfUlysses(nn::SoftmaxOp softmax, StringRef layer,
   }
   Attention att{softmax, scoresProducer(softmax.getInput()),
                 outputConsumer(softmax.getResult())};
-  if (!att.scores || !att.output)
-    return;
-  int64_t rank = softmax.getInput().getType().getRank();
-  dist::ShardingAttr rows = oneAxisSharding(mesh, mesh.getAxisIndex(cpName),
-                                            dist::Placement::shard(rank - 2));
-  std::string why = "context_parallel: query rows of " + quoted;
-  annotateValue(att.scores.getResult(), rows, kStylePriority, why);
-  annotateValue(att.output.getResult(), rows, kStylePriority, why);
+  if (att.scores && att.output)
+    pinQueryRows(att, mesh, mesh.getAxisIndex(cpName), layer);
+}
+
+/// `d`, the cost model's ulysses for an attention whose heads do not divide
+/// once other axes split them (`why`), as it runs: allgather.
+static void reviseToAllgather(AttentionDecision &d, const std::string &why) {
+  auto candidate = [&](StringRef variant) -> AttentionDecision::Candidate * {
+    for (AttentionDecision::Candidate &c : d.candidates)
+      if (c.variant == variant)
+        return &c;
+    return nullptr;
+  };
+  AttentionDecision::Candidate *ring = candidate("ring"),
+                               *gather = candidate("allgather"),
+                               *ulysses = candidate("ulysses");
+  std::string rejected = why;
+  if (ring && gather && ring->rejected.empty() && gather->rejected.empty() &&
+      ring->us < gather->us)
+    rejected += "; ring would be faster than allgather but is rewritten "
+                "before the plan is applied: name it (context_parallel: "
+                "{attention: ring})";
+  if (ulysses)
+    ulysses->rejected = rejected;
+  d.variant = "allgather";
 }
 
 void distopt::plan::checkUlyssesHeads(
@@ -537,13 +568,7 @@ void distopt::plan::checkUlyssesHeads(
     }
     if (other == 1 || cp == 1 || (heads / other) % cp == 0)
       continue;
-    // The pieces the context axis gets: ceil-sized, the last ones short.
-    int64_t perRank = heads / other, piece = (perRank + cp - 1) / cp;
-    std::string pieces;
-    for (int64_t r = 0; r < cp; ++r)
-      pieces += (r ? ", " : "") +
-                std::to_string(std::clamp<int64_t>(perRank - r * piece, 0,
-                                                   piece));
+    int64_t perRank = heads / other;
     std::string uneven = std::to_string(heads) + " heads split over " +
                          splitters + " leave " + std::to_string(perRank) +
                          " per rank, which do not divide by " + cpName.str() +
@@ -554,29 +579,20 @@ void distopt::plan::checkUlyssesHeads(
       // other axes' split (ring needs dist-ring-attention's rewrite, which
       // came before).
       gatherInsteadOfUlysses(softmax, layer, mesh, cpName);
-      for (AttentionDecision &d : findings.attention) {
-        if (d.layer != layer || d.variant != "ulysses")
-          continue;
-        d.variant = "allgather";
-        auto costOf = [&](StringRef variant) -> const auto * {
-          for (const AttentionDecision::Candidate &c : d.candidates)
-            if (c.variant == variant && c.rejected.empty())
-              return &c;
-          return static_cast<const AttentionDecision::Candidate *>(nullptr);
-        };
-        const auto *ring = costOf("ring"), *gather = costOf("allgather");
-        std::string rejected = uneven;
-        if (ring && gather && ring->us < gather->us)
-          rejected += "; ring would be faster than allgather but is "
-                      "rewritten before the plan is applied: name it "
-                      "(context_parallel: {attention: ring})";
-        for (AttentionDecision::Candidate &c : d.candidates)
-          if (c.variant == "ulysses")
-            c.rejected = rejected;
-        mlir::emitRemark(softmax.getLoc()) << describeDecision(d);
-      }
+      for (AttentionDecision &d : findings.attention)
+        if (d.layer == layer && d.variant == "ulysses") {
+          reviseToAllgather(d, uneven);
+          mlir::emitRemark(softmax.getLoc()) << describeDecision(d);
+        }
       continue;
     }
+    // The pieces the context axis gets: ceil-sized, the last ones short.
+    int64_t piece = (perRank + cp - 1) / cp;
+    std::string pieces;
+    for (int64_t r = 0; r < cp; ++r)
+      pieces += (r ? ", " : "") +
+                std::to_string(std::clamp<int64_t>(perRank - r * piece, 0,
+                                                   piece));
     std::string message =
         "context parallelism: '" + layer.str() + "': " + uneven + "; the " +
         cpName.str() + " ranks get uneven head splits (" + pieces +
