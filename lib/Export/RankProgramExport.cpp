@@ -58,6 +58,11 @@ private:
   /// A fused op as one instruction of `kernel` with one integer attribute.
   LogicalResult exportFused(Operation *op, StringRef kernel, StringRef attr,
                             int64_t value);
+  /// A fused softmax or softmax gradient with attention's scale and mask
+  /// (the mask its last input).
+  LogicalResult exportSoftmax(Operation *op, StringRef kernel, int64_t axis,
+                              std::optional<APFloat> scale, bool divide,
+                              std::optional<APFloat> fill, bool maskKeeps);
   LogicalResult addOperandsAndResults(Operation *op, proto::Instruction *inst,
                                      Location resultLoc);
   LogicalResult exportDistOp(Operation *op);
@@ -457,6 +462,29 @@ LogicalResult Exporter::exportFused(Operation *op, StringRef kernel,
   return addOperandsAndResults(op, inst, last);
 }
 
+/// `softmax` / `softmax_grad` with `axis` and, where attention's scale and
+/// mask were fused in, `scale` (`divide` = 1 for a quotient), `fill` and
+/// `mask_keeps` = 1; the mask is the instruction's last input.
+LogicalResult Exporter::exportSoftmax(Operation *op, StringRef kernel,
+                                      int64_t axis,
+                                      std::optional<APFloat> scale, bool divide,
+                                      std::optional<APFloat> fill,
+                                      bool maskKeeps) {
+  auto [first, last] = firstAndLastOf(op->getLoc());
+  proto::Instruction *inst = newInstruction(op, kernel, first);
+  auto &attrs = *inst->mutable_attrs();
+  attrs["axis"].set_i(axis);
+  if (scale)
+    attrs["scale"].set_f(scale->convertToDouble());
+  if (divide)
+    attrs["divide"].set_i(1);
+  if (fill)
+    attrs["fill"].set_f(fill->convertToDouble());
+  if (maskKeeps)
+    attrs["mask_keeps"].set_i(1);
+  return addOperandsAndResults(op, inst, last);
+}
+
 SmallVector<int64_t> Exporter::axisIndices(ArrayAttr axes) {
   SmallVector<int64_t> out;
   for (Attribute a : axes)
@@ -751,9 +779,11 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
   if (auto mm = dyn_cast<nn::FusedMatMulOp>(op))
     return exportFusedMatMul(mm);
   if (auto sg = dyn_cast<nn::FusedSoftmaxGradOp>(op))
-    return exportFused(sg, "softmax_grad", "axis", sg.getAxis());
+    return exportSoftmax(sg, "softmax_grad", sg.getAxis(), sg.getScale(),
+                         sg.getDivide(), std::nullopt, sg.getMaskKeeps());
   if (auto sm = dyn_cast<nn::FusedSoftmaxOp>(op))
-    return exportFused(sm, "softmax", "axis", sm.getAxis());
+    return exportSoftmax(sm, "softmax", sm.getAxis(), sm.getScale(),
+                         sm.getDivide(), sm.getFill(), sm.getMaskKeeps());
   if (auto sums = dyn_cast<nn::FusedCrossEntropySumsOp>(op))
     return exportFused(sums, "cross_entropy_sums", "first_class",
                        sums.getFirstClass());

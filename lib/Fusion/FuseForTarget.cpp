@@ -5,7 +5,11 @@
 #include "distopt/Dialect/NN/IR/NNFusedOps.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
+#include "distopt/Dialect/NN/IR/ShapeUtils.h"
+
 #include "mlir/IR/Builders.h"
+
+#include <cmath>
 
 namespace distopt {
 #define GEN_PASS_DEF_DISTFUSEFORTARGET
@@ -303,6 +307,133 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
   return ce;
 }
 
+/// The value of a constant of one float element (of any shape of 1s).
+std::optional<double> scalarConstant(Value v) {
+  auto c = v.getDefiningOp<nn::ConstantOp>();
+  auto values = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  if (!values || values.getNumElements() != 1)
+    return std::nullopt;
+  return (*values.getValues<APFloat>().begin()).convertToDouble();
+}
+
+/// Attention's scale and mask around a softmax: on the way in,
+/// `where(mask, fill, x * scale)` (or `x / scale`, or the where's branches
+/// the other way round: `mask_keeps`); on a gradient's way out,
+/// `where(mask, 0, g) * scale`. Each part is optional; every op of it has
+/// one reader and the type of what it reads (a scalar constant and a mask
+/// of the scores' trailing dims broadcast in).
+struct ScaleAndMask {
+  Operation *scaleOp = nullptr; // nn.mul or nn.div by the scalar, or null
+  nn::WhereOp where;            // or null
+  Value mask;
+  double scale = 1, fill = 0;
+  bool divide = false, keeps = false;
+  Value x;                   // what the softmax reads (forward)
+  Operation *last = nullptr; // the gradient's last op (backward)
+  explicit operator bool() const { return scaleOp || where; }
+};
+
+/// `where` as a mask of `v` by a scalar constant: the mask's value, the
+/// constant, and whether the mask's true elements keep `v`.
+std::optional<std::pair<double, bool>> maskedBranch(nn::WhereOp where,
+                                                    Value v) {
+  auto cond = cast<RankedTensorType>(where.getCondition().getType());
+  if (!cond.getElementType().isInteger(1) || where.getType() != v.getType() ||
+      !nn::isTrailingBroadcast(cond.getShape(),
+                               cast<RankedTensorType>(v.getType()).getShape()))
+    return std::nullopt;
+  Value other = where.getLhs() == v ? where.getRhs() : where.getLhs();
+  if (where.getLhs() != v && where.getRhs() != v)
+    return std::nullopt;
+  std::optional<double> c = scalarConstant(other);
+  if (!c)
+    return std::nullopt;
+  return std::make_pair(*c, where.getLhs() == v);
+}
+
+/// `op` as `v * c`, `c * v` or `v / c` of a scalar constant c, of v's type.
+std::optional<std::pair<double, bool>> scaledBy(Operation *op, Value v) {
+  if (op->getNumResults() != 1 || op->getResult(0).getType() != v.getType())
+    return std::nullopt;
+  if (isa<nn::MulOp>(op))
+    if (Value c = otherOperand(op, v))
+      if (std::optional<double> k = scalarConstant(c))
+        return std::make_pair(*k, false);
+  if (isa<nn::DivOp>(op) && op->getOperand(0) == v)
+    if (std::optional<double> k = scalarConstant(op->getOperand(1)))
+      return std::make_pair(*k, true);
+  return std::nullopt;
+}
+
+/// Whether the target's kernels apply a scale and mask to elements of type
+/// `t` as stored: f32 and f64 everywhere; 16-bit floats only where the
+/// kernels read them as stored (on the host they come widened, and the
+/// scaled value would not be rounded to them).
+bool scalesAndMasks(const TargetDescription &target, Type t) {
+  return t.isF32() || t.isF64() ||
+         ((t.isBF16() || t.isF16()) && target.foldHalfCasts);
+}
+
+/// What a softmax of `input` reads through: a where of a scaled x.
+ScaleAndMask matchSoftmaxInput(Value input, const TargetDescription &target) {
+  ScaleAndMask p;
+  p.x = input;
+  if (auto where = input.getDefiningOp<nn::WhereOp>();
+      where && where->hasOneUse()) {
+    for (Value branch : {where.getLhs(), where.getRhs()}) {
+      if (std::optional<std::pair<double, bool>> m =
+              maskedBranch(where, branch)) {
+        p.where = where;
+        p.mask = where.getCondition();
+        p.fill = m->first;
+        p.keeps = m->second;
+        p.x = branch;
+        break;
+      }
+    }
+  }
+  if (Operation *def = p.x.getDefiningOp(); def && def->hasOneUse()) {
+    for (Value operand : def->getOperands()) {
+      if (std::optional<std::pair<double, bool>> k = scaledBy(def, operand)) {
+        p.scaleOp = def;
+        p.scale = k->first;
+        p.divide = k->second;
+        p.x = operand;
+        break;
+      }
+    }
+  }
+  Type t = cast<RankedTensorType>(p.x.getType()).getElementType();
+  return scalesAndMasks(target, t) ? p : ScaleAndMask();
+}
+
+/// What a softmax gradient's result `g` goes through: where(mask, 0, g),
+/// then a product or quotient by a scalar.
+ScaleAndMask matchGradientOutput(Value g, const TargetDescription &target) {
+  ScaleAndMask p;
+  Value cur = g;
+  if (cur.hasOneUse())
+    if (auto where = dyn_cast<nn::WhereOp>(*cur.user_begin()))
+      if (std::optional<std::pair<double, bool>> m = maskedBranch(where, cur);
+          m && m->first == 0 && !std::signbit(m->first)) {
+        p.where = where;
+        p.mask = where.getCondition();
+        p.keeps = m->second;
+        cur = where.getResult();
+      }
+  if (cur.hasOneUse())
+    if (std::optional<std::pair<double, bool>> k =
+            scaledBy(*cur.user_begin(), cur)) {
+      p.scaleOp = *cur.user_begin();
+      p.scale = k->first;
+      p.divide = k->second;
+      cur = p.scaleOp->getResult(0);
+    }
+  p.last = cur.getDefiningOp();
+  Type t = cast<RankedTensorType>(g.getType()).getElementType();
+  return scalesAndMasks(target, t) ? p : ScaleAndMask();
+}
+
 struct FuseForTargetPass
     : public distopt::impl::DistFuseForTargetBase<FuseForTargetPass> {
   using Base::Base;
@@ -352,6 +483,8 @@ struct FuseForTargetPass
     }
     if (desc->foldHalfCasts)
       foldHalfCasts();
+    if (desc->softmaxScaleMask)
+      fuseScalesAndMasks(*desc);
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -376,7 +509,8 @@ struct FuseForTargetPass
       OpBuilder b(sm);
       auto fused = nn::FusedSoftmaxOp::create(
           b, b.getFusedLoc({widen.getLoc(), sm.getLoc()}), sm.getType(),
-          widen.getInput(), sm.getAxis());
+          widen.getInput(), /*mask=*/Value(), b.getI64IntegerAttr(sm.getAxis()),
+          FloatAttr(), UnitAttr(), FloatAttr(), UnitAttr());
       fused->setDiscardableAttrs(sm->getDiscardableAttrDictionary());
       sm.getResult().replaceAllUsesWith(fused.getResult());
       sm.erase();
@@ -402,7 +536,8 @@ struct FuseForTargetPass
       OpBuilder b(last);
       auto fused = nn::FusedSoftmaxGradOp::create(
           b, b.getFusedLoc(locs), last->getResult(0).getType(), g.getY(),
-          widen ? widen.getInput() : g.getDy(), g.getAxis());
+          widen ? widen.getInput() : g.getDy(), /*mask=*/Value(),
+          g.getAxisAttr(), FloatAttr(), UnitAttr(), UnitAttr());
       fused->setDiscardableAttrs(last->getDiscardableAttrDictionary());
       last->getResult(0).replaceAllUsesWith(fused.getResult());
       if (narrow)
@@ -503,12 +638,95 @@ struct FuseForTargetPass
         c->erase();
   }
 
+  /// Attention's scale and mask into the softmax that reads them and into
+  /// its gradient (ScaleAndMask).
+  void fuseScalesAndMasks(const TargetDescription &target) {
+    SmallVector<Operation *> softmaxes;
+    getOperation().walk([&](Operation *op) {
+      if (isa<nn::SoftmaxOp>(op) || (isa<nn::FusedSoftmaxOp>(op) &&
+                                     !cast<nn::FusedSoftmaxOp>(op).getMask() &&
+                                     !cast<nn::FusedSoftmaxOp>(op).getScale()))
+        softmaxes.push_back(op);
+    });
+    for (Operation *sm : softmaxes) {
+      ScaleAndMask p = matchSoftmaxInput(sm->getOperand(0), target);
+      if (!p)
+        continue;
+      SmallVector<Location> locs;
+      if (p.scaleOp)
+        locs.push_back(p.scaleOp->getLoc());
+      if (p.where)
+        locs.push_back(p.where.getLoc());
+      locs.push_back(sm->getLoc());
+      int64_t axis = isa<nn::SoftmaxOp>(sm)
+                         ? cast<nn::SoftmaxOp>(sm).getAxis()
+                         : cast<nn::FusedSoftmaxOp>(sm).getAxis();
+      OpBuilder b(sm);
+      auto fused = nn::FusedSoftmaxOp::create(
+          b, b.getFusedLoc(locs), sm->getResult(0).getType(), p.x, p.mask,
+          b.getI64IntegerAttr(axis),
+          p.scaleOp ? b.getF64FloatAttr(p.scale) : FloatAttr(),
+          p.divide ? b.getUnitAttr() : UnitAttr(),
+          p.where ? b.getF64FloatAttr(p.fill) : FloatAttr(),
+          p.keeps ? b.getUnitAttr() : UnitAttr());
+      fused->setDiscardableAttrs(sm->getDiscardableAttrDictionary());
+      sm->getResult(0).replaceAllUsesWith(fused.getResult());
+      SmallVector<Operation *> dead = {sm, p.where, p.scaleOp};
+      eraseWithScalars(dead);
+    }
+    SmallVector<nn::FusedSoftmaxGradOp> grads;
+    getOperation().walk([&](nn::FusedSoftmaxGradOp g) {
+      if (!g.getMask() && !g.getScale())
+        grads.push_back(g);
+    });
+    for (nn::FusedSoftmaxGradOp g : grads) {
+      ScaleAndMask p = matchGradientOutput(g.getResult(), target);
+      if (!p)
+        continue;
+      SmallVector<Location> locs = {g.getLoc()};
+      if (p.where)
+        locs.push_back(p.where.getLoc());
+      if (p.scaleOp)
+        locs.push_back(p.scaleOp->getLoc());
+      OpBuilder b(p.last);
+      auto fused = nn::FusedSoftmaxGradOp::create(
+          b, b.getFusedLoc(locs), g.getType(), g.getY(), g.getDy(), p.mask,
+          g.getAxisAttr(), p.scaleOp ? b.getF64FloatAttr(p.scale) : FloatAttr(),
+          p.divide ? b.getUnitAttr() : UnitAttr(),
+          p.keeps ? b.getUnitAttr() : UnitAttr());
+      fused->setDiscardableAttrs(p.last->getDiscardableAttrDictionary());
+      p.last->getResult(0).replaceAllUsesWith(fused.getResult());
+      SmallVector<Operation *> dead = {p.scaleOp, p.where, g};
+      eraseWithScalars(dead);
+    }
+  }
+
+  /// Erases `ops` (users first; null entries skipped) and the scalar
+  /// constants they read that nothing else reads.
+  static void eraseWithScalars(ArrayRef<Operation *> ops) {
+    SmallVector<Operation *> constants;
+    for (Operation *op : ops)
+      if (op)
+        for (Value v : op->getOperands())
+          if (auto c = v.getDefiningOp<nn::ConstantOp>();
+              c && scalarConstant(c.getResult()) &&
+              !llvm::is_contained(constants, c))
+            constants.push_back(c);
+    for (Operation *op : ops)
+      if (op)
+        op->erase();
+    for (Operation *c : constants)
+      if (c->use_empty())
+        c->erase();
+  }
+
   void fuse(SoftmaxGrad &g) {
     SmallVector<Location> locs = {g.inner.getLoc(), g.sum.getLoc(),
                                   g.sub.getLoc(), g.outer.getLoc()};
     OpBuilder b(g.outer);
     auto fused = nn::FusedSoftmaxGradOp::create(
-        b, b.getFusedLoc(locs), g.y.getType(), g.y, g.dy, g.axis);
+        b, b.getFusedLoc(locs), g.y.getType(), g.y, g.dy, /*mask=*/Value(),
+        b.getI64IntegerAttr(g.axis), FloatAttr(), UnitAttr(), UnitAttr());
     fused->setDiscardableAttrs(g.outer->getDiscardableAttrDictionary());
     g.outer.getResult().replaceAllUsesWith(fused.getResult());
     g.outer.erase();

@@ -8,6 +8,7 @@
 #include "cross_entropy_types.h"
 #include "exp_f32.h"
 #include "kernel_util.h"
+#include "scale_and_mask.h"
 
 namespace distrt {
 namespace {
@@ -145,6 +146,44 @@ void SoftmaxRows(bool log, const T* x, T* y, int64_t outer, int64_t n, int64_t i
   });
 }
 
+// x as a fused softmax reads it, attention's scale and mask applied
+// (portable::ScaleAndMask): elements [begin, begin + count) into z.
+template <typename T>
+void ScaledAndMasked(const portable::ScaleAndMask<T>& sm, const T* x, T* z, int64_t begin,
+                     int64_t count) {
+  int64_t m = sm.mask_size == 1 ? 0 : begin % sm.mask_size;
+  for (int64_t i = 0; i < count; ++i) {
+    z[i] = sm.In(x[i], m);
+    if (sm.mask_size != 1 && ++m == sm.mask_size) m = 0;
+  }
+}
+
+// softmax of x with the scale and mask applied: rows through a row-sized
+// copy each; another axis through a copy of the whole input.
+template <typename T>
+void ScaledMaskedSoftmax(bool log, const portable::ScaleAndMask<T>& sm, const T* x, T* y,
+                         int64_t outer, int64_t n, int64_t inner, ThreadPool* pool) {
+  if (inner != 1) {
+    std::vector<T> z(static_cast<size_t>(outer * n * inner));
+    ScaledAndMasked(sm, x, z.data(), 0, outer * n * inner);
+    SoftmaxRows<T>(log, z.data(), y, outer, n, inner, pool);
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
+  ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+    std::vector<T> z(static_cast<size_t>(n));
+    for (int64_t o = o0; o < o1; ++o) {
+      ScaledAndMasked(sm, x + o * n, z.data(), o * n, n);
+      SoftmaxRow(log, z.data(), y + o * n, n);
+    }
+  });
+}
+
+Status VerifySoftmax(const VerifyContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(CheckScaleMaskInput(ctx.inst->op(), ctx.inputs, 1, ctx.inputs[0].shape));
+  return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
+}
+
 Status RunSoftmax(KernelContext& ctx) {
   const std::string& name = ctx.inst->op();
   const Tensor& x = ctx.input(0);
@@ -155,9 +194,16 @@ Status RunSoftmax(KernelContext& ctx) {
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
-  DISTRT_DISPATCH_FLOAT(x.dtype(), name,
-                        SoftmaxRows<T>(name == "log_softmax", x.data<T>(), out->data<T>(), outer, n,
-                                       inner, ctx.pool));
+  const bool log = name == "log_softmax";
+  DISTRT_DISPATCH_FLOAT(x.dtype(), name, {
+    portable::ScaleAndMask<T> sm;
+    DISTRT_RETURN_IF_ERROR(ReadScaleAndMask(ctx, 1, x.shape(), /*forward=*/true, &sm));
+    if (sm.scaled || sm.mask != nullptr) {
+      ScaledMaskedSoftmax<T>(log, sm, x.data<T>(), out->data<T>(), outer, n, inner, ctx.pool);
+    } else {
+      SoftmaxRows<T>(log, x.data<T>(), out->data<T>(), outer, n, inner, ctx.pool);
+    }
+  });
   return OkStatus();
 }
 
@@ -194,13 +240,28 @@ void SoftmaxGradRow(const double* y, const double* dy, double* dx, int64_t n) {
   for (int64_t k = 0; k < n; ++k) dx[k] = y[k] * (dy[k] - s);
 }
 
+// dx's elements [begin, begin + count) through the mask and scale.
+template <typename T>
+void MaskAndScaleGradient(const portable::ScaleAndMask<T>& sm, T* dx, int64_t begin,
+                          int64_t count) {
+  int64_t m = sm.mask_size == 1 ? 0 : begin % sm.mask_size;
+  for (int64_t i = 0; i < count; ++i) {
+    dx[i] = sm.template Out<T>(dx[i], m);
+    if (sm.mask_size != 1 && ++m == sm.mask_size) m = 0;
+  }
+}
+
 template <typename T>
 void SoftmaxGradRows(const T* y, const T* dy, T* dx, int64_t outer, int64_t n, int64_t inner,
-                     ThreadPool* pool) {
+                     const portable::ScaleAndMask<T>& sm, ThreadPool* pool) {
+  const bool fused = sm.scaled || sm.mask != nullptr;
   if (inner == 1) {
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, n));
     ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) SoftmaxGradRow(y + o * n, dy + o * n, dx + o * n, n);
+      for (int64_t o = o0; o < o1; ++o) {
+        SoftmaxGradRow(y + o * n, dy + o * n, dx + o * n, n);
+        if (fused) MaskAndScaleGradient(sm, dx + o * n, o * n, n);
+      }
     });
     return;
   }
@@ -222,6 +283,7 @@ void SoftmaxGradRows(const T* y, const T* dy, T* dx, int64_t outer, int64_t n, i
           dx[at] = y[at] * (dy[at] - static_cast<T>(sum[i]));
         }
       }
+      if (fused) MaskAndScaleGradient(sm, dx + base, base, n * inner);
     }
   });
 }
@@ -231,6 +293,7 @@ Status VerifySoftmaxGrad(const VerifyContext& ctx) {
     return InvalidArgumentError("softmax_grad: y is ", ctx.inputs[0].ToString(), " but dy is ",
                                 ctx.inputs[1].ToString(), "; they must have one type");
   }
+  DISTRT_RETURN_IF_ERROR(CheckScaleMaskInput("softmax_grad", ctx.inputs, 2, ctx.inputs[0].shape));
   return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
 }
 
@@ -243,9 +306,12 @@ Status RunSoftmaxGrad(KernelContext& ctx) {
   Tensor* dx;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
   if (dx->num_elements() == 0) return OkStatus();
-  DISTRT_DISPATCH_FLOAT(y.dtype(), "softmax_grad",
-                        SoftmaxGradRows<T>(y.data<T>(), dy.data<T>(), dx->data<T>(), split.outer,
-                                           split.n, split.inner, ctx.pool));
+  DISTRT_DISPATCH_FLOAT(y.dtype(), "softmax_grad", {
+    portable::ScaleAndMask<T> sm;
+    DISTRT_RETURN_IF_ERROR(ReadScaleAndMask(ctx, 2, y.shape(), /*forward=*/false, &sm));
+    SoftmaxGradRows<T>(y.data<T>(), dy.data<T>(), dx->data<T>(), split.outer, split.n, split.inner,
+                       sm, ctx.pool);
+  });
   return OkStatus();
 }
 
@@ -527,9 +593,10 @@ Status RunBatchNorm(KernelContext& ctx) {
 }  // namespace
 
 void RegisterNormKernels(KernelRegistry& r) {
-  r.Add({"softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
+  // softmax and softmax_grad take attention's mask as an optional last input.
+  r.Add({"softmax", 1, 2, 1, RunSoftmax, VerifySoftmax, false, true});
   r.Add({"log_softmax", 1, 1, 1, RunSoftmax, VerifySame, false, true});
-  r.Add({"softmax_grad", 2, 2, 1, RunSoftmaxGrad, VerifySoftmaxGrad, false, true});
+  r.Add({"softmax_grad", 2, 3, 1, RunSoftmaxGrad, VerifySoftmaxGrad, false, true});
   // The gradient's element i is written after logit i is read: it may take
   // over the logits. The sums read a row's max after writing its sum.
   r.Add({"cross_entropy_sums", 3, 3, 2, RunCrossEntropy, VerifyCrossEntropy, false, false});

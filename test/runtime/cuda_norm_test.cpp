@@ -1,9 +1,10 @@
 // The CUDA normalisation kernels (softmax, log_softmax, softmax_grad,
-// cross_entropy_sums and _grad, layer_norm, batch_norm) through the executor on GPU 0, host fallback off, against the
-// host executor: rows of a vocabulary, short rows, an axis that is not
+// cross_entropy_sums and _grad, layer_norm, batch_norm) through the executor on GPU 0, host
+// fallback off, against the host executor: rows of a vocabulary, short rows, an axis that is not
 // last, rows of -inf / NaN / +inf, broadcast layer_norm parameters, a
-// softmax taking over its dying input's buffer, f64, and bf16/f16 against
-// the f32 result.
+// softmax taking over its dying input's buffer, f64, bf16/f16 against
+// the f32 result, and attention's scale and mask fused into softmax and
+// softmax_grad (f32; bf16 against the ops they stand for).
 #include "cuda_kernel_check.h"
 
 namespace distrt {
@@ -94,6 +95,106 @@ TEST(CudaNorm, SoftmaxReadsAndWritesHalfAsStored) {
                         {RandomOf(DType::kF32, shape, 61, 1.0f), RandomOf(half, shape, 62, 1.0f)},
                         1e-2);
   }
+}
+
+// Attention's scores [2, 12, 256, 256] with a causal mask [1, 1, 256, 256]
+// and a scale folded into softmax and softmax_grad (dist-fuse-for-target's
+// forms), and a mask [30, 6] across a softmax over an axis that is not
+// last: the same programs on the host.
+TEST(CudaNorm, SoftmaxScaleAndMaskMatchCpu) {
+  NEED_GPU();
+  struct Case {
+    Shape shape, mask_shape;
+    int64_t axis;
+    double scale, fill;
+    bool divide, keeps;
+  };
+  const Case cases[] = {{{2, 12, 256, 256}, {1, 1, 256, 256}, 3, 0.125, -INFINITY, false, false},
+                        {{4, 30, 6}, {30, 6}, 1, 3.0, -1e4, true, true}};
+  uint32_t seed = 70;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape));
+    Tensor mask;
+    ASSERT_TRUE(Tensor::Allocate(DType::kBool, c.mask_shape, &mask).ok());
+    const int64_t last = c.mask_shape.back();
+    for (int64_t i = 0; i < mask.num_elements(); ++i)
+      mask.data<uint8_t>()[i] = (i % last) > (i / last) % last ? 1 : 0;  // causal
+    ProgramBuilder b;
+    const int x = b.Input("x", DType::kF32, c.shape);
+    const int m = b.Input("mask", DType::kBool, c.mask_shape);
+    const int dy = b.Input("dy", DType::kF32, c.shape);
+    const int y = b.Apply("softmax", {x, m}, DType::kF32, c.shape,
+                          {{"axis", AttrInt(c.axis)},
+                           {"scale", AttrFloat(c.scale)},
+                           {"divide", AttrInt(c.divide)},
+                           {"fill", AttrFloat(c.fill)},
+                           {"mask_keeps", AttrInt(c.keeps)}});
+    b.Output("y", y);
+    b.Output("dx", b.Apply("softmax_grad", {y, dy, m}, DType::kF32, c.shape,
+                           {{"axis", AttrInt(c.axis)},
+                            {"scale", AttrFloat(c.scale)},
+                            {"divide", AttrInt(c.divide)},
+                            {"mask_keeps", AttrInt(c.keeps)}}));
+    ExpectGpuMatchesCpu(MakeProgram(b),
+                        {RandomOf(DType::kF32, c.shape, seed, 30.0f), mask,
+                         RandomOf(DType::kF32, c.shape, seed + 1, 1.0f)},
+                        1e-5);
+    seed += 2;
+  }
+}
+
+TEST(CudaNorm, Bf16ScoresThroughTheScaleAndMaskMatchTheOps) {
+  NEED_GPU();
+  // The bf16 policy's fused forms on the device (bf16 scores read as
+  // stored, scaled and rounded to bf16, masked, the softmax in f32; the
+  // gradient read from bf16 and written to bf16 through the mask and the
+  // scale) against the ops they stand for on the host.
+  const Shape shape = {2, 12, 256, 256}, mshape = {1, 1, 256, 256}, scalar = {};
+  Tensor mask;
+  ASSERT_TRUE(Tensor::Allocate(DType::kBool, mshape, &mask).ok());
+  for (int64_t i = 0; i < 256 * 256; ++i) mask.data<uint8_t>()[i] = (i % 256) > (i / 256) ? 1 : 0;
+  const DType bf = DType::kBF16, f = DType::kF32;
+  ProgramBuilder fused;
+  {
+    const int x = fused.Input("x", bf, shape), m = fused.Input("mask", DType::kBool, mshape);
+    const int dy = fused.Input("dy", bf, shape);
+    const int y = fused.Apply(
+        "softmax", {x, m}, f, shape,
+        {{"axis", AttrInt(3)}, {"scale", AttrFloat(0.125)}, {"fill", AttrFloat(-INFINITY)}});
+    fused.Output("y", y);
+    fused.Output("dx", fused.Apply("softmax_grad", {y, dy, m}, bf, shape,
+                                   {{"axis", AttrInt(3)}, {"scale", AttrFloat(0.125)}}));
+  }
+  ProgramBuilder ops;
+  {
+    const int x = ops.Input("x", bf, shape), m = ops.Input("mask", DType::kBool, mshape);
+    const int dy = ops.Input("dy", bf, shape);
+    const int c = ops.Input("scale", bf, scalar), fill = ops.Input("fill", bf, scalar);
+    const int zero = ops.Input("zero", bf, scalar);
+    const int s = ops.Apply("mul", {x, c}, bf, shape);
+    const int w = ops.Apply("where", {m, fill, s}, bf, shape);
+    const int y =
+        ops.Apply("softmax", {ops.Apply("cast", {w}, f, shape)}, f, shape, {{"axis", AttrInt(3)}});
+    ops.Output("y", y);
+    const int g = ops.Apply("softmax_grad", {y, ops.Apply("cast", {dy}, f, shape)}, f, shape,
+                            {{"axis", AttrInt(3)}});
+    const int gw = ops.Apply("where", {m, zero, ops.Apply("cast", {g}, bf, shape)}, bf, shape);
+    ops.Output("dx", ops.Apply("mul", {gw, c}, bf, shape));
+  }
+  auto bf16Scalar = [](float v) {
+    Tensor t;
+    EXPECT_TRUE(Tensor::Allocate(DType::kBF16, {}, &t).ok());
+    t.data<bf16_t>()[0].bits = FloatToBF16(v);
+    return t;
+  };
+  const Tensor x = RandomOf(bf, shape, 80, 30.0f), dy = RandomOf(bf, shape, 81, 1.0f);
+  const std::vector<Tensor> got = RunOnGpu(MakeProgram(fused), {x, mask, dy});
+  const std::vector<Tensor> want = RunOnCpu(
+      MakeProgram(ops), {x, mask, dy, bf16Scalar(0.125f), bf16Scalar(-INFINITY), bf16Scalar(0.0f)});
+  ASSERT_EQ(got.size(), 2u);
+  ASSERT_EQ(want.size(), 2u);
+  ExpectValuesClose(AsDoubles(got[0]), AsDoubles(want[0]), 1e-5, "y");
+  ExpectValuesClose(AsDoubles(got[1]), AsDoubles(want[1]), 1e-2, "dx");
 }
 
 // cross_entropy_sums and cross_entropy_grad over logits [rows, n] whose

@@ -230,6 +230,203 @@ TEST(PortableNorm, SoftmaxGradMatchesReferenceAndHostKernel) {
   EXPECT_NE(st.message().find("they must have one type"), std::string::npos) << st.message();
 }
 
+// ---- attention's scale and mask, fused into softmax and softmax_grad -------------
+
+// A softmax over `axis` of x [outer, n, inner] with a mask of x's trailing
+// dims `mask_shape`, as attention writes it: scale multiplied (or divided),
+// fill where the mask hides (true, or false with keeps).
+struct ScaleMaskCase {
+  Shape shape, mask_shape;
+  int64_t axis, outer, n, inner;
+  double scale, fill;
+  bool divide, keeps;
+};
+
+std::vector<int> RandomMask(int64_t n, uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::bernoulli_distribution hide(0.3);
+  std::vector<int> m(static_cast<size_t>(n));
+  for (int& v : m) v = hide(gen) ? 1 : 0;
+  return m;
+}
+
+template <typename C>
+portable::ScaleAndMask<C> MakeScaleAndMask(const ScaleMaskCase& c, const std::vector<int>& mask,
+                                           std::vector<char>* storage, bool forward) {
+  storage->assign(mask.begin(), mask.end());
+  portable::ScaleAndMask<C> sm;
+  sm.mask = reinterpret_cast<const bool*>(storage->data());
+  sm.mask_size = static_cast<int64_t>(mask.size());
+  sm.scale = static_cast<C>(c.scale);
+  sm.scaled = true;
+  sm.divide = c.divide;
+  sm.keeps = c.keeps;
+  if (forward) sm.fill = static_cast<C>(c.fill);
+  return sm;
+}
+
+TEST(PortableNorm, ScaleAndMaskMatchTheOpsTheyStandFor) {
+  const double inf = INFINITY;
+  // GPT-2's causal mask [1, 1, T, T] and scale (rows for a warp), Llama's
+  // [T, T] with a divisor and the where's branches swapped (short rows: a
+  // thread each), an axis that is not last (a column crosses mask rows), a
+  // mask of one element.
+  const ScaleMaskCase cases[] = {
+      {{2, 3, 8, 100}, {1, 1, 8, 100}, 3, 48, 100, 1, 0.125, -inf, false, false},
+      {{4, 6, 7}, {6, 7}, 2, 24, 7, 1, 3.0, -1e4, true, true},
+      {{3, 40, 5}, {40, 5}, 1, 3, 40, 5, 0.5, -inf, false, false},
+      {{6, 100}, {1}, 1, 6, 100, 1, 2.0, -1e4, true, false},
+  };
+  uint32_t seed = 140;
+  for (const ScaleMaskCase& c : cases) {
+    SCOPED_TRACE(ShapeToString(c.shape));
+    const int64_t count = NumElements(c.shape);
+    std::vector<float> x = RandomUniform<float>(count, seed++);
+    for (float& v : x) v *= 8.0f;
+    const std::vector<int> mask = RandomMask(NumElements(c.mask_shape), seed++);
+    const Tensor xt = F32(c.shape, x), mt = Bool(c.mask_shape, mask);
+    const Tensor ct = F32({}, {static_cast<float>(c.scale)});
+    const Tensor ft = F32({}, {static_cast<float>(c.fill)});
+    const TensorType type{DType::kF32, c.shape};
+    // The ops the fused forms stand for, on the host kernels.
+    const Tensor scaled = Run1(c.divide ? "div" : "mul", {xt, ct}, type);
+    const Tensor masked = Run1(
+        "where",
+        c.keeps ? std::vector<Tensor>{mt, scaled, ft} : std::vector<Tensor>{mt, ft, scaled}, type);
+    const std::vector<float> want =
+        Vec<float>(Run1("softmax", {masked}, type, {{"axis", AttrInt(c.axis)}}));
+    // The host's fused softmax computes the same values, to the last bit.
+    const Tensor fused = Run1("softmax", {xt, mt}, type,
+                              {{"axis", AttrInt(c.axis)},
+                               {"scale", AttrFloat(c.scale)},
+                               {"divide", AttrInt(c.divide)},
+                               {"fill", AttrFloat(c.fill)},
+                               {"mask_keeps", AttrInt(c.keeps)}});
+    ExpectClose(Vec<float>(fused), want, 0);
+    // The bodies the device runs (the host's exp is an approximation).
+    std::vector<char> storage;
+    const portable::ScaleAndMask<float> in = MakeScaleAndMask<float>(c, mask, &storage, true);
+    std::vector<float> y(x.size());
+    if (portable::WarpPerRow(c.n, c.inner)) {
+      for (Lanes lanes : {Lanes::kOne, Lanes::kSim}) {
+        portable::SoftmaxRowsBody<float> body{x.data(), y.data(), c.n, false, in};
+        if (lanes == Lanes::kSim)
+          SimWarpRows(c.outer, body);
+        else
+          HostRows(c.outer, body);
+        ExpectClose(y, want, 3e-6);
+      }
+    } else {
+      HostFor(c.outer * c.inner,
+              portable::SoftmaxColsBody<float>{x.data(), y.data(), c.n, c.inner, false, in});
+      ExpectClose(y, want, 3e-6);
+    }
+
+    // The gradient: where(mask, 0, g) then the scale, against softmax_grad
+    // and those two ops.
+    std::vector<float> yv = RandomUniform<float>(count, seed++);
+    for (float& v : yv) v = 0.5f * (v + 1.0f);
+    const std::vector<float> dy = RandomUniform<float>(count, seed++);
+    const Tensor yt = F32(c.shape, yv), dyt = F32(c.shape, dy), zero = F32({}, {0.0f});
+    const Tensor g = Run1("softmax_grad", {yt, dyt}, type, {{"axis", AttrInt(c.axis)}});
+    const Tensor gw =
+        Run1("where", c.keeps ? std::vector<Tensor>{mt, g, zero} : std::vector<Tensor>{mt, zero, g},
+             type);
+    const std::vector<float> gwant = Vec<float>(Run1(c.divide ? "div" : "mul", {gw, ct}, type));
+    const Tensor gfused = Run1("softmax_grad", {yt, dyt, mt}, type,
+                               {{"axis", AttrInt(c.axis)},
+                                {"scale", AttrFloat(c.scale)},
+                                {"divide", AttrInt(c.divide)},
+                                {"mask_keeps", AttrInt(c.keeps)}});
+    ExpectClose(Vec<float>(gfused), gwant, 0);
+    const portable::ScaleAndMask<float> out = MakeScaleAndMask<float>(c, mask, &storage, false);
+    std::vector<float> dx(x.size());
+    if (portable::WarpPerRow(c.n, c.inner)) {
+      SimWarpRows(c.outer,
+                  portable::SoftmaxGradRowsBody<float>{yv.data(), dy.data(), dx.data(), c.n, out});
+    } else {
+      HostFor(c.outer * c.inner, portable::SoftmaxGradColsBody<float>{
+                                     yv.data(), dy.data(), dx.data(), c.n, c.inner, out});
+    }
+    ExpectClose(dx, gwant, 1e-6);
+  }
+}
+
+TEST(PortableNorm, ScaleAndMaskErrorsSayWhatIsWrong) {
+  const Tensor x = F32({2, 3}, std::vector<float>(6));
+  std::vector<Tensor> out;
+  auto message = [&](const std::string& op, const std::vector<Tensor>& in, Attrs attrs) {
+    const Status st = RunOp(op, in, {{DType::kF32, {2, 3}}}, attrs, &out);
+    EXPECT_FALSE(st.ok());
+    return st.message();
+  };
+  // A mask broadcast along the softmax's own rows is not attention's.
+  EXPECT_HAS(message("softmax", {x, Bool({2, 1}, {1, 0})}, {{"fill", AttrFloat(-1)}}),
+             "the mask is bool[2, 1] for an input of shape [2, 3]; it must be bool of the "
+             "input's trailing dims after leading 1s");
+  EXPECT_HAS(message("softmax", {x, F32({3}, {0, 0, 0})}, {{"fill", AttrFloat(-1)}}),
+             "it must be bool");
+  EXPECT_HAS(message("softmax", {x, Bool({3}, {1, 0, 0})}, {}), "a mask needs a `fill` value");
+  EXPECT_HAS(message("softmax", {x}, {{"divide", AttrInt(1)}}), "`divide` without a `scale`");
+  EXPECT_HAS(message("softmax_grad", {x, x}, {{"mask_keeps", AttrInt(1)}}),
+             "`mask_keeps` without a mask input");
+}
+
+TEST(PortableNorm, ScaleAndMaskRoundToTheStoredType) {
+  // A bf16 policy on the device: bf16 scores scaled and masked in bf16,
+  // the softmax in f32 (y f32), its gradient read from bf16 and written to
+  // bf16 through the mask and the scale. The bodies round where the ops
+  // they stand for store: the scaled scores and the gradient before its
+  // scale to bf16. Reference: those ops' roundings, then double.
+  const ScaleMaskCase c = {{2, 3, 8, 64}, {1, 1, 8, 64}, 3,     48,   64, 1,
+                           0.125,         -INFINITY,     false, false};
+  const int64_t count = NumElements(c.shape);
+  std::vector<float> x = RandomUniform<float>(count, 150);
+  std::vector<bf16_t> xb(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xb[i].bits = FloatToBF16(8.0f * x[i]);
+  const std::vector<int> mask = RandomMask(NumElements(c.mask_shape), 151);
+  std::vector<char> storage;
+  const portable::ScaleAndMask<float> in = MakeScaleAndMask<float>(c, mask, &storage, true);
+  std::vector<float> y(x.size());
+  SimWarpRows(c.outer,
+              portable::SoftmaxRowsBody<bf16_t, float>{xb.data(), y.data(), c.n, false, in});
+  std::vector<float> want(x.size());
+  for (int64_t r = 0; r < c.outer; ++r) {
+    std::vector<double> z(static_cast<size_t>(c.n));
+    double m = -INFINITY, s = 0;
+    for (int64_t j = 0; j < c.n; ++j) {
+      const int64_t e = r * c.n + j;
+      const float scaled = BF16ToFloat(FloatToBF16(BF16ToFloat(xb[e].bits) * 0.125f));
+      z[j] = mask[e % mask.size()] ? -INFINITY : scaled;
+      m = std::max(m, z[j]);
+    }
+    for (int64_t j = 0; j < c.n; ++j) s += std::exp(z[j] - m);
+    for (int64_t j = 0; j < c.n; ++j)
+      want[r * c.n + j] = static_cast<float>(std::exp(z[j] - m) / s);
+  }
+  ExpectClose(y, want, 3e-6);
+
+  std::vector<float> dy = RandomUniform<float>(count, 152);
+  std::vector<bf16_t> db(dy.size()), dx(dy.size());
+  for (size_t i = 0; i < dy.size(); ++i) db[i].bits = FloatToBF16(dy[i]);
+  const portable::ScaleAndMask<float> out = MakeScaleAndMask<float>(c, mask, &storage, false);
+  SimWarpRows(c.outer, portable::SoftmaxGradRowsBody<float, bf16_t, bf16_t>{y.data(), db.data(),
+                                                                            dx.data(), c.n, out});
+  std::vector<float> gwant(dy.size());
+  for (int64_t r = 0; r < c.outer; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < c.n; ++j)
+      s += double(BF16ToFloat(db[r * c.n + j].bits)) * y[r * c.n + j];
+    for (int64_t j = 0; j < c.n; ++j) {
+      const int64_t e = r * c.n + j;
+      const float g =
+          BF16ToFloat(FloatToBF16(static_cast<float>(y[e] * (BF16ToFloat(db[e].bits) - s))));
+      gwant[e] = mask[e % mask.size()] ? 0.0f : g * 0.125f;
+    }
+  }
+  ExpectHalfClose(dx, gwant, BF16ToFloat, 1.0f / 128);
+}
+
 // ---- cross_entropy_sums, cross_entropy_grad ----------------------------------------
 
 // Rows of logits [6, n] whose classes are 10, 11, ...: labels inside the

@@ -59,6 +59,20 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     and is widened after: the same value) and writes a gradient narrowed
     by its only reader as stored.
 
+    Where the description has `softmaxScaleMask` (cpu and cuda),
+    attention's scale and mask fold into the softmax and its gradient:
+    a softmax (or `nn.fused_softmax`) of `where(mask, fill, x * c)` (or
+    `x / c`, or the where's branches swapped), with c and fill scalar
+    constants, the mask i1 of the scores' trailing dims after leading 1s
+    and each op the only reader of the one before, becomes
+    `nn.fused_softmax %x mask %mask` with `scale`, `divide`, `fill` and
+    `mask_keeps`; a `nn.fused_softmax_grad` whose only reader is
+    `where(mask, 0, g)` and whose result's only reader is a product or
+    quotient by a scalar constant takes them in. Either part alone folds
+    too. 16-bit scores only where the kernels read them as stored (cuda,
+    after the casts fold): they round the scaled scores to the stored type
+    as the mul did.
+
     Example, with `target=cpu`: a linear layer and its GELU,
 
     ```mlir

@@ -38,6 +38,11 @@ struct TargetDescription {
   /// Softmax's gradient y * (dy - sum(dy * y)) in one kernel
   /// (`softmax_grad`), on every float type.
   bool softmaxGrad = false;
+  /// Attention's scale and mask in the softmax and its gradient:
+  /// `softmax(where(mask, fill, x * scale))` in one kernel, and the
+  /// gradient's `where(mask, 0, g) * scale` in softmax_grad's (a mask of
+  /// the scores' trailing dims; a scalar scale, multiplied or divided).
+  bool softmaxScaleMask = false;
   /// Cross-entropy over the last dim as the training step builds it, in two
   /// kernels (`cross_entropy_sums`, `cross_entropy_grad`), f32 and f64.
   bool crossEntropy = false;

@@ -9,6 +9,7 @@
 #include "cuda/dispatch.cuh"
 #include "cuda/kernels_common.h"
 #include "cuda/norm.h"
+#include "scale_and_mask.h"
 #include "via_f32.h"
 
 namespace distrt {
@@ -21,8 +22,11 @@ bool SoftmaxTypes(const TensorType& x, const TensorType& y) {
   return x == y || (x.shape == y.shape && IsHalfFloat(x.dtype) && y.dtype == DType::kF32);
 }
 
+// The optional mask input (attention's, fused in) checked as the host does.
 bool AcceptSoftmax(const VerifyContext& v) {
-  return v.inputs.size() == 1 && v.outputs.size() == 1 && SoftmaxTypes(v.inputs[0], v.outputs[0]);
+  return (v.inputs.size() == 1 || v.inputs.size() == 2) && v.outputs.size() == 1 &&
+         SoftmaxTypes(v.inputs[0], v.outputs[0]) &&
+         CheckScaleMaskInput(v.inst->op(), v.inputs, 1, v.inputs[0].shape).ok();
 }
 
 // softmax_grad in y's dtype: dy and dx of it, or, for an f32 y, 16-bit
@@ -35,8 +39,9 @@ bool SoftmaxGradTypes(const TensorType& y, const TensorType& dy, const TensorTyp
 }
 
 bool AcceptSoftmaxGrad(const VerifyContext& v) {
-  return v.inputs.size() == 2 && v.outputs.size() == 1 &&
-         SoftmaxGradTypes(v.inputs[0], v.inputs[1], v.outputs[0]);
+  return (v.inputs.size() == 2 || v.inputs.size() == 3) && v.outputs.size() == 1 &&
+         SoftmaxGradTypes(v.inputs[0], v.inputs[1], v.outputs[0]) &&
+         CheckScaleMaskInput("softmax_grad", v.inputs, 2, v.inputs[0].shape).ok();
 }
 
 Status RunSoftmax(KernelContext& ctx) {
@@ -51,8 +56,10 @@ Status RunSoftmax(KernelContext& ctx) {
   Tensor* y;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &y));
   if (y->num_elements() == 0) return OkStatus();
+  portable::ScaleAndMask<double> sm;
+  DISTRT_RETURN_IF_ERROR(ReadScaleAndMask(ctx, 1, x.shape(), /*forward=*/true, &sm));
   DISTRT_CUDA(cuda::LaunchSoftmax(x.dtype(), y->dtype(), name == "log_softmax", x.raw(), y->raw(),
-                                  outer, n, inner, CudaOf(ctx).cuda_stream()),
+                                  outer, n, inner, sm, CudaOf(ctx).cuda_stream()),
               "softmax kernel");
   return OkStatus();
 }
@@ -71,10 +78,12 @@ Status RunSoftmaxGrad(KernelContext& ctx) {
   Tensor* dx;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
   if (dx->num_elements() == 0) return OkStatus();
-  DISTRT_CUDA(cuda::LaunchSoftmaxGrad(y.dtype(), dy.dtype(), dx->dtype(), y.raw(), dy.raw(),
-                                      dx->raw(), split.outer, split.n, split.inner,
-                                      CudaOf(ctx).cuda_stream()),
-              "softmax_grad kernel");
+  portable::ScaleAndMask<double> sm;
+  DISTRT_RETURN_IF_ERROR(ReadScaleAndMask(ctx, 2, y.shape(), /*forward=*/false, &sm));
+  DISTRT_CUDA(
+      cuda::LaunchSoftmaxGrad(y.dtype(), dy.dtype(), dx->dtype(), y.raw(), dy.raw(), dx->raw(),
+                              split.outer, split.n, split.inner, sm, CudaOf(ctx).cuda_stream()),
+      "softmax_grad kernel");
   return OkStatus();
 }
 
@@ -214,9 +223,9 @@ KernelDef CudaDef(const char* name, int min_inputs, int max_inputs, KernelFn run
 }  // namespace
 
 void RegisterCudaNormKernels(KernelRegistry& r) {
-  r.Add(CudaDef("softmax", 1, 1, RunSoftmax, AcceptSoftmax));
+  r.Add(CudaDef("softmax", 1, 2, RunSoftmax, AcceptSoftmax));
   r.Add(CudaDef("log_softmax", 1, 1, RunSoftmax, AcceptSoftmax));
-  r.Add(CudaDef("softmax_grad", 2, 2, RunSoftmaxGrad, AcceptSoftmaxGrad));
+  r.Add(CudaDef("softmax_grad", 2, 3, RunSoftmaxGrad, AcceptSoftmaxGrad));
   {
     // The sums read a row's max after writing its sum: no take-over; the
     // gradient's element i is written after logit i is read.

@@ -9,53 +9,60 @@ namespace cuda {
 
 template <typename T, typename R>
 cudaError_t LaunchSoftmaxAs(bool log, const void* x, void* y, int64_t outer, int64_t n,
-                            int64_t inner, cudaStream_t stream) {
+                            int64_t inner, const portable::ScaleAndMask<double>& sm,
+                            cudaStream_t stream) {
+  using C = typename portable::Elem<T>::Compute;
   const T* px = static_cast<const T*>(x);
   R* py = static_cast<R*>(y);
   if (portable::WarpPerRow(n, inner)) {
-    portable::SoftmaxRowsBody<T, R> body{px, py, n, log};
+    portable::SoftmaxRowsBody<T, R> body{px, py, n, log, sm.As<C>()};
     return LaunchRows(outer, body, stream);
   }
-  portable::SoftmaxColsBody<T, R> body{px, py, n, inner, log};
+  portable::SoftmaxColsBody<T, R> body{px, py, n, inner, log, sm.As<C>()};
   return LaunchFor(outer * inner, body, stream);
 }
 
 cudaError_t LaunchSoftmax(DType x_dtype, DType y_dtype, bool log, const void* x, void* y,
-                          int64_t outer, int64_t n, int64_t inner, cudaStream_t stream) {
+                          int64_t outer, int64_t n, int64_t inner,
+                          const portable::ScaleAndMask<double>& sm, cudaStream_t stream) {
   if (x_dtype == y_dtype) {
     return ForFloatType(x_dtype, [&](auto t) {
       using T = decltype(t);
-      return LaunchSoftmaxAs<T, T>(log, x, y, outer, n, inner, stream);
+      return LaunchSoftmaxAs<T, T>(log, x, y, outer, n, inner, sm, stream);
     });
   }
   // A 16-bit x read as stored into an f32 y.
   if (y_dtype != DType::kF32) return cudaErrorInvalidValue;
-  if (x_dtype == DType::kBF16) return LaunchSoftmaxAs<bf16_t, float>(log, x, y, outer, n, inner, stream);
-  if (x_dtype == DType::kF16) return LaunchSoftmaxAs<f16_t, float>(log, x, y, outer, n, inner, stream);
+  if (x_dtype == DType::kBF16)
+    return LaunchSoftmaxAs<bf16_t, float>(log, x, y, outer, n, inner, sm, stream);
+  if (x_dtype == DType::kF16)
+    return LaunchSoftmaxAs<f16_t, float>(log, x, y, outer, n, inner, sm, stream);
   return cudaErrorInvalidValue;
 }
 
 template <typename T, typename D, typename R>
 cudaError_t LaunchSoftmaxGradAs(const void* y, const void* dy, void* dx, int64_t outer, int64_t n,
-                                int64_t inner, cudaStream_t stream) {
+                                int64_t inner, const portable::ScaleAndMask<double>& sm,
+                                cudaStream_t stream) {
+  using C = typename portable::Elem<T>::Compute;
   const T* py = static_cast<const T*>(y);
   const D* pd = static_cast<const D*>(dy);
   R* px = static_cast<R*>(dx);
   if (portable::WarpPerRow(n, inner)) {
-    portable::SoftmaxGradRowsBody<T, D, R> body{py, pd, px, n};
+    portable::SoftmaxGradRowsBody<T, D, R> body{py, pd, px, n, sm.As<C>()};
     return LaunchRows(outer, body, stream);
   }
-  portable::SoftmaxGradColsBody<T, D, R> body{py, pd, px, n, inner};
+  portable::SoftmaxGradColsBody<T, D, R> body{py, pd, px, n, inner, sm.As<C>()};
   return LaunchFor(outer * inner, body, stream);
 }
 
 cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, const void* y,
                               const void* dy, void* dx, int64_t outer, int64_t n, int64_t inner,
-                              cudaStream_t stream) {
+                              const portable::ScaleAndMask<double>& sm, cudaStream_t stream) {
   if (dy_dtype == y_dtype && dx_dtype == y_dtype) {
     return ForFloatType(y_dtype, [&](auto t) {
       using T = decltype(t);
-      return LaunchSoftmaxGradAs<T, T, T>(y, dy, dx, outer, n, inner, stream);
+      return LaunchSoftmaxGradAs<T, T, T>(y, dy, dx, outer, n, inner, sm, stream);
     });
   }
   // An f32 y with dy and dx stored as 16-bit floats (or f32).
@@ -64,7 +71,7 @@ cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, con
     using D = decltype(td);
     return ForF32StorageType(dx_dtype, [&](auto tr) {
       using R = decltype(tr);
-      return LaunchSoftmaxGradAs<float, D, R>(y, dy, dx, outer, n, inner, stream);
+      return LaunchSoftmaxGradAs<float, D, R>(y, dy, dx, outer, n, inner, sm, stream);
     });
   });
 }

@@ -8,20 +8,24 @@
 
 #include "distrt/dtype.h"
 #include "portable/index_map.h"
+#include "portable/norm.h"
 
 namespace distrt {
 namespace cuda {
 
-// softmax / log_softmax of x [outer, n, inner] over n; y of x's dtype, or
+// softmax / log_softmax of x [outer, n, inner] over n, attention's scale
+// and mask `sm` applied to x (its mask on the device); y of x's dtype, or
 // f32 for a bf16/f16 x (read as stored).
 cudaError_t LaunchSoftmax(DType x_dtype, DType y_dtype, bool log, const void* x, void* y,
-                          int64_t outer, int64_t n, int64_t inner, cudaStream_t stream);
+                          int64_t outer, int64_t n, int64_t inner,
+                          const portable::ScaleAndMask<double>& sm, cudaStream_t stream);
 
 // softmax_grad dx = y * (dy - sum(dy * y)) of [outer, n, inner] over n,
-// computed in y's dtype; dy and dx of it, or bf16/f16 when it is f32.
+// computed in y's dtype, then masked and scaled by `sm`; dy and dx of it,
+// or bf16/f16 when it is f32.
 cudaError_t LaunchSoftmaxGrad(DType y_dtype, DType dy_dtype, DType dx_dtype, const void* y,
                               const void* dy, void* dx, int64_t outer, int64_t n, int64_t inner,
-                              cudaStream_t stream);
+                              const portable::ScaleAndMask<double>& sm, cudaStream_t stream);
 
 // cross_entropy_sums over logits x [rows, n] (stored as `logits`, read in
 // `compute`: f32, or f64 with f64 logits): sum_exp and label_logit per row.

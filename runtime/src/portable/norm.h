@@ -1,5 +1,6 @@
 // Normalisation kernel bodies (host and device): softmax / log_softmax over
-// one axis and softmax's gradient (softmax_grad), cross-entropy's sums and
+// one axis and softmax's gradient (softmax_grad), each with attention's
+// scale and mask fused in where asked (ScaleAndMask), cross-entropy's sums and
 // gradient, layer_norm over the trailing dims, and inference batch_norm, on
 // any float storage type (16-bit floats compute in f32). Semantics are the
 // host kernels' (kernels_norm.cpp): softmax subtracts the row max (0 for a
@@ -63,6 +64,54 @@ struct SoftmaxFinish {
   DISTRT_HD C operator()(C v) const { return log ? v - (m + scale) : Exp(v - m) * scale; }
 };
 
+// Attention's scale and mask as a fused softmax applies them to its input
+// (stored as T) and its gradient to its output (stored as R): where the
+// mask hides element e (mask[e mod mask_size] is true, or false with
+// `keeps`), the input reads `fill` (as the masking where's type holds it)
+// and the gradient 0; elsewhere the input reads x * scale (x / scale with
+// `divide`) rounded to T, and the gradient g rounded to R, then scaled —
+// the rounding of the mul, where and mul the fused op stands for. The
+// mask broadcasts over x's leading dims (x's trailing dims after leading
+// 1s), so a row along the last axis lies inside one period of it, or it
+// has one element. The default (no mask, no scale) reads x as it is.
+template <typename C>
+struct ScaleAndMask {
+  const bool* mask = nullptr;
+  int64_t mask_size = 1;
+  C scale = C(1);
+  C fill = C(0);
+  bool scaled = false, divide = false, keeps = false;
+
+  DISTRT_HD bool Hidden(int64_t m) const { return mask != nullptr && mask[m] != keeps; }
+  // The mask index of a row's first element, at flat index `start`, and
+  // how it moves along the row.
+  DISTRT_HD int64_t RowStart(int64_t start) const {
+    return mask_size == 1 ? 0 : Mod(start, mask_size);
+  }
+  DISTRT_HD int64_t Step() const { return mask_size == 1 ? 0 : 1; }
+  // The same in compute type D (a launcher's f64 copy for an f32 body).
+  template <typename D>
+  DISTRT_HD ScaleAndMask<D> As() const {
+    return {mask, mask_size, static_cast<D>(scale), static_cast<D>(fill), scaled, divide, keeps};
+  }
+  // Element v of the input, at mask index m.
+  template <typename T>
+  DISTRT_HD C In(T v, int64_t m) const {
+    if (Hidden(m)) return fill;
+    C c = Load(v);
+    if (scaled) c = Load(Store<T>(divide ? c / scale : c * scale));
+    return c;
+  }
+  // The gradient g of the element at mask index m, before its store as R.
+  template <typename R>
+  DISTRT_HD C Out(C g, int64_t m) const {
+    if (Hidden(m)) return C(0);
+    if (!scaled) return g;
+    const C r = Load(Store<R>(g));
+    return divide ? r / scale : r * scale;
+  }
+};
+
 // Whether a row-wise body (a warp per row) runs [outer, n, inner] rather
 // than the column body (a thread per column): rows contiguous and long
 // enough for a warp to share.
@@ -78,18 +127,20 @@ struct SoftmaxRowsBody {
   R* y;
   int64_t n;
   bool log;
+  ScaleAndMask<C> in = {};
   template <typename Lanes>
   DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* px = x + row * n;
     R* py = y + row * n;
+    const int64_t m0 = in.RowStart(row * n), dm = in.Step();
     // Two running pairs per lane: two loads in flight.
     MaxSumExp<C> a, b;
     int64_t j = lanes.lane;
     for (; j + Lanes::count < n; j += 2 * Lanes::count) {
-      a.Add(Load(px[j]));
-      b.Add(Load(px[j + Lanes::count]));
+      a.Add(in.In(px[j], m0 + j * dm));
+      b.Add(in.In(px[j + Lanes::count], m0 + (j + Lanes::count) * dm));
     }
-    if (j < n) a.Add(Load(px[j]));
+    if (j < n) a.Add(in.In(px[j], m0 + j * dm));
     a.Merge(b.m, b.s);
     // Across lanes: the row max, then every lane's sum rescaled to it.
     const C m = lanes.Max(a.m);
@@ -97,7 +148,7 @@ struct SoftmaxRowsBody {
     if (m != -static_cast<C>(HUGE_VAL)) mine = a.s * Exp(a.m - m);
     const C sum = lanes.Sum(mine);
     const SoftmaxFinish<C> f(m, sum, log);
-    for (j = lanes.lane; j < n; j += Lanes::count) py[j] = Store<R>(f(Load(px[j])));
+    for (j = lanes.lane; j < n; j += Lanes::count) py[j] = Store<R>(f(in.In(px[j], m0 + j * dm)));
   }
 };
 
@@ -111,15 +162,21 @@ struct SoftmaxColsBody {
   int64_t n;
   int64_t inner;
   bool log;
+  ScaleAndMask<C> in = {};
   DISTRT_HD void operator()(int64_t t) const {
     int64_t i, o;
     DivMod(t, inner, &o, &i);
-    const T* px = x + o * n * inner + i;
-    R* py = y + o * n * inner + i;
+    const int64_t base = o * n * inner + i;
+    const T* px = x + base;
+    R* py = y + base;
+    // The mask index of element k (a column crosses rows of the mask).
+    auto at = [&](int64_t k) {
+      return in.mask_size == 1 ? 0 : Mod(base + k * inner, in.mask_size);
+    };
     MaxSumExp<C> a;
-    for (int64_t k = 0; k < n; ++k) a.Add(Load(px[k * inner]));
+    for (int64_t k = 0; k < n; ++k) a.Add(in.In(px[k * inner], at(k)));
     const SoftmaxFinish<C> f(a.m, a.s, log);
-    for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<R>(f(Load(px[k * inner])));
+    for (int64_t k = 0; k < n; ++k) py[k * inner] = Store<R>(f(in.In(px[k * inner], at(k))));
   }
 };
 
@@ -135,16 +192,18 @@ struct SoftmaxGradRowsBody {
   const D* dy;
   R* dx;
   int64_t n;
+  ScaleAndMask<C> out = {};
   template <typename Lanes>
   DISTRT_HD void operator()(int64_t row, const Lanes& lanes) const {
     const T* py = y + row * n;
     const D* pd = dy + row * n;
     R* px = dx + row * n;
+    const int64_t m0 = out.RowStart(row * n), dm = out.Step();
     C mine = C(0);
     for (int64_t j = lanes.lane; j < n; j += Lanes::count) mine += Load(pd[j]) * Load(py[j]);
     const C s = lanes.Sum(mine);
     for (int64_t j = lanes.lane; j < n; j += Lanes::count)
-      px[j] = Store<R>(Load(py[j]) * (Load(pd[j]) - s));
+      px[j] = Store<R>(out.template Out<R>(Load(py[j]) * (Load(pd[j]) - s), m0 + j * dm));
   }
 };
 
@@ -157,6 +216,7 @@ struct SoftmaxGradColsBody {
   R* dx;
   int64_t n;
   int64_t inner;
+  ScaleAndMask<C> out = {};
   DISTRT_HD void operator()(int64_t t) const {
     int64_t i, o;
     DivMod(t, inner, &o, &i);
@@ -165,7 +225,8 @@ struct SoftmaxGradColsBody {
     for (int64_t k = 0; k < n; ++k) s += Load(dy[base + k * inner]) * Load(y[base + k * inner]);
     for (int64_t k = 0; k < n; ++k) {
       const int64_t at = base + k * inner;
-      dx[at] = Store<R>(Load(y[at]) * (Load(dy[at]) - s));
+      const int64_t m = out.mask_size == 1 ? 0 : Mod(at, out.mask_size);
+      dx[at] = Store<R>(out.template Out<R>(Load(y[at]) * (Load(dy[at]) - s), m));
     }
   }
 };

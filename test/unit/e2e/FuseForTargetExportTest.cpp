@@ -543,3 +543,128 @@ func.func @main(%s: tensor<2x3x8x40xbf16>, %dyb: tensor<2x3x8x40xbf16>) -> (tens
 }
 
 } // namespace
+
+namespace {
+
+/// Attention's scores as GPT-2 exports them, scaled and causally masked,
+/// the softmax, and the gradient rule's ops with the mask's where and the
+/// scale's product after them; in `t` (f32, or bf16 with the softmax in
+/// f32 as a bf16 policy writes it).
+std::string attentionText(const std::string &t) {
+  bool half = t != "f32";
+  std::string s = "tensor<2x3x8x40x" + t + ">", f = "tensor<2x3x8x40xf32>";
+  // A bf16 policy's casts into and out of the f32 softmax.
+  std::string widen = half ? "%xf = nn.cast %w : " + s + " -> " + f : "";
+  std::string widenDy = half ? "%dy = nn.cast %dyt : " + s + " -> " + f : "";
+  std::string narrow = half ? "%gt = nn.cast %g : " + f + " -> " + s : "";
+  std::string xf = half ? "%xf" : "%w", dy = half ? "%dy" : "%dyt",
+              gt = half ? "%gt" : "%g";
+  return R"(
+func.func @main(%s: )" +
+         s + R"(, %m: tensor<1x1x8x40xi1>, %dyt: )" + s + R"() -> ()" + f +
+         ", " + s + R"() {
+  %c = nn.constant dense<1.250000e-01> : tensor<)" +
+         t + R"(>
+  %fill = nn.constant dense<)" +
+         (half ? "0xFF80" : "0xFF800000") + R"(> : tensor<)" + t + R"(>
+  %x = nn.mul %s, %c : )" +
+         s + ", tensor<" + t + "> -> " + s + R"(
+  %w = nn.where %m, %fill, %x : tensor<1x1x8x40xi1>, tensor<)" +
+         t + ">, " + s + " -> " + s + R"(
+  )" + widen +
+         R"(
+  %y = nn.softmax )" +
+         xf + " axis 3 : " + f + R"(
+  )" + widenDy +
+         R"(
+  %p = nn.mul )" +
+         dy + ", %y : " + f + ", " + f + " -> " + f + R"(
+  %sum = nn.reduce_sum %p axes [3] keepdims : )" +
+         f + R"( -> tensor<2x3x8x1xf32>
+  %d = nn.sub )" +
+         dy + ", %sum : " + f + R"(, tensor<2x3x8x1xf32> -> )" + f + R"(
+  %g = nn.mul %y, %d : )" +
+         f + ", " + f + " -> " + f + R"(
+  )" + narrow +
+         R"(
+  %zero = nn.constant dense<0.000000e+00> : tensor<)" +
+         t + R"(>
+  %gw = nn.where %m, %zero, )" +
+         gt + " : tensor<1x1x8x40xi1>, tensor<" + t + ">, " + s + " -> " + s +
+         R"(
+  %dx = nn.mul %gw, %c : )" +
+         s + ", tensor<" + t + "> -> " + s + R"(
+  return %y, %dx : )" +
+         f + ", " + s + R"(
+})";
+}
+
+/// A causal mask [1, 1, 8, 40] (query i sees keys up to 32 + i) and random
+/// scores and gradients in `dtype`.
+std::vector<distrt::Tensor> attentionInputs(distrt::DType dtype) {
+  distrt::Tensor mask;
+  EXPECT_TRUE(
+      distrt::Tensor::Allocate(distrt::DType::kBool, {1, 1, 8, 40}, &mask)
+          .ok());
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 40; ++j)
+      mask.data<uint8_t>()[i * 40 + j] = j > 32 + i ? 1 : 0;
+  auto random = [&](uint32_t seed, float scale) {
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<float> u(-scale, scale);
+    std::vector<float> v(2 * 3 * 8 * 40);
+    for (float &x : v)
+      x = u(gen);
+    if (dtype == distrt::DType::kF32)
+      return *distrt::Tensor::FromVector<float>({2, 3, 8, 40}, v);
+    std::vector<distrt::bf16_t> b(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      b[i].bits = distrt::FloatToBF16(v[i]);
+    return *distrt::Tensor::FromVector<distrt::bf16_t>({2, 3, 8, 40}, b);
+  };
+  return {random(95, 40.f), mask, random(96, 1.f)};
+}
+
+TEST(SoftmaxExport, AttentionsScaleAndMaskFoldIntoTheSoftmax) {
+  // f32: one softmax and one softmax_grad instruction on either target,
+  // with the values of the ops they stand for to the last bit.
+  std::vector<distrt::Tensor> in = attentionInputs(distrt::DType::kF32);
+  Exported plain = exportAndRun(attentionText("f32"), in, 1, "none");
+  for (const char *target : {"cpu", "cuda"}) {
+    SCOPED_TRACE(target);
+    Exported fused = exportAndRun(attentionText("f32"), in, 1, target);
+    EXPECT_EQ(fused.ops, (std::vector<std::string>{"softmax", "softmax_grad"}));
+    ASSERT_EQ(fused.outputs.size(), 2u);
+    ASSERT_EQ(plain.outputs.size(), 2u);
+    EXPECT_TRUE(fused.outputs[0].Equals(plain.outputs[0]));
+    // The gradient's row sum: softmax_grad accumulates in double, the
+    // unfused reduce_sum in f32.
+    const distrt::Tensor &dx = fused.outputs[1], &want = plain.outputs[1];
+    for (int64_t i = 0; i < want.num_elements(); ++i)
+      ASSERT_NEAR(dx.data<float>()[i], want.data<float>()[i], 1e-6)
+          << "element " << i;
+  }
+  EXPECT_EQ(std::count(plain.ops.begin(), plain.ops.end(), "where"), 2);
+}
+
+TEST(SoftmaxExport, CudaReadsBf16ScoresThroughTheScaleAndMask) {
+  // A bf16 policy: on cuda the scale and mask fold with the casts into two
+  // instructions; the cpu form keeps the bf16 ops. The host runs the cuda
+  // form through f32 copies, whose scaled scores are not rounded to bf16:
+  // within a bf16 rounding of the scores (scores of up to 5 after the
+  // scale: probabilities within 5 * 2^-8 relative).
+  std::vector<distrt::Tensor> in = attentionInputs(distrt::DType::kBF16);
+  Exported cuda = exportAndRun(attentionText("bf16"), in, 1, "cuda");
+  Exported cpu = exportAndRun(attentionText("bf16"), in, 1, "cpu");
+  EXPECT_EQ(cuda.ops, (std::vector<std::string>{"softmax", "softmax_grad"}));
+  EXPECT_EQ(std::count(cpu.ops.begin(), cpu.ops.end(), "where"), 2);
+  ASSERT_EQ(cuda.outputs.size(), 2u);
+  ASSERT_EQ(cpu.outputs.size(), 2u);
+  const distrt::Tensor &y = cuda.outputs[0], &want = cpu.outputs[0];
+  for (int64_t i = 0; i < want.num_elements(); ++i)
+    ASSERT_NEAR(y.data<float>()[i], want.data<float>()[i],
+                0.02 * want.data<float>()[i] + 1e-6)
+        << "element " << i;
+}
+
+} // namespace

@@ -60,6 +60,31 @@ static bool storableIn(Type t, Type compute) {
   return t == compute || (compute.isF32() && (t.isBF16() || t.isF16()));
 }
 
+/// Attention's scale and mask on a softmax's input (or its gradient's
+/// output) of type `x`: the mask an i1 value of x's trailing dims after
+/// leading 1s (what the kernels index by the element's flat index modulo
+/// the mask's size); `divide` only with a scale, `mask_keeps` only with a
+/// mask.
+static LogicalResult verifyScaleAndMask(Operation *op, RankedTensorType x,
+                                        Value mask, bool scaled, bool divide,
+                                        bool keeps) {
+  if (divide && !scaled)
+    return op->emitOpError("divides by no scale");
+  if (!mask) {
+    if (keeps)
+      return op->emitOpError("mask_keeps without a mask");
+    return success();
+  }
+  auto m = cast<RankedTensorType>(mask.getType());
+  if (!m.getElementType().isInteger(1))
+    return op->emitOpError("mask must be i1, got ") << m;
+  if (!isTrailingBroadcast(m.getShape(), x.getShape()))
+    return op->emitOpError("mask ")
+           << m << " must be " << x
+           << "'s trailing dims after leading 1s (broadcast over the rest)";
+  return success();
+}
+
 LogicalResult FusedSoftmaxGradOp::verify() {
   auto y = cast<RankedTensorType>(getY().getType());
   int64_t axis = static_cast<int64_t>(getAxis());
@@ -72,7 +97,8 @@ LogicalResult FusedSoftmaxGradOp::verify() {
     return emitOpError("computes in y's ")
            << c << ": dy of " << dy << " and a result of " << dx
            << " must be of it, or bf16/f16 when it is f32";
-  return success();
+  return verifyScaleAndMask(*this, y, getMask(), getScale().has_value(),
+                            getDivide(), getMaskKeeps());
 }
 
 LogicalResult FusedSoftmaxOp::verify() {
@@ -81,11 +107,17 @@ LogicalResult FusedSoftmaxOp::verify() {
   int64_t axis = static_cast<int64_t>(getAxis());
   if (axis < 0 || axis >= x.getRank())
     return emitOpError("axis ") << getAxis() << " is not a dimension of " << x;
-  if (!y.getElementType().isF32() ||
-      !(x.getElementType().isBF16() || x.getElementType().isF16()))
-    return emitOpError("reads a bf16 or f16 input into an f32 result, got ")
+  Type in = x.getElementType(), out = y.getElementType();
+  if (!isa<FloatType>(out) || !storableIn(in, out))
+    return emitOpError("reads its input into a result of its type, or a "
+                       "bf16 or f16 input into an f32 result, got ")
            << x << " -> " << y;
-  return success();
+  if (getFill() && !getMask())
+    return emitOpError("fills with no mask");
+  if (getMask() && !getFill())
+    return emitOpError("masks with no fill value");
+  return verifyScaleAndMask(*this, x, getMask(), getScale().has_value(),
+                            getDivide(), getMaskKeeps());
 }
 
 /// The cross-entropy ops' shared checks: per-row values of the logits'

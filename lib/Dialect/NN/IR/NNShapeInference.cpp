@@ -332,6 +332,19 @@ int64_t distopt::nn::sliceExtent(int64_t start, int64_t end, int64_t step) {
   return start > end ? (start - end + (-step) - 1) / (-step) : 0;
 }
 
+bool distopt::nn::isTrailingBroadcast(ArrayRef<int64_t> small,
+                                      ArrayRef<int64_t> big) {
+  if (small.size() > big.size())
+    return false;
+  size_t lead = 0;
+  while (lead < small.size() && small[lead] == 1)
+    ++lead;
+  for (size_t i = lead; i < small.size(); ++i)
+    if (small[i] != big[big.size() - small.size() + i])
+      return false;
+  return true;
+}
+
 LogicalResult
 SliceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
                           ValueRange operands, DictionaryAttr attrs,

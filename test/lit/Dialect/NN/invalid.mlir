@@ -520,8 +520,56 @@ func.func @fused_softmax_grad_types(%y: tensor<4x8xbf16>, %dy: tensor<4x8xf32>) 
 // -----
 
 func.func @fused_softmax_types(%x: tensor<4x8xf32>) {
-  // expected-error @+1 {{reads a bf16 or f16 input into an f32 result, got 'tensor<4x8xf32>' -> 'tensor<4x8xf32>'}}
-  %0 = nn.fused_softmax %x axis 1 : tensor<4x8xf32> -> tensor<4x8xf32>
+  // expected-error @+1 {{reads its input into a result of its type, or a bf16 or f16 input into an f32 result, got 'tensor<4x8xf32>' -> 'tensor<4x8xbf16>'}}
+  %0 = nn.fused_softmax %x axis 1 : tensor<4x8xf32> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_mask_broadcast_inside(%x: tensor<4x3x8xf32>, %m: tensor<4x1x8xi1>) {
+  // expected-error @+1 {{mask 'tensor<4x1x8xi1>' must be 'tensor<4x3x8xf32>''s trailing dims after leading 1s (broadcast over the rest)}}
+  %0 = nn.fused_softmax %x mask %m axis 2 {fill = -1.0e4 : f64} : tensor<4x3x8xf32>, tensor<4x1x8xi1> -> tensor<4x3x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_mask_type(%x: tensor<4x8xf32>, %m: tensor<4x8xf32>) {
+  // expected-error @+1 {{mask must be i1, got 'tensor<4x8xf32>'}}
+  %0 = nn.fused_softmax %x mask %m axis 1 {fill = -1.0e4 : f64} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_mask_no_fill(%x: tensor<4x8xf32>, %m: tensor<8xi1>) {
+  // expected-error @+1 {{masks with no fill value}}
+  %0 = nn.fused_softmax %x mask %m axis 1 : tensor<4x8xf32>, tensor<8xi1> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_fill_no_mask(%x: tensor<4x8xf32>) {
+  // expected-error @+1 {{fills with no mask}}
+  %0 = nn.fused_softmax %x axis 1 {fill = 0.0 : f64} : tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_grad_divide_no_scale(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{divides by no scale}}
+  %0 = nn.fused_softmax_grad %y, %dy axis 1 {divide} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @fused_softmax_grad_keeps_no_mask(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>) {
+  // expected-error @+1 {{mask_keeps without a mask}}
+  %0 = nn.fused_softmax_grad %y, %dy axis 1 {mask_keeps, scale = 2.0 : f64} : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   return
 }
 

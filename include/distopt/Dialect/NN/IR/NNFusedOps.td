@@ -60,37 +60,62 @@ def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
     the result rounded once (a target whose kernels read and write 16-bit
     floats as stored folds the casts of a bf16 policy's f32 softmax in).
 
+    With attention's mask and scale (the gradients of the mask and scale
+    that `nn.fused_softmax` applies on its way in): where `mask` hides an
+    element (an i1 value broadcast from x's trailing dims; true hides it,
+    or false with `mask_keeps`) the result is 0, and every element is then
+    multiplied by `scale` (divided with `divide`), as `where(mask, 0, g)`
+    and a product (quotient) by a scalar constant would, rounding `g` to
+    the result's type first.
+
     ```mlir
     %dx = nn.fused_softmax_grad %y, %dy axis 3 : tensor<2x4x8x8xf32>, tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xbf16>
+    %dz = nn.fused_softmax_grad %y, %dy mask %m axis 3 {scale = 1.25e-01 : f64}
+        : tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1> -> tensor<2x4x8x8xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$y, AnyRankedTensor:$dy, I64Attr:$axis);
+  let arguments = (ins AnyRankedTensor:$y, AnyRankedTensor:$dy,
+                       Optional<AnyRankedTensor>:$mask, I64Attr:$axis,
+                       OptionalAttr<F64Attr>:$scale, UnitAttr:$divide,
+                       UnitAttr:$mask_keeps);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $y `,` $dy `axis` $axis attr-dict `:` type($y) `,` type($dy) `->` type($result)
+    $y `,` $dy (`mask` $mask^)? `axis` $axis attr-dict `:` type($y) `,` type($dy)
+    (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }
 
 def NN_FusedSoftmaxOp : Op<NN_Dialect, "fused_softmax",
                            [Pure, AllShapesMatch<["input", "result"]>]> {
-  let summary = "softmax along one axis of an input read as stored, computed in f32";
+  let summary = "softmax along one axis of an input read as stored, scaled and masked on its way in";
   let description = [{
-    `nn.softmax` of `input` widened to f32 (`input` bf16 or f16, the result
-    f32): what a bf16 policy's f32 softmax computes from its widening
-    cast, in one pass that reads the 16-bit input as stored.
-    `dist-fuse-for-target` writes it for a target whose kernels do; the
-    exporter writes it as a `softmax` instruction whose input and output
-    types differ.
+    `nn.softmax` of `input` as attention computes it before: multiplied by
+    `scale` (divided with `divide`) and rounded to the input's type, then
+    replaced by `fill` where `mask` hides it (an i1 value broadcast from the
+    input's trailing dims; true hides, or false with `mask_keeps`), each
+    only when present: `softmax(where(mask, fill, x * scale))` in one pass
+    instead of three over a tensor as large as attention's scores. The
+    result has the input's type, or f32 for a bf16 or f16 input: what a
+    bf16 policy's f32 softmax computes from its widening cast, reading the
+    16-bit input as stored. `dist-fuse-for-target` writes it for a target
+    whose kernels do; the exporter writes it as a `softmax` instruction
+    (the mask as a second input; `scale`, `divide`, `fill`, `mask_keeps`).
 
     ```mlir
     %y = nn.fused_softmax %x axis 3 : tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xf32>
+    %p = nn.fused_softmax %s mask %m axis 3 {scale = 1.25e-01 : f64, fill = 0xFFF0000000000000 : f64}
+        : tensor<2x4x8x8xf32>, tensor<1x1x8x8xi1> -> tensor<2x4x8x8xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$input, I64Attr:$axis);
+  let arguments = (ins AnyRankedTensor:$input, Optional<AnyRankedTensor>:$mask,
+                       I64Attr:$axis, OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$divide, OptionalAttr<F64Attr>:$fill,
+                       UnitAttr:$mask_keeps);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
-    $input `axis` $axis attr-dict `:` type($input) `->` type($result)
+    $input (`mask` $mask^)? `axis` $axis attr-dict `:` type($input)
+    (`,` type($mask)^)? `->` type($result)
   }];
   let hasVerifier = 1;
 }

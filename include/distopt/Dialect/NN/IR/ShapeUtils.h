@@ -23,6 +23,12 @@ matmulShape(llvm::ArrayRef<int64_t> a, llvm::ArrayRef<int64_t> b);
 /// Number of indices start, start+step, ... before end.
 int64_t sliceExtent(int64_t start, int64_t end, int64_t step);
 
+/// Whether `small` is `big`'s trailing dims after leading 1s: broadcast
+/// over `big`'s leading dims only, so that element i of `big` reads element
+/// i mod size(small) (attention's mask over its scores).
+bool isTrailingBroadcast(llvm::ArrayRef<int64_t> small,
+                         llvm::ArrayRef<int64_t> big);
+
 /// Output extent of a sliding window (convolution or pooling).
 int64_t windowExtent(int64_t in, int64_t kernel, int64_t stride,
                      int64_t padBegin, int64_t padEnd, int64_t dilation,
