@@ -307,13 +307,26 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
   return ce;
 }
 
-/// The value of a constant of one float element (of any shape of 1s).
+/// The value of a constant of one float element (of any shape of 1s), or of
+/// a cast of one to another float type (a 16-bit policy's constants), as
+/// the cast rounds it.
 std::optional<double> scalarConstant(Value v) {
-  auto c = v.getDefiningOp<nn::ConstantOp>();
+  auto rounding = v.getDefiningOp<nn::CastOp>();
+  auto c = (rounding ? rounding.getInput() : v).getDefiningOp<nn::ConstantOp>();
   auto values = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
   if (!values || values.getNumElements() != 1)
     return std::nullopt;
-  return (*values.getValues<APFloat>().begin()).convertToDouble();
+  APFloat value = *values.getValues<APFloat>().begin();
+  if (rounding) {
+    auto to = dyn_cast<FloatType>(
+        cast<RankedTensorType>(rounding.getType()).getElementType());
+    if (!to)
+      return std::nullopt;
+    bool losesInfo = false;
+    value.convert(to.getFloatSemantics(), APFloat::rmNearestTiesToEven,
+                  &losesInfo);
+  }
+  return value.convertToDouble();
 }
 
 /// Attention's scale and mask around a softmax: on the way in,
@@ -702,20 +715,22 @@ struct FuseForTargetPass
   }
 
   /// Erases `ops` (users first; null entries skipped) and the scalar
-  /// constants they read that nothing else reads.
+  /// constants they read (and the casts of them) that nothing else reads.
   static void eraseWithScalars(ArrayRef<Operation *> ops) {
-    SmallVector<Operation *> constants;
+    SmallVector<Operation *> scalars; // a cast before its constant
     for (Operation *op : ops)
       if (op)
         for (Value v : op->getOperands())
-          if (auto c = v.getDefiningOp<nn::ConstantOp>();
-              c && scalarConstant(c.getResult()) &&
-              !llvm::is_contained(constants, c))
-            constants.push_back(c);
+          if (Operation *def = v.getDefiningOp();
+              def && scalarConstant(v) && !llvm::is_contained(scalars, def)) {
+            scalars.push_back(def);
+            if (auto c = dyn_cast<nn::CastOp>(def))
+              scalars.push_back(c.getInput().getDefiningOp());
+          }
     for (Operation *op : ops)
       if (op)
         op->erase();
-    for (Operation *c : constants)
+    for (Operation *c : scalars)
       if (c->use_empty())
         c->erase();
   }

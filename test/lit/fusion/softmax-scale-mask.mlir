@@ -144,3 +144,27 @@ func.func @partly(%s: tensor<4x3x8xf32>, %m: tensor<3x8xi1>, %mi: tensor<4x1x8xi
   %dx = nn.mul %gw, %c : tensor<4x3x8xf32>, tensor<f32> -> tensor<4x3x8xf32>
   return %x, %yi, %yv, %dx, %y : tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>, tensor<4x3x8xf32>
 }
+
+// -----
+
+// A bf16 policy writes its scalars as f32 constants cast to bf16: the scale
+// is the constant as the cast rounds it (1/sqrt(8) = 0.35355339 becomes
+// bf16 0.353515625), and the casts and constants nothing else reads go.
+// CHECK-LABEL: func.func @bf16_policy_scalars
+// CHECK-SAME: (%[[S:.*]]: tensor<2x4x8x8xbf16>, %[[M:.*]]: tensor<1x1x8x8xi1>)
+// CUDA-NEXT: %[[Y:.*]] = nn.fused_softmax %[[S]] mask %[[M]] axis 3 {fill = 0xFFF0000000000000 : f64, scale = 0.353515625 : f64} : tensor<2x4x8x8xbf16>, tensor<1x1x8x8xi1> -> tensor<2x4x8x8xf32>
+// CUDA-NEXT: return %[[Y]]
+// CPU: nn.mul
+// CPU: nn.where
+// CPU: nn.softmax
+func.func @bf16_policy_scalars(%s: tensor<2x4x8x8xbf16>, %m: tensor<1x1x8x8xi1>) -> tensor<2x4x8x8xf32> {
+  %c32 = nn.constant dense<0.353553385> : tensor<f32>
+  %c = nn.cast %c32 : tensor<f32> -> tensor<bf16>
+  %inf32 = nn.constant dense<0xFF800000> : tensor<f32>
+  %inf = nn.cast %inf32 : tensor<f32> -> tensor<bf16>
+  %x = nn.mul %s, %c : tensor<2x4x8x8xbf16>, tensor<bf16> -> tensor<2x4x8x8xbf16>
+  %w = nn.where %m, %inf, %x : tensor<1x1x8x8xi1>, tensor<bf16>, tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xbf16>
+  %xf = nn.cast %w : tensor<2x4x8x8xbf16> -> tensor<2x4x8x8xf32>
+  %y = nn.softmax %xf axis 3 : tensor<2x4x8x8xf32>
+  return %y : tensor<2x4x8x8xf32>
+}
