@@ -1,9 +1,10 @@
 //===- CandidateSpace.cpp - the plans --plan auto considers -----*- C++ -*-===//
 //
-// A candidate is a mesh factorisation (dp x tp x pp) and what each axis does:
-// the ZeRO level of dp, sequence parallelism with tp, the pipeline's
-// schedule and microbatches, recomputation of the repeated layers. Every
-// layer gets the same decision (one glob), so identical layers share it.
+// A candidate is a mesh factorisation (dp x tp x pp, dp split into rep x dp
+// for HSDP) and what each axis does: the ZeRO level of dp, sequence parallelism
+// with tp, the pipeline's schedule and microbatches, recomputation of the
+// repeated layers. Every layer gets the same decision (one glob), so identical
+// layers share it.
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/AutoPlan/AutoPlan.h"
@@ -20,8 +21,10 @@ static const char *const kZeroPresets[] = {"dp", "zero1", "zero2", "fsdp"};
 
 std::string Candidate::mesh() const {
   std::string out;
-  for (auto [name, size] :
-       {std::pair<const char *, int64_t>{"pp", pp}, {"dp", dp}, {"tp", tp}})
+  for (auto [name, size] : {std::pair<const char *, int64_t>{"pp", pp},
+                            {"rep", replicate},
+                            {"dp", dp},
+                            {"tp", tp}})
     if (size > 1)
       out += (out.empty() ? "" : ",") + std::string(name) + "=" +
              std::to_string(size);
@@ -66,9 +69,13 @@ std::vector<Candidate>
 distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
   // Mesh shapes: every dp x tp x pp = devices, tp within a node, no more
   // stages than layers.
-  std::vector<std::array<int64_t, 3>> shapes;
+  // HSDP: where data parallelism spans nodes, fsdp groups of `dp` ranks
+  // within a node (with their tp), `rep` of them, in training steps
+  // without a pipeline; a fixed mesh with a rep axis keeps it for every
+  // ZeRO level.
+  std::vector<std::array<int64_t, 4>> shapes; // rep, dp, tp, pp
   if (space.fixedMesh) {
-    shapes.push_back({space.dp, space.tp, space.pp});
+    shapes.push_back({space.replicate, space.dp, space.tp, space.pp});
   } else {
     for (int64_t tp : divisors(space.devices)) {
       if (tp > space.maxTensorParallel)
@@ -76,17 +83,29 @@ distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
       for (int64_t pp : divisors(space.devices / tp)) {
         if (pp > 1 && (space.layerGlob.empty() || pp > space.layers))
           continue;
-        shapes.push_back({space.devices / (tp * pp), tp, pp});
+        int64_t dp = space.devices / (tp * pp);
+        shapes.push_back({1, dp, tp, pp});
+        // HSDP where dp spans nodes (within one, fsdp over all of dp moves
+        // as little over links as fast), without a pipeline (with one, pp
+        // already keeps each rank's parameters to its stage's).
+        if (!space.training || pp > 1 || dp * tp <= space.maxTensorParallel)
+          continue;
+        for (int64_t shard : divisors(dp))
+          if (shard > 1 && shard < dp && shard * tp <= space.maxTensorParallel)
+            shapes.push_back({dp / shard, shard, tp, pp});
       }
     }
   }
   std::vector<Candidate> out;
-  for (auto [dp, tp, pp] : shapes) {
-    // ZeRO levels 1 and 2 split what only a training step has.
+  for (auto [rep, dp, tp, pp] : shapes) {
+    // ZeRO levels 1 and 2 split what only a training step has; a searched
+    // replicate axis is HSDP's (fsdp).
     std::vector<int64_t> zeros = {0};
     if (dp > 1)
       zeros = space.training ? std::vector<int64_t>{0, 1, 2, 3}
                              : std::vector<int64_t>{0, 3};
+    if (rep > 1 && !space.fixedMesh)
+      zeros = {3};
     std::vector<bool> sps = {false};
     if (tp > 1)
       sps.push_back(true);
@@ -118,6 +137,7 @@ distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
         for (const Pipe &pipe : pipes)
           for (bool recompute : recomputes) {
             Candidate c;
+            c.replicate = rep;
             c.dp = dp;
             c.tp = tp;
             c.pp = pp;

@@ -2,11 +2,13 @@
 //
 // A candidate's step is `layers` times one layer plus the rest
 // (LayerTerms.cpp), adjusted for what the compiled probe did not have:
-//  - dp: a rank runs probeDp / dp of the probe's rows, so its forward and
-//    backward compute, its activations and its collectives over tp scale by
-//    that share; what ZeRO splits over dp (states from level 1, gradients
-//    from 2, parameters at 3) too; collectives over dp keep their size and
-//    are timed by the cost model for the candidate's group;
+//  - dp: a rank runs probeDp / dp of the probe's rows (rep x dp with HSDP),
+//    so its forward and backward compute, its activations and its
+//    collectives over tp scale by that share; what ZeRO splits over dp
+//    (states from level 1, gradients from 2, parameters at 3) by probeDp /
+//    dp; collectives over dp keep their size and are timed by the cost
+//    model for the candidate's group; over rep alone (HSDP's all-reduce of
+//    each dp piece) they scale with the piece;
 //  - pp: each stage holds its layers (the rest's head on the last stage, its
 //    embedding on the first); one microbatch's forward and backward per
 //    stage, with the sends between stages, are simulated with the
@@ -41,15 +43,21 @@ struct Composer {
   double stateShare; // of the probe's optimizer states (and their update)
   double gradientShare, parameterShare;
 
+  double pieceShare; // of a ZeRO piece of the probe's: probe dp / dp
+
   Composer(const LayerTerms &terms, const ModelShape &shape, const Candidate &c,
-           int64_t probeDp, std::shared_ptr<const cost::MachineProfile> machine,
+           const Candidate &probe,
+           std::shared_ptr<const cost::MachineProfile> machine,
            std::vector<std::string> names, std::vector<int64_t> sizes)
       : terms(terms), shape(shape), c(c), links(machine, names, sizes),
         axisNames(std::move(names)) {
-    rows = static_cast<double>(probeDp) / c.dp;
-    stateShare = c.zero >= 1 ? rows : 1;
-    gradientShare = c.zero >= 2 ? rows : 1;
-    parameterShare = c.zero >= 3 ? rows : 1;
+    // The batch splits over rep and dp; ZeRO splits over dp only.
+    rows =
+        static_cast<double>(probe.dp * probe.replicate) / (c.dp * c.replicate);
+    pieceShare = static_cast<double>(probe.dp) / c.dp;
+    stateShare = c.zero >= 1 ? pieceShare : 1;
+    gradientShare = c.zero >= 2 ? pieceShare : 1;
+    parameterShare = c.zero >= 3 ? pieceShare : 1;
   }
 
   /// One run of `t` on one of `microbatches` slices of a rank's rows.
@@ -58,18 +66,22 @@ struct Composer {
     if (!kind)
       return 0;
     llvm::SmallVector<int64_t> axes;
-    bool overDp = false;
+    bool overDp = false, overRep = false;
     for (const std::string &a : t.axes) {
       overDp |= a == "dp";
+      overRep |= a == "rep";
       auto it = llvm::find(axisNames, a);
       if (it != axisNames.end())
         axes.push_back(it - axisNames.begin());
     }
     if (axes.empty())
       return 0;
-    // Over dp: parameters and gradients, whole; otherwise activations.
+    // Over dp: parameters and gradients, whole; over rep alone (HSDP): the
+    // pieces ZeRO cut over dp; otherwise activations.
     double held = t.tensorBytes;
-    if (!overDp && t.phase != "optimizer")
+    if (overRep && !overDp && c.zero >= 1)
+      held *= pieceShare;
+    else if (!overDp && !overRep && t.phase != "optimizer")
       held *= rows / microbatches;
     return links.collectiveUs(*kind, held, axes);
   }
@@ -253,20 +265,21 @@ struct Composer {
 
 Prediction distopt::autoplan::composePrediction(
     const LayerTerms &terms, const ModelShape &shape,
-    const Candidate &candidate, int64_t probeDp,
+    const Candidate &candidate, const Candidate &probe,
     std::shared_ptr<const cost::MachineProfile> machine,
     std::optional<int64_t> budget, double fastestUs) {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
   for (auto [name, size] :
        {std::pair<const char *, int64_t>{"pp", candidate.pp},
+        {"rep", candidate.replicate},
         {"dp", candidate.dp},
         {"tp", candidate.tp}})
     if (size > 1) {
       names.push_back(name);
       sizes.push_back(size);
     }
-  Composer composer(terms, shape, candidate, probeDp, std::move(machine),
+  Composer composer(terms, shape, candidate, probe, std::move(machine),
                     std::move(names), std::move(sizes));
   return candidate.pp > 1 ? composer.withPipeline(budget, fastestUs)
                           : composer.withoutPipeline();

@@ -90,17 +90,25 @@ static FailureOr<SearchSpace> spaceFor(MLIRContext &ctx,
   space.fixedMesh = true;
   space.devices = 1;
   for (const MeshAxis &axis : *axes) {
-    int64_t *size = axis.name == "dp"   ? &space.dp
-                    : axis.name == "tp" ? &space.tp
-                    : axis.name == "pp" ? &space.pp
-                                        : nullptr;
+    int64_t *size = axis.name == "dp"    ? &space.dp
+                    : axis.name == "rep" ? &space.replicate
+                    : axis.name == "tp"  ? &space.tp
+                    : axis.name == "pp"  ? &space.pp
+                                         : nullptr;
     if (!size)
       return emitError(UnknownLoc::get(&ctx))
              << "--plan auto: mesh axis '" << axis.name
-             << "' has no role; --plan auto plans the axes dp, tp and pp";
+             << "' has no role; --plan auto plans the axes rep (HSDP), dp, "
+                "tp and pp";
     *size = axis.size;
     space.devices *= axis.size;
   }
+  if (space.replicate > 1 && space.dp == 1)
+    return emitError(UnknownLoc::get(&ctx))
+           << "--plan auto: mesh axis 'rep' replicates what the data-parallel "
+              "presets shard over 'dp', and the mesh has no dp axis; use "
+              "dp="
+           << space.replicate << " or add a dp axis";
   return space;
 }
 
@@ -129,6 +137,7 @@ struct LayerProbes {
   static Candidate probeOf(const Candidate &c) {
     Candidate p = c;
     p.dp = c.dp > 1 ? 2 : 1;
+    p.replicate = c.replicate > 1 ? 2 : 1;
     p.pp = 1;
     p.schedule.clear();
     p.microbatches = 1;
@@ -268,12 +277,18 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     if (!shape)
       return compileWhole(c);
     Evaluation e{c, Evaluation::Status::Rejected, {}, {}, false};
-    if (c.pp > 1 && shape->batch > 0 && shape->batch % c.microbatches != 0) {
+    // Each data-parallel rank splits its own rows into the microbatches.
+    int64_t ranks = c.dp * c.replicate;
+    if (c.pp > 1 && shape->batch > 0 &&
+        shape->batch % (ranks * c.microbatches) != 0) {
       e.reason = "pipeline: " + std::to_string(c.microbatches) +
                  " microbatches split the batch (dimension 0 of every "
                  "input), whose " +
                  std::to_string(shape->batch) + " rows do not divide into " +
-                 std::to_string(c.microbatches);
+                 std::to_string(c.microbatches) +
+                 (ranks > 1 ? " on each of " + std::to_string(ranks) +
+                                  " data-parallel ranks"
+                            : std::string());
       return e;
     }
     const LayerProbes::Entry &entry = probes.terms(c);
@@ -283,7 +298,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     }
     e.status = Evaluation::Status::Predicted;
     e.prediction = composePrediction(
-        *entry.terms, *shape, c, LayerProbes::probeOf(c).dp, machine,
+        *entry.terms, *shape, c, LayerProbes::probeOf(c), machine,
         options.exhaustive ? std::nullopt : options.memoryBudget,
         options.exhaustive ? std::numeric_limits<double>::infinity()
                            : fastestFit);

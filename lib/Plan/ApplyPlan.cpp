@@ -21,6 +21,10 @@ using namespace mlir;
 using namespace distopt;
 using namespace distopt::plan;
 
+/// The mesh axis the data-parallel presets also split the batch over,
+/// replicating what they shard over dp (HSDP).
+static constexpr StringLiteral kReplicateAxis = "rep";
+
 ArrayRef<StringRef> distopt::presetNames() {
   static const StringRef names[] = {"replicate", "dp", "zero1", "zero2",
                                     "fsdp",      "tp", "sp",    "cp",
@@ -799,14 +803,21 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
   Location loc(spec.loc);
   if (preset == "replicate")
     return success(requireMesh(module, loc, "preset 'replicate'") != nullptr);
-  if (preset == "dp")
-    return applyDataParallel(loc, "dp", 0);
-  if (preset == "zero1")
-    return applyDataParallel(loc, "dp", 1);
-  if (preset == "zero2")
-    return applyDataParallel(loc, "dp", 2);
-  if (preset == "fsdp")
-    return applyDataParallel(loc, "dp", 3);
+  if (preset == "dp" || preset == "zero1" || preset == "zero2" ||
+      preset == "fsdp") {
+    int64_t level = preset == "dp"      ? 0
+                    : preset == "zero1" ? 1
+                    : preset == "zero2" ? 2
+                                        : 3;
+    if (failed(applyDataParallel(loc, "dp", level)))
+      return failure();
+    // HSDP: a mesh axis `rep` replicates what dp shards, and splits the
+    // batch too (torchtitan's dp_replicate x dp_shard).
+    dist::MeshOp mesh = *module.getOps<dist::MeshOp>().begin();
+    if (mesh.getAxisIndex(kReplicateAxis) >= 0)
+      return applyDataParallel(loc, kReplicateAxis, 0);
+    return success();
+  }
   if (preset == "tp")
     return applyAutoTensorParallel(module, loc, "tp", findings.notes);
   if (preset == "sp")
@@ -831,6 +842,11 @@ LogicalResult PlanApplier::applySpec(const PlanSpec &spec) {
   if (spec.sequenceParallel && failed(applySequenceParallel(loc, spec.tpAxis)))
     return failure();
   if (spec.dpAxis && failed(applyDataParallel(loc, *spec.dpAxis, spec.dpLevel)))
+    return failure();
+  if (spec.dpReplicateAxis &&
+      failed(applyDataParallel(
+          spec.dpReplicateLoc ? Location(spec.dpReplicateLoc) : loc,
+          *spec.dpReplicateAxis, 0)))
     return failure();
   if (spec.contextParallel && failed(applyContext(*spec.contextParallel)))
     return failure();
@@ -883,11 +899,11 @@ void PlanApplier::reduceNarrowGradients() {
 /// Whether `spec` places anything along mesh axis `index` called `name`.
 static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
   for (const std::string &preset : spec.presets)
-    if ((name == "dp" && (preset == "dp" || preset == "zero1" ||
-                          preset == "zero2" || preset == "fsdp")) ||
+    if (((name == "dp" || name == kReplicateAxis) &&
+         (preset == "dp" || preset == "zero1" || preset == "zero2" ||
+          preset == "fsdp")) ||
         (name == "tp" && (preset == "tp" || preset == "sp")) ||
-        (name == "cp" && preset == "cp") ||
-        (name == "ep" && preset == "ep"))
+        (name == "cp" && preset == "cp") || (name == "ep" && preset == "ep"))
       return true;
   if (spec.contextParallel && spec.contextParallel->axis == name)
     return true;
@@ -895,7 +911,8 @@ static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
     return true;
   if ((!spec.styles.empty() || spec.sequenceParallel) && spec.tpAxis == name)
     return true;
-  if (spec.dpAxis && *spec.dpAxis == name)
+  if ((spec.dpAxis && *spec.dpAxis == name) ||
+      (spec.dpReplicateAxis && *spec.dpReplicateAxis == name))
     return true;
   if (spec.pipeline && spec.pipeline->axis == name)
     return true;
@@ -930,7 +947,8 @@ static void warnUnusedAxes(ModuleOp module, const Plan &plan) {
         }))
       continue;
     std::string users =
-        name == "dp"   ? "the presets dp, zero1, zero2 and fsdp"
+        name == "dp" || name == kReplicateAxis
+            ? "the presets dp, zero1, zero2 and fsdp"
         : name == "tp" ? "the presets tp and sp"
         : name == "ep" ? "the preset ep"
         : name == "pp" ? "a plan file's pipeline section"

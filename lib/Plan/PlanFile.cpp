@@ -106,16 +106,19 @@ LogicalResult PlanParser::parseDataParallel(yaml::Node *node, PlanSpec &spec) {
       *map,
       [&](StringRef key, yaml::Node *keyNode,
           yaml::Node *value) -> LogicalResult {
-        if (key == "axis") {
-          FailureOr<std::string> v = r.scalar(value, "data_parallel.axis");
+        if (key == "axis" || key == "replicate") {
+          FailureOr<std::string> v =
+              r.scalar(value, ("data_parallel." + key).str());
           if (failed(v))
             return failure();
-          spec.dpAxis = *v;
+          (key == "axis" ? spec.dpAxis : spec.dpReplicateAxis) = *v;
+          if (key == "replicate")
+            spec.dpReplicateLoc = r.locOf(value);
           return success();
         }
         if (key != "level")
           return r.error(keyNode) << "unknown key 'data_parallel." << key
-                                  << "'; expected axis or level";
+                                  << "'; expected axis, level or replicate";
         FailureOr<int64_t> v = r.integer(value, "data_parallel.level");
         if (failed(v))
           return failure();

@@ -41,6 +41,9 @@ namespace distopt::autoplan {
 /// One point of the search space.
 struct Candidate {
   int64_t dp = 1, tp = 1, pp = 1;
+  /// HSDP: data-parallel groups of `dp` ranks that shard (ZeRO), replicated
+  /// `replicate` times (mesh axis `rep`, outside dp); 1 without.
+  int64_t replicate = 1;
   int64_t zero = 0; // ZeRO level of dp: 0 dp, 1, 2, 3 fsdp
   bool sequenceParallel = false;
   std::string schedule; // pipeline schedule ("" without pp)
@@ -48,8 +51,8 @@ struct Candidate {
   int64_t virtualStages = 1;
   bool recompute = false;
 
-  /// "pp=2,dp=2,tp=2": axes of size > 1, outer to inner ("dp=1" for one
-  /// device).
+  /// "pp=2,rep=2,dp=2,tp=2": axes of size > 1, outer to inner ("dp=1" for
+  /// one device).
   std::string mesh() const;
   /// The presets the plan applies: dp/zero1/zero2/fsdp, tp, sp.
   std::vector<std::string> presets() const;
@@ -60,9 +63,9 @@ struct Candidate {
 /// What the space is drawn from.
 struct SearchSpace {
   int64_t devices = 1;
-  /// --mesh fixed the axis sizes (dp, tp, pp; absent axes are 1).
+  /// --mesh fixed the axis sizes (rep, dp, tp, pp; absent axes are 1).
   bool fixedMesh = false;
-  int64_t dp = 1, tp = 1, pp = 1;
+  int64_t replicate = 1, dp = 1, tp = 1, pp = 1;
   /// The repeated layers ("h.*"; "" when the model has none): the pipeline's
   /// split and the recompute glob.
   std::string layerGlob;
@@ -193,15 +196,15 @@ LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
                           int64_t keptLayers);
 
 /// Predicts `candidate` from the terms of its (tp, sp, ZeRO, recompute)
-/// choice compiled on dp = `probeDp` (1, or 2 when the candidate has dp):
-/// compute and activations scale with the rows a rank runs, collectives are
-/// timed by the cost model on the candidate's mesh, a pipeline's stages are
-/// simulated with its schedule. The memory comes first: a pipeline over
-/// `budget`, or whose busiest stage's work alone exceeds `fastestUs`, is not
-/// simulated (`timed` false).
+/// choice compiled as `probe` (dp 1, or 2 when the candidate has dp; rep 2
+/// when it has one): compute and activations scale with the rows a rank
+/// runs, collectives are timed by the cost model on the candidate's mesh, a
+/// pipeline's stages are simulated with its schedule. The memory comes
+/// first: a pipeline over `budget`, or whose busiest stage's work alone
+/// exceeds `fastestUs`, is not simulated (`timed` false).
 Prediction
 composePrediction(const LayerTerms &terms, const ModelShape &shape,
-                  const Candidate &candidate, int64_t probeDp,
+                  const Candidate &candidate, const Candidate &probe,
                   std::shared_ptr<const cost::MachineProfile> machine,
                   std::optional<int64_t> budget, double fastestUs);
 

@@ -85,6 +85,11 @@ struct PlanSpec {
   bool sequenceParallel = false;
   std::optional<std::string> dpAxis;
   int64_t dpLevel = 0;
+  /// `data_parallel.replicate`: a second data axis (HSDP's replicate group):
+  /// the batch splits over it too, and what the level shards over `dpAxis`
+  /// is replicated over it (gradients all-reduced over it).
+  std::optional<std::string> dpReplicateAxis;
+  mlir::LocationAttr dpReplicateLoc; // the plan file's line
   /// `expert_parallel: {axis: ep}`: experts split over this axis.
   std::optional<std::string> epAxis;
   std::vector<ExplicitPlacement> placements;
