@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Predicted against measured step time and memory, every hand plan and the
-auto plan, on 2 thread ranks of this machine (one thread each).
+auto plan, on 2 thread ranks of this machine (one thread each), or on 4
+(--devices 4: oversubscribed on 2 cores; dp, ZeRO, HSDP, tp, dp x tp,
+dp x pp and pp hand plans, without their recompute twins).
 
 For each model (a training-case folder: model.onnx, train.json) and each plan
 (dp, zero1, zero2, fsdp, tp, tp+sp, pp 1f1b, pp zb-h1, each with and without
@@ -25,7 +27,7 @@ Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
 and a Llama of about 4M parameters), made once into BUILD/bench-models.
 
   bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [--budget-fraction 0.75]
-                        [MODEL_DIR...]
+                        [--devices 2|4] [MODEL_DIR...]
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 
@@ -108,6 +110,33 @@ def measure(model, flags, machine, bench):
     return median_ms, min_ms, meas_mib
 
 
+def hand_plans(devices, layers, tmp):
+    """(name, mesh, --plan) of every hand plan a user would try on
+    `devices` ranks; pipelines split the repeated layers `layers`."""
+    def pipeline(sched, microbatches, presets=None):
+        path = os.path.join(tmp, "pp-%s-%d%s.yaml" % (sched, microbatches, "-dp" if presets else ""))
+        with open(path, "w") as f:
+            if presets:
+                f.write("presets: [%s]\n" % presets)
+            f.write('pipeline: {split: "%s", microbatches: %d, schedule: %s}\n' % (
+                layers, microbatches, sched))
+        return path
+    if devices == 2:
+        plans = [("dp", "dp=2", "dp"), ("zero1", "dp=2", "zero1"), ("zero2", "dp=2", "zero2"),
+                 ("fsdp", "dp=2", "fsdp"), ("tp", "tp=2", "tp"), ("tp+sp", "tp=2", "tp,sp")]
+        if layers:
+            plans += [("pp " + s, "pp=2", pipeline(s, 2)) for s in ("1f1b", "zb-h1")]
+        return plans
+    plans = [("dp", "dp=4", "dp"), ("zero1", "dp=4", "zero1"), ("zero2", "dp=4", "zero2"),
+             ("fsdp", "dp=4", "fsdp"), ("hsdp", "rep=2,dp=2", "fsdp"),
+             ("tp4", "tp=4", "tp"), ("tp4+sp", "tp=4", "tp,sp"),
+             ("zero1,tp", "dp=2,tp=2", "zero1,tp"), ("zero1,tp+sp", "dp=2,tp=2", "zero1,tp,sp")]
+    if layers:
+        plans += [("dp,pp " + s, "pp=2,dp=2", pipeline(s, 2, "zero1")) for s in ("1f1b", "zb-h1")]
+        plans.append(("pp4 1f1b", "pp=4", pipeline("1f1b", 4)))
+    return plans
+
+
 def median(xs):
     xs = sorted(xs)
     n = len(xs)
@@ -123,6 +152,8 @@ def main():
     ap.add_argument("--budget-fraction", type=float, default=0.75,
                     help="the budgeted auto row's --memory-budget: this fraction of the predicted "
                          "memory of the hand plan predicted fastest")
+    ap.add_argument("--devices", type=int, default=2, choices=(2, 4),
+                    help="thread ranks (4: oversubscribed on a 2-core machine; no recompute rows)")
     ap.add_argument("models", nargs="*", help="training-case folders (default: the bench models)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="auto-measure")
@@ -139,7 +170,7 @@ def main():
         # The auto plan, and the layers it found (the pipeline's split).
         auto_file = os.path.join(tmp, "auto.yaml")
         rep = run([bin_dir + "/dist-opt", model, "--train", config, "--plan", "auto",
-                   "--devices", "2", "--machine", machine, "--emit-plan", auto_file,
+                   "--devices", str(a.devices), "--machine", machine, "--emit-plan", auto_file,
                    "--report", "-o", "/dev/null"])
         m = re.search(r"repeated layers: (\S+)", rep.stdout)
         layers = m.group(1) if m else None
@@ -150,17 +181,10 @@ def main():
         rc_config = os.path.join(tmp, "recompute.json")
         with open(rc_config, "w") as f:
             f.write(text.replace('"steps"', '"recompute": ["%s"], "steps"' % layers, 1))
-        plans = [("dp", "dp=2", "dp"), ("zero1", "dp=2", "zero1"), ("zero2", "dp=2", "zero2"),
-                 ("fsdp", "dp=2", "fsdp"), ("tp", "tp=2", "tp"), ("tp+sp", "tp=2", "tp,sp")]
-        if layers:
-            for sched in ("1f1b", "zb-h1"):
-                path = os.path.join(tmp, "pp-%s.yaml" % sched)
-                with open(path, "w") as f:
-                    f.write('pipeline: {split: "%s", microbatches: 2, schedule: %s}\n' % (layers, sched))
-                plans.append(("pp " + sched, "pp=2", path))
+        plans = hand_plans(a.devices, layers, tmp)
         rows = []
         for name, mesh, plan in plans:
-            for rc in ([False, True] if layers else [False]):
+            for rc in ([False, True] if layers and a.devices == 2 else [False]):
                 cfg = rc_config if rc else config
                 rows.append((name + (" +rc" if rc else ""), ["--train", cfg, "--mesh", mesh, "--plan", plan]))
         auto_copy = os.path.join(tmp, "auto-%s.yaml" % os.path.basename(case.rstrip("/")))
@@ -178,7 +202,7 @@ def main():
         budget = int(a.budget_fraction * predicted[quickest][1])
         budget_file = os.path.join(tmp, "auto-budget-%s.yaml" % os.path.basename(case.rstrip("/")))
         rep = run([bin_dir + "/dist-opt", model, "--train", config, "--plan", "auto",
-                   "--devices", "2", "--machine", machine, "--memory-budget", "%dMiB" % budget,
+                   "--devices", str(a.devices), "--machine", machine, "--memory-budget", "%dMiB" % budget,
                    "--emit-plan", budget_file, "--report", "-o", "/dev/null"])
         m = re.search(r"auto plan: .*", rep.stdout + rep.stderr)
         budget_line = "under --memory-budget %dMiB (%.2f of %s's predicted %.1f MiB): %s" % (
@@ -201,8 +225,9 @@ def main():
         # step down); the median of the rounds' medians is shown beside it.
         table = [(n, predicted[n][0], fastest[n], median(medians[n]), predicted[n][1], mems[n])
                  for n, _ in rows if n in fastest]
-        print("\n== %s (2 thread ranks, one thread each; %d runs of --bench %d)" % (
-            case, a.rounds, a.bench))
+        print("\n== %s (%d thread ranks, one thread each%s; %d runs of --bench %d)" % (
+            case, a.devices, ", oversubscribed" if a.devices > (os.cpu_count() or 1) else "",
+            a.rounds, a.bench))
         print(auto_line)
         print(budget_line)
         print("%-14s %9s %9s %7s %9s %7s %9s %9s %7s" % (

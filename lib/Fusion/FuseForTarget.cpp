@@ -447,6 +447,82 @@ ScaleAndMask matchGradientOutput(Value g, const TargetDescription &target) {
   return scalesAndMasks(target, t) ? p : ScaleAndMask();
 }
 
+/// Whether `v` is a scalar constant within a 16-bit float's rounding of
+/// `exact` (a bf16 policy's constants are rounded).
+bool isScalarNear(Value v, double exact) {
+  std::optional<double> c = scalarConstant(v);
+  return c && std::abs(*c - exact) <= 1e-2 * std::abs(exact);
+}
+
+/// The operand of binary `op` that is not a scalar constant near `exact`,
+/// when the other is.
+Value besideScalar(Operation *op, double exact) {
+  if (op->getNumOperands() != 2)
+    return {};
+  for (unsigned i = 0; i < 2; ++i)
+    if (isScalarNear(op->getOperand(1 - i), exact))
+      return op->getOperand(i);
+  return {};
+}
+
+/// The only user of `op`'s result when it is an `OpT`.
+template <typename OpT> OpT onlyUser(Operation *op) {
+  if (!op || !op->getResult(0).hasOneUse())
+    return {};
+  return dyn_cast<OpT>(*op->getResult(0).user_begin());
+}
+
+/// The exact GELU's gradient as its rule writes it (lib/Training), with
+/// x = GELU's input and dy its output's gradient:
+///   dy * (0.5 * (1 + erf(x * 0.7071)) + x * (exp((x * x) * -0.5) * 0.3989))
+/// every intermediate read only there, every op of x's type. `ops` lists
+/// them from the product back.
+struct GeluGrad {
+  Value x, dy;
+  SmallVector<Operation *> ops;
+};
+
+std::optional<GeluGrad> matchGeluGrad(nn::ErfOp erf) {
+  GeluGrad g;
+  auto t = erf.getInput().getDefiningOp<nn::MulOp>();
+  if (!t || !t->hasOneUse())
+    return std::nullopt;
+  g.x = besideScalar(t, 0.70710678118654752440);
+  auto a = onlyUser<nn::AddOp>(erf);
+  auto h = onlyUser<nn::MulOp>(a);
+  auto d = onlyUser<nn::AddOp>(h);
+  auto out = onlyUser<nn::MulOp>(d);
+  if (!g.x || !a || besideScalar(a, 1.0) != erf.getResult() || !h ||
+      besideScalar(h, 0.5) != a.getResult() || !d || !out)
+    return std::nullopt;
+  auto xp = otherOperand(d, h.getResult()).getDefiningOp<nn::MulOp>();
+  if (!xp || !xp->hasOneUse())
+    return std::nullopt;
+  auto p = otherOperand(xp, g.x).getDefiningOp<nn::MulOp>();
+  if (!p || !p->hasOneUse())
+    return std::nullopt;
+  Value exValue = besideScalar(p, 0.39894228040143267794);
+  auto ex = exValue ? exValue.getDefiningOp<nn::ExpOp>() : nullptr;
+  if (!ex || !ex->hasOneUse())
+    return std::nullopt;
+  auto q2 = ex.getInput().getDefiningOp<nn::MulOp>();
+  if (!q2 || !q2->hasOneUse())
+    return std::nullopt;
+  Value qValue = besideScalar(q2, -0.5);
+  auto q = qValue ? qValue.getDefiningOp<nn::MulOp>() : nullptr;
+  if (!q || !q->hasOneUse() || q.getLhs() != g.x || q.getRhs() != g.x)
+    return std::nullopt;
+  g.dy = otherOperand(out, d.getResult());
+  Type type = g.x.getType();
+  g.ops = {out, d, h, a, erf, t, xp, p, ex, q2, q};
+  if (!g.dy || g.dy.getType() != type ||
+      llvm::any_of(g.ops, [&](Operation *op) {
+        return op->getResult(0).getType() != type;
+      }))
+    return std::nullopt;
+  return g;
+}
+
 struct FuseForTargetPass
     : public distopt::impl::DistFuseForTargetBase<FuseForTargetPass> {
   using Base::Base;
@@ -498,6 +574,15 @@ struct FuseForTargetPass
       foldHalfCasts();
     if (desc->softmaxScaleMask)
       fuseScalesAndMasks(*desc);
+    if (desc->geluGrad) {
+      SmallVector<GeluGrad> grads;
+      getOperation().walk([&](nn::ErfOp erf) {
+        if (std::optional<GeluGrad> g = matchGeluGrad(erf))
+          grads.push_back(*g);
+      });
+      for (GeluGrad &g : grads)
+        fuse(g);
+    }
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -712,6 +797,25 @@ struct FuseForTargetPass
       SmallVector<Operation *> dead = {p.scaleOp, p.where, g};
       eraseWithScalars(dead);
     }
+  }
+
+  /// The GELU gradient's ops as one op where their product stood.
+  void fuse(GeluGrad &g) {
+    Operation *out = g.ops.front();
+    // The locations in program order: the first op's is the instruction's.
+    SmallVector<Operation *> inOrder(g.ops);
+    llvm::sort(inOrder, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    SmallVector<Location> locs;
+    for (Operation *op : inOrder)
+      locs.push_back(op->getLoc());
+    OpBuilder b(out);
+    auto fused = nn::FusedGeluGradOp::create(b, b.getFusedLoc(locs),
+                                             g.x.getType(), g.x, g.dy);
+    fused->setDiscardableAttrs(out->getDiscardableAttrDictionary());
+    out->getResult(0).replaceAllUsesWith(fused.getResult());
+    eraseWithScalars(g.ops);
   }
 
   /// Erases `ops` (users first; null entries skipped) and the scalar

@@ -10,7 +10,8 @@ using namespace distopt;
 // CheckEpilogue): the host's through BLAS/oneDNN, CUDA's through cuBLASLt.
 // Both have a softmax_grad kernel for every float type (kernels_norm.cpp,
 // cuda/kernels_norm.cpp), softmax and softmax_grad kernels that apply
-// attention's scale and mask, and cross-entropy's two kernels. The CUDA
+// attention's scale and mask, a gelu_grad kernel (kernels_unary.cpp,
+// cuda/kernels_elementwise.cpp), and cross-entropy's two kernels. The CUDA
 // softmax, softmax_grad and cross-entropy kernels read and write 16-bit
 // floats as stored; the host's go through f32 copies (via_f32.h), so on
 // the host a folded cast would only move.
@@ -18,13 +19,13 @@ static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
-     /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*crossEntropy=*/true,
-     /*foldHalfCasts=*/false},
+     /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
+     /*crossEntropy=*/true, /*foldHalfCasts=*/false},
     {"cuda", "the CUDA kernels (runtime/src/cuda/)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
-     /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*crossEntropy=*/true,
-     /*foldHalfCasts=*/true},
+     /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
+     /*crossEntropy=*/true, /*foldHalfCasts=*/true},
     // No fused form: every op stays as the model wrote it (runs anywhere).
     {"none", "any kernels: nothing fused"},
 };

@@ -208,6 +208,7 @@ TEST(CudaDevice, ElementwiseKernelsMatchCpu) {
   b.Output("gelu_tanh",
            b.Apply("gelu", {x}, DType::kF32, s, {{"approximate", AttrString("tanh")}}));
   b.Output("leaky", b.Apply("leaky_relu", {x}, DType::kF32, s, {{"alpha", AttrFloat(0.2)}}));
+  b.Output("gelu_grad", b.Apply("gelu_grad", {x, pos}, DType::kF32, s));
   const Shape bs = {3, 4, 5};
   for (const char* op : {"add", "sub", "mul", "div", "max", "min"}) {
     b.Output(std::string("b_") + op, b.Apply(op, {x, y}, DType::kF32, bs));

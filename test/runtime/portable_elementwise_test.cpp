@@ -188,3 +188,65 @@ TEST(PortableElementwise, HalfBodiesRoundTheF32Result) {
 }  // namespace
 }  // namespace testing
 }  // namespace distrt
+
+namespace distrt {
+namespace testing {
+namespace {
+
+// gelu_grad (the fused form of the exact GELU's gradient rule): the host
+// kernel against GELU's derivative by central differences of the host's
+// gelu in f64, and the body the device runs against the host kernel; bf16
+// computes in f32 and rounds once; x and dy of different types are an
+// error.
+TEST(PortableElementwise, GeluGradMatchesTheDerivativeAndTheHostKernel) {
+  const int64_t n = 301;
+  std::vector<double> x(n), dy(n);
+  std::vector<float> xf(n), dyf(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = -6.0 + 12.0 * static_cast<double>(i) / (n - 1);  // both tails and 0
+    dy[i] = 0.5 + std::sin(static_cast<double>(i));
+    xf[i] = static_cast<float>(x[i]);
+    dyf[i] = static_cast<float>(dy[i]);
+  }
+  const Shape s = {n};
+  const std::vector<double> dx =
+      Vec<double>(Run1("gelu_grad", {F64(s, x), F64(s, dy)}, {DType::kF64, s}));
+  const double h = 1e-5;
+  std::vector<double> lo(n), hi(n);
+  for (int64_t i = 0; i < n; ++i) {
+    lo[i] = x[i] - h;
+    hi[i] = x[i] + h;
+  }
+  const std::vector<double> glo = Vec<double>(Run1("gelu", {F64(s, lo)}, {DType::kF64, s}));
+  const std::vector<double> ghi = Vec<double>(Run1("gelu", {F64(s, hi)}, {DType::kF64, s}));
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_NEAR(dx[i], dy[i] * (ghi[i] - glo[i]) / (2 * h), 1e-8) << "x = " << x[i];
+
+  const std::vector<float> host =
+      Vec<float>(Run1("gelu_grad", {F32(s, xf), F32(s, dyf)}, {DType::kF32, s}));
+  std::vector<float> body(n);
+  HostFor(n, portable::GeluGradBody<float>{xf.data(), dyf.data(), body.data()});
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(host[i], dx[i], 2e-6 * (1 + std::fabs(dx[i]))) << "x = " << x[i];
+    EXPECT_NEAR(body[i], dx[i], 2e-6 * (1 + std::fabs(dx[i]))) << "x = " << x[i];
+  }
+  std::vector<bf16_t> xb(n), db(n), out(n);
+  for (int64_t i = 0; i < n; ++i) {
+    xb[i].bits = FloatToBF16(xf[i]);
+    db[i].bits = FloatToBF16(dyf[i]);
+  }
+  HostFor(n, portable::GeluGradBody<bf16_t>{xb.data(), db.data(), out.data()});
+  for (int64_t i = 0; i < n; ++i) {
+    const float want = portable::GeluGrad(BF16ToFloat(xb[i].bits), BF16ToFloat(db[i].bits));
+    EXPECT_EQ(out[i].bits, FloatToBF16(want)) << "x = " << x[i];
+  }
+
+  std::vector<Tensor> outs;
+  const Status st = RunOp("gelu_grad", {F32(s, xf), F64(s, dy)}, {{DType::kF32, s}}, {}, &outs);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "gelu_grad: x is f32[301] but dy is f64[301]; they must have one type");
+}
+
+}  // namespace
+}  // namespace testing
+}  // namespace distrt

@@ -73,6 +73,13 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     after the casts fold): they round the scaled scores to the stored type
     as the mul did.
 
+    Where the description has `geluGrad` (cpu and cuda), the exact GELU's
+    gradient as its rule writes it, `dy * (0.5 * (1 + erf(x * c1)) + x *
+    (exp((x * x) * -0.5) * c2))` with c1 and c2 scalar constants within a
+    16-bit rounding of 1/sqrt(2) and 1/sqrt(2 pi), every op of one type
+    and each the only reader of the one before, becomes
+    `nn.fused_gelu_grad %x, %dy`.
+
     Example, with `target=cpu`: a linear layer and its GELU,
 
     ```mlir

@@ -43,6 +43,9 @@ struct TargetDescription {
   /// gradient's `where(mask, 0, g) * scale` in softmax_grad's (a mask of
   /// the scores' trailing dims; a scalar scale, multiplied or divided).
   bool softmaxScaleMask = false;
+  /// The exact GELU's gradient as its rule writes it in one kernel
+  /// (`gelu_grad`), on every float type.
+  bool geluGrad = false;
   /// Cross-entropy over the last dim as the training step builds it, in two
   /// kernels (`cross_entropy_sums`, `cross_entropy_grad`), f32 and f64.
   bool crossEntropy = false;

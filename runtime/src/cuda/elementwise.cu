@@ -44,5 +44,15 @@ cudaError_t LaunchBinary(DType dtype, portable::BinaryOp op, const void* a, cons
   });
 }
 
+cudaError_t LaunchGeluGrad(DType dtype, const void* x, const void* dy, void* dx, int64_t n,
+                           cudaStream_t stream) {
+  return ForFloatType(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    portable::GeluGradBody<T> body{static_cast<const T*>(x), static_cast<const T*>(dy),
+                                   static_cast<T*>(dx)};
+    return LaunchFor(n, body, stream);
+  });
+}
+
 }  // namespace cuda
 }  // namespace distrt

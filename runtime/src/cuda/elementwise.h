@@ -16,6 +16,9 @@ cudaError_t LaunchUnary(DType dtype, portable::UnaryOp op, const void* x, void* 
                         double alpha, cudaStream_t stream);
 cudaError_t LaunchBinary(DType dtype, portable::BinaryOp op, const void* a, const void* b, void* y,
                          int64_t n, const portable::BroadcastMap& map, cudaStream_t stream);
+// gelu_grad of n elements: dx = dy * GELU'(x).
+cudaError_t LaunchGeluGrad(DType dtype, const void* x, const void* dy, void* dx, int64_t n,
+                           cudaStream_t stream);
 
 }  // namespace cuda
 }  // namespace distrt

@@ -1,5 +1,5 @@
-// CUDA kernels for element-wise ops: unary math, gelu, leaky_relu, and
-// broadcasting binary arithmetic, on f32, f64, bf16 and f16.
+// CUDA kernels for element-wise ops: unary math, gelu, leaky_relu, gelu's
+// gradient, and broadcasting binary arithmetic, on f32, f64, bf16 and f16.
 #include "cuda/cuda_device.h"
 #include "cuda/cuda_util.h"
 #include "cuda/kernels_common.h"
@@ -110,6 +110,28 @@ Status RunBinary(KernelContext& ctx) {
   return OkStatus();
 }
 
+// gelu_grad: x, dy and dx of one type.
+bool AcceptGeluGrad(const VerifyContext& v) {
+  return v.inputs.size() == 2 && v.outputs.size() == 1 && v.inputs[0] == v.inputs[1] &&
+         v.outputs[0] == v.inputs[0];
+}
+
+Status RunGeluGrad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& dy = ctx.input(1);
+  if (dy.type() != x.type()) {
+    return InvalidArgumentError("gelu_grad: x is ", x.type().ToString(), " but dy is ",
+                                dy.type().ToString(), "; they must have one type");
+  }
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], x.type()));
+  Tensor* dx;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &dx));
+  DISTRT_CUDA(cuda::LaunchGeluGrad(x.dtype(), x.raw(), dy.raw(), dx->raw(), x.num_elements(),
+                                   CudaOf(ctx).cuda_stream()),
+              "gelu_grad kernel");
+  return OkStatus();
+}
+
 KernelDef CudaDef(const char* name, int inputs, KernelFn run, AcceptFn accepts) {
   // in place: each thread reads its elements before it writes
   return CudaKernel(name, inputs, inputs, run, FloatDTypes(), accepts, true);
@@ -121,6 +143,7 @@ void RegisterCudaElementwiseKernels(KernelRegistry& r) {
   for (const UnaryName& u : kUnary) r.Add(CudaDef(u.name, 1, RunUnary, AcceptSameType));
   r.Add(CudaDef("gelu", 1, RunUnary, AcceptSameType));
   r.Add(CudaDef("leaky_relu", 1, RunUnary, AcceptSameType));
+  r.Add(CudaDef("gelu_grad", 2, RunGeluGrad, AcceptGeluGrad));
   for (const BinaryName& b : kBinary) r.Add(CudaDef(b.name, 2, RunBinary, AcceptBinary));
 }
 

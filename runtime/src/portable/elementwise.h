@@ -1,8 +1,8 @@
 // Element-wise kernel bodies (host and device): unary math with GELU and
-// leaky ReLU, and broadcasting binary arithmetic, on any float storage type
-// (f32, f64, bf16, f16; 16-bit floats compute in f32). Semantics are the
-// host kernels' (kernels_unary.cpp, kernels_binary.cpp): relu/sign keep a
-// NaN, max/min carry it, round is half to even.
+// leaky ReLU, the exact GELU's gradient, and broadcasting binary arithmetic, on any float storage
+// type (f32, f64, bf16, f16; 16-bit floats compute in f32). Semantics are the host kernels'
+// (kernels_unary.cpp, kernels_binary.cpp): relu/sign keep a NaN, max/min carry it, round is half to
+// even.
 #ifndef DISTRT_SRC_PORTABLE_ELEMENTWISE_H_
 #define DISTRT_SRC_PORTABLE_ELEMENTWISE_H_
 
@@ -129,6 +129,28 @@ struct BinaryBody {
     int64_t off[kMaxOperands];
     map.Offsets(i, off);
     y[i] = Store<T>(ApplyBinary(op, Load(a[off[0]]), Load(b[off[1]])));
+  }
+};
+
+// The exact GELU's gradient: dy * GELU'(x), GELU'(x) = Phi(x) + x phi(x)
+// with Phi(x) = (1 + erf(x / sqrt 2)) / 2 and phi(x) = exp(-x^2 / 2) /
+// sqrt(2 pi), as the gradient rule writes it (eleven element-wise ops), in
+// one pass computing in C.
+template <typename C>
+DISTRT_HD C GeluGrad(C x, C dy) {
+  const C cdf = C(0.5) * (C(1) + Erf(x * C(0.70710678118654752440)));
+  const C pdf = Exp(C(-0.5) * x * x) * C(0.39894228040143267794);
+  return dy * (cdf + x * pdf);
+}
+
+// gelu_grad: dx = GeluGrad(x, dy), x, dy and dx of one type and shape.
+template <typename T>
+struct GeluGradBody {
+  const T* x;
+  const T* dy;
+  T* dx;
+  DISTRT_HD void operator()(int64_t i) const {
+    dx[i] = Store<T>(GeluGrad(Load(x[i]), Load(dy[i])));
   }
 };
 

@@ -668,3 +668,47 @@ TEST(SoftmaxExport, CudaReadsBf16ScoresThroughTheScaleAndMask) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(GeluGradExport, OneInstructionMatchesTheRule) {
+  // The exact GELU's gradient rule's eleven ops become one gelu_grad on
+  // cpu, with the rule's values (the host's erf and exp are vectorised
+  // approximations in both).
+  const char *text = R"(
+func.func @main(%x: tensor<6x40xf32>, %dy: tensor<6x40xf32>) -> tensor<6x40xf32> {
+  %c1 = nn.constant dense<0.707106769> : tensor<f32>
+  %t = nn.mul %x, %c1 : tensor<6x40xf32>, tensor<f32> -> tensor<6x40xf32>
+  %e = nn.erf %t : tensor<6x40xf32>
+  %one = nn.constant dense<1.000000e+00> : tensor<f32>
+  %a = nn.add %one, %e : tensor<f32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %half = nn.constant dense<5.000000e-01> : tensor<f32>
+  %h = nn.mul %half, %a : tensor<f32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %c2 = nn.constant dense<0.398942292> : tensor<f32>
+  %m = nn.constant dense<-5.000000e-01> : tensor<f32>
+  %q = nn.mul %x, %x : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %q2 = nn.mul %q, %m : tensor<6x40xf32>, tensor<f32> -> tensor<6x40xf32>
+  %ex = nn.exp %q2 : tensor<6x40xf32>
+  %p = nn.mul %ex, %c2 : tensor<6x40xf32>, tensor<f32> -> tensor<6x40xf32>
+  %xp = nn.mul %x, %p : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %d = nn.add %h, %xp : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  %dx = nn.mul %dy, %d : tensor<6x40xf32>, tensor<6x40xf32> -> tensor<6x40xf32>
+  return %dx : tensor<6x40xf32>
+})";
+  distrt::Tensor x = randomMatrix({6, 40}, 71), dy = randomMatrix({6, 40}, 72);
+  for (int64_t i = 0; i < x.num_elements(); ++i)
+    x.data<float>()[i] *= 4.f;
+  Exported fused = exportAndRun(text, {x, dy});
+  Exported plain = exportAndRun(text, {x, dy}, 1, "none");
+  EXPECT_EQ(fused.ops, std::vector<std::string>{"gelu_grad"});
+  EXPECT_EQ(plain.ops.size(), 11u);
+  ASSERT_EQ(fused.outputs.size(), 1u);
+  ASSERT_EQ(plain.outputs.size(), 1u);
+  const float *got = fused.outputs[0].data<float>(),
+              *want = plain.outputs[0].data<float>();
+  for (int64_t i = 0; i < 240; ++i)
+    ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])))
+        << "element " << i;
+}
+
+} // namespace

@@ -86,6 +86,30 @@ def NN_FusedSoftmaxGradOp : Op<NN_Dialect, "fused_softmax_grad",
   let hasVerifier = 1;
 }
 
+def NN_FusedGeluGradOp : Op<NN_Dialect, "fused_gelu_grad",
+                             [Pure, AllTypesMatch<["x", "dy", "result"]>]> {
+  let summary = "the exact GELU's gradient, dy * (Phi(x) + x phi(x)), in one pass";
+  let description = [{
+    The gradient of `nn.gelu` (approximate "none") with respect to its
+    input `x`, from the gradient `dy` of its output: `dy * (0.5 * (1 +
+    erf(x / sqrt(2))) + x * exp(-x^2 / 2) / sqrt(2 pi))`. The gradient rule
+    writes it as eleven element-wise ops over a tensor as large as the MLP's
+    hidden activations; `dist-fuse-for-target` writes this op where the
+    target's kernels compute it in one pass (in the compute type: f32 for
+    bf16 and f16, rounded once; the rule's ops round each step). The
+    exporter writes it as one `gelu_grad` instruction (inputs `x`, `dy`).
+
+    ```mlir
+    %dx = nn.fused_gelu_grad %x, %dy : tensor<8x3072xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$x, AnyRankedTensor:$dy);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $x `,` $dy attr-dict `:` type($result)
+  }];
+}
+
 def NN_FusedSoftmaxOp : Op<NN_Dialect, "fused_softmax",
                            [Pure, AllShapesMatch<["input", "result"]>]> {
   let summary = "softmax along one axis of an input read as stored, scaled and masked on its way in";
