@@ -68,11 +68,8 @@ static std::vector<int64_t> divisors(int64_t n) {
 std::vector<Candidate>
 distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
   // Mesh shapes: every dp x tp x pp = devices, tp within a node, no more
-  // stages than layers.
-  // HSDP: where data parallelism spans nodes, fsdp groups of `dp` ranks
-  // within a node (with their tp), `rep` of them, in training steps
-  // without a pipeline; a fixed mesh with a rep axis keeps it for every
-  // ZeRO level.
+  // stages than layers; and HSDP's split of dp into rep x dp (below). A
+  // fixed mesh with a rep axis keeps it for every ZeRO level.
   std::vector<std::array<int64_t, 4>> shapes; // rep, dp, tp, pp
   if (space.fixedMesh) {
     shapes.push_back({space.replicate, space.dp, space.tp, space.pp});
@@ -85,9 +82,11 @@ distopt::autoplan::enumerateCandidates(const SearchSpace &space) {
           continue;
         int64_t dp = space.devices / (tp * pp);
         shapes.push_back({1, dp, tp, pp});
-        // HSDP where dp spans nodes (within one, fsdp over all of dp moves
-        // as little over links as fast), without a pipeline (with one, pp
-        // already keeps each rank's parameters to its stage's).
+        // HSDP: fsdp groups of `shard` ranks within a node (with their tp),
+        // replicated across nodes. Only where dp spans nodes (within one,
+        // fsdp over all of dp has the same links and splits further), and
+        // without a pipeline (pp already keeps a rank to its stage's
+        // parameters).
         if (!space.training || pp > 1 || dp * tp <= space.maxTensorParallel)
           continue;
         for (int64_t shard : divisors(dp))
