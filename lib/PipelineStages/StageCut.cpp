@@ -127,12 +127,17 @@ bool StageAssignment::storesWeight(Operation *weight, int64_t stage) const {
 }
 
 /// The persistent tensor (weight or optimizer state) a training-step op
-/// updates or reads directly, or null.
+/// updates or reads directly, or through the dist ops that place it (a
+/// ZeRO level's piece of the parameter), or null.
 static Operation *persistentOperand(Operation *op) {
-  for (Value v : op->getOperands())
-    if (Operation *def = v.getDefiningOp();
-        def && isa<nn::WeightOp, nn::VariableOp>(def))
+  for (Value v : op->getOperands()) {
+    Operation *def = v.getDefiningOp();
+    while (def && isa<dist::DistDialect>(def->getDialect()) &&
+           def->getNumOperands() == 1)
+      def = def->getOperand(0).getDefiningOp();
+    if (def && isa<nn::WeightOp, nn::VariableOp>(def))
       return def;
+  }
   return nullptr;
 }
 
@@ -325,6 +330,18 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   for (Operation *op : deferred)
     if (Operation *p = persistentOperand(op); p && isa<nn::WeightOp>(p))
       out.stageOf[op] = std::min(homeOf(p), numVirtual - 1);
+  // What follows an update (ZeRO's gather of the updated piece) goes no
+  // earlier than its operands, as in the walk above.
+  for (Operation *op : deferred) {
+    if (out.stageOf.count(op))
+      continue;
+    int64_t stage = -1;
+    for (Value v : op->getOperands())
+      if (std::optional<int64_t> s = stageOfOperand(v))
+        stage = std::max(stage, *s);
+    if (stage >= 0)
+      out.stageOf[op] = stage;
+  }
   for (Operation *op : llvm::reverse(deferred)) {
     if (out.stageOf.count(op))
       continue;
