@@ -19,15 +19,21 @@ using namespace distopt::autoplan;
 
 static const char *const kZeroPresets[] = {"dp", "zero1", "zero2", "fsdp"};
 
-std::string Candidate::mesh() const {
-  std::string out;
+std::vector<std::pair<std::string, int64_t>> Candidate::axes() const {
+  std::vector<std::pair<std::string, int64_t>> out;
   for (auto [name, size] : {std::pair<const char *, int64_t>{"pp", pp},
                             {"rep", replicate},
                             {"dp", dp},
                             {"tp", tp}})
     if (size > 1)
-      out += (out.empty() ? "" : ",") + std::string(name) + "=" +
-             std::to_string(size);
+      out.emplace_back(name, size);
+  return out;
+}
+
+std::string Candidate::mesh() const {
+  std::string out;
+  for (auto &[name, size] : axes())
+    out += (out.empty() ? "" : ",") + name + "=" + std::to_string(size);
   return out.empty() ? "dp=1" : out;
 }
 

@@ -270,15 +270,10 @@ Prediction distopt::autoplan::composePrediction(
     std::optional<int64_t> budget, double fastestUs) {
   std::vector<std::string> names;
   std::vector<int64_t> sizes;
-  for (auto [name, size] :
-       {std::pair<const char *, int64_t>{"pp", candidate.pp},
-        {"rep", candidate.replicate},
-        {"dp", candidate.dp},
-        {"tp", candidate.tp}})
-    if (size > 1) {
-      names.push_back(name);
-      sizes.push_back(size);
-    }
+  for (auto &[name, size] : candidate.axes()) {
+    names.push_back(name);
+    sizes.push_back(size);
+  }
   Composer composer(terms, shape, candidate, probe, std::move(machine),
                     std::move(names), std::move(sizes));
   return candidate.pp > 1 ? composer.withPipeline(budget, fastestUs)

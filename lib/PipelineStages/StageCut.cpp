@@ -287,6 +287,14 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
   // went; optimizer updates where their parameter lives.
   std::map<std::string, int64_t> stageOfName;
   std::vector<Operation *> deferred;
+  // The latest stage of an operand placed so far; -1 when none is.
+  auto latestOperandStage = [&](Operation *op) {
+    int64_t stage = -1;
+    for (Value v : op->getOperands())
+      if (std::optional<int64_t> s = stageOfOperand(v))
+        stage = std::max(stage, *s);
+    return stage;
+  };
   for (size_t i = 0; i < ops.size(); ++i) {
     Operation *op = ops[i];
     if (independent.contains(op) || isa<nn::MicrobatchLoopOp>(op))
@@ -312,10 +320,7 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
     } else {
       // No earlier than its operands; what reads only inputs goes where it
       // is read (below).
-      int64_t stage = -1;
-      for (Value v : op->getOperands())
-        if (std::optional<int64_t> s = stageOfOperand(v))
-          stage = std::max(stage, *s);
+      int64_t stage = latestOperandStage(op);
       if (stage < 0) {
         deferred.push_back(op);
         continue;
@@ -332,16 +337,10 @@ FailureOr<StageAssignment> distopt::assignStages(ModuleOp module,
       out.stageOf[op] = std::min(homeOf(p), numVirtual - 1);
   // What follows an update (ZeRO's gather of the updated piece) goes no
   // earlier than its operands, as in the walk above.
-  for (Operation *op : deferred) {
-    if (out.stageOf.count(op))
-      continue;
-    int64_t stage = -1;
-    for (Value v : op->getOperands())
-      if (std::optional<int64_t> s = stageOfOperand(v))
-        stage = std::max(stage, *s);
-    if (stage >= 0)
+  for (Operation *op : deferred)
+    if (int64_t stage = latestOperandStage(op);
+        !out.stageOf.count(op) && stage >= 0)
       out.stageOf[op] = stage;
-  }
   for (Operation *op : llvm::reverse(deferred)) {
     if (out.stageOf.count(op))
       continue;

@@ -13,6 +13,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringSwitch.h"
 
 #include <map>
 #include <set>
@@ -24,6 +25,17 @@ using namespace distopt::plan;
 /// The mesh axis the data-parallel presets also split the batch over,
 /// replicating what they shard over dp (HSDP).
 static constexpr StringLiteral kReplicateAxis = "rep";
+
+/// The ZeRO level a data-parallel preset (dp, zero1, zero2, fsdp) applies
+/// over dp, or none for another preset.
+static std::optional<int64_t> zeroLevelOfPreset(StringRef preset) {
+  return llvm::StringSwitch<std::optional<int64_t>>(preset)
+      .Case("dp", 0)
+      .Case("zero1", 1)
+      .Case("zero2", 2)
+      .Case("fsdp", 3)
+      .Default(std::nullopt);
+}
 
 ArrayRef<StringRef> distopt::presetNames() {
   static const StringRef names[] = {"replicate", "dp", "zero1", "zero2",
@@ -803,13 +815,8 @@ LogicalResult PlanApplier::applyPreset(const PlanSpec &spec, StringRef preset) {
   Location loc(spec.loc);
   if (preset == "replicate")
     return success(requireMesh(module, loc, "preset 'replicate'") != nullptr);
-  if (preset == "dp" || preset == "zero1" || preset == "zero2" ||
-      preset == "fsdp") {
-    int64_t level = preset == "dp"      ? 0
-                    : preset == "zero1" ? 1
-                    : preset == "zero2" ? 2
-                                        : 3;
-    if (failed(applyDataParallel(loc, "dp", level)))
+  if (std::optional<int64_t> level = zeroLevelOfPreset(preset)) {
+    if (failed(applyDataParallel(loc, "dp", *level)))
       return failure();
     // HSDP: a mesh axis `rep` replicates what dp shards, and splits the
     // batch too (torchtitan's dp_replicate x dp_shard).
@@ -900,8 +907,7 @@ void PlanApplier::reduceNarrowGradients() {
 static bool specUsesAxis(const PlanSpec &spec, int64_t index, StringRef name) {
   for (const std::string &preset : spec.presets)
     if (((name == "dp" || name == kReplicateAxis) &&
-         (preset == "dp" || preset == "zero1" || preset == "zero2" ||
-          preset == "fsdp")) ||
+         zeroLevelOfPreset(preset)) ||
         (name == "tp" && (preset == "tp" || preset == "sp")) ||
         (name == "cp" && preset == "cp") || (name == "ep" && preset == "ep"))
       return true;

@@ -146,16 +146,23 @@ void SoftmaxRows(bool log, const T* x, T* y, int64_t outer, int64_t n, int64_t i
   });
 }
 
-// x as a fused softmax reads it, attention's scale and mask applied
-// (portable::ScaleAndMask): elements [begin, begin + count) into z.
+// f(i, m) for elements i of [0, count) of a run that starts at flat index
+// `begin`, m the mask index of each (portable::ScaleAndMask).
+template <typename T, typename F>
+void WalkMask(const portable::ScaleAndMask<T>& sm, int64_t begin, int64_t count, F f) {
+  int64_t m = sm.mask_size == 1 ? 0 : begin % sm.mask_size;
+  for (int64_t i = 0; i < count; ++i) {
+    f(i, m);
+    if (sm.mask_size != 1 && ++m == sm.mask_size) m = 0;
+  }
+}
+
+// x as a fused softmax reads it, attention's scale and mask applied:
+// elements [begin, begin + count) into z.
 template <typename T>
 void ScaledAndMasked(const portable::ScaleAndMask<T>& sm, const T* x, T* z, int64_t begin,
                      int64_t count) {
-  int64_t m = sm.mask_size == 1 ? 0 : begin % sm.mask_size;
-  for (int64_t i = 0; i < count; ++i) {
-    z[i] = sm.In(x[i], m);
-    if (sm.mask_size != 1 && ++m == sm.mask_size) m = 0;
-  }
+  WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { z[i] = sm.In(x[i], m); });
 }
 
 // softmax of x with the scale and mask applied: rows through a row-sized
@@ -244,11 +251,8 @@ void SoftmaxGradRow(const double* y, const double* dy, double* dx, int64_t n) {
 template <typename T>
 void MaskAndScaleGradient(const portable::ScaleAndMask<T>& sm, T* dx, int64_t begin,
                           int64_t count) {
-  int64_t m = sm.mask_size == 1 ? 0 : begin % sm.mask_size;
-  for (int64_t i = 0; i < count; ++i) {
-    dx[i] = sm.template Out<T>(dx[i], m);
-    if (sm.mask_size != 1 && ++m == sm.mask_size) m = 0;
-  }
+  WalkMask(sm, begin, count,
+           [&](int64_t i, int64_t m) { dx[i] = sm.template Out<T>(dx[i], m); });
 }
 
 template <typename T>

@@ -5,6 +5,7 @@
 #include "erf_f32.h"
 #include "exp_f32.h"
 #include "kernel_util.h"
+#include "portable/elementwise.h"
 
 namespace distrt {
 // Exact GELU, also applied by matmul's epilogue (kernel_util.h).
@@ -28,11 +29,7 @@ DISTRT_SIMD_CLONES void GeluGradLoop(const float* x, const float* dy, float* dx,
   }
 }
 void GeluGradLoop(const double* x, const double* dy, double* dx, int64_t n) {
-  const double inv_sqrt2 = 0.70710678118654752440, inv_sqrt_2pi = 0.39894228040143267794;
-  for (int64_t i = 0; i < n; ++i) {
-    const double cdf = 0.5 * (1.0 + std::erf(x[i] * inv_sqrt2));
-    dx[i] = dy[i] * (cdf + x[i] * std::exp(-0.5 * x[i] * x[i]) * inv_sqrt_2pi);
-  }
+  for (int64_t i = 0; i < n; ++i) dx[i] = portable::GeluGrad(x[i], dy[i]);
 }
 
 namespace {

@@ -51,8 +51,9 @@ struct Candidate {
   int64_t virtualStages = 1;
   bool recompute = false;
 
-  /// "pp=2,rep=2,dp=2,tp=2": axes of size > 1, outer to inner ("dp=1" for
-  /// one device).
+  /// The axes of size > 1, outer to inner (pp, rep, dp, tp).
+  std::vector<std::pair<std::string, int64_t>> axes() const;
+  /// "pp=2,rep=2,dp=2,tp=2": axes() as a mesh ("dp=1" for one device).
   std::string mesh() const;
   /// The presets the plan applies: dp/zero1/zero2/fsdp, tp, sp.
   std::vector<std::string> presets() const;
