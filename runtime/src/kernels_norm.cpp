@@ -251,8 +251,7 @@ void SoftmaxGradRow(const double* y, const double* dy, double* dx, int64_t n) {
 template <typename T>
 void MaskAndScaleGradient(const portable::ScaleAndMask<T>& sm, T* dx, int64_t begin,
                           int64_t count) {
-  WalkMask(sm, begin, count,
-           [&](int64_t i, int64_t m) { dx[i] = sm.template Out<T>(dx[i], m); });
+  WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { dx[i] = sm.template Out<T>(dx[i], m); });
 }
 
 template <typename T>
