@@ -703,8 +703,16 @@ static LocalIndices localizeIndices(dist::PartitionContext &ctx, Location loc,
   if (ctx.coords) {
     offset = scalar(*ctx.pieceOffset(loc, globalTable, tableSharding, axis));
   } else {
+    // Only the axes that split the looked-up dimension move its offset; a
+    // table also split along a later dimension (ZeRO's pieces of a
+    // vocabulary-parallel embedding) is whole there as far as the offset
+    // goes.
+    ShardingAttr alongAxis = tableSharding;
+    for (auto [a, p] : llvm::enumerate(tableSharding.getPlacements()))
+      if (!(p.isShard() && p.dim == axis))
+        alongAxis = alongAxis.withPlacement(a, dist::Placement::replicate());
     offset = dist::PieceOffsetOp::create(
-        b, loc, RankedTensorType::get({}, it), tableSharding,
+        b, loc, RankedTensorType::get({}, it), alongAxis,
         b.getI64IntegerAttr(axis),
         b.getI64IntegerAttr(globalTable.getDimSize(axis)));
   }
