@@ -12,7 +12,6 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Builders.h"
-#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringSwitch.h"
 
 #include <map>
@@ -449,21 +448,13 @@ void PlanApplier::reduceGradientsAfterWidening(dist::MeshOp mesh,
 
 /// Per weight (in program order), its placement per mesh axis once every
 /// other plan part has spoken (row-parallel weights get their split from
-/// propagation, not from an annotation of their own). Propagation runs on a
-/// copy.
+/// propagation, not from an annotation of their own): propagation is read,
+/// not written.
 static std::vector<SmallVector<dist::Placement>> propagatedWeightPlacements(
     ModuleOp module, std::shared_ptr<const cost::MachineProfile> machine) {
-  std::vector<SmallVector<dist::Placement>> placements;
-  OwningOpRef<ModuleOp> copy = propagatedCopy(module, std::move(machine));
-  if (!copy)
-    return placements;
-  copy->walk([&](nn::WeightOp w) {
-    SmallVector<dist::Placement> ps;
-    if (dist::ShardingAttr s = dist::getValueSharding(w.getResult(), {}))
-      ps.assign(s.getPlacements().begin(), s.getPlacements().end());
-    placements.push_back(std::move(ps));
-  });
-  return placements;
+  SmallVector<Value> weights;
+  module.walk([&](nn::WeightOp w) { weights.push_back(w.getResult()); });
+  return propagatedPlacementsQuietly(module, weights, std::move(machine));
 }
 
 /// ZeRO's dimension for a weight of `shape` per axis of `zeroAxes` (in

@@ -530,30 +530,25 @@ void distopt::plan::checkUlyssesHeads(
                              return n > 1;
                            }) > 1;
   // Only another axis can split the heads before the context axis does.
-  OwningOpRef<ModuleOp> copy;
-  if (otherAxes)
-    copy = propagatedCopy(module, std::move(machine));
-  SmallVector<nn::SoftmaxOp> propagated;
-  if (copy)
-    copy->walk([&](nn::SoftmaxOp s) {
-      if (s->hasAttr(kUlyssesAttr))
-        propagated.push_back(s);
-    });
+  std::vector<SmallVector<dist::Placement>> propagated;
+  if (otherAxes) {
+    SmallVector<Value> inputs;
+    for (nn::SoftmaxOp s : marked)
+      inputs.push_back(s.getInput());
+    propagated =
+        propagatedPlacementsQuietly(module, inputs, std::move(machine));
+  }
   for (auto [i, softmax] : llvm::enumerate(marked)) {
     auto mark = softmax->getAttrOfType<ArrayAttr>(kUlyssesAttr);
     softmax->removeAttr(kUlyssesAttr);
-    if (i >= propagated.size())
+    if (i >= propagated.size() || propagated[i].empty())
       continue;
     StringRef layer = cast<StringAttr>(mark[0]).getValue();
     StringRef cpName = cast<StringAttr>(mark[1]).getValue();
-    dist::ShardingAttr s =
-        dist::getValueSharding(propagated[i].getInput(), {});
-    if (!s)
-      continue;
     int64_t heads = softmax.getInput().getType().getDimSize(1), other = 1,
             cp = 1;
     std::string splitters;
-    for (auto [axis, p] : llvm::enumerate(s.getPlacements())) {
+    for (auto [axis, p] : llvm::enumerate(propagated[i])) {
       if (!p.isShard() || p.dim != 1)
         continue;
       StringRef name = mesh.getAxisName(axis);

@@ -1,11 +1,11 @@
 //===- PlanUtils.cpp - what plans and presets share -------------*- C++ -*-===//
 #include "PlanUtils.h"
 
-#include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/Propagation.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/Pass/PassManager.h"
+#include "mlir/IR/Diagnostics.h"
 #include <set>
 
 using namespace mlir;
@@ -213,18 +213,15 @@ distopt::plan::closestNames(StringRef name,
   return out;
 }
 
-OwningOpRef<ModuleOp>
-distopt::plan::propagatedCopy(ModuleOp module,
-                              std::shared_ptr<const cost::MachineProfile> machine) {
-  OwningOpRef<ModuleOp> copy(cast<ModuleOp>(module->clone()));
+std::vector<SmallVector<dist::Placement>>
+distopt::plan::propagatedPlacementsQuietly(
+    ModuleOp module, ArrayRef<Value> values,
+    std::shared_ptr<const cost::MachineProfile> machine) {
   ScopedDiagnosticHandler quiet(module.getContext(),
                                 [](Diagnostic &) { return success(); });
-  PassManager pm(module.getContext());
-  // A copy read for its shardings and dropped; the module's own
-  // propagation is verified as the compile verifies.
-  pm.enableVerifier(false);
-  pm.addPass(dist::createDistPropagateSharding(std::move(machine)));
-  if (failed(pm.run(*copy)))
-    return nullptr;
-  return copy;
+  auto placements =
+      dist::propagatedPlacements(module, values, std::move(machine));
+  if (failed(placements))
+    return {};
+  return std::move(*placements);
 }

@@ -94,12 +94,12 @@ applyContextParallel(mlir::ModuleOp module, const ContextParallelSpec &spec,
                      std::shared_ptr<const cost::MachineProfile> machine,
                      PlanFindings &findings);
 
-/// A copy of `module` with every value's sharding propagated (the real
-/// propagation runs later, verified); null when propagation fails. Its
-/// diagnostics are dropped: the copy is only read.
-mlir::OwningOpRef<mlir::ModuleOp>
-propagatedCopy(mlir::ModuleOp module,
-               std::shared_ptr<const cost::MachineProfile> machine);
+/// The placements propagation would give `values` (dist::propagatedPlacements;
+/// the real propagation runs later, verified); empty when it fails. Its
+/// diagnostics are dropped: the answer is only read.
+std::vector<llvm::SmallVector<dist::Placement>> propagatedPlacementsQuietly(
+    mlir::ModuleOp module, llvm::ArrayRef<mlir::Value> values,
+    std::shared_ptr<const cost::MachineProfile> machine);
 
 /// After the whole plan is applied: each attention context parallelism
 /// split by heads (ulysses) whose heads, after the other axes' split (tensor

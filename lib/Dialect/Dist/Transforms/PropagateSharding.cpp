@@ -14,6 +14,7 @@
 #include "distopt/CostModel/CostModel.h"
 #include "distopt/Dialect/Dist/IR/DistAttrNames.h"
 #include "distopt/Dialect/Dist/Transforms/Passes.h"
+#include "distopt/Dialect/Dist/Transforms/Propagation.h"
 #include "distopt/Dialect/Dist/Transforms/ValueSharding.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -45,6 +46,19 @@ struct AxisState {
 struct ValueState {
   SmallVector<AxisState> axes;
   double globalBytes = 0;
+  /// The propagation's tick when a placement of the value was last filled.
+  uint64_t changedAt = 0;
+};
+
+/// An op's rule (an index into the rule store) and what its last step saw:
+/// a step is a function of the states around the op, the round and whether
+/// partial sums may flow, so an op none of these changed for is skipped.
+struct OpMemo {
+  unsigned rule = 0;
+  bool stepped = false;
+  bool allowedPartialFlow = false;
+  int round = 0;
+  uint64_t steppedAt = 0;
 };
 
 class Propagator {
@@ -68,6 +82,8 @@ public:
 
   LogicalResult run(FunctionOpInterface func);
   void materialize(FunctionOpInterface func, FlatSymbolRefAttr meshRef);
+  /// `v`'s placement per mesh axis after run(), as materialize writes it.
+  SmallVector<Placement> placementsOf(Value v);
 
 private:
   ValueState &state(Value v);
@@ -109,14 +125,16 @@ private:
   SmallVector<double> byteWeight;
   SmallVector<double> latencyBytes;
   DenseMap<Value, ValueState> states;
-  /// Rules by op: a compact index into a stable store (rules are large,
-  /// and looked up far more often than made).
-  DenseMap<Operation *, unsigned> ruleIndex;
+  /// Per op, its rule's index into a stable store (rules are large, and
+  /// looked up far more often than made) and its last step.
+  DenseMap<Operation *, OpMemo> memos;
   std::deque<std::optional<OpShardingRule>> ruleStore;
   DenseMap<std::pair<Value, int64_t>, bool> reducedAtSource;
   /// Ops with every placement around them decided.
   DenseSet<Operation *> finished;
   std::vector<std::string> causes;
+  /// Counts state changes: ValueState::changedAt, OpMemo::steppedAt.
+  uint64_t tick = 0;
 };
 
 } // namespace
@@ -140,10 +158,12 @@ ValueState &Propagator::state(Value v) {
 }
 
 const OpShardingRule *Propagator::rule(Operation *op) {
-  auto [it, inserted] = ruleIndex.try_emplace(op, ruleStore.size());
-  if (inserted)
+  auto [it, inserted] = memos.try_emplace(op);
+  if (inserted) {
+    it->second.rule = ruleStore.size();
     ruleStore.push_back(getRule(op));
-  std::optional<OpShardingRule> &r = ruleStore[it->second];
+  }
+  std::optional<OpShardingRule> &r = ruleStore[it->second.rule];
   return r ? &*r : nullptr;
 }
 
@@ -314,6 +334,14 @@ void Propagator::seedAnnotations(FunctionOpInterface func,
   });
 }
 
+/// Adds `c` to `set`, kept sorted and without repeats (a handful of
+/// choices: cheaper than a std::set, same order).
+static void insertChoice(SmallVectorImpl<AxisChoice> &set, AxisChoice c) {
+  auto it = llvm::lower_bound(set, c);
+  if (it == set.end() || !(*it == c))
+    set.insert(it, std::move(c));
+}
+
 SmallVector<Value> Propagator::step(Operation *op, int round,
                                     bool allowPartialFlow) {
   SmallVector<Value> changed;
@@ -336,6 +364,20 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
   for (auto [i, v] : llvm::enumerate(op->getResults()))
     if (isa<RankedTensorType>(v.getType()))
       tensors.push_back({v, {true, static_cast<unsigned>(i)}, &state(v)});
+  // Nothing new around the op since its last step (no state filled, no
+  // annotation that this round makes visible, the same partial-flow
+  // rule): the step would decide what it decided then.
+  OpMemo &memo = memos.find(op)->second;
+  if (memo.stepped && memo.allowedPartialFlow == allowPartialFlow &&
+      llvm::all_of(tensors, [&](const Tensor &t) {
+        return t.vs->changedAt <= memo.steppedAt &&
+               llvm::none_of(t.vs->axes, [&](const AxisState &s) {
+                 return s.priority > memo.round && s.priority <= round;
+               });
+      }))
+    return changed;
+  memo = {memo.rule, true, allowPartialFlow, round, tick};
+
   // Decided placements never change: an op with nothing open is done.
   bool anythingOpen = llvm::any_of(tensors, [](const Tensor &t) {
     return llvm::any_of(t.vs->axes, [](const AxisState &s) {
@@ -359,8 +401,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     };
 
     // Candidates: what each visible tensor votes for, plus "none".
-    std::set<AxisChoice> candidates;
-    candidates.insert(AxisChoice::none());
+    SmallVector<AxisChoice, 4> candidates{AxisChoice::none()};
     bool anyVote = false;
     for (const Tensor &t : tensors) {
       const AxisState &s = t.vs->axes[axis];
@@ -368,7 +409,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         continue;
       anyVote = true;
       if (auto v = voteOf(*r, t.ref, s.placement))
-        candidates.insert(*v);
+        insertChoice(candidates, std::move(*v));
     }
     if (!anyVote)
       continue;
@@ -376,7 +417,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     // A partial flow voted by a result of a multilinear op must say which
     // operand carries the partial value: one already partial, else the first
     // open linear operand that is not a weight.
-    std::set<AxisChoice> resolved;
+    SmallVector<AxisChoice, 4> resolved;
     for (AxisChoice c : candidates) {
       if (c.kind == AxisChoice::Kind::PartialFlow && !allowPartialFlow)
         continue;
@@ -433,7 +474,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
         if (!keep)
           continue;
       }
-      resolved.insert(c);
+      insertChoice(resolved, std::move(c));
     }
 
     // Score: conflicts with stronger priorities weigh first, then bytes.
@@ -496,6 +537,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
       if (!t.ref.isResult && !canProduce(t.value, axis, p))
         continue;
       s = {p, prio, cause, false};
+      t.vs->changedAt = ++tick;
       changed.push_back(t.value);
     }
   }
@@ -547,7 +589,7 @@ LogicalResult Propagator::run(FunctionOpInterface func) {
     if (op != func.getOperation())
       ops.push_back(op);
   });
-  ruleIndex.reserve(ops.size());
+  memos.reserve(ops.size());
   // Every value's state up front: step() keeps pointers to them.
   func->walk([&](Block *block) {
     for (BlockArgument arg : block->getArguments())
@@ -570,30 +612,50 @@ LogicalResult Propagator::run(FunctionOpInterface func) {
   return success();
 }
 
+SmallVector<Placement> Propagator::placementsOf(Value v) {
+  SmallVector<Placement> placements;
+  for (const AxisState &s : state(v).axes)
+    placements.push_back(s.placement.isOpen() ? Placement::replicate()
+                                              : s.placement);
+  return placements;
+}
+
 void Propagator::materialize(FunctionOpInterface func,
                              FlatSymbolRefAttr meshRef) {
   MLIRContext *ctx = func.getContext();
-  auto shardingOf = [&](Value v) {
-    SmallVector<Placement> placements;
+  // A value's sharding and its cause text, made once per distinct
+  // (placement, cause) per axis: most values share a few of them.
+  std::map<SmallVector<int64_t>, std::pair<ShardingAttr, StringAttr>> made;
+  auto layoutOf = [&](Value v) -> const std::pair<ShardingAttr, StringAttr> & {
     ValueState &vs = state(v);
+    SmallVector<int64_t> key;
+    for (const AxisState &s : vs.axes) {
+      const Placement &p = s.placement;
+      key.append({static_cast<int64_t>(p.kind), p.dim,
+                  static_cast<int64_t>(p.reduction),
+                  reinterpret_cast<intptr_t>(p.sizes.getAsOpaquePointer()),
+                  s.cause});
+    }
+    auto [it, inserted] = made.try_emplace(std::move(key));
+    if (!inserted)
+      return it->second;
+    SmallVector<Placement> placements;
     for (const AxisState &s : vs.axes)
       placements.push_back(s.placement.isOpen() ? Placement::replicate()
                                                 : s.placement);
-    return ShardingAttr::get(ctx, meshRef, placements);
-  };
-  auto causeOf = [&](Value v, ShardingAttr sharding) {
+    auto sharding = ShardingAttr::get(ctx, meshRef, placements);
     std::string text;
     llvm::raw_string_ostream os(text);
-    ValueState &vs = state(v);
     bool first = true;
     for (auto [axis, s] : llvm::enumerate(vs.axes)) {
-      if (s.cause < 0 || sharding.getPlacements()[axis].isReplicate())
+      if (s.cause < 0 || placements[axis].isReplicate())
         continue;
       os << (first ? "" : "; ") << axisNames[axis] << " "
-         << sharding.getPlacements()[axis].str() << " from " << causes[s.cause];
+         << placements[axis].str() << " from " << causes[s.cause];
       first = false;
     }
-    return StringAttr::get(ctx, text);
+    it->second = {sharding, StringAttr::get(ctx, text)};
+    return it->second;
   };
   func.walk([&](Operation *op) {
     if (op == func.getOperation() || op->getNumResults() == 0)
@@ -603,15 +665,17 @@ void Propagator::materialize(FunctionOpInterface func,
     SmallVector<Attribute> shardings, why;
     bool anyCause = false;
     for (Value r : op->getResults()) {
-      ShardingAttr s = shardingOf(r);
-      shardings.push_back(s);
-      StringAttr c = causeOf(r, s);
-      anyCause |= !c.getValue().empty();
-      why.push_back(c);
+      auto [sharding, cause] = layoutOf(r);
+      shardings.push_back(sharding);
+      anyCause |= !cause.getValue().empty();
+      why.push_back(cause);
     }
-    op->setAttr(kShardingAttr, ArrayAttr::get(ctx, shardings));
+    // Both attributes in one rebuild of the op's dictionary.
+    NamedAttrList attrs(op->getAttrDictionary());
+    attrs.set(kShardingAttr, ArrayAttr::get(ctx, shardings));
     if (anyCause)
-      op->setAttr(kCauseAttr, ArrayAttr::get(ctx, why));
+      attrs.set(kCauseAttr, ArrayAttr::get(ctx, why));
+    op->setAttrs(attrs.getDictionary(ctx));
   });
   // All argument attributes at once: setting them one by one rebuilds the
   // whole array each time (quadratic in the argument count).
@@ -620,10 +684,48 @@ void Propagator::materialize(FunctionOpInterface func,
     NamedAttrList attrs(func.getArgAttrs(i));
     Value arg = func.getArgument(i);
     if (isa<RankedTensorType>(arg.getType()))
-      attrs.set(kShardingAttr, shardingOf(arg));
+      attrs.set(kShardingAttr, layoutOf(arg).first);
     argAttrs.push_back(attrs.getDictionary(ctx));
   }
   func.setAllArgAttrs(argAttrs);
+}
+
+namespace {
+/// The module's mesh and what its links cost; no links: nothing to
+/// distribute (no mesh, no annotation).
+struct PropagationSetup {
+  MeshOp mesh;
+  std::optional<cost::MeshCost> links;
+};
+} // namespace
+
+static FailureOr<PropagationSetup>
+propagationSetup(ModuleOp module,
+                 std::shared_ptr<const cost::MachineProfile> profile,
+                 StringRef machineOption) {
+  bool anyAnnotation = false;
+  module.walk([&](AnnotateOp) { anyAnnotation = true; });
+  if (!anyAnnotation && module.getOps<MeshOp>().empty())
+    return PropagationSetup();
+  FailureOr<MeshOp> mesh = getModuleMesh(module);
+  if (failed(mesh))
+    return failure();
+  auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
+  bool failedAny = false;
+  module.walk([&](AnnotateOp op) {
+    if (op.getSharding().getMesh() != meshRef) {
+      op.emitOpError("uses mesh ") << op.getSharding().getMesh()
+                                   << " but the module's mesh is " << meshRef;
+      failedAny = true;
+    }
+  });
+  if (failedAny)
+    return failure();
+  FailureOr<cost::MeshCost> links =
+      meshCostFor(module, *mesh, std::move(profile), machineOption);
+  if (failed(links))
+    return failure();
+  return PropagationSetup{*mesh, std::move(*links)};
 }
 
 namespace {
@@ -640,32 +742,16 @@ struct PropagateShardingPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    bool anyAnnotation = false;
-    module.walk([&](AnnotateOp) { anyAnnotation = true; });
-    if (!anyAnnotation && module.getOps<MeshOp>().empty())
+    auto setup = propagationSetup(module, profile, machine);
+    if (failed(setup))
+      return signalPassFailure();
+    if (!setup->links)
       return; // nothing to distribute
-    FailureOr<MeshOp> mesh = getModuleMesh(module);
-    if (failed(mesh))
-      return signalPassFailure();
-    auto meshRef = FlatSymbolRefAttr::get(mesh->getSymNameAttr());
-    bool failedAny = false;
-    module.walk([&](AnnotateOp op) {
-      if (op.getSharding().getMesh() != meshRef) {
-        op.emitOpError("uses mesh ") << op.getSharding().getMesh()
-                                     << " but the module's mesh is " << meshRef;
-        failedAny = true;
-      }
-    });
-    if (failedAny)
-      return signalPassFailure();
-    FailureOr<cost::MeshCost> links =
-        meshCostFor(module, *mesh, profile, machine);
-    if (failed(links))
-      return signalPassFailure();
+    auto meshRef = FlatSymbolRefAttr::get(setup->mesh.getSymNameAttr());
     for (auto func : module.getOps<FunctionOpInterface>()) {
       if (func.isExternal())
         continue;
-      Propagator prop(*mesh, *links);
+      Propagator prop(setup->mesh, *setup->links);
       if (failed(prop.run(func)))
         return signalPassFailure();
       prop.materialize(func, meshRef);
@@ -677,4 +763,30 @@ struct PropagateShardingPass
 std::unique_ptr<Pass> distopt::dist::createDistPropagateSharding(
     std::shared_ptr<const cost::MachineProfile> machine) {
   return std::make_unique<PropagateShardingPass>(std::move(machine));
+}
+
+FailureOr<std::vector<SmallVector<Placement>>>
+distopt::dist::propagatedPlacements(
+    ModuleOp module, ArrayRef<Value> values,
+    std::shared_ptr<const cost::MachineProfile> machine) {
+  std::vector<SmallVector<Placement>> placements(values.size());
+  // A null profile: the pass's default, as its `machine` option left out.
+  auto setup = propagationSetup(module, std::move(machine), "");
+  if (failed(setup))
+    return failure();
+  if (!setup->links)
+    return placements;
+  for (auto func : module.getOps<FunctionOpInterface>()) {
+    if (func.isExternal())
+      continue;
+    Propagator prop(setup->mesh, *setup->links);
+    if (failed(prop.run(func)))
+      return failure();
+    for (auto [v, ps] : llvm::zip(values, placements)) {
+      Operation *owner = Value(v).getParentRegion()->getParentOp();
+      if (owner == func.getOperation() || func->isProperAncestor(owner))
+        ps = prop.placementsOf(v);
+    }
+  }
+  return placements;
 }
