@@ -258,25 +258,40 @@ LogicalResult PlanApplier::applyDataParallel(Location loc, StringRef axisName,
   if (axis < 0)
     return failure();
   int64_t size = mesh.getAxisSizes()[axis];
+  // Inputs with fewer rows than the axis: said once, for the first of them
+  // (a pipeline's microbatches are inputs of their own).
+  std::optional<std::pair<std::string, int64_t>> shortInput;
+  int64_t shortInputs = 0;
   for (BlockArgument arg : func.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     if (!type || type.getRank() == 0)
       continue;
     int64_t batch = type.getDimSize(0);
-    if (!ShapedType::isDynamic(batch) && batch < size) {
+    if (!ShapedType::isDynamic(batch) && batch < size && shortInputs++ == 0) {
       auto name =
           func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), nn::kNameAttr);
-      note(loc, "data parallelism: input '" +
-                    (name ? name.str()
-                          : "input_" + std::to_string(arg.getArgNumber())) +
-                    "' has " + std::to_string(batch) +
-                    " rows in dimension 0 (the batch), fewer than " +
-                    axisName.str() + "=" + std::to_string(size) + "; " +
-                    std::to_string(size - batch) +
-                    " device(s) get empty pieces");
+      shortInput = {name ? name.str()
+                         : "input_" + std::to_string(arg.getArgNumber()),
+                    batch};
     }
     annotateValue(arg, oneAxisSharding(mesh, axis, dist::Placement::shard(0)),
                   kStylePriority, "data_parallel: batch");
+  }
+  if (shortInput) {
+    auto [name, batch] = *shortInput;
+    note(loc,
+         "data parallelism: input '" + name + "' has " + std::to_string(batch) +
+             " rows in dimension 0 (the batch), fewer than " + axisName.str() +
+             "=" + std::to_string(size) + "; " + std::to_string(size - batch) +
+             " device(s) get empty pieces" +
+             (plan.microbatches() > 1
+                  ? " (rows of one microbatch: the pipeline's " +
+                        std::to_string(plan.microbatches()) +
+                        " microbatches split the batch first)"
+                  : std::string()) +
+             (shortInputs > 1 ? "; so do " + std::to_string(shortInputs - 1) +
+                                    " more input(s)"
+                              : std::string()));
   }
   // A batch the model assembles from inputs, such as the chosen and rejected
   // rows of preference pairs concatenated (TRL's concatenated_forward), is
