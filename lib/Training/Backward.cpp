@@ -38,6 +38,60 @@ static SmallVector<Operation *> opsInScope(Block *block) {
   return ops;
 }
 
+/// `ops` (in scope order) with each op outside `block` (a weight's
+/// transpose or cast hoisted before a microbatch loop) moved to just
+/// before its first reader: differentiated in reverse, its gradient is then
+/// made as soon as its readers' are complete, not after the whole backward.
+/// A weight gradient made at the end of a loop body would keep every
+/// layer's activations and output gradients alive until then.
+static SmallVector<Operation *>
+withOuterOpsAtFirstUse(ArrayRef<Operation *> ops, Block *block) {
+  DenseMap<Operation *, size_t> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    if (op->getBlock() == block)
+      position[op] = i;
+  if (position.size() == ops.size())
+    return SmallVector<Operation *>(ops);
+  // An outer op's anchor: the earliest position of a reader in `block`,
+  // through outer readers' anchors (readers come later in scope order, so
+  // they are anchored first going backwards).
+  DenseMap<Operation *, size_t> anchor;
+  for (Operation *op : llvm::reverse(ops)) {
+    if (op->getBlock() == block)
+      continue;
+    size_t first = ops.size();
+    for (Operation *user : op->getUsers()) {
+      if (Operation *inBlock = block->findAncestorOpInBlock(*user)) {
+        if (auto it = position.find(inBlock); it != position.end())
+          first = std::min(first, it->second);
+      } else if (auto it = anchor.find(user); it != anchor.end()) {
+        first = std::min(first, it->second);
+      }
+    }
+    anchor[op] = first;
+  }
+  // Stable: outer ops keep their order before the same reader.
+  std::vector<std::pair<size_t, Operation *>> keyed;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    auto it = anchor.find(op);
+    // An outer op nothing in the block reads stays first.
+    size_t key =
+        it == anchor.end() ? i : (it->second == ops.size() ? 0 : it->second);
+    keyed.push_back({key, op});
+  }
+  std::stable_sort(
+      keyed.begin(), keyed.end(), [&](const auto &x, const auto &y) {
+        if (x.first != y.first)
+          return x.first < y.first;
+        // Before the reader at the same key: outer ops first.
+        return x.second->getBlock() != block && y.second->getBlock() == block;
+      });
+  SmallVector<Operation *> out;
+  for (auto &[key, op] : keyed)
+    out.push_back(op);
+  return out;
+}
+
 FailureOr<SmallVector<Value>>
 distopt::buildGradients(OpBuilder &builder,
                         ArrayRef<std::pair<Value, Value>> seeds,
@@ -91,6 +145,8 @@ distopt::buildGradients(OpBuilder &builder,
         llvm::any_of(op->getOperands(),
                      [&](Value v) { return fromParams.contains(v); }))
       ops.push_back(op);
+  ops =
+      withOuterOpsAtFirstUse(ops, Value(seeds.front().first).getParentBlock());
   for (Operation *op : llvm::reverse(ops)) {
     nn::GradientBuilder g(builder, op->getLoc());
     SmallVector<Value> resultGrads;
