@@ -13,7 +13,13 @@
 //    embedding on the first); one microbatch's forward and backward per
 //    stage, with the sends between stages, are simulated with the
 //    candidate's schedule; a stage's activations are its in-flight
-//    microbatches' (the schedule's own order).
+//    microbatches' (the schedule's own order), with what the stage's
+//    microbatch loop holds besides: its running gradient sums (whole: ZeRO
+//    reduces them after the loop) from the start, one microbatch's
+//    gradients from its backward (or weight pass) until its last action
+//    adds them in, and under zero-bubble what the weight pass reads from
+//    the backward to it (with recomputation, the layer's whole
+//    activations, recomputed for the backward).
 // The step time is formed as the report forms it (Evaluate.cpp), so the
 // final full compile confirms it.
 //
@@ -26,6 +32,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
+#include <map>
 
 using namespace mlir;
 using namespace distopt;
@@ -35,6 +42,9 @@ namespace {
 /// The candidate's mesh and what its ranks run of the probe.
 struct Composer {
   const LayerTerms &terms;
+  /// The same choice's terms without recomputation (null: none asked for,
+  /// or not recomputing): what a zero-bubble weight pass reads.
+  const LayerTerms *withoutRecompute;
   const ModelShape &shape;
   const Candidate &c;
   cost::MeshCost links;
@@ -44,20 +54,26 @@ struct Composer {
   double gradientShare, parameterShare;
 
   double pieceShare; // of a ZeRO piece of the probe's: probe dp / dp
+  /// Of the probe's gradients, what a rank's whole gradients are (the probe
+  /// holds a ZeRO piece of them).
+  double wholeGradientShare;
 
-  Composer(const LayerTerms &terms, const ModelShape &shape, const Candidate &c,
-           const Candidate &probe,
+  Composer(const LayerTerms &terms, const LayerTerms *withoutRecompute,
+           const ModelShape &shape, const Candidate &c, const Candidate &probe,
            std::shared_ptr<const cost::MachineProfile> machine,
            std::vector<std::string> names, std::vector<int64_t> sizes)
-      : terms(terms), shape(shape), c(c), links(machine, names, sizes),
-        axisNames(std::move(names)) {
+      : terms(terms), withoutRecompute(withoutRecompute), shape(shape), c(c),
+        links(machine, names, sizes), axisNames(std::move(names)) {
     // The batch splits over rep and dp; ZeRO splits over dp only.
     rows =
         static_cast<double>(probe.dp * probe.replicate) / (c.dp * c.replicate);
     pieceShare = static_cast<double>(probe.dp) / c.dp;
     stateShare = c.zero >= 1 ? pieceShare : 1;
-    gradientShare = c.zero >= 2 ? pieceShare : 1;
+    // ZeRO-1's gradients are reduce-scattered as ZeRO-2's: the update of a
+    // state's piece reads the gradient's piece only.
+    gradientShare = c.zero >= 1 ? pieceShare : 1;
     parameterShare = c.zero >= 3 ? pieceShare : 1;
+    wholeGradientShare = c.zero >= 1 ? static_cast<double>(probe.dp) : 1;
   }
 
   /// One run of `t` on one of `microbatches` slices of a rank's rows.
@@ -113,7 +129,13 @@ struct Composer {
   /// rest's).
   Prediction memory(double layers, double share, double activationShare,
                     double inFlight, double microbatches) const {
-    const StepTerms &l = terms.layer, &r = terms.rest;
+    return memoryOf(terms, layers, share, activationShare, inFlight,
+                    microbatches);
+  }
+  Prediction memoryOf(const LayerTerms &from, double layers, double share,
+                      double activationShare, double inFlight,
+                      double microbatches) const {
+    const StepTerms &l = from.layer, &r = from.rest;
     Prediction p;
     p.parameterBytes = span(l.parameterBytes, r.parameterBytes, layers, share) *
                        parameterShare;
@@ -186,29 +208,57 @@ struct Composer {
         c.schedule, stages, c.microbatches, /*withBackward=*/true, v);
 
     // Memory per stage: its chunks' states and its in-flight activations
-    // in the schedule's order; the fullest stage counts.
+    // in the schedule's order, with the loop's gradients (the header); the
+    // fullest stage counts.
     Prediction p;
     for (int64_t s = 0; s < stages; ++s) {
-      double held = 0, share = 0;
-      std::vector<double> slice(v);
+      double held = 0, share = 0, sums = 0;
+      std::vector<double> slice(v), weightSlice(v), gradients(v);
       for (int64_t chunk = 0; chunk < v; ++chunk) {
         int64_t vs = chunk * stages + s;
         held += layers[vs];
         share += stateShareOf(vs);
         slice[chunk] =
             memory(layers[vs], 0, computeShare(vs), 1, m).activationBytes;
+        weightSlice[chunk] = !weights ? 0
+                             : withoutRecompute
+                                 ? memoryOf(*withoutRecompute, layers[vs], 0,
+                                            computeShare(vs), 1, m)
+                                       .activationBytes
+                                 : slice[chunk];
+        gradients[chunk] = span(l.gradientBytes, r.gradientBytes, layers[vs],
+                                stateShareOf(vs)) *
+                           wholeGradientShare;
+        sums += gradients[chunk];
       }
+      std::map<int64_t, size_t> lastAction;
+      for (auto [i, a] : llvm::enumerate(schedule[s]))
+        lastAction[a.microbatch] = i;
+      std::map<int64_t, double> pending;
       double live = 0, peakLive = 0;
-      for (const ScheduleAction &a : schedule[s]) {
-        if (a.pass == Pass::Forward)
+      for (auto [i, a] : llvm::enumerate(schedule[s])) {
+        if (a.pass == Pass::Forward) {
           live += slice[a.chunk];
-        else if (a.pass == Pass::Backward)
-          live -= slice[a.chunk];
+        } else if (a.pass == Pass::Backward) {
+          live += weightSlice[a.chunk] - slice[a.chunk];
+        } else {
+          live -= weightSlice[a.chunk];
+        }
+        // The pass that makes the gradients: they wait for the
+        // microbatch's last action.
+        if (a.pass == (weights ? Pass::Weight : Pass::Backward)) {
+          live += gradients[a.chunk];
+          pending[a.microbatch] += gradients[a.chunk];
+        }
         peakLive = std::max(peakLive, live);
+        if (i == lastAction[a.microbatch]) {
+          live -= pending[a.microbatch];
+          pending.erase(a.microbatch);
+        }
       }
       Prediction stage = memory(held, share, 0, 0, m);
-      stage.activationBytes = peakLive;
-      stage.peakBytes += peakLive;
+      stage.activationBytes = peakLive + sums;
+      stage.peakBytes += stage.activationBytes;
       if (s == 0 || stage.peakBytes > p.peakBytes)
         p = stage;
     }
@@ -264,8 +314,8 @@ struct Composer {
 } // namespace
 
 Prediction distopt::autoplan::composePrediction(
-    const LayerTerms &terms, const ModelShape &shape,
-    const Candidate &candidate, const Candidate &probe,
+    const LayerTerms &terms, const LayerTerms *withoutRecompute,
+    const ModelShape &shape, const Candidate &candidate, const Candidate &probe,
     std::shared_ptr<const cost::MachineProfile> machine,
     std::optional<int64_t> budget, double fastestUs) {
   std::vector<std::string> names;
@@ -274,8 +324,8 @@ Prediction distopt::autoplan::composePrediction(
     names.push_back(name);
     sizes.push_back(size);
   }
-  Composer composer(terms, shape, candidate, probe, std::move(machine),
-                    std::move(names), std::move(sizes));
+  Composer composer(terms, withoutRecompute, shape, candidate, probe,
+                    std::move(machine), std::move(names), std::move(sizes));
   return candidate.pp > 1 ? composer.withPipeline(budget, fastestUs)
                           : composer.withoutPipeline();
 }

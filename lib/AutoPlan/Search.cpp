@@ -296,10 +296,21 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
       e.reason = entry.error;
       return e;
     }
+    // A recomputing zero-bubble pipeline's weight passes read the layers'
+    // whole activations, recomputed for the backward: the terms without
+    // recomputation say how much (a std::map entry: `entry` stays valid).
+    const LayerTerms *withoutRecompute = nullptr;
+    if (c.recompute && c.pp > 1 && c.schedule == "zb-h1") {
+      Candidate twin = c;
+      twin.recompute = false;
+      const LayerProbes::Entry &full = probes.terms(twin);
+      if (full.terms)
+        withoutRecompute = &*full.terms;
+    }
     e.status = Evaluation::Status::Predicted;
     e.prediction = composePrediction(
-        *entry.terms, *shape, c, LayerProbes::probeOf(c), machine,
-        options.exhaustive ? std::nullopt : options.memoryBudget,
+        *entry.terms, withoutRecompute, *shape, c, LayerProbes::probeOf(c),
+        machine, options.exhaustive ? std::nullopt : options.memoryBudget,
         options.exhaustive ? std::numeric_limits<double>::infinity()
                            : fastestFit);
     if (e.prediction.timed && fits(e.prediction))

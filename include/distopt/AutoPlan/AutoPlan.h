@@ -203,9 +203,13 @@ LayerTerms layerTermsFrom(const StepTerms &kept, const StepTerms &oneMore,
 /// pipeline's stages are simulated with its schedule. The memory comes
 /// first: a pipeline over `budget`, or whose busiest stage's work alone
 /// exceeds `fastestUs`, is not simulated (`timed` false).
+/// `withoutRecompute`: for a recomputing zero-bubble pipeline, the same
+/// choice's terms without recomputation (what its weight passes hold); else
+/// null.
 Prediction
-composePrediction(const LayerTerms &terms, const ModelShape &shape,
-                  const Candidate &candidate, const Candidate &probe,
+composePrediction(const LayerTerms &terms, const LayerTerms *withoutRecompute,
+                  const ModelShape &shape, const Candidate &candidate,
+                  const Candidate &probe,
                   std::shared_ptr<const cost::MachineProfile> machine,
                   std::optional<int64_t> budget, double fastestUs);
 
