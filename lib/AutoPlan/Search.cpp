@@ -363,7 +363,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   // The fastest predictions that fit are compiled whole: the winner is the
   // fastest of those the compiler confirms fit. One that does not fit after
   // all brings back its recompute twin, if that was skipped for it.
-  if (shape) {
+  auto confirm = [&] {
     std::vector<size_t> pending;
     auto byStep = [&](size_t a, size_t b) {
       return result.evaluations[a].prediction.stepUs >
@@ -415,6 +415,27 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         }
         break;
       }
+    }
+  };
+  if (shape) {
+    confirm();
+    // Pipelines were left unsimulated behind the fastest composed step that
+    // fit; if no whole compile fits after all, that bound was no bound:
+    // simulate them and confirm again, rather than say nothing fits.
+    auto compiledFit = [&](const Evaluation &e) {
+      return e.status == Evaluation::Status::Compiled && fits(e.prediction);
+    };
+    if (llvm::none_of(result.evaluations, compiledFit)) {
+      fastestFit = std::numeric_limits<double>::infinity();
+      bool again = false;
+      for (Evaluation &e : result.evaluations)
+        if (e.status == Evaluation::Status::Predicted && !e.prediction.timed &&
+            fits(e.prediction)) {
+          e = evaluate(e.candidate);
+          again |= e.prediction.timed;
+        }
+      if (again)
+        confirm();
     }
   }
   for (const Evaluation &e : result.evaluations) {
