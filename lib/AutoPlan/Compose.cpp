@@ -103,7 +103,10 @@ struct Composer {
   }
 
   /// Collectives of `phase` for `layers` layers and `restShare` of the
-  /// rest, each run once per slice of `microbatches`.
+  /// rest, per slice of `microbatches`: those on activations (and FSDP's
+  /// parameter gathers) run once per slice; the backward's reductions over
+  /// dp or rep (of gradients) once per step, after the microbatch loop has
+  /// summed them, so a slice carries its share.
   double collectivesUs(StringRef phase, double layers, double restShare,
                        double microbatches) const {
     double us = 0;
@@ -113,6 +116,12 @@ struct Composer {
         continue;
       double count = std::max(
           0.0, layers * l.count + restShare * terms.rest.collectives[i].count);
+      bool reduction = l.kind == "all_reduce" || l.kind == "reduce_scatter";
+      if (phase == "backward" && reduction &&
+          llvm::any_of(l.axes, [](const std::string &a) {
+            return a == "dp" || a == "rep";
+          }))
+        count /= microbatches;
       us += count * collectiveUs(l, microbatches);
     }
     return us;
