@@ -728,6 +728,29 @@ propagationSetup(ModuleOp module,
   return PropagationSetup{*mesh, std::move(*links)};
 }
 
+/// Propagates every function of `module` that has a body, and hands each
+/// with its propagator to `done`; a module with nothing to distribute
+/// propagates nothing.
+static LogicalResult propagateFunctions(
+    ModuleOp module, std::shared_ptr<const cost::MachineProfile> profile,
+    StringRef machineOption,
+    function_ref<void(FunctionOpInterface, Propagator &, MeshOp)> done) {
+  auto setup = propagationSetup(module, std::move(profile), machineOption);
+  if (failed(setup))
+    return failure();
+  if (!setup->links)
+    return success(); // nothing to distribute
+  for (auto func : module.getOps<FunctionOpInterface>()) {
+    if (func.isExternal())
+      continue;
+    Propagator prop(setup->mesh, *setup->links);
+    if (failed(prop.run(func)))
+      return failure();
+    done(func, prop, setup->mesh);
+  }
+  return success();
+}
+
 namespace {
 struct PropagateShardingPass
     : public distopt::dist::impl::DistPropagateShardingBase<
@@ -741,21 +764,11 @@ struct PropagateShardingPass
   std::shared_ptr<const cost::MachineProfile> profile;
 
   void runOnOperation() override {
-    ModuleOp module = getOperation();
-    auto setup = propagationSetup(module, profile, machine);
-    if (failed(setup))
-      return signalPassFailure();
-    if (!setup->links)
-      return; // nothing to distribute
-    auto meshRef = FlatSymbolRefAttr::get(setup->mesh.getSymNameAttr());
-    for (auto func : module.getOps<FunctionOpInterface>()) {
-      if (func.isExternal())
-        continue;
-      Propagator prop(setup->mesh, *setup->links);
-      if (failed(prop.run(func)))
-        return signalPassFailure();
-      prop.materialize(func, meshRef);
-    }
+    auto written = [](FunctionOpInterface func, Propagator &prop, MeshOp mesh) {
+      prop.materialize(func, FlatSymbolRefAttr::get(mesh.getSymNameAttr()));
+    };
+    if (failed(propagateFunctions(getOperation(), profile, machine, written)))
+      signalPassFailure();
   }
 };
 } // namespace
@@ -770,23 +783,15 @@ distopt::dist::propagatedPlacements(
     ModuleOp module, ArrayRef<Value> values,
     std::shared_ptr<const cost::MachineProfile> machine) {
   std::vector<SmallVector<Placement>> placements(values.size());
-  // A null profile: the pass's default, as its `machine` option left out.
-  auto setup = propagationSetup(module, std::move(machine), "");
-  if (failed(setup))
-    return failure();
-  if (!setup->links)
-    return placements;
-  for (auto func : module.getOps<FunctionOpInterface>()) {
-    if (func.isExternal())
-      continue;
-    Propagator prop(setup->mesh, *setup->links);
-    if (failed(prop.run(func)))
-      return failure();
+  auto read = [&](FunctionOpInterface func, Propagator &prop, MeshOp) {
     for (auto [v, ps] : llvm::zip(values, placements)) {
       Operation *owner = Value(v).getParentRegion()->getParentOp();
       if (owner == func.getOperation() || func->isProperAncestor(owner))
         ps = prop.placementsOf(v);
     }
-  }
+  };
+  // A null profile: the pass's default, as its `machine` option left out.
+  if (failed(propagateFunctions(module, std::move(machine), "", read)))
+    return failure();
   return placements;
 }
