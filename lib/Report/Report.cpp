@@ -647,10 +647,15 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     return activationPeak(program);
   };
   std::function<bool(Operation *, int64_t)> stores;
-  if (stages)
+  // Asked per value and rank (a thousand ranks): each rank's stage once.
+  std::vector<int64_t> stageOf;
+  if (stages) {
+    for (int64_t r = 0, n = c.numRanks(); r < n; ++r)
+      stageOf.push_back(c.stageOfRank(r));
     stores = [&](Operation *w, int64_t rank) {
-      return stages->storesWeight(w, c.stageOfRank(rank));
+      return stages->storesWeight(w, stageOf[rank]);
     };
+  }
   Report report = buildReport(module, {**rank0}, model, stores);
   FailureOr<int64_t> peak = fusedPeak(**rank0, 0);
   if (failed(peak))
