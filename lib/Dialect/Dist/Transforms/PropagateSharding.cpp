@@ -55,6 +55,8 @@ struct ValueState {
 /// partial sums may flow, so an op none of these changed for is skipped.
 struct OpMemo {
   unsigned rule = 0;
+  /// Every placement around the op decided: it is done.
+  bool finished = false;
   bool stepped = false;
   bool allowedPartialFlow = false;
   int round = 0;
@@ -87,6 +89,8 @@ public:
 
 private:
   ValueState &state(Value v);
+  /// `op`'s memo, made with its rule the first time.
+  OpMemo &memoOf(Operation *op);
   bool isSourceValue(Value v);
   bool isPassThrough(Operation *op);
   /// Whether the producer of `v` can give it placement `p` on `axis`.
@@ -130,8 +134,6 @@ private:
   DenseMap<Operation *, OpMemo> memos;
   std::deque<std::optional<OpShardingRule>> ruleStore;
   DenseMap<std::pair<Value, int64_t>, bool> reducedAtSource;
-  /// Ops with every placement around them decided.
-  DenseSet<Operation *> finished;
   std::vector<std::string> causes;
   /// Counts state changes: ValueState::changedAt, OpMemo::steppedAt.
   uint64_t tick = 0;
@@ -157,13 +159,17 @@ ValueState &Propagator::state(Value v) {
   return states.try_emplace(v, std::move(vs)).first->second;
 }
 
-const OpShardingRule *Propagator::rule(Operation *op) {
+OpMemo &Propagator::memoOf(Operation *op) {
   auto [it, inserted] = memos.try_emplace(op);
   if (inserted) {
     it->second.rule = ruleStore.size();
     ruleStore.push_back(getRule(op));
   }
-  std::optional<OpShardingRule> &r = ruleStore[it->second.rule];
+  return it->second;
+}
+
+const OpShardingRule *Propagator::rule(Operation *op) {
+  std::optional<OpShardingRule> &r = ruleStore[memoOf(op).rule];
   return r ? &*r : nullptr;
 }
 
@@ -367,7 +373,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
   // Nothing new around the op since its last step (no state filled, no
   // annotation that this round makes visible, the same partial-flow
   // rule): the step would decide what it decided then.
-  OpMemo &memo = memos.find(op)->second;
+  OpMemo &memo = memoOf(op);
   if (memo.stepped && memo.allowedPartialFlow == allowPartialFlow &&
       llvm::all_of(tensors, [&](const Tensor &t) {
         return t.vs->changedAt <= memo.steppedAt &&
@@ -376,7 +382,10 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
                });
       }))
     return changed;
-  memo = {memo.rule, true, allowPartialFlow, round, tick};
+  memo.stepped = true;
+  memo.allowedPartialFlow = allowPartialFlow;
+  memo.round = round;
+  memo.steppedAt = tick;
 
   // Decided placements never change: an op with nothing open is done.
   bool anythingOpen = llvm::any_of(tensors, [](const Tensor &t) {
@@ -385,7 +394,7 @@ SmallVector<Value> Propagator::step(Operation *op, int round,
     });
   });
   if (!anythingOpen) {
-    finished.insert(op);
+    memo.finished = true;
     return changed;
   }
 
@@ -549,7 +558,7 @@ void Propagator::runPhase(ArrayRef<Operation *> ops, int round,
   std::deque<Operation *> work;
   DenseSet<Operation *> queued;
   auto eligible = [&](Operation *op) {
-    return !finished.contains(op) && rule(op) &&
+    return !memoOf(op).finished && rule(op) &&
            (!passThroughOnly || isPassThrough(op));
   };
   for (Operation *op : ops)
