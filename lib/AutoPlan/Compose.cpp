@@ -15,10 +15,9 @@
 //    candidate's schedule; a stage's activations are its in-flight
 //    microbatches' (the schedule's own order), with what the stage's
 //    microbatch loop holds besides: its running gradient sums (whole: ZeRO
-//    reduces them after the loop) from the start, one microbatch's
-//    gradients from its backward (or weight pass) until its last action
-//    adds them in, and under zero-bubble what the weight pass reads from
-//    the backward to it (with recomputation, the layer's whole
+//    reduces them after the loop) from the start, to which each gradient is
+//    added as it is made, and under zero-bubble what the weight pass reads
+//    from the backward to it (with recomputation, the layer's whole
 //    activations, recomputed for the backward).
 // The step time is formed as the report forms it (Evaluate.cpp), so the
 // final full compile confirms it.
@@ -222,7 +221,7 @@ struct Composer {
     Prediction p;
     for (int64_t s = 0; s < stages; ++s) {
       double held = 0, share = 0, sums = 0;
-      std::vector<double> slice(v), weightSlice(v), gradients(v);
+      std::vector<double> slice(v), weightSlice(v);
       for (int64_t chunk = 0; chunk < v; ++chunk) {
         int64_t vs = chunk * stages + s;
         held += layers[vs];
@@ -235,17 +234,13 @@ struct Composer {
                                             computeShare(vs), 1, m)
                                        .activationBytes
                                  : slice[chunk];
-        gradients[chunk] = span(l.gradientBytes, r.gradientBytes, layers[vs],
-                                stateShareOf(vs)) *
-                           wholeGradientShare;
-        sums += gradients[chunk];
+        sums += span(l.gradientBytes, r.gradientBytes, layers[vs],
+                     stateShareOf(vs)) *
+                wholeGradientShare;
       }
-      std::map<int64_t, size_t> lastAction;
-      for (auto [i, a] : llvm::enumerate(schedule[s]))
-        lastAction[a.microbatch] = i;
-      std::map<int64_t, double> pending;
+      // A microbatch's gradients join the sums as they are made.
       double live = 0, peakLive = 0;
-      for (auto [i, a] : llvm::enumerate(schedule[s])) {
+      for (const ScheduleAction &a : schedule[s]) {
         if (a.pass == Pass::Forward) {
           live += slice[a.chunk];
         } else if (a.pass == Pass::Backward) {
@@ -253,17 +248,7 @@ struct Composer {
         } else {
           live -= weightSlice[a.chunk];
         }
-        // The pass that makes the gradients: they wait for the
-        // microbatch's last action.
-        if (a.pass == (weights ? Pass::Weight : Pass::Backward)) {
-          live += gradients[a.chunk];
-          pending[a.microbatch] += gradients[a.chunk];
-        }
         peakLive = std::max(peakLive, live);
-        if (i == lastAction[a.microbatch]) {
-          live -= pending[a.microbatch];
-          pending.erase(a.microbatch);
-        }
       }
       Prediction stage = memory(held, share, 0, 0, m);
       stage.activationBytes = peakLive + sums;

@@ -839,6 +839,29 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
     start->add_outputs(*id);
   }
   Block &body = loop.getBody().front();
+  Operation *yield = body.getTerminator();
+  // Each sum's add comes right after the op that makes what it adds, so
+  // that a microbatch's gradients join the running sums as they are made
+  // instead of all waiting for the end of its backward; the runtime's sum
+  // takes the add's result at once.
+  SmallVector<int32_t> next(sums.size(), -1);
+  auto addToSums = [&](Value v) -> LogicalResult {
+    for (OpOperand &yielded : yield->getOpOperands()) {
+      unsigned k = yielded.getOperandNumber();
+      if (yielded.get() != v || next[k] >= 0)
+        continue;
+      FailureOr<int32_t> y = use(yield, v);
+      FailureOr<int32_t> id = newValue(v.getLoc(), v.getType());
+      if (failed(y) || failed(id))
+        return failure();
+      proto::Instruction *add = newInstruction(yield, "add");
+      add->add_inputs(sums[k]);
+      add->add_inputs(*y);
+      add->add_outputs(*id);
+      next[k] = *id;
+    }
+    return success();
+  };
   for (Operation &op : body.without_terminator()) {
     if (auto marker = dyn_cast<nn::MicrobatchActionOp>(op)) {
       proto::Instruction *inst = newInstruction(marker, "microbatch_action");
@@ -848,27 +871,21 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
     }
     if (failed(exportOp(func, op)))
       return failure();
+    for (Value r : op.getResults())
+      if (failed(addToSums(r)))
+        return failure();
   }
   // The sums: the last action of a scheduled loop (after a microbatch's
-  // other actions).
+  // other actions), adding what the body did not make.
   if (loop.getSchedule()) {
     proto::Instruction *inst = newInstruction(loop, "microbatch_action");
     (*inst->mutable_attrs())["pass"].set_i(kSumAction);
     (*inst->mutable_attrs())["chunk"].set_i(0);
   }
-  Operation *yield = body.getTerminator();
-  SmallVector<int32_t> next;
-  for (auto [sum, v] : llvm::zip(sums, yield->getOperands())) {
-    FailureOr<int32_t> y = use(yield, v);
-    FailureOr<int32_t> id = newValue(v.getLoc(), v.getType());
-    if (failed(y) || failed(id))
-      return failure();
-    proto::Instruction *add = newInstruction(yield, "add");
-    add->add_inputs(sum);
-    add->add_inputs(*y);
-    add->add_outputs(*id);
-    next.push_back(*id);
-  }
+  for (Value v : yield->getOperands())
+    if (!v.getDefiningOp() || v.getDefiningOp()->getBlock() != &body)
+      if (failed(addToSums(v)))
+        return failure();
   proto::Instruction *end = newInstruction(loop, "microbatch_yield");
   (*end->mutable_attrs())["loop"].set_i(begin);
   for (int32_t id : next)

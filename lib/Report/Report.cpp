@@ -67,12 +67,15 @@ static cost::OpWork opWork(Operation *op, double flops, double bytes) {
   return work;
 }
 
-/// The most bytes a pipeline stage's loop holds at once beyond what was
-/// live before it: its schedule's actions run in order, each microbatch's
-/// values live from their op to their last reader in the body, and the
-/// values still waiting for a later action of their microbatch add up
-/// (GPipe keeps every microbatch's, 1F1B at most the stages').
-static int64_t scheduledLoopPeak(nn::MicrobatchLoopOp loop) {
+/// The most bytes a microbatch loop holds at once beyond what was live
+/// before it and its running sums. Each microbatch's values live from their
+/// op to their last reader in the body; what the body yields is added to
+/// the running sums right after its op (eager accumulation), so it dies
+/// there. A pipeline stage's loop runs its schedule's actions in order, and
+/// the values still waiting for a later action of their microbatch add up
+/// (GPipe keeps every microbatch's, 1F1B at most the stages'); a plain
+/// loop runs its microbatches one after another.
+static int64_t loopPeak(nn::MicrobatchLoopOp loop) {
   Block &body = loop.getBody().front();
   std::map<std::pair<int64_t, int64_t>, std::vector<Operation *>> actions;
   std::pair<int64_t, int64_t> at{0, 0};
@@ -85,10 +88,14 @@ static int64_t scheduledLoopPeak(nn::MicrobatchLoopOp loop) {
     for (Value v : op.getOperands())
       lastUse[v] = &op;
   }
-  ArrayRef<int64_t> table = *loop.getSchedule();
+  // A plain loop: one action, one microbatch at a time.
+  SmallVector<int64_t> table{0, 0, 0};
+  if (std::optional<ArrayRef<int64_t>> schedule = loop.getSchedule())
+    table.assign(schedule->begin(), schedule->end());
   std::map<int64_t, size_t> lastAction;
   for (size_t a = 0; a + 2 < table.size(); a += 3)
     lastAction[table[a]] = a;
+  Operation *yield = body.getTerminator();
   std::map<int64_t, int64_t> liveOf; // per microbatch
   int64_t live = 0, peak = 0;
   for (size_t a = 0; a + 2 < table.size(); a += 3) {
@@ -100,6 +107,11 @@ static int64_t scheduledLoopPeak(nn::MicrobatchLoopOp loop) {
         liveOf[j] += bytes;
       }
       peak = std::max(peak, live);
+      for (Value r : op->getResults())
+        if (Operation *last = lastUse.lookup(r); !last || last == yield) {
+          live -= nn::tensorBytes(r.getType());
+          liveOf[j] -= nn::tensorBytes(r.getType());
+        }
       for (Value v : op->getOperands())
         if (lastUse.lookup(v) == op && v.getDefiningOp() &&
             v.getDefiningOp()->getBlock() == &body) {
@@ -107,7 +119,7 @@ static int64_t scheduledLoopPeak(nn::MicrobatchLoopOp loop) {
           liveOf[j] -= nn::tensorBytes(v.getType());
         }
     }
-    if (lastAction[j] == a) { // its sums are added: its values go
+    if (lastAction[j] == a) { // its last action: its values go
       live -= liveOf[j];
       liveOf[j] = 0;
     }
@@ -239,18 +251,16 @@ int64_t distopt::activationPeak(ModuleOp program) {
     func.walk([&](Operation *op) {
       if (op == func.getOperation() || stored(op))
         return;
-      auto parent = dyn_cast<nn::MicrobatchLoopOp>(op->getParentOp());
-      if (parent && parent.getSchedule())
-        return; // counted with the loop's schedule
-      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op);
-          loop && loop.getSchedule()) {
-        // The loop's sums (the stage's gradients, accumulated over the
-        // microbatches) are held while it runs, beside what its schedule
-        // keeps in flight.
+      if (isa_and_nonnull<nn::MicrobatchLoopOp>(op->getParentOp()))
+        return; // counted with the loop
+      if (auto loop = dyn_cast<nn::MicrobatchLoopOp>(op)) {
+        // The loop's sums (the gradients, accumulated over the
+        // microbatches) are held while it runs, beside what its
+        // microbatches keep.
         int64_t sums = 0;
         for (Value r : loop.getResults())
           sums += nn::tensorBytes(r.getType());
-        peak = std::max(peak, live + sums + scheduledLoopPeak(loop));
+        peak = std::max(peak, live + sums + loopPeak(loop));
         // What the body read last from before the loop dies with it.
         loop.getBody().walk([&](Operation *inner) {
           for (Value v : inner->getOperands())

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "kernel.h"
+
 namespace distrt {
 
 Status CheckCommunicator(const Program& p, const Communicator* comm) {
@@ -107,10 +109,15 @@ int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
     const TensorType& t = p.value(v).type;
     return NumElements(t.shape) * static_cast<int64_t>(DTypeSize(t.dtype));
   };
+  // A running sum's add makes nothing new: its result replaces the sum,
+  // counted from the loop's start until its yield hands it on.
   auto counts = [&](int i) {
     const std::string& op = p.proto().instructions(i).op();
-    return op != "reshape" && op != "identity";
+    return op != "reshape" && op != "identity" && p.RunningSumOf(i) < 0;
   };
+  std::vector<bool> updated_sum(static_cast<size_t>(p.num_values()), false);
+  for (int i = 0; i < p.num_instructions(); ++i)
+    if (p.RunningSumOf(i) >= 0) updated_sum[static_cast<size_t>(p.RunningSumOf(i))] = true;
   auto extra = [&](int i) { return scratch.empty() ? 0 : scratch[static_cast<size_t>(i)]; };
   for (int i = 0; i < p.proto().inputs_size(); ++i) {
     counted[static_cast<size_t>(p.InputValue(i))] = bytes_of(p.InputValue(i));
@@ -166,8 +173,19 @@ int64_t PlannedPeakBytes(const Program& p, const Liveness& live,
         }
     peak = std::max(peak, now + extra(i));
     for (int v : live.release_after[static_cast<size_t>(i)]) {
+      if (updated_sum[static_cast<size_t>(v)]) continue;
       now -= counted[static_cast<size_t>(v)];
       counted[static_cast<size_t>(v)] = 0;
+    }
+    if (p.proto().instructions(i).op() == "microbatch_yield") {
+      // Its outputs (counted above) are the sums its adds updated.
+      int64_t begin = -1;
+      (void)AttrReader(p.proto().instructions(i)).GetInt("loop", &begin);
+      for (int v : p.InstructionOutputs(static_cast<int>(begin)))
+        if (updated_sum[static_cast<size_t>(v)]) {
+          now -= counted[static_cast<size_t>(v)];
+          counted[static_cast<size_t>(v)] = 0;
+        }
     }
     if (auto it = loops.find(i); it != loops.end()) {
       scheduled(it->second);

@@ -55,6 +55,9 @@ struct Executor::Impl {
   std::vector<double> op_flops;
   // Pipeline stages' loops, by their first instruction.
   std::map<int, ScheduledLoop> loop_plans;
+  // Per value: an add's result that a loop's running sum takes when made
+  // (Program::RunningSumOf).
+  std::vector<bool> taken_by_sum;
 };
 
 Executor::~Executor() = default;
@@ -393,6 +396,9 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     if (!st.ok()) return st.WithContext(p.source());
   }
   im.release_after = std::move(live.release_after);
+  im.taken_by_sum.assign(static_cast<size_t>(p.num_values()), false);
+  for (int i = 0; i < n; ++i)
+    if (p.RunningSumOf(i) >= 0) im.taken_by_sum[p.InstructionOutputs(i)[0]] = true;
   im.dies_at.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
     for (int v : p.InstructionInputs(i)) {
@@ -608,8 +614,16 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
       values[v] = Tensor();
       if (!im.on_host) mirror[static_cast<size_t>(v)] = Tensor();
     }
+    // A loop's running sum takes its add's result at once (eager
+    // accumulation: a microbatch's gradient is added as soon as it is made).
+    if (const int sum = p.RunningSumOf(i); sum >= 0) {
+      set(sum, std::move(values[static_cast<size_t>(out_ids[0])]));
+      set(out_ids[0], Tensor());
+    }
     return OkStatus();
   };
+  // Whether the yield's input is a result its running sum took already.
+  auto taken = [&](int v) { return im.taken_by_sum[static_cast<size_t>(v)]; };
   // The open microbatch loop (validated: they do not nest): its first
   // instruction, its count and the microbatch running.
   int loop_begin = -1;
@@ -647,9 +661,11 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
         DISTRT_RETURN_IF_ERROR(run_range(first, last));
       }
       if (a == l.last_action[static_cast<size_t>(microbatch)]) {
-        // Its last action: add what it yields to the sums.
+        // Its last action: add what it yields to the sums (those no action
+        // added to already).
         DISTRT_RETURN_IF_ERROR(run_range(l.sums_begin, l.end));
-        for (size_t k = 0; k < yielded.size(); ++k) set(sums[k + 1], values[yielded[k]]);
+        for (size_t k = 0; k < yielded.size(); ++k)
+          if (!taken(yielded[k])) set(sums[k + 1], values[yielded[k]]);
         for (int v : l.body_values) set(v, Tensor());
         continue;
       }
@@ -661,7 +677,8 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
     }
     ctx.tag_offset = tag_offset_;
     const std::vector<int>& results = p.InstructionOutputs(l.end);
-    for (size_t k = 0; k < results.size(); ++k) set(results[k], values[sums[k + 1]]);
+    for (size_t k = 0; k < results.size(); ++k)
+      set(results[k], std::move(values[static_cast<size_t>(sums[k + 1])]));
     release_after(l.end);  // what the loop read from before it
     return OkStatus();
   };
@@ -705,8 +722,12 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
       const std::vector<int>& sums = p.InstructionOutputs(loop_begin);
       const bool again = ++microbatch < microbatches;
       if (again) set(sums[0], Tensor::Scalar<int64_t>(microbatch));
-      for (size_t k = 0; k < in_ids.size(); ++k)
-        set(again ? sums[k + 1] : out_ids[k], values[in_ids[k]]);
+      for (size_t k = 0; k < in_ids.size(); ++k) {
+        if (!taken(in_ids[k]))
+          set(again ? sums[k + 1] : out_ids[k], values[in_ids[k]]);
+        else if (!again)
+          set(out_ids[k], std::move(values[static_cast<size_t>(sums[k + 1])]));
+      }
       if (!again) {
         release_after(i);  // what the loop read from before it, too
         continue;

@@ -250,6 +250,7 @@ class ProgramValidator {
   // only by microbatch_select, and action markers sit in scheduled loops
   // (whose schedule the executor checks: scheduled_loop.h).
   Status Loops() {
+    p_.running_sum_of_.assign(static_cast<size_t>(proto_.instructions_size()), -1);
     int open = -1;
     for (int i = 0; i < proto_.instructions_size(); ++i) {
       const proto::Instruction& inst = proto_.instructions(i);
@@ -276,6 +277,7 @@ class ProgramValidator {
             return Error(what, " input ", k, " is not typed as the loop's running sum ",
                          p_.DescribeValue(sums[k + 1]));
           }
+        DISTRT_RETURN_IF_ERROR(RunningSumAdds(open, i));
         open = -1;
       } else if (inst.op() == "microbatch_action" &&
                  (open < 0 || !proto_.instructions(open).attrs().count("schedule"))) {
@@ -287,6 +289,49 @@ class ProgramValidator {
       }
     }
     if (open >= 0) return Error(p_.DescribeInstruction(open), " is never closed");
+    return OkStatus();
+  }
+
+  // The loop [begin, end]'s sums that an `add` in its body updates: the add
+  // reads the running sum first and its result is what the yield carries
+  // into that sum. Such a sum takes the add's result when the add runs, so
+  // nothing else in the body may read it.
+  Status RunningSumAdds(int begin, int end) {
+    const std::vector<int>& sums = p_.inst_outputs_[static_cast<size_t>(begin)];
+    const std::vector<int>& next = p_.inst_inputs_[static_cast<size_t>(end)];
+    std::map<int, int> defined_at;  // the body's values
+    for (int i = begin + 1; i < end; ++i)
+      for (int v : p_.inst_outputs_[static_cast<size_t>(i)]) defined_at[v] = i;
+    std::set<int> updated;
+    for (size_t k = 0; k < next.size(); ++k) {
+      auto it = defined_at.find(next[k]);
+      if (it == defined_at.end()) continue;
+      const int i = it->second;
+      const std::vector<int>& in = p_.inst_inputs_[static_cast<size_t>(i)];
+      if (proto_.instructions(i).op() == "add" && in.size() == 2 && in[0] == sums[k + 1] &&
+          p_.running_sum_of_[static_cast<size_t>(i)] < 0 && updated.insert(in[0]).second)
+        p_.running_sum_of_[static_cast<size_t>(i)] = sums[k + 1];
+    }
+    // The sum takes the add's result: only the yield, at that sum, reads it.
+    std::map<int, int> taken;  // the adds' results, by the sum they become
+    for (int i = begin + 1; i < end; ++i)
+      if (p_.running_sum_of_[static_cast<size_t>(i)] >= 0)
+        taken[p_.inst_outputs_[static_cast<size_t>(i)][0]] =
+            p_.running_sum_of_[static_cast<size_t>(i)];
+    for (int i = begin + 1; i <= end; ++i) {
+      const std::vector<int>& in = p_.inst_inputs_[static_cast<size_t>(i)];
+      for (size_t k = 0; k < in.size(); ++k) {
+        if (updated.count(in[k]) &&
+            !(k == 0 && p_.running_sum_of_[static_cast<size_t>(i)] == in[k]))
+          return Error(p_.DescribeInstruction(i), " reads the running sum ",
+                       p_.DescribeValue(in[k]), ", which only the add that updates it may read");
+        auto t = taken.find(in[k]);
+        if (t != taken.end() && !(i == end && sums[k + 1] == t->second))
+          return Error(p_.DescribeInstruction(i), " reads ", p_.DescribeValue(in[k]),
+                       ", which becomes the running sum ", p_.DescribeValue(t->second),
+                       " when made; only the yield may carry it");
+      }
+    }
     return OkStatus();
   }
 

@@ -457,6 +457,94 @@ TEST(Executor, ScheduledLoopKeepsEachMicrobatchsValuesBetweenItsActions) {
   EXPECT_EQ(planned[0] - planned[1], 2 * 12);
 }
 
+// Two running sums, of y = -w * x (forward) and g = y * x (backward), with
+// a large temporary t made after g in the backward. `early`: each sum's add
+// right after what it adds, as the exporter places them; otherwise both at
+// the body's end (in the sums' action of a scheduled loop). `reads_sum`: the
+// backward also reads y's running sum.
+static ProgramBuilder TwoSumLoopProgram(bool early, const std::vector<int64_t>& schedule,
+                                        bool reads_sum = false) {
+  ProgramBuilder b;
+  int w = b.Input("w", DType::kF32, {3});
+  std::vector<int> xs;
+  for (int j = 0; j < 3; ++j) xs.push_back(b.Input("x.mb" + std::to_string(j), DType::kF32, {3}));
+  int nw = b.Apply("neg", {w}, DType::kF32, {3});
+  int index = b.Value(DType::kI64, {});
+  int acc_y = b.Value(DType::kF32, {3}), acc_g = b.Value(DType::kF32, {3});
+  const int begin = b.proto().instructions_size();
+  proto::Instruction& loop =
+      b.Op("microbatch_loop", {}, {index, acc_y, acc_g}, {{"microbatches", AttrInt(3)}});
+  if (!schedule.empty()) {
+    (*loop.mutable_attrs())["schedule"] = AttrInts(schedule);
+    (*loop.mutable_attrs())["tag_stride"] = AttrInt(1);
+  }
+  auto action = [&](int64_t pass) {
+    if (!schedule.empty())
+      b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
+  };
+  action(0);
+  int x = b.Apply("microbatch_select", {index, xs[0], xs[1], xs[2]}, DType::kF32, {3});
+  int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
+  int next_y = early ? b.Apply("add", {acc_y, y}, DType::kF32, {3}) : -1;
+  action(1);
+  int g = b.Apply("mul", {y, x}, DType::kF32, {3});
+  int next_g = early ? b.Apply("add", {acc_g, g}, DType::kF32, {3}) : -1;
+  // t: 12 KiB made after g and dropped at a reduction nobody reads.
+  int t = b.Apply("expand", {x}, DType::kF32, {1024, 3});
+  b.Apply("reduce_sum", {t}, DType::kF32, {}, {{"keepdims", AttrInt(0)}});
+  if (reads_sum) b.Apply("neg", {acc_y}, DType::kF32, {3});
+  action(3);
+  if (!early) {
+    next_y = b.Apply("add", {acc_y, y}, DType::kF32, {3});
+    next_g = b.Apply("add", {acc_g, g}, DType::kF32, {3});
+  }
+  int sum_y = b.Value(DType::kF32, {3}), sum_g = b.Value(DType::kF32, {3});
+  b.Op("microbatch_yield", {next_y, next_g}, {sum_y, sum_g}, {{"loop", AttrInt(begin)}});
+  b.Output("sum_y", sum_y);
+  b.Output("sum_g", sum_g);
+  return b;
+}
+
+TEST(Executor, RunningSumsTakeTheirAddsResultsAsTheyAreMade) {
+  // A plain loop; GPipe's order; one where microbatch 1's forward runs
+  // between microbatch 0's forward (which adds y) and its last action.
+  for (const std::vector<int64_t>& schedule :
+       {std::vector<int64_t>{},
+        std::vector<int64_t>{0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 1, 0, 1, 1, 0, 2, 1, 0},
+        std::vector<int64_t>{0, 0, 0, 1, 0, 0, 1, 1, 0, 2, 0, 0, 0, 1, 0, 2, 1, 0}}) {
+    std::vector<int64_t> planned, measured;
+    for (bool early : {false, true}) {
+      std::shared_ptr<const Program> p;
+      Status created = Program::Create(TwoSumLoopProgram(early, schedule).Build(), "", ".", &p);
+      ASSERT_TRUE(created.ok()) << created.ToString();
+      std::unique_ptr<Executor> e;
+      ASSERT_TRUE(Executor::Create(p, nullptr, {}, &e).ok());
+      std::vector<Tensor> out;
+      for (int run = 0; run < 2; ++run) {  // each run starts from zeros
+        Status st = e->Run(
+            {F32({3}, {1, 2, 3}), F32({3}, {1, 0, 0}), F32({3}, {0, 2, 0}), F32({3}, {0, 0, 4})},
+            &out);
+        ASSERT_TRUE(st.ok()) << st.ToString();
+        ExpectF32(out[0], {3}, {-1, -4, -12});  // sum over j of -w * x_j
+        ExpectF32(out[1], {3}, {-1, -8, -48});  // ... of -w * x_j * x_j
+      }
+      planned.push_back(e->stats().planned_peak_bytes);
+      measured.push_back(e->stats().peak_live_bytes);
+    }
+    // Added at once, y and g (12 bytes each) are gone before t is made;
+    // added at the end, they wait beside it.
+    EXPECT_EQ(planned[0] - planned[1], 24) << schedule.size();
+    EXPECT_EQ(measured[0] - measured[1], 24) << schedule.size();
+  }
+}
+
+TEST(Executor, RunningSumsAreReadOnlyByTheirAdds) {
+  std::shared_ptr<const Program> p;
+  Status st = Program::Create(TwoSumLoopProgram(true, {}, /*reads_sum=*/true).Build(), "", ".", &p);
+  EXPECT_FALSE(st.ok());
+  EXPECT_HAS(st.message(), "which only the add that updates it may read");
+}
+
 TEST(Executor, ScheduledLoopsAreValidated) {
   auto refused = [](const std::vector<int64_t>& schedule, const std::string& why) {
     std::shared_ptr<const Program> p;

@@ -71,6 +71,11 @@ class Program {
   int OutputValue(int i) const { return output_values_[i]; }
   // True if any instruction communicates.
   bool communicates() const { return communicates_; }
+  // The running sum (a dense value index) that instruction i updates when
+  // it runs, or -1: an `add` of a microbatch loop's running sum and a value
+  // of the body, whose result the loop's yield carries into that sum
+  // (docs/rank-program.md, "Microbatch loops").
+  int RunningSumOf(int i) const { return running_sum_of_[static_cast<size_t>(i)]; }
 
  private:
   friend class ProgramValidator;
@@ -83,6 +88,7 @@ class Program {
   std::vector<std::string> weight_paths_;
   std::vector<int> input_values_, output_values_;
   std::vector<WeightUpdate> updates_;
+  std::vector<int> running_sum_of_;  // per instruction
   bool communicates_ = false;
 };
 
