@@ -454,7 +454,10 @@ distopt::calibrate(const CalibrationOptions &options,
         gpu ? std::vector<distrt::DType>{distrt::DType::kF32,
                                          distrt::DType::kBF16,
                                          distrt::DType::kF16}
+            // bf16 as the host runs it: in bf16 where oneDNN has a bf16
+            // GEMM, else widened to f32 (the conversions cost too).
             : std::vector<distrt::DType>{distrt::DType::kF32,
+                                         distrt::DType::kBF16,
                                          distrt::DType::kF64};
     const cost::GemmClass classes[] = {cost::GemmClass::Small,
                                        cost::GemmClass::Medium,

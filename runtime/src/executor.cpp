@@ -327,10 +327,12 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   std::vector<int64_t> scratch(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
     if (im.runs_on[i]->kind() != DeviceKind::kCpu) continue;
-    std::vector<TensorType> ins, outs;
-    for (int id : p.InstructionInputs(i)) ins.push_back(p.value(id).type);
-    for (int id : p.InstructionOutputs(i)) outs.push_back(p.value(id).type);
-    if (!RunsViaF32(*im.kernels[i], ins, outs)) continue;
+    VerifyContext vc;
+    vc.inst = &p.proto().instructions(i);
+    for (int id : p.InstructionInputs(i)) vc.inputs.push_back(p.value(id).type);
+    for (int id : p.InstructionOutputs(i)) vc.outputs.push_back(p.value(id).type);
+    const std::vector<TensorType>&ins = vc.inputs, &outs = vc.outputs;
+    if (!RunsViaF32(*im.kernels[i], vc)) continue;
     im.via_f32[static_cast<size_t>(i)] = true;
     ++e->stats_.instructions_via_f32;
     if (im.on_host) scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <vector>
 
+#include "via_f32.h"
+
 #ifdef DISTRT_HAS_DNNL
 #include <omp.h>
 
@@ -44,8 +46,9 @@ dnnl::stream& ThreadStream() {
 
 // A row-major [rows x cols] matrix with leading dimension ld; `transposed`:
 // stored as its transpose ([cols x rows], leading dimension ld).
-memory::desc Matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed = false) {
-  return memory::desc({rows, cols}, kF32, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
+memory::desc Matrix(int64_t rows, int64_t cols, int64_t ld, bool transposed = false,
+                    memory::data_type dtype = kF32) {
+  return memory::desc({rows, cols}, dtype, transposed ? memory::dims{1, ld} : memory::dims{ld, 1});
 }
 
 dnnl::primitive_attr UserScratchpad() {
@@ -96,11 +99,11 @@ struct Product {
 };
 
 // Runs `p` on the calling thread with a scratchpad of that thread's.
-void Execute(const Product& p, const float* a, const void* b, float* c) {
+void Execute(const Product& p, const void* a, const void* b, void* c) {
   thread_local std::vector<uint8_t> scratch;
   if (scratch.size() < p.scratch.get_size()) scratch.resize(p.scratch.get_size());
   const dnnl::engine& e = Engine();
-  memory ma(p.a, e, const_cast<float*>(a)), mb(p.b, e, const_cast<void*>(b)), mc(p.c, e, c),
+  memory ma(p.a, e, const_cast<void*>(a)), mb(p.b, e, const_cast<void*>(b)), mc(p.c, e, c),
       ms(p.scratch, e, scratch.data());
   dnnl::stream& stream = ThreadStream();
   p.matmul.execute(
@@ -128,35 +131,92 @@ Product MakeProduct(const memory::desc& a, const memory::desc& b, const memory::
 
 bool OneDnnEnabled() { return Choice() != GemmChoice::kOpenBlas; }
 
+namespace {
+
+// The product of row-major matrices in `dtype` read in place, made once per
+// geometry (a few dozen in a model) and shared by every thread; executing
+// one concurrently is safe with per-thread scratchpads. Null when oneDNN
+// cannot make it.
+const Product* InPlaceProduct(memory::data_type dtype, int64_t lda, bool ta, int64_t ldb, bool tb,
+                              int64_t ldc, int64_t m, int64_t k, int64_t n) {
+  using Key = std::tuple<int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
+  static std::mutex mu;
+  static std::map<Key, Product> products;
+  std::lock_guard<std::mutex> lock(mu);
+  const Key key{static_cast<int>(dtype), m, k, n, lda, ldb, ldc, ta, tb};
+  auto it = products.find(key);
+  if (it == products.end())
+    it = products
+             .emplace(key, MakeProduct(Matrix(m, k, lda, ta, dtype), Matrix(k, n, ldb, tb, dtype),
+                                       Matrix(m, n, ldc, false, dtype)))
+             .first;
+  return &it->second;  // map nodes stay put
+}
+
+}  // namespace
 
 bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
                 float* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
   if (!OneDnnEnabled()) return false;
-  // Primitives are made once per geometry (a few dozen in a model) and
-  // shared by every thread; executing one concurrently is safe with
-  // per-thread scratchpads.
-  using Key = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool>;
-  static std::mutex mu;
-  static std::map<Key, Product> products;
   try {
-    const Product* p;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      const Key key{m, k, n, lda, ldb, ldc, ta, tb};
-      auto it = products.find(key);
-      if (it == products.end())
-        it = products
-                 .emplace(key, MakeProduct(Matrix(m, k, lda, ta), Matrix(k, n, ldb, tb),
-                                           Matrix(m, n, ldc)))
-                 .first;
-      p = &it->second;
-    }
+    const Product* p = InPlaceProduct(kF32, lda, ta, ldb, tb, ldc, m, k, n);
     if (!p->fast) return false;
     Execute(*p, a, b, c);
   } catch (const dnnl::error&) {
     return false;
   }
   return true;
+}
+
+namespace {
+
+// A bf16 product oneDNN can make here (2.6 has none on CPUs without AVX-512).
+dnnl::matmul::primitive_desc ProbeBF16() {
+  UseOneThread();
+  const auto bf16 = memory::data_type::bf16;
+  return dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(Matrix(64, 768, 768, false, bf16), Matrix(768, 768, 768, false, bf16),
+                         Matrix(64, 768, 768, false, bf16)),
+      Engine());
+}
+
+}  // namespace
+
+bool OneDnnBF16Gemms() {
+  // Read at every call (once per instruction, when a program is loaded), so
+  // that a test can set it.
+  const char* env = std::getenv("DISTRT_BF16_GEMM");
+  if (env && std::strcmp(env, "f32") == 0) return false;
+  static const bool possible = [] {
+    try {
+      return OneDnnEnabled() && ProbeBF16().impl_info_str() != nullptr;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  if (env && std::strcmp(env, "onednn") == 0) return possible;
+  return possible && CpuHasHalfArithmetic(DType::kBF16);
+}
+
+Status OneDnnGemmBF16(const uint16_t* a, int64_t lda, bool ta, const uint16_t* b, int64_t ldb,
+                      bool tb, uint16_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
+  try {
+    Execute(*InPlaceProduct(memory::data_type::bf16, lda, ta, ldb, tb, ldc, m, k, n), a, b, c);
+  } catch (const dnnl::error& e) {
+    return InternalError(Message(e));
+  }
+  return OkStatus();
+}
+
+std::string OneDnnBF16GemmName() {
+  if (!OneDnnBF16Gemms()) return "";
+  try {
+    const dnnl_version_t* v = dnnl_version();
+    return StrCat("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ",
+                  ProbeBF16().impl_info_str());
+  } catch (const dnnl::error&) {
+    return "";
+  }
 }
 
 struct PackedWeights::Impl {
@@ -299,6 +359,12 @@ std::string PackedWeights::KernelName() {
 #else  // no oneDNN: products go to OpenBLAS
 
 bool OneDnnEnabled() { return false; }
+bool OneDnnBF16Gemms() { return false; }
+Status OneDnnGemmBF16(const uint16_t*, int64_t, bool, const uint16_t*, int64_t, bool, uint16_t*,
+                      int64_t, int64_t, int64_t, int64_t) {
+  return UnimplementedError("distrt was built without oneDNN");
+}
+std::string OneDnnBF16GemmName() { return ""; }
 bool OneDnnGemm(const float*, int64_t, bool, const float*, int64_t, bool, float*, int64_t, int64_t,
                 int64_t, int64_t) {
   return false;

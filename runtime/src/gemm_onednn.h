@@ -1,8 +1,9 @@
 // f32 GEMMs through oneDNN's matmul where it has a brgemm kernel (CPUs with
 // AVX-512), for the shape classes where they beat OpenBLAS on the machines
-// measured (docs/runtime.md, "Matmul"): products by a constant weight, which is reordered once into
-// the blocked layout the kernel reads (OpenBLAS packs the same weight again
-// on every call), and products by a matrix read in place.
+// measured (docs/runtime.md, "Matmul"): products by a constant weight, which
+// is reordered once into the blocked layout the kernel reads (OpenBLAS packs
+// the same weight again on every call), and products by a matrix read in
+// place. bf16 GEMMs through oneDNN where the CPU has bf16 instructions.
 #ifndef DISTRT_SRC_GEMM_ONEDNN_H_
 #define DISTRT_SRC_GEMM_ONEDNN_H_
 
@@ -23,6 +24,21 @@ bool OneDnnEnabled();
 // not run (no oneDNN, or oneDNN failed): the caller multiplies otherwise.
 bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
                 float* c, int64_t ldc, int64_t m, int64_t k, int64_t n);
+
+// Whether bf16 products run in bf16 through oneDNN (f32 accumulation, one
+// rounding of the result) instead of widened to f32: by default where the
+// CPU has bf16 instructions (AVX512-BF16, AMX); DISTRT_BF16_GEMM=onednn
+// asks for it anywhere (on other CPUs oneDNN's reference kernel: for
+// tests), DISTRT_BF16_GEMM=f32 never (to compare).
+bool OneDnnBF16Gemms();
+
+// C[m x n] = op(A)[m x k] * op(B)[k x n] in bf16, as OneDnnGemm lays them
+// out. An error when oneDNN cannot (or is not built in).
+Status OneDnnGemmBF16(const uint16_t* a, int64_t lda, bool ta, const uint16_t* b, int64_t ldb,
+                      bool tb, uint16_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n);
+
+// The oneDNN kernel bf16 products run on ("" when they run through f32).
+std::string OneDnnBF16GemmName();
 
 // op(B) [k x n] in oneDNN's layout, split into column slabs so that several
 // threads can each multiply by their own columns (few rows, many columns).

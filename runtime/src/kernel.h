@@ -194,6 +194,10 @@ struct KernelDef {
   // executor runs it in f32 with conversions (via_f32.h). Communication
   // kernels handle them natively too.
   bool half_native = false;
+  // Optional, for a kernel with a 16-bit path for some instructions only
+  // (a bf16 GEMM where the CPU has bf16 instructions): whether it runs
+  // this one itself.
+  bool (*half_native_for)(const VerifyContext& ctx) = nullptr;
 };
 
 // Kernels by (op, device, dtype). The host kernels are there from the

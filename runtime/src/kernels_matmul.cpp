@@ -280,6 +280,59 @@ Status PrepareMatmul(PrepareContext& ctx) {
   return OkStatus();
 }
 
+// A bf16 product without bias or epilogue runs in bf16 where oneDNN does it
+// (OneDnnBF16Gemms); the others through f32 (via_f32.h).
+bool MatmulInBF16(const VerifyContext& ctx) {
+  std::string epilogue;
+  return OneDnnBF16Gemms() && ctx.inputs.size() == 2 && ctx.inputs[0].dtype == DType::kBF16 &&
+         ctx.inputs[1].dtype == DType::kBF16 && ctx.outputs.size() == 1 &&
+         ctx.outputs[0].dtype == DType::kBF16 &&
+         ctx.attrs().GetString("epilogue", "", &epilogue).ok() && epilogue.empty();
+}
+
+// BatchedGemm's cases for bf16 operands, each matrix product one oneDNN
+// call on the thread that runs it.
+Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const MatmulShape& s,
+                       const MatmulFlags& f, ThreadPool* pool) {
+  const int64_t m = s.m, k = s.k, n = s.n;
+  const int64_t batches = NumElements(s.batch);
+  if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
+  const int threads = pool ? pool->size() : 1;
+  const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
+  std::mutex mu;
+  Status first_error;
+  auto note = [&](const Status& st) {
+    if (st.ok()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = st;
+  };
+  if (NumElements(s.b_batch) == 1 && NumElements(s.a_batch) == batches) {
+    // One tall product, its rows split over the threads.
+    const int64_t rows = batches * m;
+    const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
+    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
+      note(OneDnnGemmBF16(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n,
+                          r1 - r0, k, n));
+    });
+    return first_error;
+  }
+  std::vector<int64_t> a_off(static_cast<size_t>(batches)), b_off(static_cast<size_t>(batches));
+  BroadcastPlan plan = MakeBroadcastPlan(s.batch, {s.a_batch, s.b_batch});
+  const int64_t sa = plan.strides[0].back(), sb = plan.strides[1].back();
+  ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
+    for (int64_t i = 0; i < plan.inner; ++i) {
+      a_off[r * plan.inner + i] = (off[0] + i * sa) * m * k;
+      b_off[r * plan.inner + i] = (off[1] + i * sb) * k * n;
+    }
+  });
+  ParallelFor(threads > 1 ? pool : nullptr, batches, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t i = b0; i < b1; ++i)
+      note(OneDnnGemmBF16(a + a_off[i], k, false, b + b_off[i], n, false, c + i * m * n, n, m, k,
+                          n));
+  });
+  return first_error;
+}
+
 Status RunMatmul(KernelContext& ctx) {
   const Tensor &a = ctx.input(0), &b = ctx.input(1);
   if (a.dtype() != b.dtype()) {
@@ -311,6 +364,10 @@ Status RunMatmul(KernelContext& ctx) {
                       bias ? bias->data<float>() : nullptr, gelu, ctx.pool);
       break;
     }
+    case DType::kBF16:  // only as MatmulInBF16 allows
+      if (bias || gelu) return InternalError("matmul: a bf16 epilogue runs through f32");
+      return BatchedGemmBF16(a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), s, f,
+                             ctx.pool);
     case DType::kF64:
       BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, f, ctx.pool);
       if (bias || gelu)
@@ -417,6 +474,7 @@ void GemmRowMajorEx(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
 void RegisterMatmulKernels(KernelRegistry& r) {
   KernelDef matmul{"matmul", 2, 3, 1, RunMatmul, VerifyMatmul};
   matmul.prepare = PrepareMatmul;
+  matmul.half_native_for = MatmulInBF16;
   matmul.flops = MatmulFlops;
   r.Add(matmul);
   r.Add({"det", 1, 1, 1, RunDet, VerifyDet});

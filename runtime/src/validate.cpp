@@ -237,8 +237,7 @@ class ProgramValidator {
       if (def->verify) {
         // A bf16/f16 instruction of a kernel written for f32 is checked as
         // the f32 instruction the executor will run.
-        Status st = RunsViaF32(*def, vc.inputs, vc.outputs) ? VerifyViaF32(*def, vc)
-                                                             : def->verify(vc);
+        Status st = RunsViaF32(*def, vc) ? VerifyViaF32(*def, vc) : def->verify(vc);
         if (!st.ok()) return Error(what, ": ", st.message());
       }
     }

@@ -104,14 +104,12 @@ void NarrowF16(const float* x, uint16_t* y, int64_t n) {
 
 }  // namespace
 
-bool RunsViaF32(const KernelDef& def, const std::vector<TensorType>& inputs,
-                const std::vector<TensorType>& outputs) {
+bool RunsViaF32(const KernelDef& def, const VerifyContext& ctx) {
   if (def.device != DeviceKind::kCpu || def.half_native || def.communicates) return false;
-  for (const TensorType& t : inputs)
-    if (IsHalfFloat(t.dtype)) return true;
-  for (const TensorType& t : outputs)
-    if (IsHalfFloat(t.dtype)) return true;
-  return false;
+  bool half = false;
+  for (const TensorType& t : ctx.inputs) half = half || IsHalfFloat(t.dtype);
+  for (const TensorType& t : ctx.outputs) half = half || IsHalfFloat(t.dtype);
+  return half && !(def.half_native_for && def.half_native_for(ctx));
 }
 
 TensorType WidenedType(const TensorType& t) {

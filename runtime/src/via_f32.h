@@ -18,12 +18,12 @@ namespace distrt {
 
 inline bool IsHalfFloat(DType d) { return d == DType::kBF16 || d == DType::kF16; }
 
-// Whether host kernel `def` runs an instruction of these types through f32:
+// Whether host kernel `def` runs instruction `ctx` (its types) through f32:
 // some input or output is bf16/f16 and the kernel has no 16-bit path of its
 // own (KernelDef::half_native: casts, collectives and to_partial, data
-// movement).
-bool RunsViaF32(const KernelDef& def, const std::vector<TensorType>& inputs,
-                const std::vector<TensorType>& outputs);
+// movement; KernelDef::half_native_for: a bf16 GEMM on a CPU with bf16
+// instructions).
+bool RunsViaF32(const KernelDef& def, const VerifyContext& ctx);
 
 // `t` with a bf16/f16 dtype replaced by f32; other types unchanged.
 TensorType WidenedType(const TensorType& t);

@@ -220,6 +220,102 @@ TEST(Gemm, UpdatedWeightUsesItsCurrentValue) {
   }
 }
 
+// One matmul of bf16 operands as a program (the executor decides whether it
+// runs in bf16 or through f32); `via_f32`: its instructions run through f32.
+Tensor RunBF16Matmul(const Tensor& a, const Tensor& b, const Shape& out, Attrs attrs,
+                     int64_t* via_f32) {
+  ProgramBuilder pb;
+  int x = pb.Input("a", DType::kBF16, a.shape()), w = pb.Input("b", DType::kBF16, b.shape());
+  pb.Output("c", pb.Apply("matmul", {x, w}, DType::kBF16, out, attrs));
+  std::shared_ptr<const Program> program;
+  Status st = Program::Create(pb.Build(), "bf16", ".", &program);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  ExecutorOptions options;
+  options.threads = 2;
+  std::unique_ptr<Executor> e;
+  st = Executor::Create(program, nullptr, options, &e);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  std::vector<Tensor> outs;
+  st = e->Run({a, b}, &outs);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  *via_f32 = e->stats().instructions_via_f32;
+  return outs.empty() ? Tensor() : outs[0];
+}
+
+Tensor BF16(const Shape& shape, const std::vector<float>& v) {
+  Tensor t;
+  EXPECT_TRUE(Tensor::Allocate(DType::kBF16, shape, &t).ok());
+  for (size_t i = 0; i < v.size(); ++i) t.data<uint16_t>()[i] = FloatToBF16(v[i]);
+  return t;
+}
+
+std::vector<float> Widened(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = BF16ToFloat(t.data<uint16_t>()[i]);
+  return v;
+}
+
+// Within one bf16 rounding of the exact product of the bf16 operands.
+void ExpectBF16Close(const Tensor& got, const std::vector<float>& want) {
+  ASSERT_EQ(got.dtype(), DType::kBF16);
+  const std::vector<float> g = Widened(got);
+  ASSERT_EQ(g.size(), want.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    ASSERT_NEAR(g[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << "element " << i;
+}
+
+// bf16 products run in bf16 through oneDNN where it can (asked here with
+// DISTRT_BF16_GEMM=onednn): the tall products of linear layers with either
+// operand transposed, and batched ones with a broadcast batch. Each result
+// is the product of the bf16 operands, rounded once to bf16.
+TEST(Gemm, BF16ProductsRunInBF16) {
+  setenv("DISTRT_BF16_GEMM", "onednn", 1);
+  if (!OneDnnBF16Gemms()) {
+    unsetenv("DISTRT_BF16_GEMM");
+    GTEST_SKIP() << "oneDNN makes no bf16 matmul on this CPU (oneDNN 2.6 needs AVX-512)";
+  }
+  int64_t via_f32 = -1;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      const int64_t m = 37, k = 72, n = 160;
+      SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb);
+      const Tensor a = BF16(ta ? Shape{k, m} : Shape{m, k}, Random(m * k, 41));
+      const Tensor b = BF16(tb ? Shape{n, k} : Shape{k, n}, Random(k * n, 42));
+      Tensor c = RunBF16Matmul(
+          a, b, {m, n}, {{"transpose_lhs", AttrInt(ta)}, {"transpose_rhs", AttrInt(tb)}}, &via_f32);
+      EXPECT_EQ(via_f32, 0);
+      ExpectBF16Close(c, Reference(Widened(a), ta, Widened(b), tb, m, k, n));
+    }
+  // [2, 3, 16, 8] x [3, 8, 12]: the rhs broadcast over the first batch dim.
+  const Tensor a = BF16({2, 3, 16, 8}, Random(2 * 3 * 16 * 8, 43));
+  const Tensor b = BF16({3, 8, 12}, Random(3 * 8 * 12, 44));
+  Tensor c = RunBF16Matmul(a, b, {2, 3, 16, 12}, {}, &via_f32);
+  EXPECT_EQ(via_f32, 0);
+  const std::vector<float> wa = Widened(a), wb = Widened(b);
+  std::vector<float> want;
+  for (int64_t i = 0; i < 6; ++i) {
+    std::vector<float> pa(wa.begin() + i * 128, wa.begin() + (i + 1) * 128);
+    std::vector<float> pb(wb.begin() + (i % 3) * 96, wb.begin() + (i % 3 + 1) * 96);
+    std::vector<float> pc = Reference(pa, false, pb, false, 16, 8, 12);
+    want.insert(want.end(), pc.begin(), pc.end());
+  }
+  ExpectBF16Close(c, want);
+  unsetenv("DISTRT_BF16_GEMM");
+}
+
+// DISTRT_BF16_GEMM=f32 widens them whatever the CPU, as a CPU without bf16
+// instructions does.
+TEST(Gemm, BF16ProductsThroughF32WhenAsked) {
+  setenv("DISTRT_BF16_GEMM", "f32", 1);
+  const int64_t m = 9, k = 40, n = 24;
+  const Tensor a = BF16({m, k}, Random(m * k, 45)), b = BF16({k, n}, Random(k * n, 46));
+  int64_t via_f32 = -1;
+  Tensor c = RunBF16Matmul(a, b, {m, n}, {}, &via_f32);
+  EXPECT_EQ(via_f32, 1);
+  ExpectBF16Close(c, Reference(Widened(a), false, Widened(b), false, m, k, n));
+  unsetenv("DISTRT_BF16_GEMM");
+}
+
 // Plain operands, with either transposed (as the gradients of a training
 // step read them), through whichever library the dispatch picks.
 TEST(Gemm, PlainOperandsWithTransposes) {

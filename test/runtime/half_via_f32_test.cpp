@@ -445,8 +445,12 @@ TEST(HalfViaF32, PreparedConstantIsNotReadAgain) {
   def.prepare = PrepareSum;
   const Tensor c = Half(DType::kBF16, {4}, {0.5f, 1.5f, 2.0f, -1.0f});
   const Tensor x = Half(DType::kBF16, {3}, {1, 2, 3});
-  ASSERT_TRUE(RunsViaF32(def, {x.type(), c.type()}, {x.type()}));
   proto::Instruction inst;
+  VerifyContext vc;
+  vc.inst = &inst;
+  vc.inputs = {x.type(), c.type()};
+  vc.outputs = {x.type()};
+  ASSERT_TRUE(RunsViaF32(def, vc));
   KernelStates states;
   PrepareContext prep;
   prep.inst = &inst;

@@ -173,8 +173,9 @@ printOutputs(const std::vector<std::vector<distrt::NamedTensor>> &outputs) {
 /// not built in) and OpenBLAS's kernel set.
 static std::string gemmKernels() {
   std::string onednn = distrt::OneDnnGemmName();
+  std::string bf16 = distrt::OneDnnBF16GemmName();
   return (onednn.empty() ? "" : onednn + " + ") + "OpenBLAS " +
-         distrt::BlasCoreName();
+         distrt::BlasCoreName() + (bf16.empty() ? "" : ", bf16 on " + bf16);
 }
 
 /// Times `bench` more steps on the session and prints the median.

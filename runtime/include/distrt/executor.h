@@ -23,6 +23,10 @@ std::string BlasCoreName();
 // was built without oneDNN, the CPU has no AVX-512 (oneDNN has no brgemm
 // kernel there), or the environment sets DISTRT_GEMM=openblas.
 std::string OneDnnGemmName();
+// oneDNN's bf16 GEMM kernel where bf16 products run in bf16 (a CPU with
+// AVX512-BF16 or AMX, or DISTRT_BF16_GEMM=onednn); "" where they are
+// widened to f32 (docs/runtime.md, "bf16 and f16 on the host").
+std::string OneDnnBF16GemmName();
 
 struct ExecutorOptions {
   // Intra-op threads for this rank, the calling thread included (>= 1). With
