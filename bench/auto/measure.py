@@ -17,9 +17,9 @@ time prediction relative to the measurement, and the memory ratios.
 
 The machine profile is calibrated at the start (`dist-run --calibrate`)
 unless --machine names one; every plan is measured --rounds times,
-interleaved. A second auto plan is searched under a --memory-budget that
-rules out the hand plan predicted fastest (--budget-fraction of its
-predicted memory) and compared with the hand plans whose measured memory
+interleaved (each round runs every plan of every model). A second auto plan
+is searched under a --memory-budget that rules out the hand plan predicted
+fastest (--budget-fraction of its predicted memory) and compared with the hand plans whose measured memory
 fits the budget. The measured time is the fastest step of all rounds (as the
 calibration keeps the fastest run: other work on a shared machine only
 slows a step down), with the median of the rounds' medians beside it.
@@ -165,6 +165,7 @@ def main():
         print("calibrated: " + " | ".join(l.strip() for l in cal.stdout.splitlines()
                                           if re.match(r"\s*(f32 |memory:|2 +[0-9.]+ +[0-9.]+)", l)))
     print("machine profile: " + machine)
+    cases = []
     for case in a.models or default_models():
         model, config = os.path.join(case, "model.onnx"), os.path.join(case, "train.json")
         # The auto plan, and the layers it found (the pipeline's split).
@@ -178,10 +179,13 @@ def main():
         auto_line = m.group(0) if m else "auto plan: ?"
         with open(config) as f:
             text = f.read()
-        rc_config = os.path.join(tmp, "recompute.json")
+        rc_config = os.path.join(tmp, "recompute-%s.json" % os.path.basename(case.rstrip("/")))
         with open(rc_config, "w") as f:
             f.write(text.replace('"steps"', '"recompute": ["%s"], "steps"' % layers, 1))
-        plans = hand_plans(a.devices, layers, tmp)
+        # The pipelines' plan files name this model's layers.
+        case_tmp = os.path.join(tmp, os.path.basename(case.rstrip("/")))
+        os.makedirs(case_tmp, exist_ok=True)
+        plans = hand_plans(a.devices, layers, case_tmp)
         rows = []
         for name, mesh, plan in plans:
             for rc in ([False, True] if layers and a.devices == 2 else [False]):
@@ -190,7 +194,7 @@ def main():
         auto_copy = os.path.join(tmp, "auto-%s.yaml" % os.path.basename(case.rstrip("/")))
         os.replace(auto_file, auto_copy)
         rows.append(("auto", ["--train", config, "--plan", auto_copy]))
-        predicted, medians, fastest, mems = {}, {}, {}, {}
+        predicted = {}
         for name, flags in rows:
             try:
                 predicted[name] = predict(model, flags, machine)
@@ -209,8 +213,16 @@ def main():
             budget, a.budget_fraction, quickest, predicted[quickest][1], m.group(0) if m else "?")
         rows.append(("auto budget", ["--train", config, "--plan", budget_file]))
         predicted["auto budget"] = predict(model, rows[-1][1], machine)
-        for _ in range(a.rounds):  # interleaved, so that a slow stretch hits every plan alike
-            for name, flags in rows:
+        cases.append(dict(case=case, model=model, rows=rows, predicted=predicted, budget=budget,
+                          auto_line=auto_line, budget_line=budget_line, medians={}, fastest={},
+                          mems={}))
+    # Every plan of every model in each round, so that a slow stretch of the
+    # machine hits both models' plans alike.
+    for _ in range(a.rounds):
+        for c in cases:
+            case, model, predicted = c["case"], c["model"], c["predicted"]
+            medians, fastest, mems = c["medians"], c["fastest"], c["mems"]
+            for name, flags in c["rows"]:
                 if name not in predicted:
                     continue
                 try:
@@ -220,6 +232,10 @@ def main():
                     mems[name] = mib
                 except (subprocess.CalledProcessError, AttributeError) as e:
                     print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
+    for c in cases:
+        case, rows, predicted, budget = c["case"], c["rows"], c["predicted"], c["budget"]
+        medians, fastest, mems = c["medians"], c["fastest"], c["mems"]
+        auto_line, budget_line = c["auto_line"], c["budget_line"]
         # Measured time: the fastest step of all rounds, as the calibration
         # takes the fastest run (other work on a shared machine only slows a
         # step down); the median of the rounds' medians is shown beside it.
