@@ -62,10 +62,13 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   os << "== --plan auto: " << total << " candidates: " << result.predicted
      << " predicted from layer terms (" << result.probes
      << " compiles of the model cut to its first layers), " << result.compiled
-     << " compiled whole, " << result.rejected << " rejected, "
-     << result.screened << " ruled out by the memory bound, "
-     << result.dominated << " skipped as recompute of a plan that fits; "
-     << result.fit << " fit";
+     << " compiled whole";
+  if (result.alike > 0)
+    os << " (" << result.alike
+       << " more predicted exactly as one of them on its mesh, not compiled)";
+  os << ", " << result.rejected << " rejected, " << result.screened
+     << " ruled out by the memory bound, " << result.dominated
+     << " skipped as recompute of a plan that fits; " << result.fit << " fit";
   if (result.memoryBudget)
     os << format(" the budget of %.2f MiB", toMiB(*result.memoryBudget));
   os << format(" (%.2f s; compiling: %.2f s the cut models, %.2f s whole "

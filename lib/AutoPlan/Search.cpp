@@ -365,20 +365,44 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   // all brings back its recompute twin, if that was skipped for it.
   auto confirm = [&] {
     std::vector<size_t> pending;
+    // Fastest first; among equal steps the one enumerated first (the lower
+    // ZeRO level).
     auto byStep = [&](size_t a, size_t b) {
-      return result.evaluations[a].prediction.stepUs >
-             result.evaluations[b].prediction.stepUs;
+      double sa = result.evaluations[a].prediction.stepUs,
+             sb = result.evaluations[b].prediction.stepUs;
+      return sa > sb || (sa == sb && a > b);
     };
     for (auto [i, e] : llvm::enumerate(result.evaluations))
       if (e.status == Evaluation::Status::Predicted && e.prediction.timed &&
           fits(e.prediction))
         pending.push_back(i);
     std::make_heap(pending.begin(), pending.end(), byStep);
+    // A prediction equal to a compiled one's on the same mesh (ZeRO 1 and
+    // 2 without accumulation make the same step) counts as confirmed by it
+    // and is not compiled again: the compile could only tell two equal
+    // predictions apart by the composition's own error.
+    auto alikeCompiled = [&](size_t i) {
+      const Evaluation &e = result.evaluations[i];
+      auto same = [](double a, double b) {
+        return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
+      };
+      return llvm::any_of(result.evaluations, [&](const Evaluation &o) {
+        return o.status == Evaluation::Status::Compiled && o.composed &&
+               fits(o.prediction) && o.candidate.mesh() == e.candidate.mesh() &&
+               same(o.composed->stepUs, e.prediction.stepUs) &&
+               same(o.composed->peakBytes, e.prediction.peakBytes);
+      });
+    };
     int64_t confirmed = 0;
     while (confirmed < kConfirmed && !pending.empty()) {
       std::pop_heap(pending.begin(), pending.end(), byStep);
       size_t i = pending.back();
       pending.pop_back();
+      if (!options.exhaustive && alikeCompiled(i)) {
+        ++result.alike;
+        ++confirmed;
+        continue;
+      }
       Prediction composed = result.evaluations[i].prediction;
       Candidate c = result.evaluations[i].candidate;
       result.evaluations[i] = compileWhole(c);

@@ -260,6 +260,9 @@ struct SearchResult {
   /// model cut to one or two layers.
   int64_t compiled = 0, predicted = 0, probes = 0, rejected = 0, screened = 0,
           dominated = 0, fit = 0;
+  /// Final candidates not compiled: predicted exactly as a compiled one
+  /// that fits, on the same mesh.
+  int64_t alike = 0;
   /// Predicted pipelines not simulated: over the budget, or bounded above
   /// the fastest.
   int64_t overBudget = 0, bounded = 0;
