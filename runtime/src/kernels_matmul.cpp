@@ -108,6 +108,22 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
   GemmStrided(a, k, false, b, n, false, c, n, m, k, n);
 }
 
+// The element offsets of every batch's a and b matrices (broadcast batch
+// dimensions), a batch's matrices being dense.
+void BatchOffsets(const MatmulShape& s, std::vector<int64_t>* a_off, std::vector<int64_t>* b_off) {
+  const int64_t batches = NumElements(s.batch);
+  a_off->assign(static_cast<size_t>(batches), 0);
+  b_off->assign(static_cast<size_t>(batches), 0);
+  BroadcastPlan plan = MakeBroadcastPlan(s.batch, {s.a_batch, s.b_batch});
+  const int64_t sa = plan.strides[0].back(), sb = plan.strides[1].back();
+  ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
+    for (int64_t i = 0; i < plan.inner; ++i) {
+      (*a_off)[static_cast<size_t>(r * plan.inner + i)] = (off[0] + i * sa) * s.m * s.k;
+      (*b_off)[static_cast<size_t>(r * plan.inner + i)] = (off[1] + i * sb) * s.k * s.n;
+    }
+  });
+}
+
 template <typename T>
 void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const MatmulFlags& f,
                  ThreadPool* pool) {
@@ -149,18 +165,8 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
     });
     return;
   }
-  // Offsets of every batch's a and b matrices (broadcast batch dims).
-  std::vector<int64_t> a_off(static_cast<size_t>(batches)), b_off(static_cast<size_t>(batches));
-  {
-    BroadcastPlan plan = MakeBroadcastPlan(s.batch, {s.a_batch, s.b_batch});
-    const int64_t sa = plan.strides[0].back(), sb = plan.strides[1].back();
-    ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
-      for (int64_t i = 0; i < plan.inner; ++i) {
-        a_off[r * plan.inner + i] = (off[0] + i * sa) * m * k;
-        b_off[r * plan.inner + i] = (off[1] + i * sb) * k * n;
-      }
-    });
-  }
+  std::vector<int64_t> a_off, b_off;
+  BatchOffsets(s, &a_off, &b_off);
   if (batches >= threads || m < 2 * row_grain) {
     ParallelFor(threads > 1 ? pool : nullptr, batches, 1, [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) Gemm(a + a_off[i], b + b_off[i], c + i * m * n, m, k, n);
@@ -175,6 +181,17 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
                 [&](int64_t r0, int64_t r1) { Gemm(pa + r0 * k, pb, pc + r0 * n, r1 - r0, k, n); });
   }
 }
+
+// The first failure among the threads of one product.
+struct FirstError {
+  std::mutex mu;
+  Status status;
+  void Note(const Status& st) {
+    if (st.ok()) return;
+    std::lock_guard<std::mutex> lock(mu);
+    if (status.ok()) status = st;
+  }
+};
 
 // How a matmul multiplies by a packed constant weight, from shapes alone.
 struct PackPlan {
@@ -226,13 +243,8 @@ Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c,
   ThreadPool* pool = ctx.pool;
   const int64_t rows = state->plan.rows, k = state->plan.k, n = state->plan.n;
   const PackedWeights& w = *state->packed;
-  std::mutex mu;
-  Status first_error;
-  auto note = [&](const Status& st) {
-    if (st.ok()) return;
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = st;
-  };
+  FirstError first_error;
+  auto note = [&](const Status& st) { first_error.Note(st); };
   if (w.slabs() > 1) {
     ParallelFor(pool, w.slabs(), 1, [&](int64_t s0, int64_t s1) {
       for (int64_t i = s0; i < s1; ++i) {
@@ -245,7 +257,7 @@ Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c,
       note(w.Multiply(0, a + r0 * k, k, r1 - r0, c + r0 * n, n));
     });
   }
-  DISTRT_RETURN_IF_ERROR(first_error);
+  DISTRT_RETURN_IF_ERROR(first_error.status);
   *done = true;
   return OkStatus();
 }
@@ -299,13 +311,8 @@ Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const 
   if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
   const int threads = pool ? pool->size() : 1;
   const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
-  std::mutex mu;
-  Status first_error;
-  auto note = [&](const Status& st) {
-    if (st.ok()) return;
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = st;
-  };
+  FirstError first_error;
+  auto note = [&](const Status& st) { first_error.Note(st); };
   if (NumElements(s.b_batch) == 1 && NumElements(s.a_batch) == batches) {
     // One tall product, its rows split over the threads.
     const int64_t rows = batches * m;
@@ -314,23 +321,16 @@ Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const 
       note(OneDnnGemmBF16(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n,
                           r1 - r0, k, n));
     });
-    return first_error;
+    return first_error.status;
   }
-  std::vector<int64_t> a_off(static_cast<size_t>(batches)), b_off(static_cast<size_t>(batches));
-  BroadcastPlan plan = MakeBroadcastPlan(s.batch, {s.a_batch, s.b_batch});
-  const int64_t sa = plan.strides[0].back(), sb = plan.strides[1].back();
-  ForEachRow(plan, 0, plan.rows, [&](int64_t r, const int64_t* off) {
-    for (int64_t i = 0; i < plan.inner; ++i) {
-      a_off[r * plan.inner + i] = (off[0] + i * sa) * m * k;
-      b_off[r * plan.inner + i] = (off[1] + i * sb) * k * n;
-    }
-  });
+  std::vector<int64_t> a_off, b_off;
+  BatchOffsets(s, &a_off, &b_off);
   ParallelFor(threads > 1 ? pool : nullptr, batches, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t i = b0; i < b1; ++i)
       note(OneDnnGemmBF16(a + a_off[i], k, false, b + b_off[i], n, false, c + i * m * n, n, m, k,
                           n));
   });
-  return first_error;
+  return first_error.status;
 }
 
 Status RunMatmul(KernelContext& ctx) {

@@ -345,6 +345,26 @@ TEST(Executor, ProfileCountsCallsPerOpKind) {
   EXPECT_EQ(plain->stats().profiled_runs, 0);
 }
 
+// A microbatch_loop defining `outputs` (the index, then the running sums),
+// with a schedule when one is given (tag stride 1); returns its index.
+static int StartLoop(ProgramBuilder& b, const std::vector<int>& outputs, int microbatches,
+                     const std::vector<int64_t>& schedule) {
+  const int begin = b.proto().instructions_size();
+  proto::Instruction& loop =
+      b.Op("microbatch_loop", {}, outputs, {{"microbatches", AttrInt(microbatches)}});
+  if (!schedule.empty()) {
+    (*loop.mutable_attrs())["schedule"] = AttrInts(schedule);
+    (*loop.mutable_attrs())["tag_stride"] = AttrInt(1);
+  }
+  return begin;
+}
+
+// A scheduled loop's marker of `pass` (chunk 0); nothing without a schedule.
+static void Action(ProgramBuilder& b, const std::vector<int64_t>& schedule, int64_t pass) {
+  if (!schedule.empty())
+    b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
+}
+
 // A microbatch loop over y = x_j * (-w), where -w is computed once before
 // the loop and must live through every microbatch j; after the loop,
 // z = 2 * sum. Without a schedule (gradient accumulation) the loop sums y.
@@ -360,17 +380,8 @@ static ProgramBuilder LoopProgram(int microbatches, const std::vector<int64_t>& 
   int nw = b.Apply("neg", {w}, DType::kF32, {3});
   int index = b.Value(DType::kI64, {});
   int acc = b.Value(DType::kF32, {3});
-  const int begin = b.proto().instructions_size();
-  proto::Instruction& loop =
-      b.Op("microbatch_loop", {}, {index, acc}, {{"microbatches", AttrInt(microbatches)}});
-  if (!schedule.empty()) {
-    (*loop.mutable_attrs())["schedule"] = AttrInts(schedule);
-    (*loop.mutable_attrs())["tag_stride"] = AttrInt(1);
-  }
-  auto action = [&](int64_t pass) {
-    if (!schedule.empty())
-      b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
-  };
+  const int begin = StartLoop(b, {index, acc}, microbatches, schedule);
+  auto action = [&](int64_t pass) { Action(b, schedule, pass); };
   action(0);
   std::vector<int> select_in{index};
   select_in.insert(select_in.end(), xs.begin(), xs.end());
@@ -471,17 +482,8 @@ static ProgramBuilder TwoSumLoopProgram(bool early, const std::vector<int64_t>& 
   int nw = b.Apply("neg", {w}, DType::kF32, {3});
   int index = b.Value(DType::kI64, {});
   int acc_y = b.Value(DType::kF32, {3}), acc_g = b.Value(DType::kF32, {3});
-  const int begin = b.proto().instructions_size();
-  proto::Instruction& loop =
-      b.Op("microbatch_loop", {}, {index, acc_y, acc_g}, {{"microbatches", AttrInt(3)}});
-  if (!schedule.empty()) {
-    (*loop.mutable_attrs())["schedule"] = AttrInts(schedule);
-    (*loop.mutable_attrs())["tag_stride"] = AttrInt(1);
-  }
-  auto action = [&](int64_t pass) {
-    if (!schedule.empty())
-      b.Op("microbatch_action", {}, {}, {{"pass", AttrInt(pass)}, {"chunk", AttrInt(0)}});
-  };
+  const int begin = StartLoop(b, {index, acc_y, acc_g}, 3, schedule);
+  auto action = [&](int64_t pass) { Action(b, schedule, pass); };
   action(0);
   int x = b.Apply("microbatch_select", {index, xs[0], xs[1], xs[2]}, DType::kF32, {3});
   int y = b.Apply("mul", {x, nw}, DType::kF32, {3});
