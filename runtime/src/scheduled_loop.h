@@ -2,8 +2,9 @@
 // `microbatch_action` instructions (a forward, backward or weight-gradient
 // pass of one model chunk, then the sums), and its `schedule` says in which
 // order the microbatches' actions run. The executor keeps each
-// microbatch's values from one of its actions to the next and adds its
-// yield after its last (docs/rank-program.md).
+// microbatch's values from one of its actions to the next; a running sum's
+// add updates the sum in whichever action it sits, the sums' action adds
+// the rest after the microbatch's last (docs/rank-program.md).
 #ifndef DISTRT_SRC_SCHEDULED_LOOP_H_
 #define DISTRT_SRC_SCHEDULED_LOOP_H_
 
