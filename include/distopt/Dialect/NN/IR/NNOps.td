@@ -967,9 +967,10 @@ def NN_MicrobatchLoopOp : Op<NN_Dialect, "microbatch_loop", [
     actions to run as (microbatch, pass, chunk) triples (pass 0 forward, 1
     backward, 2 weight gradients), in order. Each microbatch runs its
     actions in body order, but the microbatches interleave as the schedule
-    says (GPipe, 1F1B, interleaved, zero-bubble: docs/pipeline.md); a
-    microbatch's yield is added after its last action. Sends and receives in
-    the body use tag + microbatch * `tag_stride`.
+    says (GPipe, 1F1B, interleaved, zero-bubble: docs/pipeline.md). Each
+    value the body yields joins its running sum as soon as it is made, in
+    whichever action (the rank program's add follows its op). Sends and
+    receives in the body use tag + microbatch * `tag_stride`.
 
     Values defined before the loop (weights, optimizer states, constants,
     the transposes of weights) are read by every microbatch and computed
