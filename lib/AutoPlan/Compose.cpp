@@ -31,7 +31,6 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <algorithm>
-#include <map>
 
 using namespace mlir;
 using namespace distopt;

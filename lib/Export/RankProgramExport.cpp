@@ -845,10 +845,15 @@ LogicalResult Exporter::exportLoop(func::FuncOp func,
   // instead of all waiting for the end of its backward; the runtime's sum
   // takes the add's result at once.
   SmallVector<int32_t> next(sums.size(), -1);
+  DenseMap<Value, SmallVector<unsigned, 1>> sumsOf; // yielded value -> sums
+  for (OpOperand &yielded : yield->getOpOperands())
+    sumsOf[yielded.get()].push_back(yielded.getOperandNumber());
   auto addToSums = [&](Value v) -> LogicalResult {
-    for (OpOperand &yielded : yield->getOpOperands()) {
-      unsigned k = yielded.getOperandNumber();
-      if (yielded.get() != v || next[k] >= 0)
+    auto it = sumsOf.find(v);
+    if (it == sumsOf.end())
+      return success();
+    for (unsigned k : it->second) {
+      if (next[k] >= 0)
         continue;
       FailureOr<int32_t> y = use(yield, v);
       FailureOr<int32_t> id = newValue(v.getLoc(), v.getType());
