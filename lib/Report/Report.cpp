@@ -15,6 +15,7 @@
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
@@ -657,13 +658,22 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     return activationPeak(program);
   };
   std::function<bool(Operation *, int64_t)> stores;
-  // Asked per value and rank (a thousand ranks): each rank's stage once.
+  // Asked per weight and rank (a thousand ranks): each rank's stage, and
+  // each weight's storing stages, once.
   std::vector<int64_t> stageOf;
+  DenseMap<Operation *, llvm::BitVector> storingStages;
   if (stages) {
     for (int64_t r = 0, n = c.numRanks(); r < n; ++r)
       stageOf.push_back(c.stageOfRank(r));
     stores = [&](Operation *w, int64_t rank) {
-      return stages->storesWeight(w, stageOf[rank]);
+      auto [it, inserted] = storingStages.try_emplace(w);
+      if (inserted) {
+        it->second.resize(stages->numStages);
+        for (int64_t s = 0; s < stages->numStages; ++s)
+          if (stages->storesWeight(w, s))
+            it->second.set(s);
+      }
+      return it->second.test(stageOf[rank]);
     };
   }
   Report report = buildReport(module, {**rank0}, model, stores);
@@ -688,25 +698,32 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   pr.virtualStages = stages->chunks;
   std::vector<std::vector<ScheduleAction>> schedule;
   for (int64_t s = 0; s < pr.stages; ++s) {
+    // Rank 0's stage is costed above (what `stores` changes is memory).
     int64_t rank = c.representativeRank(s);
-    auto program = c.partitionForRank(rank, CompilePhase::Partition);
-    if (failed(program))
-      return failure();
-    Report one = buildReport(module, {**program}, model);
-    FailureOr<int64_t> stagePeak = fusedPeak(**program, rank);
-    if (failed(stagePeak))
-      return failure();
-    one.activationBytesPeak = *stagePeak;
+    Report stageReport;
+    const Report *one = &report;
+    if (rank != 0) {
+      auto program = c.partitionForRank(rank, CompilePhase::Partition);
+      if (failed(program))
+        return failure();
+      stageReport = buildReport(module, {**program}, model);
+      FailureOr<int64_t> stagePeak = fusedPeak(**program, rank);
+      if (failed(stagePeak))
+        return failure();
+      stageReport.activationBytesPeak = *stagePeak;
+      one = &stageReport;
+    }
     if (c.isTraining()) {
       // The stage program holds every microbatch: per microbatch, its
       // forward (with the loss) and its backward.
       double m = static_cast<double>(pp.microbatches);
       pr.stageUs.push_back(
-          (one.usByPhase.lookup("forward") + one.usByPhase.lookup("loss")) / m);
-      pr.stageBackwardUs.push_back(one.usByPhase.lookup("backward") / m);
-      pr.stageActivationPeakBytes.push_back(one.activationBytesPeak);
+          (one->usByPhase.lookup("forward") + one->usByPhase.lookup("loss")) /
+          m);
+      pr.stageBackwardUs.push_back(one->usByPhase.lookup("backward") / m);
+      pr.stageActivationPeakBytes.push_back(one->activationBytesPeak);
     } else {
-      pr.stageUs.push_back(one.computeUs + one.communicationUs);
+      pr.stageUs.push_back(one->computeUs + one->communicationUs);
     }
     pr.layersPerStage.push_back(layersOfStage(*stages, s));
     schedule.push_back(c.schedule(s));
