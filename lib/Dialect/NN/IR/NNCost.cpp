@@ -48,12 +48,29 @@ double distopt::nn::estimateFlops(Operation *op) {
 }
 
 int64_t distopt::nn::tensorBytes(Type type) {
+  // Asked for every value by every liveness walk and cost estimate: the
+  // common element types by their type ids, not the float semantics
+  // (getIntOrFloatBitWidth looks those up through an interface).
   auto t = dyn_cast<RankedTensorType>(type);
-  if (!t || !t.hasStaticShape())
+  if (!t)
     return 0;
+  int64_t n = 1;
+  for (int64_t d : t.getShape()) {
+    if (ShapedType::isDynamic(d))
+      return 0;
+    n *= d;
+  }
   Type et = t.getElementType();
-  int64_t width = et.isIntOrFloat()
-                      ? std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8)
-                      : 4;
-  return t.getNumElements() * width;
+  int64_t width;
+  if (isa<Float32Type>(et))
+    width = 4;
+  else if (isa<BFloat16Type, Float16Type>(et))
+    width = 2;
+  else if (auto i = dyn_cast<IntegerType>(et))
+    width = std::max<int64_t>(1, i.getWidth() / 8);
+  else if (et.isIntOrFloat())
+    width = std::max<int64_t>(1, et.getIntOrFloatBitWidth() / 8);
+  else
+    width = 4;
+  return n * width;
 }
