@@ -207,11 +207,21 @@ std::optional<int64_t> consecutiveIds(Value v) {
   if (!values || cast<RankedTensorType>(values.getType()).getRank() != 1 ||
       values.empty())
     return std::nullopt;
-  int64_t first = (*values.begin()).getSExtValue(), expected = first;
-  for (const APInt &id : values)
-    if (id.getSExtValue() != expected++)
-      return std::nullopt;
-  return first;
+  auto consecutive = [](auto ids) -> std::optional<int64_t> {
+    int64_t first = static_cast<int64_t>(*ids.begin()), expected = first;
+    for (auto id : ids)
+      if (static_cast<int64_t>(id) != expected++)
+        return std::nullopt;
+    return first;
+  };
+  // A vocabulary's ids (a hundred thousand) read as raw integers where
+  // they are stored as such; APInts otherwise.
+  if (auto raw = values.tryGetValues<int64_t>(); succeeded(raw))
+    return consecutive(*raw);
+  if (auto raw = values.tryGetValues<int32_t>(); succeeded(raw))
+    return consecutive(*raw);
+  return consecutive(llvm::map_range(
+      values, [](const APInt &id) { return id.getSExtValue(); }));
 }
 
 /// Whether `v` is a constant whose every element is +0.
