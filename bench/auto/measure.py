@@ -23,11 +23,19 @@ fastest (--budget-fraction of its predicted memory) and compared with the hand p
 fits the budget. The measured time is the fastest step of all rounds (as the
 calibration keeps the fastest run: other work on a shared machine only
 slows a step down), with the median of the rounds' medians beside it.
+
+Paired with a reference (--reference, default dp): in every round the
+reference plan runs right before each other plan, and the plan's paired time
+is the median over rounds of its median step over the reference's median
+step just before it, times the reference's median step in its fastest run. A
+machine that turns slower or faster for minutes at a time (shared hosts do)
+then scales both runs of a pair alike; the paired columns compare plans
+under one machine state. --reference none measures each plan once per round.
 Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
 and a Llama of about 4M parameters), made once into BUILD/bench-models.
 
   bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [--budget-fraction 0.75]
-                        [--devices 2|4] [MODEL_DIR...]
+                        [--devices 2|4] [--reference PLAN|none] [MODEL_DIR...]
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 
@@ -154,6 +162,9 @@ def main():
                          "memory of the hand plan predicted fastest")
     ap.add_argument("--devices", type=int, default=2, choices=(2, 4),
                     help="thread ranks (4: oversubscribed on a 2-core machine; no recompute rows)")
+    ap.add_argument("--reference", default="dp",
+                    help="the hand plan run before every other plan in each round, "
+                         "for the paired times ('none': no pairs)")
     ap.add_argument("models", nargs="*", help="training-case folders (default: the bench models)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="auto-measure")
@@ -215,23 +226,36 @@ def main():
         predicted["auto budget"] = predict(model, rows[-1][1], machine)
         cases.append(dict(case=case, model=model, rows=rows, predicted=predicted, budget=budget,
                           auto_line=auto_line, budget_line=budget_line, medians={}, fastest={},
-                          mems={}))
+                          mems={}, ratios={}, reference_runs=[]))
     # Every plan of every model in each round, so that a slow stretch of the
     # machine hits both models' plans alike.
     for _ in range(a.rounds):
         for c in cases:
             case, model, predicted = c["case"], c["model"], c["predicted"]
             medians, fastest, mems = c["medians"], c["fastest"], c["mems"]
-            for name, flags in c["rows"]:
-                if name not in predicted:
-                    continue
+            reference = dict(c["rows"]).get(a.reference) if a.reference in predicted else None
+
+            def timed(name, flags):
                 try:
                     med, low, mib = measure(model, flags, machine, a.bench)
-                    medians.setdefault(name, []).append(med)
-                    fastest[name] = min(low, fastest.get(name, low))
-                    mems[name] = mib
                 except (subprocess.CalledProcessError, AttributeError) as e:
                     print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
+                    return None
+                medians.setdefault(name, []).append(med)
+                fastest[name] = min(low, fastest.get(name, low))
+                mems[name] = mib
+                return med
+
+            for name, flags in c["rows"]:
+                if name not in predicted or (reference and name == a.reference):
+                    continue
+                # The reference right before the plan: the pair shares the
+                # machine's state.
+                ref = timed(a.reference, reference) if reference else None
+                med = timed(name, flags)
+                if ref and med:
+                    c["ratios"].setdefault(name, []).append(med / ref)
+                    c["reference_runs"].append(ref)
     for c in cases:
         case, rows, predicted, budget = c["case"], c["rows"], c["predicted"], c["budget"]
         medians, fastest, mems = c["medians"], c["fastest"], c["mems"]
@@ -241,19 +265,37 @@ def main():
         # step down); the median of the rounds' medians is shown beside it.
         table = [(n, predicted[n][0], fastest[n], median(medians[n]), predicted[n][1], mems[n])
                  for n, _ in rows if n in fastest]
+        # Paired: each plan's median ratio to the reference run before it,
+        # at the reference's fastest run; the reference itself at that run.
+        ratios, ref_runs = c["ratios"], c["reference_runs"]
+        paired = {}
+        if ref_runs:
+            paired[a.reference] = min(ref_runs)
+            for n, rs in ratios.items():
+                paired[n] = median(rs) * min(ref_runs)
         print("\n== %s (%d thread ranks, one thread each%s; %d runs of --bench %d)" % (
             case, a.devices, ", oversubscribed" if a.devices > (os.cpu_count() or 1) else "",
             a.rounds, a.bench))
         print(auto_line)
         print(budget_line)
-        print("%-14s %9s %9s %7s %9s %7s %9s %9s %7s" % (
-            "plan", "pred ms", "fastest", "ratio", "median", "ratio", "pred MiB", "meas MiB", "ratio"))
+        if paired:
+            print("paired with %s: %d pairs, the reference's median step %.1f-%.1f ms over them" % (
+                a.reference, len(ref_runs), min(ref_runs), max(ref_runs)))
+        print("%-14s %9s %9s %7s %9s %7s %9s %7s %9s %9s %7s" % (
+            "plan", "pred ms", "fastest", "ratio", "median", "ratio", "paired", "ratio",
+            "pred MiB", "meas MiB", "ratio"))
         for name, pm, low, med, pb, mb in table:
-            print("%-14s %9.1f %9.1f %7.2f %9.1f %7.2f %9.2f %9.2f %7.2f" % (
-                name, pm, low, pm / low, med, pm / med, pb, mb, pb / mb))
+            pr = paired.get(name)
+            print("%-14s %9.1f %9.1f %7.2f %9.1f %7.2f %9s %7s %9.2f %9.2f %7.2f" % (
+                name, pm, low, pm / low, med, pm / med, "%.1f" % pr if pr else "-",
+                "%.2f" % (pm / pr) if pr else "-", pb, mb, pb / mb))
+        # The paired column as a table column (index 6), where every row has one.
+        if paired and all(t[0] in paired for t in table):
+            table = [t + (paired[t[0]],) for t in table]
         hand = [t for t in table if not t[0].startswith("auto")]
         if len(hand) > 1:
-            for label, col in (("fastest", 2), ("median", 3)):
+            columns = (("fastest", 2), ("median", 3)) + ((("paired", 6),) if len(table[0]) > 6 else ())
+            for label, col in columns:
                 meas = [t[col] for t in table]
                 print("%-7s: spearman(pred, meas time) %.3f, mean abs error %.1f%%" % (
                     label, spearman([t[1] for t in table], meas),
@@ -261,7 +303,7 @@ def main():
             print("memory: predicted / measured %.2f .. %.2f" % (
                 min(t[4] / t[5] for t in table), max(t[4] / t[5] for t in table)))
             auto = [t for t in table if t[0] == "auto"]
-            for label, col in (("fastest", 2), ("median", 3)):
+            for label, col in columns:
                 best = min(hand, key=lambda t: t[col])
                 if auto:
                     print("auto (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
@@ -271,7 +313,7 @@ def main():
             if under:
                 print("auto under the budget: measured %.2f MiB %s %d MiB" % (
                     under[0][5], "<=" if under[0][5] <= budget else "> (over the budget!)", budget))
-            for label, col in (("fastest", 2), ("median", 3)):
+            for label, col in columns:
                 if under and fitting:
                     best = min(fitting, key=lambda t: t[col])
                     print("auto under the budget (%s) %.1f ms vs best hand plan that fits %s %.1f ms (%+.1f%%)" % (
