@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prepares the GPU check for a GPU machine that has the CUDA runtime and
 # PyTorch but neither MLIR nor the project's Debian packages (as the machines
-# a session may be lent): builds dist-train, dist-run, the CUDA tests and
-# distrt-gemm-rate with MLIR linked statically (build-gpu/), exports the
+# a session may be lent): builds dist-train, dist-run, the CUDA tests, the
+# runtime's CPU tests and distrt-gemm-rate with MLIR linked statically and
+# oneDNN's library beside them (build-gpu/), exports the
 # GPT-2-small benchmark model (graph and batches only: its weights are
 # written anew on the GPU machine by bench/gpu/weights.py), and packs it all
 # into .gpucarry/ (about 20 MB). Then, on the GPU machine, from the
@@ -31,17 +32,19 @@ fi
 launcher=()
 command -v ccache >/dev/null &&
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_CUDA_COMPILER_LAUNCHER=ccache)
-# No oneDNN and no MPI: the GPU machine has neither (one GPU: the local
-# backend with host-staged collectives).
+# No MPI: the GPU machine has none (one GPU: the local backend with
+# host-staged collectives). oneDNN is carried (its library below), so that
+# the check's part 5 runs the bf16 GEMMs on the host CPU (AMX or
+# AVX512-BF16 where it has them) with distrt_tests' bf16 cases.
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDISTOPT_STATIC_MLIR=ON \
-  -DDISTRT_USE_ONEDNN=OFF -DDISTOPT_ENABLE_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
+  -DDISTRT_USE_ONEDNN=ON -DDISTOPT_ENABLE_MPI=OFF -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCHS:-90}" \
   "${launcher[@]}" >/dev/null
-cmake --build "$build" -j "${DISTOPT_JOBS:-$(nproc)}" \
-  --target dist-train dist-run distrt_cuda_tests distrt-gemm-rate
+tools=(dist-train dist-run distrt_cuda_tests distrt-gemm-rate distrt_tests)
+cmake --build "$build" -j "${DISTOPT_JOBS:-$(nproc)}" --target "${tools[@]}"
 
 rm -rf "$carry"
 mkdir -p "$carry/pack/bin" "$carry/pack/lib" "$carry/gpt2"
-for t in dist-train dist-run distrt_cuda_tests distrt-gemm-rate; do
+for t in "${tools[@]}"; do
   cp "$build/bin/$t" "$carry/pack/bin/"
   strip "$carry/pack/bin/$t"
 done

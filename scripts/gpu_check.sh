@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU, from the repository root, with
 # .gpucarry/ made by scripts/gpu_bundle.sh (on a machine with the build
-# dependencies). In about 5 minutes it runs:
+# dependencies). In about 6 minutes it runs:
 #   1. every CUDA test (distrt_cuda_tests);
 #   2. every training case of test/data/train on one GPU, against PyTorch's
 #      losses and trained outputs as on the CPU, and multi-rank plans with
@@ -9,11 +9,15 @@
 #   3. the GPT-2-small training step on the GPU against torch on the same
 #      GPU (bench/gpu/run.sh), with distopt's profile: in f32, with TF32
 #      GEMMs, and in bf16 mixed precision (against torch.autocast);
-#   4. distrt's matmul rate per dtype (distrt-gemm-rate).
+#   4. distrt's matmul rate per dtype (distrt-gemm-rate);
+#   5. the host CPU's bf16 GEMMs: which bf16 instructions it has (AMX,
+#      AVX512-BF16), the bf16-through-oneDNN test against an f64 reference
+#      (skipped, and said so, on a CPU without them), and the matmul rate per
+#      dtype on one CPU thread at 1024 tokens.
 # Writes everything to $OUT/gpu_check.log (OUT default /tmp/gpu-check) and
 # prints a summary; exits non-zero if a test or case failed. Each part has a
 # time limit, so that a hang costs minutes, not the machine. PARTS (default
-# "1 2 3 4") picks parts, e.g. PARTS=3 to rerun the benchmark alone.
+# "1 2 3 4 5") picks parts, e.g. PARTS=3 to rerun the benchmark alone.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/gpu-check}
@@ -30,12 +34,12 @@ failures=0
 summary=()
 note() { echo "$*" | tee -a "$log"; }
 section() { note; note "== $*"; }
-record() { # NAME STATUS
+record() { # NAME STATUS (ok, skipped..., or a failure)
   summary+=("$(printf '%-58s %s' "$1" "$2")")
-  [ "$2" = ok ] || failures=$((failures + 1))
+  [ "$2" = ok ] || [[ $2 == skipped* ]] || failures=$((failures + 1))
 }
 
-parts=" ${PARTS:-1 2 3 4} "
+parts=" ${PARTS:-1 2 3 4 5} "
 wanted() { [[ $parts == *" $1 "* ]]; }
 
 section "machine"
@@ -137,6 +141,29 @@ if wanted 4; then
 section "4. matmul rate per dtype"
 timeout 120 "$bin/distrt-gemm-rate" --runs 10 2>&1 | tee -a "$log"
 record "distrt-gemm-rate" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
+
+fi
+
+if wanted 5; then
+section "5. host CPU: bf16 GEMMs through oneDNN"
+flags=$(grep -o -w 'amx_bf16\|avx512_bf16' /proc/cpuinfo | sort -u | tr '\n' ' ')
+note "cpu: $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)," \
+  "bf16 instructions: ${flags:-none}"
+timeout 120 "$bin/distrt_tests" --gtest_filter='Gemm.BF16*' >"$out/bf16.log" 2>&1
+rc=$?
+cat "$out/bf16.log" >>"$log"
+# (The log has the whole output; the results and a skip's reason here.)
+grep -E -A1 '^\[ *(OK|FAILED|SKIPPED) *\] Gemm|Skipped$' "$out/bf16.log" | grep -v '^--$'
+if [ $rc != 0 ]; then
+  record "bf16 GEMM tests on the host CPU" FAILED
+elif grep -q '^\[  SKIPPED \] Gemm.BF16ProductsRunInBF16 (' "$out/bf16.log"; then
+  record "bf16 GEMM tests on the host CPU" "skipped (no bf16 GEMM on this CPU)"
+else
+  record "bf16 GEMM tests on the host CPU" ok
+fi
+rm -f "$out/bf16.log"
+timeout 300 "$bin/distrt-gemm-rate" --device cpu --runs 3 --tokens 1024 2>&1 | tee -a "$log"
+record "distrt-gemm-rate on the host CPU" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
 
 fi
 

@@ -4,10 +4,11 @@
 // instruction timed by the executor's profile (which waits for the device
 // after it) over runs after warm-up runs. Prints TFLOP/s per case.
 //
-//   distrt-gemm-rate [--device cuda|cpu] [--runs N]
+//   distrt-gemm-rate [--device cuda|cpu] [--runs N] [--tokens T]
 //
-// Shapes: a square 4096 product and GPT-2-small's linear layers at 8 x 1024
-// tokens (qkv, attention output, MLP up, MLP down, the LM head).
+// Shapes: a square 4096 product and GPT-2-small's linear layers at T tokens
+// (default 8 x 1024; qkv, attention output, MLP up, MLP down, the LM head).
+// On a CPU (one thread) --tokens 1024 keeps a run to seconds.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,11 +27,11 @@ struct Case {
   int64_t m, k, n;
 };
 
-const Case kCases[] = {
-    {"square 4096", 4096, 4096, 4096},  {"gpt2 qkv", 8192, 768, 2304},
-    {"gpt2 attn out", 8192, 768, 768},  {"gpt2 mlp up", 8192, 768, 3072},
-    {"gpt2 mlp down", 8192, 3072, 768}, {"gpt2 lm head", 8192, 768, 50257},
-};
+std::vector<Case> Cases(int64_t tokens) {
+  return {{"square 4096", 4096, 4096, 4096},    {"gpt2 qkv", tokens, 768, 2304},
+          {"gpt2 attn out", tokens, 768, 768},  {"gpt2 mlp up", tokens, 768, 3072},
+          {"gpt2 mlp down", tokens, 3072, 768}, {"gpt2 lm head", tokens, 768, 50257}};
+}
 
 // A host tensor of small values (exact in every dtype measured).
 Tensor Filled(DType dtype, const Shape& shape) {
@@ -56,10 +57,10 @@ Tensor Filled(DType dtype, const Shape& shape) {
   return t;
 }
 
-int Run(const std::shared_ptr<Device>& device, int runs) {
+int Run(const std::shared_ptr<Device>& device, int runs, int64_t tokens) {
   std::printf("device: %s\n", device->Description().c_str());
   std::printf("%-16s %-5s %22s %10s %10s\n", "case", "dtype", "m x k x n", "ms", "TFLOP/s");
-  for (const Case& c : kCases) {
+  for (const Case& c : Cases(tokens)) {
     for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
       ProgramBuilder b;
       const int x = b.Input("a", dtype, {c.m, c.k});
@@ -92,7 +93,7 @@ int Run(const std::shared_ptr<Device>& device, int runs) {
                     st.ToString().c_str());
         continue;
       }
-      std::printf("%-16s %-5s %22s %10.3f %10.1f\n", c.name, DTypeName(dtype).c_str(), shape,
+      std::printf("%-16s %-5s %22s %10.3f %10.3f\n", c.name, DTypeName(dtype).c_str(), shape,
                   s * 1e3, 2.0 * c.m * c.k * c.n / s * 1e-12);
     }
   }
@@ -104,13 +105,17 @@ int Run(const std::shared_ptr<Device>& device, int runs) {
 int main(int argc, char** argv) {
   std::string device = "cuda";
   int runs = 20;
+  int64_t tokens = 8192;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--device") && i + 1 < argc) {
       device = argv[++i];
     } else if (!std::strcmp(argv[i], "--runs") && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--tokens") && i + 1 < argc && std::atoll(argv[i + 1]) > 0) {
+      tokens = std::atoll(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: distrt-gemm-rate [--device cuda|cpu] [--runs N]\n");
+      std::fprintf(stderr,
+                   "usage: distrt-gemm-rate [--device cuda|cpu] [--runs N] [--tokens T]\n");
       return 2;
     }
   }
@@ -122,5 +127,5 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  return Run(dev, runs < 1 ? 1 : runs);
+  return Run(dev, runs < 1 ? 1 : runs, tokens);
 }
