@@ -1,6 +1,9 @@
 // Loading and saving rank programs and packages.
 #include "distrt/program.h"
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+
 #include <algorithm>
 #include <cstring>
 
@@ -195,12 +198,29 @@ Status LoadPackage(const std::string& dir, Package* out) {
   return OkStatus();
 }
 
+// The same program always makes the same bytes: an instruction's attributes
+// are a protobuf map, whose default serialization order is the map's hash
+// order and differs from process to process.
+template <typename Message>
+bool SerializeDeterministically(const Message& message, std::string* bytes) {
+  bytes->clear();
+  bool ok;
+  {  // The coded stream hands its last bytes to the string as it goes.
+    google::protobuf::io::StringOutputStream stream(bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    ok = message.SerializeToCodedStream(&coded) && !coded.HadError();
+  }
+  return ok;
+}
+
 Status SaveProgram(const proto::RankProgram& program, const std::string& path) {
   proto::RankProgram copy = program;
   if (copy.format_version() == 0) copy.set_format_version(kFormatVersion);
   copy.set_end_mark(kEndMark);
   std::string bytes;
-  if (!copy.SerializeToString(&bytes)) return InternalError("cannot serialize rank program");
+  if (!SerializeDeterministically(copy, &bytes))
+    return InternalError("cannot serialize rank program");
   return WriteStringToFile(path, bytes);
 }
 
@@ -209,7 +229,7 @@ Status SavePackage(const proto::Package& package, const std::string& path) {
   if (copy.format_version() == 0) copy.set_format_version(kFormatVersion);
   copy.set_end_mark(kEndMark);
   std::string bytes;
-  if (!copy.SerializeToString(&bytes)) return InternalError("cannot serialize package");
+  if (!SerializeDeterministically(copy, &bytes)) return InternalError("cannot serialize package");
   return WriteStringToFile(path, bytes);
 }
 
