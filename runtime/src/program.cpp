@@ -202,7 +202,7 @@ Status LoadPackage(const std::string& dir, Package* out) {
 // are a protobuf map, whose default serialization order is the map's hash
 // order and differs from process to process.
 template <typename Message>
-bool SerializeDeterministically(const Message& message, std::string* bytes) {
+static bool SerializeDeterministically(const Message& message, std::string* bytes) {
   bytes->clear();
   bool ok;
   {  // The coded stream hands its last bytes to the string as it goes.
