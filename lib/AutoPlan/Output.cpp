@@ -66,6 +66,10 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
   if (result.alike > 0)
     os << " (" << result.alike
        << " more predicted exactly as one of them on its mesh, not compiled)";
+  if (result.nearMisses > 0)
+    os << " (" << result.nearMisses
+       << " of them predicted just over the budget, compiled as nothing "
+          "predicted fit)";
   os << ", " << result.rejected << " rejected, " << result.screened
      << " ruled out by the memory bound, " << result.dominated
      << " skipped as recompute of a plan that fits; " << result.fit << " fit";
@@ -120,9 +124,13 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
     if (!header)
       os << "confirmed by a whole compile (from layer terms -> compiled):\n";
     header = true;
-    os << format("  %-36s %-16s step %.3f -> %.3f ms, peak %.2f -> %.2f MiB\n",
+    // A pipeline composed over the budget was not simulated: no step.
+    std::string composedStep =
+        e.composed->timed ? formatv("{0:F3}", e.composed->stepUs / 1e3).str()
+                          : std::string("(not simulated)");
+    os << format("  %-36s %-16s step %s -> %.3f ms, peak %.2f -> %.2f MiB\n",
                  e.candidate.describe().c_str(), e.candidate.mesh().c_str(),
-                 e.composed->stepUs / 1e3, e.prediction.stepUs / 1e3,
+                 composedStep.c_str(), e.prediction.stepUs / 1e3,
                  toMiB(e.composed->peakBytes), toMiB(e.prediction.peakBytes));
   }
   // What was not compiled, grouped by why.

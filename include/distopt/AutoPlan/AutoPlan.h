@@ -263,6 +263,9 @@ struct SearchResult {
   /// Final candidates not compiled: predicted exactly as a compiled one
   /// that fits, on the same mesh.
   int64_t alike = 0;
+  /// Compiled whole because nothing predicted fit and their composed peaks
+  /// were just over the budget.
+  int64_t nearMisses = 0;
   /// Predicted pipelines not simulated: over the budget, or bounded above
   /// the fastest.
   int64_t overBudget = 0, bounded = 0;
