@@ -89,15 +89,18 @@ LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
       offsets.push_back(*ctx.pieceOffset(getLoc(), global, sharding, d));
     ArrayRef<int64_t> gShape = global.getShape(), lShape = local.getShape();
     int64_t n = local.getNumElements();
-    // The flat global index of each local element, in order.
-    auto forEachPicked = [&](auto pick) {
+    // The local elements in order, a run of the innermost dimension at a
+    // time (contiguous in both tensors): the flat global index of each
+    // run's first element.
+    auto forEachRun = [&](auto pick) {
+      int64_t last = local.getRank() - 1, run = lShape[last];
       SmallVector<int64_t> idx(local.getRank(), 0);
-      for (int64_t i = 0; i < n; ++i) {
+      for (int64_t i = 0; run > 0 && i < n; i += run) {
         int64_t flat = 0;
-        for (int64_t d = 0; d < local.getRank(); ++d)
+        for (int64_t d = 0; d <= last; ++d)
           flat = flat * gShape[d] + offsets[d] + idx[d];
-        pick(flat);
-        for (int64_t d = local.getRank() - 1; d >= 0; --d) {
+        pick(flat, run);
+        for (int64_t d = last - 1; d >= 0; --d) {
           if (++idx[d] < lShape[d])
             break;
           idx[d] = 0;
@@ -109,26 +112,14 @@ LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
         element.getIntOrFloatBitWidth() % 8 == 0) {
       // Whole bytes per element: copy the raw bytes (an Attribute per
       // element is slow for masks and tables of a million elements).
-      // A run of the innermost dimension at a time: it is contiguous in
-      // both the global and the local tensor.
       int64_t width = element.getIntOrFloatBitWidth() / 8;
       ArrayRef<char> raw = dense.getRawData();
       std::vector<char> picked;
       picked.reserve(n * width);
-      int64_t last = local.getRank() - 1, run = lShape[last];
-      SmallVector<int64_t> idx(local.getRank(), 0);
-      for (int64_t i = 0; run > 0 && i < n; i += run) {
-        int64_t flat = 0;
-        for (int64_t d = 0; d <= last; ++d)
-          flat = flat * gShape[d] + offsets[d] + idx[d];
+      forEachRun([&](int64_t flat, int64_t run) {
         picked.insert(picked.end(), raw.begin() + flat * width,
                       raw.begin() + (flat + run) * width);
-        for (int64_t d = last - 1; d >= 0; --d) {
-          if (++idx[d] < lShape[d])
-            break;
-          idx[d] = 0;
-        }
-      }
+      });
       localResults.push_back(ConstantOp::create(
           ctx.builder, getLoc(), local,
           DenseElementsAttr::getFromRawBuffer(local, picked)));
@@ -136,7 +127,9 @@ LogicalResult ConstantOp::partitionOp(dist::PartitionContext &ctx, ValueRange,
     }
     SmallVector<Attribute> values(dense.getValues<Attribute>());
     SmallVector<Attribute> picked;
-    forEachPicked([&](int64_t flat) { picked.push_back(values[flat]); });
+    forEachRun([&](int64_t flat, int64_t run) {
+      picked.append(values.begin() + flat, values.begin() + flat + run);
+    });
     localResults.push_back(ConstantOp::create(
         ctx.builder, getLoc(), local, DenseElementsAttr::get(local, picked)));
     return success();
