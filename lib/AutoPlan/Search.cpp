@@ -367,6 +367,17 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
   // The fastest predictions that fit are compiled whole: the winner is the
   // fastest of those the compiler confirms fit. One that does not fit after
   // all brings back its recompute twin, if that was skipped for it.
+  // Candidate i compiled whole in its place, keeping what its layer terms
+  // composed (the report shows both); a rejection is counted.
+  auto compileInPlace = [&](size_t i) -> Evaluation & {
+    Prediction composed = result.evaluations[i].prediction;
+    result.evaluations[i] = compileWhole(result.evaluations[i].candidate);
+    Evaluation &e = result.evaluations[i];
+    e.composed = composed;
+    if (e.status == Evaluation::Status::Rejected)
+      ++result.rejected;
+    return e;
+  };
   auto confirm = [&] {
     std::vector<size_t> pending;
     // Fastest first; among equal steps the one enumerated first (the lower
@@ -407,15 +418,10 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
         ++confirmed;
         continue;
       }
-      Prediction composed = result.evaluations[i].prediction;
       Candidate c = result.evaluations[i].candidate;
-      result.evaluations[i] = compileWhole(c);
-      Evaluation &e = result.evaluations[i];
-      e.composed = composed;
-      if (e.status == Evaluation::Status::Rejected) {
-        ++result.rejected;
+      Evaluation &e = compileInPlace(i);
+      if (e.status == Evaluation::Status::Rejected)
         continue;
-      }
       if (fits(e.prediction)) {
         ++confirmed;
         continue;
@@ -481,12 +487,8 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
                result.evaluations[b].prediction.peakBytes;
       });
       for (size_t i : llvm::ArrayRef(near).take_front(kConfirmed)) {
-        Prediction composed = result.evaluations[i].prediction;
-        result.evaluations[i] = compileWhole(result.evaluations[i].candidate);
-        result.evaluations[i].composed = composed;
+        compileInPlace(i);
         ++result.nearMisses;
-        if (result.evaluations[i].status == Evaluation::Status::Rejected)
-          ++result.rejected;
       }
     }
   }
