@@ -331,12 +331,12 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
     vc.inst = &p.proto().instructions(i);
     for (int id : p.InstructionInputs(i)) vc.inputs.push_back(p.value(id).type);
     for (int id : p.InstructionOutputs(i)) vc.outputs.push_back(p.value(id).type);
-    const std::vector<TensorType>&ins = vc.inputs, &outs = vc.outputs;
     if (!RunsViaF32(*im.kernels[i], vc)) continue;
     im.via_f32[static_cast<size_t>(i)] = true;
     ++e->stats_.instructions_via_f32;
-    if (im.on_host) scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(ins, outs);
-    NoteRunsViaF32(ComputeDType(ins, outs) == DType::kF16 ? DType::kF16 : DType::kBF16);
+    if (im.on_host) scratch[static_cast<size_t>(i)] = ViaF32ScratchBytes(vc.inputs, vc.outputs);
+    NoteRunsViaF32(ComputeDType(vc.inputs, vc.outputs) == DType::kF16 ? DType::kF16
+                                                                      : DType::kBF16);
   }
 
   if (!im.on_host) {
