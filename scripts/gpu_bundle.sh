@@ -4,10 +4,10 @@
 # a session may be lent): builds dist-train, dist-run, the CUDA tests, the
 # runtime's CPU tests and distrt-gemm-rate with MLIR linked statically and
 # oneDNN's library beside them (build-gpu/), exports the
-# GPT-2-small benchmark model (graph and batches only: its weights are
-# written anew on the GPU machine by bench/gpu/weights.py), and packs it all
-# into .gpucarry/ (about 20 MB). Then, on the GPU machine, from the
-# repository root with .gpucarry/ beside the sources:
+# GPT-2-small benchmark model at two sequence lengths (graph and batches
+# only: its weights are written anew on the GPU machine by
+# bench/gpu/weights.py), and packs it all into .gpucarry/ (about 35 MB).
+# Then, on the GPU machine, from the repository root with .gpucarry/ beside the sources:
 #
 #   scripts/gpu_check.sh
 #
@@ -60,12 +60,18 @@ done
 tar -C "$carry/pack" -cJf "$carry/bundle.tar.xz" .
 rm -rf "$carry/pack"
 
-# The benchmark model: exported with torch here, weights detached.
-export_dir=$root/bench/.cache/gpu-gpt2-small-export
-if [ ! -f "$export_dir/model.onnx" ]; then
-  /usr/bin/python3 "$root/bench/train/make_model.py" "$export_dir" --shape "12,768,12,50257,1024,$seq" >/dev/null
-fi
-/usr/bin/python3 "$root/bench/gpu/weights.py" detach "$export_dir/model.onnx" "$carry/gpt2"
-rm "$carry/gpt2/weights.bin"
-cp "$export_dir/train.json" "$export_dir/tokens.bin" "$export_dir/shape.json" "$carry/gpt2/"
+# The benchmark models: exported with torch here, weights detached. gpt2
+# at SEQ tokens for the GPU (part 3), gpt2-s128 at 1 x 128 tokens for the
+# host CPU (part 6, as bench/train measures it).
+carry_model() { # NAME SEQ EXPORT_DIR (under bench/.cache, shared with bench/train)
+  local export_dir=$root/bench/.cache/$3
+  if [ ! -f "$export_dir/model.onnx" ]; then
+    /usr/bin/python3 "$root/bench/train/make_model.py" "$export_dir" --shape "12,768,12,50257,1024,$2" >/dev/null
+  fi
+  /usr/bin/python3 "$root/bench/gpu/weights.py" detach "$export_dir/model.onnx" "$carry/$1"
+  rm "$carry/$1/weights.bin"
+  cp "$export_dir/train.json" "$export_dir/tokens.bin" "$export_dir/shape.json" "$carry/$1/"
+}
+carry_model gpt2 "$seq" "gpu-gpt2-small-export$([ "$seq" = 1024 ] || echo "-$seq")"
+carry_model gpt2-s128 128 train-gpt2-small
 du -sh "$carry" "$carry"/*

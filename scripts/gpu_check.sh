@@ -13,11 +13,15 @@
 #   5. the host CPU's bf16 GEMMs: which bf16 instructions it has (AMX,
 #      AVX512-BF16), the bf16-through-oneDNN test against an f64 reference
 #      (skipped, and said so, on a CPU without them), and the matmul rate per
-#      dtype on one CPU thread at 1024 tokens.
+#      dtype on one CPU thread at 1024 tokens;
+#   6. the GPT-2-small training step on the host CPU (bench/train/run.sh's
+#      row 1, 1 x 128 tokens, at CPU_THREADS, default "1 4"), in f32 and
+#      with precision: bf16 (where the CPU has bf16 instructions), each
+#      against torch on the same threads.
 # Writes everything to $OUT/gpu_check.log (OUT default /tmp/gpu-check) and
 # prints a summary; exits non-zero if a test or case failed. Each part has a
 # time limit, so that a hang costs minutes, not the machine. PARTS (default
-# "1 2 3 4 5") picks parts, e.g. PARTS=3 to rerun the benchmark alone.
+# "1 2 3 4 5 6") picks parts, e.g. PARTS=3 to rerun the benchmark alone.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/gpu-check}
@@ -39,7 +43,7 @@ record() { # NAME STATUS (ok, skipped..., or a failure)
   [ "$2" = ok ] || [[ $2 == skipped* ]] || failures=$((failures + 1))
 }
 
-parts=" ${PARTS:-1 2 3 4 5} "
+parts=" ${PARTS:-1 2 3 4 5 6} "
 wanted() { [[ $parts == *" $1 "* ]]; }
 
 section "machine"
@@ -164,6 +168,32 @@ fi
 rm -f "$out/bf16.log"
 timeout 300 "$bin/distrt-gemm-rate" --device cpu --runs 3 --tokens 1024 2>&1 | tee -a "$log"
 record "distrt-gemm-rate on the host CPU" "$([ "${PIPESTATUS[0]}" = 0 ] && echo ok || echo FAILED)"
+
+fi
+
+if wanted 6; then
+section "6. host CPU: GPT-2-small training step, bf16 and f32, vs torch"
+# bench/train's row 1 on this host (1 x 128 tokens, AdamW), once in f32 and
+# once with precision: bf16 against torch.autocast(bfloat16): the same
+# thread counts, so distopt's bf16 step can be read against its f32 step.
+gpt=$pack/gpt2-s128
+cp -r "$carry/gpt2-s128" "$gpt"
+python3 "$root/bench/gpu/weights.py" write "$gpt" >>"$log" 2>&1
+for bf16 in 0 1; do
+  start=$SECONDS
+  # (Without bf16 instructions torch's autocast step takes tens of seconds.)
+  if [ $bf16 = 1 ] && ! grep -q -w -e amx_bf16 -e avx512_bf16 /proc/cpuinfo; then
+    record "GPT-2-small step on the host CPU, bf16" "skipped (no bf16 instructions on this CPU)"
+    continue
+  fi
+  MODEL_DIR=$gpt PYTHON=python3 DISTOPT_BUILD_DIR=$pack BF16=$bf16 SKIP_PHASES=1 SKIP_DP=1 \
+    THREADS="${CPU_THREADS:-1 4}" timeout 400 "$root/bench/train/run.sh" 5 1 >"$out/cpu_step.txt" 2>&1
+  status=$?
+  tee -a "$log" <"$out/cpu_step.txt"
+  record "GPT-2-small step on the host CPU, $([ $bf16 = 1 ] && echo bf16 || echo f32) ($((SECONDS - start)) s)" \
+    "$([ $status = 0 ] && echo ok || echo FAILED)"
+done
+rm -f "$out/cpu_step.txt"
 
 fi
 

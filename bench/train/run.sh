@@ -27,7 +27,10 @@
 # Environment: DISTOPT_BUILD_DIR (default build/); SHAPE and DP_SHAPE: the
 # model of row 1 and of row 2 as layers,d,heads,vocab,pos,seq (default GPT-2
 # small, 12,768,12,50257,1024,128; e.g. DP_SHAPE=6,512,8,50257,1024,128 for a
-# shorter row 2, SHAPE=2,64,4,1000,128,32 to try the script); SKIP_PHASES=1,
+# shorter row 2, SHAPE=2,64,4,1000,128,32 to try the script); MODEL_DIR: row
+# 1's model ready-made (model.onnx, train.json, tokens.bin, shape.json, as
+# bench/gpu/weights.py writes them where torch cannot export), instead of
+# SHAPE; PYTHON (default /usr/bin/python3); SKIP_PHASES=1,
 # SKIP_DP=1; THREADS (row 1's thread counts, default "1 2"). BF16=1: row 1
 # only, in bf16 on both sides: dist-train with `precision: bf16` (f32
 # masters, bf16 compute) against torch.autocast(bfloat16) (f32 parameters,
@@ -45,7 +48,7 @@ cache=$root/bench/.cache
 steps=${1:-5}
 rounds=${2:-3}
 warmup=2
-py=/usr/bin/python3
+py=${PYTHON:-/usr/bin/python3}
 here=$root/bench/train
 
 model_dir() { # SHAPE -> directory holding model.onnx, train.json, tokens.bin
@@ -78,7 +81,7 @@ check_losses() { # LABEL DISTOPT_OUTPUT TORCH_OUTPUT
   done
 }
 
-dir=$(model_dir "${SHAPE:-}")
+dir=${MODEL_DIR:-$(model_dir "${SHAPE:-}")}
 seq=$(shape_of "$dir" seq)
 config=$dir/train.json
 torch_flags=()
