@@ -152,7 +152,10 @@ void PasteWindow(const uint8_t* src, const Shape& sizes, uint8_t* dst, const Sha
 
 // Converts n elements between dtypes (numpy-like: float->int truncates,
 // ->bool is x != 0, NaN->int gives the type's minimum).
-Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n);
+// f32 to and from bf16/f16 take the vectorised conversions, split over
+// `pool` (may be null).
+Status CastBuffer(const void* src, DType src_dtype, void* dst, DType dst_dtype, int64_t n,
+                  ThreadPool* pool = nullptr);
 
 // y = x.transpose(perm) for a row-major x of `shape`, by element bytes.
 void TransposeBytes(const uint8_t* x, const Shape& shape, const std::vector<int64_t>& perm,

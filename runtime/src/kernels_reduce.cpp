@@ -75,6 +75,22 @@ T RowExtreme(const T* x, int64_t n) {
   return best;
 }
 
+// The sum of x[0..n) in A (double for floats): eight running sums instead
+// of one, so there is no chain of dependent adds and the compiler can
+// vectorise them.
+template <typename A, typename T>
+A RowSum(const T* x, int64_t n) {
+  A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8)
+    for (int j = 0; j < 8; ++j) part[j] += static_cast<A>(x[r + j]);
+  for (; r < n; ++r) part[r % 8] += static_cast<A>(x[r]);
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// Elements per chunk when a few long rows are reduced in parallel.
+constexpr int64_t kLongRowChunk = 1 << 16;
+
 // y[o, i] = reduce_r x[o, r, i]
 template <typename T>
 void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner,
@@ -119,6 +135,40 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
     }
   };
   if (outer == 0 || inner == 0) return;  // an empty result (a device's empty piece)
+  if constexpr (std::is_floating_point<T>::value) {
+    if (inner == 1 && op != RedOp::kProd && R >= 2 * kLongRowChunk && outer < 16) {
+      // A few long rows (a gradient norm's sum of squares over a whole
+      // embedding): parallel over fixed chunks of each row, their results
+      // combined in order, so the result does not depend on the threads.
+      const int64_t chunks = (R + kLongRowChunk - 1) / kLongRowChunk;
+      std::vector<A> part(static_cast<size_t>(outer * chunks));
+      ParallelFor(pool, outer * chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+          const int64_t o = c / chunks, r0 = (c % chunks) * kLongRowChunk;
+          const T* row = x + o * R + r0;
+          const int64_t len = std::min(kLongRowChunk, R - r0);
+          if (op == RedOp::kMax || op == RedOp::kMin) {
+            part[c] = op == RedOp::kMax ? RowExtreme<true>(row, len) : RowExtreme<false>(row, len);
+          } else {
+            part[c] = RowSum<A>(row, len);
+          }
+        }
+      });
+      for (int64_t o = 0; o < outer; ++o) {
+        A acc = part[o * chunks];
+        for (int64_t c = 1; c < chunks; ++c) {
+          const A v = part[o * chunks + c];
+          acc = op == RedOp::kMax
+                    ? static_cast<A>(MaxNan<T>(static_cast<T>(acc), static_cast<T>(v)))
+                : op == RedOp::kMin
+                    ? static_cast<A>(MinNan<T>(static_cast<T>(acc), static_cast<T>(v)))
+                    : acc + v;
+        }
+        y[o] = finish(acc);
+      }
+      return;
+    }
+  }
   if (inner == 1) {
     int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
     ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
@@ -127,16 +177,7 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
         A acc = init();
         if constexpr (std::is_floating_point<T>::value) {
           if (op == RedOp::kSum || op == RedOp::kMean) {
-            // Eight running sums (in double) instead of one: no chain of
-            // dependent adds, and the compiler can vectorise them.
-            A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-            int64_t r = 0;
-            for (; r + 8 <= R; r += 8)
-              for (int j = 0; j < 8; ++j) part[j] += static_cast<A>(row[r + j]);
-            for (; r < R; ++r) part[r % 8] += static_cast<A>(row[r]);
-            acc = ((part[0] + part[1]) + (part[2] + part[3])) +
-                  ((part[4] + part[5]) + (part[6] + part[7]));
-            y[o] = finish(acc);
+            y[o] = finish(RowSum<A>(row, R));
             continue;
           }
           if (op == RedOp::kMax || op == RedOp::kMin) {

@@ -275,17 +275,23 @@ TEST(Gemm, BF16ProductsRunInBF16) {
     GTEST_SKIP() << "oneDNN makes no bf16 matmul on this CPU (oneDNN 2.6 needs AVX-512)";
   }
   int64_t via_f32 = -1;
+  // One call, then products whose rows the 2 threads split into a call
+  // each: few rows against many columns, and many rows.
+  const std::pair<int64_t, int64_t> sizes[] = {{37, 160}, {37, 1000}, {300, 160}};
   for (bool ta : {false, true})
-    for (bool tb : {false, true}) {
-      const int64_t m = 37, k = 72, n = 160;
-      SCOPED_TRACE(::testing::Message() << "ta=" << ta << " tb=" << tb);
-      const Tensor a = BF16(ta ? Shape{k, m} : Shape{m, k}, Random(m * k, 41));
-      const Tensor b = BF16(tb ? Shape{n, k} : Shape{k, n}, Random(k * n, 42));
-      Tensor c = RunBF16Matmul(
-          a, b, {m, n}, {{"transpose_lhs", AttrInt(ta)}, {"transpose_rhs", AttrInt(tb)}}, &via_f32);
-      EXPECT_EQ(via_f32, 0);
-      ExpectBF16Close(c, Reference(Widened(a), ta, Widened(b), tb, m, k, n));
-    }
+    for (bool tb : {false, true})
+      for (auto [m, n] : sizes) {
+        const int64_t k = 72;
+        SCOPED_TRACE(::testing::Message()
+                     << "ta=" << ta << " tb=" << tb << " m=" << m << " n=" << n);
+        const Tensor a = BF16(ta ? Shape{k, m} : Shape{m, k}, Random(m * k, 41));
+        const Tensor b = BF16(tb ? Shape{n, k} : Shape{k, n}, Random(k * n, 42));
+        Tensor c = RunBF16Matmul(a, b, {m, n},
+                                 {{"transpose_lhs", AttrInt(ta)}, {"transpose_rhs", AttrInt(tb)}},
+                                 &via_f32);
+        EXPECT_EQ(via_f32, 0);
+        ExpectBF16Close(c, Reference(Widened(a), ta, Widened(b), tb, m, k, n));
+      }
   // [2, 3, 16, 8] x [3, 8, 12]: the rhs broadcast over the first batch dim.
   const Tensor a = BF16({2, 3, 16, 8}, Random(2 * 3 * 16 * 8, 43));
   const Tensor b = BF16({3, 8, 12}, Random(3 * 8 * 12, 44));
