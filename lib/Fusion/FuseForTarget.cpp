@@ -224,14 +224,6 @@ std::optional<int64_t> consecutiveIds(Value v) {
       values, [](const APInt &id) { return id.getSExtValue(); }));
 }
 
-/// Whether `v` is a constant whose every element is +0.
-bool isZeroConstant(Value v) {
-  auto c = v.getDefiningOp<nn::ConstantOp>();
-  auto values = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
-  return values && values.isSplat() &&
-         values.getSplatValue<APFloat>().isPosZero();
-}
-
 std::optional<CrossEntropy>
 matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
   CrossEntropy ce;
@@ -287,8 +279,9 @@ matchCrossEntropy(nn::WhereOp g, const TargetDescription &target) {
       ce.w0 = w;
   if (!ce.s || !ce.w0 || !reducesLastDim(ce.s) ||
       ce.w0.getCondition() != ce.oh.getResult() ||
-      ce.w0.getLhs() != ce.z.getResult() || !isZeroConstant(ce.w0.getRhs()) ||
-      ce.w0.getType() != type || !ce.w0->hasOneUse())
+      ce.w0.getLhs() != ce.z.getResult() ||
+      !nn::isZeroConstant(ce.w0.getRhs()) || ce.w0.getType() != type ||
+      !ce.w0->hasOneUse())
     return std::nullopt;
   ce.zl = dyn_cast<nn::ReduceSumOp>(*ce.w0->user_begin());
   if (!ce.zl || !reducesLastDim(ce.zl))

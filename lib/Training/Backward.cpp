@@ -17,6 +17,27 @@ static bool isFloatTensor(Value v) {
 /// The ops the seeds may depend on, in program order: those of `block`, after
 /// those before each op enclosing it up to the function (a microbatch loop's
 /// body reads the weights' transposes computed before the loop).
+/// The sum of two gradients of one value when one of them is a gather's
+/// (an embedding's rows scattered into zeros): the rows scattered straight
+/// into the other gradient. A tied embedding then costs no zero table and
+/// no add over the whole vocabulary. Null when neither is such a scatter.
+static Value scatterInto(Value a, Value b, nn::GradientBuilder &g) {
+  for (int k = 0; k < 2; ++k, std::swap(a, b)) {
+    auto scatter = b.getDefiningOp<nn::ScatterAddOp>();
+    if (!scatter || !b.use_empty() || a.getType() != b.getType() ||
+        !nn::isZeroConstant(scatter.getBase()))
+      continue;
+    Value sum = g.create<nn::ScatterAddOp>(
+        a, scatter.getIndices(), scatter.getUpdates(), scatter.getAxisAttr());
+    Operation *zeros = scatter.getBase().getDefiningOp();
+    scatter.erase();
+    if (zeros->use_empty())
+      zeros->erase();
+    return sum;
+  }
+  return Value();
+}
+
 static SmallVector<Operation *> opsInScope(Block *block) {
   SmallVector<SmallVector<Operation *>> levels;
   Operation *end = nullptr; // the enclosing op: the level stops before it
@@ -128,6 +149,8 @@ distopt::buildGradients(OpBuilder &builder,
     auto it = grads.find(v);
     if (it == grads.end())
       grads[v] = g;
+    else if (Value sum = scatterInto(it->second, g, gb))
+      it->second = sum;
     else
       it->second = gb.create<nn::AddOp>(it->second, g);
   };

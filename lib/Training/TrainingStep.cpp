@@ -704,19 +704,41 @@ FailureOr<Value> StepBuilder::wholeBatch(ArrayRef<Operation *> forward,
 /// parameter read in several places (a tied embedding and head, on two
 /// pipeline stages) keeps one running sum per place, so that each stage
 /// sums its own share over the microbatches and the shares are added once.
+/// A lookup's rows the backward scattered into another term are scattered
+/// into zeros again here: the stage that looks up sums only its rows' share.
 static SmallVector<Value> gradientTerms(Value g, Block *body) {
   SmallVector<Value> terms, work{g};
+  auto inBackward = [&](Operation *op) {
+    auto phase =
+        op ? op->getAttrOfType<StringAttr>(nn::kPhaseAttr) : StringAttr();
+    return op && op->getBlock() == body && phase &&
+           phase.getValue() == "backward";
+  };
   while (!work.empty()) {
     Value v = work.pop_back_val();
     auto add = v.getDefiningOp<nn::AddOp>();
-    auto phase = add ? add->getAttrOfType<StringAttr>(nn::kPhaseAttr)
-                     : StringAttr();
-    if (add && add->getBlock() == body && phase &&
-        phase.getValue() == "backward" &&
-        add.getLhs().getType() == v.getType() &&
+    if (inBackward(add) && add.getLhs().getType() == v.getType() &&
         add.getRhs().getType() == v.getType()) {
       work.push_back(add.getRhs());
       work.push_back(add.getLhs());
+      continue;
+    }
+    auto scatter = v.getDefiningOp<nn::ScatterAddOp>();
+    if (inBackward(scatter) && !nn::isZeroConstant(scatter.getBase())) {
+      OpBuilder b(scatter);
+      auto type = cast<RankedTensorType>(v.getType());
+      Value zeros = nn::ConstantOp::create(
+          b, scatter.getLoc(), type,
+          DenseElementsAttr::get(type,
+                                 FloatAttr::get(type.getElementType(), 0.0)));
+      auto alone = nn::ScatterAddOp::create(
+          b, scatter.getLoc(), zeros, scatter.getIndices(),
+          scatter.getUpdates(), scatter.getAxisAttr());
+      zeros.getDefiningOp()->setDiscardableAttrs(
+          scatter->getDiscardableAttrDictionary());
+      alone->setDiscardableAttrs(scatter->getDiscardableAttrDictionary());
+      work.push_back(alone);
+      work.push_back(scatter.getBase());
       continue;
     }
     terms.push_back(v);

@@ -624,6 +624,13 @@ std::vector<std::string> distopt::nn::getNodeModulePrefixes(Operation *op) {
   return out;
 }
 
+bool distopt::nn::isZeroConstant(Value v) {
+  auto c = v.getDefiningOp<ConstantOp>();
+  auto values = c ? dyn_cast<DenseFPElementsAttr>(c.getValue()) : nullptr;
+  return values && values.isSplat() &&
+         values.getSplatValue<APFloat>().isPosZero();
+}
+
 std::string distopt::nn::getNodeModulePath(Operation *op) {
   std::string name = getNodeName(op);
   SmallVector<StringRef> parts;

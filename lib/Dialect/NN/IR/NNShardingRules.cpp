@@ -1138,7 +1138,9 @@ OpShardingRule VariableOp::getShardingRule() { return sourceRule(getResult()); }
 
 /// Like gather: the table's rows are split with a masked local scatter
 /// (only this rank's rows receive their updates); the index positions are a
-/// sum (each rank adds its own updates, so the result is partial).
+/// sum (each rank adds its own updates, so the result is partial, and the
+/// base, added once, must then be a partial sum too: a tied embedding's
+/// gradient scattered into the vocabulary head's).
 OpShardingRule ScatterAddOp::getShardingRule() {
   OpShardingRule rule;
   ArrayRef<int64_t> base = shapeOf(getBase()), idx = shapeOf(getIndices());
@@ -1157,6 +1159,7 @@ OpShardingRule ScatterAddOp::getShardingRule() {
   rule.operands = {tb, ti, tu};
   rule.results = {tb};
   rule.setPartialFlow(PartialFlow::AllLinear, {0, 2});
+  rule.setAddend(0);
   return rule;
 }
 

@@ -39,6 +39,10 @@ std::string getNodeModulePath(mlir::Operation *op);
 /// `h.0`, `h.0.attn`): what layer globs (pipeline split, recompute) match.
 std::vector<std::string> getNodeModulePrefixes(mlir::Operation *op);
 
+/// Whether `v` is an nn.constant whose every element is a float +0 (what
+/// GradientBuilder::zerosLike makes).
+bool isZeroConstant(mlir::Value v);
+
 } // namespace distopt::nn
 
 #endif // DISTOPT_DIALECT_NN_IR_NNOPS_H
