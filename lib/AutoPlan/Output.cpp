@@ -56,6 +56,14 @@ static std::string losses(const Evaluation &e, const Evaluation &w,
   return out.empty() ? "-" : out;
 }
 
+/// Why a faster-looking prediction was not compiled: its layer terms are
+/// another candidate's, whose whole compile stands for both.
+static std::string alikeNote(const Evaluation &twin) {
+  return formatv("predicted as {0}; its compile ({1:F3} ms) stands for this",
+                 twin.candidate.describe(), twin.prediction.stepUs / 1e3)
+      .str();
+}
+
 void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
                                             raw_ostream &os) {
   int64_t total = result.evaluations.size();
@@ -114,7 +122,10 @@ void distopt::autoplan::printAutoPlanReport(const SearchResult &result,
                  toMiB(p.peakBytes),
                  e->status == Evaluation::Status::Compiled ? "compile"
                                                            : "layers")
-       << (i == 0 ? "(chosen)" : losses(*e, w, result.memoryBudget)) << "\n";
+       << (i == 0            ? std::string("(chosen)")
+           : e->alikeOf >= 0 ? alikeNote(result.evaluations[e->alikeOf])
+                             : losses(*e, w, result.memoryBudget))
+       << "\n";
   }
   // How far the layer terms were from the whole compile where both exist.
   bool header = false;

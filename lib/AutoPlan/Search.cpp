@@ -396,24 +396,27 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
     // 2 without accumulation make the same step) counts as confirmed by it
     // and is not compiled again: the compile could only tell two equal
     // predictions apart by the composition's own error.
-    auto alikeCompiled = [&](size_t i) {
+    auto alikeCompiled = [&](size_t i) -> int64_t {
       const Evaluation &e = result.evaluations[i];
       auto same = [](double a, double b) {
         return std::abs(a - b) <= 1e-6 * std::max(std::abs(a), std::abs(b));
       };
-      return llvm::any_of(result.evaluations, [&](const Evaluation &o) {
-        return o.status == Evaluation::Status::Compiled && o.composed &&
-               fits(o.prediction) && o.candidate.mesh() == e.candidate.mesh() &&
-               same(o.composed->stepUs, e.prediction.stepUs) &&
-               same(o.composed->peakBytes, e.prediction.peakBytes);
-      });
+      for (auto [j, o] : llvm::enumerate(result.evaluations))
+        if (o.status == Evaluation::Status::Compiled && o.composed &&
+            fits(o.prediction) && o.candidate.mesh() == e.candidate.mesh() &&
+            same(o.composed->stepUs, e.prediction.stepUs) &&
+            same(o.composed->peakBytes, e.prediction.peakBytes))
+          return j;
+      return -1;
     };
     int64_t confirmed = 0;
     while (confirmed < kConfirmed && !pending.empty()) {
       std::pop_heap(pending.begin(), pending.end(), byStep);
       size_t i = pending.back();
       pending.pop_back();
-      if (!options.exhaustive && alikeCompiled(i)) {
+      if (int64_t twin = options.exhaustive ? -1 : alikeCompiled(i);
+          twin >= 0) {
+        result.evaluations[i].alikeOf = twin;
         ++result.alike;
         ++confirmed;
         continue;

@@ -125,6 +125,10 @@ struct Evaluation {
   bool fits = false;
   /// Compiled to confirm: what the layer terms had predicted.
   std::optional<Prediction> composed;
+  /// Predicted, not compiled: the index of the compiled evaluation on the
+  /// same mesh whose layer terms predicted exactly this, and whose compile
+  /// stands for it (SearchResult::alike); -1 otherwise.
+  int64_t alikeOf = -1;
 };
 
 /// Bytes the search bounds memory with, measured once on the unsharded step.
