@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with a GPU, from the repository root, with
 # .gpucarry/ made by scripts/gpu_bundle.sh (on a machine with the build
-# dependencies). In about 6 minutes it runs:
+# dependencies). In about 5 minutes (16 host cores) it runs:
 #   1. every CUDA test (distrt_cuda_tests);
 #   2. every training case of test/data/train on one GPU, against PyTorch's
 #      losses and trained outputs as on the CPU, and multi-rank plans with
