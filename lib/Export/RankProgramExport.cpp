@@ -784,6 +784,11 @@ LogicalResult Exporter::exportOp(func::FuncOp func, Operation &op) {
   if (auto sm = dyn_cast<nn::FusedSoftmaxOp>(op))
     return exportSoftmax(sm, "softmax", sm.getAxis(), sm.getScale(),
                          sm.getDivide(), sm.getFill(), sm.getMaskKeeps());
+  if (auto ss = dyn_cast<nn::FusedSumSquaresOp>(op)) {
+    auto [first, last] = firstAndLastOf(ss.getLoc());
+    return addOperandsAndResults(ss, newInstruction(ss, "sum_squares", first),
+                                 last);
+  }
   if (auto gg = dyn_cast<nn::FusedGeluGradOp>(op)) {
     auto [first, last] = firstAndLastOf(gg.getLoc());
     return addOperandsAndResults(gg, newInstruction(gg, "gelu_grad", first),

@@ -586,6 +586,8 @@ struct FuseForTargetPass
       for (GeluGrad &g : grads)
         fuse(g);
     }
+    if (desc->sumSquares)
+      fuseSumsOfSquares();
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -799,6 +801,32 @@ struct FuseForTargetPass
       p.last->getResult(0).replaceAllUsesWith(fused.getResult());
       SmallVector<Operation *> dead = {p.scaleOp, p.where, g};
       eraseWithScalars(dead);
+    }
+  }
+
+  /// reduce_sum(x * x) over every axis (a gradient norm's term) as one op.
+  void fuseSumsOfSquares() {
+    SmallVector<nn::ReduceSumOp> sums;
+    getOperation().walk([&](nn::ReduceSumOp r) {
+      auto mul = r.getInput().getDefiningOp<nn::MulOp>();
+      auto in = cast<RankedTensorType>(r.getInput().getType());
+      auto out = cast<RankedTensorType>(r.getType());
+      if (!mul || mul.getLhs() != mul.getRhs() || !mul->hasOneUse() ||
+          out.getRank() != 0 || mul.getLhs().getType() != in ||
+          !(in.getElementType().isF32() || in.getElementType().isF64()))
+        return;
+      sums.push_back(r);
+    });
+    for (nn::ReduceSumOp r : sums) {
+      auto mul = r.getInput().getDefiningOp<nn::MulOp>();
+      OpBuilder b(r);
+      auto fused = nn::FusedSumSquaresOp::create(
+          b, b.getFusedLoc({mul.getLoc(), r.getLoc()}), r.getType(),
+          mul.getLhs());
+      fused->setDiscardableAttrs(r->getDiscardableAttrDictionary());
+      r.getResult().replaceAllUsesWith(fused.getResult());
+      r.erase();
+      mul.erase();
     }
   }
 

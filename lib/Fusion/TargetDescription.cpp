@@ -14,18 +14,19 @@ using namespace distopt;
 // cuda/kernels_elementwise.cpp), and cross-entropy's two kernels. The CUDA
 // softmax, softmax_grad and cross-entropy kernels read and write 16-bit
 // floats as stored; the host's go through f32 copies (via_f32.h), so on
-// the host a folded cast would only move.
+// the host a folded cast would only move. The host has a sum_squares kernel
+// (kernels_reduce.cpp); CUDA has none yet (its reduce_sum runs the norm).
 static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
-     /*crossEntropy=*/true, /*foldHalfCasts=*/false},
+     /*crossEntropy=*/true, /*foldHalfCasts=*/false, /*sumSquares=*/true},
     {"cuda", "the CUDA kernels (runtime/src/cuda/)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
-     /*crossEntropy=*/true, /*foldHalfCasts=*/true},
+     /*crossEntropy=*/true, /*foldHalfCasts=*/true, /*sumSquares=*/false},
     // No fused form: every op stays as the model wrote it (runs anywhere).
     {"none", "any kernels: nothing fused"},
 };

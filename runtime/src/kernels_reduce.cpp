@@ -91,6 +91,23 @@ A RowSum(const T* x, int64_t n) {
 // Elements per chunk when a few long rows are reduced in parallel.
 constexpr int64_t kLongRowChunk = 1 << 16;
 
+// The sum of x[i]^2 over x[0..n) in double, as RowSum adds.
+template <typename T>
+double RowSumSquares(const T* x, int64_t n) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8)
+    for (int j = 0; j < 8; ++j) {
+      const double v = static_cast<double>(x[r + j]);
+      part[j] += v * v;
+    }
+  for (; r < n; ++r) {
+    const double v = static_cast<double>(x[r]);
+    part[r % 8] += v * v;
+  }
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
 // y[o, i] = reduce_r x[o, r, i]
 template <typename T>
 void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner,
@@ -463,6 +480,37 @@ Status RunTopK(KernelContext& ctx) {
 
 }  // namespace
 
+// sum_squares (dist-fuse-for-target's form of reduce_sum(x * x) over every
+// axis): one read of x, squares summed in double over fixed chunks split
+// over the threads and added in order (the same result at any thread
+// count), rounded once.
+Status VerifySumSquares(const VerifyContext& ctx) {
+  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, {}});
+}
+
+Status RunSumSquares(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), {}}));
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t n = x.num_elements();
+  const int64_t chunks = std::max<int64_t>(1, (n + kLongRowChunk - 1) / kLongRowChunk);
+  std::vector<double> part(static_cast<size_t>(chunks), 0.0);
+  DISTRT_DISPATCH_FLOAT(x.dtype(), "sum_squares", {
+    const T* p = x.data<T>();
+    ParallelFor(ctx.pool, chunks, 2, [&](int64_t c0, int64_t c1) {
+      for (int64_t c = c0; c < c1; ++c) {
+        const int64_t r0 = c * kLongRowChunk;
+        part[c] = RowSumSquares(p + r0, std::min(kLongRowChunk, n - r0));
+      }
+    });
+    double sum = 0;
+    for (double v : part) sum += v;
+    out->data<T>()[0] = static_cast<T>(sum);
+  });
+  return OkStatus();
+}
+
 void RegisterReduceKernels(KernelRegistry& r) {
   for (const char* n : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
     r.Add({n, 1, 1, 1, RunReduce, VerifyReduce});
@@ -471,6 +519,7 @@ void RegisterReduceKernels(KernelRegistry& r) {
   r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"cumsum", 1, 1, 1, RunCumSum, VerifyCumSum});
   r.Add({"top_k", 1, 1, 1, RunTopK, VerifyTopK});
+  r.Add({"sum_squares", 1, 1, 1, RunSumSquares, VerifySumSquares});
 }
 
 }  // namespace distrt

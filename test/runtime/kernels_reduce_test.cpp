@@ -94,6 +94,46 @@ TEST(Reduce, IntegersAndWrongDeclaredShape) {
   EXPECT_NE(st.message().find("declares the output as i64[3]"), std::string::npos) << st.message();
 }
 
+// sum_squares (the fused form of reduce_sum(x * x) over every axis) against
+// a long-double loop, over more elements than one of its parallel chunks;
+// on one and on 4 intra-op threads the result is the same bits.
+float SumSquaresOnThreads(const Tensor& x, int threads) {
+  ProgramBuilder b;
+  int in = b.Input("x", DType::kF32, x.shape());
+  b.Output("s", b.Apply("sum_squares", {in}, DType::kF32, {}));
+  std::shared_ptr<const Program> program;
+  EXPECT_TRUE(Program::Create(b.Build(), "sum_squares", ".", &program).ok());
+  ExecutorOptions options;
+  options.threads = threads;
+  std::unique_ptr<Executor> e;
+  EXPECT_TRUE(Executor::Create(program, nullptr, options, &e).ok());
+  std::vector<Tensor> outs;
+  EXPECT_TRUE(e->Run({x}, &outs).ok());
+  return outs.empty() ? NAN : outs[0].data<float>()[0];
+}
+
+TEST(Reduce, SumSquares) {
+  const int64_t n = 3 * 65536 + 5;
+  const std::vector<float> v = RandomUniform<float>(n, 7);
+  long double want = 0;
+  for (float x : v) want += static_cast<long double>(x) * x;
+  const Tensor x = F32({3, n / 3 + 1, 1}, [&] {
+    std::vector<float> padded = v;
+    padded.resize(static_cast<size_t>(3 * (n / 3 + 1)), 0.0f);
+    return padded;
+  }());
+  const float one = SumSquaresOnThreads(x, 1);
+  EXPECT_NEAR(one, static_cast<double>(want), 1e-6 * static_cast<double>(want));
+  EXPECT_EQ(SumSquaresOnThreads(x, 4), one);
+  const std::vector<double> d = {1.5, -2.0, 1e-3};
+  EXPECT_DOUBLE_EQ(Vec<double>(Run1("sum_squares", {F64({3}, d)}, {DType::kF64, {}}))[0],
+                   2.25 + 4.0 + 1e-6);
+  EXPECT_EQ(Vec<float>(Run1("sum_squares", {F32({0, 4}, {})}, {DType::kF32, {}}))[0], 0.0f);
+  std::vector<Tensor> outs;
+  Status st = RunOp("sum_squares", {F32({2}, {1, 2})}, {{DType::kF32, {1}}}, {}, &outs);
+  EXPECT_FALSE(st.ok());
+}
+
 TEST(Reduce, Float64Sum) {
   Tensor x = F64({4}, {1e-3, 2e-3, 3e-3, 4e-3});
   EXPECT_NEAR(Vec<double>(Run1("reduce_sum", {x}, {DType::kF64, {1}}))[0], 1e-2, 1e-15);

@@ -80,6 +80,11 @@ def DistFuseForTarget : Pass<"dist-fuse-for-target", "mlir::ModuleOp"> {
     and each the only reader of the one before, becomes
     `nn.fused_gelu_grad %x, %dy`.
 
+    Where the description has `sumSquares` (cpu), `nn.reduce_sum` over
+    every axis, without keepdims, of `nn.mul %x, %x` (f32 or f64, the mul
+    read by nothing else), a gradient norm's term, becomes
+    `nn.fused_sum_squares %x`.
+
     Example, with `target=cpu`: a linear layer and its GELU,
 
     ```mlir

@@ -53,6 +53,9 @@ struct TargetDescription {
   /// bf16/f16 as stored while computing in f32: a bf16 policy's casts into
   /// and out of its f32 softmax and loss fold into them.
   bool foldHalfCasts = false;
+  /// `reduce_sum(x * x)` over every axis (a gradient norm's term) in one
+  /// kernel (`sum_squares`), f32 and f64.
+  bool sumSquares = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

@@ -110,6 +110,27 @@ def NN_FusedGeluGradOp : Op<NN_Dialect, "fused_gelu_grad",
   }];
 }
 
+def NN_FusedSumSquaresOp : Op<NN_Dialect, "fused_sum_squares",
+                              [Pure, AllElementTypesMatch<["x", "result"]>]> {
+  let summary = "the sum of the squares of every element, in one pass";
+  let description = [{
+    `nn.reduce_sum` over every axis of `nn.mul %x, %x`: a gradient norm's
+    term. The training step writes it as the two ops, which write and read
+    back a tensor as large as the gradient; `dist-fuse-for-target` writes
+    this op where the target's kernel reads `x` once (accumulating in
+    double). The exporter writes it as one `sum_squares` instruction.
+
+    ```mlir
+    %s = nn.fused_sum_squares %g : tensor<300x32xf32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$x);
+  let results = (outs 0DTensorOf<[AnyFloat]>:$result);
+  let assemblyFormat = [{
+    $x attr-dict `:` type($x) `->` type($result)
+  }];
+}
+
 def NN_FusedSoftmaxOp : Op<NN_Dialect, "fused_softmax",
                            [Pure, AllShapesMatch<["input", "result"]>]> {
   let summary = "softmax along one axis of an input read as stored, scaled and masked on its way in";
