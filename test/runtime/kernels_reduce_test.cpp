@@ -97,21 +97,6 @@ TEST(Reduce, IntegersAndWrongDeclaredShape) {
 // sum_squares (the fused form of reduce_sum(x * x) over every axis) against
 // a long-double loop, over more elements than one of its parallel chunks;
 // on one and on 4 intra-op threads the result is the same bits.
-float SumSquaresOnThreads(const Tensor& x, int threads) {
-  ProgramBuilder b;
-  int in = b.Input("x", DType::kF32, x.shape());
-  b.Output("s", b.Apply("sum_squares", {in}, DType::kF32, {}));
-  std::shared_ptr<const Program> program;
-  EXPECT_TRUE(Program::Create(b.Build(), "sum_squares", ".", &program).ok());
-  ExecutorOptions options;
-  options.threads = threads;
-  std::unique_ptr<Executor> e;
-  EXPECT_TRUE(Executor::Create(program, nullptr, options, &e).ok());
-  std::vector<Tensor> outs;
-  EXPECT_TRUE(e->Run({x}, &outs).ok());
-  return outs.empty() ? NAN : outs[0].data<float>()[0];
-}
-
 TEST(Reduce, SumSquares) {
   const int64_t n = 3 * 65536 + 5;
   const std::vector<float> v = RandomUniform<float>(n, 7);
@@ -122,9 +107,12 @@ TEST(Reduce, SumSquares) {
     padded.resize(static_cast<size_t>(3 * (n / 3 + 1)), 0.0f);
     return padded;
   }());
-  const float one = SumSquaresOnThreads(x, 1);
+  auto on = [&](int threads) {
+    return Vec<float>(Run1("sum_squares", {x}, {DType::kF32, {}}, {}, threads))[0];
+  };
+  const float one = on(1);
   EXPECT_NEAR(one, static_cast<double>(want), 1e-6 * static_cast<double>(want));
-  EXPECT_EQ(SumSquaresOnThreads(x, 4), one);
+  EXPECT_EQ(on(4), one);
   const std::vector<double> d = {1.5, -2.0, 1e-3};
   EXPECT_DOUBLE_EQ(Vec<double>(Run1("sum_squares", {F64({3}, d)}, {DType::kF64, {}}))[0],
                    2.25 + 4.0 + 1e-6);
@@ -409,20 +397,10 @@ TEST(Einsum, BatchedProductsMatchTheDefinition) {
                              b = RandomUniform<float>(NumElements(shape(bt)), seed++);
     const std::vector<float> want = ReferenceEinsum(at, bt, ot, c.size, a, b);
     for (int threads : {1, 3}) {
-      ProgramBuilder pb;
-      const int ia = pb.Input("a", DType::kF32, shape(at)),
-                ib = pb.Input("b", DType::kF32, shape(bt));
-      const int o = pb.Value(DType::kF32, shape(ot));
-      pb.Output("y", o);
-      pb.Op("einsum", {ia, ib}, {o}, {{"equation", AttrString(c.eq)}});
-      std::shared_ptr<const Program> prog;
-      ASSERT_TRUE(Program::Create(pb.Build(), "<test>", ".", &prog).ok());
-      ExecutorOptions options;
-      options.threads = threads;
-      std::unique_ptr<Executor> exec;
-      ASSERT_TRUE(Executor::Create(prog, nullptr, options, &exec).ok());
       std::vector<Tensor> outs;
-      Status st = exec->Run({F32(shape(at), a), F32(shape(bt), b)}, &outs);
+      Status st = RunOp("einsum", {F32(shape(at), a), F32(shape(bt), b)},
+                        {{DType::kF32, shape(ot)}}, {{"equation", AttrString(c.eq)}}, &outs,
+                        threads);
       ASSERT_TRUE(st.ok()) << c.eq << ": " << st.ToString();
       const std::vector<float> got = Vec<float>(outs[0]);
       ASSERT_EQ(got.size(), want.size()) << c.eq;

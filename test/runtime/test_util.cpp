@@ -9,7 +9,7 @@ namespace testing {
 
 Status RunOp(const std::string& op, const std::vector<Tensor>& inputs,
              const std::vector<TensorType>& out_types, Attrs attrs,
-             std::vector<Tensor>* outputs) {
+             std::vector<Tensor>* outputs, int threads) {
   ProgramBuilder b;
   std::vector<int> ins, outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -22,15 +22,17 @@ Status RunOp(const std::string& op, const std::vector<Tensor>& inputs,
   b.Op(op, ins, outs, attrs);
   std::shared_ptr<const Program> prog;
   DISTRT_RETURN_IF_ERROR(Program::Create(b.Build(), "<test>", ".", &prog));
+  ExecutorOptions options;
+  options.threads = threads;
   std::unique_ptr<Executor> exec;
-  DISTRT_RETURN_IF_ERROR(Executor::Create(prog, nullptr, ExecutorOptions(), &exec));
+  DISTRT_RETURN_IF_ERROR(Executor::Create(prog, nullptr, options, &exec));
   return exec->Run(inputs, outputs);
 }
 
 Tensor Run1(const std::string& op, const std::vector<Tensor>& inputs,
-                const TensorType& out_type, Attrs attrs) {
+                const TensorType& out_type, Attrs attrs, int threads) {
   std::vector<Tensor> outs;
-  Status st = RunOp(op, inputs, {out_type}, attrs, &outs);
+  Status st = RunOp(op, inputs, {out_type}, attrs, &outs, threads);
   EXPECT_TRUE(st.ok()) << op << ": " << st.ToString();
   if (!st.ok() || outs.size() != 1) return Tensor();
   return outs[0];

@@ -17,14 +17,15 @@ namespace testing {
 
 using Attrs = std::initializer_list<std::pair<const std::string, proto::Attribute>>;
 
-// Runs one instruction `op` on `inputs` with declared output types; returns
-// the kernel's status (validation errors included).
+// Runs one instruction `op` on `inputs` with declared output types, on an
+// executor of `threads` intra-op threads; returns the kernel's status
+// (validation errors included).
 Status RunOp(const std::string& op, const std::vector<Tensor>& inputs,
              const std::vector<TensorType>& out_types, Attrs attrs,
-             std::vector<Tensor>* outputs);
+             std::vector<Tensor>* outputs, int threads = 1);
 // Single-output convenience; fails the test on error.
 Tensor Run1(const std::string& op, const std::vector<Tensor>& inputs,
-                const TensorType& out_type, Attrs attrs = {});
+                const TensorType& out_type, Attrs attrs = {}, int threads = 1);
 
 template <typename T>
 Tensor Make(const Shape& shape, const std::vector<T>& values) {
