@@ -14,9 +14,6 @@ static bool isFloatTensor(Value v) {
   return t && isa<FloatType>(t.getElementType());
 }
 
-/// The ops the seeds may depend on, in program order: those of `block`, after
-/// those before each op enclosing it up to the function (a microbatch loop's
-/// body reads the weights' transposes computed before the loop).
 /// The sum of two gradients of one value when one of them is a gather's
 /// (an embedding's rows scattered into zeros): the rows scattered straight
 /// into the other gradient. A tied embedding then costs no zero table and
@@ -38,6 +35,9 @@ static Value scatterInto(Value a, Value b, nn::GradientBuilder &g) {
   return Value();
 }
 
+/// The ops the seeds may depend on, in program order: those of `block`, after
+/// those before each op enclosing it up to the function (a microbatch loop's
+/// body reads the weights' transposes computed before the loop).
 static SmallVector<Operation *> opsInScope(Block *block) {
   SmallVector<SmallVector<Operation *>> levels;
   Operation *end = nullptr; // the enclosing op: the level stops before it
@@ -116,7 +116,7 @@ withOuterOpsAtFirstUse(ArrayRef<Operation *> ops, Block *block) {
 FailureOr<SmallVector<Value>>
 distopt::buildGradients(OpBuilder &builder,
                         ArrayRef<std::pair<Value, Value>> seeds,
-                        ArrayRef<Value> wrt) {
+                        ArrayRef<Value> wrt, bool scatterLookups) {
   if (seeds.empty())
     return SmallVector<Value>(wrt.size());
   SmallVector<Operation *> scope =
@@ -149,7 +149,8 @@ distopt::buildGradients(OpBuilder &builder,
     auto it = grads.find(v);
     if (it == grads.end())
       grads[v] = g;
-    else if (Value sum = scatterInto(it->second, g, gb))
+    else if (Value sum = scatterLookups ? scatterInto(it->second, g, gb)
+                                        : Value())
       it->second = sum;
     else
       it->second = gb.create<nn::AddOp>(it->second, g);

@@ -704,41 +704,19 @@ FailureOr<Value> StepBuilder::wholeBatch(ArrayRef<Operation *> forward,
 /// parameter read in several places (a tied embedding and head, on two
 /// pipeline stages) keeps one running sum per place, so that each stage
 /// sums its own share over the microbatches and the shares are added once.
-/// A lookup's rows the backward scattered into another term are scattered
-/// into zeros again here: the stage that looks up sums only its rows' share.
 static SmallVector<Value> gradientTerms(Value g, Block *body) {
   SmallVector<Value> terms, work{g};
-  auto inBackward = [&](Operation *op) {
-    auto phase =
-        op ? op->getAttrOfType<StringAttr>(nn::kPhaseAttr) : StringAttr();
-    return op && op->getBlock() == body && phase &&
-           phase.getValue() == "backward";
-  };
   while (!work.empty()) {
     Value v = work.pop_back_val();
     auto add = v.getDefiningOp<nn::AddOp>();
-    if (inBackward(add) && add.getLhs().getType() == v.getType() &&
+    auto phase = add ? add->getAttrOfType<StringAttr>(nn::kPhaseAttr)
+                     : StringAttr();
+    if (add && add->getBlock() == body && phase &&
+        phase.getValue() == "backward" &&
+        add.getLhs().getType() == v.getType() &&
         add.getRhs().getType() == v.getType()) {
       work.push_back(add.getRhs());
       work.push_back(add.getLhs());
-      continue;
-    }
-    auto scatter = v.getDefiningOp<nn::ScatterAddOp>();
-    if (inBackward(scatter) && !nn::isZeroConstant(scatter.getBase())) {
-      OpBuilder b(scatter);
-      auto type = cast<RankedTensorType>(v.getType());
-      Value zeros = nn::ConstantOp::create(
-          b, scatter.getLoc(), type,
-          DenseElementsAttr::get(type,
-                                 FloatAttr::get(type.getElementType(), 0.0)));
-      auto alone = nn::ScatterAddOp::create(
-          b, scatter.getLoc(), zeros, scatter.getIndices(),
-          scatter.getUpdates(), scatter.getAxisAttr());
-      zeros.getDefiningOp()->setDiscardableAttrs(
-          scatter->getDiscardableAttrDictionary());
-      alone->setDiscardableAttrs(scatter->getDiscardableAttrDictionary());
-      work.push_back(alone);
-      work.push_back(scatter.getBase());
       continue;
     }
     terms.push_back(v);
@@ -826,7 +804,10 @@ FailureOr<Value> StepBuilder::microbatchLoop(ArrayRef<Operation *> forward,
   setPhase("loss");
   auto [l, seed] = loss(output, lab, seedScale, globalCount);
   setPhase("backward");
-  auto g = buildGradients(b, {{output, seed}}, wrt);
+  // A pipeline keeps each term of a tied parameter's gradient apart
+  // (gradientTerms); a lookup's term is not scattered into another.
+  auto g = buildGradients(b, {{output, seed}}, wrt,
+                          /*scatterLookups=*/batchSplit <= 1);
   if (failed(g))
     return failure();
   recomputeLayers(bodyOps, selected);

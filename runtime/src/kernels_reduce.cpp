@@ -75,37 +75,41 @@ T RowExtreme(const T* x, int64_t n) {
   return best;
 }
 
-// The sum of x[0..n) in A (double for floats): eight running sums instead
-// of one, so there is no chain of dependent adds and the compiler can
-// vectorise them.
-template <typename A, typename T>
-A RowSum(const T* x, int64_t n) {
+// The sum of f(x[i]) over x[0..n) in A (double for floats), f the element
+// itself or its square: eight running sums instead of one, so there is no
+// chain of dependent adds and the compiler can vectorise them.
+template <typename A, typename T, typename F>
+A RowSum(const T* x, int64_t n, F f) {
   A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t r = 0;
   for (; r + 8 <= n; r += 8)
-    for (int j = 0; j < 8; ++j) part[j] += static_cast<A>(x[r + j]);
-  for (; r < n; ++r) part[r % 8] += static_cast<A>(x[r]);
+    for (int j = 0; j < 8; ++j) part[j] += f(static_cast<A>(x[r + j]));
+  for (; r < n; ++r) part[r % 8] += f(static_cast<A>(x[r]));
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+template <typename A, typename T>
+A RowSum(const T* x, int64_t n) {
+  return RowSum<A>(x, n, [](A v) { return v; });
 }
 
 // Elements per chunk when a few long rows are reduced in parallel.
 constexpr int64_t kLongRowChunk = 1 << 16;
 
-// The sum of x[i]^2 over x[0..n) in double, as RowSum adds.
-template <typename T>
-double RowSumSquares(const T* x, int64_t n) {
-  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t r = 0;
-  for (; r + 8 <= n; r += 8)
-    for (int j = 0; j < 8; ++j) {
-      const double v = static_cast<double>(x[r + j]);
-      part[j] += v * v;
+// fn(o, r0, len) for every chunk of kLongRowChunk elements (the last one
+// shorter) of `rows` rows of R elements, over the threads: per row, its
+// chunks' results in order. The chunks are fixed, so whatever combines them
+// in order gets the same result at any thread count.
+template <typename A, typename F>
+std::vector<A> LongRowChunks(int64_t rows, int64_t R, ThreadPool* pool, F fn) {
+  const int64_t chunks = std::max<int64_t>(1, (R + kLongRowChunk - 1) / kLongRowChunk);
+  std::vector<A> part(static_cast<size_t>(rows * chunks));
+  ParallelFor(pool, rows * chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t o = c / chunks, r0 = (c % chunks) * kLongRowChunk;
+      part[static_cast<size_t>(c)] = fn(o, r0, std::min(kLongRowChunk, R - r0));
     }
-  for (; r < n; ++r) {
-    const double v = static_cast<double>(x[r]);
-    part[r % 8] += v * v;
-  }
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+  });
+  return part;
 }
 
 // y[o, i] = reduce_r x[o, r, i]
@@ -157,20 +161,14 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
       // A few long rows (a gradient norm's sum of squares over a whole
       // embedding): parallel over fixed chunks of each row, their results
       // combined in order, so the result does not depend on the threads.
-      const int64_t chunks = (R + kLongRowChunk - 1) / kLongRowChunk;
-      std::vector<A> part(static_cast<size_t>(outer * chunks));
-      ParallelFor(pool, outer * chunks, 1, [&](int64_t c0, int64_t c1) {
-        for (int64_t c = c0; c < c1; ++c) {
-          const int64_t o = c / chunks, r0 = (c % chunks) * kLongRowChunk;
-          const T* row = x + o * R + r0;
-          const int64_t len = std::min(kLongRowChunk, R - r0);
-          if (op == RedOp::kMax || op == RedOp::kMin) {
-            part[c] = op == RedOp::kMax ? RowExtreme<true>(row, len) : RowExtreme<false>(row, len);
-          } else {
-            part[c] = RowSum<A>(row, len);
-          }
-        }
-      });
+      const std::vector<A> part =
+          LongRowChunks<A>(outer, R, pool, [&](int64_t o, int64_t r0, int64_t len) -> A {
+            const T* row = x + o * R + r0;
+            if (op == RedOp::kMax) return RowExtreme<true>(row, len);
+            if (op == RedOp::kMin) return RowExtreme<false>(row, len);
+            return RowSum<A>(row, len);
+          });
+      const int64_t chunks = static_cast<int64_t>(part.size()) / outer;
       for (int64_t o = 0; o < outer; ++o) {
         A acc = part[o * chunks];
         for (int64_t c = 1; c < chunks; ++c) {
@@ -494,18 +492,13 @@ Status RunSumSquares(KernelContext& ctx) {
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = x.num_elements();
-  const int64_t chunks = std::max<int64_t>(1, (n + kLongRowChunk - 1) / kLongRowChunk);
-  std::vector<double> part(static_cast<size_t>(chunks), 0.0);
   DISTRT_DISPATCH_FLOAT(x.dtype(), "sum_squares", {
     const T* p = x.data<T>();
-    ParallelFor(ctx.pool, chunks, 2, [&](int64_t c0, int64_t c1) {
-      for (int64_t c = c0; c < c1; ++c) {
-        const int64_t r0 = c * kLongRowChunk;
-        part[c] = RowSumSquares(p + r0, std::min(kLongRowChunk, n - r0));
-      }
-    });
     double sum = 0;
-    for (double v : part) sum += v;
+    for (double v : LongRowChunks<double>(1, n, ctx.pool, [&](int64_t, int64_t r0, int64_t len) {
+           return RowSum<double>(p + r0, len, [](double e) { return e * e; });
+         }))
+      sum += v;
     out->data<T>()[0] = static_cast<T>(sum);
   });
   return OkStatus();

@@ -20,10 +20,17 @@ namespace distopt {
 /// gradients of the seed values. The result has one entry per `wrt` value,
 /// null where the seeds do not depend on it. An op on a path from `wrt` to
 /// a seed without a gradient rule is an error naming its node.
+///
+/// A value read by several ops gets the sum of their gradients. With
+/// `scatterLookups`, a lookup's term (nn.gather's rows scattered into
+/// zeros) is scattered straight into the other term instead: a tied
+/// embedding costs no zero table and no add over the vocabulary. Without
+/// it every term stays a term of an nn.add (a pipeline's microbatch loop
+/// sums each stage's term apart).
 mlir::FailureOr<llvm::SmallVector<mlir::Value>>
 buildGradients(mlir::OpBuilder &builder,
                llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> seeds,
-               llvm::ArrayRef<mlir::Value> wrt);
+               llvm::ArrayRef<mlir::Value> wrt, bool scatterLookups = true);
 
 } // namespace distopt
 
