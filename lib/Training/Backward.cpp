@@ -149,8 +149,8 @@ distopt::buildGradients(OpBuilder &builder,
     auto it = grads.find(v);
     if (it == grads.end())
       grads[v] = g;
-    else if (Value sum = scatterLookups ? scatterInto(it->second, g, gb)
-                                        : Value())
+    else if (Value sum =
+                 scatterLookups ? scatterInto(it->second, g, gb) : Value())
       it->second = sum;
     else
       it->second = gb.create<nn::AddOp>(it->second, g);
