@@ -588,6 +588,8 @@ struct FuseForTargetPass
     }
     if (desc->sumSquares)
       fuseSumsOfSquares();
+    if (desc->optimizerWidensGradients)
+      foldGradientWidening();
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -828,6 +830,49 @@ struct FuseForTargetPass
       r.erase();
       mul.erase();
     }
+  }
+
+  /// A bf16 policy's gradient cast to f32 (through the identity that names
+  /// it) for optimizer updates and gradient-norm terms only: they read the
+  /// bf16 gradient itself, and neither the f32 copy nor its write exists.
+  void foldGradientWidening() {
+    SmallVector<nn::CastOp> casts;
+    getOperation().walk([&](nn::CastOp c) {
+      auto in = cast<RankedTensorType>(c.getInput().getType());
+      auto out = cast<RankedTensorType>(c.getType());
+      if ((in.getElementType().isBF16() || in.getElementType().isF16()) &&
+          out.getElementType().isF32() && !c->use_empty() &&
+          readByUpdatesOnly(c.getResult()))
+        casts.push_back(c);
+    });
+    for (nn::CastOp c : casts) {
+      Value narrow = c.getInput();
+      // The identities between keep their names, now of the stored value.
+      SmallVector<Value> values = {c.getResult()};
+      while (!values.empty()) {
+        Value v = values.pop_back_val();
+        for (Operation *user : v.getUsers())
+          if (auto id = dyn_cast<nn::IdentityOp>(user)) {
+            id->getResult(0).setType(narrow.getType());
+            values.push_back(id.getResult());
+          }
+      }
+      c.getResult().replaceAllUsesWith(narrow);
+      c.erase();
+    }
+  }
+
+  /// Whether every reader of `v` (through identities) is an optimizer
+  /// update's gradient operand or a sum of squares.
+  static bool readByUpdatesOnly(Value v) {
+    return llvm::all_of(v.getUses(), [](OpOperand &use) {
+      Operation *user = use.getOwner();
+      if (auto id = dyn_cast<nn::IdentityOp>(user))
+        return !id->use_empty() && readByUpdatesOnly(id.getResult());
+      if (isa<nn::AdamUpdateOp, nn::SgdUpdateOp>(user))
+        return use.getOperandNumber() == 1;
+      return isa<nn::FusedSumSquaresOp>(user);
+    });
   }
 
   /// The GELU gradient's ops as one op where their product stood.

@@ -16,17 +16,21 @@ using namespace distopt;
 // floats as stored; the host's go through f32 copies (via_f32.h), so on
 // the host a folded cast would only move. The host has a sum_squares kernel
 // (kernels_reduce.cpp); CUDA has none yet (its reduce_sum runs the norm).
+// The host's optimizer updates and sum_squares widen a 16-bit gradient
+// block by block (kernels_optimizer.cpp); CUDA's read one type.
 static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
-     /*crossEntropy=*/true, /*foldHalfCasts=*/false, /*sumSquares=*/true},
+     /*crossEntropy=*/true, /*foldHalfCasts=*/false, /*sumSquares=*/true,
+     /*optimizerWidensGradients=*/true},
     {"cuda", "the CUDA kernels (runtime/src/cuda/)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
-     /*crossEntropy=*/true, /*foldHalfCasts=*/true, /*sumSquares=*/false},
+     /*crossEntropy=*/true, /*foldHalfCasts=*/true, /*sumSquares=*/false,
+     /*optimizerWidensGradients=*/false},
     // No fused form: every op stays as the model wrote it (runs anywhere).
     {"none", "any kernels: nothing fused"},
 };

@@ -1,22 +1,34 @@
 // Optimizer updates: adam_update and sgd_update, one pass over a parameter,
 // its gradient and its states, element by element in the element type and in
 // the order the nn ops document (PyTorch's single-tensor Adam/AdamW/SGD), so
-// a training step matches torch's to the rounding.
+// a training step matches torch's to the rounding. A bf16/f16 gradient of
+// an f32 parameter (a bf16 policy's, its cast folded by
+// dist-fuse-for-target) is widened block by block as it is read: exact, so
+// the update is the one of its f32 cast.
+#include <algorithm>
 #include <cmath>
 
 #include "kernel_util.h"
+#include "via_f32.h"
 
 namespace distrt {
 namespace {
 
-// Parameter, gradient and states share one type; the per-step scalars are
-// rank-0 tensors of its element type.
+// Whether the gradient (operand 1) is a 16-bit float of an f32 parameter.
+bool NarrowGradient(const VerifyContext& ctx) {
+  return ctx.inputs[0].dtype == DType::kF32 && IsHalfFloat(ctx.inputs[1].dtype);
+}
+
+// Parameter, gradient and states share one type (the gradient may be
+// bf16/f16 for an f32 parameter); the per-step scalars are rank-0 tensors
+// of its element type.
 Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars) {
   const TensorType& p = ctx.inputs[0];
   if (p.dtype != DType::kF32 && p.dtype != DType::kF64)
     return InvalidArgumentError("optimizer updates need f32 or f64 parameters, not ", p.ToString());
   for (int i = 1; i < tensors; ++i)
-    if (!(ctx.inputs[static_cast<size_t>(i)] == p))
+    if (!(ctx.inputs[static_cast<size_t>(i)] == p) &&
+        !(i == 1 && NarrowGradient(ctx) && ctx.inputs[1].shape == p.shape))
       return InvalidArgumentError("operand ", i, " is ",
                                   ctx.inputs[static_cast<size_t>(i)].ToString(), ", expected ",
                                   p.ToString());
@@ -30,6 +42,17 @@ Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars) {
     if (!(o == p))
       return InvalidArgumentError("output is ", o.ToString(), ", expected ", p.ToString());
   return OkStatus();
+}
+
+// Whether the gradient is the only 16-bit float operand and it is one of an
+// f32 parameter (the kernel widens it itself).
+bool NarrowGradientOnly(const VerifyContext& ctx) {
+  if (!NarrowGradient(ctx)) return false;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i)
+    if (i != 1 && IsHalfFloat(ctx.inputs[i].dtype)) return false;
+  for (const TensorType& t : ctx.outputs)
+    if (IsHalfFloat(t.dtype)) return false;
+  return true;
 }
 
 Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4); }
@@ -96,6 +119,35 @@ void AdamLoop(int64_t lo, int64_t hi, const double* p, const double* g, const do
   AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
+// Elements of a 16-bit gradient widened at a time: a block stays in L1
+// while the update loop reads it.
+constexpr int64_t kWidenBlock = 2048;
+
+template <typename F>
+void WidenBlocks(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
+  float block[kWidenBlock];
+  const int64_t size = static_cast<int64_t>(DTypeSize(grad.dtype()));
+  const char* g = static_cast<const char*>(grad.raw());
+  for (int64_t b = lo; b < hi; b += kWidenBlock) {
+    const int64_t e = std::min(hi, b + kWidenBlock);
+    WidenToF32(g + b * size, grad.dtype(), block, e - b, nullptr);
+    loop(b, e, block);
+  }
+}
+
+// loop(lo, hi, g) over [lo, hi) with g[0..hi-lo) the gradient's values as
+// T there: the gradient itself when it is a T, else (a 16-bit gradient of
+// an f32 parameter) its widened blocks.
+template <typename T, typename F>
+void WithGradientAs(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return loop(lo, hi, grad.data<T>() + lo);
+  } else {
+    if (grad.dtype() == DType::kF32) return loop(lo, hi, grad.data<float>() + lo);
+    WidenBlocks(grad, lo, hi, loop);
+  }
+}
+
 template <typename T, bool kL2>
 void SgdRange(int64_t lo, int64_t hi, const T* __restrict p, const T* __restrict g,
               const T* __restrict buf, T* __restrict po, T* __restrict bo, T grad_scale, T neg_lr,
@@ -122,9 +174,9 @@ Status RunAdamUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
   const Tensor& param = ctx.input(0);
+  const Tensor& grad = ctx.input(1);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "adam_update", {
     const T* p = param.data<T>();
-    const T* g = ctx.input(1).data<T>();
     const T* m = ctx.input(2).data<T>();
     const T* v = ctx.input(3).data<T>();
     AdamScalars<T> s;
@@ -142,8 +194,11 @@ Status RunAdamUpdate(KernelContext& ctx) {
     T* po = p_out->data<T>();
     T* mo = m_out->data<T>();
     T* vo = v_out->data<T>();
-    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain,
-                [&](int64_t lo, int64_t hi) { AdamLoop(lo, hi, p, g, m, v, po, mo, vo, s); });
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      WithGradientAs<T>(grad, lo, hi, [&](int64_t b, int64_t e, const T* g) {
+        AdamLoop(0, e - b, p + b, g, m + b, v + b, po + b, mo + b, vo + b, s);
+      });
+    });
   });
   return OkStatus();
 }
@@ -159,22 +214,25 @@ Status RunSgdUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
   const Tensor& param = ctx.input(0);
+  const Tensor& grad = ctx.input(1);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "sgd_update", {
     const T* p = param.data<T>();
-    const T* g = ctx.input(1).data<T>();
     const T* buf = ctx.input(2).data<T>();
     const T grad_scale = Scalar<T>(ctx.input(3)), neg_lr = -Scalar<T>(ctx.input(4));
     const T mom = static_cast<T>(momentum), decay = static_cast<T>(wd);
     const bool l2 = wd != 0;
     T* po = p_out->data<T>();
     T* bo = b_out->data<T>();
-    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    auto loop = [&](int64_t b, int64_t e, const T* g) {
       if (l2)
-        SgdRange<T, true>(lo, hi, p, g, buf, po, bo, grad_scale, neg_lr, mom, decay, nesterov != 0);
+        SgdRange<T, true>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
+                          decay, nesterov != 0);
       else
-        SgdRange<T, false>(lo, hi, p, g, buf, po, bo, grad_scale, neg_lr, mom, decay,
-                           nesterov != 0);
-    });
+        SgdRange<T, false>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
+                           decay, nesterov != 0);
+    };
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain,
+                [&](int64_t lo, int64_t hi) { WithGradientAs<T>(grad, lo, hi, loop); });
   });
   return OkStatus();
 }
@@ -185,8 +243,14 @@ void RegisterOptimizerKernels(KernelRegistry& r) {
   // Element i of every output is written after element i of every input is
   // read: outputs may take over dying inputs' buffers.
   // They may also write into the parameter and states themselves.
-  r.Add({"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true, true});
-  r.Add({"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true, true});
+  // A 16-bit gradient of an f32 parameter is read as stored; any other
+  // 16-bit operand goes through the executor's f32 copies.
+  KernelDef adam{"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true, true};
+  adam.half_native_for = NarrowGradientOnly;
+  r.Add(adam);
+  KernelDef sgd{"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true, true};
+  sgd.half_native_for = NarrowGradientOnly;
+  r.Add(sgd);
 }
 
 }  // namespace distrt

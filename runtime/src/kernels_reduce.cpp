@@ -7,6 +7,7 @@
 
 #include "axis_geometry.h"
 #include "kernel_util.h"
+#include "via_f32.h"
 
 namespace distrt {
 namespace {
@@ -75,17 +76,28 @@ T RowExtreme(const T* x, int64_t n) {
   return best;
 }
 
-// The sum of f(x[i]) over x[0..n) in A (double for floats), f the element
-// itself or its square: eight running sums instead of one, so there is no
-// chain of dependent adds and the compiler can vectorise them.
+// Adds f(x[i]) over x[0..n) into eight running sums of A (double for
+// floats), f the element itself or its square: no chain of dependent adds,
+// so the compiler can vectorise them. Element i goes to sum i % 8, so a row
+// added in pieces whose starts are multiples of 8 sums as in one pass.
 template <typename A, typename T, typename F>
-A RowSum(const T* x, int64_t n, F f) {
-  A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+void AddToRunningSums(const T* x, int64_t n, F f, A part[8]) {
   int64_t r = 0;
   for (; r + 8 <= n; r += 8)
     for (int j = 0; j < 8; ++j) part[j] += f(static_cast<A>(x[r + j]));
   for (; r < n; ++r) part[r % 8] += f(static_cast<A>(x[r]));
+}
+template <typename A>
+A CombineRunningSums(const A part[8]) {
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// The sum of f(x[i]) over x[0..n) in A.
+template <typename A, typename T, typename F>
+A RowSum(const T* x, int64_t n, F f) {
+  A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  AddToRunningSums(x, n, f, part);
+  return CombineRunningSums(part);
 }
 template <typename A, typename T>
 A RowSum(const T* x, int64_t n) {
@@ -476,33 +488,68 @@ Status RunTopK(KernelContext& ctx) {
   return OkStatus();
 }
 
-}  // namespace
-
 // sum_squares (dist-fuse-for-target's form of reduce_sum(x * x) over every
 // axis): one read of x, squares summed in double over fixed chunks split
 // over the threads and added in order (the same result at any thread
-// count), rounded once.
+// count), rounded once. A bf16/f16 x (a gradient whose cast to f32 folded)
+// gives an f32 sum, the one of its f32 cast.
+DType SumSquaresType(DType x) { return IsHalfFloat(x) ? DType::kF32 : x; }
+
+bool SumsHalfItself(const VerifyContext& ctx) {
+  return IsHalfFloat(ctx.inputs[0].dtype) && ctx.outputs[0].dtype == DType::kF32;
+}
+
 Status VerifySumSquares(const VerifyContext& ctx) {
-  return CheckOutputType(ctx.outputs[0], TensorType{ctx.inputs[0].dtype, {}});
+  return CheckOutputType(ctx.outputs[0], TensorType{SumSquaresType(ctx.inputs[0].dtype), {}});
+}
+
+constexpr auto Square = [](double e) { return e * e; };
+
+// The sum of squares of a 16-bit float chunk, widened a block at a time
+// into the running sums one pass over its f32 copy would use: the same
+// bits as the sum of the cast.
+double SumOfSquaresWidened(const uint16_t* x, DType dtype, int64_t n) {
+  constexpr int64_t kBlock = 2048;  // a multiple of 8
+  float block[kBlock];
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  for (int64_t b = 0; b < n; b += kBlock) {
+    const int64_t len = std::min(kBlock, n - b);
+    WidenToF32(x + b, dtype, block, len, nullptr);
+    AddToRunningSums(block, len, Square, part);
+  }
+  return CombineRunningSums(part);
 }
 
 Status RunSumSquares(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], TensorType{x.dtype(), {}}));
+  const TensorType want{SumSquaresType(x.dtype()), {}};
+  DISTRT_RETURN_IF_ERROR(CheckOutputType(ctx.output_types[0], want));
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   const int64_t n = x.num_elements();
+  if (IsHalfFloat(x.dtype())) {
+    const uint16_t* p = x.data<uint16_t>();
+    double sum = 0;
+    for (double v : LongRowChunks<double>(1, n, ctx.pool, [&](int64_t, int64_t r0, int64_t len) {
+           return SumOfSquaresWidened(p + r0, x.dtype(), len);
+         }))
+      sum += v;
+    out->data<float>()[0] = static_cast<float>(sum);
+    return OkStatus();
+  }
   DISTRT_DISPATCH_FLOAT(x.dtype(), "sum_squares", {
     const T* p = x.data<T>();
     double sum = 0;
     for (double v : LongRowChunks<double>(1, n, ctx.pool, [&](int64_t, int64_t r0, int64_t len) {
-           return RowSum<double>(p + r0, len, [](double e) { return e * e; });
+           return RowSum<double>(p + r0, len, Square);
          }))
       sum += v;
     out->data<T>()[0] = static_cast<T>(sum);
   });
   return OkStatus();
 }
+
+}  // namespace
 
 void RegisterReduceKernels(KernelRegistry& r) {
   for (const char* n : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
@@ -512,7 +559,9 @@ void RegisterReduceKernels(KernelRegistry& r) {
   r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"cumsum", 1, 1, 1, RunCumSum, VerifyCumSum});
   r.Add({"top_k", 1, 1, 1, RunTopK, VerifyTopK});
-  r.Add({"sum_squares", 1, 1, 1, RunSumSquares, VerifySumSquares});
+  KernelDef sum_squares{"sum_squares", 1, 1, 1, RunSumSquares, VerifySumSquares};
+  sum_squares.half_native_for = SumsHalfItself;
+  r.Add(sum_squares);
 }
 
 }  // namespace distrt

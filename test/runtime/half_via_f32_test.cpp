@@ -232,6 +232,42 @@ TEST_P(HalfTest, Optimizers) {
                {"nesterov", AttrInt(0)}});
 }
 
+// A 16-bit gradient of an f32 parameter (a bf16 policy's, its cast folded
+// by dist-fuse-for-target): the optimizer updates and sum_squares read it
+// as stored, without the executor's f32 copy, and give the bits of their
+// run on its f32 cast. 5000 elements: two whole widening blocks and a tail.
+TEST_P(HalfTest, OptimizersReadANarrowGradient) {
+  const int64_t n = 5000;
+  const Tensor p = F32({n}, Uniform(n, 41)), g = RandomHalf(dt(), {n}, 42);
+  const Tensor m = F32({n}, Uniform(n, 43, -0.1f, 0.1f)), v = F32({n}, Uniform(n, 44, 0, 0.1f));
+  auto scalar = [](float x) { return F32({}, {x}); };
+  const TensorType f32{DType::kF32, {n}};
+  for (const char* op : {"adam_update", "sgd_update", "sum_squares"}) {
+    VerifyContext vc;
+    proto::Instruction inst;
+    vc.inst = &inst;
+    if (std::string(op) == "sum_squares") {
+      vc.inputs = {g.type()};
+      vc.outputs = {{DType::kF32, {}}};
+    } else {
+      vc.inputs = {p.type(), g.type(), m.type()};
+      vc.outputs = {f32, f32};
+    }
+    EXPECT_FALSE(RunsViaF32(*KernelRegistry::Get().Find(op), vc)) << op;
+  }
+  ExpectAsF32("adam_update",
+              {p, g, m, v, scalar(0.37f), scalar(0.999f), scalar(1e-2f), scalar(0.1f)},
+              {f32, f32, f32},
+              {{"beta1", AttrFloat(0.9)},
+               {"beta2", AttrFloat(0.999)},
+               {"eps", AttrFloat(1e-8)},
+               {"weight_decay", AttrFloat(0.01)}});
+  ExpectAsF32(
+      "sgd_update", {p, g, m, scalar(0.5f), scalar(0.05f)}, {f32, f32},
+      {{"momentum", AttrFloat(0.9)}, {"weight_decay", AttrFloat(0.01)}, {"nesterov", AttrInt(1)}});
+  ExpectAsF32("sum_squares", {RandomHalf(dt(), {3, 65536 + 7}, 45)}, {{DType::kF32, {}}});
+}
+
 TEST_P(HalfTest, NaNAndInfinitySurvive) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();

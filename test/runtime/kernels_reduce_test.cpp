@@ -122,6 +122,29 @@ TEST(Reduce, SumSquares) {
   EXPECT_FALSE(st.ok());
 }
 
+// A bf16 x (a gradient whose cast folded) sums into f32: the same bits on
+// 1 and 4 threads, and those of the sum of its f32 cast.
+TEST(Reduce, SumSquaresOfBF16) {
+  const int64_t n = 2 * 65536 + 2049;
+  const std::vector<float> v = RandomUniform<float>(n, 8);
+  Tensor x, wide;
+  ASSERT_TRUE(Tensor::Allocate(DType::kBF16, {n}, &x).ok());
+  ASSERT_TRUE(Tensor::Allocate(DType::kF32, {n}, &wide).ok());
+  for (int64_t i = 0; i < n; ++i) {
+    x.data<uint16_t>()[i] = FloatToBF16(v[static_cast<size_t>(i)]);
+    wide.data<float>()[i] = BF16ToFloat(x.data<uint16_t>()[i]);
+  }
+  auto on = [&](const Tensor& t, int threads) {
+    return Vec<float>(Run1("sum_squares", {t}, {DType::kF32, {}}, {}, threads))[0];
+  };
+  const float one = on(x, 1);
+  EXPECT_EQ(one, on(wide, 1));
+  EXPECT_EQ(on(x, 4), one);
+  std::vector<Tensor> outs;
+  Status st = RunOp("sum_squares", {x}, {{DType::kBF16, {}}}, {}, &outs);
+  ASSERT_TRUE(st.ok()) << st.ToString();  // through f32 copies, rounded back
+}
+
 TEST(Reduce, Float64Sum) {
   Tensor x = F64({4}, {1e-3, 2e-3, 3e-3, 4e-3});
   EXPECT_NEAR(Vec<double>(Run1("reduce_sum", {x}, {DType::kF64, {1}}))[0], 1e-2, 1e-15);

@@ -56,6 +56,11 @@ struct TargetDescription {
   /// `reduce_sum(x * x)` over every axis (a gradient norm's term) in one
   /// kernel (`sum_squares`), f32 and f64.
   bool sumSquares = false;
+  /// `adam_update`, `sgd_update` and `sum_squares` read a bf16/f16 gradient
+  /// of an f32 parameter as stored, widening it as they go: a bf16
+  /// policy's cast of each gradient to f32 folds into them when they are
+  /// all that read it.
+  bool optimizerWidensGradients = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

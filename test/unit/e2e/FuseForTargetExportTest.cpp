@@ -1,4 +1,5 @@
-//===- FuseForTargetExportTest.cpp - fused forms, exported and run -*- C++ -*-===//
+//===- FuseForTargetExportTest.cpp - fused forms, exported and run -*- C++
+//-*-===//
 //
 // dist-fuse-for-target, then export, then the host executor: a transpose of
 // a matrix whose only reader is a matmul is not exported (the matmul reads
@@ -8,8 +9,10 @@
 // instructions and runs the program against a result computed here from the
 // inputs. Softmax's gradient, as its rule writes it, becomes one
 // `softmax_grad`; cross-entropy's loss and gradient become
-// `cross_entropy_sums` and `cross_entropy_grad`. The host kernels run every form the cpu target
-// description claims; the `none` target fuses nothing and computes the same.
+// `cross_entropy_sums` and `cross_entropy_grad`; a bf16 gradient's cast to
+// f32 folds into the optimizer update and the norm's `sum_squares`. The
+// host kernels run every form the cpu target description claims; the
+// `none` target fuses nothing and computes the same.
 //
 //===----------------------------------------------------------------------===//
 #include "ExportAndRun.h"
@@ -709,6 +712,51 @@ func.func @main(%x: tensor<6x40xf32>, %dy: tensor<6x40xf32>) -> tensor<6x40xf32>
   for (int64_t i = 0; i < 240; ++i)
     ASSERT_NEAR(got[i], want[i], 1e-5 * (1 + std::fabs(want[i])))
         << "element " << i;
+}
+
+TEST(GradientWideningExport, UpdateAndNormReadTheBf16Gradient) {
+  // A bf16 policy's gradient, widened for the norm and Adam: on cpu no cast
+  // is exported and the update is the one of the cast, bit for bit; the
+  // norm is sum_squares' (squares summed in double), near the ops'.
+  const char *text = R"(
+func.func @main(%p: tensor<64x40xf32>, %g: tensor<64x40xbf16>, %m: tensor<64x40xf32>, %v: tensor<64x40xf32>)
+    -> (tensor<f32>, tensor<64x40xf32>, tensor<64x40xf32>, tensor<64x40xf32>) {
+  %s = nn.constant dense<0.5> : tensor<f32>
+  %one = nn.constant dense<1.0> : tensor<f32>
+  %step = nn.constant dense<0.01> : tensor<f32>
+  %w = nn.cast %g : tensor<64x40xbf16> -> tensor<64x40xf32>
+  %n = nn.identity %w {nn.gradient_of = "w"} : tensor<64x40xf32>
+  %sq = nn.mul %n, %n : tensor<64x40xf32>, tensor<64x40xf32> -> tensor<64x40xf32>
+  %norm = nn.reduce_sum %sq axes [0, 1] : tensor<64x40xf32> -> tensor<f32>
+  %p1, %m1, %v1 = nn.adam_update %p, %n, %m, %v, %s, %one, %step, %one {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<64x40xf32>, tensor<64x40xf32>, tensor<64x40xf32>, tensor<64x40xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<64x40xf32>, tensor<64x40xf32>, tensor<64x40xf32>)
+  return %norm, %p1, %m1, %v1 : tensor<f32>, tensor<64x40xf32>, tensor<64x40xf32>, tensor<64x40xf32>
+})";
+  distrt::Tensor p = randomMatrix({64, 40}, 81),
+                 g32 = randomMatrix({64, 40}, 82);
+  distrt::Tensor m = randomMatrix({64, 40}, 83), v = randomMatrix({64, 40}, 84);
+  for (int64_t i = 0; i < v.num_elements(); ++i)
+    v.data<float>()[i] = std::fabs(v.data<float>()[i]);
+  distrt::Tensor g;
+  ASSERT_TRUE(
+      distrt::Tensor::Allocate(distrt::DType::kBF16, {64, 40}, &g).ok());
+  for (int64_t i = 0; i < g.num_elements(); ++i)
+    g.data<uint16_t>()[i] = distrt::FloatToBF16(g32.data<float>()[i]);
+  Exported fused = exportAndRun(text, {p, g, m, v});
+  Exported plain = exportAndRun(text, {p, g, m, v}, 1, "none");
+  EXPECT_EQ(std::count(fused.ops.begin(), fused.ops.end(), "cast"), 0);
+  EXPECT_EQ(std::count(fused.ops.begin(), fused.ops.end(), "sum_squares"), 1);
+  EXPECT_EQ(std::count(plain.ops.begin(), plain.ops.end(), "cast"), 1);
+  ASSERT_EQ(fused.outputs.size(), 4u);
+  ASSERT_EQ(plain.outputs.size(), 4u);
+  for (size_t k = 1; k < 4; ++k)
+    EXPECT_TRUE(fused.outputs[k].Equals(plain.outputs[k])) << "output " << k;
+  double want = 0;
+  for (int64_t i = 0; i < g.num_elements(); ++i) {
+    const double x = distrt::BF16ToFloat(g.data<uint16_t>()[i]);
+    want += x * x;
+  }
+  EXPECT_NEAR(fused.outputs[0].data<float>()[0], want, 1e-6 * want);
+  EXPECT_NEAR(plain.outputs[0].data<float>()[0], want, 1e-5 * want);
 }
 
 } // namespace

@@ -181,3 +181,13 @@ LogicalResult FusedCrossEntropyGradOp::verify() {
                                   << logits;
   return success();
 }
+
+LogicalResult FusedSumSquaresOp::verify() {
+  Type in = cast<RankedTensorType>(getX().getType()).getElementType();
+  Type out = cast<RankedTensorType>(getResult().getType()).getElementType();
+  if (!isa<FloatType>(in) || !storableIn(in, out))
+    return emitOpError("sums a float x into a result of its type, or a bf16 "
+                       "or f16 x into an f32 result, got ")
+           << in << " -> " << out;
+  return success();
+}

@@ -287,18 +287,29 @@ LogicalResult ScatterNDOp::verify() {
 }
 
 /// An optimizer update: tensors (parameter, gradient, states and the new
-/// values) of one float type, scalars rank-0 of its element type.
+/// values) of one float type, scalars rank-0 of its element type. The
+/// gradient of an f32 parameter may be stored as bf16 or f16 (a bf16
+/// policy's gradient, widened exactly as it is read).
 static LogicalResult verifyOptimizerUpdate(Operation *op, unsigned tensors,
                                            unsigned scalars) {
   auto type = cast<RankedTensorType>(op->getOperand(0).getType());
   if (!isa<FloatType>(type.getElementType()))
     return op->emitOpError("updates float parameters, not ") << type;
+  auto narrowGradient = [&](Type t) {
+    auto g = cast<RankedTensorType>(t);
+    return type.getElementType().isF32() && g.getShape() == type.getShape() &&
+           (g.getElementType().isBF16() || g.getElementType().isF16());
+  };
   for (unsigned i = 0; i < tensors; ++i)
-    if (op->getOperand(i).getType() != type)
+    if (op->getOperand(i).getType() != type &&
+        !(i == 1 && narrowGradient(op->getOperand(i).getType())))
       return op->emitOpError("operand ")
              << i << " is " << op->getOperand(i).getType()
              << "; the parameter, its gradient and its states must all be "
-             << type;
+             << type
+             << (type.getElementType().isF32()
+                     ? " (the gradient may also be bf16 or f16)"
+                     : "");
   auto scalar = RankedTensorType::get({}, type.getElementType());
   for (unsigned i = tensors; i < tensors + scalars; ++i)
     if (op->getOperand(i).getType() != scalar)

@@ -251,6 +251,31 @@ func.func @adam_update_state_shape(%p: tensor<4x3xf32>, %m: tensor<3x4xf32>, %s:
 
 // -----
 
+func.func @adam_update_narrow_state(%p: tensor<4x3xf32>, %b: tensor<4x3xbf16>, %s: tensor<f32>) {
+  // A bf16 gradient of an f32 parameter is allowed; a bf16 state is not.
+  // expected-error @+1 {{operand 2 is 'tensor<4x3xbf16>'; the parameter, its gradient and its states must all be 'tensor<4x3xf32>' (the gradient may also be bf16 or f16)}}
+  %p1, %m1, %v1 = nn.adam_update %p, %b, %b, %p, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xbf16>, tensor<4x3xbf16>, tensor<4x3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @sgd_update_narrow_gradient_of_f64(%p: tensor<4x3xf64>, %b: tensor<4x3xbf16>, %s: tensor<f64>) {
+  // expected-error @+1 {{operand 1 is 'tensor<4x3xbf16>'; the parameter, its gradient and its states must all be 'tensor<4x3xf64>'}}
+  %p1, %b1 = nn.sgd_update %p, %b, %p, %s, %s {momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4x3xf64>, tensor<4x3xbf16>, tensor<4x3xf64>, tensor<f64>, tensor<f64>) -> (tensor<4x3xf64>, tensor<4x3xf64>)
+  return
+}
+
+// -----
+
+func.func @sum_squares_narrowed(%g: tensor<4x3xf32>) {
+  // expected-error @+1 {{sums a float x into a result of its type, or a bf16 or f16 x into an f32 result, got 'f32' -> 'bf16'}}
+  %s = nn.fused_sum_squares %g : tensor<4x3xf32> -> tensor<bf16>
+  return
+}
+
+// -----
+
 func.func @sgd_update_scalar(%p: tensor<4x3xf32>, %lr: tensor<1xf32>, %s: tensor<f32>) {
   // expected-error @+1 {{operand 4 is 'tensor<1xf32>', expected 'tensor<f32>'}}
   %p1, %b1 = nn.sgd_update %p, %p, %p, %s, %lr {momentum = 0.9 : f64, nesterov = false, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<1xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>)

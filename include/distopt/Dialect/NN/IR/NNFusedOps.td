@@ -110,22 +110,25 @@ def NN_FusedGeluGradOp : Op<NN_Dialect, "fused_gelu_grad",
   }];
 }
 
-def NN_FusedSumSquaresOp : Op<NN_Dialect, "fused_sum_squares",
-                              [Pure, AllElementTypesMatch<["x", "result"]>]> {
+def NN_FusedSumSquaresOp : Op<NN_Dialect, "fused_sum_squares", [Pure]> {
   let summary = "the sum of the squares of every element, in one pass";
   let description = [{
     `nn.reduce_sum` over every axis of `nn.mul %x, %x`: a gradient norm's
     term. The training step writes it as the two ops, which write and read
     back a tensor as large as the gradient; `dist-fuse-for-target` writes
     this op where the target's kernel reads `x` once (accumulating in
-    double). The exporter writes it as one `sum_squares` instruction.
+    double). The exporter writes it as one `sum_squares` instruction. The
+    result has `x`'s element type, or f32 for a bf16 or f16 `x` (a bf16
+    policy's gradient, whose cast to f32 folded in: the sum of its cast).
 
     ```mlir
     %s = nn.fused_sum_squares %g : tensor<300x32xf32> -> tensor<f32>
+    %t = nn.fused_sum_squares %h : tensor<300x32xbf16> -> tensor<f32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$x);
   let results = (outs 0DTensorOf<[AnyFloat]>:$result);
+  let hasVerifier = 1;
   let assemblyFormat = [{
     $x attr-dict `:` type($x) `->` type($result)
   }];

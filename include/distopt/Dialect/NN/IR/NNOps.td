@@ -1075,6 +1075,9 @@ def NN_AdamUpdateOp : NN_Op<"adam_update"> {
     (`1 - beta1` computed in f64 first). The scalar operands change per step
     (learning-rate schedule, bias corrections, clipping) and are rank-0
     tensors. Results: the new parameter and moments, typed as `param`.
+    The gradient of an f32 parameter may be bf16 or f16 (a bf16 policy's,
+    whose cast to f32 `dist-fuse-for-target` folded in); it is widened
+    exactly as it is read, so the update is the one of its f32 cast.
 
     ```mlir
     %p2, %m2, %v2 = nn.adam_update %p, %g, %m, %v, %scale, %pscale, %step, %bc2
@@ -1119,6 +1122,8 @@ def NN_SgdUpdateOp : NN_Op<"sgd_update"> {
     step = nesterov ? g + buf' * momentum : buf'
     p'   = param + (-lr) * step
     ```
+
+    As for `nn.adam_update`, an f32 parameter's gradient may be bf16 or f16.
 
     ```mlir
     %p2, %b2 = nn.sgd_update %p, %g, %buf, %scale, %lr
