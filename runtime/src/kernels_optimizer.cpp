@@ -3,10 +3,12 @@
 // the order the nn ops document (PyTorch's single-tensor Adam/AdamW/SGD), so
 // a training step matches torch's to the rounding. A bf16/f16 gradient of
 // an f32 parameter (a bf16 policy's, its cast folded by
-// dist-fuse-for-target) is widened block by block as it is read: exact, so
-// the update is the one of its f32 cast.
+// dist-fuse-for-target) is widened as it is read (bf16 element by element,
+// f16 a block at a time): exact, so the update is the one of its f32 cast.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 
 #include "kernel_util.h"
 #include "via_f32.h"
@@ -70,13 +72,27 @@ struct AdamScalars {
   bool l2;  // weight decay added to the gradient (Adam), not decoupled
 };
 
+// A gradient element as the update computes with it: itself, or a bf16
+// gradient's bits (uint16_t) widened to f32, which is exact.
+template <typename T>
+inline T GradientValue(T g) {
+  return g;
+}
+inline float GradientValue(uint16_t bf16) {
+  const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
 // The element loops take restrict pointers: outputs never overlap inputs
 // except element for element (a donated buffer), which a loop that reads
 // element i before writing it allows, and the compiler can then vectorise
-// seven streams without run-time overlap checks.
-template <typename T, bool kL2>
+// seven streams without run-time overlap checks. G is T, or uint16_t for a
+// bf16 gradient of an f32 parameter.
+template <typename T, typename G, bool kL2>
 inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, const T* __restrict p,
-                                                     const T* __restrict g, const T* __restrict m,
+                                                     const G* __restrict g, const T* __restrict m,
                                                      const T* __restrict v, T* __restrict po,
                                                      T* __restrict mo, T* __restrict vo,
                                                      const AdamScalars<T>& s) {
@@ -84,7 +100,7 @@ inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, con
   const T bc2 = s.bc2, b1 = s.b1, one_b1 = s.one_b1, b2 = s.b2, one_b2 = s.one_b2, e = s.e;
   const T decay = s.decay;
   for (int64_t i = lo; i < hi; ++i) {
-    T gi = g[i] * grad_scale;
+    T gi = GradientValue(g[i]) * grad_scale;
     if (kL2) gi = gi + p[i] * decay;
     const T pi = p[i] * param_scale;
     const T mi = m[i] * b1 + gi * one_b1;
@@ -96,17 +112,17 @@ inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, con
   }
 }
 
-template <typename T>
+template <typename T, typename G>
 inline __attribute__((always_inline)) void AdamEither(int64_t lo, int64_t hi, const T* p,
-                                                      const T* g, const T* m, const T* v, T* po,
+                                                      const G* g, const T* m, const T* v, T* po,
                                                       T* mo, T* vo, const AdamScalars<T>& s) {
   if (s.l2)
-    AdamRange<T, true>(lo, hi, p, g, m, v, po, mo, vo, s);
+    AdamRange<T, G, true>(lo, hi, p, g, m, v, po, mo, vo, s);
   else
-    AdamRange<T, false>(lo, hi, p, g, m, v, po, mo, vo, s);
+    AdamRange<T, G, false>(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
-// The float loop has an AVX2 clone (DISTRT_SIMD_CLONES): per element Adam
+// The float loops have an AVX2 clone (DISTRT_SIMD_CLONES): per element Adam
 // takes a square root and two divisions, which the baseline build does four
 // at a time and AVX2 eight.
 DISTRT_SIMD_CLONES void AdamLoop(int64_t lo, int64_t hi, const float* p, const float* g,
@@ -114,13 +130,18 @@ DISTRT_SIMD_CLONES void AdamLoop(int64_t lo, int64_t hi, const float* p, const f
                                  const AdamScalars<float>& s) {
   AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
 }
+DISTRT_SIMD_CLONES void AdamLoop(int64_t lo, int64_t hi, const float* p, const uint16_t* bf16_g,
+                                 const float* m, const float* v, float* po, float* mo, float* vo,
+                                 const AdamScalars<float>& s) {
+  AdamEither(lo, hi, p, bf16_g, m, v, po, mo, vo, s);
+}
 void AdamLoop(int64_t lo, int64_t hi, const double* p, const double* g, const double* m,
               const double* v, double* po, double* mo, double* vo, const AdamScalars<double>& s) {
   AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
-// Elements of a 16-bit gradient widened at a time: a block stays in L1
-// while the update loop reads it.
+// Elements of an f16 gradient widened at a time (its conversion is F16C's,
+// not a shift): a block stays in L1 while the update loop reads it.
 constexpr int64_t kWidenBlock = 2048;
 
 template <typename F>
@@ -135,25 +156,26 @@ void WidenBlocks(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
   }
 }
 
-// loop(lo, hi, g) over [lo, hi) with g[0..hi-lo) the gradient's values as
-// T there: the gradient itself when it is a T, else (a 16-bit gradient of
-// an f32 parameter) its widened blocks.
+// loop(lo, hi, g) over [lo, hi) with g[0..hi-lo) the gradient there: a T
+// pointer when the gradient is a T, the bf16 bits (uint16_t) of a bf16
+// gradient of an f32 parameter, or an f16 gradient's widened blocks.
 template <typename T, typename F>
-void WithGradientAs(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
+void WithGradient(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
   if constexpr (!std::is_same_v<T, float>) {
     return loop(lo, hi, grad.data<T>() + lo);
   } else {
     if (grad.dtype() == DType::kF32) return loop(lo, hi, grad.data<float>() + lo);
+    if (grad.dtype() == DType::kBF16) return loop(lo, hi, grad.data<uint16_t>() + lo);
     WidenBlocks(grad, lo, hi, loop);
   }
 }
 
-template <typename T, bool kL2>
-void SgdRange(int64_t lo, int64_t hi, const T* __restrict p, const T* __restrict g,
+template <typename T, typename G, bool kL2>
+void SgdRange(int64_t lo, int64_t hi, const T* __restrict p, const G* __restrict g,
               const T* __restrict buf, T* __restrict po, T* __restrict bo, T grad_scale, T neg_lr,
               T mom, T decay, bool nesterov) {
   for (int64_t i = lo; i < hi; ++i) {
-    T gi = g[i] * grad_scale;
+    T gi = GradientValue(g[i]) * grad_scale;
     if (kL2) gi = gi + p[i] * decay;
     const T bi = buf[i] * mom + gi;
     const T step = nesterov ? gi + bi * mom : bi;
@@ -195,7 +217,7 @@ Status RunAdamUpdate(KernelContext& ctx) {
     T* mo = m_out->data<T>();
     T* vo = v_out->data<T>();
     ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
-      WithGradientAs<T>(grad, lo, hi, [&](int64_t b, int64_t e, const T* g) {
+      WithGradient<T>(grad, lo, hi, [&](int64_t b, int64_t e, const auto* g) {
         AdamLoop(0, e - b, p + b, g, m + b, v + b, po + b, mo + b, vo + b, s);
       });
     });
@@ -223,16 +245,17 @@ Status RunSgdUpdate(KernelContext& ctx) {
     const bool l2 = wd != 0;
     T* po = p_out->data<T>();
     T* bo = b_out->data<T>();
-    auto loop = [&](int64_t b, int64_t e, const T* g) {
+    auto loop = [&](int64_t b, int64_t e, const auto* g) {
+      using G = std::remove_const_t<std::remove_pointer_t<decltype(g)>>;
       if (l2)
-        SgdRange<T, true>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
-                          decay, nesterov != 0);
+        SgdRange<T, G, true>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
+                             decay, nesterov != 0);
       else
-        SgdRange<T, false>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
-                           decay, nesterov != 0);
+        SgdRange<T, G, false>(0, e - b, p + b, g, buf + b, po + b, bo + b, grad_scale, neg_lr, mom,
+                              decay, nesterov != 0);
     };
     ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain,
-                [&](int64_t lo, int64_t hi) { WithGradientAs<T>(grad, lo, hi, loop); });
+                [&](int64_t lo, int64_t hi) { WithGradient<T>(grad, lo, hi, loop); });
   });
   return OkStatus();
 }

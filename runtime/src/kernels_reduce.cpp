@@ -1,6 +1,7 @@
 // Reductions over axes, argmax / argmin, cumsum and top_k.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -492,7 +493,8 @@ Status RunTopK(KernelContext& ctx) {
 // axis): one read of x, squares summed in double over fixed chunks split
 // over the threads and added in order (the same result at any thread
 // count), rounded once. A bf16/f16 x (a gradient whose cast to f32 folded)
-// gives an f32 sum, the one of its f32 cast.
+// gives an f32 sum: each element widened exactly into the same running
+// sums, so the bits of the sum of its f32 cast.
 DType SumSquaresType(DType x) { return IsHalfFloat(x) ? DType::kF32 : x; }
 
 bool SumsHalfItself(const VerifyContext& ctx) {
@@ -504,18 +506,53 @@ Status VerifySumSquares(const VerifyContext& ctx) {
 }
 
 constexpr auto Square = [](double e) { return e * e; };
+// A bf16 element's square: its bits shifted into an f32 (exact), squared
+// in double.
+constexpr auto SquareOfBF16 = [](uint16_t bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &wide, 4);
+  return static_cast<double>(f) * f;
+};
 
-// The sum of squares of a 16-bit float chunk, widened a block at a time
-// into the running sums one pass over its f32 copy would use: the same
-// bits as the sum of the cast.
-double SumOfSquaresWidened(const uint16_t* x, DType dtype, int64_t n) {
+// Adds x[i]^2 over x[0..n) into the eight running sums, with an AVX2 clone
+// (DISTRT_SIMD_CLONES): the conversions and squares in double are the
+// loop's work, which the baseline build does two at a time and AVX2 four.
+// A bf16 x (its bits) is read as stored.
+DISTRT_SIMD_CLONES void AddSquares(const float* x, int64_t n, double part[8]) {
+  AddToRunningSums(x, n, Square, part);
+}
+DISTRT_SIMD_CLONES void AddSquares(const double* x, int64_t n, double part[8]) {
+  AddToRunningSums(x, n, Square, part);
+}
+DISTRT_SIMD_CLONES void AddSquaresOfBF16(const uint16_t* x, int64_t n, double part[8]) {
+  int64_t r = 0;
+  for (; r + 8 <= n; r += 8)
+    for (int j = 0; j < 8; ++j) part[j] += SquareOfBF16(x[r + j]);
+  for (; r < n; ++r) part[r % 8] += SquareOfBF16(x[r]);
+}
+
+// The sum of squares of n elements of x (f32, f64, or bf16 bits).
+template <typename T>
+double SumOfSquares(const T* x, int64_t n) {
+  double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  if constexpr (std::is_same_v<T, uint16_t>)
+    AddSquaresOfBF16(x, n, part);
+  else
+    AddSquares(x, n, part);
+  return CombineRunningSums(part);
+}
+
+// The same of an f16 chunk, widened a block at a time (F16C's conversion)
+// into the running sums one pass over its f32 copy would use.
+double SumOfSquaresOfF16(const uint16_t* x, int64_t n) {
   constexpr int64_t kBlock = 2048;  // a multiple of 8
   float block[kBlock];
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   for (int64_t b = 0; b < n; b += kBlock) {
     const int64_t len = std::min(kBlock, n - b);
-    WidenToF32(x + b, dtype, block, len, nullptr);
-    AddToRunningSums(block, len, Square, part);
+    WidenToF32(x + b, DType::kF16, block, len, nullptr);
+    AddSquares(block, len, part);
   }
   return CombineRunningSums(part);
 }
@@ -531,7 +568,8 @@ Status RunSumSquares(KernelContext& ctx) {
     const uint16_t* p = x.data<uint16_t>();
     double sum = 0;
     for (double v : LongRowChunks<double>(1, n, ctx.pool, [&](int64_t, int64_t r0, int64_t len) {
-           return SumOfSquaresWidened(p + r0, x.dtype(), len);
+           return x.dtype() == DType::kBF16 ? SumOfSquares(p + r0, len)
+                                            : SumOfSquaresOfF16(p + r0, len);
          }))
       sum += v;
     out->data<float>()[0] = static_cast<float>(sum);
@@ -541,7 +579,7 @@ Status RunSumSquares(KernelContext& ctx) {
     const T* p = x.data<T>();
     double sum = 0;
     for (double v : LongRowChunks<double>(1, n, ctx.pool, [&](int64_t, int64_t r0, int64_t len) {
-           return RowSum<double>(p + r0, len, Square);
+           return SumOfSquares(p + r0, len);
          }))
       sum += v;
     out->data<T>()[0] = static_cast<T>(sum);
