@@ -16,8 +16,9 @@ using namespace distopt;
 // floats as stored; the host's go through f32 copies (via_f32.h), so on
 // the host a folded cast would only move. The host has a sum_squares kernel
 // (kernels_reduce.cpp); CUDA has none yet (its reduce_sum runs the norm).
-// The host's optimizer updates and sum_squares widen a 16-bit gradient
-// block by block (kernels_optimizer.cpp); CUDA's read one type.
+// The host's optimizer updates and sum_squares widen a 16-bit gradient as
+// they read it (kernels_optimizer.cpp, kernels_reduce.cpp); CUDA's read one
+// type.
 static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,

@@ -235,7 +235,7 @@ TEST_P(HalfTest, Optimizers) {
 // A 16-bit gradient of an f32 parameter (a bf16 policy's, its cast folded
 // by dist-fuse-for-target): the optimizer updates and sum_squares read it
 // as stored, without the executor's f32 copy, and give the bits of their
-// run on its f32 cast. 5000 elements: two whole widening blocks and a tail.
+// run on its f32 cast. 5000 elements: two whole f16 widening blocks and a tail.
 TEST_P(HalfTest, OptimizersReadANarrowGradient) {
   const int64_t n = 5000;
   const Tensor p = F32({n}, Uniform(n, 41)), g = RandomHalf(dt(), {n}, 42);
