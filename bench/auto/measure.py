@@ -2,7 +2,10 @@
 """Predicted against measured step time and memory, every hand plan and the
 auto plan, on 2 thread ranks of this machine (one thread each), or on 4
 (--devices 4: oversubscribed on 2 cores; dp, ZeRO, HSDP, tp, dp x tp,
-dp x pp and pp hand plans, without their recompute twins).
+dp x pp and pp hand plans, without their recompute twins). --backend mpi
+runs each rank as an MPI process instead (`mpirun --oversubscribe -np N
+... --backend mpi`, the calibration too; as root, Open MPI needs
+OMPI_ALLOW_RUN_AS_ROOT=1 and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1).
 
 For each model (a training-case folder: model.onnx, train.json) and each plan
 (dp, zero1, zero2, fsdp, tp, tp+sp, pp 1f1b, pp zb-h1, each with and without
@@ -35,7 +38,8 @@ Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
 and a Llama of about 4M parameters), made once into BUILD/bench-models.
 
   bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [--budget-fraction 0.75]
-                        [--devices 2|4] [--reference PLAN|none] [MODEL_DIR...]
+                        [--devices 2|4] [--backend local|mpi] [--reference PLAN|none]
+                        [MODEL_DIR...]
 """
 import argparse, json, os, re, subprocess, sys, tempfile
 
@@ -45,6 +49,14 @@ bin_dir = os.path.join(os.environ.get("DISTOPT_BUILD_DIR", os.path.join(root, "b
 
 def run(args):
     return subprocess.run(args, check=True, capture_output=True, text=True)
+
+
+def launcher(backend, devices):
+    """What a command of `devices` ranks starts with, and the flags it
+    takes: nothing for thread ranks, mpirun for MPI processes."""
+    if backend == "mpi":
+        return ["mpirun", "--oversubscribe", "-np", str(devices)], ["--backend", "mpi"]
+    return [], []
 
 
 def ranks(values):
@@ -106,11 +118,14 @@ def predict(model, flags, machine):
     return pred_ms, (states + max(peaks)) / 1048576
 
 
-def measure(model, flags, machine, bench):
+def measure(model, flags, machine, bench, backend="local", devices=2):
     """dist-train's median and fastest step (ms) and busiest rank's memory
-    (MiB)."""
-    out = run([bin_dir + "/dist-train", model] + flags +
-              ["--machine", machine, "--steps", "1", "--bench", str(bench), "--threads", "1"]).stdout
+    (MiB; under MPI the processes other than the root print theirs on
+    stderr)."""
+    pre, post = launcher(backend, devices)
+    done = run(pre + [bin_dir + "/dist-train", model] + flags + post +
+               ["--machine", machine, "--steps", "1", "--bench", str(bench), "--threads", "1"])
+    out = done.stdout + done.stderr
     median_ms = float(re.search(r"median_ms: ([0-9.]+)", out).group(1))
     min_ms = float(re.search(r"min_ms: ([0-9.]+)", out).group(1))
     meas_mib = max(float(w) + float(p) for w, p in re.findall(
@@ -162,6 +177,8 @@ def main():
                          "memory of the hand plan predicted fastest")
     ap.add_argument("--devices", type=int, default=2, choices=(2, 4),
                     help="thread ranks (4: oversubscribed on a 2-core machine; no recompute rows)")
+    ap.add_argument("--backend", default="local", choices=("local", "mpi"),
+                    help="ranks as threads of one process (local) or as MPI processes")
     ap.add_argument("--reference", default="dp",
                     help="the hand plan run before every other plan in each round, "
                          "for the paired times ('none': no pairs)")
@@ -172,7 +189,8 @@ def main():
     machine = a.machine
     if not machine:
         machine = os.path.join(tmp, "machine.json")
-        cal = run([bin_dir + "/dist-run", "--calibrate", "--out", machine])
+        pre, post = launcher(a.backend, a.devices)
+        cal = run(pre + [bin_dir + "/dist-run", "--calibrate", "--out", machine] + post)
         print("calibrated: " + " | ".join(l.strip() for l in cal.stdout.splitlines()
                                           if re.match(r"\s*(f32 |memory:|2 +[0-9.]+ +[0-9.]+)", l)))
     print("machine profile: " + machine)
@@ -237,7 +255,7 @@ def main():
 
             def timed(name, flags, counted=True):
                 try:
-                    med, low, mib = measure(model, flags, machine, a.bench)
+                    med, low, mib = measure(model, flags, machine, a.bench, a.backend, a.devices)
                 except (subprocess.CalledProcessError, AttributeError) as e:
                     print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
                     return None
@@ -279,9 +297,9 @@ def main():
             paired[a.reference] = min(ref_runs)
             for n, rs in ratios.items():
                 paired[n] = median(rs) * min(ref_runs)
-        print("\n== %s (%d thread ranks, one thread each%s; %d runs of --bench %d)" % (
-            case, a.devices, ", oversubscribed" if a.devices > (os.cpu_count() or 1) else "",
-            a.rounds, a.bench))
+        print("\n== %s (%d %s, one thread each%s; %d runs of --bench %d)" % (
+            case, a.devices, "MPI processes" if a.backend == "mpi" else "thread ranks",
+            ", oversubscribed" if a.devices > (os.cpu_count() or 1) else "", a.rounds, a.bench))
         print(auto_line)
         print(budget_line)
         if paired:
