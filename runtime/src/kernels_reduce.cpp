@@ -78,31 +78,28 @@ T RowExtreme(const T* x, int64_t n) {
 }
 
 // Adds f(x[i]) over x[0..n) into eight running sums of A (double for
-// floats), f the element itself or its square: no chain of dependent adds,
+// floats), f the element as A or its square: no chain of dependent adds,
 // so the compiler can vectorise them. Element i goes to sum i % 8, so a row
 // added in pieces whose starts are multiples of 8 sums as in one pass.
 template <typename A, typename T, typename F>
 void AddToRunningSums(const T* x, int64_t n, F f, A part[8]) {
   int64_t r = 0;
   for (; r + 8 <= n; r += 8)
-    for (int j = 0; j < 8; ++j) part[j] += f(static_cast<A>(x[r + j]));
-  for (; r < n; ++r) part[r % 8] += f(static_cast<A>(x[r]));
+    for (int j = 0; j < 8; ++j) part[j] += f(x[r + j]);
+  for (; r < n; ++r) part[r % 8] += f(x[r]);
 }
 template <typename A>
 A CombineRunningSums(const A part[8]) {
   return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
 }
 
-// The sum of f(x[i]) over x[0..n) in A.
-template <typename A, typename T, typename F>
-A RowSum(const T* x, int64_t n, F f) {
-  A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  AddToRunningSums(x, n, f, part);
-  return CombineRunningSums(part);
-}
+// The sum of x[0..n) in A.
 template <typename A, typename T>
 A RowSum(const T* x, int64_t n) {
-  return RowSum<A>(x, n, [](A v) { return v; });
+  A part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  AddToRunningSums(
+      x, n, [](T v) { return static_cast<A>(v); }, part);
+  return CombineRunningSums(part);
 }
 
 // Elements per chunk when a few long rows are reduced in parallel.
@@ -505,7 +502,11 @@ Status VerifySumSquares(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], TensorType{SumSquaresType(ctx.inputs[0].dtype), {}});
 }
 
-constexpr auto Square = [](double e) { return e * e; };
+// An f32 or f64 element's square in double.
+constexpr auto Square = [](auto e) {
+  const double d = e;
+  return d * d;
+};
 // A bf16 element's square: its bits shifted into an f32 (exact), squared
 // in double.
 constexpr auto SquareOfBF16 = [](uint16_t bits) {
@@ -526,10 +527,7 @@ DISTRT_SIMD_CLONES void AddSquares(const double* x, int64_t n, double part[8]) {
   AddToRunningSums(x, n, Square, part);
 }
 DISTRT_SIMD_CLONES void AddSquaresOfBF16(const uint16_t* x, int64_t n, double part[8]) {
-  int64_t r = 0;
-  for (; r + 8 <= n; r += 8)
-    for (int j = 0; j < 8; ++j) part[j] += SquareOfBF16(x[r + j]);
-  for (; r < n; ++r) part[r % 8] += SquareOfBF16(x[r]);
+  AddToRunningSums(x, n, SquareOfBF16, part);
 }
 
 // The sum of squares of n elements of x (f32, f64, or bf16 bits).
