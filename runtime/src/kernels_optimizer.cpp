@@ -7,7 +7,6 @@
 // f16 a block at a time): exact, so the update is the one of its f32 cast.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <type_traits>
 
 #include "kernel_util.h"
@@ -78,12 +77,7 @@ template <typename T>
 inline T GradientValue(T g) {
   return g;
 }
-inline float GradientValue(uint16_t bf16) {
-  const uint32_t bits = static_cast<uint32_t>(bf16) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+inline float GradientValue(uint16_t bf16) { return portable::BF16BitsToFloat(bf16); }
 
 // The element loops take restrict pointers: outputs never overlap inputs
 // except element for element (a donated buffer), which a loop that reads
@@ -140,22 +134,6 @@ void AdamLoop(int64_t lo, int64_t hi, const double* p, const double* g, const do
   AdamEither(lo, hi, p, g, m, v, po, mo, vo, s);
 }
 
-// Elements of an f16 gradient widened at a time (its conversion is F16C's,
-// not a shift): a block stays in L1 while the update loop reads it.
-constexpr int64_t kWidenBlock = 2048;
-
-template <typename F>
-void WidenBlocks(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
-  float block[kWidenBlock];
-  const int64_t size = static_cast<int64_t>(DTypeSize(grad.dtype()));
-  const char* g = static_cast<const char*>(grad.raw());
-  for (int64_t b = lo; b < hi; b += kWidenBlock) {
-    const int64_t e = std::min(hi, b + kWidenBlock);
-    WidenToF32(g + b * size, grad.dtype(), block, e - b, nullptr);
-    loop(b, e, block);
-  }
-}
-
 // loop(lo, hi, g) over [lo, hi) with g[0..hi-lo) the gradient there: a T
 // pointer when the gradient is a T, the bf16 bits (uint16_t) of a bf16
 // gradient of an f32 parameter, or an f16 gradient's widened blocks.
@@ -166,7 +144,10 @@ void WithGradient(const Tensor& grad, int64_t lo, int64_t hi, F loop) {
   } else {
     if (grad.dtype() == DType::kF32) return loop(lo, hi, grad.data<float>() + lo);
     if (grad.dtype() == DType::kBF16) return loop(lo, hi, grad.data<uint16_t>() + lo);
-    WidenBlocks(grad, lo, hi, loop);
+    const char* g = static_cast<const char*>(grad.raw()) + lo * DTypeSize(grad.dtype());
+    ForEachWidenedBlock(g, grad.dtype(), hi - lo, [&](int64_t b, int64_t len, const float* block) {
+      loop(lo + b, lo + b + len, block);
+    });
   }
 }
 

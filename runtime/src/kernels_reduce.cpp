@@ -1,7 +1,6 @@
 // Reductions over axes, argmax / argmin, cumsum and top_k.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <numeric>
 #include <vector>
@@ -507,14 +506,9 @@ constexpr auto Square = [](auto e) {
   const double d = e;
   return d * d;
 };
-// A bf16 element's square: its bits shifted into an f32 (exact), squared
-// in double.
-constexpr auto SquareOfBF16 = [](uint16_t bits) {
-  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
-  float f;
-  std::memcpy(&f, &wide, 4);
-  return static_cast<double>(f) * f;
-};
+// A bf16 element's square: its bits widened to f32 (exact), squared in
+// double.
+constexpr auto SquareOfBF16 = [](uint16_t bits) { return Square(portable::BF16BitsToFloat(bits)); };
 
 // Adds x[i]^2 over x[0..n) into the eight running sums, with an AVX2 clone
 // (DISTRT_SIMD_CLONES): the conversions and squares in double are the
@@ -544,14 +538,10 @@ double SumOfSquares(const T* x, int64_t n) {
 // The same of an f16 chunk, widened a block at a time (F16C's conversion)
 // into the running sums one pass over its f32 copy would use.
 double SumOfSquaresOfF16(const uint16_t* x, int64_t n) {
-  constexpr int64_t kBlock = 2048;  // a multiple of 8
-  float block[kBlock];
   double part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  for (int64_t b = 0; b < n; b += kBlock) {
-    const int64_t len = std::min(kBlock, n - b);
-    WidenToF32(x + b, DType::kF16, block, len, nullptr);
+  ForEachWidenedBlock(x, DType::kF16, n, [&](int64_t, int64_t len, const float* block) {
     AddSquares(block, len, part);
-  }
+  });
   return CombineRunningSums(part);
 }
 

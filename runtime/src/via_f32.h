@@ -9,6 +9,7 @@
 #ifndef DISTRT_SRC_VIA_F32_H_
 #define DISTRT_SRC_VIA_F32_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -53,6 +54,25 @@ void NoteRunsViaF32(DType dtype);
 // NaN stays NaN), split over `pool` (may be null).
 void WidenToF32(const void* src, DType src_dtype, float* dst, int64_t n, ThreadPool* pool);
 void NarrowFromF32(const float* src, void* dst, DType dst_dtype, int64_t n, ThreadPool* pool);
+
+// Elements widened at a time by ForEachWidenedBlock (a multiple of 8 that
+// stays in L1).
+constexpr int64_t kWidenedBlock = 2048;
+
+// fn(offset, len, block) for n elements of bf16/f16 `src` in order, each
+// block of up to kWidenedBlock of them widened to f32 in a buffer of this
+// thread: for kernels that read a 16-bit operand as f32 in one pass.
+template <typename F>
+void ForEachWidenedBlock(const void* src, DType src_dtype, int64_t n, F fn) {
+  float block[kWidenedBlock];
+  const char* bytes = static_cast<const char*>(src);
+  const int64_t size = static_cast<int64_t>(DTypeSize(src_dtype));
+  for (int64_t b = 0; b < n; b += kWidenedBlock) {
+    const int64_t len = std::min(kWidenedBlock, n - b);
+    WidenToF32(bytes + b * size, src_dtype, block, len, nullptr);
+    fn(b, len, block);
+  }
+}
 
 }  // namespace distrt
 
