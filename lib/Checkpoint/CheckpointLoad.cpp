@@ -158,6 +158,33 @@ private:
 };
 } // namespace
 
+/// A compute copy's box of its master, read in the master's dtype, becomes
+/// the copy's dtype: rounded to nearest even, as the step rounds it.
+static Error roundToCopy(const TensorEntry &master, const Slot &copy,
+                         distrt::Tensor *value) {
+  if (master.dtype == copy.dtype)
+    return Error::success();
+  if (master.dtype != distrt::DType::kF32 ||
+      (copy.dtype != distrt::DType::kBF16 && copy.dtype != distrt::DType::kF16))
+    return fail("compute copy '" + copy.weight->name() + "' is " +
+                distrt::CheckpointDTypeName(copy.dtype) + " but its master '" +
+                master.name + "' is stored as " +
+                distrt::CheckpointDTypeName(master.dtype) +
+                " (only an F32 master rounds to a BF16 or F16 copy)");
+  distrt::Tensor rounded;
+  distrt::Status st =
+      distrt::Tensor::Allocate(copy.dtype, value->shape(), &rounded);
+  if (!st.ok())
+    return fail(st.ToString());
+  const float *from = value->data<float>();
+  uint16_t *to = rounded.data<uint16_t>();
+  bool bf16 = copy.dtype == distrt::DType::kBF16;
+  for (int64_t i = 0; i < value->num_elements(); ++i)
+    to[i] = bf16 ? distrt::FloatToBF16(from[i]) : distrt::FloatToHalf(from[i]);
+  *value = std::move(rounded);
+  return Error::success();
+}
+
 /// Checks that the checkpoint holds exactly the model's training state and
 /// that its files are there with the sizes index.json gives.
 static Error
@@ -247,9 +274,15 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
     for (const Slot &s : *slots) {
       if (!mine.count(s.rank))
         continue;
-      auto &list = byTensor[s.weight->name()];
+      // A compute copy reads its box of its master's tensor.
+      const std::string &name = s.copy ? s.weight->copy_of() : s.weight->name();
+      if (!saved.count(name))
+        return fail("checkpoint " + dir + " does not hold '" + name +
+                    "', whose compute copy '" + s.weight->name() +
+                    "' the model keeps");
+      auto &list = byTensor[name];
       if (list.empty())
-        order.push_back(s.weight->name());
+        order.push_back(name);
       list.push_back(&s);
     }
     std::map<int, uint64_t> readBy;
@@ -284,8 +317,7 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
         distrt::PersistentTensor t;
         t.weight = s->weight;
         distrt::Status st = distrt::Tensor::Allocate(
-            s->dtype, distrt::Shape(s->sizes.begin(), s->sizes.end()),
-            &t.value);
+            e.dtype, distrt::Shape(s->sizes.begin(), s->sizes.end()), &t.value);
         if (!st.ok())
           return fail(st.ToString());
         int64_t copied = 0;
@@ -306,13 +338,16 @@ Expected<CheckpointMeta> distopt::loadCheckpoint(Session &session,
           }
           copied +=
               copyOverlap(r.data.data() + r.skip, offsets, shape, t.value.raw(),
-                          s->offsets, s->sizes, distrt::DTypeSize(s->dtype));
+                          s->offsets, s->sizes, distrt::DTypeSize(e.dtype));
         }
         if (copied != t.value.num_elements())
           return fail("checkpoint " + dir + ": the pieces of '" + name +
                       "' cover " + Twine(copied) + " of the " +
                       Twine(t.value.num_elements()) + " elements rank " +
                       Twine(s->rank) + " needs");
+        if (s->copy)
+          if (Error err = roundToCopy(e, *s, &t.value))
+            return err;
         values[s->rank].push_back(std::move(t));
       }
     }

@@ -40,7 +40,9 @@ Expected<std::vector<Slot>> checkpoint::stateSlots(const Programs &programs) {
       slot.global.assign(s.global_shape.begin(), s.global_shape.end());
       slot.offsets.assign(s.offsets.begin(), s.offsets.end());
       slot.sizes.assign(s.sizes.begin(), s.sizes.end());
-      slot.writes = seen.insert({w.name(), slot.offsets, slot.sizes}).second;
+      slot.copy = !w.copy_of().empty();
+      slot.writes = !slot.copy &&
+                    seen.insert({w.name(), slot.offsets, slot.sizes}).second;
       slots.push_back(std::move(slot));
     }
   }
@@ -51,7 +53,8 @@ std::map<std::string, std::pair<distrt::DType, std::vector<int64_t>>>
 checkpoint::stateTensors(const std::vector<Slot> &slots, std::string *fp) {
   std::map<std::string, std::pair<distrt::DType, std::vector<int64_t>>> out;
   for (const Slot &s : slots)
-    out.emplace(s.weight->name(), std::make_pair(s.dtype, s.global));
+    if (!s.copy)
+      out.emplace(s.weight->name(), std::make_pair(s.dtype, s.global));
   std::vector<std::tuple<std::string, distrt::DType, std::vector<int64_t>>>
       list;
   for (const auto &[name, t] : out)

@@ -23,13 +23,16 @@ struct Slot {
   distrt::DType dtype = distrt::DType::kUnspecified;
   std::vector<int64_t> global, offsets, sizes;
   bool writes = false; // the lowest rank holding this box writes it
+  /// A compute copy (`copy_of`): not stored; a load reads its box of the
+  /// master's tensor and rounds it to `dtype`.
+  bool copy = false;
 };
 
 /// Every rank's slots, in rank order.
 llvm::Expected<std::vector<Slot>> stateSlots(const Programs &programs);
 
 /// The model's training-state tensors: name -> (dtype, global shape), and
-/// their fingerprint.
+/// their fingerprint (compute copies left out: they are not stored).
 std::map<std::string, std::pair<distrt::DType, std::vector<int64_t>>>
 stateTensors(const std::vector<Slot> &slots, std::string *fp);
 

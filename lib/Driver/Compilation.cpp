@@ -136,10 +136,10 @@ LogicalResult Compilation::shard() {
   sharded = true;
   ModuleOp module = *globalModule;
   dist::MeshOp m = mesh();
-  if (!m)
-    return success();
   if (failed(runPhases(module, CompilePhase::Shard, CompilePhase::Shard)))
     return failure();
+  if (!m)
+    return success();
   const PipelineSpec *pp = pipeline();
   if (!pp)
     return success();

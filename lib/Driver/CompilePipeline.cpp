@@ -83,11 +83,19 @@ void distopt::buildCompilePipeline(OpPassManager &pm,
                                      options.machine));
   }
 
-  if (runs(CompilePhase::Shard)) {
+  bool keepCopies = options.train && options.train->precision.keepComputeCopies;
+  if (runs(CompilePhase::Shard) && !phases.distributed) {
+    // Nothing to place: only the step's compute copies become state.
+    if (keepCopies)
+      pm.addPass(createDistPersistComputeCopies());
+  } else if (runs(CompilePhase::Shard)) {
     pm.addPass(dist::createDistPropagateSharding(options.machine));
     // A training step's updates come out as their parameters and states are
     // laid out, so the runtime writes them back in place.
     pm.addPass(createDistTieUpdatesToState());
+    // Laid out as their casts were, before the reshards that move them.
+    if (keepCopies)
+      pm.addPass(createDistPersistComputeCopies());
     pm.addPass(dist::createDistInsertReshards());
     pm.addPass(createCSEPass());
     // After CSE, which would merge the second gathers into the first.

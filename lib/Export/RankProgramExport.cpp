@@ -43,8 +43,14 @@ private:
   LogicalResult fillSlice(Location loc, RankedTensorType local,
                           RankedTensorType global, dist::ShardingAttr sharding,
                           proto::Slice *out);
+  /// The file, offset, dtype and slice by which `reader` (of local type
+  /// `local`) reads `source`'s stored bytes.
+  LogicalResult fillWeightSource(nn::WeightOp source, Operation *reader,
+                                 RankedTensorType local, proto::Weight *w);
   LogicalResult exportWeight(nn::WeightOp op);
   LogicalResult exportVariable(nn::VariableOp op);
+  /// The module's weights by persistent key (for compute copies).
+  std::map<std::string, nn::WeightOp> weightsByKey;
   /// Weight entries by persistent key (a training step's updates name them).
   std::map<std::string, SmallVector<int>> persistentEntries;
   LogicalResult exportConstant(nn::ConstantOp op);
@@ -173,39 +179,46 @@ static RankedTensorType globalTypeOf(Operation *op, RankedTensorType local) {
   return local;
 }
 
+LogicalResult Exporter::fillWeightSource(nn::WeightOp source, Operation *reader,
+                                         RankedTensorType local,
+                                         proto::Weight *w) {
+  if (source.getFile().empty())
+    return source.emitError("weight '")
+           << source.getName() << "' has no file to read its bytes from";
+  SmallString<256> path(source.getFile());
+  if (!llvm::sys::path::is_absolute(path) && !options.weightDir.empty()) {
+    path = options.weightDir;
+    llvm::sys::path::append(path, source.getFile());
+  }
+  w->set_file(path.str().str());
+  w->set_offset(source.getOffset());
+  // The file's dtype; the loader converts it to the value's.
+  w->set_dtype(*dtypeOf(source.getLoc(), source.getStoredElementType()));
+  if (failed(fillSlice(reader->getLoc(), local, globalTypeOf(reader, local),
+                       firstSharding(reader), w->mutable_slice())))
+    return failure();
+  // A window of a larger stored tensor: offsets are within the stored one.
+  if (auto stored = source.getStoredShape()) {
+    proto::Slice *s = w->mutable_slice();
+    for (int64_t d = 0; d < s->offsets_size(); ++d) {
+      s->set_global_shape(d, (*stored)[d]);
+      s->set_offsets(d, s->offsets(d) + (*source.getWindowOffsets())[d]);
+    }
+  }
+  return success();
+}
+
 LogicalResult Exporter::exportWeight(nn::WeightOp op) {
   FailureOr<int32_t> id = define(op.getResult());
   if (failed(id))
     return failure();
-  if (op.getFile().empty())
-    return op.emitError("weight '")
-           << op.getName() << "' has no file to read its bytes from";
-  auto local = op.getResult().getType();
   proto::Weight *w = prog.add_weights();
   w->set_value(*id);
   w->set_name(op.getName().str());
-  SmallString<256> path(op.getFile());
-  if (!llvm::sys::path::is_absolute(path) && !options.weightDir.empty()) {
-    path = options.weightDir;
-    llvm::sys::path::append(path, op.getFile());
-  }
-  w->set_file(path.str().str());
-  w->set_offset(op.getOffset());
+  if (failed(fillWeightSource(op, op, op.getResult().getType(), w)))
+    return failure();
   persistentEntries[nn::getPersistentKey(op)].push_back(prog.weights_size() -
                                                         1);
-  // The file's dtype; the loader converts it to the value's.
-  w->set_dtype(*dtypeOf(op.getLoc(), op.getStoredElementType()));
-  if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
-                       firstSharding(op), w->mutable_slice())))
-    return failure();
-  // A window of a larger stored tensor: offsets are within the stored one.
-  if (auto stored = op.getStoredShape()) {
-    proto::Slice *s = w->mutable_slice();
-    for (int64_t d = 0; d < s->offsets_size(); ++d) {
-      s->set_global_shape(d, (*stored)[d]);
-      s->set_offsets(d, s->offsets(d) + (*op.getWindowOffsets())[d]);
-    }
-  }
   return success();
 }
 
@@ -217,12 +230,31 @@ LogicalResult Exporter::exportVariable(nn::VariableOp op) {
   proto::Weight *w = prog.add_weights();
   w->set_value(*id);
   w->set_name(op.getName().str());
+  persistentEntries[op.getName().str()].push_back(prog.weights_size() - 1);
+  // A compute copy starts as its master's stored bytes, converted.
+  if (auto of = op->getAttrOfType<StringAttr>(nn::kCopyOfAttr)) {
+    if (weightsByKey.empty())
+      module.walk([&](nn::WeightOp m) {
+        weightsByKey.try_emplace(nn::getPersistentKey(m), m);
+      });
+    auto master = weightsByKey.find(of.str());
+    if (master == weightsByKey.end())
+      return op.emitError("compute copy '")
+             << op.getName() << "' of '" << of.getValue()
+             << "', a parameter this program does not hold";
+    // Named, as its master is, by the stored tensor (a window's copies
+    // together cover it), and pointing at that tensor by name.
+    w->set_name(master->second.getName().str() + "/compute_copy");
+    w->set_copy_of(master->second.getName().str());
+    if (failed(fillWeightSource(master->second, op, local, w)))
+      return failure();
+    return success();
+  }
   w->set_zeros(true);
   w->set_dtype(*dtypeOf(op.getLoc(), local.getElementType()));
   if (failed(fillSlice(op.getLoc(), local, globalTypeOf(op, local),
                        firstSharding(op), w->mutable_slice())))
     return failure();
-  persistentEntries[op.getName().str()].push_back(prog.weights_size() - 1);
   return success();
 }
 

@@ -590,6 +590,8 @@ struct FuseForTargetPass
       fuseSumsOfSquares();
     if (desc->optimizerWidensGradients)
       foldGradientWidening();
+    if (desc->optimizerRoundsCopies)
+      foldCopyRounding();
     if (desc->crossEntropy) {
       SmallVector<CrossEntropy> losses;
       getOperation().walk([&](nn::WhereOp w) {
@@ -859,6 +861,40 @@ struct FuseForTargetPass
       }
       c.getResult().replaceAllUsesWith(narrow);
       c.erase();
+    }
+  }
+
+  /// A compute copy's next value, the new parameter of an Adam update
+  /// rounded by a cast, becomes the update's fourth result: written in the
+  /// update's pass instead of another pass over the f32 parameter.
+  void foldCopyRounding() {
+    SmallVector<nn::CastOp> casts;
+    getOperation().walk([&](nn::CastOp c) {
+      auto adam = c.getInput().getDefiningOp<nn::AdamUpdateOp>();
+      Type to = c.getType().getElementType();
+      if (adam && c.getInput() == adam.getNewParam() &&
+          !adam.getNewParamCopy() && adam->getBlock() == c->getBlock() &&
+          adam.getParam().getType().getElementType().isF32() &&
+          (to.isBF16() || to.isF16()))
+        casts.push_back(c);
+    });
+    for (nn::CastOp c : casts) {
+      auto adam = c.getInput().getDefiningOp<nn::AdamUpdateOp>();
+      if (adam.getNewParamCopy())
+        continue; // a second cast of the same update stays a cast
+      OpBuilder b(adam);
+      SmallVector<Type> types(adam->getResultTypes());
+      types.push_back(c.getType());
+      OperationState state(adam.getLoc(), adam->getName());
+      state.addOperands(adam->getOperands());
+      state.addTypes(types);
+      state.addAttributes(adam->getAttrs());
+      Operation *fused = b.create(state);
+      for (unsigned i = 0; i < adam->getNumResults(); ++i)
+        adam->getResult(i).replaceAllUsesWith(fused->getResult(i));
+      c.getResult().replaceAllUsesWith(fused->getResult(3));
+      c.erase();
+      adam.erase();
     }
   }
 

@@ -17,7 +17,8 @@ using namespace distopt;
 // the host a folded cast would only move. The host has a sum_squares kernel
 // (kernels_reduce.cpp); CUDA has none yet (its reduce_sum runs the norm).
 // The host's optimizer updates and sum_squares widen a 16-bit gradient as
-// they read it (kernels_optimizer.cpp, kernels_reduce.cpp); CUDA's read one
+// they read it (kernels_optimizer.cpp, kernels_reduce.cpp), and its Adam
+// writes a rounded copy of the new parameter; CUDA's read and write one
 // type.
 static const TargetDescription kTargets[] = {
     {"cpu", "the host kernels (runtime/src/kernels_*.cpp)",
@@ -25,13 +26,13 @@ static const TargetDescription kTargets[] = {
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
      /*crossEntropy=*/true, /*foldHalfCasts=*/false, /*sumSquares=*/true,
-     /*optimizerWidensGradients=*/true},
+     /*optimizerWidensGradients=*/true, /*optimizerRoundsCopies=*/true},
     {"cuda", "the CUDA kernels (runtime/src/cuda/)",
      /*matmulTransposedOperands=*/true, /*matmulBias=*/true,
      /*matmulGelu=*/true, /*epilogueF32=*/true, /*epilogueF64=*/true,
      /*softmaxGrad=*/true, /*softmaxScaleMask=*/true, /*geluGrad=*/true,
      /*crossEntropy=*/true, /*foldHalfCasts=*/true, /*sumSquares=*/false,
-     /*optimizerWidensGradients=*/false},
+     /*optimizerWidensGradients=*/false, /*optimizerRoundsCopies=*/false},
     // No fused form: every op stays as the model wrote it (runs anywhere).
     {"none", "any kernels: nothing fused"},
 };

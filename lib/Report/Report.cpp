@@ -404,26 +404,43 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                            : report.optimizerStateBytesPerRank);
   });
 
-  // Mixed precision: the narrowing casts of parameters.
+  // Mixed precision: the narrowing casts of parameters, or the copies a
+  // training step keeps of them (nn.copy_of).
   report.computeCopyBytesPerRank.assign(report.ranks, 0);
-  sharded.walk([&](nn::CastOp c) {
-    auto w = c.getInput().getDefiningOp<nn::WeightOp>();
-    auto from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
-    auto to = dyn_cast<FloatType>(c.getType().getElementType());
+  std::map<std::string, nn::WeightOp> weightsByKey;
+  sharded.walk([&](nn::WeightOp w) {
+    weightsByKey.try_emplace(nn::getPersistentKey(w), w);
+  });
+  sharded.walk([&](Operation *op) {
+    nn::WeightOp w;
+    FloatType from, to;
+    if (auto c = dyn_cast<nn::CastOp>(op)) {
+      w = c.getInput().getDefiningOp<nn::WeightOp>();
+      from = dyn_cast<FloatType>(c.getInput().getType().getElementType());
+      to = dyn_cast<FloatType>(c.getType().getElementType());
+    } else if (auto of = op->getAttrOfType<StringAttr>(nn::kCopyOfAttr)) {
+      auto it = weightsByKey.find(of.str());
+      if (it == weightsByKey.end())
+        return;
+      w = it->second;
+      from = dyn_cast<FloatType>(w.getResult().getType().getElementType());
+      to = dyn_cast<FloatType>(
+          cast<RankedTensorType>(op->getResult(0).getType()).getElementType());
+    }
     if (!w || !from || !to || to.getWidth() >= from.getWidth())
       return;
     report.computeDtype = dtypeName(to);
     // ZeRO-1/2's copy is cast from the master's shard and gathered once:
     // the gathered copy is what forward and backward read all step.
-    if (c->hasAttr(dist::kGatheredOnceAttr))
-      for (Operation *user : c->getUsers())
+    if (op->hasAttr(dist::kGatheredOnceAttr))
+      for (Operation *user : op->getUsers())
         if (auto gathered = dyn_cast<dist::ReshardOp>(user)) {
           addLocalBytesAs(w, cast<RankedTensorType>(gathered.getType()),
                           gathered.getTo(),
                           report.computeCopyBytesPerRank);
           return;
         }
-    addLocalBytes(w, c, report.computeCopyBytesPerRank);
+    addLocalBytes(w, op, report.computeCopyBytesPerRank);
   });
 
   // Mixtures of experts: each layer's capacity, and what each rank keeps of

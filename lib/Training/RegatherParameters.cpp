@@ -29,13 +29,15 @@ int64_t distopt::regatherParametersForBackward(ModuleOp module) {
     // A parameter, or its cast to a mixed-precision policy's compute dtype
     // (gathered in bf16).
     // A copy ZeRO-1/2 gathers once per step stays whole for backward.
+    // The copy may be kept as state (dist-persist-compute-copies).
     Value in = r.getInput();
-    if (auto c = in.getDefiningOp<nn::CastOp>()) {
-      if (c->hasAttr(dist::kGatheredOnceAttr))
-        return;
-      in = c.getInput();
-    }
-    if (in.getDefiningOp<nn::WeightOp>())
+    Operation *def = in.getDefiningOp();
+    if (def && def->hasAttr(dist::kGatheredOnceAttr))
+      return;
+    if (auto c = dyn_cast_or_null<nn::CastOp>(def))
+      def = c.getInput().getDefiningOp();
+    if (isa_and_nonnull<nn::WeightOp>(def) ||
+        (isa_and_nonnull<nn::VariableOp>(def) && def->hasAttr(nn::kCopyOfAttr)))
       reshards.push_back(r);
   });
   int64_t copied = 0;

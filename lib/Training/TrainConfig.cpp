@@ -365,6 +365,20 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
             }
             if (key == "keep_f32")
               return parseGlobs(value, "precision.keep_f32", p.keepF32);
+            if (key == "compute_copies") {
+              FailureOr<std::string> v =
+                  r.scalar(value, "precision.compute_copies");
+              if (failed(v))
+                return failure();
+              if (*v != "state" && *v != "per_step")
+                return r.error(value)
+                       << "precision.compute_copies must be state (kept "
+                          "between steps) or per_step (cast from the "
+                          "masters each step), not '"
+                       << *v << "'";
+              p.keepComputeCopies = *v == "state";
+              return success();
+            }
             if (key == "loss_scale") {
               scaleNode = keyNode;
               return parseLossScale(value);
@@ -372,7 +386,7 @@ LogicalResult ConfigParser::parsePrecision(yaml::Node *node) {
             return r.error(keyNode)
                    << "unknown key 'precision." << key
                    << "'; expected compute, master, reduce, optimizer_state, "
-                      "keep_f32 or loss_scale";
+                      "keep_f32, loss_scale or compute_copies";
           })))
     return failure();
   if (masterNode && dtypeBits(p.master) < dtypeBits(p.compute))

@@ -631,8 +631,9 @@ void StepBuilder::optimizerUpdate(Parameter &p, Location loc) {
                            : c(1.0);
     OpBuilder &b = g.builder();
     auto op = nn::AdamUpdateOp::create(
-        b, loc, type, type, type, w, p.grad, g.castLike(m, f), g.castLike(v, f),
-        scale, paramScale, g.castLike(hyper.at(kStepSizeInput.str()), f),
+        b, loc, type, type, type, /*new_param_copy=*/Type(), w, p.grad,
+        g.castLike(m, f), g.castLike(v, f), scale, paramScale,
+        g.castLike(hyper.at(kStepSizeInput.str()), f),
         g.castLike(hyper.at(kBiasCorrection2SqrtInput.str()), f),
         b.getF64FloatAttr(o.beta1), b.getF64FloatAttr(o.beta2),
         b.getF64FloatAttr(o.eps), b.getF64FloatAttr(decoupled ? 0.0 : wd));

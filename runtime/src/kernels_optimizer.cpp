@@ -5,6 +5,8 @@
 // an f32 parameter (a bf16 policy's, its cast folded by
 // dist-fuse-for-target) is widened as it is read (bf16 element by element,
 // f16 a block at a time): exact, so the update is the one of its f32 cast.
+// Adam may also write the new f32 parameter rounded to bf16/f16, a block at
+// a time (a compute copy kept as state, its cast folded in likewise).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -22,8 +24,9 @@ bool NarrowGradient(const VerifyContext& ctx) {
 
 // Parameter, gradient and states share one type (the gradient may be
 // bf16/f16 for an f32 parameter); the per-step scalars are rank-0 tensors
-// of its element type.
-Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars) {
+// of its element type. The outputs are the `states` new values, and may
+// add the new f32 parameter rounded to bf16/f16 (a compute copy).
+Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars, int states) {
   const TensorType& p = ctx.inputs[0];
   if (p.dtype != DType::kF32 && p.dtype != DType::kF64)
     return InvalidArgumentError("optimizer updates need f32 or f64 parameters, not ", p.ToString());
@@ -39,25 +42,43 @@ Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars) {
       return InvalidArgumentError("operand ", i, " is ", s.ToString(), ", expected a ",
                                   DTypeName(p.dtype), " scalar");
   }
-  for (const TensorType& o : ctx.outputs)
-    if (!(o == p))
-      return InvalidArgumentError("output is ", o.ToString(), ", expected ", p.ToString());
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    const TensorType& o = ctx.outputs[i];
+    const bool copy = i == static_cast<size_t>(states);
+    if (copy && p.dtype == DType::kF32 && IsHalfFloat(o.dtype) && o.shape == p.shape)
+      continue;  // the new parameter's compute copy
+    if (copy || !(o == p))
+      return InvalidArgumentError("output ", i, " is ", o.ToString(), ", expected ", p.ToString(),
+                                  i == static_cast<size_t>(states)
+                                      ? " (or, for an f32 parameter, its bf16 or f16 copy)"
+                                      : "");
+  }
+  if (ctx.outputs.size() != static_cast<size_t>(states) &&
+      ctx.outputs.size() != static_cast<size_t>(states) + 1)
+    return InvalidArgumentError("has ", ctx.outputs.size(), " outputs, expected ", states, " (or ",
+                                states + 1, " with the new parameter's compute copy)");
   return OkStatus();
 }
 
-// Whether the gradient is the only 16-bit float operand and it is one of an
-// f32 parameter (the kernel widens it itself).
-bool NarrowGradientOnly(const VerifyContext& ctx) {
-  if (!NarrowGradient(ctx)) return false;
+// Whether the only 16-bit floats are a gradient of an f32 parameter (which
+// the kernel widens itself) and, for Adam, the compute copy it writes
+// (output 3, which it rounds itself).
+bool HalvesHandledInKernel(const VerifyContext& ctx) {
+  if (ctx.inputs[0].dtype != DType::kF32) return false;
   for (size_t i = 0; i < ctx.inputs.size(); ++i)
     if (i != 1 && IsHalfFloat(ctx.inputs[i].dtype)) return false;
-  for (const TensorType& t : ctx.outputs)
-    if (IsHalfFloat(t.dtype)) return false;
+  for (size_t i = 0; i < ctx.outputs.size(); ++i)
+    if (i != 3 && IsHalfFloat(ctx.outputs[i].dtype)) return false;
   return true;
 }
 
-Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4); }
-Status VerifySgd(const VerifyContext& ctx) { return CheckUpdate(ctx, 3, 2); }
+Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4, 3); }
+Status VerifySgd(const VerifyContext& ctx) {
+  DISTRT_RETURN_IF_ERROR(CheckUpdate(ctx, 3, 2, 2));
+  if (ctx.outputs.size() != 2)
+    return InvalidArgumentError("has ", ctx.outputs.size(), " outputs, expected 2");
+  return OkStatus();
+}
 
 template <typename T>
 T Scalar(const Tensor& t) {
@@ -176,6 +197,9 @@ Status RunAdamUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
+  // The compute copy (an f32 parameter's, checked by VerifyAdam).
+  Tensor* copy = nullptr;
+  if (ctx.output_types.size() == 4) DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(3, &copy));
   const Tensor& param = ctx.input(0);
   const Tensor& grad = ctx.input(1);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "adam_update", {
@@ -197,10 +221,21 @@ Status RunAdamUpdate(KernelContext& ctx) {
     T* po = p_out->data<T>();
     T* mo = m_out->data<T>();
     T* vo = v_out->data<T>();
-    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+    auto update = [&](int64_t lo, int64_t hi) {
       WithGradient<T>(grad, lo, hi, [&](int64_t b, int64_t e, const auto* g) {
         AdamLoop(0, e - b, p + b, g, m + b, v + b, po + b, mo + b, vo + b, s);
       });
+    };
+    ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      if (!copy) return update(lo, hi);
+      // A block at a time, rounded while its new values are still in cache.
+      for (int64_t b = lo; b < hi; b += kWidenedBlock) {
+        const int64_t e = std::min(hi, b + kWidenedBlock);
+        update(b, e);
+        const size_t width = DTypeSize(copy->dtype());
+        (void)CastBuffer(po + b, param.dtype(), static_cast<char*>(copy->raw()) + b * width,
+                         copy->dtype(), e - b);
+      }
     });
   });
   return OkStatus();
@@ -249,11 +284,14 @@ void RegisterOptimizerKernels(KernelRegistry& r) {
   // They may also write into the parameter and states themselves.
   // A 16-bit gradient of an f32 parameter is read as stored; any other
   // 16-bit operand goes through the executor's f32 copies.
-  KernelDef adam{"adam_update", 8, 8, 3, RunAdamUpdate, VerifyAdam, false, true, true};
-  adam.half_native_for = NarrowGradientOnly;
+  // Adam's fourth output, when there is one, is the new parameter rounded
+  // to bf16/f16 (a compute copy kept as state), which the kernel writes
+  // itself.
+  KernelDef adam{"adam_update", 8, 8, -1, RunAdamUpdate, VerifyAdam, false, true, true};
+  adam.half_native_for = HalvesHandledInKernel;
   r.Add(adam);
   KernelDef sgd{"sgd_update", 5, 5, 2, RunSgdUpdate, VerifySgd, false, true, true};
-  sgd.half_native_for = NarrowGradientOnly;
+  sgd.half_native_for = HalvesHandledInKernel;
   r.Add(sgd);
 }
 

@@ -268,6 +268,53 @@ TEST_P(HalfTest, OptimizersReadANarrowGradient) {
   ExpectAsF32("sum_squares", {RandomHalf(dt(), {3, 65536 + 7}, 45)}, {{DType::kF32, {}}});
 }
 
+// Adam's fourth output, a compute copy kept as state: the new f32
+// parameter rounded to 16 bits by the kernel itself (no f32 copies), bit
+// for bit the cast of its first output, which is the three-output run's.
+// 5000 elements on 2 threads: whole rounding blocks and a tail; a bf16 and
+// an f32 gradient.
+TEST_P(HalfTest, AdamWritesTheParameterCopy) {
+  const int64_t n = 5000;
+  const Tensor p = F32({n}, Uniform(n, 51));
+  const Tensor m = F32({n}, Uniform(n, 53, -0.1f, 0.1f)), v = F32({n}, Uniform(n, 54, 0, 0.1f));
+  auto scalar = [](float x) { return F32({}, {x}); };
+  const TensorType f32{DType::kF32, {n}};
+  const AttrList attrs = {{"beta1", AttrFloat(0.9)},
+                          {"beta2", AttrFloat(0.999)},
+                          {"eps", AttrFloat(1e-8)},
+                          {"weight_decay", AttrFloat(0.01)}};
+  for (const Tensor& g : {RandomHalf(DType::kBF16, {n}, 52), F32({n}, Uniform(n, 55))}) {
+    SCOPED_TRACE(DTypeName(g.dtype()));
+    const std::vector<Tensor> in = {
+        p, g, m, v, scalar(0.37f), scalar(0.999f), scalar(1e-2f), scalar(0.1f)};
+    VerifyContext vc;
+    proto::Instruction inst;
+    vc.inst = &inst;
+    for (const Tensor& t : in) vc.inputs.push_back(t.type());
+    vc.outputs = {f32, f32, f32, T({n})};
+    EXPECT_FALSE(RunsViaF32(*KernelRegistry::Get().Find("adam_update"), vc));
+    std::vector<Tensor> three, four;
+    ASSERT_TRUE(distrt::testing::Run("adam_update", in, {f32, f32, f32}, attrs, &three).ok());
+    Status st = distrt::testing::Run("adam_update", in, {f32, f32, f32, T({n})}, attrs, &four);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    for (int k = 0; k < 3; ++k)
+      ASSERT_EQ(0, std::memcmp(three[k].raw(), four[k].raw(), three[k].byte_size())) << k;
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = four[0].data<float>()[i];
+      const uint16_t want = dt() == DType::kBF16 ? FloatToBF16(x) : FloatToHalf(x);
+      ASSERT_EQ(four[3].data<uint16_t>()[i], want) << i;
+    }
+  }
+  // Any other fourth output is refused at load.
+  std::vector<Tensor> out;
+  Status st = distrt::testing::Run("adam_update",
+                                   {p, p, m, v, scalar(1), scalar(1), scalar(1e-2f), scalar(0.1f)},
+                                   {f32, f32, f32, {DType::kF32, {n}}}, attrs, &out);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("or, for an f32 parameter, its bf16 or f16 copy"), std::string::npos)
+      << st.ToString();
+}
+
 TEST_P(HalfTest, NaNAndInfinitySurvive) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
@@ -413,8 +460,13 @@ TEST(HalfProgram, LargerChainOnThreadsTracksF32) {
 // A constant bf16 weight of a matmul is widened once at load (and packed
 // where oneDNN packs), then its bytes are freed: the executor holds what the
 // f32 program holds (the packed copy, or the f32 weight), and each product
-// is the f32 one rounded.
+// is the f32 one rounded. On a CPU with bf16 instructions only when its
+// products are widened (DISTRT_BF16_GEMM=f32): else they run in bf16.
 TEST(HalfProgram, ConstantBF16WeightIsWidenedOnce) {
+  setenv("DISTRT_BF16_GEMM", "f32", 1);
+  struct Unset {
+    ~Unset() { unsetenv("DISTRT_BF16_GEMM"); }
+  } unset;
   TempDir dir;
   const int64_t rows = 64, k = 256, n = 512;
   const Tensor w16 = RandomHalf(DType::kBF16, {k, n}, 70, -0.5f, 0.5f);

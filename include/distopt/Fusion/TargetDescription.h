@@ -61,6 +61,10 @@ struct TargetDescription {
   /// policy's cast of each gradient to f32 folds into them when they are
   /// all that read it.
   bool optimizerWidensGradients = false;
+  /// `adam_update` also writes its new f32 parameter rounded to bf16/f16
+  /// (`adam_update_with_copy`): the cast that makes a compute copy kept as
+  /// state (dist-persist-compute-copies) folds into the update.
+  bool optimizerRoundsCopies = false;
 
   /// Whether a bias or GELU epilogue may be applied to a product of
   /// element type `t`.

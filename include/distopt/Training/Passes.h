@@ -1,10 +1,10 @@
 //===- Passes.h - the training step as passes -------------------*- C++ -*-===//
 //
-// dist-apply-precision, dist-build-training-step, dist-tie-updates-to-state
-// and dist-regather-parameters: thin pass wrappers over applyPrecision,
-// buildTrainingStep,
-// tieUpdatesToState (TrainingStep.h) and regatherParametersForBackward
-// (RegatherParameters.h). See Passes.td.
+// dist-apply-precision, dist-build-training-step, dist-tie-updates-to-state,
+// dist-persist-compute-copies and dist-regather-parameters: thin pass
+// wrappers over applyPrecision, buildTrainingStep, tieUpdatesToState
+// (TrainingStep.h), persistComputeCopies (PersistComputeCopies.h) and
+// regatherParametersForBackward (RegatherParameters.h). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 #ifndef DISTOPT_TRAINING_PASSES_H

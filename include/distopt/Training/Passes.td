@@ -184,6 +184,47 @@ def DistTieUpdatesToState : Pass<"dist-tie-updates-to-state", "mlir::ModuleOp"> 
   }];
 }
 
+def DistPersistComputeCopies : Pass<"dist-persist-compute-copies", "mlir::ModuleOp"> {
+  let summary = "Keep a mixed-precision step's compute copies of its parameters as state";
+  let description = [{
+    Runs after `dist-tie-updates-to-state` and before `dist-insert-reshards`.
+    A bf16 or f16 policy casts each f32 master to the compute dtype where
+    forward reads it, anew every step: a pass over every parameter before
+    forward starts. As Megatron keeps bf16 weights beside its f32 main
+    params, this pass keeps the copy as state. Each narrowing `nn.cast` of
+    a trained parameter at the top of a training step becomes an
+    `nn.variable "<key>/compute_copy"` marked `nn.copy_of = "<key>"`, laid
+    out as the cast was (so forward, and a ZeRO gather of the copy, are
+    unchanged), and the step gains a result `nn.updates =
+    "<key>/compute_copy"`: the master's next value cast to the copy's dtype,
+    in the optimizer phase, laid out as that value (so
+    `dist-insert-reshards` moves it, in the compute dtype, where the copy
+    lives). The runtime starts the copy as the master's stored value
+    converted to its dtype; checkpoints do not store it, and a resume
+    rounds the restored master again. The cpu target rounds the copy in the
+    update's own pass (`dist-fuse-for-target`). Other modules are left as
+    they are.
+
+    Example:
+
+    ```mlir
+    %w = nn.weight "fc.weight" ... : tensor<8x2xf32>
+    %c = nn.cast %w : tensor<8x2xf32> -> tensor<8x2xbf16>
+    ...
+    return ..., %new_w : ..., tensor<8x2xf32>   // nn.updates = "fc.weight"
+    ```
+
+    becomes
+
+    ```mlir
+    %c = nn.variable "fc.weight/compute_copy" {nn.copy_of = "fc.weight"} : tensor<8x2xbf16>
+    ...
+    %r = nn.cast %new_w {nn.phase = "optimizer"} : tensor<8x2xf32> -> tensor<8x2xbf16>
+    return ..., %new_w, %r : ..., tensor<8x2xf32>, tensor<8x2xbf16>   // nn.updates = "fc.weight/compute_copy"
+    ```
+  }];
+}
+
 def DistRegatherParameters : Pass<"dist-regather-parameters", "mlir::ModuleOp"> {
   let summary = "Gather split parameters again for backward instead of keeping the forward copy";
   let description = [{

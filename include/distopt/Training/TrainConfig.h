@@ -77,6 +77,12 @@ struct PrecisionPolicy {
   int64_t growthInterval = 1000;
   int64_t hysteresis = 2;
   double minLossScale = 1.0;
+  /// `compute_copies`: whether the compute-dtype copy of each f32 master
+  /// is cast from the master every step ("per_step", the default, as FSDP2
+  /// does: nothing kept) or is state the step updates from the new master
+  /// ("state", Megatron's bf16 weights: 2 bytes per parameter kept, no cast
+  /// before forward). See docs/training.md, "Mixed precision".
+  bool keepComputeCopies = false;
   /// Where the config wrote `precision` (null: it did not).
   mlir::LocationAttr loc;
 

@@ -290,8 +290,9 @@ LogicalResult ScatterNDOp::verify() {
 /// values) of one float type, scalars rank-0 of its element type. The
 /// gradient of an f32 parameter may be stored as bf16 or f16 (a bf16
 /// policy's gradient, widened exactly as it is read).
+/// The first `results` results are typed as the parameter.
 static LogicalResult verifyOptimizerUpdate(Operation *op, unsigned tensors,
-                                           unsigned scalars) {
+                                           unsigned scalars, unsigned results) {
   auto type = cast<RankedTensorType>(op->getOperand(0).getType());
   if (!isa<FloatType>(type.getElementType()))
     return op->emitOpError("updates float parameters, not ") << type;
@@ -316,18 +317,29 @@ static LogicalResult verifyOptimizerUpdate(Operation *op, unsigned tensors,
       return op->emitOpError("operand ")
              << i << " is " << op->getOperand(i).getType() << ", expected "
              << scalar;
-  for (Type t : op->getResultTypes())
+  for (Type t : TypeRange(op->getResultTypes()).take_front(results))
     if (t != type)
       return op->emitOpError("results must be ") << type << ", not " << t;
   return success();
 }
 
 LogicalResult AdamUpdateOp::verify() {
-  return verifyOptimizerUpdate(*this, 4, 4);
+  if (failed(verifyOptimizerUpdate(*this, 4, 4, 3)))
+    return failure();
+  Value copy = getNewParamCopy();
+  if (!copy)
+    return success();
+  auto type = getParam().getType();
+  auto c = cast<RankedTensorType>(copy.getType());
+  if (!type.getElementType().isF32() || c.getShape() != type.getShape() ||
+      !(c.getElementType().isBF16() || c.getElementType().isF16()))
+    return emitOpError("the compute copy result is ")
+           << c << "; it must be the f32 parameter's shape in bf16 or f16";
+  return success();
 }
 
 LogicalResult SgdUpdateOp::verify() {
-  return verifyOptimizerUpdate(*this, 3, 2);
+  return verifyOptimizerUpdate(*this, 3, 2, 2);
 }
 
 LogicalResult VariableOp::verify() {

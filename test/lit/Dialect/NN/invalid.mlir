@@ -251,6 +251,15 @@ func.func @adam_update_state_shape(%p: tensor<4x3xf32>, %m: tensor<3x4xf32>, %s:
 
 // -----
 
+func.func @adam_update_copy_type(%p: tensor<4x3xf32>, %s: tensor<f32>) {
+  // The fourth result, a compute copy, is the parameter's shape in bf16 or f16.
+  // expected-error @+1 {{the compute copy result is 'tensor<3x4xbf16>'; it must be the f32 parameter's shape in bf16 or f16}}
+  %p1, %m1, %v1, %c = nn.adam_update %p, %p, %p, %p, %s, %s, %s, %s {beta1 = 0.9 : f64, beta2 = 0.999 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64} : (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<4x3xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<3x4xbf16>)
+  return
+}
+
+// -----
+
 func.func @adam_update_narrow_state(%p: tensor<4x3xf32>, %b: tensor<4x3xbf16>, %s: tensor<f32>) {
   // A bf16 gradient of an f32 parameter is allowed; a bf16 state is not.
   // expected-error @+1 {{operand 2 is 'tensor<4x3xbf16>'; the parameter, its gradient and its states must all be 'tensor<4x3xf32>' (the gradient may also be bf16 or f16)}}

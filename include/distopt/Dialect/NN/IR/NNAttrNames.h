@@ -25,6 +25,12 @@ inline constexpr llvm::StringLiteral kUpdatesAttr = "nn.updates";
 /// On an nn.variable: the parameter (persistent key) it is optimizer state
 /// of.
 inline constexpr llvm::StringLiteral kStateOfAttr = "nn.state_of";
+/// On an nn.variable: the parameter (persistent key) whose value, rounded
+/// to the variable's element type, it holds: a mixed-precision policy's
+/// compute copy, which the step writes from the updated master and which
+/// starts (and resumes) as the master's rounding
+/// (dist-persist-compute-copies).
+inline constexpr llvm::StringLiteral kCopyOfAttr = "nn.copy_of";
 /// On the identity that marks a parameter's final gradient: the parameter.
 inline constexpr llvm::StringLiteral kGradientOfAttr = "nn.gradient_of";
 /// On the casts around a parameter's gradient in the training config's

@@ -1078,6 +1078,9 @@ def NN_AdamUpdateOp : NN_Op<"adam_update"> {
     The gradient of an f32 parameter may be bf16 or f16 (a bf16 policy's,
     whose cast to f32 `dist-fuse-for-target` folded in); it is widened
     exactly as it is read, so the update is the one of its f32 cast.
+    An f32 parameter's update may have a fourth result, bf16 or f16: the
+    new parameter rounded to nearest even (a compute copy kept as state,
+    whose `nn.cast` of the new parameter `dist-fuse-for-target` folded in).
 
     ```mlir
     %p2, %m2, %v2 = nn.adam_update %p, %g, %m, %v, %scale, %pscale, %step, %bc2
@@ -1099,7 +1102,8 @@ def NN_AdamUpdateOp : NN_Op<"adam_update"> {
                        F64Attr:$weight_decay);
   let results = (outs AnyRankedTensor:$new_param,
                       AnyRankedTensor:$new_exp_avg,
-                      AnyRankedTensor:$new_exp_avg_sq);
+                      AnyRankedTensor:$new_exp_avg_sq,
+                      Optional<AnyRankedTensor>:$new_param_copy);
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $grad_scale `,`
     $param_scale `,` $step_size `,` $bias_correction2_sqrt attr-dict `:`
