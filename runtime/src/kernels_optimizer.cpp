@@ -24,9 +24,11 @@ bool NarrowGradient(const VerifyContext& ctx) {
 
 // Parameter, gradient and states share one type (the gradient may be
 // bf16/f16 for an f32 parameter); the per-step scalars are rank-0 tensors
-// of its element type. The outputs are the `states` new values, and may
-// add the new f32 parameter rounded to bf16/f16 (a compute copy).
-Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars, int states) {
+// of its element type. The outputs are the `states` new values; with
+// `may_copy`, a further one may be the new f32 parameter rounded to
+// bf16/f16 (a compute copy).
+Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars, size_t states,
+                   bool may_copy) {
   const TensorType& p = ctx.inputs[0];
   if (p.dtype != DType::kF32 && p.dtype != DType::kF64)
     return InvalidArgumentError("optimizer updates need f32 or f64 parameters, not ", p.ToString());
@@ -42,21 +44,19 @@ Status CheckUpdate(const VerifyContext& ctx, int tensors, int scalars, int state
       return InvalidArgumentError("operand ", i, " is ", s.ToString(), ", expected a ",
                                   DTypeName(p.dtype), " scalar");
   }
+  const size_t most = may_copy ? states + 1 : states;
+  if (ctx.outputs.size() != states && ctx.outputs.size() != most)
+    return InvalidArgumentError("has ", ctx.outputs.size(), " outputs, expected ", states,
+                                may_copy ? " (or one more: the new parameter's compute copy)" : "");
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     const TensorType& o = ctx.outputs[i];
-    const bool copy = i == static_cast<size_t>(states);
+    const bool copy = i == states;
     if (copy && p.dtype == DType::kF32 && IsHalfFloat(o.dtype) && o.shape == p.shape)
       continue;  // the new parameter's compute copy
     if (copy || !(o == p))
       return InvalidArgumentError("output ", i, " is ", o.ToString(), ", expected ", p.ToString(),
-                                  i == static_cast<size_t>(states)
-                                      ? " (or, for an f32 parameter, its bf16 or f16 copy)"
-                                      : "");
+                                  copy ? " (or, for an f32 parameter, its bf16 or f16 copy)" : "");
   }
-  if (ctx.outputs.size() != static_cast<size_t>(states) &&
-      ctx.outputs.size() != static_cast<size_t>(states) + 1)
-    return InvalidArgumentError("has ", ctx.outputs.size(), " outputs, expected ", states, " (or ",
-                                states + 1, " with the new parameter's compute copy)");
   return OkStatus();
 }
 
@@ -72,13 +72,8 @@ bool HalvesHandledInKernel(const VerifyContext& ctx) {
   return true;
 }
 
-Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4, 3); }
-Status VerifySgd(const VerifyContext& ctx) {
-  DISTRT_RETURN_IF_ERROR(CheckUpdate(ctx, 3, 2, 2));
-  if (ctx.outputs.size() != 2)
-    return InvalidArgumentError("has ", ctx.outputs.size(), " outputs, expected 2");
-  return OkStatus();
-}
+Status VerifyAdam(const VerifyContext& ctx) { return CheckUpdate(ctx, 4, 4, 3, true); }
+Status VerifySgd(const VerifyContext& ctx) { return CheckUpdate(ctx, 3, 2, 2, false); }
 
 template <typename T>
 T Scalar(const Tensor& t) {
@@ -228,11 +223,12 @@ Status RunAdamUpdate(KernelContext& ctx) {
     };
     ParallelFor(ctx.pool, param.num_elements(), kElementwiseGrain, [&](int64_t lo, int64_t hi) {
       if (!copy) return update(lo, hi);
-      // A block at a time, rounded while its new values are still in cache.
+      // A block at a time, rounded while its new values are still in cache
+      // (f32 to bf16/f16, which cannot fail).
+      const int64_t width = static_cast<int64_t>(DTypeSize(copy->dtype()));
       for (int64_t b = lo; b < hi; b += kWidenedBlock) {
         const int64_t e = std::min(hi, b + kWidenedBlock);
         update(b, e);
-        const size_t width = DTypeSize(copy->dtype());
         (void)CastBuffer(po + b, param.dtype(), static_cast<char*>(copy->raw()) + b * width,
                          copy->dtype(), e - b);
       }
