@@ -81,10 +81,11 @@ class KernelContext {
   // it, so AllocateOutput may hand it out again (set by the executor only
   // for kernels with in_place_ok).
   std::vector<bool> donatable;
-  // Per output: the input whose buffer it must be written into (an
-  // optimizer update overwriting its state), or -1 (set by the executor
-  // only for kernels with updates_in_place).
-  std::vector<int> write_into;
+  // Per output: the tensor whose buffer it must be written into (an
+  // optimizer update overwriting its state, an input, or a compute copy
+  // nothing reads any more), or null (set by the executor only for kernels
+  // with updates_in_place).
+  std::vector<const Tensor*> write_into;
   // What this instruction's prepare made at load (a packed weight), or null.
   KernelState* prepared = nullptr;
   // Changes whenever WritePersistent replaced persistent values (a training
@@ -101,6 +102,11 @@ class KernelContext {
   // Allocates output i with its declared type (contents undefined: the kernel
   // must write every element). May reuse a donatable input of that type.
   Status AllocateOutput(int i, Tensor** out);
+  // Same, but reusing at most input `input`'s buffer (-1: none): for loops
+  // that let an output overlap only its own input, element for element (an
+  // optimizer's new state over its old one), never another input.
+  Status AllocateOutputOver(int i, int input, Tensor** out);
+  static constexpr int kAnyInput = -2;  // AllocateOutput's choice
   // Same, zero-filled.
   Status AllocateZeroedOutput(int i, Tensor** out);
   // Makes output i share `t`'s buffer (reshape, identity). The type must match

@@ -95,15 +95,20 @@ Status AttrReader::GetString(const std::string& name, const std::string& default
 // ---- KernelContext ------------------------------------------------------------
 
 Status KernelContext::AllocateOutput(int i, Tensor** out) {
+  return AllocateOutputOver(i, kAnyInput, out);
+}
+
+Status KernelContext::AllocateOutputOver(int i, int input, Tensor** out) {
   auto& slot = (*outputs)[static_cast<size_t>(i)];
   const TensorType& t = output_types[static_cast<size_t>(i)];
-  if (static_cast<size_t>(i) < write_into.size() && write_into[static_cast<size_t>(i)] >= 0) {
-    slot = *inputs[static_cast<size_t>(write_into[static_cast<size_t>(i)])];
+  if (static_cast<size_t>(i) < write_into.size() && write_into[static_cast<size_t>(i)]) {
+    slot = *write_into[static_cast<size_t>(i)];
     *out = &slot;
     return OkStatus();
   }
   for (size_t k = 0; k < donatable.size() && k < inputs.size(); ++k) {
-    if (donatable[k] && inputs[k]->type() == t) {
+    if ((input == kAnyInput || static_cast<int>(k) == input) && donatable[k] &&
+        inputs[k]->type() == t) {
       donatable[k] = false;
       slot = *inputs[k];  // in place: shares the dying input's buffer
       *out = &slot;

@@ -95,10 +95,10 @@ inline T GradientValue(T g) {
 }
 inline float GradientValue(uint16_t bf16) { return portable::BF16BitsToFloat(bf16); }
 
-// The element loops take restrict pointers: outputs never overlap inputs
-// except element for element (a donated buffer), which a loop that reads
-// element i before writing it allows, and the compiler can then vectorise
-// seven streams without run-time overlap checks. G is T, or uint16_t for a
+// The element loops take restrict pointers: an output overlaps no input but
+// its own old state, element for element (AllocateOutputOver), which a loop
+// that reads element i before writing it allows, and the compiler can then
+// vectorise seven streams without run-time overlap checks. G is T, or uint16_t for a
 // bf16 gradient of an f32 parameter.
 template <typename T, typename G, bool kL2>
 inline __attribute__((always_inline)) void AdamRange(int64_t lo, int64_t hi, const T* __restrict p,
@@ -188,13 +188,14 @@ Status RunAdamUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("beta2", &beta2));
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("eps", &eps));
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
+  // Each new state over at most its old one (the loops' restrict pointers).
   Tensor *p_out, *m_out, *v_out;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(0, 0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(1, 2, &m_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(2, 3, &v_out));
   // The compute copy (an f32 parameter's, checked by VerifyAdam).
   Tensor* copy = nullptr;
-  if (ctx.output_types.size() == 4) DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(3, &copy));
+  if (ctx.output_types.size() == 4) DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(3, -1, &copy));
   const Tensor& param = ctx.input(0);
   const Tensor& grad = ctx.input(1);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "adam_update", {
@@ -245,8 +246,8 @@ Status RunSgdUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
   DISTRT_RETURN_IF_ERROR(attrs.GetInt("nesterov", &nesterov));
   Tensor *p_out, *b_out;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(0, 0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(1, 2, &b_out));
   const Tensor& param = ctx.input(0);
   const Tensor& grad = ctx.input(1);
   DISTRT_DISPATCH_FLOAT(param.dtype(), "sgd_update", {

@@ -220,7 +220,7 @@ Status RunViaF32(const KernelDef& def, KernelContext& ctx) {
   // An optimizer update writes an f32 state in place itself; a 16-bit one
   // is written in place below, when its result is rounded back.
   if (!ctx.write_into.empty()) {
-    inner.write_into.assign(m, -1);
+    inner.write_into.assign(m, nullptr);
     for (size_t k = 0; k < m; ++k)
       if (!IsHalfFloat(ctx.output_types[k].dtype)) inner.write_into[k] = ctx.write_into[k];
   }

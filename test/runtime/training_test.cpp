@@ -242,6 +242,101 @@ TEST(Training, OptimizerUpdatesWriteTheStateInPlace) {
   ASSERT_TRUE(e->Run({Grad(shape, 2), I64({1}, {1})}, &out).ok());
 }
 
+// AdamW (lr 0.5, decay as a parameter scale 0.999) on an f32 master with its
+// bf16 compute copy kept as a weight (the update's fourth result): the
+// master follows a double-precision Adam and the copy the run reads is the
+// master rounded, run after run. When every reader of the copy runs before
+// the update, the update writes the new copy into the copy's own buffer
+// (the run allocates nothing for it); a reader after the update keeps it
+// out of that buffer and still sees this run's copy. With the parameter
+// read through a temporary (as a tensor-parallel all-reduce of it is), the
+// temporary dies at the update: only the new parameter may reuse it, not
+// the moments, whose loop reads the parameter after writing them.
+TEST(Training, AdamWritesTheComputeCopyInPlaceAfterItsReaders) {
+  enum Variant { kReadersBefore, kReaderAfter, kParameterThroughATemporary };
+  for (const Variant variant : {kReadersBefore, kReaderAfter, kParameterThroughATemporary}) {
+    SCOPED_TRACE(variant);
+    TempDir dir;
+    const int64_t n = 4096;
+    const Shape shape = {n};
+    const std::vector<float> w0 = WriteWeight(dir.File("w.bin"), n);
+    ProgramBuilder b;
+    const int g = b.Input("g", DType::kF32, shape);
+    const int w = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, shape, {0}, shape);
+    const int c =
+        b.Weight("w/compute_copy", "w.bin", 0, DType::kF32, DType::kBF16, shape, {0}, shape);
+    b.proto().mutable_weights(b.proto().weights_size() - 1)->set_copy_of("w");
+    // Through temporaries, the moments are kept in bf16 and widened for
+    // the update, as `optimizer_state: bf16` does.
+    const bool temporaries = variant == kParameterThroughATemporary;
+    const DType state_dtype = temporaries ? DType::kBF16 : DType::kF32;
+    const int m = b.ZerosWeight("m", state_dtype, shape, {0}, shape);
+    const int v = b.ZerosWeight("v", state_dtype, shape, {0}, shape);
+    b.Output("y", b.Apply("cast", {c}, DType::kF32, shape));
+    auto scalar = [&](float x) { return b.Constant(F32({}, {x})); };
+    auto widened = [&](int x) {
+      return temporaries ? b.Apply("cast", {x}, DType::kF32, shape) : x;
+    };
+    const int param = temporaries ? b.Apply("add", {w, scalar(0.0f)}, DType::kF32, shape) : w;
+    const int w_new = b.Value(DType::kF32, shape), m_new = b.Value(DType::kF32, shape);
+    const int v_new = b.Value(DType::kF32, shape), c_new = b.Value(DType::kBF16, shape);
+    b.Op("adam_update",
+         {param, g, widened(m), widened(v), scalar(1.0f), scalar(0.999f), scalar(0.5f),
+          scalar(1.0f)},
+         {w_new, m_new, v_new, c_new},
+         {{"beta1", AttrFloat(0.9)},
+          {"beta2", AttrFloat(0.999)},
+          {"eps", AttrFloat(1e-8)},
+          {"weight_decay", AttrFloat(0.0)}});
+    if (variant == kReaderAfter) b.Output("y_after", b.Apply("cast", {c}, DType::kF32, shape));
+    auto narrowed = [&](int x) {
+      return temporaries ? b.Apply("cast", {x}, state_dtype, shape) : x;
+    };
+    for (auto [weight, update] :
+         {std::pair{w, w_new}, {m, narrowed(m_new)}, {v, narrowed(v_new)}, {c, c_new}})
+      b.SetUpdate(weight, update);
+    auto p = Make(b, dir.path());
+    ASSERT_TRUE(p);
+    std::unique_ptr<Executor> e;
+    ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
+    std::vector<double> wd(w0.begin(), w0.end()), md(n, 0.0), vd(n, 0.0);
+    for (int k = 0; k < 3; ++k) {
+      std::vector<PersistentTensor> state;
+      ASSERT_TRUE(e->ReadPersistent(&state).ok());
+      const std::vector<float> master = Vec<float>(state[0].value);
+      for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(master[i], wd[i], 1e-5 * (1 + std::abs(wd[i])));
+      ASSERT_EQ(state[1].weight->copy_of(), "w");
+      const uint16_t* copy = state[1].value.data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(copy[i], FloatToBF16(master[i])) << k << " " << i;
+      state.clear();  // holding the state would keep the update out of its buffers
+      const Tensor gk = Grad(shape, k);
+      std::vector<Tensor> out;
+      ASSERT_TRUE(e->Run({gk}, &out).ok());
+      for (const Tensor& y : out)
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(y.data<float>()[i], BF16ToFloat(FloatToBF16(master[i]))) << k << " " << i;
+      // The outputs (f32), the temporary parameter and moments (f32), and
+      // with a late reader the new copy (bf16).
+      int64_t held = static_cast<int64_t>(out.size()) * n * 4;
+      if (temporaries) held += 3 * n * 4;
+      if (variant == kReaderAfter)
+        EXPECT_GE(e->stats().peak_live_bytes, held + n * 2);
+      else
+        EXPECT_LT(e->stats().peak_live_bytes, held + 1024);
+      for (int64_t i = 0; i < n; ++i) {
+        const double gi = gk.data<float>()[i];
+        md[i] = 0.9 * md[i] + 0.1 * gi;
+        vd[i] = 0.999 * vd[i] + 0.001 * gi * gi;
+        wd[i] = 0.999 * wd[i] - 0.5 * md[i] / (std::sqrt(vd[i]) + 1e-8);
+        if (temporaries) {
+          md[i] = BF16ToFloat(FloatToBF16(static_cast<float>(md[i])));
+          vd[i] = BF16ToFloat(FloatToBF16(static_cast<float>(vd[i])));
+        }
+      }
+    }
+  }
+}
+
 TEST(Training, AliasedUpdatesSwapAndBigCopiesUseThreads) {
   // a <- identity(b), b <- identity(a): both updates alias the other
   // weight's buffer, so the result must not depend on the copy order. c is

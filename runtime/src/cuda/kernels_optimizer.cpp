@@ -35,9 +35,9 @@ Status RunAdamUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
   // Possibly the parameter's and states' own buffers (write_into).
   Tensor *p_out, *m_out, *v_out;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &m_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(2, &v_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(0, 0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(1, 2, &m_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(2, 3, &v_out));
   const Tensor& p = ctx.input(0);
   DISTRT_CUDA(cuda::LaunchAdam(p.dtype(), p.raw(), ctx.input(1).raw(), ctx.input(2).raw(),
                                ctx.input(3).raw(), p_out->raw(), m_out->raw(), v_out->raw(),
@@ -56,8 +56,8 @@ Status RunSgdUpdate(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(attrs.GetFloat("weight_decay", &wd));
   DISTRT_RETURN_IF_ERROR(attrs.GetInt("nesterov", &nesterov));
   Tensor *p_out, *b_out;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &p_out));
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(1, &b_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(0, 0, &p_out));
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutputOver(1, 2, &b_out));
   const Tensor& p = ctx.input(0);
   DISTRT_CUDA(
       cuda::LaunchSgd(p.dtype(), p.raw(), ctx.input(1).raw(), ctx.input(2).raw(), p_out->raw(),
