@@ -298,7 +298,8 @@ int64_t distopt::activationPeak(ModuleOp program) {
 
 Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                             std::shared_ptr<const cost::MachineProfile> machine,
-                            std::function<bool(Operation *, int64_t)> stores) {
+                            std::function<bool(Operation *, int64_t)> stores,
+                            const llvm::StringMap<Type> *storedGradients) {
   Report report;
   dist::MeshOp mesh;
   if (!sharded.getOps<dist::MeshOp>().empty())
@@ -399,9 +400,20 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
       return;
     // With a pipeline, a rank keeps the states and gradients of its stage's
     // parameters only (those its stage's ops read), as it does parameters.
-    addLocalBytes(op, op,
-                  gradient ? report.gradientBytesPerRank
-                           : report.optimizerStateBytesPerRank);
+    if (!gradient)
+      return addLocalBytes(op, op, report.optimizerStateBytesPerRank);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    if (storedGradients)
+      if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr)) {
+        auto it = storedGradients->find(of.getValue());
+        if (it != storedGradients->end())
+          type = type.clone(it->second);
+      }
+    dist::ShardingAttr s;
+    if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
+        arr && !arr.empty())
+      s = dyn_cast<dist::ShardingAttr>(arr[0]);
+    addLocalBytesAs(op, type, s, report.gradientBytesPerRank);
   });
 
   // Mixed precision: the narrowing casts of parameters, or the copies a
@@ -657,6 +669,40 @@ static std::vector<OutputEntry> outputsOf(ModuleOp module) {
   return out;
 }
 
+llvm::StringMap<Type> distopt::storedGradientTypes(ModuleOp fused) {
+  llvm::StringMap<Type> types;
+  fused.walk([&](Operation *op) {
+    if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr))
+      if (op->getNumResults() == 1)
+        if (auto t = dyn_cast<RankedTensorType>(op->getResult(0).getType()))
+          types[of.getValue()] = t.getElementType();
+  });
+  return types;
+}
+
+/// Whether some gradient is a cast of a narrower float (through the
+/// identities that name it).
+static bool hasWidenedGradients(ModuleOp module) {
+  return module
+      .walk([&](Operation *op) {
+        if (!op->hasAttr(nn::kGradientOfAttr) || op->getNumOperands() == 0)
+          return WalkResult::advance();
+        Value v = op->getOperand(0);
+        while (auto id = v.getDefiningOp<nn::IdentityOp>())
+          v = id.getInput();
+        auto c = v.getDefiningOp<nn::CastOp>();
+        if (!c)
+          return WalkResult::advance();
+        auto from =
+            dyn_cast<FloatType>(c.getInput().getType().getElementType());
+        auto to = dyn_cast<FloatType>(c.getType().getElementType());
+        return from && to && from.getWidth() < to.getWidth()
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 FailureOr<Report> distopt::buildReport(Compilation &c) {
   std::shared_ptr<const cost::MachineProfile> model = c.machine();
   ModuleOp module = c.module();
@@ -668,6 +714,15 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   auto rank0 = c.partitionForRank(0, CompilePhase::Partition);
   if (failed(rank0))
     return failure();
+  // A mixed-precision step's gradients widened to f32 for the optimizer:
+  // the target may read them narrow instead, so ask its fused program.
+  std::optional<llvm::StringMap<Type>> storedGradients;
+  if (hasWidenedGradients(module)) {
+    auto fused = c.partitionForRank(0, CompilePhase::Partition);
+    if (failed(fused) || failed(c.fuse(**fused, 0)))
+      return failure();
+    storedGradients = storedGradientTypes(**fused);
+  }
   // (Fused in place once costed: the program is this report's copy.)
   auto fusedPeak = [&](ModuleOp program, int64_t rank) -> FailureOr<int64_t> {
     if (failed(c.fuse(program, rank)))
@@ -693,7 +748,8 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
       return it->second.test(stageOf[rank]);
     };
   }
-  Report report = buildReport(module, {**rank0}, model, stores);
+  Report report = buildReport(module, {**rank0}, model, stores,
+                              storedGradients ? &*storedGradients : nullptr);
   FailureOr<int64_t> peak = fusedPeak(**rank0, 0);
   if (failed(peak))
     return failure();

@@ -152,10 +152,19 @@ mlir::FailureOr<Report> buildReport(Compilation &compilation);
 /// dist-insert-reshards) and one partitioned module per rank (index = rank).
 /// `stores(weight, rank)`, when given, says whether a rank keeps a weight
 /// (pipeline stages keep only their own); by default every rank does.
+/// `storedGradients`, when given, is the element type the target's program
+/// stores gradients in, by parameter (storedGradientTypes), where it is
+/// not the sharded module's.
 Report
 buildReport(mlir::ModuleOp sharded, llvm::ArrayRef<mlir::ModuleOp> partitioned,
             std::shared_ptr<const cost::MachineProfile> machine,
-            std::function<bool(mlir::Operation *, int64_t)> stores = nullptr);
+            std::function<bool(mlir::Operation *, int64_t)> stores = nullptr,
+            const llvm::StringMap<mlir::Type> *storedGradients = nullptr);
+
+/// The element type of each gradient (by the parameter it is of) in a
+/// rank's program after the target's fusions: a cpu step whose optimizer
+/// reads a bf16 gradient directly stores no f32 copy of it.
+llvm::StringMap<mlir::Type> storedGradientTypes(mlir::ModuleOp fused);
 
 /// The most bytes a rank's program holds live at once besides what it
 /// stores (weights, constants, optimizer states): a liveness walk, a
