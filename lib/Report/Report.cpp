@@ -372,14 +372,17 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                                           ArrayRef<int64_t>(coordsOf[r])));
     }
   };
+  // By `op`'s result type, or with `element` in place of its element type
+  // (what the target stores it as).
   auto addLocalBytes = [&](Operation *owner, Operation *op,
-                           std::vector<int64_t> &perRank) {
+                           std::vector<int64_t> &perRank,
+                           Type element = nullptr) {
     dist::ShardingAttr s;
     if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
         arr && !arr.empty())
       s = dyn_cast<dist::ShardingAttr>(arr[0]);
-    addLocalBytesAs(owner, cast<RankedTensorType>(op->getResult(0).getType()),
-                    s, perRank);
+    auto type = cast<RankedTensorType>(op->getResult(0).getType());
+    addLocalBytesAs(owner, element ? type.clone(element) : type, s, perRank);
   };
   // Parameters: each weight's own sharding decides what every rank stores.
   report.parameterBytesPerRank.assign(report.ranks, 0);
@@ -402,18 +405,13 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
     // parameters only (those its stage's ops read), as it does parameters.
     if (!gradient)
       return addLocalBytes(op, op, report.optimizerStateBytesPerRank);
-    auto type = cast<RankedTensorType>(op->getResult(0).getType());
-    if (storedGradients)
-      if (auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr)) {
-        auto it = storedGradients->find(of.getValue());
-        if (it != storedGradients->end())
-          type = type.clone(it->second);
-      }
-    dist::ShardingAttr s;
-    if (auto arr = op->getAttrOfType<ArrayAttr>(dist::kShardingAttr);
-        arr && !arr.empty())
-      s = dyn_cast<dist::ShardingAttr>(arr[0]);
-    addLocalBytesAs(op, type, s, report.gradientBytesPerRank);
+    Type stored;
+    auto of = op->getAttrOfType<StringAttr>(nn::kGradientOfAttr);
+    if (storedGradients && of)
+      if (auto it = storedGradients->find(of.getValue());
+          it != storedGradients->end())
+        stored = it->second;
+    addLocalBytes(op, op, report.gradientBytesPerRank, stored);
   });
 
   // Mixed precision: the narrowing casts of parameters, or the copies a
@@ -716,6 +714,8 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     return failure();
   // A mixed-precision step's gradients widened to f32 for the optimizer:
   // the target may read them narrow instead, so ask its fused program.
+  // (Rank 0's: with a pipeline, the other stages' gradients count as the
+  // IR types them.)
   std::optional<llvm::StringMap<Type>> storedGradients;
   if (hasWidenedGradients(module)) {
     auto fused = c.partitionForRank(0, CompilePhase::Partition);
