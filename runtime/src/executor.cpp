@@ -16,15 +16,6 @@
 
 namespace distrt {
 
-// Where an optimizer update writes one of its results in place: into its
-// input `input` (the state it updates, read last there), or into the weight
-// `weight` that it does not read and nothing reads after it (a compute copy
-// rounded from the new master); both -1: a buffer of its own.
-struct InPlaceTarget {
-  int input = -1;
-  int weight = -1;
-};
-
 struct Executor::Impl {
   std::shared_ptr<Device> device;  // where the program runs
   bool on_host = true;             // device is the host
@@ -44,8 +35,10 @@ struct Executor::Impl {
   // Per instruction and input: the value dies there (candidate for in-place).
   std::vector<std::vector<bool>> dies_at;
   // Per instruction and output: the weight whose own buffer an optimizer
-  // update overwrites in place, if any.
-  std::vector<std::vector<InPlaceTarget>> write_into;
+  // update overwrites in place (the state it updates, read last there, or
+  // a weight it does not read whose readers have all run: a compute copy
+  // rounded from the new master), or -1.
+  std::vector<std::vector<int>> write_into;
   // A run failed after overwriting state in place: the state is partly this
   // step's; runs are refused until WritePersistent replaces it.
   bool partly_updated = false;
@@ -428,26 +421,15 @@ Status Executor::Create(std::shared_ptr<const Program> program, Communicator* co
   for (int i = 0; i < p.proto().outputs_size(); ++i) outputs.insert(p.OutputValue(i));
   im.write_into.resize(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
-    const std::vector<int>& ins = p.InstructionInputs(i);
     const std::vector<int>& outs = p.InstructionOutputs(i);
     // Empty: nothing in place (a host fallback of a device program works
     // on copies of the states, not on the states).
     if (!im.kernels[i]->updates_in_place || im.runs_on[i] != im.device) continue;
-    im.write_into[i].assign(outs.size(), InPlaceTarget());
+    im.write_into[i].assign(outs.size(), -1);
     for (size_t k = 0; k < outs.size(); ++k) {
       auto it = update_of.find(outs[k]);
-      if (it == update_of.end() || outputs.count(it->second)) continue;
-      const int w = it->second;
-      InPlaceTarget& target = im.write_into[i][k];
-      if (live.last_use[w] == i) {
-        // The state it updates, read last here.
-        for (size_t j = 0; j < ins.size(); ++j)
-          if (ins[j] == w) target.input = static_cast<int>(j);
-      } else if (live.last_use[w] < i) {
-        // A weight it does not read, whose readers have all run (a
-        // parameter's compute copy, rounded from the new master).
-        target.weight = w;
-      }
+      if (it != update_of.end() && !outputs.count(it->second) && live.last_use[it->second] <= i)
+        im.write_into[i][k] = it->second;
     }
   }
   if (pack_weights) {
@@ -573,19 +555,15 @@ Status Executor::Run(const std::vector<Tensor>& inputs, std::vector<Tensor>* out
     for (int v : out_ids) ctx.output_types.push_back(p.value(v).type);
     // In place only while the run and the executor are the state's sole
     // holders (no reshape of it still live).
-    const std::vector<InPlaceTarget>& targets = im.write_into[static_cast<size_t>(i)];
+    const std::vector<int>& targets = im.write_into[static_cast<size_t>(i)];
     ctx.write_into.assign(targets.size(), nullptr);
     for (size_t k = 0; k < targets.size(); ++k) {
-      const InPlaceTarget& target = targets[k];
-      if (target.input >= 0) {
-        const Tensor& t = values[in_ids[static_cast<size_t>(target.input)]];
-        if (t.defined() && t.buffer().use_count() == 2)
-          ctx.write_into[k] = ctx.inputs[static_cast<size_t>(target.input)];
-      } else if (target.weight >= 0) {
-        const Tensor& t = values[static_cast<size_t>(target.weight)];
-        if (t.defined() && t.buffer().use_count() == 2) ctx.write_into[k] = &t;
+      if (targets[k] < 0) continue;
+      const Tensor& t = values[static_cast<size_t>(targets[k])];
+      if (t.defined() && t.device() == where.get() && t.buffer().use_count() == 2) {
+        ctx.write_into[k] = &t;
+        wrote_in_place = true;
       }
-      wrote_in_place = wrote_in_place || ctx.write_into[k] != nullptr;
     }
     results.assign(out_ids.size(), Tensor());
     ctx.outputs = &results;
