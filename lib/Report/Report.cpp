@@ -713,15 +713,23 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   if (failed(rank0))
     return failure();
   // A mixed-precision step's gradients widened to f32 for the optimizer:
-  // the target may read them narrow instead, so ask its fused program.
-  // (Rank 0's: with a pipeline, the other stages' gradients count as the
-  // IR types them.)
+  // the target may read them narrow instead, so ask its fused programs
+  // (one rank's per pipeline stage: each stage holds its own gradients).
   std::optional<llvm::StringMap<Type>> storedGradients;
   if (hasWidenedGradients(module)) {
-    auto fused = c.partitionForRank(0, CompilePhase::Partition);
-    if (failed(fused) || failed(c.fuse(**fused, 0)))
-      return failure();
-    storedGradients = storedGradientTypes(**fused);
+    storedGradients.emplace();
+    llvm::SmallDenseSet<int64_t> stagesSeen;
+    for (int64_t r = 0, n = c.numRanks(); r < n; ++r) {
+      if (!stagesSeen.insert(stages ? c.stageOfRank(r) : 0).second)
+        continue;
+      auto fused = c.partitionForRank(r, CompilePhase::Partition);
+      if (failed(fused) || failed(c.fuse(**fused, r)))
+        return failure();
+      for (auto &[name, type] : storedGradientTypes(**fused))
+        (*storedGradients)[name] = type;
+      if (!stages)
+        break;
+    }
   }
   // (Fused in place once costed: the program is this report's copy.)
   auto fusedPeak = [&](ModuleOp program, int64_t rank) -> FailureOr<int64_t> {
