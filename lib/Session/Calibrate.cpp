@@ -308,8 +308,12 @@ llvm::Error timeLocal(const MeasurementPlan &plan, bool quick,
                       std::vector<CollectiveMeasurement> *out) {
   for (int64_t n : plan.localGroups) {
     std::shared_ptr<distrt::LocalWorld> world;
-    distrt::Status st = distrt::LocalWorld::Create(
-        static_cast<int>(n), distrt::LocalCommOptions(), &world);
+    // As dist-train's thread ranks of one thread each wait.
+    distrt::LocalCommOptions options;
+    options.poll_before_sleeping =
+        distrt::ThreadsHaveOwnCores(static_cast<int>(n));
+    distrt::Status st =
+        distrt::LocalWorld::Create(static_cast<int>(n), options, &world);
     if (!st.ok())
       return fail(st, "local world of " + llvm::Twine(n));
     distrt::Group group;

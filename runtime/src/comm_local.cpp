@@ -2,15 +2,18 @@
 // condition variable per world; data moves by memcpy between the members'
 // own buffers (no intermediate copies except reduction accumulators).
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 
 #include "comm_check.h"
 #include "distrt/local_comm.h"
+#include "spin_wait.h"
 
 namespace distrt {
 
@@ -44,6 +47,9 @@ struct LocalWorld::State {
   LocalCommOptions options;
   std::mutex mu;
   std::condition_variable cv;
+  // Counts the changes that wake waiters (written under mu): a poller
+  // watches it without the lock.
+  std::atomic<uint64_t> changes{0};
   Status abort;  // "rank R failed: ..."
   std::vector<bool> finished;
   std::vector<std::string> doing;  // per rank: the call it is blocked in
@@ -55,6 +61,36 @@ struct LocalWorld::State {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// About 200-500 us of polling (a pause is some 20-50 ns): longer than the
+// skew of ranks that run the same compute between collectives.
+constexpr int kPollIterations = 10000;
+
+// Something a waiter may be waiting for happened. Call with the lock held.
+void WakeWaiters(LocalWorld::State* s) {
+  s->changes.fetch_add(1, std::memory_order_release);
+  s->cv.notify_all();
+}
+
+// Blocks until a change or `deadline`; polls first while `polls_left`
+// lasts (decremented by the polls made). Lock held on entry and exit.
+// Returns false on timeout.
+bool WaitForChange(LocalWorld::State* s, std::unique_lock<std::mutex>& lock,
+                   Clock::time_point deadline, int* polls_left) {
+  if (*polls_left > 0) {
+    const uint64_t seen = s->changes.load(std::memory_order_relaxed);
+    lock.unlock();
+    int polls = 0;
+    bool changed = SpinFor(*polls_left, [&] {
+      ++polls;
+      return s->changes.load(std::memory_order_acquire) != seen;
+    });
+    *polls_left -= polls;
+    lock.lock();
+    if (changed || s->changes.load(std::memory_order_relaxed) != seen) return true;
+  }
+  return s->cv.wait_until(lock, deadline) != std::cv_status::timeout;
+}
 
 class LocalComm : public Communicator {
  public:
@@ -183,7 +219,7 @@ class LocalComm : public Communicator {
     if (!s_->abort.ok())
       return AbortedError("send to rank ", peer, " aborted: ", s_->abort.message());
     s_->mailbox[std::make_tuple(rank_, peer, tag)].push_back(std::move(m));
-    s_->cv.notify_all();
+    WakeWaiters(s_);
     return OkStatus();
   }
 
@@ -194,6 +230,7 @@ class LocalComm : public Communicator {
     std::unique_lock<std::mutex> lock(s_->mu);
     Doing doing(s_, rank_, what);
     auto key = std::make_tuple(peer, rank_, tag);
+    int polls_left = PollBudget();
     for (;;) {
       auto it = s_->mailbox.find(key);
       if (it != s_->mailbox.end() && !it->second.empty()) {
@@ -211,7 +248,7 @@ class LocalComm : public Communicator {
         return FailedPreconditionError("rank ", rank_, " waits in ", what, " but rank ", peer,
                                        " finished its program without sending it");
       }
-      if (s_->cv.wait_until(lock, deadline) == std::cv_status::timeout) {
+      if (!WaitForChange(s_, lock, deadline, &polls_left)) {
         auto again = s_->mailbox.find(key);
         if (again != s_->mailbox.end() && !again->second.empty()) continue;
         return DeadlineExceededError("rank ", rank_, " timed out after ",
@@ -242,6 +279,8 @@ class LocalComm : public Communicator {
     return StrCat(" (rank ", r, " is waiting in ", d, ")");
   }
 
+  int PollBudget() const { return s_->options.poll_before_sleeping ? kPollIterations : 0; }
+
   static Post MakePost(CollDesc desc, const void* send, void* recv) {
     return Post{std::move(desc), static_cast<const uint8_t*>(send), static_cast<uint8_t*>(recv)};
   }
@@ -255,10 +294,11 @@ class LocalComm : public Communicator {
     if (++g.arrived == static_cast<int>(g.ranks.size())) {
       g.arrived = 0;
       ++g.gen;
-      s_->cv.notify_all();
+      WakeWaiters(s_);
       return OkStatus();
     }
     Doing doing(s_, rank_, what);
+    int polls_left = PollBudget();
     while (g.gen == my_gen) {
       if (!s_->abort.ok()) {
         return AbortedError("rank ", rank_, " stopped waiting in ", what, ": ",
@@ -272,7 +312,7 @@ class LocalComm : public Communicator {
                                          "programs disagree)");
         }
       }
-      if (s_->cv.wait_until(lock, deadline) == std::cv_status::timeout && g.gen == my_gen) {
+      if (!WaitForChange(s_, lock, deadline, &polls_left) && g.gen == my_gen) {
         std::string missing, detail;
         for (size_t j = 0; j < g.ranks.size(); ++j) {
           if (g.at_gen[j] != my_gen) {
@@ -332,6 +372,11 @@ class LocalComm : public Communicator {
 
 }  // namespace
 
+bool ThreadsHaveOwnCores(int threads) {
+  const unsigned cores = std::thread::hardware_concurrency();
+  return cores > 0 && threads >= 1 && static_cast<unsigned>(threads) <= cores;
+}
+
 Status LocalWorld::Create(int world_size, const LocalCommOptions& options,
                           std::shared_ptr<LocalWorld>* out) {
   if (world_size < 1) return InvalidArgumentError("world size must be >= 1, got ", world_size);
@@ -359,7 +404,7 @@ Communicator* LocalWorld::comm(int rank) {
 void LocalWorld::MarkFinished(int rank) {
   std::lock_guard<std::mutex> lock(state_->mu);
   if (rank >= 0 && rank < state_->world_size) state_->finished[static_cast<size_t>(rank)] = true;
-  state_->cv.notify_all();
+  WakeWaiters(state_.get());
 }
 
 Status LocalWorld::StartRun() {
@@ -381,7 +426,7 @@ void LocalWorld::Abort(int rank, const Status& reason) {
   if (state_->abort.ok()) {
     state_->abort = RankFailed(rank, reason);
   }
-  state_->cv.notify_all();
+  WakeWaiters(state_.get());
 }
 
 Status LocalWorld::abort_status() const {

@@ -1,5 +1,6 @@
 #include "distrt/launcher.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 #include <thread>
@@ -33,6 +34,7 @@ Status LocalSession::Create(const std::vector<std::shared_ptr<const Program>>& p
   std::unique_ptr<LocalSession> session(new LocalSession());
   LocalCommOptions copts;
   copts.timeout = options.timeout;
+  copts.poll_before_sleeping = ThreadsHaveOwnCores(n * std::max(1, options.threads_per_rank));
   DISTRT_RETURN_IF_ERROR(LocalWorld::Create(n, copts, &session->world_));
   // Executors load their weights in parallel, one thread per rank.
   session->execs_.resize(static_cast<size_t>(n));

@@ -1,9 +1,8 @@
 #include "thread_pool.h"
 
 #include <algorithm>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
+
+#include "spin_wait.h"
 
 namespace distrt {
 namespace {
@@ -12,22 +11,6 @@ namespace {
 // the length of a small op, short enough that idle workers give the core
 // back (the pool may share cores with other processes).
 constexpr int kSpinIterations = 1000;  // some 20-40 us
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  _mm_pause();
-#endif
-}
-
-// Polls pred() up to kSpinIterations times; true as soon as it holds.
-template <typename Pred>
-bool SpinFor(Pred pred) {
-  for (int i = 0; i < kSpinIterations; ++i) {
-    if (pred()) return true;
-    CpuRelax();
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -49,7 +32,7 @@ void ThreadPool::WorkerLoop(int index) {
   for (;;) {
     std::pair<int64_t, int64_t> chunk;
     const RangeFn* fn;
-    SpinFor([&] { return stop_.load() || generation_.load() != seen; });
+    SpinFor(kSpinIterations, [&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
@@ -93,7 +76,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain, RangeFn fn) {
   }
   work_cv_.notify_all();
   fn(mine.first, mine.second);
-  SpinFor([&] { return pending_.load() == 0; });
+  SpinFor(kSpinIterations, [&] { return pending_.load() == 0; });
   std::unique_lock<std::mutex> lock(mu_);
   done_cv_.wait(lock, [&] { return pending_ == 0; });
   chunks_.clear();

@@ -14,7 +14,17 @@ struct LocalCommOptions {
   // Longest any blocking call waits for its peers before failing with
   // DEADLINE_EXCEEDED ("timed out after Ns waiting for rank R in ...").
   std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Whether a rank waiting for its peers polls for a while (some hundreds
+  // of microseconds) before it sleeps. A sleep and its wake-up cost tens of
+  // microseconds per collective; polling is worth it only while every
+  // thread of the world has a core of its own, else the poller delays the
+  // very peer it waits for.
+  bool poll_before_sleeping = false;
 };
+
+// Whether `threads` threads in all each have a core of this machine: the
+// rule for LocalCommOptions::poll_before_sleeping.
+bool ThreadsHaveOwnCores(int threads);
 
 // Shared state of one local "world". Create it once, hand comm(r) to the
 // thread that runs rank r. Collectives on different groups may run
