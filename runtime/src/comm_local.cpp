@@ -55,6 +55,9 @@ struct LocalWorld::State {
   std::vector<std::string> doing;  // per rank: the call it is blocked in
   std::map<Group, std::unique_ptr<GroupState>> groups;
   std::map<std::tuple<int, int, int>, std::deque<Message>> mailbox;  // (src, dst, tag)
+  // Buffers of received messages, for the next sends: a fresh allocation of
+  // megabytes per message costs a page fault per 4 KiB (milliseconds).
+  std::vector<std::vector<uint8_t>> spare_buffers;
   std::vector<std::unique_ptr<LocalComm>> comms;
 };
 
@@ -117,11 +120,10 @@ class LocalComm : public Communicator {
       // buffer: a fresh multi-MB allocation per call costs page faults),
       // unless it works in place, where the chunk is still an input.
       uint8_t* mine = posts[me].recv + begin * es;
-      std::vector<uint8_t> scratch;
       uint8_t* acc = mine;
       if (posts[me].recv == posts[me].send) {
-        scratch.resize(bytes);
-        acc = scratch.data();
+        if (scratch_.size() < bytes) scratch_.resize(bytes);  // kept: no faults next call
+        acc = scratch_.data();
       }
       std::memcpy(acc, posts[0].send + begin * es, bytes);
       for (int j = 1; j < n; ++j) {
@@ -214,6 +216,10 @@ class LocalComm : public Communicator {
   Status Send(const void* data, int64_t bytes, int peer, int tag) override {
     DISTRT_RETURN_IF_ERROR(ValidatePeer("send: ", rank_, s_->world_size, peer, bytes));
     Message m;
+    {
+      std::lock_guard<std::mutex> lock(s_->mu);
+      m.data = TakeSpareBuffer(bytes);
+    }
     m.data.assign(static_cast<const uint8_t*>(data), static_cast<const uint8_t*>(data) + bytes);
     std::lock_guard<std::mutex> lock(s_->mu);
     if (!s_->abort.ok())
@@ -240,6 +246,7 @@ class LocalComm : public Communicator {
           return RecvSizeMismatch(rank_, what, static_cast<int64_t>(m.data.size()));
         }
         if (bytes) std::memcpy(data, m.data.data(), m.data.size());
+        KeepSpareBuffer(std::move(m.data));
         return OkStatus();
       }
       if (!s_->abort.ok())
@@ -277,6 +284,36 @@ class LocalComm : public Communicator {
     const std::string& d = s_->doing[static_cast<size_t>(r)];
     if (d.empty()) return StrCat(" (rank ", r, " is computing or has not arrived)");
     return StrCat(" (rank ", r, " is waiting in ", d, ")");
+  }
+
+  // The smallest spare buffer that holds `bytes`, or an empty one. Lock
+  // held.
+  std::vector<uint8_t> TakeSpareBuffer(int64_t bytes) {
+    auto& spare = s_->spare_buffers;
+    auto best = spare.end();
+    for (auto it = spare.begin(); it != spare.end(); ++it) {
+      if (static_cast<int64_t>(it->capacity()) >= bytes &&
+          (best == spare.end() || it->capacity() < best->capacity())) {
+        best = it;
+      }
+    }
+    if (best == spare.end()) return {};
+    std::vector<uint8_t> taken = std::move(*best);
+    spare.erase(best);
+    return taken;
+  }
+
+  // Keeps a received message's buffer for later sends: at most two per
+  // rank, the largest. Lock held.
+  void KeepSpareBuffer(std::vector<uint8_t> buffer) {
+    auto& spare = s_->spare_buffers;
+    if (buffer.capacity() == 0) return;
+    spare.push_back(std::move(buffer));
+    if (spare.size() > 2 * static_cast<size_t>(s_->world_size)) {
+      spare.erase(std::min_element(spare.begin(), spare.end(), [](const auto& a, const auto& b) {
+        return a.capacity() < b.capacity();
+      }));
+    }
   }
 
   int PollBudget() const { return s_->options.poll_before_sleeping ? kPollIterations : 0; }
@@ -368,6 +405,7 @@ class LocalComm : public Communicator {
   LocalWorld* world_;
   LocalWorld::State* s_;
   int rank_;
+  std::vector<uint8_t> scratch_;  // an in-place all-reduce's accumulator
 };
 
 }  // namespace
