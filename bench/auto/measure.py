@@ -332,6 +332,15 @@ def main():
                 if auto:
                     print("auto (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
                         label, auto[0][col], best[0], best[col], 100 * (auto[0][col] / best[col] - 1)))
+            # Where the auto plan is one of the hand plans, their two rows
+            # are the same plan measured twice: how far apart they are is
+            # how repeatable the measurement is.
+            m = re.match(r"auto plan: (.+?) on mesh", auto_line)
+            same = [t for t in hand if m and t[0] == m.group(1)]
+            if auto and same:
+                print("auto's plan is the hand plan %s; the same plan's two rows differ by %s" % (
+                    same[0][0], ", ".join("%+.1f%% (%s)" % (100 * (auto[0][col] / same[0][col] - 1), label)
+                                           for label, col in columns)))
             under = [t for t in table if t[0] == "auto budget"]
             fitting = [t for t in hand if t[5] <= budget]
             if under:
