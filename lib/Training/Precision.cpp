@@ -152,6 +152,37 @@ void PrecisionRewriter::run() {
   }
 }
 
+/// Inference keeps no f32 masters: a weight that is read only through casts
+/// to one narrower float type is loaded in that type (its stored bytes
+/// rounded once, when loaded, as the cast rounded them at every run).
+static void loadWeightsNarrow(func::FuncOp func) {
+  SmallVector<nn::WeightOp> weights;
+  func.walk([&](nn::WeightOp w) { weights.push_back(w); });
+  for (nn::WeightOp w : weights) {
+    Value v = w.getResult();
+    auto type = cast<RankedTensorType>(v.getType());
+    FloatType to;
+    bool onlyCasts = true;
+    for (Operation *user : v.getUsers()) {
+      auto c = dyn_cast<nn::CastOp>(user);
+      auto t =
+          c ? dyn_cast<FloatType>(c.getType().getElementType()) : FloatType();
+      onlyCasts &= t && (!to || t == to);
+      to = t;
+    }
+    auto from = dyn_cast<FloatType>(type.getElementType());
+    if (!onlyCasts || !to || !from || to.getWidth() >= from.getWidth())
+      continue;
+    if (!w.getStoredType())
+      w.setStoredTypeAttr(TypeAttr::get(from));
+    v.setType(type.clone(to));
+    for (Operation *user : llvm::make_early_inc_range(v.getUsers())) {
+      user->getResult(0).replaceAllUsesWith(v);
+      user->erase();
+    }
+  }
+}
+
 LogicalResult distopt::applyPrecision(ModuleOp module,
                                       const PrecisionPolicy &given,
                                       SixteenBitModel mode) {
@@ -214,6 +245,8 @@ LogicalResult distopt::applyPrecision(ModuleOp module,
   if (failed(rewriter.compileGlobs(policy)))
     return failure();
   rewriter.run();
+  if (mode != SixteenBitModel::TrainMasters)
+    loadWeightsNarrow(func);
   return success();
 }
 
@@ -238,7 +271,9 @@ struct ApplyPrecisionPass
         return signalPassFailure();
       policy = read->precision;
     }
-    if (failed(applyPrecision(getOperation(), *policy, mode)))
+    // (The tools give inference's mode; the option is the pipeline's way.)
+    SixteenBitModel applied = inference ? SixteenBitModel::Keep : mode;
+    if (failed(applyPrecision(getOperation(), *policy, applied)))
       signalPassFailure();
   }
 

@@ -126,6 +126,12 @@ def DistApplyPrecision : Pass<"dist-apply-precision", "mlir::ModuleOp"> {
     is a warning. `config` names a training config whose `precision` to
     apply (the tools pass the parsed policy instead).
 
+    With `inference` (`dist-run --precision`) there are no masters to keep:
+    a weight that is read only through casts to the compute dtype becomes a
+    weight of that dtype (`stored_type` f32), rounded once when it is
+    loaded instead of cast at every run; a weight also read in f32 (a layer
+    norm's) stays f32.
+
     Example, `precision: bf16`:
 
     ```mlir
@@ -149,7 +155,10 @@ def DistApplyPrecision : Pass<"dist-apply-precision", "mlir::ModuleOp"> {
   }];
   let options = [
     Option<"config", "config", "std::string", /*default=*/"\"\"",
-           "a training config (JSON or YAML) whose precision policy to apply">
+           "a training config (JSON or YAML) whose precision policy to apply">,
+    Option<"inference", "inference", "bool", /*default=*/"false",
+           "apply the policy to inference: weights read only in the compute "
+           "dtype are loaded in it">
   ];
   let dependentDialects = ["::distopt::nn::NNDialect"];
 }

@@ -3,6 +3,8 @@
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-bf16.yaml},dist-build-training-step{config=%S/Inputs/mse-bf16.yaml})' | FileCheck %s --check-prefix=STEP
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-bf16-keep.yaml},dist-build-training-step{config=%S/Inputs/mse-bf16-keep.yaml})' | FileCheck %s --check-prefix=ACCUM
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-f16-scale.yaml},dist-build-training-step{config=%S/Inputs/mse-f16-scale.yaml})' | FileCheck %s --check-prefix=F16
+// RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-bf16.yaml inference=1})' | FileCheck %s --check-prefix=INFER
+// RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-bf16.yaml inference=1})' | FileCheck %s --check-prefix=NO-WEIGHT-CAST
 // An f32 policy changes nothing.
 // RUN: dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision{config=%S/Inputs/mse-sgd.json})' | FileCheck %s --check-prefix=F32
 // RUN: not dist-opt %s --pass-pipeline='builtin.module(dist-apply-precision)' 2>&1 | FileCheck %s --check-prefix=NO-CONFIG
@@ -32,6 +34,21 @@
 // BF16: %[[Y:.*]] = nn.mul %[[T]], %[[BB]] : tensor<4x2xbf16>, tensor<2xbf16> -> tensor<4x2xbf16>
 // BF16: %[[YF:.*]] = nn.cast %[[Y]] : tensor<4x2xbf16> -> tensor<4x2xf32>
 // BF16: return %[[YF]] : tensor<4x2xf32>
+
+// For inference (dist-run --precision bf16) the weights read only in bf16
+// are bf16 weights, rounded from their f32 bytes when loaded: no cast runs
+// for them. The layer norm's parameter, read in f32, stays f32.
+// INFER-LABEL: func.func @main
+// INFER: %[[X:.*]] = nn.cast %arg0 : tensor<4x8xf32> -> tensor<4x8xbf16>
+// INFER: %[[W:.*]] = nn.weight "fc.weight" {stored_type = f32} : tensor<8x2xbf16>
+// INFER: %[[B:.*]] = nn.weight "fc.bias" {stored_type = f32} : tensor<2xbf16>
+// INFER: %[[G:.*]] = nn.weight "ln.weight" : tensor<2xf32>
+// INFER: %[[H:.*]] = nn.matmul %[[X]], %[[W]] : tensor<4x8xbf16>, tensor<8x2xbf16> -> tensor<4x2xbf16>
+// INFER: %[[A:.*]] = nn.add %[[H]], %[[B]] : tensor<4x2xbf16>, tensor<2xbf16> -> tensor<4x2xbf16>
+// INFER: nn.layer_norm %{{.*}}, %[[G]]
+// INFER: nn.mul %{{.*}}, %[[B]] : tensor<4x2xbf16>, tensor<2xbf16> -> tensor<4x2xbf16>
+// NO-WEIGHT-CAST-NOT: tensor<8x2xf32> -> tensor<8x2xbf16>
+// NO-WEIGHT-CAST-NOT: tensor<2xf32> -> tensor<2xbf16>
 
 // keep_f32: [head] computes the layer 'head' (its Tanh and Mul) in f32,
 // reading fc.bias in f32.
