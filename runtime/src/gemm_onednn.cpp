@@ -59,11 +59,17 @@ dnnl::primitive_attr UserScratchpad() {
 
 // The matmul oneDNN picks for [64 x k] x [k x n] with the weights' layout
 // left to it.
-dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n) {
+dnnl::matmul::primitive_desc Probe(int64_t k, int64_t n, memory::data_type dtype = kF32) {
   UseOneThread();
-  memory::desc any({k, n}, kF32, memory::format_tag::any);
-  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(Matrix(64, k, k), any, Matrix(64, n, n)),
-                                      UserScratchpad(), Engine());
+  memory::desc any({k, n}, dtype, memory::format_tag::any);
+  return dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(Matrix(64, k, k, false, dtype), any, Matrix(64, n, n, false, dtype)),
+      UserScratchpad(), Engine());
+}
+
+// The packed weights' element types: f32, and bf16.
+memory::data_type OneDnnType(DType dtype) {
+  return dtype == DType::kBF16 ? memory::data_type::bf16 : kF32;
 }
 
 std::string Message(const dnnl::error& e) { return StrCat("oneDNN: ", e.what()); }
@@ -229,15 +235,19 @@ struct PackedWeights::Impl {
   };
   int64_t ldb = 0, k = 0, n = 0;
   bool tb = false;
+  DType dtype = DType::kF32;
   std::vector<std::unique_ptr<Slab>> slabs;
 
-  Status Pack(const float* src) {
+  Status Pack(const void* src) {
     UseOneThread();
+    const size_t es = DTypeSize(dtype);
     try {
       for (auto& s : slabs) {
         const int64_t w = s->end - s->begin;
-        const float* first = tb ? src + s->begin * ldb : src + s->begin;
-        memory from(Matrix(k, w, ldb, tb), Engine(), const_cast<float*>(first));
+        const uint8_t* first = static_cast<const uint8_t*>(src) +
+                               static_cast<size_t>(tb ? s->begin * ldb : s->begin) * es;
+        memory from(Matrix(k, w, ldb, tb, OneDnnType(dtype)), Engine(),
+                    const_cast<uint8_t*>(first));
         memory to(s->packed, Engine(), s->bytes->data());
         dnnl::reorder(from, to).execute(ThreadStream(), from, to);
       }
@@ -252,35 +262,39 @@ struct PackedWeights::Impl {
 PackedWeights::PackedWeights() : impl_(new Impl()) {}
 PackedWeights::~PackedWeights() = default;
 
-bool PackedWeights::Worthwhile(int64_t k, int64_t n) {
+bool PackedWeights::Worthwhile(int64_t k, int64_t n, DType dtype) {
   if (!OneDnnEnabled()) return false;
+  if (dtype != DType::kF32 && !(dtype == DType::kBF16 && OneDnnBF16Gemms())) return false;
   static std::mutex mu;
-  static std::map<std::pair<int64_t, int64_t>, bool> known;
+  static std::map<std::tuple<int64_t, int64_t, DType>, bool> known;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find({k, n});
+  auto it = known.find({k, n, dtype});
   if (it != known.end()) return it->second;
   bool worth = false;
   try {
-    dnnl::matmul::primitive_desc pd = Probe(k, n);
+    dnnl::matmul::primitive_desc pd = Probe(k, n, OneDnnType(dtype));
     const std::string impl = pd.impl_info_str();
     worth = impl.rfind("brg", 0) == 0 &&
-            pd.weights_desc().get_size() * 4 <= static_cast<size_t>(k * n) * sizeof(float) * 5;
+            pd.weights_desc().get_size() * 4 <= static_cast<size_t>(k * n) * DTypeSize(dtype) * 5;
   } catch (const dnnl::error&) {
     worth = false;
   }
-  known[{k, n}] = worth;
+  known[{k, n, dtype}] = worth;
   return worth;
 }
 
-Status PackedWeights::Create(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n, int slabs,
-                             std::shared_ptr<MemoryTracker> tracker,
+Status PackedWeights::Create(const void* b, DType dtype, int64_t ldb, bool tb, int64_t k, int64_t n,
+                             int slabs, std::shared_ptr<MemoryTracker> tracker,
                              std::unique_ptr<PackedWeights>* out) {
+  if (dtype != DType::kF32 && dtype != DType::kBF16)
+    return InvalidArgumentError("cannot pack a ", DTypeName(dtype), " weight");
   std::unique_ptr<PackedWeights> w(new PackedWeights());
   Impl& im = *w->impl_;
   im.ldb = ldb;
   im.k = k;
   im.n = n;
   im.tb = tb;
+  im.dtype = dtype;
   slabs = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(slabs, n / 64)));
   try {
     for (int s = 0; s < slabs; ++s) {
@@ -288,7 +302,7 @@ Status PackedWeights::Create(const float* b, int64_t ldb, bool tb, int64_t k, in
       // Slab edges on multiples of 64 columns (oneDNN's widest block).
       slab->begin = n * s / slabs / 64 * 64;
       slab->end = s + 1 == slabs ? n : n * (s + 1) / slabs / 64 * 64;
-      slab->packed = Probe(k, slab->end - slab->begin).weights_desc();
+      slab->packed = Probe(k, slab->end - slab->begin, OneDnnType(dtype)).weights_desc();
       DISTRT_RETURN_IF_ERROR(
           Buffer::Allocate(slab->packed.get_size(), tracker, &slab->bytes, /*zero=*/true));
       im.slabs.push_back(std::move(slab));
@@ -301,7 +315,7 @@ Status PackedWeights::Create(const float* b, int64_t ldb, bool tb, int64_t k, in
   return OkStatus();
 }
 
-Status PackedWeights::Repack(const float* b) { return impl_->Pack(b); }
+Status PackedWeights::Repack(const void* b) { return impl_->Pack(b); }
 
 int PackedWeights::slabs() const { return static_cast<int>(impl_->slabs.size()); }
 int64_t PackedWeights::slab_begin(int s) const {
@@ -309,10 +323,12 @@ int64_t PackedWeights::slab_begin(int s) const {
 }
 int64_t PackedWeights::slab_end(int s) const { return impl_->slabs[static_cast<size_t>(s)]->end; }
 
-Status PackedWeights::Multiply(int s, const float* a, int64_t lda, int64_t rows, float* c,
+Status PackedWeights::Multiply(int s, const void* a, int64_t lda, int64_t rows, void* c,
                                int64_t ldc) const {
   const Impl::Slab& slab = *impl_->slabs[static_cast<size_t>(s)];
   const int64_t k = impl_->k, w = slab.end - slab.begin;
+  const memory::data_type type = OneDnnType(impl_->dtype);
+  const size_t es = DTypeSize(impl_->dtype);
   // A slab narrower than C's rows is computed into rows of its own width
   // and copied: oneDNN's kernels want a dense result.
   const bool dense = ldc == w;
@@ -324,18 +340,20 @@ Status PackedWeights::Multiply(int s, const float* a, int64_t lda, int64_t rows,
       auto it = slab.products.find(key);
       if (it == slab.products.end())
         it = slab.products
-                 .emplace(key, MakeProduct(Matrix(rows, k, lda), slab.packed, Matrix(rows, w, w)))
+                 .emplace(key, MakeProduct(Matrix(rows, k, lda, false, type), slab.packed,
+                                           Matrix(rows, w, w, false, type)))
                  .first;
       p = &it->second;  // map nodes stay put
     }
     if (dense) {
       Execute(*p, a, slab.bytes->data(), c);
     } else {
-      thread_local std::vector<float> result;
-      result.resize(static_cast<size_t>(rows * w));
+      thread_local std::vector<uint8_t> result;
+      result.resize(static_cast<size_t>(rows * w) * es);
       Execute(*p, a, slab.bytes->data(), result.data());
       for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(c + r * ldc, result.data() + r * w, static_cast<size_t>(w) * sizeof(float));
+        std::memcpy(static_cast<uint8_t*>(c) + static_cast<size_t>(r * ldc) * es,
+                    result.data() + static_cast<size_t>(r * w) * es, static_cast<size_t>(w) * es);
     }
   } catch (const dnnl::error& e) {
     return InternalError(Message(e));
@@ -373,18 +391,18 @@ bool OneDnnGemm(const float*, int64_t, bool, const float*, int64_t, bool, float*
 struct PackedWeights::Impl {};
 PackedWeights::PackedWeights() = default;
 PackedWeights::~PackedWeights() = default;
-bool PackedWeights::Worthwhile(int64_t, int64_t) { return false; }
-Status PackedWeights::Create(const float*, int64_t, bool, int64_t, int64_t, int,
+bool PackedWeights::Worthwhile(int64_t, int64_t, DType) { return false; }
+Status PackedWeights::Create(const void*, DType, int64_t, bool, int64_t, int64_t, int,
                              std::shared_ptr<MemoryTracker>, std::unique_ptr<PackedWeights>*) {
   return UnimplementedError("distrt was built without oneDNN");
 }
-Status PackedWeights::Repack(const float*) {
+Status PackedWeights::Repack(const void*) {
   return UnimplementedError("distrt was built without oneDNN");
 }
 int PackedWeights::slabs() const { return 0; }
 int64_t PackedWeights::slab_begin(int) const { return 0; }
 int64_t PackedWeights::slab_end(int) const { return 0; }
-Status PackedWeights::Multiply(int, const float*, int64_t, int64_t, float*, int64_t) const {
+Status PackedWeights::Multiply(int, const void*, int64_t, int64_t, void*, int64_t) const {
   return UnimplementedError("distrt was built without oneDNN");
 }
 std::string PackedWeights::KernelName() { return ""; }

@@ -42,32 +42,35 @@ std::string OneDnnBF16GemmName();
 
 // op(B) [k x n] in oneDNN's layout, split into column slabs so that several
 // threads can each multiply by their own columns (few rows, many columns).
+// f32, or bf16 where bf16 products run in bf16 (OneDnnBF16Gemms).
 class PackedWeights {
  public:
   ~PackedWeights();
 
-  // Whether packing pays for op(B) of this shape on this CPU: oneDNN has a
-  // blocked (brgemm) kernel for it and the blocked copy is at most a quarter
-  // larger than the weight (a narrow n is padded to a whole block).
-  static bool Worthwhile(int64_t k, int64_t n);
+  // Whether packing pays for op(B) of this shape and dtype on this CPU:
+  // oneDNN has a blocked (brgemm) kernel for it and the blocked copy is at
+  // most a quarter larger than the weight (a narrow n is padded to a whole
+  // block).
+  static bool Worthwhile(int64_t k, int64_t n, DType dtype = DType::kF32);
 
-  // Packs op(B), where B is stored row-major with leading dimension ldb and
-  // op transposes it when `tb`, into `slabs` column blocks. The bytes are
-  // counted by `tracker`.
-  static Status Create(const float* b, int64_t ldb, bool tb, int64_t k, int64_t n, int slabs,
-                       std::shared_ptr<MemoryTracker> tracker, std::unique_ptr<PackedWeights>* out);
+  // Packs op(B), where B (of `dtype`) is stored row-major with leading
+  // dimension ldb and op transposes it when `tb`, into `slabs` column
+  // blocks. The bytes are counted by `tracker`.
+  static Status Create(const void* b, DType dtype, int64_t ldb, bool tb, int64_t k, int64_t n,
+                       int slabs, std::shared_ptr<MemoryTracker> tracker,
+                       std::unique_ptr<PackedWeights>* out);
 
   // Packs new contents of the same weight (a training step updated it).
-  Status Repack(const float* b);
+  Status Repack(const void* b);
 
   int slabs() const;
   int64_t slab_begin(int s) const;  // first column of slab s
   int64_t slab_end(int s) const;
 
-  // C[rows x slab columns] = A[rows x k] * slab s; A and C row-major with
-  // leading dimensions lda and ldc (C points at the slab's first column).
-  // Safe to call from several threads at once.
-  Status Multiply(int s, const float* a, int64_t lda, int64_t rows, float* c, int64_t ldc) const;
+  // C[rows x slab columns] = A[rows x k] * slab s; A and C (of the weight's
+  // dtype) row-major with leading dimensions lda and ldc (C points at the
+  // slab's first column). Safe to call from several threads at once.
+  Status Multiply(int s, const void* a, int64_t lda, int64_t rows, void* c, int64_t ldc) const;
 
   // The oneDNN kernel packed products run on ("" without oneDNN).
   static std::string KernelName();

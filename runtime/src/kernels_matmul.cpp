@@ -208,12 +208,14 @@ struct MatmulState : KernelState {
   uint64_t version = 0;
 };
 
-// Whether [rows x k] x op(B) packs B: a plain lhs, a matrix rhs, enough
-// work for oneDNN, and a kernel that pays for it (PackedWeights::Worthwhile).
-bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, int pool_threads, PackPlan* plan) {
+// Whether [rows x k] x op(B) of `dtype` packs B: a plain lhs, a matrix rhs,
+// enough work for oneDNN, and a kernel that pays for it
+// (PackedWeights::Worthwhile).
+bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, DType dtype, int pool_threads,
+                 PackPlan* plan) {
   const int64_t rows = NumElements(s.batch) * s.m, k = s.k, n = s.n;
   if (f.ta || rows * k * n < kOneDnnMinWork || NumElements(s.b_batch) != 1 ||
-      NumElements(s.a_batch) != NumElements(s.batch) || !PackedWeights::Worthwhile(k, n))
+      NumElements(s.a_batch) != NumElements(s.batch) || !PackedWeights::Worthwhile(k, n, dtype))
     return false;
   plan->rows = rows;
   plan->k = k;
@@ -230,16 +232,20 @@ bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, int pool_threads, P
 // copy the instruction's prepare made (PrepareMatmul), packed again first
 // if WritePersistent changed B. Sets `*done` when it computed the product;
 // otherwise the caller's GEMM runs.
-Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c, bool* done) {
+Status PackedGemm(KernelContext& ctx, const Tensor& a_tensor, const Tensor& b, Tensor* out,
+                  bool* done) {
   *done = false;
   auto* state = static_cast<MatmulState*>(ctx.prepared);  // only PrepareMatmul's
   if (state == nullptr) return OkStatus();
   // (A weight whose bytes were freed is no training state: WritePersistent
   // cannot have changed it.)
   if (state->version != ctx.persistent_version && b.raw() != nullptr) {
-    DISTRT_RETURN_IF_ERROR(state->packed->Repack(b.data<float>()));
+    DISTRT_RETURN_IF_ERROR(state->packed->Repack(b.raw()));
     state->version = ctx.persistent_version;
   }
+  const size_t es = DTypeSize(a_tensor.dtype());
+  const uint8_t* a = static_cast<const uint8_t*>(a_tensor.raw());
+  uint8_t* c = static_cast<uint8_t*>(out->raw());
   ThreadPool* pool = ctx.pool;
   const int64_t rows = state->plan.rows, k = state->plan.k, n = state->plan.n;
   const PackedWeights& w = *state->packed;
@@ -249,12 +255,13 @@ Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c,
     ParallelFor(pool, w.slabs(), 1, [&](int64_t s0, int64_t s1) {
       for (int64_t i = s0; i < s1; ++i) {
         const int slab = static_cast<int>(i);
-        note(w.Multiply(slab, a, k, rows, c + w.slab_begin(slab), n));
+        note(w.Multiply(slab, a, k, rows, c + static_cast<size_t>(w.slab_begin(slab)) * es, n));
       }
     });
   } else {
     ParallelFor(pool, rows, 8, [&](int64_t r0, int64_t r1) {
-      note(w.Multiply(0, a + r0 * k, k, r1 - r0, c + r0 * n, n));
+      note(w.Multiply(0, a + static_cast<size_t>(r0 * k) * es, k, r1 - r0,
+                      c + static_cast<size_t>(r0 * n) * es, n));
     });
   }
   DISTRT_RETURN_IF_ERROR(first_error.status);
@@ -267,23 +274,27 @@ Status PackedGemm(KernelContext& ctx, const float* a, const Tensor& b, float* c,
 // executor's states under the weight's buffer), and tells the executor the
 // kernel will not read the weight's bytes again.
 Status PrepareMatmul(PrepareContext& ctx) {
+  // f32 products, and bf16 ones that run in bf16 (a bf16 matmul reaches
+  // this prepare only then: otherwise PrepareViaF32 hands it f32 copies).
+  const DType dtype = ctx.inputs[0].dtype;
   if (ctx.constant_inputs.size() < 2 || ctx.constant_inputs[1] == nullptr ||
-      ctx.inputs[0].dtype != DType::kF32 || ctx.inputs[1].dtype != DType::kF32)
+      ctx.inputs[1].dtype != dtype ||
+      !(dtype == DType::kF32 || (dtype == DType::kBF16 && ctx.inputs.size() == 2)))
     return OkStatus();
   MatmulFlags f;
   MatmulShape s;
   DISTRT_RETURN_IF_ERROR(
       ProductShape(ctx.attrs(), ctx.inputs[0].shape, ctx.inputs[1].shape, &f, &s));
   PackPlan plan;
-  if (!PlanPacking(s, f, ctx.threads, &plan)) return OkStatus();
+  if (!PlanPacking(s, f, dtype, ctx.threads, &plan)) return OkStatus();
   const Tensor& b = *ctx.constant_inputs[1];
-  std::shared_ptr<KernelState>& slot =
-      ctx.states->Slot(StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ",
-                              plan.ldb, " ", plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs));
+  std::shared_ptr<KernelState>& slot = ctx.states->Slot(
+      StrCat("matmul packed ", reinterpret_cast<uintptr_t>(b.buffer().get()), " ", plan.ldb, " ",
+             plan.tb, " ", plan.k, " ", plan.n, " ", plan.slabs, " ", DTypeName(dtype)));
   if (slot == nullptr) {
     auto made = std::make_shared<MatmulState>();
     made->plan = plan;
-    DISTRT_RETURN_IF_ERROR(PackedWeights::Create(b.data<float>(), plan.ldb, plan.tb, plan.k, plan.n,
+    DISTRT_RETURN_IF_ERROR(PackedWeights::Create(b.raw(), dtype, plan.ldb, plan.tb, plan.k, plan.n,
                                                  plan.slabs, ctx.state_tracker, &made->packed));
     slot = std::move(made);
   }
@@ -355,7 +366,7 @@ Status RunMatmul(KernelContext& ctx) {
   switch (a.dtype()) {
     case DType::kF32: {
       bool done = false;
-      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a.data<float>(), b, out->data<float>(), &done));
+      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a, b, out, &done));
       if (!done && b.raw() == nullptr)
         return InternalError("matmul: the weight's bytes were released but it is not packed");
       if (!done) BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
@@ -364,10 +375,16 @@ Status RunMatmul(KernelContext& ctx) {
                       bias ? bias->data<float>() : nullptr, gelu, ctx.pool);
       break;
     }
-    case DType::kBF16:  // only as MatmulInBF16 allows
+    case DType::kBF16: {  // only as MatmulInBF16 allows
       if (bias || gelu) return InternalError("matmul: a bf16 epilogue runs through f32");
+      bool done = false;
+      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a, b, out, &done));
+      if (done) return OkStatus();
+      if (b.raw() == nullptr)
+        return InternalError("matmul: the weight's bytes were released but it is not packed");
       return BatchedGemmBF16(a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), s, f,
                              ctx.pool);
+    }
     case DType::kF64:
       BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, f, ctx.pool);
       if (bias || gelu)

@@ -264,6 +264,57 @@ void ExpectBF16Close(const Tensor& got, const std::vector<float>& want) {
     ASSERT_NEAR(g[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << "element " << i;
 }
 
+// A bf16 weight read from a file of f32 values (rounded at load, as
+// `dist-run --precision bf16` loads them) times bf16 activations, where the
+// CPU runs bf16 products in bf16: packed once at load into oneDNN's layout
+// where its kernel pays for it (row split, transposed, column slabs), the
+// weight's own bytes freed, and every run the product of the bf16 operands.
+TEST(Gemm, BF16WeightIsPackedOnce) {
+  if (!OneDnnBF16Gemms()) GTEST_SKIP() << "this CPU runs bf16 products through f32";
+  struct Case {
+    int64_t rows, k, n;
+    bool tb;
+    int threads;
+  };
+  for (const Case& c : {Case{130, 96, 240, false, 2}, Case{70, 128, 190, true, 3},
+                        Case{3, 512, 1000, false, 4}, Case{64, 300, 256, false, 1}}) {
+    SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.k << "x" << c.n << " tb=" << c.tb
+                                      << " threads=" << c.threads);
+    TempDir dir;
+    const std::vector<float> w = Random(c.k * c.n, 17);
+    WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
+    const Shape stored = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
+    ProgramBuilder b;
+    int x = b.Input("x", DType::kBF16, {c.rows, c.k});
+    int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kBF16, stored, {0, 0}, stored);
+    b.Output("y", b.Apply("matmul", {x, wv}, DType::kBF16, {c.rows, c.n},
+                          {{"transpose_rhs", AttrInt(c.tb ? 1 : 0)}}));
+    std::shared_ptr<const Program> p;
+    ASSERT_TRUE(Program::Create(b.Build(), "gemm", dir.path(), &p).ok());
+    ExecutorOptions options;
+    options.threads = c.threads;
+    std::unique_ptr<Executor> e;
+    ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
+    const Tensor rounded = BF16(stored, w);
+    for (uint32_t run = 0; run < 3; ++run) {
+      const Tensor xs = BF16({c.rows, c.k}, Random(c.rows * c.k, 200 + run));
+      std::vector<Tensor> out;
+      Status st = e->Run({xs}, &out);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      EXPECT_EQ(e->stats().instructions_via_f32, 0);
+      ExpectBF16Close(out[0],
+                      Reference(Widened(xs), false, Widened(rounded), c.tb, c.rows, c.k, c.n));
+    }
+    const int64_t plain_bytes = c.k * c.n * 2;
+    if (PackedWeights::Worthwhile(c.k, c.n, DType::kBF16)) {
+      EXPECT_GE(e->stats().weight_bytes, plain_bytes);
+      EXPECT_LT(e->stats().weight_bytes, 2 * plain_bytes);
+    } else {
+      EXPECT_EQ(e->stats().weight_bytes, plain_bytes);
+    }
+  }
+}
+
 // bf16 products run in bf16 through oneDNN where it can (asked here with
 // DISTRT_BF16_GEMM=onednn): the tall products of linear layers with either
 // operand transposed, and batched ones with a broadcast batch. Each result
