@@ -47,21 +47,28 @@ struct WeightCase {
   bool tb;
   int threads;
   bool pack = true;  // ExecutorOptions::pack_weights
+  // kBF16: a bf16 weight read from the file's f32 values (rounded at load,
+  // as `dist-run --precision bf16` loads them) times bf16 activations.
+  DType dtype = DType::kF32;
 };
+
+Tensor BF16(const Shape& shape, const std::vector<float>& v);
+std::vector<float> Widened(const Tensor& t);
+void ExpectBF16Close(const Tensor& got, const std::vector<float>& want);
 
 // x [rows x k] times a weight stored in a file (as [k x n], or [n x k]
 // read transposed): the packed path, checked over three runs.
 void CheckPackedWeight(const WeightCase& c) {
-  SCOPED_TRACE(::testing::Message()
-               << c.rows << "x" << c.k << "x" << c.n << " tb=" << c.tb << " threads=" << c.threads);
+  SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.k << "x" << c.n << " tb=" << c.tb
+                                    << " threads=" << c.threads << " " << DTypeName(c.dtype));
   TempDir dir;
   const std::vector<float> w = Random(c.k * c.n, 7);
   WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
   const Shape stored = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
   ProgramBuilder b;
-  int x = b.Input("x", DType::kF32, {c.rows, c.k});
-  int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kF32, stored, {0, 0}, stored);
-  int y = b.Apply("matmul", {x, wv}, DType::kF32, {c.rows, c.n},
+  int x = b.Input("x", c.dtype, {c.rows, c.k});
+  int wv = b.Weight("w", "w.bin", 0, DType::kF32, c.dtype, stored, {0, 0}, stored);
+  int y = b.Apply("matmul", {x, wv}, c.dtype, {c.rows, c.n},
                   {{"transpose_rhs", AttrInt(c.tb ? 1 : 0)}});
   b.Output("y", y);
   std::shared_ptr<const Program> p;
@@ -71,19 +78,27 @@ void CheckPackedWeight(const WeightCase& c) {
   options.pack_weights = c.pack;
   std::unique_ptr<Executor> e;
   ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
-  const int64_t plain_bytes = c.k * c.n * static_cast<int64_t>(sizeof(float));
+  const bool bf16 = c.dtype == DType::kBF16;
+  const int64_t plain_bytes = c.k * c.n * static_cast<int64_t>(DTypeSize(c.dtype));
   for (uint32_t run = 0; run < 3; ++run) {
     const std::vector<float> xs = Random(c.rows * c.k, 100 + run);
     std::vector<Tensor> out;
-    Status st = e->Run({F32({c.rows, c.k}, xs)}, &out);
+    Status st = e->Run({bf16 ? BF16({c.rows, c.k}, xs) : F32({c.rows, c.k}, xs)}, &out);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    ExpectClose(out[0], Reference(xs, false, w, c.tb, c.rows, c.k, c.n), c.k);
+    if (bf16) {
+      // The product of the bf16 operands, in bf16 (not through f32).
+      EXPECT_EQ(e->stats().instructions_via_f32, 0);
+      ExpectBF16Close(out[0], Reference(Widened(BF16({c.rows, c.k}, xs)), false,
+                                        Widened(BF16(stored, w)), c.tb, c.rows, c.k, c.n));
+    } else {
+      ExpectClose(out[0], Reference(xs, false, w, c.tb, c.rows, c.k, c.n), c.k);
+    }
   }
   // With oneDNN the executor holds only the packed copy (at least as large
   // as the weight, blocks padded): the weight's own bytes were freed at
   // load, as nothing but the packed matmul reads them.
   const char* env = std::getenv("DISTRT_PACK_WEIGHTS");
-  if (c.pack && !(env && std::string(env) == "0") && !OneDnnGemmName().empty()) {
+  if (c.pack && !(env && std::string(env) == "0") && PackedWeights::Worthwhile(c.k, c.n, c.dtype)) {
     EXPECT_GE(e->stats().weight_bytes, plain_bytes);
     EXPECT_LT(e->stats().weight_bytes, 2 * plain_bytes);
   } else {
@@ -264,54 +279,17 @@ void ExpectBF16Close(const Tensor& got, const std::vector<float>& want) {
     ASSERT_NEAR(g[i], want[i], std::fabs(want[i]) / 128 + 1e-3) << "element " << i;
 }
 
-// A bf16 weight read from a file of f32 values (rounded at load, as
-// `dist-run --precision bf16` loads them) times bf16 activations, where the
-// CPU runs bf16 products in bf16: packed once at load into oneDNN's layout
-// where its kernel pays for it (row split, transposed, column slabs), the
-// weight's own bytes freed, and every run the product of the bf16 operands.
+// A bf16 weight where the CPU runs bf16 products in bf16: packed once at
+// load into oneDNN's bf16 layout where its kernel pays for it, the weight's
+// own bytes freed, as for f32 weights.
 TEST(Gemm, BF16WeightIsPackedOnce) {
   if (!OneDnnBF16Gemms()) GTEST_SKIP() << "this CPU runs bf16 products through f32";
-  struct Case {
-    int64_t rows, k, n;
-    bool tb;
-    int threads;
-  };
-  for (const Case& c : {Case{130, 96, 240, false, 2}, Case{70, 128, 190, true, 3},
-                        Case{3, 512, 1000, false, 4}, Case{64, 300, 256, false, 1}}) {
-    SCOPED_TRACE(::testing::Message() << c.rows << "x" << c.k << "x" << c.n << " tb=" << c.tb
-                                      << " threads=" << c.threads);
-    TempDir dir;
-    const std::vector<float> w = Random(c.k * c.n, 17);
-    WriteFile(dir.File("w.bin"), w.data(), w.size() * sizeof(float));
-    const Shape stored = c.tb ? Shape{c.n, c.k} : Shape{c.k, c.n};
-    ProgramBuilder b;
-    int x = b.Input("x", DType::kBF16, {c.rows, c.k});
-    int wv = b.Weight("w", "w.bin", 0, DType::kF32, DType::kBF16, stored, {0, 0}, stored);
-    b.Output("y", b.Apply("matmul", {x, wv}, DType::kBF16, {c.rows, c.n},
-                          {{"transpose_rhs", AttrInt(c.tb ? 1 : 0)}}));
-    std::shared_ptr<const Program> p;
-    ASSERT_TRUE(Program::Create(b.Build(), "gemm", dir.path(), &p).ok());
-    ExecutorOptions options;
-    options.threads = c.threads;
-    std::unique_ptr<Executor> e;
-    ASSERT_TRUE(Executor::Create(p, nullptr, options, &e).ok());
-    const Tensor rounded = BF16(stored, w);
-    for (uint32_t run = 0; run < 3; ++run) {
-      const Tensor xs = BF16({c.rows, c.k}, Random(c.rows * c.k, 200 + run));
-      std::vector<Tensor> out;
-      Status st = e->Run({xs}, &out);
-      ASSERT_TRUE(st.ok()) << st.ToString();
-      EXPECT_EQ(e->stats().instructions_via_f32, 0);
-      ExpectBF16Close(out[0],
-                      Reference(Widened(xs), false, Widened(rounded), c.tb, c.rows, c.k, c.n));
-    }
-    const int64_t plain_bytes = c.k * c.n * 2;
-    if (PackedWeights::Worthwhile(c.k, c.n, DType::kBF16)) {
-      EXPECT_GE(e->stats().weight_bytes, plain_bytes);
-      EXPECT_LT(e->stats().weight_bytes, 2 * plain_bytes);
-    } else {
-      EXPECT_EQ(e->stats().weight_bytes, plain_bytes);
-    }
+  for (const WeightCase& c :
+       {WeightCase{130, 96, 240, false, 2}, WeightCase{70, 128, 190, true, 3},
+        WeightCase{3, 512, 1000, false, 4}, WeightCase{64, 300, 256, false, 1}}) {
+    WeightCase bf16 = c;
+    bf16.dtype = DType::kBF16;
+    CheckPackedWeight(bf16);
   }
 }
 
