@@ -112,11 +112,11 @@ static cl::opt<bool> calibrateQuick(
     cl::cat(category));
 static cl::opt<std::string> precision(
     "precision",
-    cl::desc("run the model in bf16 or f16: parameters cast once where they "
-             "are read, activations in that dtype, normalisations, softmax "
-             "and the outputs in f32 (training's precision policy, "
-             "docs/training.md); --check still compares with the f32 model, "
-             "so give --rtol/--atol for the rounding"),
+    cl::desc("run the model in bf16 or f16: parameters read only in that "
+             "dtype loaded in it (rounded once), activations in that dtype, "
+             "normalisations, softmax and the outputs in f32 (training's "
+             "precision policy, docs/training.md); --check still compares "
+             "with the f32 model, so give --rtol/--atol for the rounding"),
     cl::value_desc("bf16|f16"), cl::cat(category));
 static cl::opt<double>
     absTol("atol", cl::desc("absolute tolerance of --check and --onnx-test"),
