@@ -152,13 +152,13 @@ void PrecisionRewriter::run() {
   }
 }
 
-/// Inference keeps no f32 masters: a weight that is read only through casts
-/// to one narrower float type is loaded in that type (its stored bytes
-/// rounded once, when loaded, as the cast rounded them at every run).
-static void loadWeightsNarrow(func::FuncOp func) {
+void distopt::loadWeightsNarrow(func::FuncOp func,
+                                llvm::function_ref<bool(Operation *)> keep) {
   SmallVector<nn::WeightOp> weights;
   func.walk([&](nn::WeightOp w) { weights.push_back(w); });
   for (nn::WeightOp w : weights) {
+    if (keep && keep(w))
+      continue;
     Value v = w.getResult();
     auto type = cast<RankedTensorType>(v.getType());
     FloatType to;
@@ -245,6 +245,8 @@ LogicalResult distopt::applyPrecision(ModuleOp module,
   if (failed(rewriter.compileGlobs(policy)))
     return failure();
   rewriter.run();
+  // Inference keeps no f32 masters. (A training step narrows its frozen
+  // parameters once it knows which they are: dist-build-training-step.)
   if (mode != SixteenBitModel::TrainMasters)
     loadWeightsNarrow(func);
   return success();

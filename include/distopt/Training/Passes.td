@@ -29,7 +29,10 @@ def DistBuildTrainingStep : Pass<"dist-build-training-step", "mlir::ModuleOp"> {
     scale the step also takes `hyper.loss_scale` (the loss's gradient is
     multiplied by it, each gradient by its reciprocal), returns
     `grads_finite`, and writes back the old value of every parameter and
-    state when the gradient norm is not finite.
+    state when the gradient norm is not finite. Under a mixed-precision
+    policy a frozen parameter read only through casts to the compute dtype
+    becomes a weight of that dtype (`stored_type` f32): it has no master
+    to keep.
 
     Before differentiating, projections whose result is only ever sliced (a
     fused QKV) become one projection per slice, so each window of the stored

@@ -117,6 +117,15 @@ mlir::LogicalResult
 applyPrecision(mlir::ModuleOp module, const PrecisionPolicy &policy,
                SixteenBitModel mode = SixteenBitModel::Keep);
 
+/// A weight nothing updates (every weight of an inference, a frozen
+/// parameter of a training step) needs no f32 copy: where it is read only
+/// through casts to one narrower float type it becomes a weight of that
+/// type, rounded once when loaded (`stored_type` keeps the file's type),
+/// and the casts go. Weights `keep` names are left as they are.
+void loadWeightsNarrow(
+    mlir::func::FuncOp func,
+    llvm::function_ref<bool(mlir::Operation *)> keep = nullptr);
+
 /// The per-step hyper-parameter inputs of step `step` (0-based), by name.
 std::vector<std::pair<std::string, double>>
 hyperParameters(const TrainConfig &config, int64_t step);
