@@ -65,7 +65,7 @@ struct BuildTrainingStepPass
         buildTrainingStep(module, *train, batchSplit);
     if (failed(step))
       return signalPassFailure();
-    // A frozen parameter (a LoRA base, a DPO reference) has no master to
+    // A frozen parameter (a LoRA base, an attention mask) has no master to
     // keep: where the policy casts it, it is loaded in the compute dtype.
     if (train->precision.mixed()) {
       std::set<std::string> trained(step->parameters.begin(),
