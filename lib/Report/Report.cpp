@@ -715,12 +715,17 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   // A mixed-precision step's gradients widened to f32 for the optimizer:
   // the target may read them narrow instead, so ask its fused programs
   // (one rank's per pipeline stage: each stage holds its own gradients).
+  // Each rank's stage, asked once (a thousand ranks).
+  std::vector<int64_t> stageOf;
+  if (stages)
+    for (int64_t r = 0, n = c.numRanks(); r < n; ++r)
+      stageOf.push_back(c.stageOfRank(r));
   std::optional<llvm::StringMap<Type>> storedGradients;
   if (hasWidenedGradients(module)) {
     storedGradients.emplace();
     llvm::SmallDenseSet<int64_t> stagesSeen;
     for (int64_t r = 0, n = c.numRanks(); r < n; ++r) {
-      if (!stagesSeen.insert(stages ? c.stageOfRank(r) : 0).second)
+      if (!stagesSeen.insert(stages ? stageOf[r] : 0).second)
         continue;
       auto fused = c.partitionForRank(r, CompilePhase::Partition);
       if (failed(fused) || failed(c.fuse(**fused, r)))
@@ -738,13 +743,10 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     return activationPeak(program);
   };
   std::function<bool(Operation *, int64_t)> stores;
-  // Asked per weight and rank (a thousand ranks): each rank's stage, and
-  // each weight's storing stages, once.
-  std::vector<int64_t> stageOf;
+  // Asked per weight and rank (a thousand ranks): each weight's storing
+  // stages, once.
   DenseMap<Operation *, llvm::BitVector> storingStages;
   if (stages) {
-    for (int64_t r = 0, n = c.numRanks(); r < n; ++r)
-      stageOf.push_back(c.stageOfRank(r));
     stores = [&](Operation *w, int64_t rank) {
       auto [it, inserted] = storingStages.try_emplace(w);
       if (inserted) {

@@ -2,11 +2,7 @@
 #include "distopt/Training/Passes.h"
 
 #include "distopt/Dialect/NN/IR/NNDialect.h"
-#include "distopt/Dialect/NN/IR/NNOps.h"
 #include "distopt/Plan/Plan.h"
-#include "distopt/Training/TrainingStep.h"
-
-#include <set>
 
 namespace distopt {
 #define GEN_PASS_DEF_DISTBUILDTRAININGSTEP
@@ -65,15 +61,6 @@ struct BuildTrainingStepPass
         buildTrainingStep(module, *train, batchSplit);
     if (failed(step))
       return signalPassFailure();
-    // A frozen parameter (a LoRA base, an attention mask) has no master to
-    // keep: where the policy casts it, it is loaded in the compute dtype.
-    if (train->precision.mixed()) {
-      std::set<std::string> trained(step->parameters.begin(),
-                                    step->parameters.end());
-      loadWeightsNarrow(stepFunction(module), [&](Operation *w) {
-        return trained.count(nn::getPersistentKey(w)) > 0;
-      });
-    }
     if (info)
       *info = std::move(*step);
   }

@@ -161,17 +161,19 @@ void distopt::loadWeightsNarrow(func::FuncOp func,
       continue;
     Value v = w.getResult();
     auto type = cast<RankedTensorType>(v.getType());
-    FloatType to;
-    bool onlyCasts = true;
-    for (Operation *user : v.getUsers()) {
+    // The one float type every reader casts to, if they all do.
+    auto castTo = [](Operation *user) -> FloatType {
       auto c = dyn_cast<nn::CastOp>(user);
-      auto t =
-          c ? dyn_cast<FloatType>(c.getType().getElementType()) : FloatType();
-      onlyCasts &= t && (!to || t == to);
-      to = t;
-    }
+      return c ? dyn_cast<FloatType>(c.getType().getElementType())
+               : FloatType();
+    };
+    if (v.use_empty())
+      continue;
+    FloatType to = castTo(*v.user_begin());
     auto from = dyn_cast<FloatType>(type.getElementType());
-    if (!onlyCasts || !to || !from || to.getWidth() >= from.getWidth())
+    if (!to || !from || to.getWidth() >= from.getWidth() ||
+        !llvm::all_of(v.getUsers(),
+                      [&](Operation *u) { return castTo(u) == to; }))
       continue;
     if (!w.getStoredType())
       w.setStoredTypeAttr(TypeAttr::get(from));

@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 using namespace mlir;
@@ -1046,7 +1047,18 @@ distopt::buildTrainingStep(ModuleOp module, const TrainConfig &config,
   if (!func)
     return module.emitError("a training step is built from the function "
                             "@main (or the module's only function)");
-  return StepBuilder(module, func, config, batchSplit).run();
+  FailureOr<TrainingStepInfo> info =
+      StepBuilder(module, func, config, batchSplit).run();
+  // A frozen parameter (a LoRA base, an attention mask) has no master to
+  // keep: where the policy casts it, it is loaded in the compute dtype.
+  if (succeeded(info) && config.precision.mixed()) {
+    std::set<std::string> trained(info->parameters.begin(),
+                                  info->parameters.end());
+    loadWeightsNarrow(func, [&](Operation *w) {
+      return trained.count(nn::getPersistentKey(w)) > 0;
+    });
+  }
+  return info;
 }
 
 std::vector<std::pair<std::string, double>>

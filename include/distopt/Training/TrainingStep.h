@@ -72,7 +72,9 @@ struct TrainingStepInfo {
 /// without a gradient rule on the path to a parameter) are diagnostics.
 /// With `batchSplit` > 1 the model already takes one of that many slices of
 /// the batch (splitBatch): the step runs every slice and its loss and update
-/// equal those of the whole batch.
+/// equal those of the whole batch. Under a mixed-precision policy the
+/// frozen parameters that are read only in the compute dtype are loaded in
+/// it (loadWeightsNarrow).
 mlir::FailureOr<TrainingStepInfo> buildTrainingStep(mlir::ModuleOp module,
                                                     const TrainConfig &config,
                                                     int64_t batchSplit = 1);
