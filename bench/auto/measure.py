@@ -20,7 +20,10 @@ time prediction relative to the measurement, and the memory ratios.
 
 The machine profile is calibrated at the start (`dist-run --calibrate`)
 unless --machine names one; every plan is measured --rounds times,
-interleaved (each round runs every plan of every model). A second auto plan
+interleaved (each round runs every plan of every model). A third auto row,
+"auto trials", is the plan `dist-train --plan auto --auto-trials K` keeps
+after training the K fastest predicted (--trials, --trial-steps; --trials 0
+leaves it out). A second auto plan
 is searched under a --memory-budget that rules out the hand plan predicted
 fastest (--budget-fraction of its predicted memory) and compared with the hand plans whose measured memory
 fits the budget. The measured time is the fastest step of all rounds (as the
@@ -38,6 +41,7 @@ Without MODEL_DIRs it measures the bench models of make_models.py (a GPT
 and a Llama of about 4M parameters), made once into BUILD/bench-models.
 
   bench/auto/measure.py [--bench 5] [--rounds 3] [--machine FILE] [--budget-fraction 0.75]
+                        [--trials 4] [--trial-steps 5]
                         [--devices 2|4] [--backend local|mpi] [--reference PLAN|none]
                         [MODEL_DIR...]
 """
@@ -182,6 +186,10 @@ def main():
     ap.add_argument("--reference", default="dp",
                     help="the hand plan run before every other plan in each round, "
                          "for the paired times ('none': no pairs)")
+    ap.add_argument("--trials", type=int, default=4,
+                    help="the auto trials row: dist-train --auto-trials K (0: no such row)")
+    ap.add_argument("--trial-steps", type=int, default=5,
+                    help="the auto trials row: --auto-trial-steps S")
     ap.add_argument("models", nargs="*", help="training-case folders (default: the bench models)")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="auto-measure")
@@ -223,6 +231,18 @@ def main():
         auto_copy = os.path.join(tmp, "auto-%s.yaml" % os.path.basename(case.rstrip("/")))
         os.replace(auto_file, auto_copy)
         rows.append(("auto", ["--train", config, "--plan", auto_copy]))
+        trials_line = None
+        if a.trials > 0:
+            # The plan the measured finalists choose, trained here once.
+            trials_file = os.path.join(tmp, "auto-trials-%s.yaml" % os.path.basename(case.rstrip("/")))
+            pre, post = launcher(a.backend, a.devices)
+            rep = run(pre + [bin_dir + "/dist-train", model, "--train", config, "--plan", "auto",
+                             "--devices", str(a.devices), "--machine", machine,
+                             "--auto-trials", str(a.trials), "--auto-trial-steps", str(a.trial_steps),
+                             "--steps", "0", "--emit-plan", trials_file] + post)
+            trials_line = "\n".join(l for l in (rep.stdout + rep.stderr).splitlines()
+                                    if l.startswith(("auto trials:", "  ", "auto plan (measured):")))
+            rows.append(("auto trials", ["--train", config, "--plan", trials_file]))
         predicted = {}
         for name, flags in rows:
             try:
@@ -231,7 +251,7 @@ def main():
                 print("%s: %s failed: %s" % (case, name, getattr(e, "stderr", e)), file=sys.stderr)
         # A budget that rules out the hand plan predicted fastest: the auto
         # plan under it is compared with the hand plans that fit it.
-        quickest = min((n for n in predicted if n != "auto"), key=lambda n: predicted[n][0])
+        quickest = min((n for n in predicted if not n.startswith("auto")), key=lambda n: predicted[n][0])
         budget = int(a.budget_fraction * predicted[quickest][1])
         budget_file = os.path.join(tmp, "auto-budget-%s.yaml" % os.path.basename(case.rstrip("/")))
         rep = run([bin_dir + "/dist-opt", model, "--train", config, "--plan", "auto",
@@ -243,7 +263,8 @@ def main():
         rows.append(("auto budget", ["--train", config, "--plan", budget_file]))
         predicted["auto budget"] = predict(model, rows[-1][1], machine)
         cases.append(dict(case=case, model=model, rows=rows, predicted=predicted, budget=budget,
-                          auto_line=auto_line, budget_line=budget_line, medians={}, fastest={},
+                          auto_line=auto_line, budget_line=budget_line, trials_line=trials_line,
+                          medians={}, fastest={},
                           mems={}, ratios={}, reference_runs=[]))
     # Every plan of every model in each round, so that a slow stretch of the
     # machine hits both models' plans alike.
@@ -301,6 +322,8 @@ def main():
             case, a.devices, "MPI processes" if a.backend == "mpi" else "thread ranks",
             ", oversubscribed" if a.devices > (os.cpu_count() or 1) else "", a.rounds, a.bench))
         print(auto_line)
+        if c["trials_line"]:
+            print(c["trials_line"])
         print(budget_line)
         if paired:
             print("paired with %s: %d pairs, the reference's median step %.1f-%.1f ms over them" % (
@@ -319,19 +342,23 @@ def main():
         hand = [t for t in table if not t[0].startswith("auto")]
         if len(hand) > 1:
             columns = (("fastest", 2), ("median", 3)) + ((("paired", 6),) if len(table[0]) > 6 else ())
+            # The rows of earlier runs: the trials' plan is a hand plan again.
+            ranked = [t for t in table if t[0] != "auto trials"]
             for label, col in columns:
-                meas = [t[col] for t in table]
+                meas = [t[col] for t in ranked]
                 print("%-7s: spearman(pred, meas time) %.3f, mean abs error %.1f%%" % (
-                    label, spearman([t[1] for t in table], meas),
-                    100 * sum(abs(t[1] - m) / m for t, m in zip(table, meas)) / len(table)))
+                    label, spearman([t[1] for t in ranked], meas),
+                    100 * sum(abs(t[1] - m) / m for t, m in zip(ranked, meas)) / len(ranked)))
             print("memory: predicted / measured %.2f .. %.2f" % (
                 min(t[4] / t[5] for t in table), max(t[4] / t[5] for t in table)))
+            for row in ("auto", "auto trials"):
+                auto = [t for t in table if t[0] == row]
+                for label, col in columns:
+                    best = min(hand, key=lambda t: t[col])
+                    if auto:
+                        print("%s (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
+                            row, label, auto[0][col], best[0], best[col], 100 * (auto[0][col] / best[col] - 1)))
             auto = [t for t in table if t[0] == "auto"]
-            for label, col in columns:
-                best = min(hand, key=lambda t: t[col])
-                if auto:
-                    print("auto (%s) %.1f ms vs best hand plan %s %.1f ms (%+.1f%%)" % (
-                        label, auto[0][col], best[0], best[col], 100 * (auto[0][col] / best[col] - 1)))
             # Where the auto plan is one of the hand plans, their two rows
             # are the same plan measured twice: how far apart they are is
             # how repeatable the measurement is.

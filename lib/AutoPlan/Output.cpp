@@ -171,8 +171,14 @@ void distopt::autoplan::writeAutoPlanFile(const SearchResult &result,
   const Candidate &c = w.candidate;
   os << "# --plan auto chose " << c.describe() << ": "
      << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
-               w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes))
-     << "\n";
+               w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes));
+  for (const Trial &t : result.trials)
+    if (t.evaluation == result.winner && t.measured)
+      os << format("; measured %.3f ms, %.2f MiB, the fastest of %d plans "
+                   "trained (--auto-trials)",
+                   t.measured->medianMs, toMiB(t.measured->peakBytes),
+                   int(result.trials.size()));
+  os << "\n";
   os << "mesh: " << c.mesh() << "\n";
   std::vector<std::string> presets = c.presets();
   if (!presets.empty()) {

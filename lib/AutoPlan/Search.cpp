@@ -543,6 +543,7 @@ distopt::autoplan::searchPlans(MLIRContext &ctx, StringRef model,
           .count();
   Location loc = UnknownLoc::get(&ctx);
   if (result.winner >= 0) {
+    result.predictedWinner = result.winner;
     const Candidate &winner = result.evaluations[result.winner].candidate;
     result.options = candidateOptions(&ctx, base, winner, space->layerGlob);
     if (fastestCompiled == winner.mesh() + " " + winner.describe())

@@ -19,14 +19,16 @@ static llvm::cl::opt<bool> exhaustive(
     llvm::cl::desc("--plan auto without its pruning rules: predict every "
                    "candidate (to test that they do not change the choice)"));
 
-FailureOr<std::optional<SearchResult>>
-distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
-                                   CompileOptions &options,
-                                   llvm::raw_ostream &log) {
+FailureOr<std::optional<SearchResult>> distopt::autoplan::resolveAutoPlan(
+    MLIRContext &ctx, StringRef model, CompileOptions &options,
+    llvm::raw_ostream &log, const TrialRunner *trials) {
   AutoPlanFlags flags = autoPlanFlags();
   if (!flags.requested)
     return std::optional<SearchResult>();
   Location loc = UnknownLoc::get(&ctx);
+  if (flags.trials > 0 && !trials)
+    return emitError(loc) << "--auto-trials trains the plans it compares, "
+                             "which only dist-train does";
   SearchOptions search;
   search.devices = flags.devices;
   search.meshSpec = options.meshSpec;
@@ -42,6 +44,9 @@ distopt::autoplan::resolveAutoPlan(MLIRContext &ctx, StringRef model,
   if (failed(result))
     return failure();
   printAutoPlanLine(*result, log);
+  if (flags.trials > 0 &&
+      failed(runTrials(ctx, *result, options, *trials, flags.trials, log)))
+    return failure();
   if (!flags.emitPlan.empty()) {
     std::string error;
     auto file = openOutputFile(flags.emitPlan, &error);

@@ -61,6 +61,17 @@ static cl::opt<std::string> emitPlan(
     cl::desc("--plan auto: write the chosen plan, with its mesh, as a plan "
              "file that --plan FILE alone compiles the same"),
     cl::value_desc("file"), cl::cat(compileFlagsCategory()));
+static cl::opt<int64_t> autoTrials(
+    "auto-trials",
+    cl::desc("--plan auto in dist-train: train the N plans predicted fastest "
+             "that fit for a few steps each on the devices, and keep the "
+             "fastest measured (its peak memory within the budget)"),
+    cl::init(0), cl::value_desc("N"), cl::cat(compileFlagsCategory()));
+static cl::opt<int64_t> autoTrialSteps(
+    "auto-trial-steps",
+    cl::desc("with --auto-trials: timed steps per plan, after one warm-up "
+             "(default 3); the median counts"),
+    cl::init(3), cl::value_desc("S"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> debugDiagnostics(
     "debug-diagnostics",
     cl::desc("print the IR an error or warning is about, after the message"),
@@ -89,6 +100,8 @@ AutoPlanFlags distopt::autoPlanFlags() {
   flags.devices = devices;
   flags.memoryBudget = memoryBudget;
   flags.emitPlan = emitPlan;
+  flags.trials = autoTrials;
+  flags.trialSteps = autoTrialSteps;
   return flags;
 }
 
@@ -105,7 +118,9 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
     for (auto [given, flag] :
          {std::pair<bool, const char *>{devices.getNumOccurrences() > 0,
                                         "--devices"},
-          {!emitPlan.empty(), "--emit-plan"}})
+          {!emitPlan.empty(), "--emit-plan"},
+          {autoTrials.getNumOccurrences() > 0, "--auto-trials"},
+          {autoTrialSteps.getNumOccurrences() > 0, "--auto-trial-steps"}})
       if (given)
         return mlir::emitError(unknown) << flag << " needs --plan auto";
   }
@@ -115,6 +130,17 @@ distopt::compileOptionsFromFlags(mlir::MLIRContext &ctx) {
       return mlir::emitError(unknown)
              << "--devices must be positive, got "
              << static_cast<int64_t>(devices.getValue());
+    if (autoTrials < 0)
+      return mlir::emitError(unknown)
+             << "--auto-trials must be 0 or more, got "
+             << static_cast<int64_t>(autoTrials.getValue());
+    if (autoTrialSteps < 1)
+      return mlir::emitError(unknown)
+             << "--auto-trial-steps must be at least 1, got "
+             << static_cast<int64_t>(autoTrialSteps.getValue());
+    if (autoTrialSteps.getNumOccurrences() && autoTrials == 0)
+      return mlir::emitError(unknown)
+             << "--auto-trial-steps goes with --auto-trials N";
     if (devices > 0 && !meshSpec.empty())
       return mlir::emitError(unknown)
              << "--devices and --mesh both give the devices; pass one "

@@ -8,18 +8,19 @@
 //
 //===----------------------------------------------------------------------===//
 #include "distopt/AutoPlan/AutoPlan.h"
-#include "distopt/Driver/CompileFlags.h"
-#include "distopt/Driver/ToolDiagnostics.h"
-#include "distopt/InitAll.h"
 #include "distopt/Check/TensorComparison.h"
 #include "distopt/Check/TrainedModelRun.h"
 #include "distopt/Checkpoint/Checkpoint.h"
 #include "distopt/Data/TensorProtoFile.h"
+#include "distopt/Driver/CompileFlags.h"
+#include "distopt/Driver/ToolDiagnostics.h"
+#include "distopt/InitAll.h"
 #include "distopt/OnnxWriter/FloatDtype.h"
 #include "distopt/OnnxWriter/TrainedModelWriter.h"
 #include "distopt/Session/Profile.h"
 #include "distopt/Session/RunFlags.h"
 #include "distopt/Trainer/Evaluator.h"
+#include "distopt/Trainer/PlanTrial.h"
 #include "distopt/Trainer/ProgressLog.h"
 #include "distopt/Trainer/StopRequest.h"
 #include "distopt/Trainer/Trainer.h"
@@ -382,17 +383,22 @@ int main(int argc, char **argv) {
       return 1;
     options->train = std::move(*config);
   }
-  // --plan auto: the search replaces the mesh and the plan with its choice.
-  if (failed(autoplan::resolveAutoPlan(ctx, model, *options,
-                                       root ? errs() : nulls())))
-    return 1;
-  const TrainConfig *config = &*options->train;
   SmallString<128> workDir;
   if (std::error_code ec =
           sys::fs::createUniqueDirectory("dist-train", workDir))
     return failWith("cannot create a work directory: " + ec.message());
   scope_exit removeWorkDir([&] { sys::fs::remove_directories(workDir); });
   options->workDir = workDir.str().str();
+  // --plan auto: the search replaces the mesh and the plan with its choice;
+  // with --auto-trials, the fastest of its finalists trained here.
+  int64_t trialSteps = autoPlanFlags().trialSteps;
+  autoplan::TrialRunner trial = [&](const CompileOptions &candidate) {
+    return measureTrainingStep(ctx, model, candidate, trainer, trialSteps);
+  };
+  if (failed(autoplan::resolveAutoPlan(ctx, model, *options,
+                                       root ? errs() : nulls(), &trial)))
+    return 1;
+  const TrainConfig *config = &*options->train;
 
   auto created = Trainer::create(ctx, model, *options, trainer);
   if (!created)

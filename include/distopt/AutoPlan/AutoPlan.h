@@ -22,6 +22,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -256,6 +257,40 @@ struct SearchOptions {
   bool exhaustive = false;
 };
 
+struct SearchResult;
+
+/// A finalist's step measured by training it for a few steps on the
+/// devices (--auto-trials).
+struct TrialMeasurement {
+  double medianMs = 0, minMs = 0;
+  /// The busiest rank's weights and states plus its peak activations.
+  int64_t peakBytes = 0;
+};
+
+/// Trains the step `options` compiles for a few steps on fresh state and
+/// measures it (the training tool's; collective under MPI: every process
+/// returns the same numbers).
+using TrialRunner =
+    std::function<llvm::Expected<TrialMeasurement>(const CompileOptions &)>;
+
+/// What training one finalist gave.
+struct Trial {
+  int64_t evaluation = -1; // index into SearchResult::evaluations
+  std::optional<TrialMeasurement> measured;
+  std::string error; // its compile or its run failed
+  /// Measured over the memory budget (the prediction fit).
+  bool overBudget = false;
+};
+
+/// The evaluations predicted fastest that fit (a whole compile's or its
+/// layer terms', with a step), at most `count`, fastest first; the search's
+/// winner is first.
+std::vector<int64_t> trialFinalists(const SearchResult &result, int64_t count);
+
+/// The trial with the fastest measured median among those that ran within
+/// the budget; -1 when none did.
+int64_t fastestMeasured(llvm::ArrayRef<Trial> trials);
+
 struct SearchResult {
   std::vector<Evaluation> evaluations;
   int64_t winner = -1; // index into evaluations
@@ -278,6 +313,13 @@ struct SearchResult {
   double seconds = 0;
   /// Of those: compiling the probes, and compiling whole steps.
   double probeSeconds = 0, compileSeconds = 0;
+  /// --auto-trials: the finalists trained and measured, in the order they
+  /// ran, and how long that took; the winner is then the fastest measured.
+  std::vector<Trial> trials;
+  double trialSeconds = 0;
+  /// The winner as the prediction chose it (the same as `winner` without
+  /// trials).
+  int64_t predictedWinner = -1;
   /// The winner's compile options.
   CompileOptions options;
   /// The winner's whole compile (made without the verifier after each
@@ -302,13 +344,25 @@ void printAutoPlanReport(const SearchResult &result, llvm::raw_ostream &os);
 /// the compile).
 void writeAutoPlanFile(const SearchResult &result, llvm::raw_ostream &os);
 
+/// --auto-trials: trains the `count` finalists (trialFinalists) with
+/// `runner`, one after another, prints each one's measured step and memory
+/// to `log`, and makes the fastest measured within the budget the winner
+/// (`options` from `base`). Failure (a diagnostic) when none ran.
+mlir::LogicalResult runTrials(mlir::MLIRContext &ctx, SearchResult &result,
+                              const CompileOptions &base,
+                              const TrialRunner &runner, int64_t count,
+                              llvm::raw_ostream &log);
+
 /// For the tools: if `--plan auto` was given, runs the search on `model`,
-/// prints the `auto plan:` line to `log`, writes --emit-plan, and replaces
-/// `options` with the winner's. Returns the search (nullopt without `--plan
-/// auto`); failure after a diagnostic.
+/// prints the `auto plan:` line to `log`, with --auto-trials trains the
+/// finalists with `trials` (a tool that cannot train passes none: then
+/// --auto-trials is an error), writes --emit-plan, and replaces `options`
+/// with the winner's. Returns the search (nullopt without `--plan auto`);
+/// failure after a diagnostic.
 mlir::FailureOr<std::optional<SearchResult>>
 resolveAutoPlan(mlir::MLIRContext &ctx, llvm::StringRef model,
-                CompileOptions &options, llvm::raw_ostream &log);
+                CompileOptions &options, llvm::raw_ostream &log,
+                const TrialRunner *trials = nullptr);
 
 /// The search's compile of its winner and its report, for a tool that
 /// would compile the winner's `options` next: its warnings and remarks are

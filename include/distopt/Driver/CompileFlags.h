@@ -38,6 +38,9 @@ struct AutoPlanFlags {
   bool requested = false; // --plan auto
   int64_t devices = 0;    // --devices (0: not given)
   std::string memoryBudget, emitPlan;
+  /// --auto-trials: finalists to train and measure (0: none); with
+  /// --auto-trial-steps timed steps each.
+  int64_t trials = 0, trialSteps = 3;
 };
 AutoPlanFlags autoPlanFlags();
 

@@ -1,0 +1,123 @@
+//===- Trials.cpp - --auto-trials: measure the finalists --------*- C++ -*-===//
+//
+// Plans predicted a few percent apart are as likely to run in either order
+// on a given machine (docs/auto-plan.md#measured-finalists): the tool trains
+// the fastest predicted few for some steps each and keeps the fastest
+// measured whose measured memory fits the budget.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/Format.h"
+
+#include <algorithm>
+#include <chrono>
+
+using namespace llvm;
+using namespace mlir;
+using namespace distopt;
+using namespace distopt::autoplan;
+
+static double toMiB(int64_t bytes) { return bytes / 1048576.0; }
+
+std::vector<int64_t>
+distopt::autoplan::trialFinalists(const SearchResult &result, int64_t count) {
+  std::vector<int64_t> out;
+  for (auto [i, e] : llvm::enumerate(result.evaluations)) {
+    bool hasStep =
+        e.status == Evaluation::Status::Compiled ||
+        (e.status == Evaluation::Status::Predicted && e.prediction.timed);
+    if (hasStep && e.fits && static_cast<int64_t>(i) != result.winner)
+      out.push_back(i);
+  }
+  std::stable_sort(out.begin(), out.end(), [&](int64_t a, int64_t b) {
+    return result.evaluations[a].prediction.stepUs <
+           result.evaluations[b].prediction.stepUs;
+  });
+  if (result.winner >= 0)
+    out.insert(out.begin(), result.winner);
+  if (static_cast<int64_t>(out.size()) > count)
+    out.resize(std::max<int64_t>(count, 0));
+  return out;
+}
+
+int64_t distopt::autoplan::fastestMeasured(ArrayRef<Trial> trials) {
+  int64_t best = -1;
+  for (auto [i, t] : llvm::enumerate(trials)) {
+    if (!t.measured || t.overBudget)
+      continue;
+    if (best < 0 || t.measured->medianMs < trials[best].measured->medianMs)
+      best = i;
+  }
+  return best;
+}
+
+LogicalResult distopt::autoplan::runTrials(MLIRContext &ctx,
+                                           SearchResult &result,
+                                           const CompileOptions &base,
+                                           const TrialRunner &runner,
+                                           int64_t count, raw_ostream &log) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<int64_t> finalists = trialFinalists(result, count);
+  log << "auto trials: training the " << finalists.size()
+      << " plan(s) predicted fastest that fit, one after another:\n";
+  result.trials.clear();
+  for (int64_t index : finalists) {
+    const Evaluation &e = result.evaluations[index];
+    Trial trial;
+    trial.evaluation = index;
+    auto measured =
+        runner(candidateOptions(&ctx, base, e.candidate, result.layerGlob));
+    log << "  " << e.candidate.describe() << " on mesh " << e.candidate.mesh()
+        << ": ";
+    if (!measured) {
+      trial.error = toString(measured.takeError());
+      log << "failed: " << trial.error << "\n";
+    } else {
+      trial.measured = *measured;
+      trial.overBudget =
+          result.memoryBudget && measured->peakBytes > *result.memoryBudget;
+      log << format("measured %.3f ms (fastest %.3f; predicted %.3f), peak "
+                    "%.2f MiB on the busiest rank (predicted %.2f)",
+                    measured->medianMs, measured->minMs,
+                    e.prediction.stepUs / 1e3, toMiB(measured->peakBytes),
+                    toMiB(e.prediction.peakBytes));
+      if (trial.overBudget)
+        log << format(": over the budget of %.2f MiB",
+                      toMiB(*result.memoryBudget));
+      log << "\n";
+    }
+    result.trials.push_back(std::move(trial));
+  }
+  result.trialSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  int64_t best = fastestMeasured(result.trials);
+  if (best < 0)
+    return emitError(UnknownLoc::get(&ctx))
+           << "--auto-trials: none of the " << finalists.size()
+           << " plan(s) tried ran within the budget (see the lines above)";
+  int64_t chosen = result.trials[best].evaluation;
+  const Evaluation &w = result.evaluations[chosen];
+  const TrialMeasurement &m = *result.trials[best].measured;
+  log << "auto plan (measured): " << w.candidate.describe() << " on mesh "
+      << w.candidate.mesh() << format(": %.3f ms per step", m.medianMs);
+  if (chosen == result.predictedWinner) {
+    log << ", the predicted winner";
+  } else {
+    for (const Trial &t : result.trials)
+      if (t.evaluation == result.predictedWinner && t.measured)
+        log << format(", %.1f%% faster than the predicted winner",
+                      100.0 * (1.0 - m.medianMs / t.measured->medianMs));
+  }
+  log << format(" (trials took %.2f s)\n", result.trialSeconds);
+  if (chosen != result.winner) {
+    result.winner = chosen;
+    result.options =
+        candidateOptions(&ctx, base, w.candidate, result.layerGlob);
+    // The search's kept compile is the predicted winner's.
+    result.winnerCompile = KeptCompile();
+  }
+  return success();
+}

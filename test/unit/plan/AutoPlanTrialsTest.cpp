@@ -1,0 +1,145 @@
+//===- AutoPlanTrialsTest.cpp - --auto-trials' choice -----------*- C++ -*-===//
+//
+// Which finalists --auto-trials trains and which it keeps, on search results
+// and measurements made up here: the predicted winner is tried first, then
+// the fastest predicted that fit; the fastest measured within the budget
+// wins, a failed or over-budget trial never does.
+//
+//===----------------------------------------------------------------------===//
+#include "distopt/AutoPlan/AutoPlan.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+using namespace distopt;
+using namespace distopt::autoplan;
+
+namespace {
+
+using Status = Evaluation::Status;
+
+Evaluation evaluation(int64_t dp, int64_t tp, int64_t zero, double stepMs,
+                      Status status = Status::Compiled, bool fits = true,
+                      bool timed = true) {
+  Evaluation e;
+  e.candidate.dp = dp;
+  e.candidate.tp = tp;
+  e.candidate.zero = zero;
+  e.status = status;
+  e.prediction.stepUs = stepMs * 1e3;
+  e.prediction.timed = timed;
+  e.prediction.peakBytes = 10 << 20;
+  e.fits = fits;
+  return e;
+}
+
+/// dp 100 ms (the predicted winner), zero1 97 ms but over the budget, tp
+/// 103 ms from layer terms, fsdp 102 ms, zero2 untimed, tp+sp rejected.
+SearchResult sixCandidates() {
+  SearchResult r;
+  r.evaluations.push_back(evaluation(2, 1, 0, 100));
+  r.evaluations.push_back(evaluation(2, 1, 1, 97, Status::Compiled, false));
+  r.evaluations.push_back(evaluation(1, 2, 0, 103, Status::Predicted));
+  r.evaluations.push_back(evaluation(2, 1, 3, 102));
+  r.evaluations.push_back(
+      evaluation(2, 1, 2, 90, Status::Predicted, true, /*timed=*/false));
+  r.evaluations.push_back(evaluation(1, 2, 0, 80, Status::Rejected));
+  r.winner = r.predictedWinner = 0;
+  return r;
+}
+
+TEST(AutoPlanTrials, FinalistsAreTheWinnerThenTheFastestThatFit) {
+  SearchResult r = sixCandidates();
+  EXPECT_EQ(trialFinalists(r, 3), (std::vector<int64_t>{0, 3, 2}));
+  EXPECT_EQ(trialFinalists(r, 2), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(trialFinalists(r, 1), (std::vector<int64_t>{0}));
+  // Only three fit and have a predicted step.
+  EXPECT_EQ(trialFinalists(r, 10), (std::vector<int64_t>{0, 3, 2}));
+}
+
+Trial measured(int64_t evaluation, double medianMs, int64_t peakBytes = 0,
+               bool overBudget = false) {
+  Trial t;
+  t.evaluation = evaluation;
+  t.measured = TrialMeasurement{medianMs, medianMs - 1, peakBytes};
+  t.overBudget = overBudget;
+  return t;
+}
+
+TEST(AutoPlanTrials, TheFastestMeasuredWithinTheBudgetWins) {
+  std::vector<Trial> trials = {measured(0, 105), measured(3, 99),
+                               measured(2, 101)};
+  EXPECT_EQ(fastestMeasured(trials), 1);
+  trials[1].overBudget = true;
+  EXPECT_EQ(fastestMeasured(trials), 2);
+  trials[2].measured.reset();
+  trials[2].error = "cannot compile";
+  EXPECT_EQ(fastestMeasured(trials), 0);
+  trials[0].overBudget = true;
+  EXPECT_EQ(fastestMeasured(trials), -1);
+}
+
+TEST(AutoPlanTrials, RunTrialsMakesTheFastestMeasuredTheWinner) {
+  mlir::MLIRContext ctx;
+  SearchResult r = sixCandidates();
+  r.memoryBudget = 12 << 20;
+  // fsdp measures fastest, tp faster still but over the budget.
+  std::map<std::string, TrialMeasurement> runs = {
+      {"dp=2", {104.0, 103.0, 11 << 20}}, {"tp=2", {95.0, 94.0, 13 << 20}}};
+  int calls = 0;
+  TrialRunner runner =
+      [&](const CompileOptions &o) -> llvm::Expected<TrialMeasurement> {
+    ++calls;
+    if (o.plan.specs.front().presets == std::vector<std::string>{"fsdp"})
+      return TrialMeasurement{100.0, 99.0, 10 << 20};
+    return runs.at(o.meshSpec);
+  };
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  ASSERT_TRUE(succeeded(runTrials(ctx, r, CompileOptions(), runner, 3, os)));
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(r.winner, 3);
+  EXPECT_EQ(r.predictedWinner, 0);
+  EXPECT_EQ(r.options.meshSpec, "dp=2");
+  EXPECT_EQ(r.options.plan.specs.front().presets,
+            std::vector<std::string>{"fsdp"});
+  ASSERT_EQ(r.trials.size(), 3u);
+  EXPECT_TRUE(r.trials[2].overBudget);
+  EXPECT_NE(log.find("tp on mesh tp=2: measured 95.000 ms (fastest 94.000; "
+                     "predicted 103.000), peak 13.00 MiB on the busiest rank "
+                     "(predicted 10.00): over the budget of 12.00 MiB"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("auto plan (measured): fsdp on mesh dp=2: 100.000 ms "
+                     "per step, 3.8% faster than the predicted winner"),
+            std::string::npos)
+      << log;
+}
+
+TEST(AutoPlanTrials, NoTrialThatRanIsAnError) {
+  mlir::MLIRContext ctx;
+  SearchResult r = sixCandidates();
+  std::string error;
+  ctx.getDiagEngine().registerHandler([&](mlir::Diagnostic &d) {
+    error = d.str();
+    return mlir::success();
+  });
+  TrialRunner failing =
+      [](const CompileOptions &) -> llvm::Expected<TrialMeasurement> {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "out of memory");
+  };
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  EXPECT_TRUE(failed(runTrials(ctx, r, CompileOptions(), failing, 2, os)));
+  EXPECT_EQ(error, "--auto-trials: none of the 2 plan(s) tried ran within "
+                   "the budget (see the lines above)");
+  EXPECT_NE(log.find("dp on mesh dp=2: failed: out of memory"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(r.winner, 0);
+}
+
+} // namespace
