@@ -2,7 +2,7 @@
 //
 // --plan auto --auto-trials: the training tool's way to measure one of the
 // search's finalists (autoplan::TrialRunner): compile its step, train it on
-// fresh state for a warm-up step and a few timed ones, and read its time
+// fresh state for two warm-up steps and a few timed ones, and read its time
 // and the busiest rank's memory. Nothing of the run it is part of changes.
 //
 //===----------------------------------------------------------------------===//
@@ -15,7 +15,7 @@
 namespace distopt {
 
 /// Compiles `options`' training step (its diagnostics held back: the first
-/// error becomes the returned error), runs one warm-up step and `steps`
+/// error becomes the returned error), runs two warm-up steps and `steps`
 /// timed ones on batch 0 of `trainer`'s data, and returns the median and
 /// fastest step and the largest weights-and-states plus peak activations of
 /// any rank. Under MPI every process takes part and gets the same numbers
