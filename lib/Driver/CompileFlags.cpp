@@ -70,8 +70,7 @@ static cl::opt<int64_t> autoTrials(
 static cl::opt<int64_t> autoTrialSteps(
     "auto-trial-steps",
     cl::desc("with --auto-trials: timed steps per plan, after two warm-up "
-             "steps "
-             "(default 3); the median counts"),
+             "steps (default 3); the median counts"),
     cl::init(3), cl::value_desc("S"), cl::cat(compileFlagsCategory()));
 static cl::opt<bool> debugDiagnostics(
     "debug-diagnostics",
