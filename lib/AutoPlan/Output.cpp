@@ -172,12 +172,13 @@ void distopt::autoplan::writeAutoPlanFile(const SearchResult &result,
   os << "# --plan auto chose " << c.describe() << ": "
      << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
                w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes));
+  int trained = llvm::count_if(result.trials,
+                               [](const Trial &t) { return t.sameAs < 0; });
   for (const Trial &t : result.trials)
     if (t.evaluation == result.winner && t.measured)
       os << format("; measured %.3f ms, %.2f MiB, the fastest of %d plans "
                    "trained (--auto-trials)",
-                   t.measured->medianMs, toMiB(t.measured->peakBytes),
-                   int(result.trials.size()));
+                   t.measured->medianMs, toMiB(t.measured->peakBytes), trained);
   os << "\n";
   os << "mesh: " << c.mesh() << "\n";
   std::vector<std::string> presets = c.presets();

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 using namespace llvm;
 using namespace mlir;
@@ -59,22 +60,44 @@ LogicalResult distopt::autoplan::runTrials(MLIRContext &ctx,
                                            const TrialRunner &runner,
                                            int64_t count, raw_ostream &log) {
   auto start = std::chrono::steady_clock::now();
-  std::vector<int64_t> finalists = trialFinalists(result, count);
-  log << "auto trials: training the " << finalists.size()
-      << " plan(s) predicted fastest that fit, one after another:\n";
+  std::vector<int64_t> finalists =
+      trialFinalists(result, static_cast<int64_t>(result.evaluations.size()));
+  log << "auto trials: training the "
+      << std::min<int64_t>(count, finalists.size())
+      << " plan(s) predicted fastest that fit, one after another (plans "
+         "compiled to the same rank programs count once):\n";
   result.trials.clear();
+  // Digest of a trial's rank programs -> that trial.
+  std::map<std::string, int64_t> trained;
+  int64_t distinct = 0;
   for (int64_t index : finalists) {
+    if (distinct == count)
+      break;
     const Evaluation &e = result.evaluations[index];
     Trial trial;
     trial.evaluation = index;
     auto measured =
-        runner(candidateOptions(&ctx, base, e.candidate, result.layerGlob));
+        runner(candidateOptions(&ctx, base, e.candidate, result.layerGlob),
+               [&](StringRef digest) { return trained.count(digest.str()); });
     log << "  " << e.candidate.describe() << " on mesh " << e.candidate.mesh()
         << ": ";
     if (!measured) {
       trial.error = toString(measured.takeError());
       log << "failed: " << trial.error << "\n";
+      ++distinct;
+    } else if (!measured->ran) {
+      // The same programs: the same measurement, and no second chance to
+      // win by the machine's noise.
+      trial.sameAs = trained.at(measured->programs);
+      const Trial &twin = result.trials[trial.sameAs];
+      trial.measured = twin.measured;
+      trial.overBudget = twin.overBudget;
+      log << "the same rank programs as "
+          << result.evaluations[twin.evaluation].candidate.describe()
+          << "; not trained again\n";
     } else {
+      ++distinct;
+      trained.emplace(measured->programs, result.trials.size());
       trial.measured = *measured;
       trial.overBudget =
           result.memoryBudget && measured->peakBytes > *result.memoryBudget;
@@ -96,7 +119,7 @@ LogicalResult distopt::autoplan::runTrials(MLIRContext &ctx,
   int64_t best = fastestMeasured(result.trials);
   if (best < 0)
     return emitError(UnknownLoc::get(&ctx))
-           << "--auto-trials: none of the " << finalists.size()
+           << "--auto-trials: none of the " << result.trials.size()
            << " plan(s) tried ran within the budget (see the lines above)";
   int64_t chosen = result.trials[best].evaluation;
   const Evaluation &w = result.evaluations[chosen];

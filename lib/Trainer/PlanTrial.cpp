@@ -4,16 +4,38 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/xxhash.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include <algorithm>
 
 using namespace llvm;
 using namespace distopt;
 
+/// The rank programs' serialised bytes, hashed: plans that compile alike
+/// (zero1 and zero2 on two ranks) have the same digest.
+static std::string programsDigest(const Programs &programs) {
+  std::string digest;
+  for (const auto &program : programs) {
+    std::string bytes;
+    {
+      google::protobuf::io::StringOutputStream stream(&bytes);
+      google::protobuf::io::CodedOutputStream coded(&stream);
+      coded.SetSerializationDeterministic(true);
+      program->proto().SerializeToCodedStream(&coded);
+    }
+    digest += utohexstr(xxh3_64bits(arrayRefFromStringRef(bytes))) + ".";
+  }
+  return digest;
+}
+
 Expected<autoplan::TrialMeasurement>
 distopt::measureTrainingStep(mlir::MLIRContext &ctx, StringRef model,
                              const CompileOptions &options,
-                             const TrainerOptions &trainer, int64_t steps) {
+                             const TrainerOptions &trainer, int64_t steps,
+                             function_ref<bool(StringRef)> seen) {
   // The trial's warnings and remarks would repeat the final compile's.
   std::string firstError;
   mlir::ScopedDiagnosticHandler quiet(&ctx, [&](mlir::Diagnostic &d) {
@@ -30,6 +52,12 @@ distopt::measureTrainingStep(mlir::MLIRContext &ctx, StringRef model,
     return createStringError(inconvertibleErrorCode(), message);
   }
   Trainer &t = **created;
+  autoplan::TrialMeasurement m;
+  m.programs = programsDigest(t.programs());
+  if (seen(m.programs)) {
+    m.ran = false;
+    return m;
+  }
   std::vector<double> times;
   int64_t peak = 0;
   // The second step is still about 10% slower than later ones (the
@@ -52,7 +80,6 @@ distopt::measureTrainingStep(mlir::MLIRContext &ctx, StringRef model,
           .str());
   if (!all)
     return all.takeError();
-  autoplan::TrialMeasurement m;
   for (const std::string &line : *all) {
     SmallVector<StringRef> fields;
     StringRef(line).split(fields, ' ');

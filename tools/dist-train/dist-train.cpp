@@ -392,8 +392,10 @@ int main(int argc, char **argv) {
   // --plan auto: the search replaces the mesh and the plan with its choice;
   // with --auto-trials, the fastest of its finalists trained here.
   int64_t trialSteps = autoPlanFlags().trialSteps;
-  autoplan::TrialRunner trial = [&](const CompileOptions &candidate) {
-    return measureTrainingStep(ctx, model, candidate, trainer, trialSteps);
+  autoplan::TrialRunner trial = [&](const CompileOptions &candidate,
+                                    function_ref<bool(StringRef)> seen) {
+    return measureTrainingStep(ctx, model, candidate, trainer, trialSteps,
+                               seen);
   };
   if (failed(autoplan::resolveAutoPlan(ctx, model, *options,
                                        root ? errs() : nulls(), &trial)))

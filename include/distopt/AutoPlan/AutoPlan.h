@@ -19,6 +19,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -265,19 +266,28 @@ struct TrialMeasurement {
   double medianMs = 0, minMs = 0;
   /// The busiest rank's weights and states plus its peak activations.
   int64_t peakBytes = 0;
+  /// A digest of the rank programs the plan compiled to.
+  std::string programs;
+  /// False: the programs were those of a plan measured already (`seen`
+  /// said so), and nothing ran.
+  bool ran = true;
 };
 
-/// Trains the step `options` compiles for a few steps on fresh state and
-/// measures it (the training tool's; collective under MPI: every process
-/// returns the same numbers).
-using TrialRunner =
-    std::function<llvm::Expected<TrialMeasurement>(const CompileOptions &)>;
+/// Compiles the step `options` give; unless `seen` knows its programs'
+/// digest, trains it for a few steps on fresh state and measures it (the
+/// training tool's; collective under MPI: every process returns the same).
+using TrialRunner = std::function<llvm::Expected<TrialMeasurement>(
+    const CompileOptions &options,
+    llvm::function_ref<bool(llvm::StringRef digest)> seen)>;
 
 /// What training one finalist gave.
 struct Trial {
   int64_t evaluation = -1; // index into SearchResult::evaluations
   std::optional<TrialMeasurement> measured;
   std::string error; // its compile or its run failed
+  /// Its rank programs are those of trials[sameAs], whose measurement it
+  /// takes (-1: trained itself).
+  int64_t sameAs = -1;
   /// Measured over the memory budget (the prediction fit).
   bool overBudget = false;
 };
@@ -344,10 +354,13 @@ void printAutoPlanReport(const SearchResult &result, llvm::raw_ostream &os);
 /// the compile).
 void writeAutoPlanFile(const SearchResult &result, llvm::raw_ostream &os);
 
-/// --auto-trials: trains the `count` finalists (trialFinalists) with
-/// `runner`, one after another, prints each one's measured step and memory
-/// to `log`, and makes the fastest measured within the budget the winner
-/// (`options` from `base`). Failure (a diagnostic) when none ran.
+/// --auto-trials: trains the finalists (trialFinalists, in order) with
+/// `runner`, one after another, until `count` plans with distinct rank
+/// programs have run (a plan compiled to programs already measured takes
+/// their measurement), prints each one's measured step and memory to
+/// `log`, and makes the fastest measured within the budget the winner
+/// (`options` from `base`; the first of equals). Failure (a diagnostic)
+/// when none ran.
 mlir::LogicalResult runTrials(mlir::MLIRContext &ctx, SearchResult &result,
                               const CompileOptions &base,
                               const TrialRunner &runner, int64_t count,

@@ -15,15 +15,17 @@
 namespace distopt {
 
 /// Compiles `options`' training step (its diagnostics held back: the first
-/// error becomes the returned error), runs two warm-up steps and `steps`
-/// timed ones on batch 0 of `trainer`'s data, and returns the median and
-/// fastest step and the largest weights-and-states plus peak activations of
-/// any rank. Under MPI every process takes part and gets the same numbers
-/// (the slowest process's times).
+/// error becomes the returned error) and digests its rank programs; unless
+/// `seen` knows the digest (then nothing runs: `ran` false), runs two
+/// warm-up steps and `steps` timed ones on batch 0 of `trainer`'s data, and
+/// returns the median and fastest step and the largest weights-and-states
+/// plus peak activations of any rank. Under MPI every process takes part
+/// and gets the same numbers (the slowest process's times).
 llvm::Expected<autoplan::TrialMeasurement>
 measureTrainingStep(mlir::MLIRContext &ctx, llvm::StringRef model,
                     const CompileOptions &options,
-                    const TrainerOptions &trainer, int64_t steps);
+                    const TrainerOptions &trainer, int64_t steps,
+                    llvm::function_ref<bool(llvm::StringRef)> seen);
 
 } // namespace distopt
 

@@ -87,13 +87,15 @@ TEST(AutoPlanTrials, RunTrialsMakesTheFastestMeasuredTheWinner) {
   r.memoryBudget = 12 << 20;
   // fsdp measures fastest, tp faster still but over the budget.
   std::map<std::string, TrialMeasurement> runs = {
-      {"dp=2", {104.0, 103.0, 11 << 20}}, {"tp=2", {95.0, 94.0, 13 << 20}}};
+      {"dp=2", {104.0, 103.0, 11 << 20, "dp"}},
+      {"tp=2", {95.0, 94.0, 13 << 20, "tp"}}};
   int calls = 0;
-  TrialRunner runner =
-      [&](const CompileOptions &o) -> llvm::Expected<TrialMeasurement> {
+  TrialRunner runner = [&](const CompileOptions &o,
+                           llvm::function_ref<bool(llvm::StringRef)> seen)
+      -> llvm::Expected<TrialMeasurement> {
     ++calls;
     if (o.plan.specs.front().presets == std::vector<std::string>{"fsdp"})
-      return TrialMeasurement{100.0, 99.0, 10 << 20};
+      return TrialMeasurement{100.0, 99.0, 10 << 20, "fsdp"};
     return runs.at(o.meshSpec);
   };
   std::string log;
@@ -106,6 +108,8 @@ TEST(AutoPlanTrials, RunTrialsMakesTheFastestMeasuredTheWinner) {
   EXPECT_EQ(r.options.plan.specs.front().presets,
             std::vector<std::string>{"fsdp"});
   ASSERT_EQ(r.trials.size(), 3u);
+  for (const Trial &t : r.trials)
+    EXPECT_EQ(t.sameAs, -1); // three digests: all trained
   EXPECT_TRUE(r.trials[2].overBudget);
   EXPECT_NE(log.find("tp on mesh tp=2: measured 95.000 ms (fastest 94.000; "
                      "predicted 103.000), peak 13.00 MiB on the busiest rank "
@@ -126,8 +130,9 @@ TEST(AutoPlanTrials, NoTrialThatRanIsAnError) {
     error = d.str();
     return mlir::success();
   });
-  TrialRunner failing =
-      [](const CompileOptions &) -> llvm::Expected<TrialMeasurement> {
+  TrialRunner failing = [](const CompileOptions &,
+                           llvm::function_ref<bool(llvm::StringRef)>)
+      -> llvm::Expected<TrialMeasurement> {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "out of memory");
   };
@@ -140,6 +145,50 @@ TEST(AutoPlanTrials, NoTrialThatRanIsAnError) {
             std::string::npos)
       << log;
   EXPECT_EQ(r.winner, 0);
+}
+
+/// zero2 compiles to zero1's programs here: it is not trained, takes
+/// zero1's measurement, does not count towards the plans asked for, and
+/// never wins against the plan it equals (the first of equals wins).
+TEST(AutoPlanTrials, PlansWithTheSameProgramsAreTrainedOnce) {
+  mlir::MLIRContext ctx;
+  SearchResult r;
+  r.evaluations.push_back(evaluation(2, 1, 1, 100)); // zero1
+  r.evaluations.push_back(evaluation(2, 1, 2, 100)); // zero2
+  r.evaluations.push_back(evaluation(2, 1, 3, 101)); // fsdp
+  r.evaluations.push_back(evaluation(2, 1, 0, 102)); // dp
+  r.winner = r.predictedWinner = 0;
+  std::vector<std::string> ran;
+  TrialRunner runner = [&](const CompileOptions &o,
+                           llvm::function_ref<bool(llvm::StringRef)> seen)
+      -> llvm::Expected<TrialMeasurement> {
+    std::string preset = o.plan.specs.front().presets.front();
+    std::string digest = preset == "zero2" ? "zero1" : preset;
+    TrialMeasurement m{preset == "fsdp" ? 110.0 : 105.0, 100.0, 1, digest};
+    if (seen(digest)) {
+      m.ran = false;
+      return m;
+    }
+    ran.push_back(preset);
+    return m;
+  };
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  ASSERT_TRUE(succeeded(runTrials(ctx, r, CompileOptions(), runner, 3, os)));
+  EXPECT_EQ(ran, (std::vector<std::string>{"zero1", "fsdp", "dp"}));
+  ASSERT_EQ(r.trials.size(), 4u);
+  EXPECT_EQ(r.trials[1].sameAs, 0);
+  EXPECT_EQ(r.trials[1].measured->medianMs, 105.0);
+  EXPECT_EQ(r.winner, 0);
+  EXPECT_NE(log.find("  zero2 on mesh dp=2: the same rank programs as zero1; "
+                     "not trained again\n"),
+            std::string::npos)
+      << log;
+  std::string file;
+  llvm::raw_string_ostream fs(file);
+  writeAutoPlanFile(r, fs);
+  EXPECT_NE(file.find("the fastest of 3 plans trained"), std::string::npos)
+      << file;
 }
 
 } // namespace
