@@ -288,6 +288,8 @@ struct Trial {
   /// Its rank programs are those of trials[sameAs], whose measurement it
   /// takes (-1: trained itself).
   int64_t sameAs = -1;
+  /// Each pass's median step (ms); `measured->medianMs` is their mean.
+  std::vector<double> passMs;
   /// Measured over the memory budget (the prediction fit).
   bool overBudget = false;
 };
@@ -357,10 +359,11 @@ void writeAutoPlanFile(const SearchResult &result, llvm::raw_ostream &os);
 /// --auto-trials: trains the finalists (trialFinalists, in order) with
 /// `runner`, one after another, until `count` plans with distinct rank
 /// programs have run (a plan compiled to programs already measured takes
-/// their measurement), prints each one's measured step and memory to
-/// `log`, and makes the fastest measured within the budget the winner
-/// (`options` from `base`; the first of equals). Failure (a diagnostic)
-/// when none ran.
+/// their measurement), then each of those again in the reverse order; a
+/// plan's time is the mean of its two medians. Prints each one's measured
+/// step and memory to `log`, and makes the fastest measured within the
+/// budget the winner (`options` from `base`; the first of equals). Failure
+/// (a diagnostic) when none ran.
 mlir::LogicalResult runTrials(mlir::MLIRContext &ctx, SearchResult &result,
                               const CompileOptions &base,
                               const TrialRunner &runner, int64_t count,

@@ -101,7 +101,7 @@ TEST(AutoPlanTrials, RunTrialsMakesTheFastestMeasuredTheWinner) {
   std::string log;
   llvm::raw_string_ostream os(log);
   ASSERT_TRUE(succeeded(runTrials(ctx, r, CompileOptions(), runner, 3, os)));
-  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(calls, 6); // two passes
   EXPECT_EQ(r.winner, 3);
   EXPECT_EQ(r.predictedWinner, 0);
   EXPECT_EQ(r.options.meshSpec, "dp=2");
@@ -111,9 +111,10 @@ TEST(AutoPlanTrials, RunTrialsMakesTheFastestMeasuredTheWinner) {
   for (const Trial &t : r.trials)
     EXPECT_EQ(t.sameAs, -1); // three digests: all trained
   EXPECT_TRUE(r.trials[2].overBudget);
-  EXPECT_NE(log.find("tp on mesh tp=2: measured 95.000 ms (fastest 94.000; "
-                     "predicted 103.000), peak 13.00 MiB on the busiest rank "
-                     "(predicted 10.00): over the budget of 12.00 MiB"),
+  EXPECT_NE(log.find("tp on mesh tp=2: measured 95.000 ms (passes 95.000 / "
+                     "95.000, fastest step 94.000; predicted 103.000), peak "
+                     "13.00 MiB on the busiest rank (predicted 10.00): over "
+                     "the budget of 12.00 MiB"),
             std::string::npos)
       << log;
   EXPECT_NE(log.find("auto plan (measured): fsdp on mesh dp=2: 100.000 ms "
@@ -175,7 +176,9 @@ TEST(AutoPlanTrials, PlansWithTheSameProgramsAreTrainedOnce) {
   std::string log;
   llvm::raw_string_ostream os(log);
   ASSERT_TRUE(succeeded(runTrials(ctx, r, CompileOptions(), runner, 3, os)));
-  EXPECT_EQ(ran, (std::vector<std::string>{"zero1", "fsdp", "dp"}));
+  // The second pass in the reverse order.
+  EXPECT_EQ(ran, (std::vector<std::string>{"zero1", "fsdp", "dp", "dp", "fsdp",
+                                           "zero1"}));
   ASSERT_EQ(r.trials.size(), 4u);
   EXPECT_EQ(r.trials[1].sameAs, 0);
   EXPECT_EQ(r.trials[1].measured->medianMs, 105.0);
@@ -189,6 +192,37 @@ TEST(AutoPlanTrials, PlansWithTheSameProgramsAreTrainedOnce) {
   writeAutoPlanFile(r, fs);
   EXPECT_NE(file.find("the fastest of 3 plans trained"), std::string::npos)
       << file;
+}
+
+/// A machine that slows down by 10 ms a trial: the first pass alone would
+/// rank the plans in the order they ran (dp first); with the reversed
+/// second pass dp's and tp's means are equal and fsdp, 3 ms faster than
+/// both, wins.
+TEST(AutoPlanTrials, TheSecondPassCancelsADrift) {
+  mlir::MLIRContext ctx;
+  SearchResult r;
+  r.evaluations.push_back(evaluation(2, 1, 0, 100)); // dp
+  r.evaluations.push_back(evaluation(1, 2, 0, 101)); // tp
+  r.evaluations.push_back(evaluation(2, 1, 3, 102)); // fsdp
+  r.winner = r.predictedWinner = 0;
+  int calls = 0;
+  TrialRunner drifting = [&](const CompileOptions &o,
+                             llvm::function_ref<bool(llvm::StringRef)>)
+      -> llvm::Expected<TrialMeasurement> {
+    double ms = 100 + 10 * calls++;
+    // fsdp runs 3 ms faster than the others.
+    if (o.plan.specs.front().presets == std::vector<std::string>{"fsdp"})
+      ms -= 3;
+    return TrialMeasurement{ms, ms, 1,
+                            o.meshSpec + o.plan.specs.front().presets.front()};
+  };
+  std::string log;
+  llvm::raw_string_ostream os(log);
+  ASSERT_TRUE(succeeded(runTrials(ctx, r, CompileOptions(), drifting, 3, os)));
+  // dp 100 and 150, tp 110 and 140, fsdp 117 and 127: means 125, 125, 122.
+  EXPECT_EQ(r.trials[0].passMs, (std::vector<double>{100, 150}));
+  EXPECT_EQ(r.trials[1].measured->medianMs, 125.0);
+  EXPECT_EQ(r.winner, 2) << log;
 }
 
 } // namespace
