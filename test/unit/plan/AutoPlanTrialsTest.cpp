@@ -35,6 +35,14 @@ Evaluation evaluation(int64_t dp, int64_t tp, int64_t zero, double stepMs,
   return e;
 }
 
+/// A search whose first evaluation won.
+SearchResult searched(std::vector<Evaluation> evaluations) {
+  SearchResult r;
+  r.evaluations = std::move(evaluations);
+  r.winner = r.predictedWinner = 0;
+  return r;
+}
+
 /// dp 100 ms (the predicted winner), zero1 97 ms but over the budget, tp
 /// 103 ms from layer terms, fsdp 102 ms, zero2 untimed, tp+sp rejected.
 SearchResult sixCandidates() {
@@ -153,12 +161,10 @@ TEST(AutoPlanTrials, NoTrialThatRanIsAnError) {
 /// never wins against the plan it equals (the first of equals wins).
 TEST(AutoPlanTrials, PlansWithTheSameProgramsAreTrainedOnce) {
   mlir::MLIRContext ctx;
-  SearchResult r;
-  r.evaluations.push_back(evaluation(2, 1, 1, 100)); // zero1
-  r.evaluations.push_back(evaluation(2, 1, 2, 100)); // zero2
-  r.evaluations.push_back(evaluation(2, 1, 3, 101)); // fsdp
-  r.evaluations.push_back(evaluation(2, 1, 0, 102)); // dp
-  r.winner = r.predictedWinner = 0;
+  SearchResult r = searched({evaluation(2, 1, 1, 100),   // zero1
+                             evaluation(2, 1, 2, 100),   // zero2
+                             evaluation(2, 1, 3, 101),   // fsdp
+                             evaluation(2, 1, 0, 102)}); // dp
   std::vector<std::string> ran;
   TrialRunner runner = [&](const CompileOptions &o,
                            llvm::function_ref<bool(llvm::StringRef)> seen)
@@ -200,11 +206,9 @@ TEST(AutoPlanTrials, PlansWithTheSameProgramsAreTrainedOnce) {
 /// both, wins.
 TEST(AutoPlanTrials, TheSecondPassCancelsADrift) {
   mlir::MLIRContext ctx;
-  SearchResult r;
-  r.evaluations.push_back(evaluation(2, 1, 0, 100)); // dp
-  r.evaluations.push_back(evaluation(1, 2, 0, 101)); // tp
-  r.evaluations.push_back(evaluation(2, 1, 3, 102)); // fsdp
-  r.winner = r.predictedWinner = 0;
+  SearchResult r = searched({evaluation(2, 1, 0, 100),   // dp
+                             evaluation(1, 2, 0, 101),   // tp
+                             evaluation(2, 1, 3, 102)}); // fsdp
   int calls = 0;
   TrialRunner drifting = [&](const CompileOptions &o,
                              llvm::function_ref<bool(llvm::StringRef)>)
