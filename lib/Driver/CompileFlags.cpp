@@ -64,8 +64,9 @@ static cl::opt<std::string> emitPlan(
 static cl::opt<int64_t> autoTrials(
     "auto-trials",
     cl::desc("--plan auto in dist-train: train the N plans predicted fastest "
-             "that fit for a few steps each on the devices, and keep the "
-             "fastest measured (its peak memory within the budget)"),
+             "that fit for a few steps each on the devices, in two passes "
+             "(the second in reverse order), and keep the fastest measured "
+             "(its peak memory within the budget)"),
     cl::init(0), cl::value_desc("N"), cl::cat(compileFlagsCategory()));
 static cl::opt<int64_t> autoTrialSteps(
     "auto-trial-steps",
