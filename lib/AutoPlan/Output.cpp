@@ -172,8 +172,8 @@ void distopt::autoplan::writeAutoPlanFile(const SearchResult &result,
   os << "# --plan auto chose " << c.describe() << ": "
      << format("predicted step %.3f ms, peak memory %.2f MiB per rank",
                w.prediction.stepUs / 1e3, toMiB(w.prediction.peakBytes));
-  int trained = llvm::count_if(result.trials,
-                               [](const Trial &t) { return t.sameAs < 0; });
+  int trained = llvm::count_if(
+      result.trials, [](const Trial &t) { return t.sameAs < 0 && t.measured; });
   for (const Trial &t : result.trials)
     if (t.evaluation == result.winner && t.measured)
       os << format("; measured %.3f ms, %.2f MiB, the fastest of %d plans "

@@ -116,17 +116,21 @@ LogicalResult distopt::autoplan::runTrials(MLIRContext &ctx,
     m.peakBytes = std::max(m.peakBytes, again->peakBytes);
   }
   for (Trial &trial : result.trials) {
+    // The same programs: the same measurement, and no chance to win
+    // against them by the machine's noise. (A twin comes earlier.)
+    if (trial.sameAs >= 0)
+      trial.measured = result.trials[trial.sameAs].measured;
+    trial.overBudget = trial.measured && result.memoryBudget &&
+                       trial.measured->peakBytes > *result.memoryBudget;
+  }
+  for (const Trial &trial : result.trials) {
     const Evaluation &e = result.evaluations[trial.evaluation];
     log << "  " << e.candidate.describe() << " on mesh " << e.candidate.mesh()
         << ": ";
     if (trial.sameAs >= 0) {
-      // The same programs: the same measurement, and no chance to win
-      // against them by the machine's noise.
-      const Trial &twin = result.trials[trial.sameAs];
-      trial.measured = twin.measured;
-      trial.overBudget = twin.overBudget;
       log << "the same rank programs as "
-          << result.evaluations[twin.evaluation].candidate.describe()
+          << result.evaluations[result.trials[trial.sameAs].evaluation]
+                 .candidate.describe()
           << "; not trained again\n";
       continue;
     }
@@ -135,8 +139,6 @@ LogicalResult distopt::autoplan::runTrials(MLIRContext &ctx,
       continue;
     }
     const TrialMeasurement &m = *trial.measured;
-    trial.overBudget =
-        result.memoryBudget && m.peakBytes > *result.memoryBudget;
     log << format("measured %.3f ms (passes %.3f / %.3f, fastest step %.3f; "
                   "predicted %.3f), peak %.2f MiB on the busiest rank "
                   "(predicted %.2f)",

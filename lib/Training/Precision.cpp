@@ -152,28 +152,27 @@ void PrecisionRewriter::run() {
   }
 }
 
+/// The float type `user` casts to; null when it is not a cast to a float.
+static FloatType floatCastType(Operation *user) {
+  auto c = dyn_cast<nn::CastOp>(user);
+  return c ? dyn_cast<FloatType>(c.getType().getElementType()) : FloatType();
+}
+
 void distopt::loadWeightsNarrow(func::FuncOp func,
                                 llvm::function_ref<bool(Operation *)> keep) {
   SmallVector<nn::WeightOp> weights;
   func.walk([&](nn::WeightOp w) { weights.push_back(w); });
   for (nn::WeightOp w : weights) {
-    if (keep && keep(w))
-      continue;
     Value v = w.getResult();
+    if ((keep && keep(w)) || v.use_empty())
+      continue;
     auto type = cast<RankedTensorType>(v.getType());
     // The one float type every reader casts to, if they all do.
-    auto castTo = [](Operation *user) -> FloatType {
-      auto c = dyn_cast<nn::CastOp>(user);
-      return c ? dyn_cast<FloatType>(c.getType().getElementType())
-               : FloatType();
-    };
-    if (v.use_empty())
-      continue;
-    FloatType to = castTo(*v.user_begin());
+    FloatType to = floatCastType(*v.user_begin());
     auto from = dyn_cast<FloatType>(type.getElementType());
     if (!to || !from || to.getWidth() >= from.getWidth() ||
         !llvm::all_of(v.getUsers(),
-                      [&](Operation *u) { return castTo(u) == to; }))
+                      [&](Operation *u) { return floatCastType(u) == to; }))
       continue;
     if (!w.getStoredType())
       w.setStoredTypeAttr(TypeAttr::get(from));

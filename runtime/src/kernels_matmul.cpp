@@ -363,28 +363,28 @@ Status RunMatmul(KernelContext& ctx) {
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
   if (out->num_elements() == 0) return OkStatus();
   ConfigureBlasThreads();
+  // f32 and bf16 products (bf16 only as MatmulInBF16 allows) may run on
+  // the weight packed by PrepareMatmul.
+  bool packed = false;
+  if (a.dtype() == DType::kF32 || a.dtype() == DType::kBF16) {
+    if (a.dtype() == DType::kBF16 && (bias || gelu))
+      return InternalError("matmul: a bf16 epilogue runs through f32");
+    DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a, b, out, &packed));
+    if (!packed && b.raw() == nullptr)
+      return InternalError("matmul: the weight's bytes were released but it is not packed");
+  }
   switch (a.dtype()) {
-    case DType::kF32: {
-      bool done = false;
-      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a, b, out, &done));
-      if (!done && b.raw() == nullptr)
-        return InternalError("matmul: the weight's bytes were released but it is not packed");
-      if (!done) BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
+    case DType::kF32:
+      if (!packed)
+        BatchedGemm(a.data<float>(), b.data<float>(), out->data<float>(), s, f, ctx.pool);
       if (bias || gelu)
         ApplyEpilogue(out->data<float>(), out->num_elements() / s.n, s.n,
                       bias ? bias->data<float>() : nullptr, gelu, ctx.pool);
       break;
-    }
-    case DType::kBF16: {  // only as MatmulInBF16 allows
-      if (bias || gelu) return InternalError("matmul: a bf16 epilogue runs through f32");
-      bool done = false;
-      DISTRT_RETURN_IF_ERROR(PackedGemm(ctx, a, b, out, &done));
-      if (done) return OkStatus();
-      if (b.raw() == nullptr)
-        return InternalError("matmul: the weight's bytes were released but it is not packed");
+    case DType::kBF16:
+      if (packed) return OkStatus();
       return BatchedGemmBF16(a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), s, f,
                              ctx.pool);
-    }
     case DType::kF64:
       BatchedGemm(a.data<double>(), b.data<double>(), out->data<double>(), s, f, ctx.pool);
       if (bias || gelu)
