@@ -165,6 +165,86 @@ void ScaledAndMasked(const portable::ScaleAndMask<T>& sm, const T* x, T* z, int6
   WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { z[i] = sm.In(x[i], m); });
 }
 
+// The mask of elements [begin, begin + count) as one contiguous run of
+// the mask (a softmax row lies inside one period of it), or null where
+// there is no mask; false where the run wraps around the mask's period.
+bool ContiguousMask(const portable::ScaleAndMask<float>& sm, int64_t begin, int64_t count,
+                    const bool** run, bool* uniform) {
+  *run = nullptr;
+  *uniform = sm.mask_size == 1;
+  if (sm.mask == nullptr || sm.mask_size == 1) {
+    if (sm.mask != nullptr) *run = sm.mask;
+    return true;
+  }
+  const int64_t m = sm.RowStart(begin);
+  if (m + count > sm.mask_size) return false;
+  *run = sm.mask + m;
+  return true;
+}
+
+// Branch-free forms of In and Out over a row (f32, where the rounding to
+// T is none), which the compiler vectorises; the per-element walk of the
+// mask's period cost the masked softmax and its gradient about 2 ns an
+// element.
+DISTRT_SIMD_CLONES void ScaleMaskRowF32(const float* x, const bool* hidden, bool keeps, float fill,
+                                        float factor, float* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] * factor;
+    z[i] = hidden[i] != keeps ? fill : v;
+  }
+}
+
+DISTRT_SIMD_CLONES void DivideMaskRowF32(const float* x, const bool* hidden, bool keeps, float fill,
+                                         float divisor, float* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = x[i] / divisor;
+    z[i] = hidden[i] != keeps ? fill : v;
+  }
+}
+
+DISTRT_SIMD_CLONES void ScaleRowF32(const float* x, float factor, float* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = x[i] * factor;
+}
+
+DISTRT_SIMD_CLONES void DivideRowF32(const float* x, float divisor, float* z, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) z[i] = x[i] / divisor;
+}
+
+// x * scale (or / scale; x itself unscaled), `fill` where hidden: In and
+// Out of a contiguous run alike, Out with a fill of 0.
+void ScaleAndMaskRun(const portable::ScaleAndMask<float>& sm, const bool* run, bool uniform,
+                     float fill, const float* x, float* z, int64_t n) {
+  if (run != nullptr && uniform && run[0] != sm.keeps) {
+    std::fill(z, z + n, fill);
+    return;
+  }
+  if (run == nullptr || uniform) {
+    if (!sm.scaled) {
+      if (z != x) std::copy(x, x + n, z);
+    } else if (sm.divide) {
+      DivideRowF32(x, sm.scale, z, n);
+    } else {
+      ScaleRowF32(x, sm.scale, z, n);
+    }
+    return;
+  }
+  if (sm.scaled && sm.divide)
+    DivideMaskRowF32(x, run, sm.keeps, fill, sm.scale, z, n);
+  else
+    ScaleMaskRowF32(x, run, sm.keeps, fill, sm.scaled ? sm.scale : 1.0f, z, n);
+}
+
+void ScaledAndMasked(const portable::ScaleAndMask<float>& sm, const float* x, float* z,
+                     int64_t begin, int64_t count) {
+  const bool* run;
+  bool uniform;
+  if (!ContiguousMask(sm, begin, count, &run, &uniform)) {
+    WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { z[i] = sm.In(x[i], m); });
+    return;
+  }
+  ScaleAndMaskRun(sm, run, uniform, sm.fill, x, z, count);
+}
+
 // softmax of x with the scale and mask applied: rows through a row-sized
 // copy each; another axis through a copy of the whole input.
 template <typename T>
@@ -252,6 +332,18 @@ template <typename T>
 void MaskAndScaleGradient(const portable::ScaleAndMask<T>& sm, T* dx, int64_t begin,
                           int64_t count) {
   WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { dx[i] = sm.template Out<T>(dx[i], m); });
+}
+
+void MaskAndScaleGradient(const portable::ScaleAndMask<float>& sm, float* dx, int64_t begin,
+                          int64_t count) {
+  const bool* run;
+  bool uniform;
+  if (!ContiguousMask(sm, begin, count, &run, &uniform)) {
+    WalkMask(sm, begin, count,
+             [&](int64_t i, int64_t m) { dx[i] = sm.template Out<float>(dx[i], m); });
+    return;
+  }
+  ScaleAndMaskRun(sm, run, uniform, 0.0f, dx, dx, count);
 }
 
 template <typename T>
