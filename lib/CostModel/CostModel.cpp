@@ -47,6 +47,13 @@ double distopt::cost::collectiveUs(Collective kind, double bytes, int64_t n,
 
 double distopt::cost::computeUs(const MachineProfile &machine,
                                 const OpWork &work) {
+  if (work.view)
+    return 0;
+  if (!work.gemm && work.dtype == "f32") {
+    auto measured = machine.kernelNsPerElement.find(work.kernel);
+    if (measured != machine.kernelNsPerElement.end())
+      return work.elements * measured->second * 1e-3;
+  }
   double memory = transferUs(work.bytes, machine.memoryGBps);
   if (!work.gemm)
     return memory;

@@ -446,10 +446,17 @@ llvm::Expected<MachineProfile> ProfileParser::parse(StringRef text) {
   if (!root)
     return at("", "expected a JSON object (see docs/cost-model.md for the "
                   "format)");
-  static const StringRef topKeys[] = {
-      "base",        "device",     "notes",      "gemm_tflops",
-      "memory_gbps", "devices_per_node", "links", "intra_node",
-      "inter_node",  "axes"};
+  static const StringRef topKeys[] = {"base",
+                                      "device",
+                                      "notes",
+                                      "gemm_tflops",
+                                      "memory_gbps",
+                                      "kernel_ns_per_element",
+                                      "devices_per_node",
+                                      "links",
+                                      "intra_node",
+                                      "inter_node",
+                                      "axes"};
   if (auto e = checkKeys(*root, "", ArrayRef<StringRef>(topKeys)))
     return std::move(e);
 
@@ -529,6 +536,21 @@ llvm::Expected<MachineProfile> ProfileParser::parse(StringRef text) {
     if (!n)
       return n.takeError();
     p.memoryGBps = *n;
+  }
+  if (const llvm::json::Value *v = root->get("kernel_ns_per_element")) {
+    const llvm::json::Object *o = v->getAsObject();
+    if (!o)
+      return error("kernel_ns_per_element",
+                   "must map kernel names (softmax, transpose, ...) to "
+                   "nanoseconds per element");
+    p.kernelNsPerElement.clear();
+    for (const auto &[kernel, ns] : *o) {
+      std::string key = "kernel_ns_per_element." + kernel.str();
+      auto n = number(ns, key, /*zeroAllowed=*/false);
+      if (!n)
+        return n.takeError();
+      p.kernelNsPerElement[kernel.str()] = *n;
+    }
   }
   if (const llvm::json::Value *v = root->get("devices_per_node")) {
     std::optional<int64_t> n = v->getAsInteger();
@@ -647,6 +669,12 @@ void distopt::cost::writeMachineProfile(const MachineProfile &p,
                           {"inter_node", p.interNode}};
   if (!p.notes.empty())
     root["notes"] = p.notes;
+  if (!p.kernelNsPerElement.empty()) {
+    llvm::json::Object kernels;
+    for (const auto &[kernel, ns] : p.kernelNsPerElement)
+      kernels[kernel] = ns;
+    root["kernel_ns_per_element"] = std::move(kernels);
+  }
   if (!axes.empty())
     root["axes"] = std::move(axes);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

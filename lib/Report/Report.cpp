@@ -12,6 +12,7 @@
 
 #include "distopt/Dialect/Dist/IR/DistOps.h"
 #include "distopt/Dialect/Dist/IR/Pieces.h"
+#include "distopt/Dialect/NN/IR/NNFusedOps.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,31 +40,47 @@ static std::string dtypeName(Type t) {
   return name;
 }
 
-/// What `op` does for the cost model: a matrix product's (or convolution's)
-/// FLOPs at the GEMM rate of its dtype and shape class, m x n the result
-/// (rows: every dimension but the last; a convolution's columns are its
-/// output channels) and k its FLOPs per result element over two.
-static cost::OpWork opWork(Operation *op, double flops, double bytes) {
+/// What `op` does for the cost model, as the runtime runs it once per
+/// `runs`: the kernel (the op's name without "nn." and "fused_", which is
+/// the instruction the exporter writes), the elements of its largest
+/// tensor, its bytes; a reshape or identity only views its operand. A
+/// matrix product's (or convolution's) FLOPs run at the GEMM rate of its
+/// dtype and shape class, m x n the result (rows: every dimension but the
+/// last; a convolution's columns are its output channels) and k its FLOPs
+/// per result element over two.
+static cost::OpWork opWork(Operation *op, double flops, double runs) {
   cost::OpWork work;
   work.flops = flops;
-  work.bytes = bytes;
-  work.gemm = isa<nn::MatMulOp, nn::ConvOp>(op);
+  int64_t bytes = 0, elements = 0;
+  auto count = [&](Value v) {
+    bytes += nn::tensorBytes(v.getType());
+    if (auto t = dyn_cast<RankedTensorType>(v.getType());
+        t && t.hasStaticShape())
+      elements = std::max<int64_t>(elements, t.getNumElements());
+  };
+  llvm::for_each(op->getOperands(), count);
+  llvm::for_each(op->getResults(), count);
+  work.bytes = runs * bytes;
+  work.elements = runs * elements;
+  StringRef kernel = op->getName().stripDialect();
+  kernel.consume_front("fused_");
+  work.kernel = kernel.str();
+  work.view = isa<nn::ReshapeOp, nn::IdentityOp>(op);
+  work.gemm = isa<nn::MatMulOp, nn::FusedMatMulOp, nn::ConvOp>(op);
   auto result = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-  if (!work.gemm || !result || !result.hasStaticShape() ||
-      result.getNumElements() == 0)
+  if (!result)
     return work;
-  std::string dtype;
-  llvm::raw_string_ostream os(dtype);
-  result.getElementType().print(os);
-  work.dtype = dtype;
-  int64_t elements = result.getNumElements();
+  work.dtype = dtypeName(result.getElementType());
+  if (!work.gemm || !result.hasStaticShape() || result.getNumElements() == 0)
+    return work;
+  int64_t resultElements = result.getNumElements();
   int64_t n = 1;
   if (isa<nn::ConvOp>(op) && result.getRank() >= 2)
     n = result.getDimSize(1);
   else if (result.getRank() >= 1)
     n = result.getShape().back();
-  int64_t m = elements / std::max<int64_t>(n, 1);
-  int64_t k = static_cast<int64_t>(flops / (2.0 * elements));
+  int64_t m = resultElements / std::max<int64_t>(n, 1);
+  int64_t k = static_cast<int64_t>(flops / (2.0 * resultElements));
   work.gemmClass = cost::classifyGemm(m, n, k);
   return work;
 }
@@ -604,14 +621,9 @@ Report distopt::buildReport(ModuleOp sharded, ArrayRef<ModuleOp> partitioned,
                nn::MicrobatchYieldOp, nn::MicrobatchActionOp>(op)) {
         const double runs = static_cast<double>(runsPerStep(op));
         double flops = nn::estimateFlops(op) * runs;
-        int64_t bytes = 0;
-        for (Value v : op->getOperands())
-          bytes += nn::tensorBytes(v.getType());
-        for (Value v : op->getResults())
-          bytes += nn::tensorBytes(v.getType());
         report.flopsPerRank += flops;
         // A body's bytes move once per microbatch, as its flops are counted.
-        double us = cost::computeUs(*machine, opWork(op, flops, runs * bytes));
+        double us = cost::computeUs(*machine, opWork(op, flops, runs));
         report.computeUs += us;
         if (auto phase = op->getAttrOfType<StringAttr>(nn::kPhaseAttr))
           report.usByPhase[phase.getValue()] += us;
@@ -705,12 +717,11 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   std::shared_ptr<const cost::MachineProfile> model = c.machine();
   ModuleOp module = c.module();
   const StageAssignment *stages = c.stageAssignment();
-  // Costed before the target's fusions: the cost model prices each op on
-  // its own, whatever kernels run it (docs/report.md). Memory is what the
-  // runtime holds, and it runs the fused program (a fused loss keeps none
-  // of the intermediates over the logits).
+  // Costed as the target runs it: the fused program (dist-fuse-for-target),
+  // one kernel per fused op, is what the runtime executes and holds (a
+  // fused loss keeps none of the intermediates over the logits).
   auto rank0 = c.partitionForRank(0, CompilePhase::Partition);
-  if (failed(rank0))
+  if (failed(rank0) || failed(c.fuse(**rank0, 0)))
     return failure();
   // A mixed-precision step's gradients widened to f32 for the optimizer:
   // the target may read them narrow instead, so ask its fused programs
@@ -727,21 +738,20 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     for (int64_t r = 0, n = c.numRanks(); r < n; ++r) {
       if (!stagesSeen.insert(stages ? stageOf[r] : 0).second)
         continue;
-      auto fused = c.partitionForRank(r, CompilePhase::Partition);
-      if (failed(fused) || failed(c.fuse(**fused, r)))
-        return failure();
-      for (auto &[name, type] : storedGradientTypes(**fused))
+      // Rank 0's fused program is at hand.
+      OwningOpRef<ModuleOp> other;
+      if (r != 0) {
+        auto fused = c.partitionForRank(r, CompilePhase::Partition);
+        if (failed(fused) || failed(c.fuse(**fused, r)))
+          return failure();
+        other = std::move(*fused);
+      }
+      for (auto &[name, type] : storedGradientTypes(r ? *other : **rank0))
         (*storedGradients)[name] = type;
       if (!stages)
         break;
     }
   }
-  // (Fused in place once costed: the program is this report's copy.)
-  auto fusedPeak = [&](ModuleOp program, int64_t rank) -> FailureOr<int64_t> {
-    if (failed(c.fuse(program, rank)))
-      return failure();
-    return activationPeak(program);
-  };
   std::function<bool(Operation *, int64_t)> stores;
   // Asked per weight and rank (a thousand ranks): each weight's storing
   // stages, once.
@@ -760,10 +770,6 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
   }
   Report report = buildReport(module, {**rank0}, model, stores,
                               storedGradients ? &*storedGradients : nullptr);
-  FailureOr<int64_t> peak = fusedPeak(**rank0, 0);
-  if (failed(peak))
-    return failure();
-  report.activationBytesPeak = *peak;
   report.outputs = outputsOf(module);
   report.unmatchedPatterns = c.planFindings().unmatchedPatterns;
   report.planNotes = c.planFindings().notes;
@@ -787,13 +793,9 @@ FailureOr<Report> distopt::buildReport(Compilation &c) {
     const Report *one = &report;
     if (rank != 0) {
       auto program = c.partitionForRank(rank, CompilePhase::Partition);
-      if (failed(program))
+      if (failed(program) || failed(c.fuse(**program, rank)))
         return failure();
       stageReport = buildReport(module, {**program}, model);
-      FailureOr<int64_t> stagePeak = fusedPeak(**program, rank);
-      if (failed(stagePeak))
-        return failure();
-      stageReport.activationBytesPeak = *stagePeak;
       one = &stageReport;
     }
     if (c.isTraining()) {

@@ -14,10 +14,13 @@
 #include "llvm/Support/Format.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <map>
 #include <thread>
 
 using namespace distopt;
@@ -45,6 +48,9 @@ struct MeasurementPlan {
   double gemmSeconds;                    // time each product at least this
   int64_t copyBytes;
   double copySeconds;
+  int64_t kernelRows, kernelColumns; // the shape the kernels are timed at
+  double kernelSeconds;              // time each kernel at least this
+  int64_t coldBytes; // operand sets of at least this, used in turn
   std::vector<std::string> kinds;
   std::vector<int64_t> messageBytes;     // per member
   std::vector<int64_t> localGroups;      // local backend
@@ -57,6 +63,10 @@ MeasurementPlan planFor(const CalibrationOptions &options, bool gpu) {
     p.gemmSeconds = 0;
     p.copyBytes = 16 << 20;
     p.copySeconds = 0;
+    p.kernelRows = 64;
+    p.kernelColumns = 32;
+    p.kernelSeconds = 0;
+    p.coldBytes = 0;
     p.kinds = {"all_reduce", "all_gather"};
     p.messageBytes = {4 << 10, 64 << 10};
     p.localGroups = {2};
@@ -71,6 +81,12 @@ MeasurementPlan planFor(const CalibrationOptions &options, bool gpu) {
   p.gemmSeconds = 1.0;
   p.copyBytes = gpu ? int64_t(1) << 30 : int64_t(256) << 20;
   p.copySeconds = 0.3;
+  // Activations of the size a step's are (2 MiB of f32 each).
+  p.kernelRows = 1024;
+  p.kernelColumns = 512;
+  p.kernelSeconds = 0.1;
+  // More than a CPU's last-level cache.
+  p.coldBytes = int64_t(128) << 20;
   p.kinds = {"all_reduce", "all_gather", "reduce_scatter", "all_to_all"};
   p.messageBytes = {4 << 10, 64 << 10, 512 << 10, 4 << 20, 16 << 20};
   p.localGroups = {2, 4};
@@ -78,12 +94,13 @@ MeasurementPlan planFor(const CalibrationOptions &options, bool gpu) {
 }
 
 /// A host tensor of small values (exact in every dtype measured).
-distrt::Tensor filled(distrt::DType dtype, const distrt::Shape &shape) {
+distrt::Tensor filled(distrt::DType dtype, const distrt::Shape &shape,
+                      bool positive = false) {
   distrt::Tensor t;
   if (!distrt::Tensor::Allocate(dtype, shape, &t).ok())
     return t;
   for (int64_t i = 0, n = t.num_elements(); i < n; ++i) {
-    float v = static_cast<float>((i * 7) % 13 - 6) / 8.0f;
+    float v = static_cast<float>((i * 7) % 13 - (positive ? -1 : 6)) / 8.0f;
     switch (dtype) {
     case distrt::DType::kF32:
       t.data<float>()[i] = v;
@@ -104,54 +121,257 @@ distrt::Tensor filled(distrt::DType dtype, const distrt::Shape &shape) {
   return t;
 }
 
-/// Seconds of one n x n x n product in the executor's matmul kernel: its
-/// instruction as the executor's profile times it (waiting for a device),
-/// inputs already on the device.
+/// An executor of a one-instruction program and its operand sets on the
+/// device, run set after set.
+struct InstructionRunner {
+  std::unique_ptr<distrt::Executor> exec;
+  std::vector<std::vector<distrt::Tensor>> sets;
+  std::vector<distrt::Tensor> out;
+  int runs = 0;
+
+  distrt::Status create(const std::shared_ptr<distrt::Device> &device,
+                        const distrt::proto::RankProgram &program,
+                        const std::vector<std::vector<distrt::Tensor>> &inputs,
+                        int threads) {
+    std::shared_ptr<const distrt::Program> built;
+    distrt::Status st =
+        distrt::Program::Create(program, "calibrate", ".", &built);
+    distrt::ExecutorOptions options;
+    options.device = device;
+    options.allow_host_fallback = false;
+    options.profile = true;
+    options.threads = threads;
+    if (st.ok())
+      st = distrt::Executor::Create(built, nullptr, options, &exec);
+    sets.resize(inputs.size());
+    for (size_t s = 0; s < inputs.size() && st.ok(); ++s) {
+      sets[s].resize(inputs[s].size());
+      for (size_t i = 0; i < inputs[s].size() && st.ok(); ++i)
+        st = inputs[s][i].CopyTo(device, &sets[s][i]);
+    }
+    if (st.ok())
+      st = exec->Run(sets[0], &out); // warm-up: plans, packing, first touch
+    return st;
+  }
+  distrt::Status runOnce() {
+    return exec->Run(sets[runs++ % sets.size()], &out);
+  }
+};
+
+/// Seconds of one call of the executor's `kernel` in `program` (its one
+/// instruction), as the executor's profile times it (waiting for a
+/// device): the fastest of the runs, as other work on the machine only
+/// slows a run down. The runs take `inputs` sets in turn, so that where
+/// there are enough of them (more bytes than the caches) every run reads
+/// its operands from memory, as a step's products read operands other ops
+/// wrote long before. Meanwhile `neighbours` threads run the same
+/// instruction on their own copies, as the other ranks of a host do in a
+/// step (sharing its caches and memory bandwidth).
+Expected<double>
+instructionSeconds(const std::shared_ptr<distrt::Device> &device,
+                   const distrt::proto::RankProgram &program,
+                   const std::vector<std::vector<distrt::Tensor>> &inputs,
+                   const std::string &kernel, int threads, double atLeast,
+                   int neighbours) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> ready{0};
+  std::vector<std::thread> others;
+  for (int i = 0; i < neighbours; ++i)
+    others.emplace_back([&] {
+      InstructionRunner runner;
+      distrt::Status st = runner.create(device, program, inputs, threads);
+      ready.fetch_add(1);
+      while (st.ok() && !stop.load(std::memory_order_relaxed))
+        st = runner.runOnce();
+    });
+  InstructionRunner runner;
+  distrt::Status st = runner.create(device, program, inputs, threads);
+  while (ready.load() < neighbours)
+    std::this_thread::yield();
+  double best = 0, total = 0;
+  while (st.ok()) {
+    runner.exec->ClearProfile();
+    if (!(st = runner.runOnce()).ok())
+      break;
+    for (const distrt::OpTime &t : runner.exec->stats().op_times)
+      if (t.op == kernel && t.calls > 0) {
+        double s = t.seconds / t.calls;
+        best = runner.runs == 1 ? s : std::min(best, s);
+        total += t.seconds;
+      }
+    int runs = runner.runs;
+    if (atLeast <= 0 || runs >= 1000 ||
+        (total >= atLeast && runs >= 3 &&
+         runs >= static_cast<int>(runner.sets.size())))
+      break;
+  }
+  stop = true;
+  for (std::thread &t : others)
+    t.join();
+  if (!st.ok())
+    return fail(st, kernel);
+  return best;
+}
+
+/// How many sets of `bytes` of operands fill `coldBytes` (at least one).
+size_t setsFor(int64_t bytes, int64_t coldBytes) {
+  return static_cast<size_t>(
+      std::max<int64_t>(1, coldBytes / std::max<int64_t>(bytes, 1)));
+}
+
+/// Seconds of one n x n x n product in the executor's matmul kernel,
+/// operands out of cache.
 Expected<double> gemmSeconds(const std::shared_ptr<distrt::Device> &device,
                              distrt::DType dtype, int64_t n, int threads,
-                             double atLeast) {
+                             double atLeast, int64_t coldBytes,
+                             int neighbours) {
   distrt::ProgramBuilder b;
   int x = b.Input("a", dtype, {n, n});
   int w = b.Input("b", dtype, {n, n});
   b.Output("c", b.Apply("matmul", {x, w}, dtype, {n, n}));
-  std::shared_ptr<const distrt::Program> program;
-  distrt::Status st =
-      distrt::Program::Create(b.Build(), "calibrate", ".", &program);
-  distrt::ExecutorOptions options;
-  options.device = device;
-  options.allow_host_fallback = false;
-  options.profile = true;
-  options.threads = threads;
-  std::unique_ptr<distrt::Executor> exec;
-  if (st.ok())
-    st = distrt::Executor::Create(program, nullptr, options, &exec);
-  std::vector<distrt::Tensor> inputs(2);
-  if (st.ok())
-    st = filled(dtype, {n, n}).CopyTo(device, &inputs[0]);
-  if (st.ok())
-    st = filled(dtype, {n, n}).CopyTo(device, &inputs[1]);
-  std::vector<distrt::Tensor> out;
-  if (st.ok())
-    st = exec->Run(inputs, &out); // warm-up: plans, packing, first touch
-  if (!st.ok())
-    return fail(st, "matmul " + distrt::DTypeName(dtype));
-  // The fastest of the runs: other work on the machine only slows a run
-  // down.
-  double best = 0, total = 0;
-  int runs = 0;
-  do {
-    exec->ClearProfile();
-    if (!(st = exec->Run(inputs, &out)).ok())
-      return fail(st, "matmul " + distrt::DTypeName(dtype));
-    for (const distrt::OpTime &t : exec->stats().op_times)
-      if (t.op == "matmul" && t.calls > 0) {
-        double s = t.seconds / t.calls;
-        best = runs == 0 ? s : std::min(best, s);
-        total += t.seconds;
-      }
-    ++runs;
-  } while ((total < atLeast || runs < 3) && runs < 1000 && atLeast > 0);
-  return best;
+  std::vector<std::vector<distrt::Tensor>> inputs(setsFor(
+      2 * n * n * static_cast<int64_t>(distrt::DTypeSize(dtype)), coldBytes));
+  for (auto &set : inputs)
+    set = {filled(dtype, {n, n}), filled(dtype, {n, n})};
+  return instructionSeconds(device, b.Build(), inputs, "matmul", threads,
+                            atLeast, neighbours);
+}
+
+/// One kernel as dist-run --calibrate times it: an instruction over f32
+/// tensors of a step's activation size, rows x columns.
+struct KernelSample {
+  const char *kernel;
+  /// Appends the instruction; returns the inputs' shapes in order (f32;
+  /// rank-0 shapes are scalars).
+  std::function<std::vector<distrt::Shape>(distrt::ProgramBuilder &,
+                                           int64_t rows, int64_t columns)>
+      build;
+};
+
+/// The kernels whose time per element the profile records: those a
+/// training step spends its time in besides the products, priced by their
+/// bytes they would be off by a factor of two or more either way.
+const std::vector<KernelSample> &kernelSamples() {
+  using distrt::AttrFloat;
+  using distrt::AttrInt;
+  using distrt::AttrInts;
+  using distrt::ProgramBuilder;
+  using distrt::Shape;
+  constexpr distrt::DType f32 = distrt::DType::kF32;
+  // y = kernel(inputs) of x's shape, inputs of that shape too; along the
+  // rows where `rows` (softmax's axis).
+  auto sameShape = [](const char *kernel, int operands, bool rows = false) {
+    return KernelSample{
+        kernel,
+        [kernel, operands, rows](ProgramBuilder &b, int64_t r, int64_t c) {
+          std::vector<int> in;
+          for (int i = 0; i < operands; ++i)
+            in.push_back(b.Input("x" + std::to_string(i), f32, {r, c}));
+          int y = rows
+                      ? b.Apply(kernel, in, f32, {r, c}, {{"axis", AttrInt(1)}})
+                      : b.Apply(kernel, in, f32, {r, c});
+          b.Output("y", y);
+          return std::vector<Shape>(operands, Shape{r, c});
+        }};
+  };
+  auto reduce = [](const char *kernel) {
+    return KernelSample{kernel,
+                        [kernel](ProgramBuilder &b, int64_t r, int64_t c) {
+                          int x = b.Input("x", f32, {r, c});
+                          b.Output("y", b.Apply(kernel, {x}, f32, {r, 1},
+                                                {{"axes", AttrInts({1})},
+                                                 {"keepdims", AttrInt(1)}}));
+                          return std::vector<Shape>{{r, c}};
+                        }};
+  };
+  static const std::vector<KernelSample> samples = {
+      sameShape("add", 2),
+      sameShape("mul", 2),
+      sameShape("sub", 2),
+      sameShape("div", 2),
+      sameShape("softmax", 1, /*rows=*/true),
+      sameShape("softmax_grad", 2, /*rows=*/true),
+      sameShape("gelu", 1),
+      sameShape("gelu_grad", 2),
+      sameShape("sigmoid", 1),
+      sameShape("exp", 1),
+      reduce("reduce_sum"),
+      reduce("reduce_mean"),
+      reduce("reduce_max"),
+      {"transpose",
+       [](ProgramBuilder &b, int64_t r, int64_t c) {
+         int x = b.Input("x", f32, {r, c});
+         b.Output("y", b.Apply("transpose", {x}, f32, {c, r},
+                               {{"perm", AttrInts({1, 0})}}));
+         return std::vector<Shape>{{r, c}};
+       }},
+      {"layer_norm",
+       [](ProgramBuilder &b, int64_t r, int64_t c) {
+         int x = b.Input("x", f32, {r, c});
+         int scale = b.Input("scale", f32, {c});
+         int bias = b.Input("bias", f32, {c});
+         b.Output("y", b.Apply("layer_norm", {x, scale, bias}, f32, {r, c},
+                               {{"axis", AttrInt(-1)}}));
+         return std::vector<Shape>{{r, c}, {c}, {c}};
+       }},
+      {"sum_squares",
+       [](ProgramBuilder &b, int64_t r, int64_t c) {
+         int x = b.Input("x", f32, {r * c});
+         b.Output("y", b.Apply("sum_squares", {x}, f32, {}));
+         return std::vector<Shape>{{r * c}};
+       }},
+      {"adam_update",
+       [](ProgramBuilder &b, int64_t r, int64_t c) {
+         std::vector<int> in;
+         for (const char *name : {"p", "g", "m", "v"})
+           in.push_back(b.Input(name, f32, {r * c}));
+         for (const char *name : {"grad_scale", "param_scale", "step", "bc2"})
+           in.push_back(b.Input(name, f32, {}));
+         std::vector<int> out;
+         for (const char *name : {"p1", "m1", "v1"})
+           out.push_back(b.Value(f32, {r * c}, name));
+         b.Op("adam_update", in, out,
+              {{"beta1", AttrFloat(0.9)},
+               {"beta2", AttrFloat(0.999)},
+               {"eps", AttrFloat(1e-8)},
+               {"weight_decay", AttrFloat(0.01)}});
+         for (size_t i = 0; i < out.size(); ++i)
+           b.Output("out" + std::to_string(i), out[i]);
+         return std::vector<Shape>{{r * c}, {r * c}, {r * c}, {r * c},
+                                   {},      {},      {},      {}};
+       }},
+  };
+  return samples;
+}
+
+/// Nanoseconds per element (of the sample's largest tensor) of each
+/// kernel of kernelSamples(), its operands out of cache.
+Expected<std::map<std::string, double>>
+kernelNanoseconds(const std::shared_ptr<distrt::Device> &device,
+                  const MeasurementPlan &plan, int threads, int neighbours) {
+  std::map<std::string, double> result;
+  for (const KernelSample &sample : kernelSamples()) {
+    distrt::ProgramBuilder b;
+    std::vector<distrt::Shape> shapes =
+        sample.build(b, plan.kernelRows, plan.kernelColumns);
+    int64_t bytes = 0, largest = 1;
+    for (const distrt::Shape &shape : shapes) {
+      bytes += distrt::NumElements(shape) * 4;
+      largest = std::max(largest, distrt::NumElements(shape));
+    }
+    std::vector<std::vector<distrt::Tensor>> inputs(
+        setsFor(bytes, plan.coldBytes));
+    for (auto &set : inputs)
+      for (const distrt::Shape &shape : shapes)
+        // Positive values: Adam's second moment is a sum of squares.
+        set.push_back(filled(distrt::DType::kF32, shape, /*positive=*/true));
+    auto seconds = instructionSeconds(device, b.Build(), inputs, sample.kernel,
+                                      threads, plan.kernelSeconds, neighbours);
+    if (!seconds)
+      return seconds.takeError();
+    result[sample.kernel] = *seconds * 1e9 / static_cast<double>(largest);
+  }
+  return result;
 }
 
 /// Bytes per second of copies within the device (read + write).
@@ -466,12 +686,25 @@ distopt::calibrate(const CalibrationOptions &options,
     const cost::GemmClass classes[] = {cost::GemmClass::Small,
                                        cost::GemmClass::Medium,
                                        cost::GemmClass::Large};
+    // A host runs a rank per `threadsPerRank` cores, all computing at once
+    // in a step: the products and kernels are timed with the others busy
+    // alike, their operands out of cache together. A GPU is one rank's.
+    int neighbours = 0;
+    if (!gpu) {
+      int cores = static_cast<int>(std::thread::hardware_concurrency());
+      neighbours =
+          std::clamp(cores / std::max(options.threadsPerRank, 1), 1, 64) - 1;
+      plan.coldBytes /= neighbours + 1;
+    }
+    result.busyRanks = neighbours + 1;
+    result.coldBytes = plan.coldBytes * result.busyRanks;
     for (distrt::DType dtype : dtypes) {
       std::string name = distrt::DTypeName(dtype);
       for (size_t c = 0; c < 3; ++c) {
         int64_t n = plan.gemmSizes[c];
-        auto seconds = gemmSeconds(*device, dtype, n, options.threadsPerRank,
-                                   plan.gemmSeconds);
+        auto seconds =
+            gemmSeconds(*device, dtype, n, options.threadsPerRank,
+                        plan.gemmSeconds, plan.coldBytes, neighbours);
         if (!seconds)
           return seconds.takeError();
         double tflops = *seconds > 0 ? 2.0 * n * n * n / *seconds * 1e-12 : 0;
@@ -484,6 +717,14 @@ distopt::calibrate(const CalibrationOptions &options,
     if (!bandwidth)
       return bandwidth.takeError();
     profile.memoryGBps = *bandwidth / 1e9;
+    // The host's kernels (a GPU's are priced by their bytes).
+    if (!gpu) {
+      auto kernels =
+          kernelNanoseconds(*device, plan, options.threadsPerRank, neighbours);
+      if (!kernels)
+        return kernels.takeError();
+      profile.kernelNsPerElement = std::move(*kernels);
+    }
   }
 
   // Collectives over the backend the tool was launched with.
@@ -594,6 +835,16 @@ void distopt::printCalibration(const CalibrationResult &r,
   os << llvm::format("memory: %.3g GB/s (copies of %lld MiB within the "
                      "device, bytes read + written)\n",
                      p.memoryGBps, (long long)(r.copyBytes / (1 << 20)));
+  if (!p.kernelNsPerElement.empty()) {
+    os << "kernels, ns per f32 element ("
+       << (r.coldBytes ? "operands out of cache, " : "") << r.busyRanks
+       << (r.busyRanks == 1 ? " rank" : " ranks") << " busy):";
+    int column = 0;
+    for (const auto &[kernel, ns] : p.kernelNsPerElement)
+      os << (column++ % 4 ? "" : "\n ")
+         << llvm::format(" %-13s%6.3g", kernel.c_str(), ns);
+    os << "\n";
+  }
   for (const auto &[name, link] : p.links) {
     os << "collectives, " << name
        << " backend: time = alpha + bytes sent / beta (per call)\n"

@@ -59,10 +59,18 @@ struct OpWork {
   bool gemm = false;
   std::string dtype = "f32";
   GemmClass gemmClass = GemmClass::Large;
+  /// The runtime kernel that runs it ("softmax", "transpose", ...).
+  std::string kernel;
+  /// Elements of its largest operand or result.
+  double elements = 0;
+  /// Only a new view of its operand's buffer (a reshape): no work.
+  bool view = false;
 };
 
-/// Microseconds of `work` on `machine`: max(FLOPs / GEMM rate, bytes /
-/// memory bandwidth) for a GEMM, bytes / memory bandwidth otherwise.
+/// Microseconds of `work` on `machine`: nothing for a view; max(FLOPs /
+/// GEMM rate, bytes / memory bandwidth) for a GEMM; for an f32 kernel the
+/// profile has a measured time per element of, elements x that time;
+/// bytes / memory bandwidth otherwise.
 double computeUs(const MachineProfile &machine, const OpWork &work);
 
 /// A profile applied to one mesh: each axis's link at the axis's size.

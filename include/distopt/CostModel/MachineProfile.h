@@ -67,6 +67,12 @@ struct MachineProfile {
   std::map<std::string, std::array<double, 3>> gemmTflops;
   /// Device memory bandwidth, GB/s (bytes read plus bytes written).
   double memoryGBps = 0;
+  /// Measured nanoseconds per element of the runtime's f32 kernels, by
+  /// kernel name ("softmax", "transpose", ...; dist-run --calibrate times
+  /// them): those kernels are priced by it, not by their bytes at
+  /// `memoryGBps` (an exp per element, or a strided walk, is slower than
+  /// the bandwidth; a stream whose operands are still in cache is faster).
+  std::map<std::string, double> kernelNsPerElement;
   /// Inner mesh axes whose devices fit in a node use `intraNode`, the
   /// others `interNode` (unless `axes` names their link).
   int64_t devicesPerNode = 8;

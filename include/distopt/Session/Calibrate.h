@@ -58,6 +58,10 @@ struct CalibrationResult {
   cost::MachineProfile profile;
   std::vector<GemmMeasurement> gemms;
   double copyBytes = 0;
+  /// Ranks computing at once while the products and kernels were timed,
+  /// and the bytes of operands they took in turn (0: the same ones).
+  int busyRanks = 1;
+  int64_t coldBytes = 0;
   std::vector<CollectiveMeasurement> collectives;
   std::vector<LinkFit> fits;
   double seconds = 0;

@@ -84,6 +84,42 @@ TEST(CostModelTest, OpTimeIsARoofline) {
   EXPECT_DOUBLE_EQ(computeUs(m, add), 300);
 }
 
+TEST(CostModelTest, MeasuredKernelsAndViews) {
+  MachineProfile m;
+  m.gemmTflops["f32"] = {0.01, 0.02, 0.04};
+  m.memoryGBps = 10;
+  m.kernelNsPerElement = {{"softmax", 2.5}, {"matmul", 100}};
+  // An f32 softmax of 1e6 elements: 2.5 ns each, not its 8e6 bytes'
+  // 800 us at the bandwidth.
+  OpWork softmax;
+  softmax.kernel = "softmax";
+  softmax.elements = 1e6;
+  softmax.bytes = 8e6;
+  EXPECT_DOUBLE_EQ(computeUs(m, softmax), 2500);
+  // In bf16 the f32 kernel's figure does not hold: its bytes again.
+  softmax.dtype = "bf16";
+  softmax.bytes = 4e6;
+  EXPECT_DOUBLE_EQ(computeUs(m, softmax), 400);
+  // A kernel the profile has no figure for: its bytes.
+  OpWork transpose = softmax;
+  transpose.dtype = "f32";
+  transpose.kernel = "transpose";
+  EXPECT_DOUBLE_EQ(computeUs(m, transpose), 400);
+  // Products keep their GEMM rates (a figure under their name is not
+  // theirs).
+  OpWork gemm;
+  gemm.kernel = "matmul";
+  gemm.gemm = true;
+  gemm.flops = 4e8;
+  gemm.elements = 1e6;
+  gemm.gemmClass = GemmClass::Large;
+  EXPECT_DOUBLE_EQ(computeUs(m, gemm), 1e4);
+  // A view moves nothing.
+  OpWork reshape = transpose;
+  reshape.view = true;
+  EXPECT_DOUBLE_EQ(computeUs(m, reshape), 0);
+}
+
 TEST(CostModelTest, LinkEntryByGroupSize) {
   LinkProfile link{"local", {{2, 5, 10}, {4, 8, 6}, {8, 12, 4}}};
   EXPECT_EQ(link.at(2).groupSize, 2);

@@ -16,7 +16,7 @@ namespace {
 const char *kFull = R"({
   "device": "test GPU",
   "gemm_tflops": {"f32": 50, "bf16": {"small": 100, "medium": 400, "large": 800}},
-  "memory_gbps": 3000,
+  "memory_gbps": 3000, "kernel_ns_per_element": {"softmax": 0.75, "transpose": 1.5},
   "devices_per_node": 4,
   "links": {
     "fast": {"backend": "nccl", "groups": [
@@ -44,6 +44,8 @@ TEST(MachineProfileTest, ParsesAFullProfile) {
   EXPECT_DOUBLE_EQ(p->gemmRate("f32", GemmClass::Small), 50);
   EXPECT_DOUBLE_EQ(p->gemmRate("bf16", GemmClass::Medium), 400);
   EXPECT_DOUBLE_EQ(p->memoryGBps, 3000);
+  EXPECT_EQ(p->kernelNsPerElement, (std::map<std::string, double>{
+                                       {"softmax", 0.75}, {"transpose", 1.5}}));
   EXPECT_EQ(p->devicesPerNode, 4);
   // Groups sorted by size whatever the file's order.
   const LinkProfile &fast = p->links.at("fast");
@@ -74,6 +76,7 @@ TEST(MachineProfileTest, WriterRoundTrips) {
     EXPECT_EQ(q->device, p->device);
     EXPECT_EQ(q->gemmTflops, p->gemmTflops);
     EXPECT_EQ(q->memoryGBps, p->memoryGBps);
+    EXPECT_EQ(q->kernelNsPerElement, p->kernelNsPerElement);
     EXPECT_EQ(q->devicesPerNode, p->devicesPerNode);
     EXPECT_EQ(q->intraNode, p->intraNode);
     EXPECT_EQ(q->interNode, p->interNode);
@@ -139,6 +142,13 @@ TEST(MachineProfileTest, NegativeAndZeroRates) {
             "-1)");
   EXPECT_EQ(errorOf(R"({"base": "cpu", "memory_gbps": "fast"})"),
             "m.json:1: memory_gbps: must be a positive number");
+  EXPECT_EQ(
+      errorOf(R"({"base": "cpu", "kernel_ns_per_element": {"softmax": 0}})"),
+      "m.json:1: kernel_ns_per_element.softmax: must be a positive "
+      "number (got 0)");
+  EXPECT_EQ(errorOf(R"({"base": "cpu", "kernel_ns_per_element": [1]})"),
+            "m.json:1: kernel_ns_per_element: must map kernel names (softmax, "
+            "transpose, ...) to nanoseconds per element");
   EXPECT_EQ(errorOf(R"({"base": "cpu", "devices_per_node": 0})"),
             "m.json:1: devices_per_node: must be a positive integer");
   // Figures outside 1e-9 .. 1e12 (or beyond a double) are typos.
@@ -173,10 +183,11 @@ TEST(MachineProfileTest, UnknownLinkKinds) {
 }
 
 TEST(MachineProfileTest, UnknownKeysAndMalformedFiles) {
-  EXPECT_EQ(errorOf(R"({"base": "cpu", "memory_gpbs": 5})"),
-            "m.json:1: unknown key 'memory_gpbs'; expected base, device, notes, "
-            "gemm_tflops, memory_gbps, devices_per_node, links, intra_node, "
-            "inter_node, axes");
+  EXPECT_EQ(
+      errorOf(R"({"base": "cpu", "memory_gpbs": 5})"),
+      "m.json:1: unknown key 'memory_gpbs'; expected base, device, notes, "
+      "gemm_tflops, memory_gbps, kernel_ns_per_element, devices_per_node, "
+      "links, intra_node, inter_node, axes");
   EXPECT_EQ(errorOf(R"({"base": "cpu", "gemm_tflops": {"fp32": 1}})"),
             "m.json:1: gemm_tflops.fp32: unknown dtype; expected f64, f32, "
             "bf16, f16");
@@ -213,8 +224,8 @@ TEST(MachineProfileTest, ErrorsNameTheLine) {
             "m.json:9: links.fast.groups[1].size: must be a positive integer");
   EXPECT_EQ(errorOf(fullWith("devices_per_node", "devices_per_nod")),
             "m.json:5: unknown key 'devices_per_nod'; expected base, device, "
-            "notes, gemm_tflops, memory_gbps, devices_per_node, links, "
-            "intra_node, inter_node, axes");
+            "notes, gemm_tflops, memory_gbps, kernel_ns_per_element, "
+            "devices_per_node, links, intra_node, inter_node, axes");
   EXPECT_EQ(errorOf(fullWith(R"("pp": "slow")", R"("pp": "slower")")),
             "m.json:14: axes.pp: unknown link kind 'slower'; the profile's "
             "links: fast, slow");

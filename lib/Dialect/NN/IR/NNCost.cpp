@@ -1,5 +1,6 @@
 //===- NNCost.cpp - how much work an nn op does -----------------*- C++ -*-===//
 #include "distopt/Dialect/NN/IR/NNCost.h"
+#include "distopt/Dialect/NN/IR/NNFusedOps.h"
 #include "distopt/Dialect/NN/IR/NNOps.h"
 
 #include <algorithm>
@@ -14,6 +15,19 @@ double distopt::nn::estimateFlops(Operation *op) {
     if (!a.hasStaticShape() || !c.hasStaticShape())
       return 0;
     return 2.0 * c.getNumElements() * a.getShape().back();
+  }
+  if (auto mm = dyn_cast<FusedMatMulOp>(op)) {
+    // K: the lhs's columns, or its rows where it is read transposed; the
+    // bias and GELU a FLOP per element each, as the ops they stand for.
+    auto a = mm.getLhs().getType();
+    auto c = mm.getResult().getType();
+    if (!a.hasStaticShape() || !c.hasStaticShape() || a.getRank() < 2)
+      return 0;
+    int64_t k = mm.getTransposeLhs() ? a.getDimSize(a.getRank() - 2)
+                                     : a.getShape().back();
+    double elements = static_cast<double>(c.getNumElements());
+    return (2.0 * k + (mm.getBias() ? 1 : 0) + (mm.getGelu() ? 1 : 0)) *
+           elements;
   }
   if (auto conv = dyn_cast<ConvOp>(op)) {
     auto w = conv.getWeight().getType();
