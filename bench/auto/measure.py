@@ -349,6 +349,25 @@ def main():
                 print("%-7s: spearman(pred, meas time) %.3f, mean abs error %.1f%%" % (
                     label, spearman([t[1] for t in ranked], meas),
                     100 * sum(abs(t[1] - m) / m for t, m in zip(ranked, meas)) / len(ranked)))
+            # The measurement against itself: the rounds split in two
+            # halves (even, odd), each half's times ranked against the
+            # other's. What the machine repeats is the most a prediction's
+            # rank order can agree with.
+            if a.rounds >= 2:
+                names = [t[0] for t in ranked]
+                halves = []
+                for label, per_round in (("median", medians), ("paired", c["ratios"])):
+                    if not all(len(per_round.get(n, [])) >= 2 for n in names if n != a.reference):
+                        continue
+                    if label == "paired" and a.reference in names:
+                        # The reference is each pair's own divisor: 1.
+                        half = lambda n, k: 1.0 if n == a.reference else median(per_round[n][k::2])
+                    else:
+                        half = lambda n, k: median(per_round[n][k::2])
+                    halves.append("%s %.3f" % (label, spearman([half(n, 0) for n in names],
+                                                               [half(n, 1) for n in names])))
+                if halves:
+                    print("repeatability: spearman(even rounds, odd rounds) %s" % " / ".join(halves))
             print("memory: predicted / measured %.2f .. %.2f" % (
                 min(t[4] / t[5] for t in table), max(t[4] / t[5] for t in table)))
             for row in ("auto", "auto trials"):
