@@ -16,7 +16,9 @@ rank's parameters and optimizer states plus the activation peak) and the
 measurement `dist-train --bench N` (median step, each rank's "weights and
 states" plus "peak activations"). Prints a table per model, Spearman's rank
 correlation of predicted vs measured time, the mean absolute error of the
-time prediction relative to the measurement, and the memory ratios.
+time prediction relative to the measurement, and the memory ratios; with
+two rounds or more also the measurement against itself (the even rounds'
+times ranked against the odd rounds'), the most a prediction can agree.
 
 The machine profile is calibrated at the start (`dist-run --calibrate`)
 unless --machine names one; every plan is measured --rounds times,
