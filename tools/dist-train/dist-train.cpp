@@ -542,20 +542,28 @@ int main(int argc, char **argv) {
              << " rank(s), " << *threads << " thread(s) per rank\n"
              << "median_ms: " << format("%.3f", times[times.size() / 2])
              << "\nmin_ms: " << format("%.3f", times.front()) << "\n";
-    // Measured memory of each rank this process runs.
+    // Measured memory of each rank this process runs, in one write (the
+    // unbuffered stderr of several MPI processes interleaves otherwise).
+    std::string lines;
+    raw_string_ostream os(lines);
     for (const auto &[rank, stats] : t.session().rankStats())
-      (root ? outs() : errs())
-          << "rank " << rank << ": weights and states "
-          << format("%.1f", stats.weight_bytes / 1048576.0)
-          << " MiB, peak activations "
-          << format("%.1f", stats.peak_live_bytes / 1048576.0) << " MiB\n";
+      os << "rank " << rank << ": weights and states "
+         << format("%.1f", stats.weight_bytes / 1048576.0)
+         << " MiB, peak activations "
+         << format("%.1f", stats.peak_live_bytes / 1048576.0) << " MiB\n";
+    (root ? outs() : errs()) << lines;
   }
   // Every process prints the ranks it runs (under MPI, its own; processes
-  // other than the root on stderr, so the tables do not mix on stdout).
+  // other than the root on stderr, so the tables do not mix on stdout),
+  // each table in one write.
   outs().flush();
   if (trainer.run.profile)
-    for (const auto &[rank, stats] : t.session().rankStats())
-      printProfile(root ? outs() : errs(), rank, stats, profileTopFlag());
+    for (const auto &[rank, stats] : t.session().rankStats()) {
+      std::string table;
+      raw_string_ostream os(table);
+      printProfile(os, rank, stats, profileTopFlag());
+      (root ? outs() : errs()) << table;
+    }
   // Reading the trained state back is collective under MPI: every process
   // takes part, the root gets the tensors.
   std::vector<distrt::NamedTensor> state;
