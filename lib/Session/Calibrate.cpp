@@ -129,28 +129,25 @@ struct InstructionRunner {
   std::vector<distrt::Tensor> out;
   int runs = 0;
 
+  /// `copies` device copies of `inputs`, then a warm-up run (plans,
+  /// packing, first touch).
   distrt::Status create(const std::shared_ptr<distrt::Device> &device,
-                        const distrt::proto::RankProgram &program,
-                        const std::vector<std::vector<distrt::Tensor>> &inputs,
-                        int threads) {
-    std::shared_ptr<const distrt::Program> built;
-    distrt::Status st =
-        distrt::Program::Create(program, "calibrate", ".", &built);
+                        std::shared_ptr<const distrt::Program> program,
+                        const std::vector<distrt::Tensor> &inputs,
+                        size_t copies, int threads) {
     distrt::ExecutorOptions options;
     options.device = device;
     options.allow_host_fallback = false;
     options.profile = true;
     options.threads = threads;
+    distrt::Status st =
+        distrt::Executor::Create(std::move(program), nullptr, options, &exec);
+    sets.assign(copies, std::vector<distrt::Tensor>(inputs.size()));
+    for (size_t s = 0; s < copies && st.ok(); ++s)
+      for (size_t i = 0; i < inputs.size() && st.ok(); ++i)
+        st = inputs[i].CopyTo(device, &sets[s][i]);
     if (st.ok())
-      st = distrt::Executor::Create(built, nullptr, options, &exec);
-    sets.resize(inputs.size());
-    for (size_t s = 0; s < inputs.size() && st.ok(); ++s) {
-      sets[s].resize(inputs[s].size());
-      for (size_t i = 0; i < inputs[s].size() && st.ok(); ++i)
-        st = inputs[s][i].CopyTo(device, &sets[s][i]);
-    }
-    if (st.ok())
-      st = exec->Run(sets[0], &out); // warm-up: plans, packing, first touch
+      st = exec->Run(sets[0], &out);
     return st;
   }
   distrt::Status runOnce() {
@@ -161,31 +158,42 @@ struct InstructionRunner {
 /// Seconds of one call of the executor's `kernel` in `program` (its one
 /// instruction), as the executor's profile times it (waiting for a
 /// device): the fastest of the runs, as other work on the machine only
-/// slows a run down. The runs take `inputs` sets in turn, so that where
-/// there are enough of them (more bytes than the caches) every run reads
-/// its operands from memory, as a step's products read operands other ops
-/// wrote long before. Meanwhile `neighbours` threads run the same
-/// instruction on their own copies, as the other ranks of a host do in a
-/// step (sharing its caches and memory bandwidth).
+/// slows a run down. The runs take device copies of `inputs` in turn, as
+/// many as fill `coldBytes`, so that where that is more than the caches
+/// every run reads its operands from memory, as a step's products read
+/// operands other ops wrote long before. Meanwhile `neighbours` threads
+/// run the same instruction on their own copies, as the other ranks of a
+/// host do in a step (sharing its caches and memory bandwidth).
 Expected<double>
 instructionSeconds(const std::shared_ptr<distrt::Device> &device,
-                   const distrt::proto::RankProgram &program,
-                   const std::vector<std::vector<distrt::Tensor>> &inputs,
+                   const distrt::proto::RankProgram &proto,
+                   const std::vector<distrt::Tensor> &inputs,
                    const std::string &kernel, int threads, double atLeast,
-                   int neighbours) {
+                   int64_t coldBytes, int neighbours) {
+  std::shared_ptr<const distrt::Program> program;
+  if (distrt::Status st =
+          distrt::Program::Create(proto, "calibrate", ".", &program);
+      !st.ok())
+    return fail(st, kernel);
+  int64_t bytes = 0;
+  for (const distrt::Tensor &t : inputs)
+    bytes += static_cast<int64_t>(t.byte_size());
+  const size_t copies = static_cast<size_t>(
+      std::max<int64_t>(1, coldBytes / std::max<int64_t>(bytes, 1)));
   std::atomic<bool> stop{false};
   std::atomic<int> ready{0};
   std::vector<std::thread> others;
   for (int i = 0; i < neighbours; ++i)
     others.emplace_back([&] {
       InstructionRunner runner;
-      distrt::Status st = runner.create(device, program, inputs, threads);
+      distrt::Status st =
+          runner.create(device, program, inputs, copies, threads);
       ready.fetch_add(1);
       while (st.ok() && !stop.load(std::memory_order_relaxed))
         st = runner.runOnce();
     });
   InstructionRunner runner;
-  distrt::Status st = runner.create(device, program, inputs, threads);
+  distrt::Status st = runner.create(device, program, inputs, copies, threads);
   while (ready.load() < neighbours)
     std::this_thread::yield();
   double best = 0, total = 0;
@@ -213,12 +221,6 @@ instructionSeconds(const std::shared_ptr<distrt::Device> &device,
   return best;
 }
 
-/// How many sets of `bytes` of operands fill `coldBytes` (at least one).
-size_t setsFor(int64_t bytes, int64_t coldBytes) {
-  return static_cast<size_t>(
-      std::max<int64_t>(1, coldBytes / std::max<int64_t>(bytes, 1)));
-}
-
 /// Seconds of one n x n x n product in the executor's matmul kernel,
 /// operands out of cache.
 Expected<double> gemmSeconds(const std::shared_ptr<distrt::Device> &device,
@@ -229,12 +231,9 @@ Expected<double> gemmSeconds(const std::shared_ptr<distrt::Device> &device,
   int x = b.Input("a", dtype, {n, n});
   int w = b.Input("b", dtype, {n, n});
   b.Output("c", b.Apply("matmul", {x, w}, dtype, {n, n}));
-  std::vector<std::vector<distrt::Tensor>> inputs(setsFor(
-      2 * n * n * static_cast<int64_t>(distrt::DTypeSize(dtype)), coldBytes));
-  for (auto &set : inputs)
-    set = {filled(dtype, {n, n}), filled(dtype, {n, n})};
-  return instructionSeconds(device, b.Build(), inputs, "matmul", threads,
-                            atLeast, neighbours);
+  return instructionSeconds(device, b.Build(),
+                            {filled(dtype, {n, n}), filled(dtype, {n, n})},
+                            "matmul", threads, atLeast, coldBytes, neighbours);
 }
 
 /// One kernel as dist-run --calibrate times it: an instruction over f32
@@ -354,19 +353,16 @@ kernelNanoseconds(const std::shared_ptr<distrt::Device> &device,
     distrt::ProgramBuilder b;
     std::vector<distrt::Shape> shapes =
         sample.build(b, plan.kernelRows, plan.kernelColumns);
-    int64_t bytes = 0, largest = 1;
+    int64_t largest = 1;
+    std::vector<distrt::Tensor> inputs;
     for (const distrt::Shape &shape : shapes) {
-      bytes += distrt::NumElements(shape) * 4;
       largest = std::max(largest, distrt::NumElements(shape));
+      // Positive values: Adam's second moment is a sum of squares.
+      inputs.push_back(filled(distrt::DType::kF32, shape, /*positive=*/true));
     }
-    std::vector<std::vector<distrt::Tensor>> inputs(
-        setsFor(bytes, plan.coldBytes));
-    for (auto &set : inputs)
-      for (const distrt::Shape &shape : shapes)
-        // Positive values: Adam's second moment is a sum of squares.
-        set.push_back(filled(distrt::DType::kF32, shape, /*positive=*/true));
-    auto seconds = instructionSeconds(device, b.Build(), inputs, sample.kernel,
-                                      threads, plan.kernelSeconds, neighbours);
+    auto seconds =
+        instructionSeconds(device, b.Build(), inputs, sample.kernel, threads,
+                           plan.kernelSeconds, plan.coldBytes, neighbours);
     if (!seconds)
       return seconds.takeError();
     result[sample.kernel] = *seconds * 1e9 / static_cast<double>(largest);

@@ -166,16 +166,13 @@ void ScaledAndMasked(const portable::ScaleAndMask<T>& sm, const T* x, T* z, int6
 }
 
 // The mask of elements [begin, begin + count) as one contiguous run of
-// the mask (a softmax row lies inside one period of it), or null where
-// there is no mask; false where the run wraps around the mask's period.
+// the mask (a softmax row lies inside one period of it; a one-element mask
+// is its own run), or null where there is no mask; false where the run
+// wraps around the mask's period.
 bool ContiguousMask(const portable::ScaleAndMask<float>& sm, int64_t begin, int64_t count,
-                    const bool** run, bool* uniform) {
-  *run = nullptr;
-  *uniform = sm.mask_size == 1;
-  if (sm.mask == nullptr || sm.mask_size == 1) {
-    if (sm.mask != nullptr) *run = sm.mask;
-    return true;
-  }
+                    const bool** run) {
+  *run = sm.mask;
+  if (sm.mask == nullptr || sm.mask_size == 1) return true;
   const int64_t m = sm.RowStart(begin);
   if (m + count > sm.mask_size) return false;
   *run = sm.mask + m;
@@ -212,8 +209,10 @@ DISTRT_SIMD_CLONES void DivideRowF32(const float* x, float divisor, float* z, in
 
 // x * scale (or / scale; x itself unscaled), `fill` where hidden: In and
 // Out of a contiguous run alike, Out with a fill of 0.
-void ScaleAndMaskRun(const portable::ScaleAndMask<float>& sm, const bool* run, bool uniform,
-                     float fill, const float* x, float* z, int64_t n) {
+void ScaleAndMaskRun(const portable::ScaleAndMask<float>& sm, const bool* run, float fill,
+                     const float* x, float* z, int64_t n) {
+  // A one-element mask hides the whole row or none of it.
+  const bool uniform = sm.mask_size == 1;
   if (run != nullptr && uniform && run[0] != sm.keeps) {
     std::fill(z, z + n, fill);
     return;
@@ -237,12 +236,11 @@ void ScaleAndMaskRun(const portable::ScaleAndMask<float>& sm, const bool* run, b
 void ScaledAndMasked(const portable::ScaleAndMask<float>& sm, const float* x, float* z,
                      int64_t begin, int64_t count) {
   const bool* run;
-  bool uniform;
-  if (!ContiguousMask(sm, begin, count, &run, &uniform)) {
+  if (!ContiguousMask(sm, begin, count, &run)) {
     WalkMask(sm, begin, count, [&](int64_t i, int64_t m) { z[i] = sm.In(x[i], m); });
     return;
   }
-  ScaleAndMaskRun(sm, run, uniform, sm.fill, x, z, count);
+  ScaleAndMaskRun(sm, run, sm.fill, x, z, count);
 }
 
 // softmax of x with the scale and mask applied: rows through a row-sized
@@ -337,13 +335,12 @@ void MaskAndScaleGradient(const portable::ScaleAndMask<T>& sm, T* dx, int64_t be
 void MaskAndScaleGradient(const portable::ScaleAndMask<float>& sm, float* dx, int64_t begin,
                           int64_t count) {
   const bool* run;
-  bool uniform;
-  if (!ContiguousMask(sm, begin, count, &run, &uniform)) {
+  if (!ContiguousMask(sm, begin, count, &run)) {
     WalkMask(sm, begin, count,
              [&](int64_t i, int64_t m) { dx[i] = sm.template Out<float>(dx[i], m); });
     return;
   }
-  ScaleAndMaskRun(sm, run, uniform, 0.0f, dx, dx, count);
+  ScaleAndMaskRun(sm, run, 0.0f, dx, dx, count);
 }
 
 template <typename T>

@@ -554,16 +554,11 @@ int main(int argc, char **argv) {
     (root ? outs() : errs()) << lines;
   }
   // Every process prints the ranks it runs (under MPI, its own; processes
-  // other than the root on stderr, so the tables do not mix on stdout),
-  // each table in one write.
+  // other than the root on stderr, so the tables do not mix on stdout).
   outs().flush();
   if (trainer.run.profile)
-    for (const auto &[rank, stats] : t.session().rankStats()) {
-      std::string table;
-      raw_string_ostream os(table);
-      printProfile(os, rank, stats, profileTopFlag());
-      (root ? outs() : errs()) << table;
-    }
+    for (const auto &[rank, stats] : t.session().rankStats())
+      printProfile(root ? outs() : errs(), rank, stats, profileTopFlag());
   // Reading the trained state back is collective under MPI: every process
   // takes part, the root gets the tensors.
   std::vector<distrt::NamedTensor> state;
