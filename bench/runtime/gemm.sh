@@ -21,6 +21,6 @@ DISTRT_GEMM=openblas "$bin/distrt-gemm-bench" "$@" >"$tmp/openblas"
 echo
 echo "| product | M | K | N | executor's choice | oneDNN | OpenBLAS | oneDNN / OpenBLAS |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-paste "$tmp/chosen" "$tmp/onednn" "$tmp/openblas" | tail -n +3 | awk -F'\t' '{
+paste "$tmp/chosen" "$tmp/onednn" "$tmp/openblas" | tail -n +4 | awk -F'\t' '{
   split($1, a, "  +"); split($2, b, "  +"); split($3, c, "  +");
   printf "| %s | %s | %s | %s | %s | %s | %s | %.2f |\n", a[1], a[2], a[3], a[4], a[5], b[5], c[5], b[5] / c[5] }'
