@@ -9,7 +9,7 @@
 
 namespace distrt {
 // Exact GELU, also applied by matmul's epilogue (kernel_util.h).
-DISTRT_SIMD_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
+DISTRT_ARITHMETIC_CLONES void GeluErfLoop(const float* x, float* y, int64_t n) {
   const float inv_sqrt2 = 0.70710678118654752440f;
   for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.0f + ErfF32(x[i] * inv_sqrt2));
 }
@@ -20,7 +20,7 @@ void GeluErfLoop(const double* x, double* y, int64_t n) {
 
 // The exact GELU's gradient dy * (Phi(x) + x phi(x)) (portable::GeluGrad,
 // with the host's vectorised erf and exp in f32).
-DISTRT_SIMD_CLONES void GeluGradLoop(const float* x, const float* dy, float* dx, int64_t n) {
+DISTRT_ARITHMETIC_CLONES void GeluGradLoop(const float* x, const float* dy, float* dx, int64_t n) {
   const float inv_sqrt2 = 0.70710678118654752440f, inv_sqrt_2pi = 0.39894228040143267794f;
   for (int64_t i = 0; i < n; ++i) {
     const float cdf = 0.5f * (1.0f + ErfF32(x[i] * inv_sqrt2));
@@ -97,16 +97,16 @@ T Sigmoid(T x) {
 
 // Float erf, exp and sigmoid by the vectorisable ErfF32 and ExpF32 (double
 // keeps libm's), in non-template loops so that they can carry
-// DISTRT_SIMD_CLONES.
-DISTRT_SIMD_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
+// DISTRT_ARITHMETIC_CLONES.
+DISTRT_ARITHMETIC_CLONES void ErfLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ErfF32(x[i]);
 }
-DISTRT_SIMD_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
+DISTRT_ARITHMETIC_CLONES void ExpLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = ExpF32(x[i]);
 }
 // sigmoid(x) = 1 / (1 + exp(-x)): exp(-x) overflows to inf for x below
 // about -88.7 and the result is 0, as it should be; NaN stays NaN.
-DISTRT_SIMD_CLONES void SigmoidLoop(const float* x, float* y, int64_t n) {
+DISTRT_ARITHMETIC_CLONES void SigmoidLoop(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + ExpF32(-x[i]));
 }
 void SigmoidLoop(const double* x, double* y, int64_t n) {

@@ -76,6 +76,42 @@ TEST(Reduce, EmptyAxesReducesEverything) {
   ExpectF32(Run1("reduce_max", {x}, {DType::kF32, {1, 1}}), {1, 1}, {5});
 }
 
+// Max and min over rows longer than the kernel's 32 running extremes, with
+// a tail: against a hand loop, then with a NaN put in each lane position
+// (and the tail) of one row, which makes that row's result NaN and no
+// other's; infinities are values like any other.
+TEST(Reduce, MaxAndMinOfLongRows) {
+  const int64_t rows = 3, len = 32 * 5 + 7;
+  std::vector<float> v = RandomUniform<float>(rows * len, 11);
+  v[len + 40] = std::numeric_limits<float>::infinity();
+  v[2 * len + 3] = -std::numeric_limits<float>::infinity();
+  auto reduce = [&](const char* op, const std::vector<float>& x) {
+    return Vec<float>(Run1(op, {F32({rows, len}, x)}, {DType::kF32, {rows}},
+                           {{"axes", AttrInts({1})}, {"keepdims", AttrInt(0)}}));
+  };
+  for (bool is_max : {true, false}) {
+    const char* op = is_max ? "reduce_max" : "reduce_min";
+    SCOPED_TRACE(op);
+    std::vector<float> want;
+    for (int64_t r = 0; r < rows; ++r) {
+      float best = v[r * len];
+      for (int64_t i = 1; i < len; ++i)
+        best = is_max ? std::max(best, v[r * len + i]) : std::min(best, v[r * len + i]);
+      want.push_back(best);
+    }
+    EXPECT_EQ(reduce(op, v), want);
+    for (int64_t at : {int64_t{0}, int64_t{31}, int64_t{32}, int64_t{77}, len - 1}) {
+      SCOPED_TRACE(StrCat("NaN at ", at));
+      std::vector<float> x = v;
+      x[len + at] = std::numeric_limits<float>::quiet_NaN();
+      const std::vector<float> got = reduce(op, x);
+      EXPECT_EQ(got[0], want[0]);
+      EXPECT_TRUE(std::isnan(got[1]));
+      EXPECT_EQ(got[2], want[2]);
+    }
+  }
+}
+
 TEST(Reduce, IntegersAndWrongDeclaredShape) {
   Tensor x = I64({2, 3}, {1, -2, 3, 4, 5, 7});
   EXPECT_EQ(Vec<int64_t>(Run1("reduce_sum", {x}, {DType::kI64, {2}},
