@@ -133,7 +133,9 @@ void BatchOffsets(const MatmulShape& s, std::vector<int64_t>* a_off, std::vector
 // and rounded differently). So each block of rows is copied into a dense
 // transposed block, [k x w] (a few percent of the product's time at
 // K = 128), and multiplied by product(dense, w, first row): every share runs
-// the kernel the whole product runs on one thread.
+// the kernel the whole product runs on one thread. Each thread keeps its
+// block buffer (at most max(2^20, 64 k) elements) for later products,
+// outside the executor's memory count, as oneDNN's scratchpads are.
 template <typename T, typename F>
 void InDenseTransposedBlocks(const T* a, int64_t lda, int64_t r0, int64_t r1, int64_t k,
                              F product) {
