@@ -1,5 +1,6 @@
 #include "gemm_onednn.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -159,15 +160,51 @@ const Product* InPlaceProduct(memory::data_type dtype, int64_t lda, bool ta, int
   return &it->second;  // map nodes stay put
 }
 
+// Rows of a product whose transposed A is dense: at most this many (the
+// copy of A stays within 2^20 elements, or 64 rows).
+int64_t DenseBlockRows(int64_t k) {
+  return std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k));
+}
+
+// C = op(A) op(B) by `product`, in blocks of rows from a dense copy of A
+// when A is transposed and not dense. oneDNN's brgemm takes a transposed A
+// only when its stride is its own row count; a thread's share of a weight
+// gradient X^T dY, whose stride is all the rows, got oneDNN's gemm:jit
+// instead (f32 products then went to OpenBLAS at half the rate, and bf16
+// ones ran without AMX and rounded otherwise than the whole product). The
+// copy, [k x w], costs a few percent of the product at K = 128; each thread
+// keeps its buffer (at most max(2^20, 64 k) elements) for later products,
+// outside the executor's memory count, as its scratchpad.
+template <typename T, typename F>
+void InDenseBlocks(const T* a, int64_t lda, bool ta, T* c, int64_t ldc, int64_t m, int64_t k,
+                   F product) {
+  if (!ta || lda == m) return product(a, lda, c, m);
+  const int64_t block = DenseBlockRows(k);
+  thread_local std::vector<T> dense;
+  for (int64_t lo = 0; lo < m; lo += block) {
+    const int64_t w = std::min(block, m - lo);
+    dense.resize(static_cast<size_t>(k * w));
+    for (int64_t p = 0; p < k; ++p)
+      std::copy(a + p * lda + lo, a + p * lda + lo + w, dense.data() + p * w);
+    product(dense.data(), w, c + lo * ldc, w);
+  }
+}
+
 }  // namespace
 
 bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
                 float* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
   if (!OneDnnEnabled()) return false;
   try {
-    const Product* p = InPlaceProduct(kF32, lda, ta, ldb, tb, ldc, m, k, n);
-    if (!p->fast) return false;
-    Execute(*p, a, b, c);
+    // Whether brgemm runs it, asked of the layout it will run in.
+    const bool copied = ta && lda != m;
+    const int64_t rows = copied ? std::min(m, DenseBlockRows(k)) : m;
+    if (!InPlaceProduct(kF32, copied ? rows : lda, ta, ldb, tb, ldc, rows, k, n)->fast)
+      return false;
+    InDenseBlocks(a, lda, ta, c, ldc, m, k,
+                  [&](const float* pa, int64_t pa_ld, float* pc, int64_t pm) {
+                    Execute(*InPlaceProduct(kF32, pa_ld, ta, ldb, tb, ldc, pm, k, n), pa, b, pc);
+                  });
   } catch (const dnnl::error&) {
     return false;
   }
@@ -207,7 +244,11 @@ bool OneDnnBF16Gemms() {
 Status OneDnnGemmBF16(const uint16_t* a, int64_t lda, bool ta, const uint16_t* b, int64_t ldb,
                       bool tb, uint16_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
   try {
-    Execute(*InPlaceProduct(memory::data_type::bf16, lda, ta, ldb, tb, ldc, m, k, n), a, b, c);
+    InDenseBlocks(
+        a, lda, ta, c, ldc, m, k, [&](const uint16_t* pa, int64_t pa_ld, uint16_t* pc, int64_t pm) {
+          Execute(*InPlaceProduct(memory::data_type::bf16, pa_ld, ta, ldb, tb, ldc, pm, k, n), pa,
+                  b, pc);
+        });
   } catch (const dnnl::error& e) {
     return InternalError(Message(e));
   }

@@ -124,32 +124,6 @@ void BatchOffsets(const MatmulShape& s, std::vector<int64_t>* a_off, std::vector
   });
 }
 
-// Rows [r0, r1) of C = A^T B, A stored [k x lda]: one thread's share of a
-// weight gradient X^T dY. oneDNN's brgemm takes a transposed A only when it
-// is dense (a stride of its own rows); a share of the rows, whose stride is
-// all of them, got its gemm:jit instead (and f32 products then went to
-// OpenBLAS at half the rate, so the weight gradients did not speed up on two
-// threads; bf16 ones ran another kernel than on one thread, without AMX,
-// and rounded differently). So each block of rows is copied into a dense
-// transposed block, [k x w] (a few percent of the product's time at
-// K = 128), and multiplied by product(dense, w, first row): every share runs
-// the kernel the whole product runs on one thread. Each thread keeps its
-// block buffer (at most max(2^20, 64 k) elements) for later products,
-// outside the executor's memory count, as oneDNN's scratchpads are.
-template <typename T, typename F>
-void InDenseTransposedBlocks(const T* a, int64_t lda, int64_t r0, int64_t r1, int64_t k,
-                             F product) {
-  const int64_t block = std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k));
-  thread_local std::vector<T> dense;
-  for (int64_t lo = r0; lo < r1; lo += block) {
-    const int64_t w = std::min(block, r1 - lo);
-    dense.resize(static_cast<size_t>(k * w));
-    for (int64_t p = 0; p < k; ++p)
-      std::copy(a + p * lda + lo, a + p * lda + lo + w, dense.data() + p * w);
-    product(dense.data(), w, lo);
-  }
-}
-
 template <typename T>
 void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const MatmulFlags& f,
                  ThreadPool* pool) {
@@ -185,15 +159,7 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
       });
       return;
     }
-    const bool dense_blocks = std::is_same<T, float>::value && f.ta && threads > 1 &&
-                              OneDnnEnabled() && rows * k * n >= kOneDnnMinWork;
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      if (dense_blocks && r1 - r0 < rows) {
-        InDenseTransposedBlocks(a, lda, r0, r1, k, [&](const T* dense, int64_t w, int64_t lo) {
-          GemmStrided(dense, w, true, b, ldb, f.tb, c + lo * n, n, w, k, n);
-        });
-        return;
-      }
       GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0, k,
                   n);
     });
@@ -363,13 +329,6 @@ Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const 
     const int64_t rows = batches * m;
     const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      if (f.ta && r1 - r0 < rows) {
-        InDenseTransposedBlocks(
-            a, lda, r0, r1, k, [&](const uint16_t* dense, int64_t w, int64_t lo) {
-              note(OneDnnGemmBF16(dense, w, true, b, ldb, f.tb, c + lo * n, n, w, k, n));
-            });
-        return;
-      }
       note(OneDnnGemmBF16(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n,
                           r1 - r0, k, n));
     });
