@@ -166,27 +166,56 @@ int64_t DenseBlockRows(int64_t k) {
   return std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k));
 }
 
-// C = op(A) op(B) by `product`, in blocks of rows from a dense copy of A
-// when A is transposed and not dense. oneDNN's brgemm takes a transposed A
-// only when its stride is its own row count; a thread's share of a weight
-// gradient X^T dY, whose stride is all the rows, got oneDNN's gemm:jit
-// instead (f32 products then went to OpenBLAS at half the rate, and bf16
-// ones ran without AMX and rounded otherwise than the whole product). The
-// copy, [k x w], costs a few percent of the product at K = 128; each thread
-// keeps its buffer (at most max(2^20, 64 k) elements) for later products,
-// outside the executor's memory count, as its scratchpad.
+// C = the product `product(pc, ldpc)` writes, for a result whose rows are
+// wider than its n columns (a block of columns of a larger result),
+// computed into rows of its own width and copied.
 template <typename T, typename F>
-void InDenseBlocks(const T* a, int64_t lda, bool ta, T* c, int64_t ldc, int64_t m, int64_t k,
-                   F product) {
-  if (!ta || lda == m) return product(a, lda, c, m);
-  const int64_t block = DenseBlockRows(k);
+void IntoDenseResult(T* c, int64_t ldc, int64_t m, int64_t n, F product) {
+  if (ldc == n) return product(c, n);
   thread_local std::vector<T> dense;
+  dense.resize(static_cast<size_t>(m * n));
+  product(dense.data(), n);
+  for (int64_t r = 0; r < m; ++r)
+    std::copy(dense.data() + r * n, dense.data() + (r + 1) * n, c + r * ldc);
+}
+
+// C = op(A) op(B) by `product(pa, lda, pb, ldb, pc, ldc, rows)` on dense
+// operands. oneDNN 2.6's brgemm takes a matrix only when its stride is its
+// own width: a transposed A of stride m, a B of stride n (transposed: k), a
+// C of stride n. Otherwise it makes gemm:jit or its reference loop, slower
+// and rounding otherwise; f32 products then went to OpenBLAS. A block of a
+// larger product has such strides (a block of columns of a weight, a
+// thread's rows of a weight gradient X^T dY), so it runs on dense copies:
+// B's and C's whole, a transposed A's in blocks of rows (at most max(2^20,
+// 64 k) elements). The copies cost a few percent of a block's product;
+// each thread keeps its buffers for later products, outside the
+// executor's memory count, as its scratchpad.
+template <typename T, typename F>
+void OnDenseOperands(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
+                     int64_t ldc, int64_t m, int64_t k, int64_t n, F product) {
+  thread_local std::vector<T> dense_a, dense_b;
+  const int64_t width = tb ? k : n, lines = tb ? n : k;
+  if (ldb != width) {
+    dense_b.resize(static_cast<size_t>(k * n));
+    for (int64_t i = 0; i < lines; ++i)
+      std::copy(b + i * ldb, b + i * ldb + width, dense_b.data() + i * width);
+    b = dense_b.data();
+    ldb = width;
+  }
+  auto rows = [&](const T* pa, int64_t pa_ld, T* pc, int64_t pm) {
+    IntoDenseResult(pc, ldc, pm, n,
+                    [&](T* d, int64_t ldd) { product(pa, pa_ld, b, ldb, d, ldd, pm); });
+  };
+  if (!ta || lda == m) return rows(a, lda, c, m);
+  // Blocks of equal rows (a block of a few rows rounds otherwise).
+  const int64_t count = (m + DenseBlockRows(k) - 1) / DenseBlockRows(k);
+  const int64_t block = (m + count - 1) / count;
   for (int64_t lo = 0; lo < m; lo += block) {
     const int64_t w = std::min(block, m - lo);
-    dense.resize(static_cast<size_t>(k * w));
+    dense_a.resize(static_cast<size_t>(k * w));
     for (int64_t p = 0; p < k; ++p)
-      std::copy(a + p * lda + lo, a + p * lda + lo + w, dense.data() + p * w);
-    product(dense.data(), w, c + lo * ldc, w);
+      std::copy(a + p * lda + lo, a + p * lda + lo + w, dense_a.data() + p * w);
+    rows(dense_a.data(), w, c + lo * ldc, w);
   }
 }
 
@@ -199,12 +228,14 @@ bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ld
     // Whether brgemm runs it, asked of the layout it will run in.
     const bool copied = ta && lda != m;
     const int64_t rows = copied ? std::min(m, DenseBlockRows(k)) : m;
-    if (!InPlaceProduct(kF32, copied ? rows : lda, ta, ldb, tb, ldc, rows, k, n)->fast)
+    if (!InPlaceProduct(kF32, copied ? rows : lda, ta, tb ? k : n, tb, n, rows, k, n)->fast)
       return false;
-    InDenseBlocks(a, lda, ta, c, ldc, m, k,
-                  [&](const float* pa, int64_t pa_ld, float* pc, int64_t pm) {
-                    Execute(*InPlaceProduct(kF32, pa_ld, ta, ldb, tb, ldc, pm, k, n), pa, b, pc);
-                  });
+    OnDenseOperands(a, lda, ta, b, ldb, tb, c, ldc, m, k, n,
+                    [&](const float* pa, int64_t pa_ld, const float* pb, int64_t pb_ld, float* pc,
+                        int64_t pc_ld, int64_t pm) {
+                      Execute(*InPlaceProduct(kF32, pa_ld, ta, pb_ld, tb, pc_ld, pm, k, n), pa, pb,
+                              pc);
+                    });
   } catch (const dnnl::error&) {
     return false;
   }
@@ -244,10 +275,12 @@ bool OneDnnBF16Gemms() {
 Status OneDnnGemmBF16(const uint16_t* a, int64_t lda, bool ta, const uint16_t* b, int64_t ldb,
                       bool tb, uint16_t* c, int64_t ldc, int64_t m, int64_t k, int64_t n) {
   try {
-    InDenseBlocks(
-        a, lda, ta, c, ldc, m, k, [&](const uint16_t* pa, int64_t pa_ld, uint16_t* pc, int64_t pm) {
-          Execute(*InPlaceProduct(memory::data_type::bf16, pa_ld, ta, ldb, tb, ldc, pm, k, n), pa,
-                  b, pc);
+    OnDenseOperands(
+        a, lda, ta, b, ldb, tb, c, ldc, m, k, n,
+        [&](const uint16_t* pa, int64_t pa_ld, const uint16_t* pb, int64_t pb_ld, uint16_t* pc,
+            int64_t pc_ld, int64_t pm) {
+          Execute(*InPlaceProduct(memory::data_type::bf16, pa_ld, ta, pb_ld, tb, pc_ld, pm, k, n),
+                  pa, pb, pc);
         });
   } catch (const dnnl::error& e) {
     return InternalError(Message(e));
@@ -370,9 +403,6 @@ Status PackedWeights::Multiply(int s, const void* a, int64_t lda, int64_t rows, 
   const int64_t k = impl_->k, w = slab.end - slab.begin;
   const memory::data_type type = OneDnnType(impl_->dtype);
   const size_t es = DTypeSize(impl_->dtype);
-  // A slab narrower than C's rows is computed into rows of its own width
-  // and copied: oneDNN's kernels want a dense result.
-  const bool dense = ldc == w;
   try {
     const Product* p;
     {
@@ -386,16 +416,11 @@ Status PackedWeights::Multiply(int s, const void* a, int64_t lda, int64_t rows, 
                  .first;
       p = &it->second;  // map nodes stay put
     }
-    if (dense) {
-      Execute(*p, a, slab.bytes->data(), c);
-    } else {
-      thread_local std::vector<uint8_t> result;
-      result.resize(static_cast<size_t>(rows * w) * es);
-      Execute(*p, a, slab.bytes->data(), result.data());
-      for (int64_t r = 0; r < rows; ++r)
-        std::memcpy(static_cast<uint8_t*>(c) + static_cast<size_t>(r * ldc) * es,
-                    result.data() + static_cast<size_t>(r * w) * es, static_cast<size_t>(w) * es);
-    }
+    auto run = [&](auto* pc, int64_t) { Execute(*p, a, slab.bytes->data(), pc); };
+    if (es == 2)
+      IntoDenseResult(static_cast<uint16_t*>(c), ldc, rows, w, run);
+    else
+      IntoDenseResult(static_cast<float*>(c), ldc, rows, w, run);
   } catch (const dnnl::error& e) {
     return InternalError(Message(e));
   }

@@ -65,9 +65,13 @@ constexpr int64_t kOneDnnMinWork = int64_t{1} << 20;
 // C[m x n] (+)= op(A)[m x k] * op(B)[k x n], row-major, with leading
 // dimensions (a block of rows or columns of C is a strided view); op
 // transposes the stored matrix when ta / tb; `accumulate` adds to C.
+// `product_work`: the multiply-adds of the whole product when this is a
+// thread's block of it (0: this call's), so that every block goes to the
+// library the whole product would, and rounds as it would.
 template <typename T>
 void GemmStrided(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
-                 int64_t ldc, int64_t m, int64_t k, int64_t n, bool accumulate = false) {
+                 int64_t ldc, int64_t m, int64_t k, int64_t n, bool accumulate = false,
+                 int64_t product_work = 0) {
   if (m == 0 || n == 0) return;
   if (k == 0) {
     if (!accumulate)
@@ -79,7 +83,7 @@ void GemmStrided(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool
     // oneDNN's kernels beat OpenBLAS's on the machines measured, with
     // either operand transposed; accumulation and tiny products stay with
     // OpenBLAS. See docs/runtime.md, "Matmul".
-    if (!accumulate && m * k * n >= kOneDnnMinWork &&
+    if (!accumulate && (product_work > 0 ? product_work : m * k * n) >= kOneDnnMinWork &&
         OneDnnGemm(a, lda, ta, b, ldb, tb, c, ldc, m, k, n))
       return;
     cblas_sgemm(CblasRowMajor, op_a, op_b, static_cast<blasint>(m), static_cast<blasint>(n),
@@ -106,6 +110,23 @@ void GemmStrided(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool
 template <typename T>
 void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
   GemmStrided(a, k, false, b, n, false, c, n, m, k, n);
+}
+
+// Rows of a thread's block of a product: enough to be worth a thread (about
+// 2^20 multiply-adds), and 32 at least, so that every block has at least 16
+// rows (ParallelFor's chunks are at least half the grain). oneDNN's blocked
+// kernels round each row of a block of 16 rows or more as they round it in
+// the whole product; on fewer rows with a transposed lhs they did not
+// (Gemm.SameBitsOnAnyThreadCount).
+int64_t RowGrain(int64_t k, int64_t n) {
+  return std::max<int64_t>(32, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
+}
+
+// Columns of a thread's block of a product with few rows: about 2^20
+// multiply-adds, and at least 32 columns (oneDNN's blocked kernel takes
+// them).
+int64_t ColumnGrain(int64_t k, int64_t rows) {
+  return std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k * rows));
 }
 
 // The element offsets of every batch's a and b matrices (broadcast batch
@@ -136,7 +157,8 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
   if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
   const int threads = pool ? pool->size() : 1;
   // Rows per chunk so a chunk is worth a thread (~ 2^20 multiply-adds).
-  const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
+  const int64_t row_grain = RowGrain(k, n);
+  const int64_t work = batches * m * k * n;
 
   // b shared by every batch and a not broadcast: one tall GEMM (the only
   // case with transposed operands: b a matrix, a a matrix when transposed).
@@ -146,22 +168,22 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
     // Fewer rows than columns (a few tokens against a weight): split the
     // columns, so that each thread packs only its block of the shared
     // operand instead of every thread packing all of it (OpenBLAS).
-    // oneDNN reads the operand in place and wants whole result rows: it
-    // splits rows unless there are too few.
+    // oneDNN runs a block of columns on dense copies of its operands
+    // (gemm_onednn.cpp): it splits rows unless there are too few for every
+    // thread.
     const bool split_columns =
         rows < n && !(std::is_same<T, float>::value && OneDnnEnabled() && rows >= 32 * threads);
     if (threads > 1 && split_columns) {
-      const int64_t col_grain =
-          std::max<int64_t>(16, (int64_t{1} << 20) / std::max<int64_t>(1, k * rows));
+      const int64_t col_grain = ColumnGrain(k, rows);
       ParallelFor(pool, n, col_grain, [&](int64_t j0, int64_t j1) {
         GemmStrided(a, lda, f.ta, f.tb ? b + j0 * ldb : b + j0, ldb, f.tb, c + j0, n, rows, k,
-                    j1 - j0);
+                    j1 - j0, false, work);
       });
       return;
     }
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
       GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0, k,
-                  n);
+                  n, false, work);
     });
     return;
   }
@@ -177,8 +199,10 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
     const T* pa = a + a_off[i];
     const T* pb = b + b_off[i];
     T* pc = c + i * m * n;
-    ParallelFor(pool, m, row_grain,
-                [&](int64_t r0, int64_t r1) { Gemm(pa + r0 * k, pb, pc + r0 * n, r1 - r0, k, n); });
+    ParallelFor(pool, m, row_grain, [&](int64_t r0, int64_t r1) {
+      GemmStrided(pa + r0 * k, k, false, pb, n, false, pc + r0 * n, n, r1 - r0, k, n, false,
+                  m * k * n);
+    });
   }
 }
 
@@ -321,13 +345,21 @@ Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const 
   const int64_t batches = NumElements(s.batch);
   if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
   const int threads = pool ? pool->size() : 1;
-  const int64_t row_grain = std::max<int64_t>(8, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
+  const int64_t row_grain = RowGrain(k, n);
   FirstError first_error;
   auto note = [&](const Status& st) { first_error.Note(st); };
   if (NumElements(s.b_batch) == 1 && NumElements(s.a_batch) == batches) {
-    // One tall product, its rows split over the threads.
+    // One tall product, its rows split over the threads, or its columns
+    // when there are too few rows for every thread (as BatchedGemm).
     const int64_t rows = batches * m;
     const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
+    if (threads > 1 && rows < n && rows < 32 * threads) {
+      ParallelFor(pool, n, ColumnGrain(k, rows), [&](int64_t j0, int64_t j1) {
+        note(OneDnnGemmBF16(a, lda, f.ta, f.tb ? b + j0 * ldb : b + j0, ldb, f.tb, c + j0, n, rows,
+                            k, j1 - j0));
+      });
+      return first_error.status;
+    }
     ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
       note(OneDnnGemmBF16(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n,
                           r1 - r0, k, n));
