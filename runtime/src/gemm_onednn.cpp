@@ -187,9 +187,10 @@ void IntoDenseResult(T* c, int64_t ldc, int64_t m, int64_t n, F product) {
 // larger product has such strides (a block of columns of a weight, a
 // thread's rows of a weight gradient X^T dY), so it runs on dense copies:
 // B's and C's whole, a transposed A's in blocks of rows (at most max(2^20,
-// 64 k) elements). The copies cost a few percent of a block's product;
-// each thread keeps its buffers for later products, outside the
-// executor's memory count, as its scratchpad.
+// 64 k) elements). The copies cost a few percent of a block's product at
+// 128 rows; at a few rows they cost more, but less than the slower kernels
+// did (docs/runtime.md, "Matmul"). Each thread keeps its buffers for later
+// products, outside the executor's memory count, as its scratchpad.
 template <typename T, typename F>
 void OnDenseOperands(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
                      int64_t ldc, int64_t m, int64_t k, int64_t n, F product) {
@@ -207,7 +208,7 @@ void OnDenseOperands(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, 
                     [&](T* d, int64_t ldd) { product(pa, pa_ld, b, ldb, d, ldd, pm); });
   };
   if (!ta || lda == m) return rows(a, lda, c, m);
-  // Blocks of equal rows (a block of a few rows rounds otherwise).
+  // Blocks of equal rows: a block of a few rows may round otherwise.
   const int64_t count = (m + DenseBlockRows(k) - 1) / DenseBlockRows(k);
   const int64_t block = (m + count - 1) / count;
   for (int64_t lo = 0; lo < m; lo += block) {

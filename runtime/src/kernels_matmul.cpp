@@ -116,8 +116,8 @@ void Gemm(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
 // 2^20 multiply-adds), and 32 at least, so that every block has at least 16
 // rows (ParallelFor's chunks are at least half the grain). oneDNN's blocked
 // kernels round each row of a block of 16 rows or more as they round it in
-// the whole product; on fewer rows with a transposed lhs they did not
-// (Gemm.SameBitsOnAnyThreadCount).
+// the whole product (Gemm.SameBitsOnAnyThreadCount); blocks of 1 and 7
+// rows of a transposed lhs with k = 3072 rounded otherwise on a Zen 5.
 int64_t RowGrain(int64_t k, int64_t n) {
   return std::max<int64_t>(32, (int64_t{1} << 20) / std::max<int64_t>(1, k * n));
 }
