@@ -160,10 +160,13 @@ const Product* InPlaceProduct(memory::data_type dtype, int64_t lda, bool ta, int
   return &it->second;  // map nodes stay put
 }
 
-// Rows of a product whose transposed A is dense: at most this many (the
-// copy of A stays within 2^20 elements, or 64 rows).
-int64_t DenseBlockRows(int64_t k) {
-  return std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k));
+// Rows of each block in which a transposed A of m rows that is not dense
+// is copied: blocks of equal rows (a block of a few rows may round
+// otherwise), each copy within 2^20 elements or 64 rows.
+int64_t DenseBlockRows(int64_t m, int64_t k) {
+  const int64_t most = std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k));
+  const int64_t count = (m + most - 1) / most;
+  return (m + count - 1) / count;
 }
 
 // C = the product `product(pc, ldpc)` writes, for a result whose rows are
@@ -208,9 +211,7 @@ void OnDenseOperands(const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, 
                     [&](T* d, int64_t ldd) { product(pa, pa_ld, b, ldb, d, ldd, pm); });
   };
   if (!ta || lda == m) return rows(a, lda, c, m);
-  // Blocks of equal rows: a block of a few rows may round otherwise.
-  const int64_t count = (m + DenseBlockRows(k) - 1) / DenseBlockRows(k);
-  const int64_t block = (m + count - 1) / count;
+  const int64_t block = DenseBlockRows(m, k);
   for (int64_t lo = 0; lo < m; lo += block) {
     const int64_t w = std::min(block, m - lo);
     dense_a.resize(static_cast<size_t>(k * w));
@@ -228,7 +229,7 @@ bool OneDnnGemm(const float* a, int64_t lda, bool ta, const float* b, int64_t ld
   try {
     // Whether brgemm runs it, asked of the layout it will run in.
     const bool copied = ta && lda != m;
-    const int64_t rows = copied ? std::min(m, DenseBlockRows(k)) : m;
+    const int64_t rows = copied ? DenseBlockRows(m, k) : m;
     if (!InPlaceProduct(kF32, copied ? rows : lda, ta, tb ? k : n, tb, n, rows, k, n)->fast)
       return false;
     OnDenseOperands(a, lda, ta, b, ldb, tb, c, ldc, m, k, n,

@@ -129,6 +129,35 @@ int64_t ColumnGrain(int64_t k, int64_t rows) {
   return std::max<int64_t>(64, (int64_t{1} << 20) / std::max<int64_t>(1, k * rows));
 }
 
+// Fewer rows than this per thread is "a few rows" (a few tokens against a
+// weight): threads then split a product's columns, not its rows.
+constexpr int64_t kFewRowsPerThread = 32;
+
+// Runs gemm(a, b, c, rows, cols) on each thread's block of the tall product
+// [rows x k] x op(B) [k x n] (A transposed when f.ta, B when f.tb; a and b
+// point at the block's first row and column, c at its first element, the
+// leading dimensions the whole product's: lda, ldb, n). Rows are split over
+// the threads; columns when there are fewer rows than columns and either
+// the library packs the shared operand per call (OpenBLAS: each thread then
+// packs only its columns) or there are too few rows for every thread.
+// oneDNN runs a block of columns on dense copies of its operands
+// (gemm_onednn.cpp).
+template <typename T, typename BlockGemm>
+void SplitTallProduct(const T* a, const T* b, T* c, int64_t rows, int64_t k, int64_t n,
+                      const MatmulFlags& f, bool onednn, ThreadPool* pool, BlockGemm gemm) {
+  const int threads = pool ? pool->size() : 1;
+  const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
+  if (threads > 1 && rows < n && (!onednn || rows < kFewRowsPerThread * threads)) {
+    ParallelFor(pool, n, ColumnGrain(k, rows), [&](int64_t j0, int64_t j1) {
+      gemm(a, f.tb ? b + j0 * ldb : b + j0, c + j0, rows, j1 - j0);
+    });
+    return;
+  }
+  ParallelFor(pool, rows, RowGrain(k, n), [&](int64_t r0, int64_t r1) {
+    gemm(f.ta ? a + r0 : a + r0 * lda, b, c + r0 * n, r1 - r0, n);
+  });
+}
+
 // The element offsets of every batch's a and b matrices (broadcast batch
 // dimensions), a batch's matrices being dense.
 void BatchOffsets(const MatmulShape& s, std::vector<int64_t>* a_off, std::vector<int64_t>* b_off) {
@@ -165,26 +194,10 @@ void BatchedGemm(const T* a, const T* b, T* c, const MatmulShape& s, const Matmu
   if (b_batches == 1 && a_batches == batches) {
     const int64_t rows = batches * m;
     const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
-    // Fewer rows than columns (a few tokens against a weight): split the
-    // columns, so that each thread packs only its block of the shared
-    // operand instead of every thread packing all of it (OpenBLAS).
-    // oneDNN runs a block of columns on dense copies of its operands
-    // (gemm_onednn.cpp): it splits rows unless there are too few for every
-    // thread.
-    const bool split_columns =
-        rows < n && !(std::is_same<T, float>::value && OneDnnEnabled() && rows >= 32 * threads);
-    if (threads > 1 && split_columns) {
-      const int64_t col_grain = ColumnGrain(k, rows);
-      ParallelFor(pool, n, col_grain, [&](int64_t j0, int64_t j1) {
-        GemmStrided(a, lda, f.ta, f.tb ? b + j0 * ldb : b + j0, ldb, f.tb, c + j0, n, rows, k,
-                    j1 - j0, false, work);
-      });
-      return;
-    }
-    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      GemmStrided(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n, r1 - r0, k,
-                  n, false, work);
-    });
+    SplitTallProduct(a, b, c, rows, k, n, f, std::is_same<T, float>::value && OneDnnEnabled(), pool,
+                     [&](const T* pa, const T* pb, T* pc, int64_t pm, int64_t pn) {
+                       GemmStrided(pa, lda, f.ta, pb, ldb, f.tb, pc, n, pm, k, pn, false, work);
+                     });
     return;
   }
   std::vector<int64_t> a_off, b_off;
@@ -248,7 +261,7 @@ bool PlanPacking(const MatmulShape& s, const MatmulFlags& f, DType dtype, int po
   plan->ldb = f.tb ? k : n;
   // Few rows (decoding a few tokens): each thread takes its own columns,
   // packed as a slab of their own; otherwise threads split the rows.
-  plan->slabs = pool_threads > 1 && rows < 32 * pool_threads ? pool_threads : 1;
+  plan->slabs = pool_threads > 1 && rows < kFewRowsPerThread * pool_threads ? pool_threads : 1;
   return true;
 }
 
@@ -344,31 +357,21 @@ Status BatchedGemmBF16(const uint16_t* a, const uint16_t* b, uint16_t* c, const 
   const int64_t m = s.m, k = s.k, n = s.n;
   const int64_t batches = NumElements(s.batch);
   if (batches * m * k * n < (int64_t{1} << 18)) pool = nullptr;
-  const int threads = pool ? pool->size() : 1;
-  const int64_t row_grain = RowGrain(k, n);
   FirstError first_error;
   auto note = [&](const Status& st) { first_error.Note(st); };
   if (NumElements(s.b_batch) == 1 && NumElements(s.a_batch) == batches) {
-    // One tall product, its rows split over the threads, or its columns
-    // when there are too few rows for every thread (as BatchedGemm).
     const int64_t rows = batches * m;
     const int64_t lda = f.ta ? rows : k, ldb = f.tb ? k : n;
-    if (threads > 1 && rows < n && rows < 32 * threads) {
-      ParallelFor(pool, n, ColumnGrain(k, rows), [&](int64_t j0, int64_t j1) {
-        note(OneDnnGemmBF16(a, lda, f.ta, f.tb ? b + j0 * ldb : b + j0, ldb, f.tb, c + j0, n, rows,
-                            k, j1 - j0));
-      });
-      return first_error.status;
-    }
-    ParallelFor(threads > 1 ? pool : nullptr, rows, row_grain, [&](int64_t r0, int64_t r1) {
-      note(OneDnnGemmBF16(f.ta ? a + r0 : a + r0 * lda, lda, f.ta, b, ldb, f.tb, c + r0 * n, n,
-                          r1 - r0, k, n));
-    });
+    SplitTallProduct(
+        a, b, c, rows, k, n, f, true, pool,
+        [&](const uint16_t* pa, const uint16_t* pb, uint16_t* pc, int64_t pm, int64_t pn) {
+          note(OneDnnGemmBF16(pa, lda, f.ta, pb, ldb, f.tb, pc, n, pm, k, pn));
+        });
     return first_error.status;
   }
   std::vector<int64_t> a_off, b_off;
   BatchOffsets(s, &a_off, &b_off);
-  ParallelFor(threads > 1 ? pool : nullptr, batches, 1, [&](int64_t b0, int64_t b1) {
+  ParallelFor(pool, batches, 1, [&](int64_t b0, int64_t b1) {
     for (int64_t i = b0; i < b1; ++i)
       note(OneDnnGemmBF16(a + a_off[i], k, false, b + b_off[i], n, false, c + i * m * n, n, m, k,
                           n));

@@ -528,6 +528,7 @@ constexpr auto SquareOfBF16 = [](uint16_t bits) { return Square(portable::BF16Bi
 // of memory (GPT-2-small's bf16 gradients: 22.5 against 10-16 ms on one Zen
 // 5 core). Chunks start at multiples of 32 (kLongRowChunk, kWidenedBlock).
 constexpr int kSquareSums = 32;
+static_assert(kLongRowChunk % kSquareSums == 0, "chunks must start on a running sum's first");
 
 // Adds x[i]^2 over x[0..n) into the running sums. The conversions and
 // squares in double are the loop's work (a bf16 or f32 square is exact in
