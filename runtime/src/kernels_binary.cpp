@@ -32,13 +32,31 @@ enum class BinOp {
 bool IsCompare(BinOp op) { return op >= BinOp::kEqual && op <= BinOp::kGreaterEqual; }
 bool IsLogic(BinOp op) { return op >= BinOp::kAnd; }
 
+// row(r, off, lo, hi) for elements [lo, hi) of every output row r of a
+// broadcast plan (off: the operands' offsets for that row), over the
+// threads: one long row is split, several rows go whole.
+template <typename RowFn>
+void ForEachBroadcastRow(const BroadcastPlan& p, ThreadPool* pool, RowFn row) {
+  const int64_t inner = p.inner;
+  if (p.rows == 1) {
+    int64_t zero[2] = {0, 0};
+    ParallelFor(pool, inner, kElementwiseGrain,
+                [&](int64_t lo, int64_t hi) { row(0, zero, lo, hi); });
+    return;
+  }
+  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, inner));
+  ParallelFor(pool, p.rows, grain, [&](int64_t r0, int64_t r1) {
+    ForEachRow(p, r0, r1, [&](int64_t r, const int64_t* off) { row(r, off, 0, inner); });
+  });
+}
+
 // Runs out[i] = f(a[i'], b[i'']) over a broadcast plan; the four stride
 // patterns of the inner dim get their own loops so they vectorise.
 template <typename A, typename B, typename R, typename F>
 void RunBinary(const A* a, const B* b, R* out, const BroadcastPlan& p, ThreadPool* pool, F f) {
   const int64_t inner = p.inner;
   const int64_t sa = p.strides[0].back(), sb = p.strides[1].back();
-  auto row = [&](int64_t r, const int64_t* off, int64_t lo, int64_t hi) {
+  ForEachBroadcastRow(p, pool, [&](int64_t r, const int64_t* off, int64_t lo, int64_t hi) {
     const A* pa = a + off[0];
     const B* pb = b + off[1];
     R* po = out + r * inner;
@@ -54,16 +72,6 @@ void RunBinary(const A* a, const B* b, R* out, const BroadcastPlan& p, ThreadPoo
       const R v = f(pa[0], pb[0]);
       for (int64_t i = lo; i < hi; ++i) po[i] = v;
     }
-  };
-  if (p.rows == 1) {  // one long row: split it
-    int64_t zero[2] = {0, 0};
-    ParallelFor(pool, inner, kElementwiseGrain,
-                [&](int64_t lo, int64_t hi) { row(0, zero, lo, hi); });
-    return;
-  }
-  int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, inner));
-  ParallelFor(pool, p.rows, grain, [&](int64_t r0, int64_t r1) {
-    ForEachRow(p, r0, r1, [&](int64_t r, const int64_t* off) { row(r, off, 0, inner); });
   });
 }
 
@@ -278,6 +286,66 @@ BinOp OpOf(const std::string& name) {
   return BinOp::kAdd;
 }
 
+// ---- bf16 arithmetic in one pass -------------------------------------------------
+
+// add, sub, mul and div on bf16 operands read each element widened to f32
+// (exact), compute in f32 and round once to nearest even: the bits the f32
+// kernel gives on widened copies, without the copies and their passes over
+// memory (a training step's residual adds and bias gradients in bf16).
+bool IsBF16Arith(BinOp op) {
+  return op == BinOp::kAdd || op == BinOp::kSub || op == BinOp::kMul || op == BinOp::kDiv;
+}
+
+bool ArithInBF16(const VerifyContext& ctx) {
+  return IsBF16Arith(OpOf(ctx.inst->op())) && ctx.inputs.size() == 2 &&
+         ctx.inputs[0].dtype == DType::kBF16 && ctx.inputs[1].dtype == DType::kBF16;
+}
+
+// o[i] = f(a[i * sa], b[i * sb]) rounded to bf16, for strides of 0 or 1:
+// inlined into each clone of BF16ArithRow, so it vectorises for its CPU.
+template <typename F>
+__attribute__((always_inline)) inline void BF16Row(const uint16_t* a, int64_t sa, const uint16_t* b,
+                                                   int64_t sb, uint16_t* o, int64_t n, F f) {
+  using portable::BF16BitsToFloat;
+  using portable::FloatToBF16Bits;
+  if (sa == 1 && sb == 1) {
+    for (int64_t i = 0; i < n; ++i)
+      o[i] = FloatToBF16Bits(f(BF16BitsToFloat(a[i]), BF16BitsToFloat(b[i])));
+  } else if (sa == 1) {
+    const float vb = BF16BitsToFloat(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = FloatToBF16Bits(f(BF16BitsToFloat(a[i]), vb));
+  } else if (sb == 1) {
+    const float va = BF16BitsToFloat(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = FloatToBF16Bits(f(va, BF16BitsToFloat(b[i])));
+  } else {
+    const uint16_t v = FloatToBF16Bits(f(BF16BitsToFloat(a[0]), BF16BitsToFloat(b[0])));
+    for (int64_t i = 0; i < n; ++i) o[i] = v;
+  }
+}
+
+DISTRT_ARITHMETIC_CLONES void BF16ArithRow(BinOp op, const uint16_t* a, int64_t sa,
+                                           const uint16_t* b, int64_t sb, uint16_t* o, int64_t n) {
+  switch (op) {
+    case BinOp::kAdd:
+      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x + y; });
+    case BinOp::kSub:
+      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x - y; });
+    case BinOp::kMul:
+      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x * y; });
+    default:
+      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x / y; });
+  }
+}
+
+void RunBF16Arith(BinOp op, const uint16_t* a, const uint16_t* b, uint16_t* out,
+                  const BroadcastPlan& p, ThreadPool* pool) {
+  const int64_t sa = p.strides[0].back(), sb = p.strides[1].back();
+  ForEachBroadcastRow(p, pool, [&](int64_t r, const int64_t* off, int64_t lo, int64_t hi) {
+    BF16ArithRow(op, a + off[0] + lo * sa, sa, b + off[1] + lo * sb, sb, out + r * p.inner + lo,
+                 hi - lo);
+  });
+}
+
 // Expected output type of a binary op (also used by the verifier).
 Status BinaryResultType(BinOp op, const std::string& name, const TensorType& a, const TensorType& b,
                         TensorType* out) {
@@ -347,6 +415,10 @@ Status RunBinaryKernel(KernelContext& ctx) {
     }
     return OkStatus();
   }
+  if (IsBF16Arith(op) && a.dtype() == DType::kBF16) {
+    RunBF16Arith(op, a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), plan, ctx.pool);
+    return OkStatus();
+  }
   if (IsCompare(op)) {
     DISTRT_DISPATCH_NUMERIC_BOOL(a.dtype(), name, return Compare<T>(op, a, b, out, plan, ctx.pool));
   }
@@ -409,8 +481,10 @@ void WhereLoop(const uint8_t* c, const uint8_t* a, const uint8_t* b, uint8_t* o,
       const uint8_t* pa = a + off[1] * kBytes;
       const uint8_t* pb = b + off[2] * kBytes;
       uint8_t* po = o + r * inner * static_cast<int64_t>(kBytes);
-      if constexpr (kBytes == 4 || kBytes == 8) {
-        using T = typename std::conditional<kBytes == 4, uint32_t, uint64_t>::type;
+      if constexpr (kBytes == 2 || kBytes == 4 || kBytes == 8) {
+        using T = typename std::conditional<
+            kBytes == 2, uint16_t,
+            typename std::conditional<kBytes == 4, uint32_t, uint64_t>::type>::type;
         if (sc == 1 && sa <= 1 && sb <= 1) {
           return WhereRow(pc, reinterpret_cast<const T*>(pa), sa, reinterpret_cast<const T*>(pb),
                           sb, reinterpret_cast<T*>(po), inner);
@@ -459,9 +533,14 @@ Status RunWhere(KernelContext& ctx) {
 }  // namespace
 
 void RegisterBinaryKernels(KernelRegistry& r) {
-  for (const auto& b : kBinaryOps)
-    r.Add({b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true});
-  r.Add({"where", 3, 3, 1, RunWhere, VerifyWhere, false, true});
+  for (const auto& b : kBinaryOps) {
+    KernelDef def{b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true};
+    def.half_native_for = ArithInBF16;
+    r.Add(def);
+  }
+  KernelDef where{"where", 3, 3, 1, RunWhere, VerifyWhere, false, true};
+  where.half_native = true;  // selects elements by their bytes
+  r.Add(where);
 }
 
 }  // namespace distrt

@@ -114,6 +114,9 @@ A RowSum(const T* x, int64_t n) {
   return CombineRunningSums(part);
 }
 
+// Columns a task of Reduce3 accumulates down the rows (inner > 1).
+constexpr int64_t kColumnBlock = 1024;
+
 // Elements per chunk when a few long rows are reduced in parallel.
 constexpr int64_t kLongRowChunk = 1 << 16;
 
@@ -134,10 +137,14 @@ std::vector<A> LongRowChunks(int64_t rows, int64_t R, ThreadPool* pool, F fn) {
   return part;
 }
 
-// y[o, i] = reduce_r x[o, r, i]
-template <typename T>
-void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner,
-             ThreadPool* pool) {
+// y[o, i] = reduce_r x[o, r, i], computed in T. S is the stored element:
+// T, or bf16/f16 bits (uint16_t) when inner > 1, whose rows are widened a
+// block at a time and whose results are rounded once (`half`): the bits of
+// this function on an f32 copy, without the copy.
+template <typename T, typename S = T>
+void Reduce3(RedOp op, const S* x, S* y, int64_t outer, int64_t R, int64_t inner, ThreadPool* pool,
+             DType half = DType::kF32) {
+  constexpr bool kWidened = !std::is_same<S, T>::value;
   using A = typename Acc<T>::type;
   const T lowest = std::is_floating_point<T>::value ? -std::numeric_limits<T>::infinity()
                                                     : std::numeric_limits<T>::lowest();
@@ -178,7 +185,7 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
     }
   };
   if (outer == 0 || inner == 0) return;  // an empty result (a device's empty piece)
-  if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (std::is_floating_point<T>::value && !kWidened) {
     if (inner == 1 && op != RedOp::kProd && R >= 2 * kLongRowChunk && outer < 16) {
       // A few long rows (a gradient norm's sum of squares over a whole
       // embedding): parallel over fixed chunks of each row, their results
@@ -206,54 +213,102 @@ void Reduce3(RedOp op, const T* x, T* y, int64_t outer, int64_t R, int64_t inner
       return;
     }
   }
-  if (inner == 1) {
-    int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
-    ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
-      for (int64_t o = o0; o < o1; ++o) {
-        const T* row = x + o * R;
-        A acc = init();
-        if constexpr (std::is_floating_point<T>::value) {
+  if constexpr (!kWidened) {
+    if (inner == 1) {
+      int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R));
+      ParallelFor(pool, outer, grain, [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          const T* row = x + o * R;
+          A acc = init();
+          if constexpr (std::is_floating_point<T>::value) {
+            if (op == RedOp::kSum || op == RedOp::kMean) {
+              y[o] = finish(RowSum<A>(row, R));
+              continue;
+            }
+            if (op == RedOp::kMax || op == RedOp::kMin) {
+              y[o] = op == RedOp::kMax ? RowExtreme<true>(row, R) : RowExtreme<false>(row, R);
+              continue;
+            }
+          }
           if (op == RedOp::kSum || op == RedOp::kMean) {
-            y[o] = finish(RowSum<A>(row, R));
-            continue;
+            for (int64_t r = 0; r < R; ++r) acc = WrapAdd<A>(acc, static_cast<A>(row[r]));
+          } else {
+            for (int64_t r = 0; r < R; ++r) acc = step(acc, row[r]);
           }
-          if (op == RedOp::kMax || op == RedOp::kMin) {
-            y[o] = op == RedOp::kMax ? RowExtreme<true>(row, R) : RowExtreme<false>(row, R);
-            continue;
-          }
+          y[o] = finish(acc);
         }
-        if (op == RedOp::kSum || op == RedOp::kMean) {
-          for (int64_t r = 0; r < R; ++r) acc = WrapAdd<A>(acc, static_cast<A>(row[r]));
-        } else {
-          for (int64_t r = 0; r < R; ++r) acc = step(acc, row[r]);
-        }
-        y[o] = finish(acc);
-      }
-    });
-    return;
+      });
+      return;
+    }
   }
   // Parallel over (outer x inner-block); accumulate a block of the inner dim.
-  const int64_t block = std::min<int64_t>(inner, 1024);
+  const int64_t block = std::min<int64_t>(inner, kColumnBlock);
   const int64_t nblocks = (inner + block - 1) / block;
   int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(1, R * block));
   ParallelFor(pool, outer * nblocks, grain, [&](int64_t t0, int64_t t1) {
     std::vector<A> acc(static_cast<size_t>(block));
+    std::vector<T> widened(kWidened ? static_cast<size_t>(block) : 0);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t o = t / nblocks, b0 = (t % nblocks) * block;
       const int64_t len = std::min(block, inner - b0);
       std::fill(acc.begin(), acc.begin() + len, init());
       for (int64_t r = 0; r < R; ++r) {
-        const T* row = x + (o * R + r) * inner + b0;
+        const S* stored = x + (o * R + r) * inner + b0;
+        const T* row;
+        if constexpr (kWidened) {
+          WidenToF32(stored, half, widened.data(), len, nullptr);
+          row = widened.data();
+        } else {
+          row = stored;
+        }
         if (op == RedOp::kSum || op == RedOp::kMean) {
           for (int64_t i = 0; i < len; ++i) acc[i] = WrapAdd<A>(acc[i], static_cast<A>(row[i]));
         } else {
           for (int64_t i = 0; i < len; ++i) acc[i] = step(acc[i], row[i]);
         }
       }
-      T* out = y + o * inner + b0;
-      for (int64_t i = 0; i < len; ++i) out[i] = finish(acc[i]);
+      S* out = y + o * inner + b0;
+      if constexpr (kWidened) {
+        for (int64_t i = 0; i < len; ++i) widened[i] = finish(acc[i]);
+        NarrowFromF32(widened.data(), out, half, len, nullptr);
+      } else {
+        for (int64_t i = 0; i < len; ++i) out[i] = finish(acc[i]);
+      }
     }
   });
+}
+
+// [outer, R, inner] for reduced `axes` (sorted) of `s` when they are one
+// contiguous block (or none: R = inner = 1); false otherwise.
+bool ContiguousGeometry(const Shape& s, const std::vector<int64_t>& axes, int64_t* outer,
+                        int64_t* R, int64_t* inner) {
+  *outer = *R = *inner = 1;
+  if (axes.empty()) {
+    *outer = NumElements(s);
+    return true;
+  }
+  if (axes.back() - axes.front() + 1 != static_cast<int64_t>(axes.size())) return false;
+  for (int64_t i = 0; i < static_cast<int64_t>(s.size()); ++i) {
+    if (i < axes.front())
+      *outer *= s[i];
+    else if (i <= axes.back())
+      *R *= s[i];
+    else
+      *inner *= s[i];
+  }
+  return true;
+}
+
+// bf16/f16 reductions over a block of axes with axes after it (a bias
+// gradient's sum over the tokens) read their rows widened a block at a time
+// (Reduce3's `S`); other 16-bit reductions run through f32 copies.
+bool ReducesHalfByColumns(const VerifyContext& ctx) {
+  if (ctx.inputs.size() != 1 || !IsHalfFloat(ctx.inputs[0].dtype)) return false;
+  std::vector<int64_t> axes;
+  Shape out;
+  if (!ReduceShape(ctx.attrs(), ctx.inputs[0].shape, &axes, &out).ok()) return false;
+  int64_t outer, R, inner;
+  return ContiguousGeometry(ctx.inputs[0].shape, axes, &outer, &R, &inner) && inner > 1;
 }
 
 Status RunReduce(KernelContext& ctx) {
@@ -273,20 +328,14 @@ Status RunReduce(KernelContext& ctx) {
   const Tensor* src = &x;
   Tensor moved;
   int64_t outer = 1, R = 1, inner = 1;
-  bool contiguous =
-      axes.empty() || axes.back() - axes.front() + 1 == static_cast<int64_t>(axes.size());
-  if (axes.empty()) {
-    outer = x.num_elements();
-  } else if (contiguous) {
-    for (int i = 0; i < r; ++i) {
-      if (i < axes.front())
-        outer *= s[i];
-      else if (i <= axes.back())
-        R *= s[i];
-      else
-        inner *= s[i];
-    }
-  } else {
+  const bool contiguous = ContiguousGeometry(s, axes, &outer, &R, &inner);
+  if (IsHalfFloat(x.dtype())) {  // only what ReducesHalfByColumns let through
+    if (!contiguous || inner <= 1) return InternalError(name, ": no 16-bit path for these axes");
+    Reduce3<float, uint16_t>(op, x.data<uint16_t>(), out->data<uint16_t>(), outer, R, inner,
+                             ctx.pool, x.dtype());
+    return OkStatus();
+  }
+  if (!contiguous) {
     std::vector<int64_t> perm;
     Shape moved_shape;
     for (int i = 0; i < r; ++i) {
@@ -601,7 +650,9 @@ Status RunSumSquares(KernelContext& ctx) {
 
 void RegisterReduceKernels(KernelRegistry& r) {
   for (const char* n : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"}) {
-    r.Add({n, 1, 1, 1, RunReduce, VerifyReduce});
+    KernelDef def{n, 1, 1, 1, RunReduce, VerifyReduce};
+    def.half_native_for = ReducesHalfByColumns;
+    r.Add(def);
   }
   r.Add({"argmax", 1, 1, 1, RunArg, VerifyArg});
   r.Add({"argmin", 1, 1, 1, RunArg, VerifyArg});

@@ -6,6 +6,7 @@
 #include "exp_f32.h"
 #include "kernel_util.h"
 #include "portable/elementwise.h"
+#include "via_f32.h"
 
 namespace distrt {
 // Exact GELU, also applied by matmul's epilogue (kernel_util.h).
@@ -245,6 +246,45 @@ Status RunUnary(KernelContext& ctx) {
 
 Status RunIdentity(KernelContext& ctx) { return ctx.SetOutput(0, ctx.input(0)); }
 
+// GELU's tanh approximation.
+template <typename T>
+void GeluTanhLoop(const T* x, T* y, int64_t n) {
+  const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+  }
+}
+
+// n elements of an element-wise kernel over the threads. loop(in, out, len)
+// is the f32/f64 loop; bf16/f16 tensors run it on widened blocks
+// (MapWidenedBlocks: the bits of the f32 loop, without f32 copies).
+template <size_t kInputs, typename Loop>
+Status RunElementwise(const Tensor* const (&x)[kInputs], Tensor* out, ThreadPool* pool,
+                      const char* name, Loop loop) {
+  const int64_t n = out->num_elements();
+  const DType dtype = out->dtype();
+  if (IsHalfFloat(dtype)) {
+    const int64_t size = static_cast<int64_t>(DTypeSize(dtype));
+    ParallelFor(pool, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      const void* src[kInputs];
+      for (size_t k = 0; k < kInputs; ++k)
+        src[k] = static_cast<const char*>(x[k]->raw()) + lo * size;
+      MapWidenedBlocks(src, static_cast<char*>(out->raw()) + lo * size, dtype, hi - lo,
+                       [&](const float* const* in, float* y, int64_t len) { loop(in, y, len); });
+    });
+    return OkStatus();
+  }
+  DISTRT_DISPATCH_FLOAT(dtype, name, {
+    ParallelFor(pool, n, kElementwiseGrain, [&](int64_t lo, int64_t hi) {
+      const T* in[kInputs];
+      for (size_t k = 0; k < kInputs; ++k) in[k] = x[k]->template data<T>() + lo;
+      loop(in, out->template data<T>() + lo, hi - lo);
+    });
+  });
+  return OkStatus();
+}
+
 Status RunGelu(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
@@ -255,20 +295,14 @@ Status RunGelu(KernelContext& ctx) {
   }
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
-  const int64_t n = x.num_elements();
-  DISTRT_DISPATCH_FLOAT(x.dtype(), "gelu", {
-    const T* px = x.data<T>();
-    T* py = out->data<T>();
-    if (approx == "none") {
-      ParallelFor(ctx.pool, n, kElementwiseGrain,
-                  [&](int64_t lo, int64_t hi) { GeluErfLoop(px + lo, py + lo, hi - lo); });
+  const bool exact = approx == "none";
+  return RunElementwise<1>({&x}, out, ctx.pool, "gelu", [&](auto in, auto* y, int64_t n) {
+    if (exact) {
+      GeluErfLoop(in[0], y, n);
     } else {
-      const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
-      Map(px, py, n, ctx.pool,
-          [=](T v) { return T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v))); });
+      GeluTanhLoop(in[0], y, n);
     }
   });
-  return OkStatus();
 }
 
 // gelu_grad (dist-fuse-for-target's form of the exact GELU's gradient
@@ -286,14 +320,8 @@ Status RunGeluGrad(KernelContext& ctx) {
   const Tensor& dy = ctx.input(1);
   Tensor* out;
   DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
-  DISTRT_DISPATCH_FLOAT(x.dtype(), "gelu_grad", {
-    const T* px = x.data<T>();
-    const T* pd = dy.data<T>();
-    T* py = out->data<T>();
-    ParallelFor(ctx.pool, x.num_elements(), kElementwiseGrain,
-                [&](int64_t lo, int64_t hi) { GeluGradLoop(px + lo, pd + lo, py + lo, hi - lo); });
-  });
-  return OkStatus();
+  return RunElementwise<2>({&x, &dy}, out, ctx.pool, "gelu_grad",
+                           [](auto in, auto* dx, int64_t n) { GeluGradLoop(in[0], in[1], dx, n); });
 }
 
 Status RunLeakyRelu(KernelContext& ctx) {
@@ -360,9 +388,14 @@ void RegisterUnaryKernels(KernelRegistry& r) {
   r.Add(identity);
   identity.device = DeviceKind::kCuda;
   r.Add(identity);
-  r.Add({"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true});
+  // gelu and gelu_grad: half_native through RunElementwise's widened blocks.
+  KernelDef gelu{"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true};
+  gelu.half_native = true;
+  r.Add(gelu);
   r.Add({"leaky_relu", 1, 1, 1, RunLeakyRelu, VerifySameType, false, true});
-  r.Add({"gelu_grad", 2, 2, 1, RunGeluGrad, VerifyGeluGrad, false, true});
+  KernelDef gelu_grad{"gelu_grad", 2, 2, 1, RunGeluGrad, VerifyGeluGrad, false, true};
+  gelu_grad.half_native = true;
+  r.Add(gelu_grad);
   r.Add({"clip", 1, 1, 1, RunClip, VerifySameType, false, true});
 }
 

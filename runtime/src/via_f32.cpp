@@ -45,15 +45,8 @@ DISTRT_SIMD_CLONES void WidenBF16(const uint16_t* x, float* y, int64_t n) {
   }
 }
 
-// portable::FloatToBF16Bits without the branch, so that it vectorises.
 DISTRT_SIMD_CLONES void NarrowBF16(const float* x, uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, &x[i], 4);
-    const uint32_t rounded = (bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16;
-    const uint32_t quiet_nan = (bits >> 16) | 0x40u;
-    y[i] = static_cast<uint16_t>((bits & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = portable::FloatToBF16Bits(x[i]);
 }
 
 void WidenF16Scalar(const uint16_t* x, float* y, int64_t n) {

@@ -74,6 +74,28 @@ void ForEachWidenedBlock(const void* src, DType src_dtype, int64_t n, F fn) {
   }
 }
 
+// For element-wise kernels whose bf16/f16 operands and result have one
+// shape: fn(in, out, len) on blocks of up to kWidenedBlock elements, in[k]
+// input k's block widened to f32 in this thread's buffers, out rounded back
+// into dst. The bits of the f32 kernel run on widened copies of whole
+// tensors, without the copies' passes over memory.
+template <size_t kInputs, typename F>
+void MapWidenedBlocks(const void* const (&src)[kInputs], void* dst, DType dtype, int64_t n, F fn) {
+  float in[kInputs][kWidenedBlock];
+  float out[kWidenedBlock];
+  const float* in_ptrs[kInputs];
+  const int64_t size = static_cast<int64_t>(DTypeSize(dtype));
+  for (int64_t b = 0; b < n; b += kWidenedBlock) {
+    const int64_t len = std::min(kWidenedBlock, n - b);
+    for (size_t k = 0; k < kInputs; ++k) {
+      WidenToF32(static_cast<const char*>(src[k]) + b * size, dtype, in[k], len, nullptr);
+      in_ptrs[k] = in[k];
+    }
+    fn(in_ptrs, out, len);
+    NarrowFromF32(out, static_cast<char*>(dst) + b * size, dtype, len, nullptr);
+  }
+}
+
 }  // namespace distrt
 
 #endif  // DISTRT_SRC_VIA_F32_H_

@@ -53,7 +53,8 @@ Tensor Widened(const Tensor& t) {
 
 Status Run(const std::string& op, const std::vector<Tensor>& inputs,
            const std::vector<TensorType>& out_types, const AttrList& attrs,
-           std::vector<Tensor>* outputs) {
+           std::vector<Tensor>* outputs, const ExecutorOptions& options = ExecutorOptions(),
+           int64_t* via_f32 = nullptr) {
   ProgramBuilder b;
   std::vector<int> ins, outs;
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -67,7 +68,8 @@ Status Run(const std::string& op, const std::vector<Tensor>& inputs,
   std::shared_ptr<const Program> prog;
   DISTRT_RETURN_IF_ERROR(Program::Create(b.Build(), "<test>", ".", &prog));
   std::unique_ptr<Executor> exec;
-  DISTRT_RETURN_IF_ERROR(Executor::Create(prog, nullptr, ExecutorOptions(), &exec));
+  DISTRT_RETURN_IF_ERROR(Executor::Create(prog, nullptr, options, &exec));
+  if (via_f32 != nullptr) *via_f32 = exec->stats().instructions_via_f32;
   return exec->Run(inputs, outputs);
 }
 
@@ -76,10 +78,11 @@ Status Run(const std::string& op, const std::vector<Tensor>& inputs,
 // expects each 16-bit output to be the f32 result rounded (within `ulps`
 // units in the last place), every other output to be equal bytes.
 void ExpectAsF32(const std::string& op, const std::vector<Tensor>& inputs,
-                 const std::vector<TensorType>& outs, const AttrList& attrs = {}, int ulps = 0) {
+                 const std::vector<TensorType>& outs, const AttrList& attrs = {}, int ulps = 0,
+                 const ExecutorOptions& options = ExecutorOptions()) {
   SCOPED_TRACE(op);
   std::vector<Tensor> got, want;
-  Status st = Run(op, inputs, outs, attrs, &got);
+  Status st = Run(op, inputs, outs, attrs, &got, options);
   ASSERT_TRUE(st.ok()) << st.ToString();
   std::vector<Tensor> wide_inputs;
   std::vector<TensorType> wide_outs;
@@ -322,6 +325,103 @@ TEST_P(HalfTest, NaNAndInfinitySurvive) {
   ExpectAsF32("exp", {x}, {T({6})});
   ExpectAsF32("max", {x, Half(dt(), {6}, {1, nan, 2, nan, 3, 4})}, {T({6})});
   ExpectAsF32("softmax", {x}, {T({6})}, {{"axis", AttrInt(0)}});
+}
+
+// The kernels with a 16-bit path of their own (binary arithmetic on bf16,
+// where, gelu and its gradient through via_f32.h's MapWidenedBlocks,
+// reductions over leading axes with widened rows) on sizes that
+// span several widened blocks and thread chunks, and on every broadcast
+// pattern: the bits of the f32 kernel, rounded once.
+TEST_P(HalfTest, OwnSixteenBitPathsOnThreads) {
+  const int64_t n = 3 * kWidenedBlock + 5;
+  const Tensor a = RandomHalf(dt(), {3, n}, 21), b = RandomHalf(dt(), {3, n}, 22, 0.5f, 3);
+  const Tensor scalar = RandomHalf(dt(), {1}, 23, 0.5f, 3), row = RandomHalf(dt(), {1, n}, 24);
+  const Tensor column = RandomHalf(dt(), {3, 1}, 25, 0.5f, 3);
+  // One row longer than two thread chunks: split within the row.
+  const Tensor long_a = RandomHalf(dt(), {70001}, 26), long_b = RandomHalf(dt(), {70001}, 27);
+  Tensor c = Bool({3, n}, std::vector<int>(static_cast<size_t>(3 * n), 0));
+  for (int64_t i = 0; i < 3 * n; i += 7) c.data<uint8_t>()[i] = 1;
+  for (int threads : {1, 3}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    ExecutorOptions options;
+    options.threads = threads;
+    for (const char* op : {"add", "sub", "mul", "div"}) {
+      ExpectAsF32(op, {a, b}, {T({3, n})}, {}, 0, options);
+      ExpectAsF32(op, {a, scalar}, {T({3, n})}, {}, 0, options);
+      ExpectAsF32(op, {scalar, b}, {T({3, n})}, {}, 0, options);
+      ExpectAsF32(op, {row, column}, {T({3, n})}, {}, 0, options);
+      ExpectAsF32(op, {column, scalar}, {T({3, 1})}, {}, 0, options);
+      ExpectAsF32(op, {long_a, long_b}, {T({70001})}, {}, 0, options);
+    }
+    ExpectAsF32("where", {c, a, b}, {T({3, n})}, {}, 0, options);
+    ExpectAsF32("where", {c, row, scalar}, {T({3, n})}, {}, 0, options);
+    ExpectAsF32("gelu", {long_a}, {T({70001})}, {}, 0, options);
+    ExpectAsF32("gelu", {a}, {T({3, n})}, {{"approximate", AttrString("tanh")}}, 0, options);
+    ExpectAsF32("gelu_grad", {long_a, long_b}, {T({70001})}, {}, 0, options);
+    // Reductions over axes with axes after them: columns in blocks of 1024,
+    // (outer x blocks) split over the threads.
+    const Tensor r = RandomHalf(dt(), {2, 5, 2500}, 28, 0, 1);
+    const Tensor many = RandomHalf(dt(), {40, 2, 1100}, 30, -1, 1);
+    for (const char* op : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+      ExpectAsF32(op, {many}, {T({40, 1, 1100})}, {{"axes", AttrInts({1})}}, 0, options);
+      ExpectAsF32(op, {r}, {T({2500})}, {{"axes", AttrInts({0, 1})}, {"keepdims", AttrInt(0)}}, 0,
+                  options);
+    }
+    ExpectAsF32("reduce_prod", {RandomHalf(dt(), {3, 4, 1100}, 29, 0.5f, 1.5f)}, {T({1, 4, 1100})},
+                {{"axes", AttrInts({0})}}, 0, options);
+  }
+}
+
+// Which kernels still widen whole tensors (the executor's count): none of
+// the above. bf16 arithmetic is its own; f16 arithmetic still goes through
+// f32 copies.
+TEST_P(HalfTest, KernelsWithOwnPathsMakeNoF32Copies) {
+  const Tensor a = RandomHalf(dt(), {4, 8}, 31), b = RandomHalf(dt(), {4, 8}, 32);
+  const Tensor c = Bool({4, 8}, std::vector<int>(32, 1));
+  auto via_f32 = [&](const std::string& op, const std::vector<Tensor>& in) {
+    std::vector<Tensor> out;
+    int64_t count = -1;
+    Status st = testing::Run(op, in, {T({4, 8})}, {}, &out, ExecutorOptions(), &count);
+    EXPECT_TRUE(st.ok()) << op << ": " << st.ToString();
+    return count;
+  };
+  EXPECT_EQ(via_f32("where", {c, a, b}), 0);
+  EXPECT_EQ(via_f32("gelu", {a}), 0);
+  EXPECT_EQ(via_f32("gelu_grad", {a, b}), 0);
+  for (const char* op : {"add", "sub", "mul", "div"})
+    EXPECT_EQ(via_f32(op, {a, b}), dt() == DType::kBF16 ? 0 : 1) << op;
+  EXPECT_EQ(via_f32("max", {a, b}), 1);  // no 16-bit path of its own
+  auto reduce_via_f32 = [&](const std::vector<int64_t>& axes, const Shape& out_shape) {
+    std::vector<Tensor> out;
+    int64_t count = -1;
+    Status st = testing::Run("reduce_sum", {a}, {T(out_shape)}, {{"axes", AttrInts(axes)}}, &out,
+                             ExecutorOptions(), &count);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return count;
+  };
+  EXPECT_EQ(reduce_via_f32({0}, {1, 8}), 0);  // columns: its own path
+  EXPECT_EQ(reduce_via_f32({1}, {4, 1}), 1);  // rows: through f32
+}
+
+// Special values through the 16-bit paths: infinities and NaNs from
+// arithmetic, and `where` moving a signalling NaN's bytes untouched.
+TEST_P(HalfTest, SpecialValuesThroughOwnPaths) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor x = Half(dt(), {6}, {nan, inf, -inf, 0.f, -0.f, 1.f});
+  const Tensor y = Half(dt(), {6}, {1.f, inf, 2.f, 0.f, 3.f, 0.f});
+  for (const char* op : {"add", "sub", "mul", "div"}) ExpectAsF32(op, {x, y}, {T({6})});
+  ExpectAsF32("gelu", {x}, {T({6})});
+  ExpectAsF32("gelu_grad", {x, y}, {T({6})});
+  Tensor signalling = Half(dt(), {2}, {1.f, 2.f});
+  const uint16_t snan = dt() == DType::kBF16 ? 0x7f81 : 0x7c01;
+  signalling.data<uint16_t>()[0] = snan;
+  std::vector<Tensor> out;
+  ASSERT_TRUE(testing::Run("where", {Bool({2}, {1, 0}), signalling, Half(dt(), {2}, {5.f, 6.f})},
+                           {T({2})}, {}, &out)
+                  .ok());
+  EXPECT_EQ(out[0].data<uint16_t>()[0], snan);
+  EXPECT_EQ(out[0].data<uint16_t>()[1], Round16(6.f, dt()));
 }
 
 TEST_P(HalfTest, EmptyTensors) {
