@@ -218,44 +218,6 @@ Status VerifySameType(const VerifyContext& ctx) {
   return CheckOutputType(ctx.outputs[0], ctx.inputs[0]);
 }
 
-Status RunUnary(KernelContext& ctx) {
-  const std::string& name = ctx.inst->op();
-  const UnaryInfo* info = Find(name);
-  if (info == nullptr) return InternalError("unary kernel '", name, "' has no entry");
-  const Tensor& x = ctx.input(0);
-  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
-  if (info->op == UnOp::kNot && x.dtype() != DType::kBool) {
-    return InvalidArgumentError("'not' needs a bool operand, got ", DTypeName(x.dtype()));
-  }
-  Tensor* out;
-  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
-  const int64_t n = x.num_elements();
-  if (info->op == UnOp::kNot) {
-    Map(x.data<uint8_t>(), out->data<uint8_t>(), n, ctx.pool,
-        [](uint8_t v) -> uint8_t { return v == 0; });
-    return OkStatus();
-  }
-  if (info->float_only) {
-    DISTRT_DISPATCH_FLOAT(x.dtype(), name,
-                          return FloatUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
-  }
-  DISTRT_DISPATCH_NUMERIC(x.dtype(), name,
-                          return AnyUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
-  return OkStatus();
-}
-
-Status RunIdentity(KernelContext& ctx) { return ctx.SetOutput(0, ctx.input(0)); }
-
-// GELU's tanh approximation.
-template <typename T>
-void GeluTanhLoop(const T* x, T* y, int64_t n) {
-  const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
-  for (int64_t i = 0; i < n; ++i) {
-    const T v = x[i];
-    y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
-  }
-}
-
 // n elements of an element-wise kernel over the threads. loop(in, out, len)
 // is the f32/f64 loop; bf16/f16 tensors run it on widened blocks
 // (MapWidenedBlocks: the bits of the f32 loop, without f32 copies).
@@ -283,6 +245,50 @@ Status RunElementwise(const Tensor* const (&x)[kInputs], Tensor* out, ThreadPool
     });
   });
   return OkStatus();
+}
+
+Status RunUnary(KernelContext& ctx) {
+  const std::string& name = ctx.inst->op();
+  const UnaryInfo* info = Find(name);
+  if (info == nullptr) return InternalError("unary kernel '", name, "' has no entry");
+  const Tensor& x = ctx.input(0);
+  DISTRT_RETURN_IF_ERROR(CheckSameType(ctx));
+  if (info->op == UnOp::kNot && x.dtype() != DType::kBool) {
+    return InvalidArgumentError("'not' needs a bool operand, got ", DTypeName(x.dtype()));
+  }
+  Tensor* out;
+  DISTRT_RETURN_IF_ERROR(ctx.AllocateOutput(0, &out));
+  const int64_t n = x.num_elements();
+  if (info->op == UnOp::kNot) {
+    Map(x.data<uint8_t>(), out->data<uint8_t>(), n, ctx.pool,
+        [](uint8_t v) -> uint8_t { return v == 0; });
+    return OkStatus();
+  }
+  if (IsHalfFloat(x.dtype())) {  // every op here is defined on floats
+    return RunElementwise<1>({&x}, out, ctx.pool, name.c_str(), [&](auto in, auto* y, int64_t len) {
+      using T = std::remove_pointer_t<decltype(y)>;
+      (void)AnyUnary<T>(info->op, in[0], y, len, nullptr);
+    });
+  }
+  if (info->float_only) {
+    DISTRT_DISPATCH_FLOAT(x.dtype(), name,
+                          return FloatUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
+  }
+  DISTRT_DISPATCH_NUMERIC(x.dtype(), name,
+                          return AnyUnary<T>(info->op, x.data<T>(), out->data<T>(), n, ctx.pool));
+  return OkStatus();
+}
+
+Status RunIdentity(KernelContext& ctx) { return ctx.SetOutput(0, ctx.input(0)); }
+
+// GELU's tanh approximation.
+template <typename T>
+void GeluTanhLoop(const T* x, T* y, int64_t n) {
+  const T k = static_cast<T>(0.79788456080286535588);  // sqrt(2/pi)
+  for (int64_t i = 0; i < n; ++i) {
+    const T v = x[i];
+    y[i] = T(0.5) * v * (T(1) + std::tanh(k * (v + T(0.044715) * v * v * v)));
+  }
 }
 
 Status RunGelu(KernelContext& ctx) {
@@ -380,7 +386,13 @@ Status RunClip(KernelContext& ctx) {
 }  // namespace
 
 void RegisterUnaryKernels(KernelRegistry& r) {
-  for (const auto& u : kUnaryOps) r.Add({u.name, 1, 1, 1, RunUnary, VerifySameType, false, true});
+  // Unary ops, gelu and gelu_grad read bf16/f16 themselves: RunElementwise's
+  // widened blocks.
+  for (const auto& u : kUnaryOps) {
+    KernelDef def{u.name, 1, 1, 1, RunUnary, VerifySameType, false, true};
+    def.half_native = u.op != UnOp::kNot;
+    r.Add(def);
+  }
   // Only shares its input's buffer: the same kernel serves every device and
   // dtype.
   KernelDef identity{"identity", 1, 1, 1, RunIdentity, VerifySameType};
@@ -388,7 +400,6 @@ void RegisterUnaryKernels(KernelRegistry& r) {
   r.Add(identity);
   identity.device = DeviceKind::kCuda;
   r.Add(identity);
-  // gelu and gelu_grad: half_native through RunElementwise's widened blocks.
   KernelDef gelu{"gelu", 1, 1, 1, RunGelu, VerifySameType, false, true};
   gelu.half_native = true;
   r.Add(gelu);

@@ -328,7 +328,8 @@ TEST_P(HalfTest, NaNAndInfinitySurvive) {
 }
 
 // The kernels with a 16-bit path of their own (binary arithmetic on bf16,
-// where, gelu and its gradient through via_f32.h's MapWidenedBlocks,
+// where, the unary ops, gelu and its gradient through via_f32.h's
+// MapWidenedBlocks,
 // reductions over leading axes with widened rows) on sizes that
 // span several widened blocks and thread chunks, and on every broadcast
 // pattern: the bits of the f32 kernel, rounded once.
@@ -358,6 +359,8 @@ TEST_P(HalfTest, OwnSixteenBitPathsOnThreads) {
     ExpectAsF32("gelu", {long_a}, {T({70001})}, {}, 0, options);
     ExpectAsF32("gelu", {a}, {T({3, n})}, {{"approximate", AttrString("tanh")}}, 0, options);
     ExpectAsF32("gelu_grad", {long_a, long_b}, {T({70001})}, {}, 0, options);
+    for (const char* op : {"exp", "sigmoid", "tanh", "neg", "relu"})
+      ExpectAsF32(op, {long_a}, {T({70001})}, {}, 0, options);
     // Reductions over axes with axes after them: columns in blocks of 1024,
     // (outer x blocks) split over the threads.
     const Tensor r = RandomHalf(dt(), {2, 5, 2500}, 28, 0, 1);
@@ -373,8 +376,8 @@ TEST_P(HalfTest, OwnSixteenBitPathsOnThreads) {
 }
 
 // Which kernels still widen whole tensors (the executor's count): none of
-// the above. bf16 arithmetic is its own; f16 arithmetic still goes through
-// f32 copies.
+// the above. bf16 arithmetic is its own; f16 arithmetic, leaky_relu and
+// max still go through f32 copies.
 TEST_P(HalfTest, KernelsWithOwnPathsMakeNoF32Copies) {
   const Tensor a = RandomHalf(dt(), {4, 8}, 31), b = RandomHalf(dt(), {4, 8}, 32);
   const Tensor c = Bool({4, 8}, std::vector<int>(32, 1));
@@ -388,6 +391,9 @@ TEST_P(HalfTest, KernelsWithOwnPathsMakeNoF32Copies) {
   EXPECT_EQ(via_f32("where", {c, a, b}), 0);
   EXPECT_EQ(via_f32("gelu", {a}), 0);
   EXPECT_EQ(via_f32("gelu_grad", {a, b}), 0);
+  for (const char* op : {"exp", "sigmoid", "sqrt", "neg", "round"})
+    EXPECT_EQ(via_f32(op, {a}), 0) << op;
+  EXPECT_EQ(via_f32("leaky_relu", {a}), 1);
   for (const char* op : {"add", "sub", "mul", "div"})
     EXPECT_EQ(via_f32(op, {a, b}), dt() == DType::kBF16 ? 0 : 1) << op;
   EXPECT_EQ(via_f32("max", {a, b}), 1);  // no 16-bit path of its own
@@ -714,10 +720,11 @@ TEST(HalfProgram, PlannedPeakCountsTheF32Copies) {
   for (DType dt : {DType::kBF16, DType::kF32}) {
     ProgramBuilder b;
     const int x = b.Input("x", dt, {1000});
-    const int y = b.Apply("exp", {x}, dt, {1000});
+    // leaky_relu: a kernel without a 16-bit path of its own.
+    const int y = b.Apply("leaky_relu", {x}, dt, {1000});
     b.Output("y", y);
     std::shared_ptr<const Program> p;
-    ASSERT_TRUE(Program::Create(b.Build(), "exp", ".", &p).ok());
+    ASSERT_TRUE(Program::Create(b.Build(), "leaky_relu", ".", &p).ok());
     std::unique_ptr<Executor> e;
     ASSERT_TRUE(Executor::Create(p, nullptr, ExecutorOptions(), &e).ok());
     peak[dt == DType::kF32] = e->stats().planned_peak_bytes;
