@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernel_util.h"
+#include "via_f32.h"
 
 namespace distrt {
 namespace {
@@ -286,63 +287,93 @@ BinOp OpOf(const std::string& name) {
   return BinOp::kAdd;
 }
 
-// ---- bf16 arithmetic in one pass -------------------------------------------------
+// ---- 16-bit arithmetic without f32 copies -----------------------------------------
 
-// add, sub, mul and div on bf16 operands read each element widened to f32
-// (exact), compute in f32 and round once to nearest even: the bits the f32
-// kernel gives on widened copies, without the copies and their passes over
-// memory (a training step's residual adds and bias gradients in bf16).
-bool IsBF16Arith(BinOp op) {
+// add, sub, mul and div on bf16 or f16 operands read each element widened
+// to f32 (exact), compute in f32 and round once to nearest even: the bits
+// the f32 kernel gives on widened copies, without the copies and their
+// passes over memory (a training step's residual adds in bf16).
+bool IsHalfArith(BinOp op) {
   return op == BinOp::kAdd || op == BinOp::kSub || op == BinOp::kMul || op == BinOp::kDiv;
 }
 
-bool ArithInBF16(const VerifyContext& ctx) {
-  return IsBF16Arith(OpOf(ctx.inst->op())) && ctx.inputs.size() == 2 &&
-         ctx.inputs[0].dtype == DType::kBF16 && ctx.inputs[1].dtype == DType::kBF16;
+bool ArithInHalf(const VerifyContext& ctx) {
+  return IsHalfArith(OpOf(ctx.inst->op())) && ctx.inputs.size() == 2 &&
+         IsHalfFloat(ctx.inputs[0].dtype) && ctx.inputs[1].dtype == ctx.inputs[0].dtype;
 }
 
-// o[i] = f(a[i * sa], b[i * sb]) rounded to bf16, for strides of 0 or 1:
-// inlined into each clone of BF16ArithRow, so it vectorises for its CPU.
-template <typename F>
-__attribute__((always_inline)) inline void BF16Row(const uint16_t* a, int64_t sa, const uint16_t* b,
-                                                   int64_t sb, uint16_t* o, int64_t n, F f) {
-  using portable::BF16BitsToFloat;
-  using portable::FloatToBF16Bits;
+// o[i] = store(f(load(a[i * sa]), load(b[i * sb]))) for strides of 0 or 1:
+// inlined into each clone of the row functions below, so it vectorises for
+// their CPU.
+template <typename In, typename Out, typename Load, typename Store, typename F>
+__attribute__((always_inline)) inline void ArithRow(const In* a, int64_t sa, const In* b,
+                                                    int64_t sb, Out* o, int64_t n, Load load,
+                                                    Store store, F f) {
   if (sa == 1 && sb == 1) {
-    for (int64_t i = 0; i < n; ++i)
-      o[i] = FloatToBF16Bits(f(BF16BitsToFloat(a[i]), BF16BitsToFloat(b[i])));
+    for (int64_t i = 0; i < n; ++i) o[i] = store(f(load(a[i]), load(b[i])));
   } else if (sa == 1) {
-    const float vb = BF16BitsToFloat(b[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = FloatToBF16Bits(f(BF16BitsToFloat(a[i]), vb));
+    const float vb = load(b[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = store(f(load(a[i]), vb));
   } else if (sb == 1) {
-    const float va = BF16BitsToFloat(a[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = FloatToBF16Bits(f(va, BF16BitsToFloat(b[i])));
+    const float va = load(a[0]);
+    for (int64_t i = 0; i < n; ++i) o[i] = store(f(va, load(b[i])));
   } else {
-    const uint16_t v = FloatToBF16Bits(f(BF16BitsToFloat(a[0]), BF16BitsToFloat(b[0])));
+    const Out v = store(f(load(a[0]), load(b[0])));
     for (int64_t i = 0; i < n; ++i) o[i] = v;
   }
 }
 
-DISTRT_ARITHMETIC_CLONES void BF16ArithRow(BinOp op, const uint16_t* a, int64_t sa,
-                                           const uint16_t* b, int64_t sb, uint16_t* o, int64_t n) {
+template <typename In, typename Out, typename Load, typename Store>
+__attribute__((always_inline)) inline void ArithRowOf(BinOp op, const In* a, int64_t sa,
+                                                      const In* b, int64_t sb, Out* o, int64_t n,
+                                                      Load load, Store store) {
   switch (op) {
     case BinOp::kAdd:
-      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x + y; });
+      return ArithRow(a, sa, b, sb, o, n, load, store, [](float x, float y) { return x + y; });
     case BinOp::kSub:
-      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x - y; });
+      return ArithRow(a, sa, b, sb, o, n, load, store, [](float x, float y) { return x - y; });
     case BinOp::kMul:
-      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x * y; });
+      return ArithRow(a, sa, b, sb, o, n, load, store, [](float x, float y) { return x * y; });
     default:
-      return BF16Row(a, sa, b, sb, o, n, [](float x, float y) { return x / y; });
+      return ArithRow(a, sa, b, sb, o, n, load, store, [](float x, float y) { return x / y; });
   }
 }
 
-void RunBF16Arith(BinOp op, const uint16_t* a, const uint16_t* b, uint16_t* out,
+// bf16 in one pass: widening is a shift, rounding a branch-free select.
+DISTRT_ARITHMETIC_CLONES void BF16ArithRow(BinOp op, const uint16_t* a, int64_t sa,
+                                           const uint16_t* b, int64_t sb, uint16_t* o, int64_t n) {
+  ArithRowOf(
+      op, a, sa, b, sb, o, n, [](uint16_t v) { return portable::BF16BitsToFloat(v); },
+      [](float v) { return portable::FloatToBF16Bits(v); });
+}
+
+// f32 operands and result: f16 rows go through it a widened block at a time.
+DISTRT_ARITHMETIC_CLONES void F32ArithRow(BinOp op, const float* a, int64_t sa, const float* b,
+                                          int64_t sb, float* o, int64_t n) {
+  auto same = [](float v) { return v; };
+  ArithRowOf(op, a, sa, b, sb, o, n, same, same);
+}
+
+// f16: blocks of each row widened (F16C where the CPU has it) into this
+// thread's buffers, the f32 row, rounded back.
+void F16ArithRow(BinOp op, const uint16_t* a, int64_t sa, const uint16_t* b, int64_t sb,
+                 uint16_t* o, int64_t n) {
+  float wa[kWidenedBlock], wb[kWidenedBlock], wo[kWidenedBlock];
+  for (int64_t s0 = 0; s0 < n; s0 += kWidenedBlock) {
+    const int64_t len = std::min(kWidenedBlock, n - s0);
+    WidenToF32(a + s0 * sa, DType::kF16, wa, sa != 0 ? len : 1, nullptr);
+    WidenToF32(b + s0 * sb, DType::kF16, wb, sb != 0 ? len : 1, nullptr);
+    F32ArithRow(op, wa, sa, wb, sb, wo, len);
+    NarrowFromF32(wo, o + s0, DType::kF16, len, nullptr);
+  }
+}
+
+void RunHalfArith(BinOp op, DType dtype, const uint16_t* a, const uint16_t* b, uint16_t* out,
                   const BroadcastPlan& p, ThreadPool* pool) {
   const int64_t sa = p.strides[0].back(), sb = p.strides[1].back();
+  auto row_fn = dtype == DType::kBF16 ? BF16ArithRow : F16ArithRow;
   ForEachBroadcastRow(p, pool, [&](int64_t r, const int64_t* off, int64_t lo, int64_t hi) {
-    BF16ArithRow(op, a + off[0] + lo * sa, sa, b + off[1] + lo * sb, sb, out + r * p.inner + lo,
-                 hi - lo);
+    row_fn(op, a + off[0] + lo * sa, sa, b + off[1] + lo * sb, sb, out + r * p.inner + lo, hi - lo);
   });
 }
 
@@ -415,8 +446,9 @@ Status RunBinaryKernel(KernelContext& ctx) {
     }
     return OkStatus();
   }
-  if (IsBF16Arith(op) && a.dtype() == DType::kBF16) {
-    RunBF16Arith(op, a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), plan, ctx.pool);
+  if (IsHalfArith(op) && IsHalfFloat(a.dtype())) {
+    RunHalfArith(op, a.dtype(), a.data<uint16_t>(), b.data<uint16_t>(), out->data<uint16_t>(), plan,
+                 ctx.pool);
     return OkStatus();
   }
   if (IsCompare(op)) {
@@ -535,7 +567,7 @@ Status RunWhere(KernelContext& ctx) {
 void RegisterBinaryKernels(KernelRegistry& r) {
   for (const auto& b : kBinaryOps) {
     KernelDef def{b.name, 2, 2, 1, RunBinaryKernel, VerifyBinary, false, true};
-    def.half_native_for = ArithInBF16;
+    def.half_native_for = ArithInHalf;
     r.Add(def);
   }
   KernelDef where{"where", 3, 3, 1, RunWhere, VerifyWhere, false, true};
