@@ -84,13 +84,12 @@ void MapWidenedBlocks(const void* const (&src)[kInputs], void* dst, DType dtype,
   float in[kInputs][kWidenedBlock];
   float out[kWidenedBlock];
   const float* in_ptrs[kInputs];
+  for (size_t k = 0; k < kInputs; ++k) in_ptrs[k] = in[k];
   const int64_t size = static_cast<int64_t>(DTypeSize(dtype));
   for (int64_t b = 0; b < n; b += kWidenedBlock) {
     const int64_t len = std::min(kWidenedBlock, n - b);
-    for (size_t k = 0; k < kInputs; ++k) {
+    for (size_t k = 0; k < kInputs; ++k)
       WidenToF32(static_cast<const char*>(src[k]) + b * size, dtype, in[k], len, nullptr);
-      in_ptrs[k] = in[k];
-    }
     fn(in_ptrs, out, len);
     NarrowFromF32(out, static_cast<char*>(dst) + b * size, dtype, len, nullptr);
   }

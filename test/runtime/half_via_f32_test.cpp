@@ -380,10 +380,11 @@ TEST_P(HalfTest, OwnSixteenBitPathsOnThreads) {
 TEST_P(HalfTest, KernelsWithOwnPathsMakeNoF32Copies) {
   const Tensor a = RandomHalf(dt(), {4, 8}, 31), b = RandomHalf(dt(), {4, 8}, 32);
   const Tensor c = Bool({4, 8}, std::vector<int>(32, 1));
-  auto via_f32 = [&](const std::string& op, const std::vector<Tensor>& in) {
+  auto via_f32 = [&](const std::string& op, const std::vector<Tensor>& in,
+                     const Shape& out_shape = {4, 8}, const AttrList& attrs = {}) {
     std::vector<Tensor> out;
     int64_t count = -1;
-    Status st = testing::Run(op, in, {T({4, 8})}, {}, &out, ExecutorOptions(), &count);
+    Status st = testing::Run(op, in, {T(out_shape)}, attrs, &out, ExecutorOptions(), &count);
     EXPECT_TRUE(st.ok()) << op << ": " << st.ToString();
     return count;
   };
@@ -395,16 +396,9 @@ TEST_P(HalfTest, KernelsWithOwnPathsMakeNoF32Copies) {
   EXPECT_EQ(via_f32("leaky_relu", {a}), 1);
   for (const char* op : {"add", "sub", "mul", "div"}) EXPECT_EQ(via_f32(op, {a, b}), 0) << op;
   EXPECT_EQ(via_f32("max", {a, b}), 1);  // no 16-bit path of its own
-  auto reduce_via_f32 = [&](const std::vector<int64_t>& axes, const Shape& out_shape) {
-    std::vector<Tensor> out;
-    int64_t count = -1;
-    Status st = testing::Run("reduce_sum", {a}, {T(out_shape)}, {{"axes", AttrInts(axes)}}, &out,
-                             ExecutorOptions(), &count);
-    EXPECT_TRUE(st.ok()) << st.ToString();
-    return count;
-  };
-  EXPECT_EQ(reduce_via_f32({0}, {1, 8}), 0);  // columns: its own path
-  EXPECT_EQ(reduce_via_f32({1}, {4, 1}), 1);  // rows: through f32
+  // Columns: its own path; rows: through f32.
+  EXPECT_EQ(via_f32("reduce_sum", {a}, {1, 8}, {{"axes", AttrInts({0})}}), 0);
+  EXPECT_EQ(via_f32("reduce_sum", {a}, {4, 1}, {{"axes", AttrInts({1})}}), 1);
 }
 
 // Special values through the 16-bit paths: infinities and NaNs from
